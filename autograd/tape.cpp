@@ -1,0 +1,300 @@
+// autograd/tape.cpp — recording nodes, grad mode, and the reverse walk (backward and tg::grad).
+#include "autograd/tape.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <queue>
+#include <unordered_map>
+
+namespace tg {
+
+namespace {
+thread_local bool g_grad_enabled = true;
+thread_local uint64_t g_next_seq = 0;
+std::atomic<int64_t> g_live_nodes{0};
+
+// Weak references to recorded nodes, in order; pruned when it doubles, so it stays bounded by
+// twice the number of live nodes.
+struct TapeList {
+  std::vector<std::weak_ptr<Node>> nodes;
+  size_t prune_at = 1024;
+  void push(const std::shared_ptr<Node>& n) {
+    if (nodes.size() >= prune_at) {
+      nodes.erase(std::remove_if(nodes.begin(), nodes.end(),
+                                 [](const std::weak_ptr<Node>& w) { return w.expired(); }),
+                  nodes.end());
+      prune_at = std::max<size_t>(1024, 2 * nodes.size());
+    }
+    nodes.push_back(n);
+  }
+};
+thread_local TapeList g_tape;
+
+// dst += src, same shape and dtype (checked by the caller).
+void add_into(const Tensor& dst, const Tensor& src) {
+  const int64_t n = dst.numel();
+  if (dst.dtype() == kFloat32) {
+    float* d = dst.data<float>();
+    const float* s = src.data<float>();
+    for (int64_t i = 0; i < n; ++i) d[i] += s[i];
+  } else if (dst.dtype() == kFloat64) {
+    double* d = dst.data<double>();
+    const double* s = src.data<double>();
+    for (int64_t i = 0; i < n; ++i) d[i] += s[i];
+  } else {
+    throw Error(fmt::format("backward: cannot accumulate gradients of dtype {}", dtype_name(dst.dtype())));
+  }
+}
+
+Tensor summed(const Tensor& a, const Tensor& b) {
+  Tensor out = a.detach().clone();
+  add_into(out, b);
+  return out;
+}
+
+Tensor apply_hooks(const std::vector<GradHook>& hooks, Tensor g) {
+  for (const auto& h : hooks) {
+    Tensor r = h(g);
+    if (r.defined()) {
+      if (r.shape() != g.shape() || r.dtype() != g.dtype())
+        throw Error(fmt::format("hook: returned gradient {} {} but the tensor's gradient is {} {}",
+                                shape_str(r.shape()), dtype_name(r.dtype()), shape_str(g.shape()),
+                                dtype_name(g.dtype())));
+      g = r;
+    }
+  }
+  return g;
+}
+
+void check_grad(const Node& n, size_t i, const Tensor& g) {
+  const Edge& e = n.next[i];
+  if (g.shape() != e.shape || g.dtype() != e.dtype)
+    throw Error(fmt::format("backward of {} (node #{}): gradient for input {} is {} {}, expected {} {}",
+                            n.op, n.seq, i, shape_str(g.shape()), dtype_name(g.dtype()),
+                            shape_str(e.shape), dtype_name(e.dtype)));
+}
+
+struct SeqLess {
+  bool operator()(const Node* a, const Node* b) const { return a->seq < b->seq; }
+};
+
+// The walk shared by backward() and grad(). With a capture map, gradients of the requested
+// tensors are stored there and no leaf .grad() is touched.
+struct Capture {
+  std::unordered_map<const TensorImpl*, Tensor> leaves;  // leaf inputs
+  std::unordered_map<const Node*, Tensor> nodes;         // non-leaf inputs, by producer
+  bool active = false;
+};
+
+void accumulate_leaf(const std::shared_ptr<TensorImpl>& leaf, Tensor g, Capture& cap) {
+  if (cap.active) {
+    auto it = cap.leaves.find(leaf.get());
+    if (it == cap.leaves.end()) return;
+    it->second = it->second.defined() ? summed(it->second, g) : g;
+    return;
+  }
+  g = apply_hooks(leaf->leaf_hooks, g);
+  if (!leaf->grad) {
+    leaf->grad = g.detach().clone().impl_ptr();
+  } else {
+    add_into(Tensor(leaf->grad), g);
+  }
+}
+
+void run(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, bool retain_graph,
+         Capture& cap) {
+  if (roots.size() != grads.size())
+    throw Error(fmt::format("backward: {} outputs but {} gradients", roots.size(), grads.size()));
+  NoGradGuard no_grad;
+  std::unordered_map<Node*, Tensor> pending;
+  std::priority_queue<Node*, std::vector<Node*>, SeqLess> heap;
+  std::vector<std::shared_ptr<Node>> keep;  // roots' nodes stay alive during the walk
+
+  auto send_to_node = [&](const std::shared_ptr<Node>& n, const Tensor& g) {
+    auto it = pending.find(n.get());
+    if (it == pending.end()) {
+      pending.emplace(n.get(), g);
+      heap.push(n.get());
+    } else {
+      it->second = summed(it->second, g);
+    }
+  };
+
+  for (size_t r = 0; r < roots.size(); ++r) {
+    const Tensor& root = roots[r];
+    Tensor g = grads[r];
+    if (!root.requires_grad())
+      throw Error(fmt::format("backward: output {} {} does not require grad (no input requires grad, "
+                              "or it was computed under NoGradGuard)",
+                              r, shape_str(root.shape())));
+    if (!g.defined()) {
+      if (root.numel() != 1)
+        throw Error(fmt::format("backward: grad can be implicitly created only for scalar outputs; "
+                                "output {} is {}: pass an explicit gradient",
+                                r, shape_str(root.shape())));
+      g = ones_like(root.detach());
+    }
+    if (g.shape() != root.shape() || g.dtype() != root.dtype())
+      throw Error(fmt::format("backward: gradient {} {} does not match output {} {}",
+                              shape_str(g.shape()), dtype_name(g.dtype()), shape_str(root.shape()),
+                              dtype_name(root.dtype())));
+    if (root.grad_fn()) {
+      keep.push_back(root.impl()->grad_fn);
+      send_to_node(root.impl()->grad_fn, g.detach());
+    } else {
+      accumulate_leaf(root.impl_ptr(), g.detach(), cap);
+    }
+  }
+
+  while (!heap.empty()) {
+    Node* n = heap.top();
+    heap.pop();
+    Tensor g = std::move(pending[n]);
+    pending.erase(n);
+    if (n->released || !n->backward)
+      throw Error(fmt::format("backward: node #{} ({}) was already freed by an earlier backward; pass "
+                              "retain_graph=true to the first backward to backward through the "
+                              "graph a second time",
+                              n->seq, n->op));
+    g = apply_hooks(n->hooks, g);
+    if (cap.active) {
+      auto it = cap.nodes.find(n);
+      if (it != cap.nodes.end()) it->second = it->second.defined() ? summed(it->second, g) : g;
+    }
+    std::vector<Tensor> in_grads = n->backward(g);
+    if (in_grads.size() != n->next.size())
+      throw Error(fmt::format("backward of {}: returned {} gradients for {} inputs", n->op,
+                              in_grads.size(), n->next.size()));
+    for (size_t i = 0; i < in_grads.size(); ++i) {
+      const Edge& e = n->next[i];
+      if (!e.active() || !in_grads[i].defined()) continue;
+      check_grad(*n, i, in_grads[i]);
+      if (e.node)
+        send_to_node(e.node, in_grads[i]);
+      else
+        accumulate_leaf(e.leaf, in_grads[i], cap);
+    }
+    if (!retain_graph) {
+      n->backward = nullptr;  // frees the saved values
+      n->released = true;
+    }
+  }
+}
+}  // namespace
+
+Node::Node() { ++g_live_nodes; }
+
+// Destroying a long chain of nodes would recurse once per node; instead the outermost destructor
+// drains a queue, so a graph of any depth is freed in constant stack.
+namespace {
+thread_local bool g_in_delete = false;
+thread_local std::vector<std::shared_ptr<Node>> g_delete_queue;
+}  // namespace
+Node::~Node() {
+  --g_live_nodes;
+  for (Edge& e : next)
+    if (e.node) g_delete_queue.push_back(std::move(e.node));
+  if (g_in_delete) return;
+  g_in_delete = true;
+  while (!g_delete_queue.empty()) {
+    std::shared_ptr<Node> n = std::move(g_delete_queue.back());
+    g_delete_queue.pop_back();
+    n.reset();
+  }
+  g_in_delete = false;
+}
+
+bool grad_enabled() { return g_grad_enabled; }
+NoGradGuard::NoGradGuard() : prev_(g_grad_enabled) { g_grad_enabled = false; }
+NoGradGuard::~NoGradGuard() { g_grad_enabled = prev_; }
+EnableGradGuard::EnableGradGuard() : prev_(g_grad_enabled) { g_grad_enabled = true; }
+EnableGradGuard::~EnableGradGuard() { g_grad_enabled = prev_; }
+
+bool any_requires_grad(std::initializer_list<const Tensor*> inputs) {
+  for (const Tensor* t : inputs)
+    if (t->defined() && t->requires_grad()) return true;
+  return false;
+}
+bool needs_record(const std::vector<Tensor>& inputs) {
+  if (!grad_enabled()) return false;
+  for (const Tensor& t : inputs)
+    if (t.defined() && t.requires_grad()) return true;
+  return false;
+}
+
+void record(const char* op, Tensor& out, const std::vector<Tensor>& inputs, BackwardFn fn) {
+  if (!needs_record(inputs)) return;
+  if (!is_floating(out.dtype()))
+    throw Error(fmt::format("{}: output of dtype {} cannot require grad", op, dtype_name(out.dtype())));
+  auto n = std::make_shared<Node>();
+  n->op = op;
+  n->seq = g_next_seq++;
+  n->backward = std::move(fn);
+  n->out_shape = out.shape();
+  n->out_dtype = out.dtype();
+  n->next.resize(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& in = inputs[i];
+    if (!in.defined() || !in.requires_grad()) continue;
+    Edge& e = n->next[i];
+    if (in.impl()->grad_fn)
+      e.node = in.impl()->grad_fn;
+    else
+      e.leaf = in.impl_ptr();
+    e.shape = in.shape();
+    e.dtype = in.dtype();
+  }
+  out.impl()->grad_fn = n;
+  out.impl()->requires_grad = true;
+  g_tape.push(n);
+}
+
+void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
+              bool retain_graph) {
+  Capture cap;
+  std::vector<Tensor> g = grads;
+  if (g.empty()) g.resize(roots.size());
+  run(roots, g, retain_graph, cap);
+}
+
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs, GradOptions opts) {
+  Capture cap;
+  cap.active = true;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& in = inputs[i];
+    if (!in.defined() || !in.requires_grad())
+      throw Error(fmt::format("grad: input {} does not require grad", i));
+    if (in.grad_fn())
+      cap.nodes.emplace(in.impl()->grad_fn.get(), Tensor());
+    else
+      cap.leaves.emplace(in.impl(), Tensor());
+  }
+  std::vector<Tensor> g = grad_outputs;
+  if (g.empty()) g.resize(outputs.size());
+  run(outputs, g, opts.retain_graph, cap);
+  std::vector<Tensor> result;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& in = inputs[i];
+    Tensor r = in.grad_fn() ? cap.nodes[in.impl()->grad_fn.get()] : cap.leaves[in.impl()];
+    if (!r.defined() && !opts.allow_unused)
+      throw Error(fmt::format("grad: input {} {} was not used to compute the outputs (pass "
+                              "allow_unused=true to get an undefined gradient)",
+                              i, shape_str(in.shape())));
+    result.push_back(r);
+  }
+  return result;
+}
+
+std::vector<std::shared_ptr<Node>> Tape::live_nodes() {
+  std::vector<std::shared_ptr<Node>> out;
+  for (const auto& w : g_tape.nodes)
+    if (auto n = w.lock()) out.push_back(std::move(n));
+  return out;
+}
+size_t Tape::size() { return g_tape.nodes.size(); }
+int64_t Tape::live_count() { return g_live_nodes.load(); }
+
+}  // namespace tg

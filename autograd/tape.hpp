@@ -1,0 +1,106 @@
+// autograd/tape.hpp — the tape: nodes recorded in execution order, and the engine that walks them
+// backwards.
+//
+// Every differentiable op, after computing its output, calls record() with its name, its inputs
+// and a closure that maps the output gradient to one gradient per input. The closure captures
+// exactly what its backward reads (detached, so no node keeps its own output alive). Each node
+// carries a sequence number: its position on the tape. backward() processes the nodes reachable
+// from the root in decreasing sequence number — the tape in reverse — so a node runs only after
+// every consumer of its output has sent its gradient. No recursion, no topological sort.
+//
+// Ownership: tensors own the node that produced them; nodes own their input edges. A forward pass
+// whose outputs are dropped frees its nodes, so forward passes without backward do not leak.
+// tg::Tape keeps weak references in order, for inspection only.
+#pragma once
+
+#include "autograd/tensor.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tg {
+
+// Where the gradient for one input goes: the node that produced it, or the leaf itself.
+struct Edge {
+  std::shared_ptr<Node> node;        // non-leaf input
+  std::shared_ptr<TensorImpl> leaf;  // leaf input that requires grad
+  Shape shape;                       // expected gradient shape
+  DType dtype = kFloat32;
+  bool active() const { return node || leaf; }
+};
+
+// Maps dout (shape of the output) to one gradient per input; an undefined tensor means "none".
+using BackwardFn = std::function<std::vector<Tensor>(const Tensor& dout)>;
+
+struct Node {
+  const char* op = "";
+  uint64_t seq = 0;          // position on the tape (execution order)
+  std::vector<Edge> next;    // one per input, in the op's argument order
+  BackwardFn backward;       // empty once the graph was freed
+  Shape out_shape;
+  DType out_dtype = kFloat32;
+  std::vector<GradHook> hooks;  // hooks registered on the output tensor
+  bool released = false;
+  Node();
+  ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+};
+
+// ---- grad mode ----
+bool grad_enabled();
+// Disables recording in its scope (PyTorch's torch.no_grad()).
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool prev_;
+};
+class EnableGradGuard {
+ public:
+  EnableGradGuard();
+  ~EnableGradGuard();
+
+ private:
+  bool prev_;
+};
+
+// True when grad mode is on and any input requires grad: the op must call record().
+bool any_requires_grad(std::initializer_list<const Tensor*> inputs);
+inline bool needs_record(std::initializer_list<const Tensor*> inputs) {
+  return grad_enabled() && any_requires_grad(inputs);
+}
+bool needs_record(const std::vector<Tensor>& inputs);
+
+// Records `out` as produced by op from `inputs`. No-op unless needs_record(inputs). Inputs that do
+// not require grad get an inactive edge and their gradient from fn is ignored.
+void record(const char* op, Tensor& out, const std::vector<Tensor>& inputs, BackwardFn fn);
+
+// ---- the engine ----
+void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
+              bool retain_graph = false);
+
+struct GradOptions {
+  bool retain_graph = false;
+  bool allow_unused = true;  // unused inputs get an undefined tensor; false: throw
+};
+// Gradients of outputs with respect to inputs, without touching any .grad().
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs = {}, GradOptions opts = {});
+
+// ---- inspection ----
+struct Tape {
+  // Live nodes in execution order (expired ones are skipped).
+  static std::vector<std::shared_ptr<Node>> live_nodes();
+  static size_t size();        // entries currently held (live or not yet pruned)
+  static int64_t live_count();  // Node objects alive in the process
+};
+
+}  // namespace tg

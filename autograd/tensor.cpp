@@ -1,0 +1,419 @@
+// autograd/tensor.cpp — storage, tensor metadata, creation, conversion (to/clone/detach), the
+// autograd entry points of a tensor, the random generator and the thread setting.
+#include "autograd/tensor.hpp"
+
+#include "autograd/tape.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+extern "C" void openblas_set_num_threads(int);
+
+namespace tg {
+
+// ---- vocabulary ----
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::Float32: return "float32";
+    case DType::Float64: return "float64";
+    case DType::Int64: return "int64";
+    case DType::Bool: return "bool";
+  }
+  return "?";
+}
+size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::Float32: return 4;
+    case DType::Float64: return 8;
+    case DType::Int64: return 8;
+    case DType::Bool: return 1;
+  }
+  return 0;
+}
+std::string Device::str() const {
+  return type == DeviceType::CPU ? std::string("cpu") : fmt::format("cuda:{}", index);
+}
+std::string shape_str(const Shape& s) {
+  std::string r = "(";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
+  return r + ")";
+}
+int64_t shape_numel(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+Shape contiguous_strides(const Shape& s) {
+  Shape st(s.size());
+  int64_t acc = 1;
+  for (size_t i = s.size(); i-- > 0;) {
+    st[i] = acc;
+    acc *= s[i];
+  }
+  return st;
+}
+void throw_dtype_mismatch(const char* what, DType have, DType want) {
+  throw Error(fmt::format("{}: tensor has dtype {}, requested {}", what, dtype_name(have), dtype_name(want)));
+}
+
+// ---- storage ----
+Storage::Storage(size_t n, Device dev) : nbytes(n), device(dev) {
+  if (dev.type != DeviceType::CPU) throw Error("Storage: only the CPU device is built in this version");
+  // 64-byte alignment for SIMD; at least one byte so a 0-element tensor has a valid pointer.
+  size_t bytes = ((std::max<size_t>(n, 1) + 63) / 64) * 64;
+  data = std::aligned_alloc(64, bytes);
+  if (!data) throw Error(fmt::format("Storage: out of memory allocating {} bytes", n));
+}
+Storage::~Storage() { std::free(data); }
+
+// ---- tensor metadata ----
+void Tensor::check_defined(const char* what) const {
+  if (!impl_) throw Error(fmt::format("{}: tensor is undefined", what));
+}
+Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
+  for (int64_t d : shape)
+    if (d < 0) throw Error(fmt::format("empty: negative dimension in shape {}", shape_str(shape)));
+  auto impl = std::make_shared<TensorImpl>();
+  impl->shape = shape;
+  impl->numel = shape_numel(shape);
+  impl->dtype = dtype;
+  impl->storage = std::make_shared<Storage>(impl->numel * dtype_size(dtype), device);
+  return Tensor(std::move(impl));
+}
+const Shape& Tensor::shape() const {
+  check_defined("shape");
+  return impl_->shape;
+}
+int64_t Tensor::numel() const {
+  check_defined("numel");
+  return impl_->numel;
+}
+int64_t Tensor::dim() const {
+  check_defined("dim");
+  return static_cast<int64_t>(impl_->shape.size());
+}
+int64_t Tensor::size(int64_t d) const {
+  int64_t n = dim();
+  int64_t dd = d < 0 ? d + n : d;
+  if (dd < 0 || dd >= n)
+    throw Error(fmt::format("size: dim {} out of range for a tensor of shape {}", d, shape_str(shape())));
+  return impl_->shape[dd];
+}
+DType Tensor::dtype() const {
+  check_defined("dtype");
+  return impl_->dtype;
+}
+Device Tensor::device() const {
+  check_defined("device");
+  return impl_->storage->device;
+}
+void* Tensor::data_ptr() const {
+  check_defined("data_ptr");
+  return static_cast<char*>(impl_->storage->data) + impl_->offset * dtype_size(impl_->dtype);
+}
+
+double item_as_double(const Tensor& t) {
+  if (t.numel() != 1)
+    throw Error(fmt::format("item: tensor of shape {} has {} elements, expected 1", shape_str(t.shape()), t.numel()));
+  switch (t.dtype()) {
+    case kFloat32: return *t.data<float>();
+    case kFloat64: return *t.data<double>();
+    case kInt64: return static_cast<double>(*t.data<int64_t>());
+    case kBool: return *t.data<bool>() ? 1.0 : 0.0;
+  }
+  return 0;
+}
+template <>
+int64_t Tensor::item<int64_t>() const {
+  if (dtype() == kInt64) {
+    if (numel() != 1)
+      throw Error(fmt::format("item: tensor of shape {} has {} elements, expected 1", shape_str(shape()), numel()));
+    return *data<int64_t>();
+  }
+  return static_cast<int64_t>(item_as_double(*this));
+}
+
+// ---- conversions ----
+namespace {
+template <typename Dst, typename Src>
+void convert(Dst* d, const Src* s, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) d[i] = static_cast<Dst>(s[i]);
+}
+template <typename Dst>
+void convert_from(Dst* d, const Tensor& src) {
+  int64_t n = src.numel();
+  switch (src.dtype()) {
+    case kFloat32: convert(d, src.data<float>(), n); break;
+    case kFloat64: convert(d, src.data<double>(), n); break;
+    case kInt64: convert(d, src.data<int64_t>(), n); break;
+    case kBool: convert(d, src.data<bool>(), n); break;
+  }
+}
+Tensor convert_tensor(const Tensor& src, DType dtype) {
+  Tensor out = Tensor::empty(src.shape(), dtype);
+  switch (dtype) {
+    case kFloat32: convert_from(out.data<float>(), src); break;
+    case kFloat64: convert_from(out.data<double>(), src); break;
+    case kInt64: convert_from(out.data<int64_t>(), src); break;
+    case kBool: {
+      bool* d = out.data<bool>();
+      Tensor s64 = src.dtype() == kBool ? src : Tensor();
+      if (s64.defined()) {
+        std::memcpy(d, src.data_ptr(), src.numel());
+      } else {
+        switch (src.dtype()) {
+          case kFloat32: for (int64_t i = 0; i < src.numel(); ++i) d[i] = src.data<float>()[i] != 0; break;
+          case kFloat64: for (int64_t i = 0; i < src.numel(); ++i) d[i] = src.data<double>()[i] != 0; break;
+          case kInt64: for (int64_t i = 0; i < src.numel(); ++i) d[i] = src.data<int64_t>()[i] != 0; break;
+          default: break;
+        }
+      }
+      break;
+    }
+  }
+  return out;
+}
+}  // namespace
+
+Tensor Tensor::to(DType dtype) const {
+  check_defined("to");
+  if (dtype == this->dtype()) return *this;
+  Tensor out = convert_tensor(*this, dtype);
+  if (is_floating(dtype) && is_floating(this->dtype())) {
+    DType in_dtype = this->dtype();
+    record("to", out, {*this}, [in_dtype](const Tensor& g) -> std::vector<Tensor> {
+      return {convert_tensor(g, in_dtype)};
+    });
+  }
+  return out;
+}
+Tensor Tensor::clone() const {
+  check_defined("clone");
+  Tensor out = Tensor::empty(shape(), dtype());
+  std::memcpy(out.data_ptr(), data_ptr(), numel() * dtype_size(dtype()));
+  record("clone", out, {*this}, [](const Tensor& g) -> std::vector<Tensor> { return {g}; });
+  return out;
+}
+Tensor Tensor::detach() const {
+  check_defined("detach");
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = impl_->storage;
+  impl->offset = impl_->offset;
+  impl->shape = impl_->shape;
+  impl->numel = impl_->numel;
+  impl->dtype = impl_->dtype;
+  return Tensor(std::move(impl));
+}
+
+// ---- autograd entry points ----
+bool Tensor::requires_grad() const { return impl_ && impl_->requires_grad; }
+Tensor& Tensor::requires_grad_(bool on) {
+  check_defined("requires_grad_");
+  if (impl_->grad_fn && !on)
+    throw Error("requires_grad_: cannot turn off requires_grad of a non-leaf tensor; use detach()");
+  if (on && !is_floating(impl_->dtype))
+    throw Error(fmt::format("requires_grad_: only floating-point tensors can require grad, got {}",
+                            dtype_name(impl_->dtype)));
+  impl_->requires_grad = on;
+  return *this;
+}
+bool Tensor::is_leaf() const { return !impl_ || !impl_->grad_fn; }
+Node* Tensor::grad_fn() const { return impl_ ? impl_->grad_fn.get() : nullptr; }
+Tensor Tensor::grad() const {
+  check_defined("grad");
+  return impl_->grad ? Tensor(impl_->grad) : Tensor();
+}
+void Tensor::set_grad(const Tensor& g) {
+  check_defined("set_grad");
+  if (g.defined() && (g.shape() != shape() || g.dtype() != dtype()))
+    throw Error(fmt::format("set_grad: gradient {} {} does not match tensor {} {}", shape_str(g.shape()),
+                            dtype_name(g.dtype()), shape_str(shape()), dtype_name(dtype())));
+  impl_->grad = g.defined() ? g.impl_ptr() : nullptr;
+}
+void Tensor::zero_grad() {
+  check_defined("zero_grad");
+  if (impl_->grad) std::memset(Tensor(impl_->grad).data_ptr(), 0, impl_->grad->numel * dtype_size(impl_->grad->dtype));
+}
+void Tensor::reset_grad() {
+  check_defined("reset_grad");
+  impl_->grad.reset();
+}
+void Tensor::backward(const Tensor& grad, BackwardOptions opts) const {
+  check_defined("backward");
+  tg::backward({*this}, {grad}, opts.retain_graph);
+}
+void Tensor::register_hook(GradHook hook) {
+  check_defined("register_hook");
+  if (!requires_grad())
+    throw Error("register_hook: cannot register a hook on a tensor that does not require grad");
+  if (impl_->grad_fn)
+    impl_->grad_fn->hooks.push_back(std::move(hook));
+  else
+    impl_->leaf_hooks.push_back(std::move(hook));
+}
+
+// ---- creation ----
+namespace {
+template <typename F>
+Tensor fill_with(const Shape& shape, DType dtype, F value_at) {
+  Tensor t = Tensor::empty(shape, dtype);
+  int64_t n = t.numel();
+  switch (dtype) {
+    case kFloat32: { float* p = t.data<float>(); for (int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(value_at(i)); break; }
+    case kFloat64: { double* p = t.data<double>(); for (int64_t i = 0; i < n; ++i) p[i] = value_at(i); break; }
+    case kInt64: { int64_t* p = t.data<int64_t>(); for (int64_t i = 0; i < n; ++i) p[i] = static_cast<int64_t>(value_at(i)); break; }
+    case kBool: { bool* p = t.data<bool>(); for (int64_t i = 0; i < n; ++i) p[i] = value_at(i) != 0; break; }
+  }
+  return t;
+}
+}  // namespace
+
+Tensor zeros(const Shape& shape, DType dtype) { return fill_with(shape, dtype, [](int64_t) { return 0.0; }); }
+Tensor ones(const Shape& shape, DType dtype) { return fill_with(shape, dtype, [](int64_t) { return 1.0; }); }
+Tensor full(const Shape& shape, double v, DType dtype) {
+  return fill_with(shape, dtype, [v](int64_t) { return v; });
+}
+Tensor arange(double end, DType dtype) { return arange(0, end, 1, dtype); }
+Tensor arange(double start, double end, double step, DType dtype) {
+  if (step == 0 || !std::isfinite(start) || !std::isfinite(end) || (end - start) / step < 0)
+    throw Error(fmt::format("arange: invalid range start={} end={} step={}", start, end, step));
+  int64_t n = static_cast<int64_t>(std::ceil((end - start) / step));
+  return fill_with({n}, dtype, [=](int64_t i) { return start + static_cast<double>(i) * step; });
+}
+Tensor eye(int64_t n, DType dtype) {
+  if (n < 0) throw Error(fmt::format("eye: n must be >= 0, got {}", n));
+  return fill_with({n, n}, dtype, [n](int64_t i) { return (i / n == i % n) ? 1.0 : 0.0; });
+}
+Tensor rand(const Shape& shape, DType dtype) {
+  if (!is_floating(dtype)) throw Error(fmt::format("rand: dtype must be floating, got {}", dtype_name(dtype)));
+  Generator& g = default_generator();
+  return fill_with(shape, dtype, [&g](int64_t) { return g.uniform(); });
+}
+Tensor randn(const Shape& shape, DType dtype) {
+  if (!is_floating(dtype)) throw Error(fmt::format("randn: dtype must be floating, got {}", dtype_name(dtype)));
+  Generator& g = default_generator();
+  return fill_with(shape, dtype, [&g](int64_t) { return g.normal(); });
+}
+Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype) {
+  if (high <= low) throw Error(fmt::format("randint: high ({}) must be > low ({})", high, low));
+  Generator& g = default_generator();
+  uint64_t range = static_cast<uint64_t>(high - low);
+  return fill_with(shape, dtype, [&g, low, range](int64_t) {
+    return static_cast<double>(low + static_cast<int64_t>(g.next_u64() % range));
+  });
+}
+Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype()); }
+Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.dtype()); }
+Tensor full_like(const Tensor& t, double v) { return full(t.shape(), v, t.dtype()); }
+Tensor rand_like(const Tensor& t) { return rand(t.shape(), t.dtype()); }
+Tensor randn_like(const Tensor& t) { return randn(t.shape(), t.dtype()); }
+Tensor scalar_tensor(double v, DType dtype) { return full({}, v, dtype); }
+
+namespace {
+template <typename T>
+Tensor from_values(const std::vector<T>& v, Shape shape, const char* what) {
+  if (shape.empty() && v.size() != 1) shape = {static_cast<int64_t>(v.size())};
+  if (shape_numel(shape) != static_cast<int64_t>(v.size()))
+    throw Error(fmt::format("tensor: {} values do not fill shape {} ({} elements)", v.size(), shape_str(shape), shape_numel(shape)));
+  (void)what;
+  Tensor t = Tensor::empty(shape, dtype_of<T>::value);
+  T* p = t.data<T>();
+  for (size_t i = 0; i < v.size(); ++i) p[i] = v[i];
+  return t;
+}
+}  // namespace
+Tensor tensor(const std::vector<float>& v, Shape s) { return from_values(v, std::move(s), "float"); }
+Tensor tensor(const std::vector<double>& v, Shape s) { return from_values(v, std::move(s), "double"); }
+Tensor tensor(const std::vector<int64_t>& v, Shape s) { return from_values(v, std::move(s), "int64"); }
+Tensor tensor(const std::vector<bool>& v, Shape s) { return from_values(v, std::move(s), "bool"); }
+
+// ---- random generator ----
+struct Generator::State {
+  std::mt19937_64 eng;
+  bool has_spare = false;
+  double spare = 0;
+};
+Generator::Generator() : st_(std::make_unique<State>()) { set_seed(0); }
+Generator::~Generator() = default;
+void Generator::set_seed(uint64_t s) {
+  seed_ = s;
+  st_->eng.seed(s);
+  st_->has_spare = false;
+}
+uint64_t Generator::next_u64() { return st_->eng(); }
+double Generator::uniform() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
+double Generator::normal() {
+  if (st_->has_spare) {
+    st_->has_spare = false;
+    return st_->spare;
+  }
+  double u1 = uniform(), u2 = uniform();
+  if (u1 < 1e-300) u1 = 1e-300;
+  double r = std::sqrt(-2.0 * std::log(u1));
+  double th = 2.0 * M_PI * u2;
+  st_->spare = r * std::sin(th);
+  st_->has_spare = true;
+  return r * std::cos(th);
+}
+std::string Generator::get_state() const {
+  std::ostringstream os;
+  os << seed_ << ' ' << st_->has_spare << ' ' << fmt::format("{:a}", st_->spare) << ' ' << st_->eng;
+  return os.str();
+}
+void Generator::set_state(const std::string& s) {
+  std::istringstream is(s);
+  std::string spare;
+  State st;
+  uint64_t seed = 0;
+  is >> seed >> st.has_spare >> spare >> st.eng;
+  if (!is) throw Error("Generator::set_state: malformed generator state");
+  st.spare = std::strtod(spare.c_str(), nullptr);
+  seed_ = seed;
+  *st_ = st;
+}
+Generator& default_generator() {
+  static Generator g;
+  return g;
+}
+void manual_seed(uint64_t seed) { default_generator().set_seed(seed); }
+
+// ---- threads ----
+namespace {
+int initial_threads() {
+  if (const char* e = std::getenv("OMP_NUM_THREADS")) {
+    int n = std::atoi(e);
+    if (n > 0) return n;
+  }
+  int hw = static_cast<int>(std::thread::hardware_concurrency());
+  return hw > 0 ? hw : 1;
+}
+int g_num_threads = 0;
+}  // namespace
+void set_num_threads(int n) {
+  if (n < 1) throw Error(fmt::format("set_num_threads: n must be >= 1, got {}", n));
+  g_num_threads = n;
+#ifdef _OPENMP
+  omp_set_num_threads(n);
+#endif
+  openblas_set_num_threads(n);
+}
+int get_num_threads() {
+  if (g_num_threads == 0) set_num_threads(initial_threads());
+  return g_num_threads;
+}
+namespace {
+// Applies the setting at start-up, so OpenBLAS and OpenMP agree before the first op runs.
+const int g_threads_init = (get_num_threads(), 0);
+}  // namespace
+
+}  // namespace tg

@@ -1,0 +1,274 @@
+// autograd/tensor.hpp — tg::Tensor: a cheap-to-copy handle to shared, contiguous, row-major
+// storage, plus dtype/device/shape vocabulary and tensor creation.
+//
+// Storage is always contiguous: view-like ops that keep the memory order (reshape, view,
+// squeeze, unsqueeze, detach) share storage; ops that reorder (transpose, permute, expand,
+// narrow) copy. strides() is therefore always the row-major strides of shape().
+// Deliberately not here: the ops themselves (ops/), the tape engine (autograd/tape.hpp).
+// Tensor methods such as x.sum() or a + b are declared here and defined beside their op in ops/.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tg {
+
+// ---- vocabulary -------------------------------------------------------------------------------
+
+enum class DType : uint8_t { Float32, Float64, Int64, Bool };
+constexpr DType kFloat32 = DType::Float32;
+constexpr DType kFloat64 = DType::Float64;
+constexpr DType kInt64 = DType::Int64;
+constexpr DType kBool = DType::Bool;
+
+const char* dtype_name(DType t);  // "float32", ...
+size_t dtype_size(DType t);
+inline bool is_floating(DType t) { return t == DType::Float32 || t == DType::Float64; }
+
+// C++ type <-> DType.
+template <typename T>
+struct dtype_of;
+template <>
+struct dtype_of<float> {
+  static constexpr DType value = DType::Float32;
+};
+template <>
+struct dtype_of<double> {
+  static constexpr DType value = DType::Float64;
+};
+template <>
+struct dtype_of<int64_t> {
+  static constexpr DType value = DType::Int64;
+};
+template <>
+struct dtype_of<bool> {
+  static constexpr DType value = DType::Bool;
+};
+
+enum class DeviceType : uint8_t { CPU, CUDA };
+struct Device {
+  DeviceType type = DeviceType::CPU;
+  int index = 0;
+  bool operator==(const Device& o) const { return type == o.type && index == o.index; }
+  bool operator!=(const Device& o) const { return !(*this == o); }
+  std::string str() const;  // "cpu", "cuda:0"
+};
+inline const Device kCPU{};
+
+using Shape = std::vector<int64_t>;
+std::string shape_str(const Shape& s);  // "(2,3,4)"; "()" for a scalar
+int64_t shape_numel(const Shape& s);
+Shape contiguous_strides(const Shape& s);
+
+// Every error tapegrad raises. The message names the op, the argument and every shape.
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& msg) : std::runtime_error(msg) {}
+};
+
+// ---- storage and tensor ---------------------------------------------------------------------
+
+struct Storage {
+  void* data = nullptr;
+  size_t nbytes = 0;
+  Device device;
+  explicit Storage(size_t nbytes, Device device = kCPU);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+};
+
+class Tensor;
+struct Node;
+// A gradient hook reads the incoming gradient; returning a defined tensor replaces it.
+using GradHook = std::function<Tensor(const Tensor&)>;
+
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;
+  int64_t offset = 0;  // in elements, into storage
+  Shape shape;
+  int64_t numel = 0;
+  DType dtype = DType::Float32;
+  bool requires_grad = false;
+  std::shared_ptr<TensorImpl> grad;   // accumulated gradient of a leaf
+  std::shared_ptr<Node> grad_fn;      // node that produced this tensor (null for leaves)
+  std::vector<GradHook> leaf_hooks;   // hooks of a leaf (a non-leaf keeps them on its node)
+};
+
+struct BackwardOptions {
+  bool retain_graph = false;
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // Allocates uninitialised contiguous storage.
+  static Tensor empty(const Shape& shape, DType dtype = kFloat32, Device device = kCPU);
+
+  bool defined() const { return impl_ != nullptr; }
+  TensorImpl* impl() const { return impl_.get(); }
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+  bool same(const Tensor& o) const { return impl_ == o.impl_; }  // same handle
+
+  // ---- metadata ----
+  const Shape& shape() const;
+  const Shape& sizes() const { return shape(); }
+  Shape strides() const { return contiguous_strides(shape()); }
+  int64_t numel() const;
+  int64_t dim() const;
+  int64_t size(int64_t d) const;  // negative d counts from the end
+  DType dtype() const;
+  Device device() const;
+  std::string str() const;  // PyTorch-style repr: values (elided when large), shape, dtype
+
+  // ---- raw data (contiguous) ----
+  void* data_ptr() const;
+  template <typename T>
+  T* data() const;  // checks that T matches dtype()
+  template <typename T>
+  T item() const;  // one-element tensor -> value converted to T
+  template <typename T>
+  std::vector<T> to_vector() const;  // converts to T
+
+  // ---- conversions ----
+  Tensor to(DType dtype) const;  // differentiable between float dtypes
+  Tensor clone() const;          // differentiable copy
+  Tensor detach() const;         // shares storage, no grad history
+  Tensor contiguous() const { return *this; }  // storage is always contiguous
+
+  // ---- autograd ----
+  bool requires_grad() const;
+  Tensor& requires_grad_(bool on = true);  // leaves only
+  bool is_leaf() const;
+  Node* grad_fn() const;
+  Tensor grad() const;  // undefined until a backward reaches this leaf
+  void set_grad(const Tensor& g);
+  void zero_grad();   // fills an existing grad with zeros
+  void reset_grad();  // grad becomes undefined (PyTorch's set_to_none)
+  void backward(const Tensor& grad = Tensor(), BackwardOptions opts = {}) const;
+  void backward(BackwardOptions opts) const { backward(Tensor(), opts); }
+  void register_hook(GradHook hook);
+
+  // ---- ops as methods (defined in ops/) ----
+  Tensor operator-() const;
+  Tensor sum() const;
+  Tensor sum(std::vector<int64_t> dims, bool keepdim = false) const;
+  Tensor mean() const;
+  Tensor mean(std::vector<int64_t> dims, bool keepdim = false) const;
+  Tensor max() const;
+  Tensor max(std::vector<int64_t> dims, bool keepdim = false) const;
+  Tensor var(std::vector<int64_t> dims, bool keepdim = false, int64_t correction = 1) const;
+  Tensor argmax(int64_t dim, bool keepdim = false) const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor sqrt() const;
+  Tensor abs() const;
+  Tensor tanh() const;
+  Tensor sigmoid() const;
+  Tensor relu() const;
+  Tensor pow(double exponent) const;
+  Tensor reshape(Shape shape) const;
+  Tensor view(Shape shape) const;
+  Tensor transpose(int64_t d0, int64_t d1) const;
+  Tensor permute(std::vector<int64_t> dims) const;
+  Tensor squeeze(int64_t d) const;
+  Tensor unsqueeze(int64_t d) const;
+  Tensor expand(Shape shape) const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  Tensor matmul(const Tensor& other) const;
+  Tensor softmax(int64_t dim) const;
+  Tensor log_softmax(int64_t dim) const;
+  Tensor masked_fill(const Tensor& mask, double value) const;
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+  void check_defined(const char* what) const;
+};
+
+// ---- creation (PyTorch names) ----------------------------------------------------------------
+Tensor zeros(const Shape& shape, DType dtype = kFloat32);
+Tensor ones(const Shape& shape, DType dtype = kFloat32);
+Tensor full(const Shape& shape, double value, DType dtype = kFloat32);
+Tensor arange(double end, DType dtype = kInt64);
+Tensor arange(double start, double end, double step = 1, DType dtype = kInt64);
+Tensor eye(int64_t n, DType dtype = kFloat32);
+Tensor rand(const Shape& shape, DType dtype = kFloat32);   // U[0, 1)
+Tensor randn(const Shape& shape, DType dtype = kFloat32);  // N(0, 1)
+Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype = kInt64);
+Tensor zeros_like(const Tensor& t);
+Tensor ones_like(const Tensor& t);
+Tensor full_like(const Tensor& t, double value);
+Tensor rand_like(const Tensor& t);
+Tensor randn_like(const Tensor& t);
+Tensor scalar_tensor(double value, DType dtype = kFloat32);  // 0-dim
+
+// From std::vector; the shape defaults to 1-D.
+Tensor tensor(const std::vector<float>& values, Shape shape = {});
+Tensor tensor(const std::vector<double>& values, Shape shape = {});
+Tensor tensor(const std::vector<int64_t>& values, Shape shape = {});
+Tensor tensor(const std::vector<bool>& values, Shape shape = {});
+
+// ---- global random generator (seedable) -----------------------------------------------------
+void manual_seed(uint64_t seed);
+// The generator behind rand/randn/randint/dropout/shuffling: a 64-bit Mersenne twister with our
+// own conversions, so the same seed gives the same numbers on every platform.
+struct Generator {
+  uint64_t next_u64();
+  double uniform();  // [0, 1)
+  double normal();   // N(0, 1), Box–Muller
+  uint64_t seed() const { return seed_; }
+  void set_seed(uint64_t s);
+  std::string get_state() const;  // serialised, for checkpoints
+  void set_state(const std::string& s);
+  Generator();
+  ~Generator();
+
+ private:
+  struct State;
+  std::unique_ptr<State> st_;
+  uint64_t seed_ = 0;
+};
+Generator& default_generator();
+
+// ---- threads ---------------------------------------------------------------------------------
+// One setting for our parallel loops (OpenMP) and OpenBLAS's pool. Default: OMP_NUM_THREADS if
+// set, else the number of hardware threads.
+void set_num_threads(int n);
+int get_num_threads();
+
+// ---- printing --------------------------------------------------------------------------------
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+// ---- template definitions --------------------------------------------------------------------
+[[noreturn]] void throw_dtype_mismatch(const char* what, DType have, DType want);
+
+template <typename T>
+T* Tensor::data() const {
+  check_defined("data");
+  if (impl_->dtype != dtype_of<T>::value) throw_dtype_mismatch("data<T>", impl_->dtype, dtype_of<T>::value);
+  return static_cast<T*>(impl_->storage->data) + impl_->offset;
+}
+
+double item_as_double(const Tensor& t);
+template <typename T>
+T Tensor::item() const {
+  return static_cast<T>(item_as_double(*this));
+}
+template <>
+int64_t Tensor::item<int64_t>() const;
+
+template <typename T>
+std::vector<T> Tensor::to_vector() const {
+  Tensor c = to(dtype_of<T>::value);
+  const T* p = c.data<T>();
+  return std::vector<T>(p, p + c.numel());
+}
+
+}  // namespace tg

@@ -1,0 +1,55 @@
+// nn/init.cpp — initialisers (see init.hpp).
+#include "nn/init.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace tg::nn::init {
+namespace {
+template <typename F>
+void fill(Tensor& t, const char* op, F value) {
+  if (!t.defined() || !is_floating(t.dtype()))
+    throw Error(fmt::format("init.{}: tensor must be a defined floating tensor", op));
+  if (t.dtype() == kFloat32) {
+    float* p = t.data<float>();
+    for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<float>(value());
+  } else {
+    double* p = t.data<double>();
+    for (int64_t i = 0; i < t.numel(); ++i) p[i] = value();
+  }
+}
+}  // namespace
+
+std::pair<int64_t, int64_t> fan_in_and_out(const Tensor& w) {
+  if (w.dim() < 2)
+    throw Error(fmt::format("init: fan in and fan out need at least 2 dims, got {}", shape_str(w.shape())));
+  int64_t receptive = 1;
+  for (int64_t d = 2; d < w.dim(); ++d) receptive *= w.size(d);
+  return {w.size(1) * receptive, w.size(0) * receptive};
+}
+void uniform_(Tensor& t, double lo, double hi) {
+  Generator& g = default_generator();
+  fill(t, "uniform_", [&] { return lo + (hi - lo) * g.uniform(); });
+}
+void normal_(Tensor& t, double mean, double std) {
+  Generator& g = default_generator();
+  fill(t, "normal_", [&] { return mean + std * g.normal(); });
+}
+void constant_(Tensor& t, double v) { fill(t, "constant_", [v] { return v; }); }
+void zeros_(Tensor& t) { constant_(t, 0); }
+void ones_(Tensor& t) { constant_(t, 1); }
+void xavier_uniform_(Tensor& t, double gain) {
+  auto [fi, fo] = fan_in_and_out(t);
+  double b = gain * std::sqrt(6.0 / static_cast<double>(fi + fo));
+  uniform_(t, -b, b);
+}
+void kaiming_uniform_(Tensor& t, double a) {
+  auto [fi, fo] = fan_in_and_out(t);
+  (void)fo;
+  double gain = std::sqrt(2.0 / (1 + a * a));
+  double b = gain * std::sqrt(3.0 / static_cast<double>(fi));
+  uniform_(t, -b, b);
+}
+
+}  // namespace tg::nn::init

@@ -1,0 +1,115 @@
+// ops/detail.hpp — internal helpers shared by the op families (not installed): argument checks
+// that produce our error messages, dtype dispatch, dim normalisation and a strided N-d loop for
+// broadcasting. Deliberately no xtensor here: kernels are loops over contiguous .data().
+#pragma once
+
+#include "autograd/tape.hpp"
+#include "autograd/tensor.hpp"
+
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+namespace tg::detail {
+
+// ---- checks: each throws tg::Error naming op, argument and shape ----
+inline void check_defined(const Tensor& t, const char* op, const char* arg) {
+  if (!t.defined()) throw Error(fmt::format("{}: {} is undefined", op, arg));
+}
+inline void check_cpu(const Tensor& t, const char* op, const char* arg) {
+  if (t.device().type != DeviceType::CPU)
+    throw Error(fmt::format("{}: {} {} is on {}, expected cpu", op, arg, shape_str(t.shape()), t.device().str()));
+}
+// Defined, on the CPU and floating point.
+inline void check_float(const Tensor& t, const char* op, const char* arg) {
+  check_defined(t, op, arg);
+  check_cpu(t, op, arg);
+  if (!is_floating(t.dtype()))
+    throw Error(fmt::format("{}: {} {} has dtype {}, expected float32 or float64", op, arg,
+                            shape_str(t.shape()), dtype_name(t.dtype())));
+}
+inline void check_dtype(const Tensor& t, DType want, const char* op, const char* arg) {
+  check_defined(t, op, arg);
+  check_cpu(t, op, arg);
+  if (t.dtype() != want)
+    throw Error(fmt::format("{}: {} {} has dtype {}, expected {}", op, arg, shape_str(t.shape()),
+                            dtype_name(t.dtype()), dtype_name(want)));
+}
+inline void check_same_dtype(const Tensor& a, const Tensor& b, const char* op, const char* an,
+                             const char* bn) {
+  if (a.dtype() != b.dtype())
+    throw Error(fmt::format("{}: {} {} is {} but {} {} is {}; convert one with .to()", op, an,
+                            shape_str(a.shape()), dtype_name(a.dtype()), bn, shape_str(b.shape()),
+                            dtype_name(b.dtype())));
+}
+// Normalises a possibly negative dim against rank n.
+inline int64_t norm_dim(int64_t d, int64_t n, const char* op, const Shape& shape) {
+  int64_t r = d < 0 ? d + n : d;
+  if (r < 0 || r >= n)
+    throw Error(fmt::format("{}: dim {} out of range for a tensor of shape {} (rank {})", op, d,
+                            shape_str(shape), n));
+  return r;
+}
+
+// ---- dtype dispatch: calls f(T{}) with T = float or double ----
+template <typename F>
+decltype(auto) dispatch_float(DType t, const char* op, F&& f) {
+  switch (t) {
+    case kFloat32: return f(float{});
+    case kFloat64: return f(double{});
+    default: throw Error(fmt::format("{}: unsupported dtype {}", op, dtype_name(t)));
+  }
+}
+// Any dtype: float, double, int64_t, bool.
+template <typename F>
+decltype(auto) dispatch_all(DType t, F&& f) {
+  switch (t) {
+    case kFloat32: return f(float{});
+    case kFloat64: return f(double{});
+    case kInt64: return f(int64_t{});
+    default: return f(bool{});
+  }
+}
+
+// ---- broadcasting ----
+// Strides of `in` (contiguous) seen through the broadcast `out` shape: 0 where broadcast.
+inline Shape broadcast_strides(const Shape& in, const Shape& out) {
+  Shape st(out.size(), 0);
+  Shape cs = contiguous_strides(in);
+  size_t off = out.size() - in.size();
+  for (size_t i = 0; i < in.size(); ++i) st[off + i] = in[i] == 1 ? 0 : cs[i];
+  return st;
+}
+
+// Calls f(out_index, a_index, b_index) for every element of `out` (row-major), with a and b
+// indexed through their broadcast strides. The innermost dim is a tight loop.
+template <typename F>
+void broadcast_loop2(const Shape& out, const Shape& sa, const Shape& sb, F&& f) {
+  const int64_t n = shape_numel(out);
+  if (n == 0) return;
+  const size_t nd = out.size();
+  if (nd == 0) {
+    f(0, 0, 0);
+    return;
+  }
+  const int64_t inner = out[nd - 1], ia = sa[nd - 1], ib = sb[nd - 1];
+  std::vector<int64_t> idx(nd, 0);
+  int64_t oa = 0, ob = 0;
+  for (int64_t o = 0; o < n; o += inner) {
+    for (int64_t k = 0; k < inner; ++k) f(o + k, oa + k * ia, ob + k * ib);
+    // Advance the outer index (dims 0 .. nd-2).
+    for (size_t d = nd - 1; d-- > 0;) {
+      if (++idx[d] < out[d]) {
+        oa += sa[d];
+        ob += sb[d];
+        break;
+      }
+      oa -= sa[d] * (out[d] - 1);
+      ob -= sb[d] * (out[d] - 1);
+      idx[d] = 0;
+    }
+  }
+}
+
+}  // namespace tg::detail

@@ -1,0 +1,374 @@
+// ops/elementwise.cpp — elementwise math with NumPy broadcasting, forward and backward side by
+// side; the one generic unbroadcast (sum_to); comparisons; C++ operators and Tensor methods.
+// Binary ops need both operands of one dtype (no implicit promotion: an error says so).
+#include "ops/detail.hpp"
+#include "ops/ops.hpp"
+
+#include <cmath>
+
+namespace tg {
+using namespace detail;
+
+namespace {
+constexpr int64_t kParallelMin = 1 << 15;  // elements before a loop goes parallel
+
+// ---- binary kernels ----
+// out = f(a, b) over the broadcast shape.
+template <typename F>
+Tensor binary_kernel(const char* op, const Tensor& a, const Tensor& b, DType out_dtype, F f) {
+  Shape os = broadcast_shapes(a.shape(), b.shape(), op);
+  Tensor out = Tensor::empty(os, out_dtype);
+  dispatch_all(a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    dispatch_all(out_dtype, [&](auto otag) {
+      using O = decltype(otag);
+      O* po = out.data<O>();
+      const int64_t n = out.numel();
+      if (a.shape() == b.shape()) {
+#pragma omp parallel for if (n > kParallelMin)
+        for (int64_t i = 0; i < n; ++i) po[i] = static_cast<O>(f(pa[i], pb[i]));
+      } else if (b.numel() == 1 && a.shape() == os) {
+        const T vb = pb[0];
+#pragma omp parallel for if (n > kParallelMin)
+        for (int64_t i = 0; i < n; ++i) po[i] = static_cast<O>(f(pa[i], vb));
+      } else {
+        broadcast_loop2(os, broadcast_strides(a.shape(), os), broadcast_strides(b.shape(), os),
+                        [&](int64_t o, int64_t ia, int64_t ib) { po[o] = static_cast<O>(f(pa[ia], pb[ib])); });
+      }
+    });
+  });
+  return out;
+}
+
+void check_binary(const char* op, const Tensor& a, const Tensor& b, bool allow_int) {
+  check_defined(a, op, "self");
+  check_defined(b, op, "other");
+  check_cpu(a, op, "self");
+  check_cpu(b, op, "other");
+  check_same_dtype(a, b, op, "self", "other");
+  if (a.dtype() == kBool || (!allow_int && a.dtype() == kInt64))
+    throw Error(fmt::format("{}: self {} and other {} have dtype {}, expected a floating dtype{}", op,
+                            shape_str(a.shape()), shape_str(b.shape()), dtype_name(a.dtype()),
+                            allow_int ? " or int64" : ""));
+}
+
+// ---- unary kernels ----
+// out = f(x) elementwise, same dtype.
+template <typename F>
+Tensor unary_kernel(const char* op, const Tensor& x, F f) {
+  check_float(x, op, "input");
+  Tensor out = Tensor::empty(x.shape(), x.dtype());
+  dispatch_float(x.dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = x.data<T>();
+    T* po = out.data<T>();
+    const int64_t n = x.numel();
+#pragma omp parallel for if (n > kParallelMin)
+    for (int64_t i = 0; i < n; ++i) po[i] = static_cast<T>(f(static_cast<double>(px[i])));
+  });
+  return out;
+}
+// dx = g * d(x, y) elementwise, where y = f(x) is the forward output.
+template <typename D>
+Tensor unary_backward(const Tensor& g, const Tensor& x, const Tensor& y, D d) {
+  Tensor dx = Tensor::empty(g.shape(), g.dtype());
+  dispatch_float(g.dtype(), "backward", [&](auto tag) {
+    using T = decltype(tag);
+    const T* pg = g.data<T>();
+    const T* px = x.defined() ? x.data<T>() : nullptr;
+    const T* py = y.defined() ? y.data<T>() : nullptr;
+    T* pd = dx.data<T>();
+    const int64_t n = g.numel();
+#pragma omp parallel for if (n > kParallelMin)
+    for (int64_t i = 0; i < n; ++i)
+      pd[i] = static_cast<T>(pg[i] * d(px ? static_cast<double>(px[i]) : 0.0, py ? static_cast<double>(py[i]) : 0.0));
+  });
+  return dx;
+}
+// A unary op whose backward reads x and/or y = f(x) (save_x / save_y say which).
+template <typename F, typename D>
+Tensor unary_op(const char* op, const Tensor& x, bool save_x, bool save_y, F f, D d) {
+  Tensor out = unary_kernel(op, x, f);
+  if (needs_record({&x})) {
+    Tensor sx = save_x ? x.detach() : Tensor();
+    Tensor sy = save_y ? out.detach() : Tensor();
+    record(op, out, {x}, [sx, sy, d](const Tensor& g) -> std::vector<Tensor> {
+      return {unary_backward(g, sx, sy, d)};
+    });
+  }
+  return out;
+}
+}  // namespace
+
+// ---- broadcasting ----
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
+  const size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (da != db && da != 1 && db != 1)
+      throw Error(fmt::format("{}: shapes {} and {} cannot be broadcast: dim {} is {} vs {}", op,
+                              shape_str(a), shape_str(b), static_cast<int64_t>(i) - static_cast<int64_t>(n),
+                              da, db));
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+Tensor sum_to(const Tensor& g, const Shape& shape) {
+  if (g.shape() == shape) return g;
+  // `shape` must broadcast to g's shape.
+  Shape bs = broadcast_shapes(shape, g.shape(), "sum_to");
+  if (bs != g.shape())
+    throw Error(fmt::format("sum_to: gradient {} cannot be summed to {}", shape_str(g.shape()), shape_str(shape)));
+  Tensor out = zeros(shape, g.dtype());
+  dispatch_float(g.dtype(), "sum_to", [&](auto tag) {
+    using T = decltype(tag);
+    const T* pg = g.data<T>();
+    T* po = out.data<T>();
+    Shape zero(g.dim(), 0);
+    broadcast_loop2(g.shape(), broadcast_strides(shape, g.shape()), zero,
+                    [&](int64_t o, int64_t io, int64_t) { po[io] += pg[o]; });
+  });
+  return out;
+}
+
+// ---- binary ops ----
+Tensor add(const Tensor& a, const Tensor& b) {
+  check_binary("add", a, b, true);
+  Tensor out = binary_kernel("add", a, b, a.dtype(), [](auto x, auto y) { return x + y; });
+  if (needs_record({&a, &b})) {
+    Shape sa = a.shape(), sb = b.shape();
+    record("add", out, {a, b}, [sa, sb](const Tensor& g) -> std::vector<Tensor> {
+      return {sum_to(g, sa), sum_to(g, sb)};
+    });
+  }
+  return out;
+}
+Tensor sub(const Tensor& a, const Tensor& b) {
+  check_binary("sub", a, b, true);
+  Tensor out = binary_kernel("sub", a, b, a.dtype(), [](auto x, auto y) { return x - y; });
+  if (needs_record({&a, &b})) {
+    Shape sa = a.shape(), sb = b.shape();
+    record("sub", out, {a, b}, [sa, sb](const Tensor& g) -> std::vector<Tensor> {
+      return {sum_to(g, sa), sum_to(neg(g), sb)};
+    });
+  }
+  return out;
+}
+Tensor mul(const Tensor& a, const Tensor& b) {
+  check_binary("mul", a, b, true);
+  Tensor out = binary_kernel("mul", a, b, a.dtype(), [](auto x, auto y) { return x * y; });
+  if (needs_record({&a, &b})) {
+    Tensor sa = a.detach(), sb = b.detach();
+    bool ga = a.requires_grad(), gb = b.requires_grad();
+    record("mul", out, {a, b}, [sa, sb, ga, gb](const Tensor& g) -> std::vector<Tensor> {
+      return {ga ? sum_to(mul(g, sb), sa.shape()) : Tensor(), gb ? sum_to(mul(g, sa), sb.shape()) : Tensor()};
+    });
+  }
+  return out;
+}
+Tensor div(const Tensor& a, const Tensor& b) {
+  check_binary("div", a, b, false);
+  Tensor out = binary_kernel("div", a, b, a.dtype(), [](auto x, auto y) { return x / y; });
+  if (needs_record({&a, &b})) {
+    Tensor sb = b.detach(), so = out.detach();
+    Shape sa = a.shape();
+    bool gb = b.requires_grad();
+    record("div", out, {a, b}, [sa, sb, so, gb](const Tensor& g) -> std::vector<Tensor> {
+      Tensor ga = div(g, sb);  // d(a/b)/da = 1/b
+      // d(a/b)/db = -a/b² = -out/b
+      Tensor db = gb ? sum_to(neg(mul(ga, so)), sb.shape()) : Tensor();
+      return {sum_to(ga, sa), db};
+    });
+  }
+  return out;
+}
+Tensor pow(const Tensor& a, const Tensor& b) {
+  check_binary("pow", a, b, false);
+  Tensor out = binary_kernel("pow", a, b, a.dtype(), [](auto x, auto y) { return std::pow(x, y); });
+  if (needs_record({&a, &b})) {
+    Tensor sa = a.detach(), sb = b.detach(), so = out.detach();
+    bool gb = b.requires_grad();
+    record("pow", out, {a, b}, [sa, sb, so, gb](const Tensor& g) -> std::vector<Tensor> {
+      // d/da = b·a^(b-1) (0 where b == 0); d/db = out·log(a)
+      Tensor da_local = binary_kernel("pow", sa, sb, sa.dtype(), [](auto x, auto y) {
+        return y == 0 ? decltype(x)(0) : y * std::pow(x, y - 1);
+      });
+      Tensor da = sum_to(mul(g, da_local), sa.shape());
+      Tensor db = gb ? sum_to(mul(g, mul(so, log(sa))), sb.shape()) : Tensor();
+      return {da, db};
+    });
+  }
+  return out;
+}
+namespace {
+// maximum/minimum: the gradient goes to the selected operand; ties share it equally (PyTorch).
+Tensor extremum(const char* op, const Tensor& a, const Tensor& b, bool is_max) {
+  check_binary(op, a, b, false);
+  Tensor out = binary_kernel(op, a, b, a.dtype(), [is_max](auto x, auto y) {
+    using T = decltype(x);
+    if (x != x || y != y) return T(x + y);  // NaN propagates
+    return T(is_max ? (x > y ? x : y) : (x < y ? x : y));
+  });
+  if (needs_record({&a, &b})) {
+    Tensor sa = a.detach(), sb = b.detach();
+    record(op, out, {a, b}, [sa, sb, is_max](const Tensor& g) -> std::vector<Tensor> {
+      auto weight = [is_max](bool first) {
+        return [is_max, first](auto x, auto y) {
+          using T = decltype(x);
+          if (x == y) return T(0.5);
+          bool a_wins = is_max ? x > y : x < y;
+          return T(a_wins == first ? 1 : 0);
+        };
+      };
+      Tensor wa = binary_kernel("maximum", sa, sb, sa.dtype(), weight(true));
+      Tensor wb = binary_kernel("maximum", sa, sb, sa.dtype(), weight(false));
+      return {sum_to(mul(g, wa), sa.shape()), sum_to(mul(g, wb), sb.shape())};
+    });
+  }
+  return out;
+}
+}  // namespace
+Tensor maximum(const Tensor& a, const Tensor& b) { return extremum("maximum", a, b, true); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return extremum("minimum", a, b, false); }
+
+// ---- scalar forms (no broadcast tensor is made) ----
+Tensor add(const Tensor& a, double b) {
+  return unary_op("add", a, false, false, [b](double x) { return x + b; }, [](double, double) { return 1.0; });
+}
+Tensor sub(const Tensor& a, double b) {
+  return unary_op("sub", a, false, false, [b](double x) { return x - b; }, [](double, double) { return 1.0; });
+}
+Tensor rsub(double a, const Tensor& b) {
+  return unary_op("rsub", b, false, false, [a](double x) { return a - x; }, [](double, double) { return -1.0; });
+}
+Tensor mul(const Tensor& a, double b) {
+  return unary_op("mul", a, false, false, [b](double x) { return x * b; }, [b](double, double) { return b; });
+}
+Tensor div(const Tensor& a, double b) {
+  return unary_op("div", a, false, false, [b](double x) { return x / b; }, [b](double, double) { return 1.0 / b; });
+}
+Tensor rdiv(double a, const Tensor& b) {
+  // d(a/x)/dx = -a/x² = -y/x
+  return unary_op("rdiv", b, true, true, [a](double x) { return a / x; }, [](double x, double y) { return -y / x; });
+}
+Tensor pow(const Tensor& a, double p) {
+  return unary_op("pow", a, true, false, [p](double x) { return std::pow(x, p); },
+                  [p](double x, double) { return p == 0 ? 0.0 : p * std::pow(x, p - 1); });
+}
+
+// ---- unary ops ----
+Tensor neg(const Tensor& a) {
+  return unary_op("neg", a, false, false, [](double x) { return -x; }, [](double, double) { return -1.0; });
+}
+Tensor exp(const Tensor& a) {
+  return unary_op("exp", a, false, true, [](double x) { return std::exp(x); }, [](double, double y) { return y; });
+}
+Tensor log(const Tensor& a) {
+  return unary_op("log", a, true, false, [](double x) { return std::log(x); }, [](double x, double) { return 1.0 / x; });
+}
+Tensor sqrt(const Tensor& a) {
+  return unary_op("sqrt", a, false, true, [](double x) { return std::sqrt(x); },
+                  [](double, double y) { return 0.5 / y; });
+}
+Tensor rsqrt(const Tensor& a) {
+  return unary_op("rsqrt", a, false, true, [](double x) { return 1.0 / std::sqrt(x); },
+                  [](double, double y) { return -0.5 * y * y * y; });
+}
+Tensor abs(const Tensor& a) {
+  return unary_op("abs", a, true, false, [](double x) { return std::fabs(x); },
+                  [](double x, double) { return x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0); });
+}
+Tensor tanh(const Tensor& a) {
+  return unary_op("tanh", a, false, true, [](double x) { return std::tanh(x); },
+                  [](double, double y) { return 1 - y * y; });
+}
+Tensor sigmoid(const Tensor& a) {
+  return unary_op("sigmoid", a, false, true, [](double x) { return 1 / (1 + std::exp(-x)); },
+                  [](double, double y) { return y * (1 - y); });
+}
+Tensor relu(const Tensor& a) {
+  return unary_op("relu", a, false, true, [](double x) { return x > 0 ? x : 0.0; },
+                  [](double, double y) { return y > 0 ? 1.0 : 0.0; });
+}
+Tensor gelu(const Tensor& a, const std::string& approximate) {
+  constexpr double kSqrt1_2 = 0.70710678118654752440;
+  constexpr double kInvSqrt2Pi = 0.39894228040143267794;
+  constexpr double kBeta = 0.79788456080286535588;  // sqrt(2/pi)
+  constexpr double kKappa = 0.044715;
+  if (approximate == "none") {
+    return unary_op("gelu", a, true, false, [](double x) { return 0.5 * x * (1 + std::erf(x * kSqrt1_2)); },
+                    [](double x, double) {
+                      return 0.5 * (1 + std::erf(x * kSqrt1_2)) + x * kInvSqrt2Pi * std::exp(-0.5 * x * x);
+                    });
+  }
+  if (approximate == "tanh") {
+    return unary_op("gelu_tanh", a, true, false,
+                    [](double x) { return 0.5 * x * (1 + std::tanh(kBeta * (x + kKappa * x * x * x))); },
+                    [](double x, double) {
+                      double t = std::tanh(kBeta * (x + kKappa * x * x * x));
+                      return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * kBeta * (1 + 3 * kKappa * x * x);
+                    });
+  }
+  throw Error(fmt::format("gelu: approximate must be \"none\" or \"tanh\", got \"{}\"", approximate));
+}
+Tensor clamp(const Tensor& a, double lo, double hi) {
+  if (lo > hi) throw Error(fmt::format("clamp: min {} > max {} for input {}", lo, hi, shape_str(a.shape())));
+  // The gradient passes where lo <= x <= hi (PyTorch's convention at the boundary).
+  return unary_op("clamp", a, true, false, [lo, hi](double x) { return x < lo ? lo : (x > hi ? hi : x); },
+                  [lo, hi](double x, double) { return (x >= lo && x <= hi) ? 1.0 : 0.0; });
+}
+Tensor clamp_min(const Tensor& a, double lo) { return clamp(a, lo, INFINITY); }
+Tensor clamp_max(const Tensor& a, double hi) { return clamp(a, -INFINITY, hi); }
+
+// ---- comparisons ----
+namespace {
+template <typename F>
+Tensor compare(const char* op, const Tensor& a, const Tensor& b, F f) {
+  check_defined(a, op, "self");
+  check_defined(b, op, "other");
+  check_same_dtype(a, b, op, "self", "other");
+  return binary_kernel(op, a, b, kBool, f);
+}
+}  // namespace
+Tensor eq(const Tensor& a, const Tensor& b) { return compare("eq", a, b, [](auto x, auto y) { return x == y; }); }
+Tensor ne(const Tensor& a, const Tensor& b) { return compare("ne", a, b, [](auto x, auto y) { return x != y; }); }
+Tensor lt(const Tensor& a, const Tensor& b) { return compare("lt", a, b, [](auto x, auto y) { return x < y; }); }
+Tensor le(const Tensor& a, const Tensor& b) { return compare("le", a, b, [](auto x, auto y) { return x <= y; }); }
+Tensor gt(const Tensor& a, const Tensor& b) { return compare("gt", a, b, [](auto x, auto y) { return x > y; }); }
+Tensor ge(const Tensor& a, const Tensor& b) { return compare("ge", a, b, [](auto x, auto y) { return x >= y; }); }
+Tensor logical_not(const Tensor& a) {
+  check_dtype(a, kBool, "logical_not", "input");
+  Tensor out = Tensor::empty(a.shape(), kBool);
+  for (int64_t i = 0; i < a.numel(); ++i) out.data<bool>()[i] = !a.data<bool>()[i];
+  return out;
+}
+
+// ---- operators and methods ----
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+Tensor operator+(const Tensor& a, double b) { return add(a, b); }
+Tensor operator-(const Tensor& a, double b) { return sub(a, b); }
+Tensor operator*(const Tensor& a, double b) { return mul(a, b); }
+Tensor operator/(const Tensor& a, double b) { return div(a, b); }
+Tensor operator+(double a, const Tensor& b) { return add(b, a); }
+Tensor operator-(double a, const Tensor& b) { return rsub(a, b); }
+Tensor operator*(double a, const Tensor& b) { return mul(b, a); }
+Tensor operator/(double a, const Tensor& b) { return rdiv(a, b); }
+Tensor Tensor::operator-() const { return neg(*this); }
+Tensor Tensor::exp() const { return tg::exp(*this); }
+Tensor Tensor::log() const { return tg::log(*this); }
+Tensor Tensor::sqrt() const { return tg::sqrt(*this); }
+Tensor Tensor::abs() const { return tg::abs(*this); }
+Tensor Tensor::tanh() const { return tg::tanh(*this); }
+Tensor Tensor::sigmoid() const { return tg::sigmoid(*this); }
+Tensor Tensor::relu() const { return tg::relu(*this); }
+Tensor Tensor::pow(double e) const { return tg::pow(*this, e); }
+
+}  // namespace tg

@@ -1,0 +1,150 @@
+// ops/ops.hpp — every differentiable op of tapegrad, by family. Names and semantics follow
+// PyTorch so a snippet ports line by line. Each family lives in one .cpp holding forward and
+// backward side by side:
+//   elementwise.cpp  binary/unary math with NumPy broadcasting, C++ operators
+//   reduce.cpp       sum, mean, max, var, argmax
+//   matmul.cpp       matmul, bmm, linear (BLAS)
+//   shape.cpp        reshape/view, transpose, permute, squeeze, unsqueeze, expand, narrow/slice,
+//                    index_select, cat, stack, split, chunk
+//   rearrange.cpp    einops-style rearrange
+//   softmax.cpp      softmax, log_softmax
+//   mask.cpp         masked_fill, where, comparisons
+//   norm.cpp         layer_norm
+//   embedding.cpp    embedding
+//   dropout.cpp      dropout
+//   loss.cpp         cross_entropy
+// Shape vocabulary in comments: B batch, T/S query/key length, C channels, NH heads, hs head size,
+// V vocab, N rows, D any trailing dims. Every op throws tg::Error naming the op, the argument and
+// every shape when given bad input.
+#pragma once
+
+#include "autograd/tensor.hpp"
+
+#include <string>
+#include <vector>
+
+namespace tg {
+
+// ---- elementwise (broadcasting) ----
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, const Tensor& b);  // a > 0 where b is differentiated
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+Tensor add(const Tensor& a, double b);
+Tensor sub(const Tensor& a, double b);
+Tensor rsub(double a, const Tensor& b);  // a - b
+Tensor mul(const Tensor& a, double b);
+Tensor div(const Tensor& a, double b);
+Tensor rdiv(double a, const Tensor& b);  // a / b
+Tensor pow(const Tensor& a, double exponent);
+Tensor neg(const Tensor& a);
+Tensor exp(const Tensor& a);
+Tensor log(const Tensor& a);
+Tensor sqrt(const Tensor& a);
+Tensor rsqrt(const Tensor& a);
+Tensor abs(const Tensor& a);
+Tensor tanh(const Tensor& a);
+Tensor sigmoid(const Tensor& a);
+Tensor relu(const Tensor& a);
+Tensor gelu(const Tensor& a, const std::string& approximate = "none");  // "none" (erf) | "tanh"
+Tensor clamp(const Tensor& a, double min, double max);
+Tensor clamp_min(const Tensor& a, double min);
+Tensor clamp_max(const Tensor& a, double max);
+
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, double b);
+Tensor operator-(const Tensor& a, double b);
+Tensor operator*(const Tensor& a, double b);
+Tensor operator/(const Tensor& a, double b);
+Tensor operator+(double a, const Tensor& b);
+Tensor operator-(double a, const Tensor& b);
+Tensor operator*(double a, const Tensor& b);
+Tensor operator/(double a, const Tensor& b);
+
+// Broadcast shape of a and b (NumPy rules); throws naming op and both shapes.
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
+// Sums g over the broadcast dims so it has `shape` (the one generic unbroadcast).
+Tensor sum_to(const Tensor& g, const Shape& shape);
+
+// ---- comparisons (bool result, no gradient) ----
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor logical_not(const Tensor& a);
+
+// ---- reductions (dims may be negative; empty dims = all) ----
+Tensor sum(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);
+Tensor mean(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);
+// amax semantics: the gradient is shared evenly among tied maxima.
+Tensor max(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);
+// correction 1 = unbiased (PyTorch's default), 0 = population variance.
+Tensor var(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false,
+           int64_t correction = 1);
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);  // int64, no gradient
+
+// ---- linear algebra (BLAS) ----
+// PyTorch's rules: 1-D·1-D dot, 2-D·2-D mm, 1-D operands get a dim prepended/appended and
+// removed, batch dims broadcast.
+Tensor matmul(const Tensor& a, const Tensor& b);
+Tensor bmm(const Tensor& a, const Tensor& b);  // (B, N, K)·(B, K, M) -> (B, N, M), no broadcasting
+Tensor mm(const Tensor& a, const Tensor& b);   // 2-D only
+// y = x·Wᵀ + b with x (..., Cin), W (Cout, Cin), b (Cout) or undefined.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+
+// ---- shape ----
+Tensor reshape(const Tensor& x, Shape shape);  // one -1 allowed; shares storage
+Tensor view(const Tensor& x, Shape shape);
+Tensor flatten(const Tensor& x, int64_t start_dim = 0, int64_t end_dim = -1);
+Tensor transpose(const Tensor& x, int64_t d0, int64_t d1);
+Tensor permute(const Tensor& x, std::vector<int64_t> dims);
+Tensor squeeze(const Tensor& x);             // every size-1 dim
+Tensor squeeze(const Tensor& x, int64_t d);  // no-op when size(d) != 1, like PyTorch
+Tensor unsqueeze(const Tensor& x, int64_t d);
+Tensor expand(const Tensor& x, Shape shape);  // -1 keeps a dim
+Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length);
+// Python's x[start:end:step] along dim (negative and out-of-range bounds clamp like Python).
+Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step = 1);
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);  // index int64 1-D
+Tensor cat(const std::vector<Tensor>& xs, int64_t dim = 0);
+Tensor stack(const std::vector<Tensor>& xs, int64_t dim = 0);
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim = 0);
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim = 0);
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
+// einops: rearrange(x, "b t (h d) -> b h t d", {{"h", 4}}). Supports grouping "(...)" on both
+// sides, axis names and anonymous "1" axes; the ellipsis "..." is not supported.
+Tensor rearrange(const Tensor& x, const std::string& pattern,
+                 const std::vector<std::pair<std::string, int64_t>>& sizes = {});
+
+// ---- neural-network functions ----
+Tensor softmax(const Tensor& x, int64_t dim);
+Tensor log_softmax(const Tensor& x, int64_t dim);
+// mask is bool and broadcasts to x; value is written where mask is true.
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);  // broadcasting
+// Normalises over the trailing normalized_shape dims; weight/bias may be undefined.
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
+                  const Tensor& bias = Tensor(), double eps = 1e-5);
+// weight (V, C), indices int64 any shape -> (..., C). Rows equal to padding_idx get no gradient.
+Tensor embedding(const Tensor& indices, const Tensor& weight, int64_t padding_idx = -1);
+// Zeroes each element with probability p and scales the rest by 1/(1-p) when training.
+Tensor dropout(const Tensor& x, double p, bool training = true);
+
+enum class Reduction { None, Mean, Sum };
+struct CrossEntropyOptions {
+  Reduction reduction = Reduction::Mean;
+  int64_t ignore_index = -100;
+  double label_smoothing = 0.0;
+};
+// logits (N, C) or (N, C, d1, ...), target int64 (N) or (N, d1, ...); PyTorch's semantics.
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyOptions& opts = {});
+
+}  // namespace tg

@@ -1,0 +1,129 @@
+// tests/autograd/test_tensor.cpp — tensor metadata, creation, conversion, printing, seeding, npy.
+#include "helpers.hpp"
+
+#include "autograd/io.hpp"
+#include "autograd/xtensor.hpp"
+
+#include <cstdio>
+#include <fstream>
+
+using namespace tg;
+
+TEST_CASE("tensor metadata and creation") {
+  Tensor t = zeros({2, 3, 4});
+  REQUIRE(t.numel() == 24);
+  REQUIRE(t.dim() == 3);
+  REQUIRE(t.size(-1) == 4);
+  REQUIRE(t.size(0) == 2);
+  REQUIRE(t.strides() == Shape{12, 4, 1});
+  REQUIRE(t.dtype() == kFloat32);
+  REQUIRE(t.device() == kCPU);
+  REQUIRE_ERROR(t.size(3), "size: dim 3 out of range for a tensor of shape (2,3,4)");
+  REQUIRE(ones({3}, kFloat64).to_vector<double>() == std::vector<double>{1, 1, 1});
+  REQUIRE(full({2}, 2.5).to_vector<float>() == std::vector<float>{2.5f, 2.5f});
+  REQUIRE(arange(5).to_vector<int64_t>() == std::vector<int64_t>{0, 1, 2, 3, 4});
+  REQUIRE(arange(1, 2, 0.25, kFloat64).to_vector<double>() == std::vector<double>{1, 1.25, 1.5, 1.75});
+  REQUIRE(eye(2).to_vector<float>() == std::vector<float>{1, 0, 0, 1});
+  REQUIRE(tensor(std::vector<bool>{true, false}).dtype() == kBool);
+  REQUIRE(scalar_tensor(3).dim() == 0);
+  REQUIRE(scalar_tensor(3).item<float>() == 3.0f);
+  REQUIRE_ERROR(tensor(std::vector<float>{1, 2, 3}, {2, 2}), "3 values do not fill shape (2,2)");
+  REQUIRE_ERROR(zeros({2, 2}).item<float>(), "item: tensor of shape (2,2) has 4 elements");
+  REQUIRE_ERROR(zeros({2}).data<double>(), "tensor has dtype float32, requested float64");
+  REQUIRE_ERROR(zeros({2}, kInt64).requires_grad_(), "only floating-point tensors can require grad");
+  REQUIRE_ERROR(Tensor().shape(), "shape: tensor is undefined");
+}
+
+TEST_CASE("tensor handles share storage; clone and detach") {
+  Tensor a = zeros({3});
+  Tensor b = a;  // same handle
+  b.data<float>()[0] = 7;
+  REQUIRE(a.data<float>()[0] == 7);
+  Tensor c = a.clone();
+  c.data<float>()[1] = 5;
+  REQUIRE(a.data<float>()[1] == 0);
+  Tensor d = a.detach();
+  d.data<float>()[2] = 3;
+  REQUIRE(a.data<float>()[2] == 3);
+  REQUIRE(a.to(kFloat64).to_vector<double>() == std::vector<double>{7, 0, 3});
+  REQUIRE(a.to(kInt64).to_vector<int64_t>() == std::vector<int64_t>{7, 0, 3});
+  REQUIRE(tensor(std::vector<int64_t>{-1, 0, 4}).to(kBool).to_vector<bool>() == std::vector<bool>{true, false, true});
+}
+
+TEST_CASE("manual_seed makes random creation reproducible") {
+  manual_seed(42);
+  std::vector<float> a = randn({100}).to_vector<float>();
+  std::vector<int64_t> ia = randint(0, 10, {50}).to_vector<int64_t>();
+  manual_seed(42);
+  REQUIRE(randn({100}).to_vector<float>() == a);
+  REQUIRE(randint(0, 10, {50}).to_vector<int64_t>() == ia);
+  // Moments of a large sample.
+  manual_seed(1);
+  Tensor r = randn({100000}, kFloat64);
+  std::vector<double> v = r.to_vector<double>();
+  double m = 0, s = 0;
+  for (double x : v) m += x;
+  m /= v.size();
+  for (double x : v) s += (x - m) * (x - m);
+  s /= v.size();
+  REQUIRE(std::fabs(m) < 0.02);
+  REQUIRE(std::fabs(s - 1) < 0.02);
+  Tensor u = rand({100000}, kFloat64);
+  for (double x : u.to_vector<double>()) REQUIRE((x >= 0 && x < 1));
+  // Generator state round trip.
+  std::string st = default_generator().get_state();
+  double n1 = default_generator().normal();
+  default_generator().set_state(st);
+  REQUIRE(default_generator().normal() == n1);
+}
+
+TEST_CASE("printing follows PyTorch's repr") {
+  Tensor t = tensor(std::vector<float>{1, 2, 3, 4}, {2, 2});
+  REQUIRE(t.str() == "tensor([[1., 2.],\n        [3., 4.]], shape=(2,2), dtype=float32)");
+  Tensor f = tensor(std::vector<double>{0.5, -1.25});
+  REQUIRE(f.str() == "tensor([0.5000, -1.2500], shape=(2), dtype=float64)");
+  Tensor big = zeros({2000});
+  std::string s = big.str();
+  REQUIRE(s.find("...") != std::string::npos);
+  REQUIRE(s.size() < 200);
+  REQUIRE(tensor(std::vector<bool>{true}).str() == "tensor([True], shape=(1), dtype=bool)");
+  Tensor g = ones({1}, kFloat64).requires_grad_();
+  REQUIRE(g.str().find("requires_grad=True") != std::string::npos);
+}
+
+TEST_CASE("npy round trip and xtensor interop") {
+  std::string path = "tg_test_roundtrip.npy";
+  for (DType dt : {kFloat32, kFloat64, kInt64, kBool}) {
+    Tensor t = arange(0, 6, 1, kFloat64).reshape({2, 3}).to(dt);
+    save_npy(path, t);
+    Tensor u = load_npy(path);
+    REQUIRE(u.dtype() == dt);
+    REQUIRE(u.shape() == Shape{2, 3});
+    REQUIRE(u.to_vector<double>() == t.to_vector<double>());
+  }
+  {
+    std::ofstream f(path, std::ios::binary);
+    f << "not an npy file";
+  }
+  REQUIRE_ERROR(load_npy(path), "is not a valid .npy file");
+  REQUIRE_ERROR(load_npy("/nonexistent/x.npy"), "load_npy: cannot open /nonexistent/x.npy");
+  std::remove(path.c_str());
+
+  Tensor t = arange(0, 6, 1, kFloat64).reshape({2, 3});
+  auto view = as_xarray<double>(t);  // zero copy
+  view(1, 2) = 42;
+  REQUIRE(t.data<double>()[5] == 42);
+  xt::xarray<double> x = to_xarray<double>(t);
+  REQUIRE(x.shape(0) == 2);
+  REQUIRE(x(1, 2) == 42);
+  Tensor back = from_xarray(x);
+  REQUIRE(back.to_vector<double>() == t.to_vector<double>());
+}
+
+TEST_CASE("set_num_threads governs one setting") {
+  int before = get_num_threads();
+  set_num_threads(1);
+  REQUIRE(get_num_threads() == 1);
+  set_num_threads(before);
+  REQUIRE_ERROR(set_num_threads(0), "set_num_threads: n must be >= 1");
+}

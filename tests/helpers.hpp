@@ -1,0 +1,68 @@
+// tests/helpers.hpp — shared checks: gradcheck with the report printed on failure, value
+// comparison that prints the first differing elements, and error-message matching.
+#pragma once
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include "autograd/gradcheck.hpp"
+#include "autograd/tape.hpp"
+#include "ops/ops.hpp"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace tgt {
+
+// Random float64 leaf that requires grad (seeded by the caller through tg::manual_seed).
+inline tg::Tensor leaf(const tg::Shape& s, double scale = 1.0) {
+  tg::Tensor t = tg::randn(s, tg::kFloat64);
+  if (scale != 1.0) {
+    double* p = t.data<double>();
+    for (int64_t i = 0; i < t.numel(); ++i) p[i] *= scale;
+  }
+  t.requires_grad_();
+  return t;
+}
+
+// Runs tg::gradcheck and fails with the full report.
+inline void check_grad(const tg::GradcheckFn& fn, const std::vector<tg::Tensor>& inputs,
+                       const std::string& what, tg::GradcheckOptions opts = {}) {
+  tg::GradcheckReport r = tg::gradcheck(fn, inputs, opts);
+  INFO(what << "\n" << r.str());
+  REQUIRE(r.passed);
+}
+
+// Elementwise |a - b| <= atol + rtol·|b|; prints op, shapes, first differences and max diff.
+inline void require_close(const tg::Tensor& a, const std::vector<double>& b, double atol = 1e-6,
+                          double rtol = 1e-5, const std::string& what = "") {
+  std::vector<double> av = a.to_vector<double>();
+  INFO(what << " shape " << tg::shape_str(a.shape()));
+  REQUIRE(av.size() == b.size());
+  double maxd = 0;
+  std::string first;
+  int shown = 0;
+  for (size_t i = 0; i < av.size(); ++i) {
+    double d = std::fabs(av[i] - b[i]);
+    bool bad = !(d <= atol + rtol * std::fabs(b[i])) && !(std::isnan(av[i]) && std::isnan(b[i]));
+    if (bad && shown < 5) {
+      first += fmt::format("  [{}] got {:.10g} want {:.10g}\n", i, av[i], b[i]);
+      ++shown;
+    }
+    if (bad || d > maxd) maxd = std::max(maxd, d);
+  }
+  INFO("first differences:\n" << first << "max |diff| " << maxd);
+  REQUIRE(shown == 0);
+}
+inline void require_close(const tg::Tensor& a, const tg::Tensor& b, double atol = 1e-6,
+                          double rtol = 1e-5, const std::string& what = "") {
+  REQUIRE(a.shape() == b.shape());
+  require_close(a, b.to_vector<double>(), atol, rtol, what);
+}
+
+}  // namespace tgt
+
+// REQUIRE_ERROR(expr, "substring"): expr throws tg::Error whose message contains the substring.
+#define REQUIRE_ERROR(expr, substr) \
+  REQUIRE_THROWS_MATCHES(expr, tg::Error, Catch::Matchers::Contains(substr))
