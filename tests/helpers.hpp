@@ -63,6 +63,28 @@ inline void require_close(const tg::Tensor& a, const tg::Tensor& b, double atol 
 
 }  // namespace tgt
 
+// Matches a tg::Error whose message contains a substring (Catch's Contains matches strings only).
+namespace tgt {
+class ErrorContains : public Catch::MatcherBase<tg::Error> {
+ public:
+  explicit ErrorContains(std::string sub) : sub_(std::move(sub)) {}
+  bool match(const tg::Error& e) const override {
+    return std::string(e.what()).find(sub_) != std::string::npos;
+  }
+  std::string describe() const override { return "contains \"" + sub_ + "\""; }
+
+ private:
+  std::string sub_;
+};
+}  // namespace tgt
+// Failure reports print the actual message.
+namespace Catch {
+template <>
+struct StringMaker<tg::Error> {
+  static std::string convert(const tg::Error& e) { return std::string("tg::Error: ") + e.what(); }
+};
+}  // namespace Catch
+
 // REQUIRE_ERROR(expr, "substring"): expr throws tg::Error whose message contains the substring.
 #define REQUIRE_ERROR(expr, substr) \
-  REQUIRE_THROWS_MATCHES(expr, tg::Error, Catch::Matchers::Contains(substr))
+  REQUIRE_THROWS_MATCHES(expr, tg::Error, tgt::ErrorContains(substr))

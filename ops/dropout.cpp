@@ -1,0 +1,46 @@
+// ops/dropout.cpp — inverted dropout, forward and backward side by side.
+//
+// Training: each element is kept with probability 1-p (one uniform draw per element, in row-major
+// order, from tg::default_generator(), so tg::manual_seed(s) fixes the mask) and kept elements are
+// scaled by 1/(1-p). Saved for backward: keep = mask·scale, the same shape and dtype as x;
+// dx = dout·keep. Eval mode or p == 0 returns x itself (no copy, no node); p == 1 gives zeros and
+// a zero gradient without drawing. Deliberately not here: dropout inside fused attention kernels.
+#include "ops/detail.hpp"
+#include "ops/ops.hpp"
+
+namespace tg {
+using namespace detail;
+
+Tensor dropout(const Tensor& x, double p, bool training) {
+  constexpr const char* op = "dropout";
+  check_float(x, op, "input");
+  if (!(p >= 0.0 && p <= 1.0))
+    throw Error(fmt::format("{}: probability p must be in [0, 1], got {} (input {})", op, p,
+                            shape_str(x.shape())));
+  if (!training || p == 0.0) return x;
+  Tensor keep = Tensor::empty(x.shape(), x.dtype());  // keep: mask·scale
+  Tensor out = Tensor::empty(x.shape(), x.dtype());
+  dispatch_float(x.dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = x.data<T>();
+    T* pk = keep.data<T>();
+    T* po = out.data<T>();
+    const int64_t n = x.numel();
+    if (p == 1.0) {
+      for (int64_t i = 0; i < n; ++i) pk[i] = po[i] = T(0);
+      return;
+    }
+    const T scale = static_cast<T>(1.0 / (1.0 - p));
+    Generator& gen = default_generator();
+    for (int64_t i = 0; i < n; ++i) {
+      pk[i] = gen.uniform() >= p ? scale : T(0);
+      po[i] = px[i] * pk[i];
+    }
+  });
+  if (needs_record({&x})) {
+    record(op, out, {x}, [keep](const Tensor& g) -> std::vector<Tensor> { return {mul(g, keep)}; });
+  }
+  return out;
+}
+
+}  // namespace tg

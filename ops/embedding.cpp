@@ -1,0 +1,93 @@
+// ops/embedding.cpp — embedding lookup, forward and backward side by side.
+//
+// indices int64 (...), weight (V, C) -> out (..., C): out[k] = weight[indices[k]].
+// Backward scatter-adds dout rows into a zero (V, C) dweight; indices get no gradient.
+// padding_idx: rows equal to it get no gradient (the forward still reads them, like PyTorch).
+// Its sentinel: kNoPaddingIdx (-1, the default) means "no padding row". Other negative values
+// count from V like PyTorch (-2 is row V-2); since -1 is taken by the sentinel, pad row V-1 by
+// passing V-1. Values outside [-V, V) are an error.
+// Deliberately not here: max_norm renormalisation, sparse gradients.
+#include "ops/detail.hpp"
+#include "ops/ops.hpp"
+
+#include <fmt/ranges.h>
+
+#include <cstring>
+
+namespace tg {
+using namespace detail;
+
+namespace {
+constexpr const char* kOp = "embedding";
+
+// Unravels a flat position into "[i,j,...]" for error messages.
+std::string position_str(int64_t flat, const Shape& s) {
+  std::vector<int64_t> idx(s.size());
+  for (size_t d = s.size(); d-- > 0;) {
+    idx[d] = flat % s[d];
+    flat /= s[d];
+  }
+  return fmt::format("[{}]", fmt::join(idx, ","));
+}
+
+// Validates the arguments; returns padding_idx resolved to a row in [0, V), or -1 for none.
+int64_t check_embedding(const Tensor& indices, const Tensor& weight, int64_t padding_idx) {
+  check_dtype(indices, kInt64, kOp, "indices");
+  check_float(weight, kOp, "weight");
+  if (weight.dim() != 2)
+    throw Error(fmt::format("{}: weight {} must be 2-D (V, C) (indices {})", kOp,
+                            shape_str(weight.shape()), shape_str(indices.shape())));
+  const int64_t V = weight.size(0);
+  const int64_t* pi = indices.data<int64_t>();
+  for (int64_t k = 0; k < indices.numel(); ++k) {
+    if (pi[k] < 0 || pi[k] >= V)
+      throw Error(
+          fmt::format("{}: index {} at {} is out of range for weight {} with V = {} (indices {})",
+                      kOp, pi[k], position_str(k, indices.shape()), shape_str(weight.shape()), V,
+                      shape_str(indices.shape())));
+  }
+  if (padding_idx == kNoPaddingIdx) return -1;
+  if (padding_idx < -V || padding_idx >= V)
+    throw Error(fmt::format(
+        "{}: padding_idx {} is out of range for weight {} with V = {} (expected [-V, V) "
+        "or kNoPaddingIdx = -1)",
+        kOp, padding_idx, shape_str(weight.shape()), V));
+  return padding_idx < 0 ? padding_idx + V : padding_idx;
+}
+}  // namespace
+
+Tensor embedding(const Tensor& indices, const Tensor& weight, int64_t padding_idx) {
+  const int64_t pad = check_embedding(indices, weight, padding_idx);
+  const int64_t V = weight.size(0), C = weight.size(1), n = indices.numel();
+  Shape os = indices.shape();
+  os.push_back(C);
+  Tensor out = Tensor::empty(os, weight.dtype());
+  const int64_t* pi = indices.data<int64_t>();
+  const size_t row_bytes = static_cast<size_t>(C) * dtype_size(weight.dtype());
+  const char* pw = static_cast<const char*>(weight.data_ptr());
+  char* po = static_cast<char*>(out.data_ptr());
+  for (int64_t k = 0; k < n && row_bytes > 0; ++k)
+    std::memcpy(po + k * row_bytes, pw + pi[k] * row_bytes, row_bytes);
+  if (needs_record({&weight})) {
+    Tensor si = indices.detach();  // indices: which dweight row each dout row adds into
+    record(kOp, out, {indices, weight}, [si, pad, V, C](const Tensor& g) -> std::vector<Tensor> {
+      Tensor dw = zeros({V, C}, g.dtype());
+      dispatch_float(g.dtype(), kOp, [&](auto tag) {
+        using T = decltype(tag);
+        const int64_t* idx = si.data<int64_t>();
+        const T* pg = g.data<T>();
+        T* pd = dw.data<T>();
+        for (int64_t k = 0; k < si.numel(); ++k) {
+          if (idx[k] == pad) continue;
+          T* drow = pd + idx[k] * C;
+          const T* grow = pg + k * C;
+          for (int64_t c = 0; c < C; ++c) drow[c] += grow[c];
+        }
+      });
+      return {Tensor(), dw};
+    });
+  }
+  return out;
+}
+
+}  // namespace tg

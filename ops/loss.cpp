@@ -1,0 +1,182 @@
+// ops/loss.cpp — cross_entropy: fused log_softmax + negative log likelihood with PyTorch's
+// ignore_index, label smoothing and reductions; forward and closed-form backward side by side.
+//
+// logits (N, C) or (N, C, d1, ...) float, target (N) or (N, d1, ...) int64 class indices; also
+// logits (C) with a 0-dim target (one sample). Viewed as (N, C, inner) with inner = d1·d2·...,
+// so every (n, i) is one row of C logits at stride inner. Per row, with lse = logsumexp_c(x),
+// ε = label_smoothing and t the target:
+//   loss = (1-ε)·(lse - x_t) + ε/C·Σ_c(lse - x_c)        (0 where t == ignore_index)
+// reduction Mean divides the sum by the number of non-ignored rows (all ignored: 0/0 = NaN, with a
+// zero gradient, as PyTorch 1.13 does); Sum sums; None keeps target's shape.
+// Backward reads the saved logits and lse per row:
+//   dx_c = dloss_row·(softmax_c - (1-ε)·[c == t] - ε/C)   (0 for ignored rows)
+// Deliberately not here: class weights, probability targets.
+#include "ops/detail.hpp"
+#include "ops/ops.hpp"
+
+#include <cmath>
+#include <limits>
+
+namespace tg {
+using namespace detail;
+
+namespace {
+constexpr const char* kOp = "cross_entropy";
+
+struct CeLayout {
+  int64_t N = 1, C = 0, inner = 1;
+  int64_t rows() const { return N * inner; }
+};
+
+CeLayout check_cross_entropy(const Tensor& x, const Tensor& t, const CrossEntropyOptions& o) {
+  check_float(x, kOp, "logits");
+  check_dtype(t, kInt64, kOp, "target");
+  const Shape& xs = x.shape();
+  if (xs.empty())
+    throw Error(fmt::format("{}: logits {} must be (N, C), (N, C, d1, ...) or (C) (target {})", kOp,
+                            shape_str(xs), shape_str(t.shape())));
+  Shape want = xs;
+  CeLayout l;
+  if (xs.size() == 1) {
+    want.clear();  // (C) pairs with a 0-dim target
+    l.C = xs[0];
+  } else {
+    want.erase(want.begin() + 1);
+    l.N = xs[0];
+    l.C = xs[1];
+    for (size_t i = 2; i < xs.size(); ++i) l.inner *= xs[i];
+  }
+  if (t.shape() != want)
+    throw Error(fmt::format(
+        "{}: target {} does not match logits {}: expected target {} (logits without the "
+        "class dim 1)",
+        kOp, shape_str(t.shape()), shape_str(xs), shape_str(want)));
+  if (!(o.label_smoothing >= 0.0 && o.label_smoothing <= 1.0))
+    throw Error(fmt::format("{}: label_smoothing must be in [0, 1], got {} (logits {})", kOp,
+                            o.label_smoothing, shape_str(xs)));
+  const int64_t* pt = t.data<int64_t>();
+  for (int64_t k = 0; k < t.numel(); ++k) {
+    if (pt[k] == o.ignore_index) continue;
+    if (pt[k] < 0 || pt[k] >= l.C)
+      throw Error(fmt::format(
+          "{}: target class {} at flat position {} is out of range [0, {}) for logits {} "
+          "and target {} (ignore_index {})",
+          kOp, pt[k], k, l.C, shape_str(xs), shape_str(t.shape()), o.ignore_index));
+  }
+  return l;
+}
+
+// loss (rows) and lse (rows) from logits (N, C, inner); returns the count of non-ignored rows.
+template <typename T>
+int64_t ce_forward(double* loss, double* lse, const T* x, const int64_t* t, const CeLayout& l,
+                   const CrossEntropyOptions& o) {
+  const int64_t C = l.C, st = l.inner;
+  const double eps = o.label_smoothing;
+  int64_t count = 0;
+  for (int64_t n = 0; n < l.N; ++n) {
+    for (int64_t i = 0; i < l.inner; ++i) {
+      const int64_t r = n * l.inner + i;
+      const T* xr = x + n * C * st + i;
+      if (t[r] == o.ignore_index) {
+        loss[r] = 0;
+        lse[r] = 0;
+        continue;
+      }
+      ++count;
+      double mx = -std::numeric_limits<double>::infinity(), sx = 0;
+      for (int64_t c = 0; c < C; ++c) mx = std::max(mx, static_cast<double>(xr[c * st]));
+      double s = 0;
+      for (int64_t c = 0; c < C; ++c) {
+        s += std::exp(xr[c * st] - mx);
+        sx += xr[c * st];
+      }
+      const double z = mx + std::log(s);
+      const double nll = z - xr[t[r] * st];
+      loss[r] = eps == 0 ? nll : (1 - eps) * nll + eps / C * (C * z - sx);
+      lse[r] = z;
+    }
+  }
+  return count;
+}
+
+// dx (N, C, inner) from the per-row upstream gradient grow (rows) and the saved logits and lse.
+template <typename T>
+void ce_backward(T* dx, const double* grow, const T* x, const int64_t* t, const double* lse,
+                 const CeLayout& l, const CrossEntropyOptions& o) {
+  const int64_t C = l.C, st = l.inner;
+  const double eps = o.label_smoothing;
+  for (int64_t n = 0; n < l.N; ++n) {
+    for (int64_t i = 0; i < l.inner; ++i) {
+      const int64_t r = n * l.inner + i;
+      const T* xr = x + n * C * st + i;
+      T* dr = dx + n * C * st + i;
+      if (t[r] == o.ignore_index) {
+        for (int64_t c = 0; c < C; ++c) dr[c * st] = T(0);
+        continue;
+      }
+      const double g = grow[r];
+      for (int64_t c = 0; c < C; ++c) {
+        const double target = (c == t[r] ? 1 - eps : 0) + eps / C;
+        dr[c * st] = static_cast<T>(g * (std::exp(xr[c * st] - lse[r]) - target));
+      }
+    }
+  }
+}
+
+// Per-row upstream gradient (rows) from dout: None reads dout per row, Sum broadcasts the scalar,
+// Mean divides it by count (0 when every row is ignored, like PyTorch).
+std::vector<double> row_grads(const Tensor& g, int64_t rows, int64_t count, Reduction red) {
+  std::vector<double> gv = g.to_vector<double>();
+  if (red == Reduction::None) return gv;
+  const double s =
+      red == Reduction::Sum ? gv[0] : (count > 0 ? gv[0] / static_cast<double>(count) : 0.0);
+  return std::vector<double>(rows, s);
+}
+
+}  // namespace
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyOptions& opts) {
+  const CeLayout l = check_cross_entropy(logits, target, opts);
+  const int64_t rows = l.rows();
+  std::vector<double> loss(rows);
+  Tensor lse = Tensor::empty({rows}, kFloat64);  // saved: logsumexp per row
+  int64_t count = 0;
+  dispatch_float(logits.dtype(), kOp, [&](auto tag) {
+    using T = decltype(tag);
+    count = ce_forward(loss.data(), lse.data<double>(), logits.data<T>(), target.data<int64_t>(), l,
+                       opts);
+  });
+  Tensor out;
+  if (opts.reduction == Reduction::None) {
+    out = Tensor::empty(target.shape(), logits.dtype());
+    dispatch_float(logits.dtype(), kOp, [&](auto tag) {
+      using T = decltype(tag);
+      T* po = out.data<T>();
+      for (int64_t r = 0; r < rows; ++r) po[r] = static_cast<T>(loss[r]);
+    });
+  } else {
+    double total = 0;
+    for (double v : loss) total += v;
+    // Mean over non-ignored rows; 0/0 gives NaN when every row is ignored, like PyTorch.
+    if (opts.reduction == Reduction::Mean) total /= static_cast<double>(count);
+    out = scalar_tensor(total, logits.dtype());
+  }
+  if (needs_record({&logits})) {
+    Tensor sx = logits.detach(), st = target.detach();
+    const CrossEntropyOptions o = opts;
+    record(kOp, out, {logits, target},
+           [sx, st, lse, l, o, rows, count](const Tensor& g) -> std::vector<Tensor> {
+             std::vector<double> grow = row_grads(g, rows, count, o.reduction);
+             Tensor dx = Tensor::empty(sx.shape(), sx.dtype());
+             dispatch_float(sx.dtype(), kOp, [&](auto tag) {
+               using T = decltype(tag);
+               ce_backward(dx.data<T>(), grow.data(), sx.data<T>(), st.data<int64_t>(),
+                           lse.data<double>(), l, o);
+             });
+             return {dx, Tensor()};
+           });
+  }
+  return out;
+}
+
+}  // namespace tg

@@ -1,0 +1,151 @@
+// ops/mask.cpp — masked_fill and where, forward and backward side by side.
+//
+// Mask convention: a mask is a bool tensor, true = "selected". masked_fill writes `value` where
+// the mask is true (the mask broadcasts to x, the output has x's shape); where(cond, a, b) takes
+// a where cond is true and b elsewhere, all three broadcasting to one output shape. Gradients flow
+// only through the elements that were taken and are summed back to each input's shape (sum_to).
+// Deliberately not here: the comparisons that make masks (eq, lt, ...: elementwise.cpp).
+#include "ops/detail.hpp"
+#include "ops/ops.hpp"
+
+namespace tg {
+using namespace detail;
+
+namespace {
+
+void check_mask(const Tensor& m, const char* op, const char* arg, const Tensor& x) {
+  check_defined(m, op, arg);
+  check_cpu(m, op, arg);
+  if (m.dtype() != kBool)
+    throw Error(fmt::format("{}: {} {} has dtype {}, expected bool (input is {})", op, arg,
+                            shape_str(m.shape()), dtype_name(m.dtype()), shape_str(x.shape())));
+}
+
+// Calls f(out_index, i0, i1, i2) for every element of `out` (row-major), with three operands
+// indexed through their broadcast strides s0, s1, s2.
+template <typename F>
+void broadcast_loop3(const Shape& out, const Shape& s0, const Shape& s1, const Shape& s2, F&& f) {
+  const int64_t n = shape_numel(out);
+  if (n == 0) return;
+  const size_t nd = out.size();
+  std::vector<int64_t> idx(nd, 0);
+  int64_t o0 = 0, o1 = 0, o2 = 0;
+  for (int64_t o = 0; o < n; ++o) {
+    f(o, o0, o1, o2);
+    for (size_t d = nd; d-- > 0;) {
+      if (++idx[d] < out[d]) {
+        o0 += s0[d];
+        o1 += s1[d];
+        o2 += s2[d];
+        break;
+      }
+      o0 -= s0[d] * (out[d] - 1);
+      o1 -= s1[d] * (out[d] - 1);
+      o2 -= s2[d] * (out[d] - 1);
+      idx[d] = 0;
+    }
+  }
+}
+
+// g with zeros where `mask` (broadcast to g's shape) is `zero_where`; the rest copied.
+Tensor mask_grad(const Tensor& g, const Tensor& mask, bool zero_where) {
+  Tensor out = Tensor::empty(g.shape(), g.dtype());
+  const bool* pm = mask.data<bool>();
+  dispatch_float(g.dtype(), "backward", [&](auto tag) {
+    using T = decltype(tag);
+    const T* pg = g.data<T>();
+    T* po = out.data<T>();
+    Shape zero(g.dim(), 0);
+    broadcast_loop2(
+        g.shape(), zero, broadcast_strides(mask.shape(), g.shape()),
+        [&](int64_t o, int64_t, int64_t im) { po[o] = pm[im] == zero_where ? T(0) : pg[o]; });
+  });
+  return out;
+}
+
+}  // namespace
+
+// ---- masked_fill: out = mask ? value : x ----
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
+  constexpr const char* op = "masked_fill";
+  check_defined(x, op, "input");
+  check_cpu(x, op, "input");
+  check_mask(mask, op, "mask", x);
+  if (x.dtype() == kBool)
+    throw Error(fmt::format("{}: input {} has dtype bool, expected float32, float64 or int64", op,
+                            shape_str(x.shape())));
+  bool ok = mask.dim() <= x.dim();
+  for (int64_t i = 1; ok && i <= mask.dim(); ++i) {
+    const int64_t m = mask.shape()[mask.dim() - i];
+    ok = m == 1 || m == x.shape()[x.dim() - i];
+  }
+  if (!ok)
+    throw Error(fmt::format("{}: mask {} does not broadcast to input {}", op,
+                            shape_str(mask.shape()), shape_str(x.shape())));
+  Tensor out = Tensor::empty(x.shape(), x.dtype());
+  const bool* pm = mask.data<bool>();
+  dispatch_all(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = x.data<T>();
+    T* po = out.data<T>();
+    const T v = static_cast<T>(value);
+    Shape zero(x.dim(), 0);
+    broadcast_loop2(x.shape(), zero, broadcast_strides(mask.shape(), x.shape()),
+                    [&](int64_t o, int64_t, int64_t im) { po[o] = pm[im] ? v : px[o]; });
+  });
+  if (needs_record({&x})) {
+    Tensor sm = mask.detach();  // the mask: gradient is zero where it is true
+    record(op, out, {x},
+           [sm](const Tensor& g) -> std::vector<Tensor> { return {mask_grad(g, sm, true)}; });
+  }
+  return out;
+}
+
+Tensor Tensor::masked_fill(const Tensor& mask, double value) const {
+  return tg::masked_fill(*this, mask, value);
+}
+
+// ---- where: out = cond ? a : b, all three broadcasting ----
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  constexpr const char* op = "where";
+  check_defined(a, op, "self");
+  check_defined(b, op, "other");
+  check_cpu(a, op, "self");
+  check_cpu(b, op, "other");
+  check_mask(cond, op, "condition", a);
+  check_same_dtype(a, b, op, "self", "other");
+  Shape ab = broadcast_shapes(a.shape(), b.shape(), op);
+  Shape os;
+  try {
+    os = broadcast_shapes(cond.shape(), ab, op);
+  } catch (const Error&) {
+    throw Error(fmt::format("{}: condition {}, self {} and other {} cannot be broadcast together",
+                            op, shape_str(cond.shape()), shape_str(a.shape()),
+                            shape_str(b.shape())));
+  }
+  Tensor out = Tensor::empty(os, a.dtype());
+  const bool* pc = cond.data<bool>();
+  const Shape sc = broadcast_strides(cond.shape(), os);
+  dispatch_all(a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    T* po = out.data<T>();
+    broadcast_loop3(
+        os, sc, broadcast_strides(a.shape(), os), broadcast_strides(b.shape(), os),
+        [&](int64_t o, int64_t ic, int64_t ia, int64_t ib) { po[o] = pc[ic] ? pa[ia] : pb[ib]; });
+  });
+  if (needs_record({&a, &b})) {
+    Tensor sc_mask = cond.detach();  // the condition: a gets g where true, b where false
+    Shape sa = a.shape(), sb = b.shape();
+    bool ga = a.requires_grad(), gb = b.requires_grad();
+    record(op, out, {a, b}, [sc_mask, sa, sb, ga, gb](const Tensor& g) -> std::vector<Tensor> {
+      Tensor da = ga ? sum_to(mask_grad(g, sc_mask, false), sa) : Tensor();
+      Tensor db = gb ? sum_to(mask_grad(g, sc_mask, true), sb) : Tensor();
+      return {da, db};
+    });
+  }
+  return out;
+}
+
+}  // namespace tg
