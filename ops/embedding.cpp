@@ -3,9 +3,8 @@
 // indices int64 (...), weight (V, C) -> out (..., C): out[k] = weight[indices[k]].
 // Backward scatter-adds dout rows into a zero (V, C) dweight; indices get no gradient.
 // padding_idx: rows equal to it get no gradient (the forward still reads them, like PyTorch).
-// Its sentinel: kNoPaddingIdx (-1, the default) means "no padding row". Other negative values
-// count from V like PyTorch (-2 is row V-2); since -1 is taken by the sentinel, pad row V-1 by
-// passing V-1. Values outside [-V, V) are an error.
+// std::nullopt (the default) means no padding row, like PyTorch's None; negative values count
+// from V like PyTorch (-1 is row V-1). Values outside [-V, V) are an error.
 // Deliberately not here: max_norm renormalisation, sparse gradients.
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"
@@ -31,7 +30,7 @@ std::string position_str(int64_t flat, const Shape& s) {
 }
 
 // Validates the arguments; returns padding_idx resolved to a row in [0, V), or -1 for none.
-int64_t check_embedding(const Tensor& indices, const Tensor& weight, int64_t padding_idx) {
+int64_t check_embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> pad_opt) {
   check_dtype(indices, kInt64, kOp, "indices");
   check_float(weight, kOp, "weight");
   if (weight.dim() != 2)
@@ -46,17 +45,17 @@ int64_t check_embedding(const Tensor& indices, const Tensor& weight, int64_t pad
                       kOp, pi[k], position_str(k, indices.shape()), shape_str(weight.shape()), V,
                       shape_str(indices.shape())));
   }
-  if (padding_idx == kNoPaddingIdx) return -1;
+  if (!pad_opt) return -1;
+  const int64_t padding_idx = *pad_opt;
   if (padding_idx < -V || padding_idx >= V)
     throw Error(fmt::format(
-        "{}: padding_idx {} is out of range for weight {} with V = {} (expected [-V, V) "
-        "or kNoPaddingIdx = -1)",
+        "{}: padding_idx {} is out of range for weight {} with V = {} (expected [-V, V))",
         kOp, padding_idx, shape_str(weight.shape()), V));
   return padding_idx < 0 ? padding_idx + V : padding_idx;
 }
 }  // namespace
 
-Tensor embedding(const Tensor& indices, const Tensor& weight, int64_t padding_idx) {
+Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx) {
   const int64_t pad = check_embedding(indices, weight, padding_idx);
   const int64_t V = weight.size(0), C = weight.size(1), n = indices.numel();
   Shape os = indices.shape();

@@ -20,6 +20,7 @@
 
 #include "autograd/tensor.hpp"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -134,10 +135,10 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);  // broadcas
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
                   const Tensor& bias = Tensor(), double eps = 1e-5);
 // weight (V, C), indices int64 any shape -> (..., C). Rows equal to padding_idx get no gradient.
-// padding_idx == kNoPaddingIdx (-1, the default) means none; other negatives count from V like
-// PyTorch (-2 is row V-2), so row V-1 is padded by passing V-1.
-constexpr int64_t kNoPaddingIdx = -1;
-Tensor embedding(const Tensor& indices, const Tensor& weight, int64_t padding_idx = -1);
+// padding_idx: none by default (PyTorch's None); negative values count from V like PyTorch (-1 is
+// row V-1).
+Tensor embedding(const Tensor& indices, const Tensor& weight,
+                 std::optional<int64_t> padding_idx = std::nullopt);
 // Zeroes each element with probability p and scales the rest by 1/(1-p) when training.
 Tensor dropout(const Tensor& x, double p, bool training = true);
 

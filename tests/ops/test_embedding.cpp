@@ -1,5 +1,5 @@
 // tests/ops/test_embedding.cpp — embedding: lookup values, scatter-add gradient with repeated
-// indices, padding_idx (incl. negative and the kNoPaddingIdx sentinel), gradcheck and errors.
+// indices, padding_idx (none, positive and negative), gradcheck and errors.
 #include "helpers.hpp"
 
 using namespace tg;
@@ -30,16 +30,16 @@ TEST_CASE("embedding looks up rows for indices of any shape", "[embedding]") {
 TEST_CASE("embedding backward scatter-adds and skips padding rows", "[embedding]") {
   Tensor idx = tensor(std::vector<int64_t>{1, 3, 1, 4}, {4});
   Tensor dout = tensor(std::vector<double>{1, 1, 2, 2, 3, 3, 4, 4}, {4, 2});
-  auto grad_with = [&](int64_t pad) {
+  auto grad_with = [&](std::optional<int64_t> pad) {
     Tensor w = table(5, 2).requires_grad_();
     embedding(idx, w, pad).backward(dout);
     return w.grad();
   };
-  tgt::require_close(grad_with(kNoPaddingIdx), {0, 0, 4, 4, 0, 0, 2, 2, 4, 4}, 0, 0);
+  tgt::require_close(grad_with(std::nullopt), {0, 0, 4, 4, 0, 0, 2, 2, 4, 4}, 0, 0);
   tgt::require_close(grad_with(1), {0, 0, 0, 0, 0, 0, 2, 2, 4, 4}, 0, 0);
   tgt::require_close(grad_with(-2), {0, 0, 4, 4, 0, 0, 0, 0, 4, 4}, 0, 0);  // -2 is row V-2 = 3
-  tgt::require_close(grad_with(4), {0, 0, 4, 4, 0, 0, 2, 2, 0, 0}, 0,
-                     0);  // row V-1 is padded as V-1
+  tgt::require_close(grad_with(4), {0, 0, 4, 4, 0, 0, 2, 2, 0, 0}, 0, 0);
+  tgt::require_close(grad_with(-1), {0, 0, 4, 4, 0, 0, 2, 2, 0, 0}, 0, 0);  // -1 is row V-1
   // The padding row is still read in the forward, like PyTorch.
   tgt::require_close(embedding(tensor(std::vector<int64_t>{1}, {1}), table(5, 2), 1), {10, 11}, 0,
                      0);
