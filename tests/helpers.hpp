@@ -61,8 +61,25 @@ inline void require_close(const tg::Tensor& a, const tg::Tensor& b, double atol 
   require_close(a, b.to_vector<double>(), atol, rtol, what);
 }
 
+// Matches a tg::Error whose message contains a substring (Catch's string matchers cannot take an
+// exception); the description shows the message that was thrown.
+class ErrorContains : public Catch::MatcherBase<tg::Error> {
+ public:
+  explicit ErrorContains(std::string s) : s_(std::move(s)) {}
+  bool match(const tg::Error& e) const override {
+    got_ = e.what();
+    return got_.find(s_) != std::string::npos;
+  }
+  std::string describe() const override {
+    return "has a message containing \"" + s_ + "\"; the message was \"" + got_ + "\"";
+  }
+
+ private:
+  std::string s_;
+  mutable std::string got_;
+};
+
 }  // namespace tgt
 
 // REQUIRE_ERROR(expr, "substring"): expr throws tg::Error whose message contains the substring.
-#define REQUIRE_ERROR(expr, substr) \
-  REQUIRE_THROWS_MATCHES(expr, tg::Error, Catch::Matchers::Contains(substr))
+#define REQUIRE_ERROR(expr, substr) REQUIRE_THROWS_MATCHES(expr, tg::Error, tgt::ErrorContains(substr))
