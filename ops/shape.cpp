@@ -1,0 +1,484 @@
+// ops/shape.cpp — shape ops, forward and backward side by side, and their Tensor methods.
+//
+// Storage is always contiguous, so ops that keep the memory order (reshape, view, flatten,
+// squeeze, unsqueeze) are views: a new TensorImpl on the same storage and offset (one helper,
+// alias). Ops that reorder or select (transpose, permute, expand, narrow, slice, index_select,
+// cat) copy through one strided gather. Composed ops (stack, split, chunk) get their backward
+// from the primitives they call.
+// Deliberately not here: einops-style rearrange (rearrange.cpp), reductions (reduce.cpp).
+#include "ops/detail.hpp"
+#include "ops/ops.hpp"
+
+#include <fmt/ranges.h>
+
+#include <cstring>
+
+namespace tg {
+using namespace detail;
+
+namespace {
+std::string list_str(const std::vector<int64_t>& v) {
+  return fmt::format("[{}]", fmt::join(v, ","));
+}
+
+void check_input(const Tensor& x, const char* op) {
+  check_defined(x, op, "input");
+  check_cpu(x, op, "input");
+}
+
+// A tensor on x's storage and offset with another shape of the same numel (no recording).
+Tensor alias(const Tensor& x, const Shape& shape) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = x.impl()->storage;
+  impl->offset = x.impl()->offset;
+  impl->shape = shape;
+  impl->numel = x.numel();
+  impl->dtype = x.dtype();
+  return Tensor(std::move(impl));
+}
+
+// The view ops: out shares x's storage; dx = dout viewed with x's shape.
+Tensor view_op(const char* op, const Tensor& x, const Shape& shape) {
+  Tensor out = alias(x, shape);
+  if (needs_record({&x})) {
+    Shape xs = x.shape();
+    record(op, out, {x}, [xs](const Tensor& g) -> std::vector<Tensor> { return {alias(g, xs)}; });
+  }
+  return out;
+}
+
+// out[idx] = x[offset + Σ idx[d]·st[d]] over out_shape: the one copy kernel of the reordering ops.
+Tensor gather(const Tensor& x, const Shape& out_shape, const Shape& st, int64_t offset) {
+  Tensor out = Tensor::empty(out_shape, x.dtype());
+  dispatch_all(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = x.data<T>() + offset;
+    T* po = out.data<T>();
+    broadcast_loop2(out_shape, st, Shape(out_shape.size(), 0),
+                    [&](int64_t o, int64_t i, int64_t) { po[o] = px[i]; });
+  });
+  return out;
+}
+// The adjoint of a gather whose source indices are distinct: dx = 0, dx[src(idx)] = dout[idx].
+Tensor scatter(const Tensor& g, const Shape& in_shape, const Shape& st, int64_t offset) {
+  Tensor dx = zeros(in_shape, g.dtype());
+  dispatch_float(g.dtype(), "scatter", [&](auto tag) {
+    using T = decltype(tag);
+    const T* pg = g.data<T>();
+    T* pd = dx.data<T>() + offset;
+    broadcast_loop2(g.shape(), st, Shape(g.dim(), 0),
+                    [&](int64_t o, int64_t i, int64_t) { pd[i] = pg[o]; });
+  });
+  return dx;
+}
+
+// Product of shape[b, e).
+int64_t span(const Shape& s, int64_t b, int64_t e) {
+  int64_t p = 1;
+  for (int64_t d = b; d < e; ++d) p *= s[d];
+  return p;
+}
+
+// x[start : start + len·step : step] along dim d (already validated), copied.
+Tensor slice_copy(const char* op, const Tensor& x, int64_t d, int64_t start, int64_t len,
+                  int64_t step) {
+  Shape os = x.shape();
+  os[d] = len;
+  Shape st = x.strides();
+  const int64_t offset = start * st[d];
+  st[d] *= step;
+  Tensor out = gather(x, os, st, offset);
+  if (needs_record({&x})) {
+    Shape xs = x.shape();
+    record(op, out, {x}, [xs, st, offset](const Tensor& g) -> std::vector<Tensor> {
+      return {scatter(g, xs, st, offset)};
+    });
+  }
+  return out;
+}
+}  // namespace
+
+// ---- views (share storage) ----
+namespace {
+// `want` with its one -1 inferred from x's numel; errors name both shapes.
+Shape infer_shape(const char* op, const Tensor& x, const Shape& want) {
+  int64_t infer = -1, known = 1;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (want[i] == -1) {
+      if (infer >= 0)
+        throw Error(fmt::format("{}: only one dimension can be inferred in shape {} (input {})", op,
+                                shape_str(want), shape_str(x.shape())));
+      infer = static_cast<int64_t>(i);
+    } else if (want[i] < 0) {
+      throw Error(fmt::format("{}: invalid size {} in shape {} (input {})", op, want[i],
+                              shape_str(want), shape_str(x.shape())));
+    } else {
+      known *= want[i];
+    }
+  }
+  Shape out = want;
+  if (infer >= 0) {
+    if (known == 0)
+      throw Error(
+          fmt::format("{}: cannot infer the -1 in shape {} for input {}: the other dims "
+                      "have 0 elements, so any size fits",
+                      op, shape_str(want), shape_str(x.shape())));
+    out[infer] = x.numel() / known;
+  }
+  if (shape_numel(out) != x.numel())
+    throw Error(fmt::format("{}: shape {} is invalid for input of shape {} ({} elements)", op,
+                            shape_str(want), shape_str(x.shape()), x.numel()));
+  return out;
+}
+}  // namespace
+
+Tensor reshape(const Tensor& x, Shape shape) {
+  check_input(x, "reshape");
+  return view_op("reshape", x, infer_shape("reshape", x, shape));
+}
+Tensor view(const Tensor& x, Shape shape) {
+  check_input(x, "view");
+  return view_op("view", x, infer_shape("view", x, shape));
+}
+
+Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {
+  check_input(x, "flatten");
+  const int64_t n = x.dim();
+  if (n == 0) return view_op("flatten", x, {1});
+  const int64_t s = norm_dim(start_dim, n, "flatten", x.shape());
+  const int64_t e = norm_dim(end_dim, n, "flatten", x.shape());
+  if (s > e)
+    throw Error(fmt::format("flatten: start_dim {} comes after end_dim {} for input {}", start_dim,
+                            end_dim, shape_str(x.shape())));
+  const Shape& xs = x.shape();
+  Shape os(xs.begin(), xs.begin() + s);
+  os.push_back(span(xs, s, e + 1));
+  os.insert(os.end(), xs.begin() + e + 1, xs.end());
+  return view_op("flatten", x, os);
+}
+
+Tensor squeeze(const Tensor& x) {
+  check_input(x, "squeeze");
+  Shape os;
+  for (int64_t s : x.shape())
+    if (s != 1) os.push_back(s);
+  return view_op("squeeze", x, os);
+}
+Tensor squeeze(const Tensor& x, int64_t d) {
+  check_input(x, "squeeze");
+  const int64_t n = x.dim();
+  const int64_t r = norm_dim(d, std::max<int64_t>(n, 1), "squeeze", x.shape());
+  Shape os = x.shape();
+  if (n > 0 && os[r] == 1) os.erase(os.begin() + r);  // no-op when size(d) != 1, like PyTorch
+  return view_op("squeeze", x, os);
+}
+Tensor unsqueeze(const Tensor& x, int64_t d) {
+  check_input(x, "unsqueeze");
+  const int64_t r = norm_dim(d, x.dim() + 1, "unsqueeze", x.shape());
+  Shape os = x.shape();
+  os.insert(os.begin() + r, 1);
+  return view_op("unsqueeze", x, os);
+}
+
+// ---- reordering copies ----
+// out dim i is x dim dims[i]; dx = dout permuted by the inverse.
+Tensor permute(const Tensor& x, std::vector<int64_t> dims) {
+  check_input(x, "permute");
+  const int64_t n = x.dim();
+  if (static_cast<int64_t>(dims.size()) != n)
+    throw Error(fmt::format("permute: dims {} has {} entries but input {} has {} dims",
+                            list_str(dims), dims.size(), shape_str(x.shape()), n));
+  std::vector<int64_t> perm(n), inv(n, -1);
+  for (int64_t i = 0; i < n; ++i) {
+    perm[i] = norm_dim(dims[i], n, "permute", x.shape());
+    if (inv[perm[i]] >= 0)
+      throw Error(fmt::format("permute: dim {} repeated in dims {} for input {}", perm[i],
+                              list_str(dims), shape_str(x.shape())));
+    inv[perm[i]] = i;
+  }
+  Shape os(n), st(n), xst = x.strides();
+  for (int64_t i = 0; i < n; ++i) {
+    os[i] = x.shape()[perm[i]];
+    st[i] = xst[perm[i]];
+  }
+  Tensor out = gather(x, os, st, 0);
+  if (needs_record({&x}))
+    record("permute", out, {x},
+           [inv](const Tensor& g) -> std::vector<Tensor> { return {permute(g, inv)}; });
+  return out;
+}
+
+Tensor transpose(const Tensor& x, int64_t d0, int64_t d1) {
+  check_input(x, "transpose");
+  const int64_t n = x.dim();
+  if (n == 0) {  // PyTorch: dims 0/-1 of a 0-dim tensor are a no-op
+    norm_dim(d0, 1, "transpose", x.shape());
+    norm_dim(d1, 1, "transpose", x.shape());
+    return view_op("transpose", x, {});
+  }
+  const int64_t a = norm_dim(d0, n, "transpose", x.shape());
+  const int64_t b = norm_dim(d1, n, "transpose", x.shape());
+  std::vector<int64_t> perm(n);
+  for (int64_t i = 0; i < n; ++i) perm[i] = i;
+  std::swap(perm[a], perm[b]);
+  return permute(x, perm);
+}
+
+// Broadcasts size-1 dims (and new leading dims) to `shape`; -1 keeps a dim. dx = sum_to(dout).
+Tensor expand(const Tensor& x, Shape shape) {
+  check_input(x, "expand");
+  const Shape& xs = x.shape();
+  const int64_t n = static_cast<int64_t>(shape.size()), lead = n - x.dim();
+  if (lead < 0)
+    throw Error(fmt::format("expand: target {} has fewer dims than input {}", shape_str(shape),
+                            shape_str(xs)));
+  Shape os(n), st(n, 0), xst = x.strides();
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t want = shape[i];
+    if (i < lead) {
+      if (want < 0)
+        throw Error(
+            fmt::format("expand: size {} is not allowed for the new leading dim {} (input "
+                        "{}, target {})",
+                        want, i, shape_str(xs), shape_str(shape)));
+      os[i] = want;
+      continue;
+    }
+    const int64_t have = xs[i - lead];
+    if (want == -1 || want == have) {
+      os[i] = have;
+      st[i] = xst[i - lead];
+    } else if (have == 1 && want >= 0) {
+      os[i] = want;
+    } else {
+      throw Error(
+          fmt::format("expand: size {} must match the existing size {} at non-singleton "
+                      "dim {} (input {}, target {})",
+                      want, have, i, shape_str(xs), shape_str(shape)));
+    }
+  }
+  Tensor out = gather(x, os, st, 0);
+  if (needs_record({&x}))
+    record("expand", out, {x},
+           [xs](const Tensor& g) -> std::vector<Tensor> { return {sum_to(g, xs)}; });
+  return out;
+}
+
+// ---- selection ----
+Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
+  check_input(x, "narrow");
+  const int64_t d = norm_dim(dim, x.dim(), "narrow", x.shape());
+  const int64_t size = x.shape()[d];
+  const int64_t s = start < 0 ? start + size : start;
+  if (s < 0 || s > size || length < 0 || s + length > size)
+    throw Error(
+        fmt::format("narrow: start {} and length {} are out of range for dim {} of size {} "
+                    "(input {})",
+                    start, length, dim, size, shape_str(x.shape())));
+  return slice_copy("narrow", x, d, s, length, 1);
+}
+
+Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step) {
+  check_input(x, "slice");
+  const int64_t d = norm_dim(dim, x.dim(), "slice", x.shape());
+  if (step <= 0)
+    throw Error(fmt::format("slice: step must be positive, got {} (dim {} of input {})", step, dim,
+                            shape_str(x.shape())));
+  const int64_t size = x.shape()[d];
+  auto clampi = [size](int64_t v) {
+    if (v < 0) v += size;
+    return std::min(std::max<int64_t>(v, 0), size);
+  };
+  const int64_t s = clampi(start), e = clampi(end);
+  const int64_t len = e > s ? (e - s + step - 1) / step : 0;
+  return slice_copy("slice", x, d, s, len, step);
+}
+
+// out = x with dim taking the rows index[0], index[1], ... (index int64, 1-D or 0-dim); dx
+// accumulates (index_add) so a repeated index gets the sum of its gradients.
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+  check_input(x, "index_select");
+  check_dtype(index, kInt64, "index_select", "index");
+  if (index.dim() > 1)  // 0-dim selects one row, like PyTorch
+    throw Error(fmt::format("index_select: index {} must be 1-D (input {})",
+                            shape_str(index.shape()), shape_str(x.shape())));
+  const int64_t d = norm_dim(dim, x.dim(), "index_select", x.shape());
+  const Shape& xs = x.shape();
+  const int64_t outer = span(xs, 0, d), size = xs[d], inner = span(xs, d + 1, x.dim());
+  const int64_t k = index.numel();
+  const int64_t* pi = index.data<int64_t>();
+  for (int64_t j = 0; j < k; ++j)
+    if (pi[j] < 0 || pi[j] >= size)
+      throw Error(
+          fmt::format("index_select: index {} at position {} is out of range for dim {} of "
+                      "size {} (input {}, index {})",
+                      pi[j], j, dim, size, shape_str(xs), shape_str(index.shape())));
+  Shape os = xs;
+  os[d] = k;
+  Tensor out = Tensor::empty(os, x.dtype());
+  const size_t es = dtype_size(x.dtype());
+  const char* px = static_cast<const char*>(x.data_ptr());
+  char* po = static_cast<char*>(out.data_ptr());
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < k; ++j)
+      std::memcpy(po + (o * k + j) * inner * es, px + (o * size + pi[j]) * inner * es, inner * es);
+  if (needs_record({&x})) {
+    Tensor si = index.detach();
+    record("index_select", out, {x}, [xs, d, si](const Tensor& g) -> std::vector<Tensor> {
+      Tensor dx = zeros(xs, g.dtype());
+      const int64_t outer = span(xs, 0, d), size = xs[d], inner = span(xs, d + 1, xs.size());
+      const int64_t k = si.numel();
+      const int64_t* pi = si.data<int64_t>();
+      dispatch_float(g.dtype(), "index_select", [&](auto tag) {
+        using T = decltype(tag);
+        const T* pg = g.data<T>();
+        T* pd = dx.data<T>();
+        for (int64_t o = 0; o < outer; ++o)
+          for (int64_t j = 0; j < k; ++j) {
+            const T* src = pg + (o * k + j) * inner;
+            T* dst = pd + (o * size + pi[j]) * inner;
+            for (int64_t i = 0; i < inner; ++i) dst[i] += src[i];
+          }
+      });
+      return {dx};
+    });
+  }
+  return out;
+}
+
+// ---- joining ----
+// xs[i] (D..., n_i, D...) -> (D..., Σ n_i, D...); dxs[i] = dout narrowed to xs[i]'s rows.
+Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
+  if (xs.empty()) throw Error("cat: expected a non-empty list of tensors");
+  for (size_t i = 0; i < xs.size(); ++i) {
+    std::string name = fmt::format("tensors[{}]", i);
+    check_defined(xs[i], "cat", name.c_str());
+    check_cpu(xs[i], "cat", name.c_str());
+  }
+  const Shape& s0 = xs[0].shape();
+  const int64_t n = xs[0].dim();
+  if (n == 0) throw Error("cat: tensors[0] is 0-dim () and cannot be concatenated");
+  const int64_t d = norm_dim(dim, n, "cat", s0);
+  std::vector<int64_t> sizes;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const Shape& si = xs[i].shape();
+    std::string name = fmt::format("tensors[{}]", i);
+    check_same_dtype(xs[0], xs[i], "cat", "tensors[0]", name.c_str());
+    bool ok = static_cast<int64_t>(si.size()) == n;
+    for (int64_t k = 0; ok && k < n; ++k) ok = k == d || si[k] == s0[k];
+    if (!ok)
+      throw Error(
+          fmt::format("cat: tensors[{}] {} does not match tensors[0] {}: shapes must be "
+                      "equal except in dim {}",
+                      i, shape_str(si), shape_str(s0), d));
+    sizes.push_back(si[d]);
+  }
+  Shape os = s0;
+  os[d] = 0;
+  for (int64_t s : sizes) os[d] += s;
+  Tensor out = Tensor::empty(os, xs[0].dtype());
+  const int64_t outer = span(s0, 0, d), inner = span(s0, d + 1, n);
+  const size_t es = dtype_size(out.dtype());
+  char* po = static_cast<char*>(out.data_ptr());
+  for (int64_t o = 0; o < outer; ++o)
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const size_t bytes = sizes[i] * inner * es;
+      std::memcpy(po, static_cast<const char*>(xs[i].data_ptr()) + o * bytes, bytes);
+      po += bytes;
+    }
+  if (needs_record(xs)) {
+    std::vector<bool> want;
+    for (const Tensor& x : xs) want.push_back(x.requires_grad());
+    record("cat", out, xs, [sizes, want, d](const Tensor& g) -> std::vector<Tensor> {
+      std::vector<Tensor> dxs;
+      int64_t off = 0;
+      for (size_t i = 0; i < sizes.size(); ++i) {
+        dxs.push_back(want[i] ? narrow(g, d, off, sizes[i]) : Tensor());
+        off += sizes[i];
+      }
+      return dxs;
+    });
+  }
+  return out;
+}
+
+// Joins equal-shaped tensors along a new dim: unsqueeze each, then cat.
+Tensor stack(const std::vector<Tensor>& xs, int64_t dim) {
+  if (xs.empty()) throw Error("stack: expected a non-empty list of tensors");
+  for (size_t i = 0; i < xs.size(); ++i) {
+    std::string name = fmt::format("tensors[{}]", i);
+    check_defined(xs[i], "stack", name.c_str());
+    check_same_dtype(xs[0], xs[i], "stack", "tensors[0]", name.c_str());
+    if (xs[i].shape() != xs[0].shape())
+      throw Error(fmt::format("stack: tensors[{}] {} and tensors[0] {} must have the same shape", i,
+                              shape_str(xs[i].shape()), shape_str(xs[0].shape())));
+  }
+  const int64_t d = norm_dim(dim, xs[0].dim() + 1, "stack", xs[0].shape());
+  std::vector<Tensor> us;
+  for (const Tensor& x : xs) us.push_back(unsqueeze(x, d));
+  return cat(us, d);
+}
+
+// ---- splitting (narrow views of x: copies, each with its own backward) ----
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim) {
+  check_input(x, "split");
+  const int64_t d = norm_dim(dim, x.dim(), "split", x.shape());
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    if (s < 0)
+      throw Error(fmt::format("split: sizes {} has a negative entry (input {})", list_str(sizes),
+                              shape_str(x.shape())));
+    total += s;
+  }
+  if (total != x.shape()[d])
+    throw Error(fmt::format("split: sizes {} sum to {} but dim {} of input {} has size {}",
+                            list_str(sizes), total, dim, shape_str(x.shape()), x.shape()[d]));
+  std::vector<Tensor> out;
+  int64_t off = 0;
+  for (int64_t s : sizes) {
+    out.push_back(narrow(x, d, off, s));
+    off += s;
+  }
+  return out;
+}
+
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
+  check_input(x, "split");
+  const int64_t d = norm_dim(dim, x.dim(), "split", x.shape());
+  const int64_t n = x.shape()[d];
+  if (split_size < 0 || (split_size == 0 && n != 0))
+    throw Error(fmt::format("split: split_size must be positive, got {} (dim {} of input {})",
+                            split_size, dim, shape_str(x.shape())));
+  std::vector<int64_t> sizes;
+  for (int64_t off = 0; off < n; off += split_size) sizes.push_back(std::min(split_size, n - off));
+  if (sizes.empty()) sizes.push_back(0);  // an empty dim splits into one empty piece
+  return split(x, sizes, d);
+}
+
+// PyTorch's sizing: pieces of ceil(n / chunks), the last smaller; fewer pieces when they run out.
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
+  check_input(x, "chunk");
+  if (chunks <= 0)
+    throw Error(fmt::format("chunk: chunks must be positive, got {} (input {})", chunks,
+                            shape_str(x.shape())));
+  const int64_t d = norm_dim(dim, x.dim(), "chunk", x.shape());
+  const int64_t n = x.shape()[d];
+  if (n == 0) return split(x, std::vector<int64_t>(chunks, 0), d);
+  return split(x, (n + chunks - 1) / chunks, d);
+}
+
+// ---- Tensor methods ----
+Tensor Tensor::reshape(Shape shape) const { return tg::reshape(*this, std::move(shape)); }
+Tensor Tensor::view(Shape shape) const { return tg::view(*this, std::move(shape)); }
+Tensor Tensor::transpose(int64_t d0, int64_t d1) const { return tg::transpose(*this, d0, d1); }
+Tensor Tensor::permute(std::vector<int64_t> dims) const {
+  return tg::permute(*this, std::move(dims));
+}
+Tensor Tensor::squeeze(int64_t d) const { return tg::squeeze(*this, d); }
+Tensor Tensor::unsqueeze(int64_t d) const { return tg::unsqueeze(*this, d); }
+Tensor Tensor::expand(Shape shape) const { return tg::expand(*this, std::move(shape)); }
+Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
+  return tg::narrow(*this, dim, start, length);
+}
+
+}  // namespace tg
