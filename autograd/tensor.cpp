@@ -322,7 +322,7 @@ Tensor scalar_tensor(double v, DType dtype) { return full({}, v, dtype); }
 namespace {
 template <typename T>
 Tensor from_values(const std::vector<T>& v, Shape shape, const char* what) {
-  if (shape.empty() && v.size() != 1) shape = {static_cast<int64_t>(v.size())};
+  if (shape.empty()) shape = {static_cast<int64_t>(v.size())};  // 1-D, like torch.tensor([...])
   if (shape_numel(shape) != static_cast<int64_t>(v.size()))
     throw Error(fmt::format("tensor: {} values do not fill shape {} ({} elements)", v.size(), shape_str(shape), shape_numel(shape)));
   (void)what;

@@ -209,7 +209,7 @@ Tensor rand_like(const Tensor& t);
 Tensor randn_like(const Tensor& t);
 Tensor scalar_tensor(double value, DType dtype = kFloat32);  // 0-dim
 
-// From std::vector; the shape defaults to 1-D.
+// From std::vector; the shape defaults to 1-D (use scalar_tensor for 0-dim).
 Tensor tensor(const std::vector<float>& values, Shape shape = {});
 Tensor tensor(const std::vector<double>& values, Shape shape = {});
 Tensor tensor(const std::vector<int64_t>& values, Shape shape = {});

@@ -21,7 +21,7 @@ TEST_CASE("embedding looks up rows for indices of any shape", "[embedding]") {
   REQUIRE(y.shape() == Shape{2, 2, 3});
   tgt::require_close(y, {40, 41, 42, 0, 1, 2, 20, 21, 22, 20, 21, 22}, 0, 0);
   // 0-dim indices give one row (C).
-  Tensor one = embedding(tensor(std::vector<int64_t>{3}), table(5, 3, kFloat32));
+  Tensor one = embedding(scalar_tensor(3, kInt64), table(5, 3, kFloat32));
   REQUIRE(one.shape() == Shape{3});
   REQUIRE(one.dtype() == kFloat32);
   tgt::require_close(one, {30, 31, 32}, 0, 0);
@@ -51,7 +51,7 @@ TEST_CASE("embedding gradcheck w.r.t. weight", "[embedding]") {
   Tensor i2 = tensor(std::vector<int64_t>{0, 5, 5, 2, 1, 0}, {2, 3});
   tgt::check_grad([i2](const std::vector<Tensor>& in) { return embedding(i2, in[0]); }, {w},
                   "embedding (2,3)");
-  Tensor i0 = tensor(std::vector<int64_t>{2});
+  Tensor i0 = scalar_tensor(2, kInt64);
   tgt::check_grad([i0](const std::vector<Tensor>& in) { return embedding(i0, in[0]); }, {w},
                   "embedding 0-dim");
   Tensor f32 = table(6, 3, kFloat32).requires_grad_();
