@@ -1,0 +1,171 @@
+// bench/bench.cpp — bench_tapegrad: the tapegrad side of the side-by-side benchmarks.
+//
+// Prints one machine-readable line per measurement, `metric <name> <value> <unit>`, and comment
+// lines starting with '#'. bench/run.sh runs this program and bench/bench_torch.py alternately,
+// prefixes each line with the round number, and bench/report.py turns the rounds into one
+// table. Candidates measured inside one process (tg::matmul and raw cblas_sgemm) alternate
+// batch by batch (A B A B …) and report the median batch.
+//
+// Adding a benchmark: write a `void bench_x(const Options&)` that calls emit(), add it to
+// kGroups, add the PyTorch twin to bench_torch.py, and a row to report.py.
+// Deliberately not here: aggregation across rounds and the table (report.py), thread pinning
+// (run.sh exports OMP_NUM_THREADS / OPENBLAS_NUM_THREADS before starting us).
+#include "tapegrad.hpp"
+
+#include <cblas.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+extern "C" char* openblas_get_corename();  // OpenBLAS: the kernel set it picked at load
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  double budget = 0.8;  // seconds per group of interleaved candidates (one size, one op)
+  std::string filter;   // run only groups whose name contains this
+};
+
+void emit(const std::string& name, double value, const char* unit) {
+  fmt::print("metric {} {:.6g} {}\n", name, value, unit);
+  std::fflush(stdout);
+}
+
+// Seconds per call of f, over one batch of `inner` calls.
+double time_batch(const std::function<void()>& f, int64_t inner) {
+  auto t0 = Clock::now();
+  for (int64_t i = 0; i < inner; ++i) f();
+  return std::chrono::duration<double>(Clock::now() - t0).count() / static_cast<double>(inner);
+}
+
+// Calls per batch so that one batch takes about `target` seconds (after a warm-up call).
+int64_t calibrate(const std::function<void()>& f, double target) {
+  f();
+  int64_t inner = 1;
+  while (inner < (int64_t{1} << 30)) {
+    double t = time_batch(f, inner) * static_cast<double>(inner);
+    if (t >= target) break;
+    inner *= t < target / 16 ? 8 : 2;
+  }
+  return inner;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Median seconds per call of each candidate, measured in alternating batches (A B A B …) until
+// `budget` seconds are spent, with at least `min_batches` batches each.
+std::vector<double> interleaved(const std::vector<std::function<void()>>& fs, double budget,
+                                int min_batches = 5) {
+  const double batch_target = std::max(2e-3, budget / (8.0 * static_cast<double>(fs.size())));
+  std::vector<int64_t> inner;
+  for (const auto& f : fs) inner.push_back(calibrate(f, batch_target));
+  std::vector<std::vector<double>> t(fs.size());
+  auto t0 = Clock::now();
+  for (int b = 0;; ++b) {
+    for (size_t i = 0; i < fs.size(); ++i) t[i].push_back(time_batch(fs[i], inner[i]));
+    double spent = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (b + 1 >= min_batches && spent >= budget) break;
+  }
+  std::vector<double> med;
+  for (auto& v : t) med.push_back(median(v));
+  return med;
+}
+
+// ---- (a) matmul GFLOP/s: tg::matmul against raw cblas_sgemm on the same operands ----
+void bench_matmul(const Options& o) {
+  for (int64_t n : {64, 128, 256, 512, 1024, 2048}) {
+    tg::Tensor a = tg::randn({n, n}), b = tg::randn({n, n});
+    std::vector<float> c(static_cast<size_t>(n * n));
+    const int ni = static_cast<int>(n);
+    auto raw = [&] {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ni, ni, ni, 1.0f, a.data<float>(), ni,
+                  b.data<float>(), ni, 0.0f, c.data(), ni);
+    };
+    tg::Tensor keep;
+    auto ours = [&] { keep = tg::matmul(a, b); };
+    // Sanity: both sides compute the same product.
+    raw();
+    ours();
+    const float* pk = keep.data<float>();
+    double maxd = 0;
+    for (size_t i = 0; i < c.size(); ++i)
+      maxd = std::max(maxd, static_cast<double>(std::fabs(pk[i] - c[i])));
+    if (maxd > 1e-3 * static_cast<double>(n))
+      fmt::print("# WARNING matmul {}: max |tg - sgemm| = {}\n", n, maxd);
+    std::vector<double> s = interleaved({ours, raw}, o.budget, n >= 1024 ? 3 : 5);
+    const double flop =
+        2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
+    emit(fmt::format("matmul.tg.{}", n), flop / s[0] * 1e-9, "GFLOP/s");
+    emit(fmt::format("matmul.blas.{}", n), flop / s[1] * 1e-9, "GFLOP/s");
+  }
+}
+
+// ---- (b) per-op overhead: one recorded op on 4-element leaves, forward + backward ----
+void bench_tiny(const Options& o) {
+  tg::Tensor x = tg::tensor(std::vector<float>{1.0f, 2.0f, 3.0f, 4.0f}).requires_grad_();
+  tg::Tensor w = tg::tensor(std::vector<float>{0.5f, 1.0f, 1.5f, 0.9f}).requires_grad_();
+  tg::Tensor g = tg::ones({4});
+  auto fwd = [&] { tg::Tensor y = x * w; };
+  auto fwd_bwd = [&] {
+    tg::Tensor y = x * w;
+    y.backward(g);
+  };
+  auto chain10 = [&] {
+    tg::Tensor y = x;
+    for (int i = 0; i < 10; ++i) y = y * w;
+    y.backward(g);
+  };
+  std::vector<double> s = interleaved({fwd, fwd_bwd, chain10}, o.budget * 1.5);
+  emit("tiny.fwd.tg", s[0] * 1e6, "us");
+  emit("tiny.fwd_bwd.tg", s[1] * 1e6, "us");
+  emit("chain10.fwd_bwd.tg", s[2] * 1e6, "us");
+}
+
+struct Group {
+  const char* name;
+  void (*run)(const Options&);
+};
+const Group kGroups[] = {
+    {"matmul", bench_matmul},
+    {"tiny", bench_tiny},
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--budget" && i + 1 < argc) {
+      o.budget = std::atof(argv[++i]);
+    } else if (arg == "--filter" && i + 1 < argc) {
+      o.filter = argv[++i];
+    } else if (arg == "--blas-core") {
+      fmt::print("{}\n", openblas_get_corename());
+      return 0;
+    } else {
+      fmt::print(stderr,
+                 "usage: bench_tapegrad [--budget SECONDS] [--filter GROUP] [--blas-core]\n"
+                 "groups: matmul, tiny\n");
+      return 2;
+    }
+  }
+  fmt::print("# bench_tapegrad: {} thread(s), budget {} s per group\n", tg::get_num_threads(),
+             o.budget);
+  tg::manual_seed(0);
+  for (const Group& g : kGroups)
+    if (o.filter.empty() || std::string(g.name).find(o.filter) != std::string::npos) g.run(o);
+  return 0;
+}

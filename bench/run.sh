@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# bench/run.sh — builds bench_tapegrad (Release) and runs it interleaved with its PyTorch twin,
+# one warm-up round then ROUNDS rounds (A B A B …), both pinned to one thread; prints one table.
+#   bash bench/run.sh                 full run (about 1–2 minutes after the build)
+#   ROUNDS=3 BUDGET=0.3 bash bench/run.sh   quicker, noisier
+#   FILTER=tiny bash bench/run.sh     only the groups whose name contains "tiny"
+# Raw lines are kept in $BUILD/bench_raw.txt. Environment: BUILD (default build-bench), JOBS.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${BUILD:-build-bench}
+rounds=${ROUNDS:-5}
+budget=${BUDGET:-0.8}
+filter=${FILTER:-}
+python=${PYTHON:-/usr/bin/python3}
+
+# One thread for both pools on both sides (torch.set_num_threads does not reach OpenBLAS).
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DTG_BUILD_BENCH=ON -DTG_BUILD_TESTS=OFF \
+      -DTG_BUILD_EXAMPLES=OFF -DTG_CUDA=OFF >/dev/null
+cmake --build "$build" -j "${JOBS:-1}" --target bench_tapegrad >/dev/null
+
+# OpenBLAS 0.3.21 does not recognise every CPU: on an AVX-512 CPU it does not know (e.g. cpu
+# model 207 here) it falls back to its SSE3 "Prescott" kernels, about 4x slower. Unless the caller
+# chose a core, pick the best one the CPU supports, for both sides alike.
+core=$("$build/bench/bench_tapegrad" --blas-core)
+if [[ -z "${OPENBLAS_CORETYPE:-}" ]] && [[ $core == Prescott || $core == Nehalem || $core == Core2 || $core == Sandybridge ]]; then
+  if grep -qw avx512f /proc/cpuinfo; then
+    export OPENBLAS_CORETYPE=SkylakeX
+  elif grep -qw avx2 /proc/cpuinfo; then
+    export OPENBLAS_CORETYPE=Haswell
+  fi
+  [[ -n "${OPENBLAS_CORETYPE:-}" ]] &&
+    echo "OpenBLAS picked $core on this CPU; using OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE (set it to override)" >&2
+fi
+core=$("$build/bench/bench_tapegrad" --blas-core)
+
+have_torch=1
+"$python" -c "import torch" 2>/dev/null || { have_torch=0; echo "no PyTorch at $python: torch rows read n/a" >&2; }
+
+raw="$build/bench_raw.txt"
+: >"$raw"
+for ((r = 0; r <= rounds; r++)); do
+  echo "round $r/$rounds$([[ $r == 0 ]] && echo ' (warm-up, dropped)')" >&2
+  "$build/bench/bench_tapegrad" --budget "$budget" ${filter:+--filter "$filter"} | sed "s/^/$r /" >>"$raw"
+  if [[ $have_torch == 1 ]]; then
+    "$python" bench/bench_torch.py --budget "$budget" ${filter:+--filter "$filter"} | sed "s/^/$r /" >>"$raw"
+  fi
+done
+python3 bench/report.py "$raw" "OpenBLAS core $core"  # needs no torch

@@ -1,0 +1,320 @@
+// ops/matmul.cpp — matmul (PyTorch's rank rules and batch broadcasting), mm, bmm and linear,
+// forward and backward side by side, all on BLAS gemm over raw pointers.
+//
+// Every product is a batch of row-major gemms C[i] (M, N) = A[i] (M, K) · B[i] (K, N), where
+// operand batches are addressed by element offsets (the same offset repeated where a batch dim
+// is broadcast). Transposes are never materialised: backward passes CblasTrans with the original
+// leading dimensions (dA = dC·Bᵀ, dB = Aᵀ·dC), and linear multiplies by Wᵀ the same way.
+// Broadcast operands accumulate their gradient with beta = 1 into one zeroed buffer.
+// Deliberately not here: xtensor-blas (it cannot share a TU with <cblas.h>), other dtypes.
+#include "ops/detail.hpp"
+#include "ops/ops.hpp"
+
+#include <cblas.h>
+
+#include <climits>
+#include <cstring>
+
+namespace tg {
+using namespace detail;
+
+namespace {
+
+// ---- BLAS ----
+// BLAS takes 32-bit sizes; larger ones are refused rather than silently truncated.
+int blas_int(int64_t v) {
+  if (v > INT_MAX)
+    throw Error(fmt::format("matmul: dimension {} exceeds the BLAS limit {}", v, INT_MAX));
+  return static_cast<int>(v);
+}
+// C (M, N) = op(A) · op(B) + beta · C, row-major; lda/ldb/ldc are the row lengths of A, B and C
+// as stored (op = transpose when ta/tb).
+void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
+          const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+              blas_int(M), blas_int(N), blas_int(K), 1.0f, A, blas_int(lda), B, blas_int(ldb), beta,
+              C, blas_int(ldc));
+}
+void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* A, int64_t lda,
+          const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+              blas_int(M), blas_int(N), blas_int(K), 1.0, A, blas_int(lda), B, blas_int(ldb), beta,
+              C, blas_int(ldc));
+}
+
+// ---- the plan: how a product maps onto a batch of gemms ----
+struct Plan {
+  int64_t M = 0, K = 0, N = 0;        // per-batch gemm sizes (after folding)
+  int64_t batch = 1;                  // number of gemms
+  std::vector<int64_t> off_a, off_b;  // element offset of each gemm's A and B (empty: i·M·K, i·K·N)
+  bool bcast_a = false, bcast_b = false;  // some A (B) matrix is used by several gemms
+  Shape out_shape;
+  int64_t a_offset(int64_t i) const { return off_a.empty() ? i * M * K : off_a[i]; }
+  int64_t b_offset(int64_t i) const { return off_b.empty() ? i * K * N : off_b[i]; }
+};
+
+void check_operands(const char* op, const Tensor& a, const Tensor& b) {
+  check_float(a, op, "lhs");
+  check_float(b, op, "rhs");
+  check_same_dtype(a, b, op, "lhs", "rhs");
+}
+
+// Element offsets of an operand's matrices over the broadcast batch shape `out` (row-major).
+std::vector<int64_t> batch_offsets(const Shape& in, const Shape& out, int64_t mat) {
+  Shape st = broadcast_strides(in, out);
+  std::vector<int64_t> offs(static_cast<size_t>(shape_numel(out)));
+  std::vector<int64_t> idx(out.size(), 0);
+  int64_t o = 0;
+  for (size_t i = 0; i < offs.size(); ++i) {
+    offs[i] = o * mat;
+    for (size_t d = out.size(); d-- > 0;) {
+      if (++idx[d] < out[d]) {
+        o += st[d];
+        break;
+      }
+      o -= st[d] * (out[d] - 1);
+      idx[d] = 0;
+    }
+  }
+  return offs;
+}
+
+// PyTorch's matmul rules. 1-D lhs is (1, K) and 1-D rhs is (K, 1), with those dims dropped from
+// the output.
+Plan make_plan(const char* op, const Tensor& a, const Tensor& b) {
+  const Shape &sa = a.shape(), &sb = b.shape();
+  if (sa.empty() || sb.empty())
+    throw Error(
+        fmt::format("{}: lhs {} and rhs {}: both operands need at least 1 dim, got a 0-dim "
+                    "tensor (use mul for scalars)",
+                    op, shape_str(sa), shape_str(sb)));
+  const size_t na = sa.size(), nb = sb.size();
+  const int64_t Ka = sa[na - 1], Kb = nb == 1 ? sb[0] : sb[nb - 2];
+  if (Ka != Kb)
+    throw Error(fmt::format("{}: lhs {} and rhs {}: inner dims {} != {}", op, shape_str(sa),
+                            shape_str(sb), Ka, Kb));
+  Plan p;
+  p.K = Ka;
+  p.M = na == 1 ? 1 : sa[na - 2];
+  p.N = nb == 1 ? 1 : sb[nb - 1];
+  Shape ba(sa.begin(), sa.end() - std::min<size_t>(na, 2));
+  Shape bb(sb.begin(), sb.end() - std::min<size_t>(nb, 2));
+  Shape batch;
+  try {
+    batch = broadcast_shapes(ba, bb, op);
+  } catch (const Error&) {
+    throw Error(fmt::format("{}: lhs {} and rhs {}: batch dims {} and {} cannot be broadcast", op,
+                            shape_str(sa), shape_str(sb), shape_str(ba), shape_str(bb)));
+  }
+  p.out_shape.reserve(batch.size() + 2);  // one allocation: this runs on every call
+  p.out_shape = batch;
+  if (na > 1) p.out_shape.push_back(p.M);
+  if (nb > 1) p.out_shape.push_back(p.N);
+  if (bb.empty()) {
+    // Fast path: rhs is one matrix, so lhs's batch dims fold into rows — one gemm.
+    p.M *= shape_numel(ba);
+    return p;
+  }
+  p.batch = shape_numel(batch);
+  if (ba != batch) {
+    p.off_a = batch_offsets(ba, batch, p.M * p.K);
+    p.bcast_a = shape_numel(ba) < p.batch;
+  }
+  if (bb != batch) {
+    p.off_b = batch_offsets(bb, batch, p.K * p.N);
+    p.bcast_b = shape_numel(bb) < p.batch;
+  }
+  return p;
+}
+
+// C = A·B for every gemm of the plan.
+template <typename T>
+void matmul_forward(const Plan& p, const T* A, const T* B, T* C) {
+  for (int64_t i = 0; i < p.batch; ++i)
+    gemm(false, false, p.M, p.N, p.K, A + p.a_offset(i), p.K, B + p.b_offset(i), p.N, T(0),
+         C + i * p.M * p.N, p.N);
+}
+// dA = dC·Bᵀ, summed over the gemms that share an A matrix.
+template <typename T>
+void matmul_backward_a(const Plan& p, const T* dC, const T* B, T* dA) {
+  const T beta = p.bcast_a ? T(1) : T(0);  // dA was zeroed when it accumulates
+  for (int64_t i = 0; i < p.batch; ++i)
+    gemm(false, true, p.M, p.K, p.N, dC + i * p.M * p.N, p.N, B + p.b_offset(i), p.N, beta,
+         dA + p.a_offset(i), p.K);
+}
+// dB = Aᵀ·dC, summed over the gemms that share a B matrix.
+template <typename T>
+void matmul_backward_b(const Plan& p, const T* A, const T* dC, T* dB) {
+  const T beta = p.bcast_b ? T(1) : T(0);
+  for (int64_t i = 0; i < p.batch; ++i)
+    gemm(true, false, p.K, p.N, p.M, A + p.a_offset(i), p.K, dC + i * p.M * p.N, p.N, beta,
+         dB + p.b_offset(i), p.N);
+}
+
+// Zero-sized gemms are skipped (BLAS rejects a leading dimension of 0); K == 0 gives zeros.
+bool empty_gemm(const Plan& p) { return p.M == 0 || p.N == 0 || p.K == 0 || p.batch == 0; }
+
+Tensor matmul_impl(const char* op, const Tensor& a, const Tensor& b) {
+  Plan p = make_plan(op, a, b);
+  Tensor out =
+      empty_gemm(p) ? zeros(p.out_shape, a.dtype()) : Tensor::empty(p.out_shape, a.dtype());
+  if (!empty_gemm(p)) {
+    dispatch_float(a.dtype(), op, [&](auto tag) {
+      using T = decltype(tag);
+      matmul_forward(p, a.data<T>(), b.data<T>(), out.data<T>());
+    });
+  }
+  if (needs_record({&a, &b})) {
+    const bool ga = a.requires_grad(), gb = b.requires_grad();
+    Tensor sa = gb ? a.detach() : Tensor();  // dB reads A
+    Tensor sb = ga ? b.detach() : Tensor();  // dA reads B
+    Shape shape_a = a.shape(), shape_b = b.shape();
+    record(op, out, {a, b},
+           [p = std::move(p), sa, sb, shape_a, shape_b, ga,
+            gb](const Tensor& dC) -> std::vector<Tensor> {
+             const bool skip = empty_gemm(p);
+             Tensor dA, dB;
+             if (ga)
+               dA = (skip || p.bcast_a) ? zeros(shape_a, dC.dtype())
+                                        : Tensor::empty(shape_a, dC.dtype());
+             if (gb)
+               dB = (skip || p.bcast_b) ? zeros(shape_b, dC.dtype())
+                                        : Tensor::empty(shape_b, dC.dtype());
+             if (skip) return {dA, dB};
+             dispatch_float(dC.dtype(), "matmul backward", [&](auto tag) {
+               using T = decltype(tag);
+               if (ga) matmul_backward_a(p, dC.data<T>(), sb.data<T>(), dA.data<T>());
+               if (gb) matmul_backward_b(p, sa.data<T>(), dC.data<T>(), dB.data<T>());
+             });
+             return {dA, dB};
+           });
+  }
+  return out;
+}
+
+// ---- linear ----
+void check_linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
+  check_float(x, "linear", "x");
+  check_float(w, "linear", "weight");
+  check_same_dtype(x, w, "linear", "x", "weight");
+  std::string bias_str = bias.defined() ? shape_str(bias.shape()) : "undefined";
+  auto shapes = [&] {
+    return fmt::format("x {}, weight {}, bias {}", shape_str(x.shape()), shape_str(w.shape()),
+                       bias_str);
+  };
+  if (x.dim() == 0)
+    throw Error(fmt::format("linear: x must be (..., Cin), got a 0-dim tensor ({})", shapes()));
+  if (w.dim() != 2)
+    throw Error(fmt::format("linear: weight must be 2-D (Cout, Cin) ({})", shapes()));
+  if (x.size(-1) != w.size(1))
+    throw Error(fmt::format("linear: x has {} input features but weight expects Cin = {} ({})",
+                            x.size(-1), w.size(1), shapes()));
+  if (bias.defined()) {
+    check_float(bias, "linear", "bias");
+    check_same_dtype(bias, w, "linear", "bias", "weight");
+    if (bias.shape() != Shape{w.size(0)})
+      throw Error(fmt::format("linear: bias must be (Cout) = ({}) ({})", w.size(0), shapes()));
+  }
+}
+
+// y (N, Cout) = x (N, Cin) · Wᵀ (+ b broadcast over rows).
+template <typename T>
+void linear_forward(const T* x, const T* w, const T* b, T* y, int64_t N, int64_t Cin,
+                    int64_t Cout) {
+  if (b)
+    for (int64_t r = 0; r < N; ++r) std::memcpy(y + r * Cout, b, Cout * sizeof(T));
+  gemm(false, true, N, Cout, Cin, x, Cin, w, Cin, b ? T(1) : T(0), y, Cout);
+}
+// db (Cout) = column sums of dy (N, Cout), accumulated in double.
+template <typename T>
+void bias_backward(const T* dy, T* db, int64_t N, int64_t Cout) {
+  std::vector<double> acc(Cout, 0.0);
+  for (int64_t r = 0; r < N; ++r) {
+    const T* row = dy + r * Cout;
+    for (int64_t c = 0; c < Cout; ++c) acc[c] += row[c];
+  }
+  for (int64_t c = 0; c < Cout; ++c) db[c] = static_cast<T>(acc[c]);
+}
+
+}  // namespace
+
+// ---- public ops ----
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  check_operands("matmul", a, b);
+  return matmul_impl("matmul", a, b);
+}
+
+Tensor mm(const Tensor& a, const Tensor& b) {
+  check_operands("mm", a, b);
+  if (a.dim() != 2 || b.dim() != 2)
+    throw Error(fmt::format("mm: lhs {} and rhs {}: both must be 2-D (N, K)·(K, M)",
+                            shape_str(a.shape()), shape_str(b.shape())));
+  return matmul_impl("mm", a, b);
+}
+
+Tensor bmm(const Tensor& a, const Tensor& b) {
+  check_operands("bmm", a, b);
+  if (a.dim() != 3 || b.dim() != 3)
+    throw Error(fmt::format("bmm: lhs {} and rhs {}: both must be 3-D (B, N, K)·(B, K, M)",
+                            shape_str(a.shape()), shape_str(b.shape())));
+  if (a.size(0) != b.size(0))
+    throw Error(fmt::format("bmm: lhs {} and rhs {}: batch sizes {} != {} (bmm does not broadcast)",
+                            shape_str(a.shape()), shape_str(b.shape()), a.size(0), b.size(0)));
+  return matmul_impl("bmm", a, b);
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  check_linear(x, weight, bias);
+  const int64_t Cin = weight.size(1), Cout = weight.size(0);
+  const int64_t N =
+      Cin ? x.numel() / Cin : shape_numel(Shape(x.shape().begin(), x.shape().end() - 1));
+  Shape out_shape = x.shape();
+  out_shape.back() = Cout;
+  const bool skip = N == 0 || Cout == 0 || Cin == 0;
+  Tensor out = skip ? zeros(out_shape, x.dtype()) : Tensor::empty(out_shape, x.dtype());
+  dispatch_float(x.dtype(), "linear", [&](auto tag) {
+    using T = decltype(tag);
+    if (!skip) {
+      linear_forward(x.data<T>(), weight.data<T>(), bias.defined() ? bias.data<T>() : nullptr,
+                     out.data<T>(), N, Cin, Cout);
+    } else if (bias.defined()) {  // Cin == 0: the output is the bias on every row
+      for (int64_t r = 0; r < N; ++r)
+        std::memcpy(out.data<T>() + r * Cout, bias.data<T>(), Cout * sizeof(T));
+    }
+  });
+  if (needs_record({&x, &weight, &bias})) {
+    const bool gx = x.requires_grad(), gw = weight.requires_grad(),
+               gb = bias.defined() && bias.requires_grad();
+    Tensor sx = gw ? x.detach() : Tensor();       // dW reads x
+    Tensor sw = gx ? weight.detach() : Tensor();  // dx reads W
+    Shape sx_shape = x.shape(), sw_shape = weight.shape();
+    record("linear", out, {x, weight, bias},
+           [sx, sw, sx_shape, sw_shape, gx, gw, gb, skip, N, Cin,
+            Cout](const Tensor& dy) -> std::vector<Tensor> {
+             Tensor dx, dw, db;
+             if (gx) dx = skip ? zeros(sx_shape, dy.dtype()) : Tensor::empty(sx_shape, dy.dtype());
+             if (gw) dw = skip ? zeros(sw_shape, dy.dtype()) : Tensor::empty(sw_shape, dy.dtype());
+             if (gb) db = Tensor::empty({Cout}, dy.dtype());
+             dispatch_float(dy.dtype(), "linear backward", [&](auto tag) {
+               using T = decltype(tag);
+               const T* pdy = dy.data<T>();
+               if (gb) bias_backward(pdy, db.data<T>(), N, Cout);
+               if (skip) return;
+               // dx (N, Cin) = dy (N, Cout) · W (Cout, Cin)
+               if (gx)
+                 gemm(false, false, N, Cin, Cout, pdy, Cout, sw.data<T>(), Cin, T(0), dx.data<T>(),
+                      Cin);
+               // dW (Cout, Cin) = dyᵀ (Cout, N) · x (N, Cin)
+               if (gw)
+                 gemm(true, false, Cout, Cin, N, pdy, Cout, sx.data<T>(), Cin, T(0), dw.data<T>(),
+                      Cin);
+             });
+             return {dx, dw, db};
+           });
+  }
+  return out;
+}
+
+Tensor Tensor::matmul(const Tensor& other) const { return tg::matmul(*this, other); }
+
+}  // namespace tg
