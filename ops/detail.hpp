@@ -72,6 +72,22 @@ decltype(auto) dispatch_all(DType t, F&& f) {
   }
 }
 
+// ---- parallel loops ----
+// Work (elements touched) below which a loop stays serial: a parallel region costs ~1 µs.
+constexpr int64_t kParallelMin = 1 << 15;
+// Calls f(i) for i in [0, n), in parallel (OpenMP, tg::set_num_threads) when `work` is large.
+// The branch sits outside the pragma: `#pragma omp parallel for if(false)` still enters the
+// OpenMP runtime on every call. Never call BLAS from f (one pool at a time).
+template <typename F>
+void parallel_for(int64_t n, int64_t work, F&& f) {
+  if (work >= kParallelMin && n > 1 && get_num_threads() > 1) {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; ++i) f(i);
+  } else {
+    for (int64_t i = 0; i < n; ++i) f(i);
+  }
+}
+
 // ---- broadcasting ----
 // Strides of `in` (contiguous) seen through the broadcast `out` shape: 0 where broadcast.
 inline Shape broadcast_strides(const Shape& in, const Shape& out) {

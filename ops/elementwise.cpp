@@ -10,8 +10,6 @@ namespace tg {
 using namespace detail;
 
 namespace {
-constexpr int64_t kParallelMin = 1 << 15;  // elements before a loop goes parallel
-
 // ---- binary kernels ----
 // out = f(a, b) over the broadcast shape.
 template <typename F>
@@ -27,12 +25,10 @@ Tensor binary_kernel(const char* op, const Tensor& a, const Tensor& b, DType out
       O* po = out.data<O>();
       const int64_t n = out.numel();
       if (a.shape() == b.shape()) {
-#pragma omp parallel for if (n > kParallelMin)
-        for (int64_t i = 0; i < n; ++i) po[i] = static_cast<O>(f(pa[i], pb[i]));
+        parallel_for(n, n, [&](int64_t i) { po[i] = static_cast<O>(f(pa[i], pb[i])); });
       } else if (b.numel() == 1 && a.shape() == os) {
         const T vb = pb[0];
-#pragma omp parallel for if (n > kParallelMin)
-        for (int64_t i = 0; i < n; ++i) po[i] = static_cast<O>(f(pa[i], vb));
+        parallel_for(n, n, [&](int64_t i) { po[i] = static_cast<O>(f(pa[i], vb)); });
       } else {
         broadcast_loop2(os, broadcast_strides(a.shape(), os), broadcast_strides(b.shape(), os),
                         [&](int64_t o, int64_t ia, int64_t ib) { po[o] = static_cast<O>(f(pa[ia], pb[ib])); });
@@ -65,8 +61,7 @@ Tensor unary_kernel(const char* op, const Tensor& x, F f) {
     const T* px = x.data<T>();
     T* po = out.data<T>();
     const int64_t n = x.numel();
-#pragma omp parallel for if (n > kParallelMin)
-    for (int64_t i = 0; i < n; ++i) po[i] = static_cast<T>(f(static_cast<double>(px[i])));
+    parallel_for(n, n, [&](int64_t i) { po[i] = static_cast<T>(f(static_cast<double>(px[i]))); });
   });
   return out;
 }
@@ -81,9 +76,9 @@ Tensor unary_backward(const Tensor& g, const Tensor& x, const Tensor& y, D d) {
     const T* py = y.defined() ? y.data<T>() : nullptr;
     T* pd = dx.data<T>();
     const int64_t n = g.numel();
-#pragma omp parallel for if (n > kParallelMin)
-    for (int64_t i = 0; i < n; ++i)
+    parallel_for(n, n, [&](int64_t i) {
       pd[i] = static_cast<T>(pg[i] * d(px ? static_cast<double>(px[i]) : 0.0, py ? static_cast<double>(py[i]) : 0.0));
+    });
   });
   return dx;
 }

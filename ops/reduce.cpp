@@ -19,7 +19,6 @@ namespace tg {
 using namespace detail;
 
 namespace {
-constexpr int64_t kParallelMin = 1 << 15;  // elements before a loop goes parallel
 
 template <typename T>
 bool is_nan(T v) {
@@ -93,10 +92,10 @@ template <typename F>
 void for_each_pair(const ReducePlan& p, F&& f) {
   if (p.adjacent) {
     const int64_t outer = p.outer, red = p.red, inner = p.inner;
-#pragma omp parallel for if (outer > 1 && outer * red * inner > kParallelMin)
-    for (int64_t o = 0; o < outer; ++o)
+    parallel_for(outer, outer * red * inner, [&](int64_t o) {
       for (int64_t r = 0; r < red; ++r)
         for (int64_t i = 0; i < inner; ++i) f((o * red + r) * inner + i, o * inner + i);
+    });
     return;
   }
   // General walk: the input row-major, the output through strides that are 0 on reduced dims.

@@ -9,20 +9,6 @@ using namespace tg;
 
 namespace {
 
-// helpers.hpp's REQUIRE_ERROR hands a string matcher (Contains) to REQUIRE_THROWS_MATCHES, which
-// needs a matcher of the exception type, so it does not compile with Catch2 v2. Until that is
-// fixed there, this file uses a tg::Error matcher with the same meaning.
-struct ErrorContains : Catch::MatcherBase<tg::Error> {
-  std::string sub;
-  explicit ErrorContains(std::string s) : sub(std::move(s)) {}
-  bool match(const tg::Error& e) const override {
-    return std::string(e.what()).find(sub) != std::string::npos;
-  }
-  std::string describe() const override { return "message contains \"" + sub + "\""; }
-};
-#undef REQUIRE_ERROR
-#define REQUIRE_ERROR(expr, substr) REQUIRE_THROWS_MATCHES(expr, tg::Error, ErrorContains(substr))
-
 // Naive reference of PyTorch's matmul rules over float64 values: 1-D lhs (K) is (1, K), 1-D rhs
 // (K) is (K, 1), batch dims broadcast; written independently of ops/matmul.cpp.
 std::vector<double> ref_matmul(const Tensor& a, const Tensor& b, Shape* out_shape) {
