@@ -70,10 +70,12 @@ Tensor apply_hooks(const std::vector<GradHook>& hooks, Tensor g) {
 
 void check_grad(const Node& n, size_t i, const Tensor& g) {
   const Edge& e = n.next[i];
-  if (g.shape() != e.shape || g.dtype() != e.dtype)
+  const Shape& shape = e.node ? e.node->out_shape : e.leaf->shape;
+  const DType dtype = e.node ? e.node->out_dtype : e.leaf->dtype;
+  if (g.shape() != shape || g.dtype() != dtype)
     throw Error(fmt::format("backward of {} (node #{}): gradient for input {} is {} {}, expected {} {}",
                             n.op, n.seq, i, shape_str(g.shape()), dtype_name(g.dtype()),
-                            shape_str(e.shape), dtype_name(e.dtype)));
+                            shape_str(shape), dtype_name(dtype)));
 }
 
 struct SeqLess {
@@ -95,34 +97,71 @@ void accumulate_leaf(const std::shared_ptr<TensorImpl>& leaf, Tensor g, Capture&
     it->second = it->second.defined() ? summed(it->second, g) : g;
     return;
   }
-  g = apply_hooks(leaf->leaf_hooks, g);
+  if (!leaf->leaf_hooks.empty()) g = apply_hooks(leaf->leaf_hooks, std::move(g));
   if (!leaf->grad) {
-    leaf->grad = g.detach().clone().impl_ptr();
+    // Adopt the gradient when nothing else references it (its storage included); else copy, so
+    // later accumulation cannot write into a tensor someone else holds.
+    const bool unique = g.impl_ptr().use_count() == 1 && g.impl()->storage.use_count() == 1 &&
+                        !g.impl()->grad_fn && !g.impl()->requires_grad;
+    leaf->grad = unique ? g.impl_ptr() : g.detach().clone().impl_ptr();
   } else {
     add_into(Tensor(leaf->grad), g);
   }
 }
 
-void run(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, bool retain_graph,
-         Capture& cap) {
-  if (roots.size() != grads.size())
-    throw Error(fmt::format("backward: {} outputs but {} gradients", roots.size(), grads.size()));
-  NoGradGuard no_grad;
-  std::unordered_map<Node*, Tensor> pending;
-  std::priority_queue<Node*, std::vector<Node*>, SeqLess> heap;
-  std::vector<std::shared_ptr<Node>> keep;  // roots' nodes stay alive during the walk
+// Clears the walk state of every node it queued, also when a backward throws.
+// The walk's buffers are reused across backward calls (a nested backward, e.g. from a hook, gets
+// its own).
+struct WalkBuffers {
+  std::vector<Node*> heap;    // max-heap on the tape position: the tape in reverse
+  std::vector<Node*> queued;  // every node that received a gradient
+};
+thread_local WalkBuffers g_walk_buf;
+thread_local bool g_walk_busy = false;
 
-  auto send_to_node = [&](const std::shared_ptr<Node>& n, const Tensor& g) {
-    auto it = pending.find(n.get());
-    if (it == pending.end()) {
-      pending.emplace(n.get(), g);
-      heap.push(n.get());
+struct WalkState {
+  WalkBuffers own;
+  WalkBuffers& buf;
+  bool reused;
+  WalkState() : buf(g_walk_busy ? own : g_walk_buf), reused(!g_walk_busy) {
+    g_walk_busy = true;
+    buf.heap.clear();
+    buf.queued.clear();
+  }
+  ~WalkState() {
+    for (Node* n : buf.queued) {
+      n->pending = Tensor();
+      n->queued = false;
+    }
+    buf.heap.clear();
+    buf.queued.clear();
+    if (reused) g_walk_busy = false;
+  }
+  WalkState(const WalkState&) = delete;
+  WalkState& operator=(const WalkState&) = delete;
+};
+
+// roots[0..n) with grads[0..n) (an undefined grad means ones for a one-element root).
+void run(const Tensor* roots, const Tensor* grads, size_t n_roots, bool retain_graph, Capture& cap) {
+  NoGradGuard no_grad;
+  WalkState walk;
+  std::vector<Node*>& buf = walk.buf.heap;
+  auto heap_push = [&](Node* n) { buf.push_back(n); std::push_heap(buf.begin(), buf.end(), SeqLess()); };
+  auto heap_pop = [&] { std::pop_heap(buf.begin(), buf.end(), SeqLess()); Node* n = buf.back(); buf.pop_back(); return n; };
+
+  // Sums g into the node's pending gradient; queues the node the first time.
+  auto send_to_node = [&](Node* n, Tensor g) {
+    if (!n->queued) {
+      n->queued = true;
+      n->pending = std::move(g);
+      walk.buf.queued.push_back(n);
+      heap_push(n);
     } else {
-      it->second = summed(it->second, g);
+      n->pending = summed(n->pending, g);
     }
   };
 
-  for (size_t r = 0; r < roots.size(); ++r) {
+  for (size_t r = 0; r < n_roots; ++r) {
     const Tensor& root = roots[r];
     Tensor g = grads[r];
     if (!root.requires_grad())
@@ -134,36 +173,34 @@ void run(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, boo
         throw Error(fmt::format("backward: grad can be implicitly created only for scalar outputs; "
                                 "output {} is {}: pass an explicit gradient",
                                 r, shape_str(root.shape())));
-      g = ones_like(root.detach());
+      g = ones(root.shape(), root.dtype());
     }
     if (g.shape() != root.shape() || g.dtype() != root.dtype())
       throw Error(fmt::format("backward: gradient {} {} does not match output {} {}",
                               shape_str(g.shape()), dtype_name(g.dtype()), shape_str(root.shape()),
                               dtype_name(root.dtype())));
-    if (root.grad_fn()) {
-      keep.push_back(root.impl()->grad_fn);
-      send_to_node(root.impl()->grad_fn, g.detach());
-    } else {
-      accumulate_leaf(root.impl_ptr(), g.detach(), cap);
-    }
+    if (root.grad_fn())
+      send_to_node(root.grad_fn(), std::move(g));
+    else
+      accumulate_leaf(root.impl_ptr(), std::move(g), cap);
   }
 
-  while (!heap.empty()) {
-    Node* n = heap.top();
-    heap.pop();
-    Tensor g = std::move(pending[n]);
-    pending.erase(n);
+  while (!buf.empty()) {
+    Node* n = heap_pop();
+    Tensor g = std::move(n->pending);
+    n->pending = Tensor();
     if (n->released || !n->backward)
       throw Error(fmt::format("backward: node #{} ({}) was already freed by an earlier backward; pass "
                               "retain_graph=true to the first backward to backward through the "
                               "graph a second time",
                               n->seq, n->op));
-    g = apply_hooks(n->hooks, g);
+    if (!n->hooks.empty()) g = apply_hooks(n->hooks, std::move(g));
     if (cap.active) {
       auto it = cap.nodes.find(n);
       if (it != cap.nodes.end()) it->second = it->second.defined() ? summed(it->second, g) : g;
     }
     std::vector<Tensor> in_grads = n->backward(g);
+    g = Tensor();
     if (in_grads.size() != n->next.size())
       throw Error(fmt::format("backward of {}: returned {} gradients for {} inputs", n->op,
                               in_grads.size(), n->next.size()));
@@ -172,9 +209,9 @@ void run(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, boo
       if (!e.active() || !in_grads[i].defined()) continue;
       check_grad(*n, i, in_grads[i]);
       if (e.node)
-        send_to_node(e.node, in_grads[i]);
+        send_to_node(e.node.get(), std::move(in_grads[i]));
       else
-        accumulate_leaf(e.leaf, in_grads[i], cap);
+        accumulate_leaf(e.leaf, std::move(in_grads[i]), cap);
     }
     if (!retain_graph) {
       n->backward = nullptr;  // frees the saved values
@@ -224,39 +261,58 @@ bool needs_record(const std::vector<Tensor>& inputs) {
   return false;
 }
 
-void record(const char* op, Tensor& out, const std::vector<Tensor>& inputs, BackwardFn fn) {
-  if (!needs_record(inputs)) return;
+namespace {
+void record_impl(const char* op, Tensor& out, const Tensor* inputs, size_t n, BackwardFn& fn) {
+  if (!grad_enabled()) return;
+  bool any = false;
+  for (size_t i = 0; i < n; ++i) any = any || (inputs[i].defined() && inputs[i].requires_grad());
+  if (!any) return;
   if (!is_floating(out.dtype()))
     throw Error(fmt::format("{}: output of dtype {} cannot require grad", op, dtype_name(out.dtype())));
-  auto n = std::make_shared<Node>();
-  n->op = op;
-  n->seq = g_next_seq++;
-  n->backward = std::move(fn);
-  n->out_shape = out.shape();
-  n->out_dtype = out.dtype();
-  n->next.resize(inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) {
+  auto node = std::make_shared<Node>();
+  node->op = op;
+  node->seq = g_next_seq++;
+  node->backward = std::move(fn);
+  node->out_shape = out.shape();
+  node->out_dtype = out.dtype();
+  node->next.resize(n);
+  for (size_t i = 0; i < n; ++i) {
     const Tensor& in = inputs[i];
     if (!in.defined() || !in.requires_grad()) continue;
-    Edge& e = n->next[i];
+    Edge& e = node->next[i];
     if (in.impl()->grad_fn)
       e.node = in.impl()->grad_fn;
     else
       e.leaf = in.impl_ptr();
-    e.shape = in.shape();
-    e.dtype = in.dtype();
   }
-  out.impl()->grad_fn = n;
+  out.impl()->grad_fn = node;
   out.impl()->requires_grad = true;
-  g_tape.push(n);
+  g_tape.push(node);
+}
+}  // namespace
+
+void record(const char* op, Tensor& out, std::initializer_list<Tensor> inputs, BackwardFn fn) {
+  record_impl(op, out, inputs.begin(), inputs.size(), fn);
+}
+void record(const char* op, Tensor& out, const std::vector<Tensor>& inputs, BackwardFn fn) {
+  record_impl(op, out, inputs.data(), inputs.size(), fn);
 }
 
 void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
               bool retain_graph) {
   Capture cap;
-  std::vector<Tensor> g = grads;
-  if (g.empty()) g.resize(roots.size());
-  run(roots, g, retain_graph, cap);
+  if (grads.empty()) {
+    std::vector<Tensor> g(roots.size());
+    run(roots.data(), g.data(), roots.size(), retain_graph, cap);
+    return;
+  }
+  if (roots.size() != grads.size())
+    throw Error(fmt::format("backward: {} outputs but {} gradients", roots.size(), grads.size()));
+  run(roots.data(), grads.data(), roots.size(), retain_graph, cap);
+}
+void backward_one(const Tensor& root, const Tensor& grad, bool retain_graph) {
+  Capture cap;
+  run(&root, &grad, 1, retain_graph, cap);
 }
 
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
@@ -274,7 +330,9 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
   }
   std::vector<Tensor> g = grad_outputs;
   if (g.empty()) g.resize(outputs.size());
-  run(outputs, g, opts.retain_graph, cap);
+  if (g.size() != outputs.size())
+    throw Error(fmt::format("grad: {} outputs but {} gradients", outputs.size(), g.size()));
+  run(outputs.data(), g.data(), outputs.size(), opts.retain_graph, cap);
   std::vector<Tensor> result;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& in = inputs[i];

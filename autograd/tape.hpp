@@ -24,11 +24,10 @@
 namespace tg {
 
 // Where the gradient for one input goes: the node that produced it, or the leaf itself.
+// The expected gradient shape and dtype are the producer's out_shape/out_dtype or the leaf's own.
 struct Edge {
   std::shared_ptr<Node> node;        // non-leaf input
   std::shared_ptr<TensorImpl> leaf;  // leaf input that requires grad
-  Shape shape;                       // expected gradient shape
-  DType dtype = kFloat32;
   bool active() const { return node || leaf; }
 };
 
@@ -44,6 +43,9 @@ struct Node {
   DType out_dtype = kFloat32;
   std::vector<GradHook> hooks;  // hooks registered on the output tensor
   bool released = false;
+  // Walk state, used only while a backward runs: the gradient summed so far for the output.
+  Tensor pending;
+  bool queued = false;
   Node();
   ~Node();
   Node(const Node&) = delete;
@@ -81,11 +83,13 @@ bool needs_record(const std::vector<Tensor>& inputs);
 
 // Records `out` as produced by op from `inputs`. No-op unless needs_record(inputs). Inputs that do
 // not require grad get an inactive edge and their gradient from fn is ignored.
+void record(const char* op, Tensor& out, std::initializer_list<Tensor> inputs, BackwardFn fn);
 void record(const char* op, Tensor& out, const std::vector<Tensor>& inputs, BackwardFn fn);
 
 // ---- the engine ----
 void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
               bool retain_graph = false);
+void backward_one(const Tensor& root, const Tensor& grad, bool retain_graph);  // Tensor::backward
 
 struct GradOptions {
   bool retain_graph = false;

@@ -69,17 +69,21 @@ void throw_dtype_mismatch(const char* what, DType have, DType want) {
 // ---- storage ----
 Storage::Storage(size_t n, Device dev) : nbytes(n), device(dev) {
   if (dev.type != DeviceType::CPU) throw Error("Storage: only the CPU device is built in this version");
-  // 64-byte alignment for SIMD; at least one byte so a 0-element tensor has a valid pointer.
-  size_t bytes = ((std::max<size_t>(n, 1) + 63) / 64) * 64;
+  if (n <= sizeof(small)) {
+    data = small;
+    return;
+  }
+  // 64-byte alignment for SIMD.
+  size_t bytes = ((n + 63) / 64) * 64;
   data = std::aligned_alloc(64, bytes);
   if (!data) throw Error(fmt::format("Storage: out of memory allocating {} bytes", n));
 }
-Storage::~Storage() { std::free(data); }
+Storage::~Storage() {
+  if (data != small) std::free(data);
+}
 
 // ---- tensor metadata ----
-void Tensor::check_defined(const char* what) const {
-  if (!impl_) throw Error(fmt::format("{}: tensor is undefined", what));
-}
+void throw_undefined(const char* what) { throw Error(fmt::format("{}: tensor is undefined", what)); }
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   for (int64_t d : shape)
     if (d < 0) throw Error(fmt::format("empty: negative dimension in shape {}", shape_str(shape)));
@@ -90,28 +94,12 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   impl->storage = std::make_shared<Storage>(impl->numel * dtype_size(dtype), device);
   return Tensor(std::move(impl));
 }
-const Shape& Tensor::shape() const {
-  check_defined("shape");
-  return impl_->shape;
-}
-int64_t Tensor::numel() const {
-  check_defined("numel");
-  return impl_->numel;
-}
-int64_t Tensor::dim() const {
-  check_defined("dim");
-  return static_cast<int64_t>(impl_->shape.size());
-}
 int64_t Tensor::size(int64_t d) const {
   int64_t n = dim();
   int64_t dd = d < 0 ? d + n : d;
   if (dd < 0 || dd >= n)
     throw Error(fmt::format("size: dim {} out of range for a tensor of shape {}", d, shape_str(shape())));
   return impl_->shape[dd];
-}
-DType Tensor::dtype() const {
-  check_defined("dtype");
-  return impl_->dtype;
 }
 Device Tensor::device() const {
   check_defined("device");
@@ -250,7 +238,7 @@ void Tensor::reset_grad() {
 }
 void Tensor::backward(const Tensor& grad, BackwardOptions opts) const {
   check_defined("backward");
-  tg::backward({*this}, {grad}, opts.retain_graph);
+  tg::backward_one(*this, grad, opts.retain_graph);
 }
 void Tensor::register_hook(GradHook hook) {
   check_defined("register_hook");

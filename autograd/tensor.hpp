@@ -77,6 +77,8 @@ struct Storage {
   void* data = nullptr;
   size_t nbytes = 0;
   Device device;
+  // Tensors of up to 64 bytes keep their data here: one allocation less for scalars and tiny ops.
+  alignas(16) unsigned char small[64];
   explicit Storage(size_t nbytes, Device device = kCPU);
   ~Storage();
   Storage(const Storage&) = delete;
@@ -246,8 +248,29 @@ int get_num_threads();
 // ---- printing --------------------------------------------------------------------------------
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
 
-// ---- template definitions --------------------------------------------------------------------
+// ---- inline definitions ----------------------------------------------------------------------
 [[noreturn]] void throw_dtype_mismatch(const char* what, DType have, DType want);
+[[noreturn]] void throw_undefined(const char* what);
+
+inline void Tensor::check_defined(const char* what) const {
+  if (!impl_) throw_undefined(what);
+}
+inline const Shape& Tensor::shape() const {
+  check_defined("shape");
+  return impl_->shape;
+}
+inline int64_t Tensor::numel() const {
+  check_defined("numel");
+  return impl_->numel;
+}
+inline int64_t Tensor::dim() const {
+  check_defined("dim");
+  return static_cast<int64_t>(impl_->shape.size());
+}
+inline DType Tensor::dtype() const {
+  check_defined("dtype");
+  return impl_->dtype;
+}
 
 template <typename T>
 T* Tensor::data() const {

@@ -14,7 +14,9 @@ namespace {
 // out = f(a, b) over the broadcast shape.
 template <typename F>
 Tensor binary_kernel(const char* op, const Tensor& a, const Tensor& b, DType out_dtype, F f) {
-  Shape os = broadcast_shapes(a.shape(), b.shape(), op);
+  const bool same = a.shape() == b.shape();
+  Shape bs = same ? Shape() : broadcast_shapes(a.shape(), b.shape(), op);
+  const Shape& os = same ? a.shape() : bs;
   Tensor out = Tensor::empty(os, out_dtype);
   dispatch_all(a.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -24,7 +26,7 @@ Tensor binary_kernel(const char* op, const Tensor& a, const Tensor& b, DType out
       using O = decltype(otag);
       O* po = out.data<O>();
       const int64_t n = out.numel();
-      if (a.shape() == b.shape()) {
+      if (same) {
         parallel_for(n, n, [&](int64_t i) { po[i] = static_cast<O>(f(pa[i], pb[i])); });
       } else if (b.numel() == 1 && a.shape() == os) {
         const T vb = pb[0];
@@ -158,7 +160,8 @@ Tensor mul(const Tensor& a, const Tensor& b) {
   check_binary("mul", a, b, true);
   Tensor out = binary_kernel("mul", a, b, a.dtype(), [](auto x, auto y) { return x * y; });
   if (needs_record({&a, &b})) {
-    Tensor sa = a.detach(), sb = b.detach();
+    // Inputs are saved as they are (an input cannot hold this node); only outputs are detached.
+    Tensor sa = a, sb = b;
     bool ga = a.requires_grad(), gb = b.requires_grad();
     record("mul", out, {a, b}, [sa, sb, ga, gb](const Tensor& g) -> std::vector<Tensor> {
       return {ga ? sum_to(mul(g, sb), sa.shape()) : Tensor(), gb ? sum_to(mul(g, sa), sb.shape()) : Tensor()};
