@@ -8,6 +8,8 @@
 // Tensor methods such as x.sum() or a + b are declared here and defined beside their op in ops/.
 #pragma once
 
+#include <fmt/core.h>
+
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -295,3 +297,14 @@ std::vector<T> Tensor::to_vector() const {
 }
 
 }  // namespace tg
+
+// fmt::print("{}", tensor) prints the PyTorch-style repr (Tensor::str()).
+template <>
+struct fmt::formatter<tg::Tensor> : fmt::formatter<fmt::string_view> {
+  template <typename Ctx>
+  auto format(const tg::Tensor& t, Ctx& ctx) const {
+    std::string s = t.str();
+    return fmt::formatter<fmt::string_view>::format(fmt::string_view(s), ctx);
+  }
+};
+

@@ -7,6 +7,7 @@
 # Raw lines are kept in $BUILD/bench_raw.txt. Environment: BUILD (default build-bench), JOBS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bash tools/setup.sh --torch  # build dependencies and Debian's python3-torch for the twin
 build=${BUILD:-build-bench}
 rounds=${ROUNDS:-5}
 budget=${BUDGET:-0.8}

@@ -127,3 +127,9 @@ TEST_CASE("set_num_threads governs one setting") {
   set_num_threads(before);
   REQUIRE_ERROR(set_num_threads(0), "set_num_threads: n must be >= 1");
 }
+
+TEST_CASE("fmt prints tensors with their repr") {
+  Tensor t = tensor(std::vector<double>{0.5, 2});
+  REQUIRE(fmt::format("{}", t) == t.str());
+  REQUIRE(fmt::format("x = {}", Tensor()) == "x = tensor(undefined)");
+}

@@ -1,7 +1,6 @@
 // tests/ops/test_parity.cpp — outputs and input gradients against PyTorch 1.13 reference values
 // (tests/fixtures, written by tools/make_fixtures.py) for softmax, log_softmax, layer_norm, gelu
-// and cross_entropy, in float64 (rtol 1e-10) and float32 (1e-5). The matmul fixtures are checked
-// by the matmul family's tests.
+// cross_entropy and broadcasting matmul, in float64 (rtol 1e-10) and float32 (1e-5).
 #include "helpers.hpp"
 
 #include "autograd/io.hpp"
@@ -86,6 +85,9 @@ std::vector<ParityCase> cases() {
       {"ce_smooth_ignore_mean", {"x", "t"}, ce_fn(ce_opts(Reduction::Mean, 2, 0.3))},
       {"ce_ncd", {"x", "t"}, ce_fn(ce_opts(Reduction::Mean, -100, 0.05))},
       {"ce_ncd_none", {"x", "t"}, ce_fn(ce_opts(Reduction::None))},
+      // (2,1,3,4)·(5,4,6) -> (2,5,3,6): batch dims broadcast; 1-D·3-D: (4)·(2,4,3) -> (2,3).
+      {"matmul_4d3d", {"a", "b"}, [](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); }},
+      {"matmul_1d3d", {"a", "b"}, [](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); }},
   };
 }
 }  // namespace
@@ -102,7 +104,7 @@ TEST_CASE("float32 outputs and gradients match PyTorch to 1e-5", "[parity]") {
   }
 }
 
-TEST_CASE("the matmul fixtures exist and have the documented shapes", "[parity]") {
+TEST_CASE("the matmul fixtures have the documented shapes", "[parity]") {
   REQUIRE(fixture("matmul_4d3d_a").shape() == Shape{2, 1, 3, 4});
   REQUIRE(fixture("matmul_4d3d_b").shape() == Shape{5, 4, 6});
   REQUIRE(fixture("matmul_4d3d_out").shape() == Shape{2, 5, 3, 6});
