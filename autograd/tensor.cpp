@@ -11,7 +11,9 @@
 #include <cstring>
 #include <random>
 #include <sstream>
+#include <mutex>
 #include <thread>
+#include <unordered_map>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -67,19 +69,68 @@ void throw_dtype_mismatch(const char* what, DType have, DType want) {
 }
 
 // ---- storage ----
+// A caching allocator for CPU blocks: freed blocks wait in per-size free lists and are handed
+// out again for the same size, which training loops ask for every step. This saves malloc's
+// bookkeeping on small blocks and the page faults of a fresh mmap on large ones. At most
+// kCacheLimit bytes are kept; past that a freed block goes back to the system. Sanitizer builds
+// skip the cache so that use-after-free stays visible.
+namespace {
+#if defined(__SANITIZE_ADDRESS__)
+constexpr size_t kCacheLimit = 0;
+#else
+constexpr size_t kCacheLimit = size_t(512) << 20;
+#endif
+struct BlockCache {
+  std::mutex mu;
+  std::unordered_map<size_t, std::vector<void*>> free;
+  size_t cached = 0;
+  ~BlockCache() {
+    for (auto& [size, blocks] : free)
+      for (void* p : blocks) std::free(p);
+  }
+  void* get(size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      auto it = free.find(bytes);
+      if (it != free.end() && !it->second.empty()) {
+        void* p = it->second.back();
+        it->second.pop_back();
+        cached -= bytes;
+        return p;
+      }
+    }
+    return std::aligned_alloc(64, bytes);  // 64-byte alignment for SIMD
+  }
+  void put(void* p, size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (cached + bytes <= kCacheLimit) {
+        free[bytes].push_back(p);
+        cached += bytes;
+        return;
+      }
+    }
+    std::free(p);
+  }
+};
+BlockCache& block_cache() {
+  static BlockCache* c = new BlockCache();  // never destroyed: storages may outlive statics
+  return *c;
+}
+size_t block_bytes(size_t n) { return ((n + 63) / 64) * 64; }
+}  // namespace
+
 Storage::Storage(size_t n, Device dev) : nbytes(n), device(dev) {
   if (dev.type != DeviceType::CPU) throw Error("Storage: only the CPU device is built in this version");
   if (n <= sizeof(small)) {
     data = small;
     return;
   }
-  // 64-byte alignment for SIMD.
-  size_t bytes = ((n + 63) / 64) * 64;
-  data = std::aligned_alloc(64, bytes);
+  data = block_cache().get(block_bytes(n));
   if (!data) throw Error(fmt::format("Storage: out of memory allocating {} bytes", n));
 }
 Storage::~Storage() {
-  if (data != small) std::free(data);
+  if (data != small) block_cache().put(data, block_bytes(nbytes));
 }
 
 // ---- tensor metadata ----
