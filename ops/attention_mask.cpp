@@ -1,0 +1,313 @@
+// ops/attention_mask.cpp — AttentionMask: named constructors for every outside convention,
+// intersection, validation against (B, NH, T, S), the per-row structural key range, and the slow
+// per-element reference (allowed, dense_allowed, keys_per_row, describe) that fast paths are
+// tested against. No gradients here: masks are data.
+#include "ops/attention.hpp"
+#include "ops/detail.hpp"
+#include "ops/ops.hpp"
+
+#include <cmath>
+
+namespace tg {
+using namespace detail;
+
+namespace {
+constexpr const char* kOp = "attention_mask";
+
+int64_t floor_div(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+// Offset of (b, h, i, j) in a tensor broadcastable to (B, NH, T, S) (right-aligned, size-1 dims
+// broadcast).
+int64_t bcast_offset(const Tensor& t, int64_t b, int64_t h, int64_t i, int64_t j) {
+  const Shape& s = t.shape();
+  const int64_t idx[4] = {b, h, i, j};
+  int64_t off = 0, stride = 1;
+  for (size_t k = 0; k < s.size(); ++k) {
+    const size_t d = s.size() - 1 - k;  // dim of t
+    const int64_t id = idx[3 - k];
+    if (s[d] != 1) off += id * stride;
+    stride *= s[d];
+  }
+  return off;
+}
+
+void check_broadcast_4d(const Tensor& t, const char* part, const char* op, int64_t B, int64_t NH,
+                        int64_t T, int64_t S) {
+  const Shape full{B, NH, T, S};
+  bool ok = t.dim() <= 4;
+  for (int64_t k = 0; ok && k < t.dim(); ++k) {
+    int64_t d = t.size(t.dim() - 1 - k), want = full[3 - k];
+    ok = d == 1 || d == want;
+  }
+  if (!ok)
+    throw Error(fmt::format("{}: {} mask {} does not broadcast to (B, NH, T, S) = {}", op, part,
+                            shape_str(t.shape()), shape_str(full)));
+}
+
+// a AND b with broadcasting (bool).
+Tensor bool_and(const Tensor& a, const Tensor& b) {
+  Shape os = broadcast_shapes(a.shape(), b.shape(), "attention_mask &");
+  Tensor out = Tensor::empty(os, kBool);
+  const bool* pa = a.data<bool>();
+  const bool* pb = b.data<bool>();
+  bool* po = out.data<bool>();
+  broadcast_loop2(os, broadcast_strides(a.shape(), os), broadcast_strides(b.shape(), os),
+                  [&](int64_t o, int64_t ia, int64_t ib) { po[o] = pa[ia] && pb[ib]; });
+  return out;
+}
+
+void check_nonneg(int64_t v, const char* what, const char* ctor) {
+  if (v < 0)
+    throw Error(fmt::format("{}: {} must be >= 0, got {} (negative sizes are rejected, never read "
+                            "as 'unlimited')",
+                            ctor, what, v));
+}
+}  // namespace
+
+// ---- structural parts ----
+AttentionMask AttentionMask::causal(CausalAlign align) {
+  AttentionMask m;
+  m.causal_ = true;
+  m.align_ = align;
+  return m;
+}
+AttentionMask AttentionMask::local(int64_t left, int64_t right, CausalAlign align) {
+  check_nonneg(left, "left", "AttentionMask::local");
+  check_nonneg(right, "right", "AttentionMask::local");
+  AttentionMask m;
+  m.local_.push_back({left, right});
+  m.align_ = align;
+  return m;
+}
+AttentionMask AttentionMask::longformer(int64_t w) {
+  check_nonneg(w, "w", "AttentionMask::longformer");
+  if (w % 2 != 0)
+    throw Error(fmt::format("AttentionMask::longformer: w must be even (|i - j| <= w/2), got {}", w));
+  return local(w / 2, w / 2);
+}
+AttentionMask AttentionMask::mistral(int64_t W) {
+  check_nonneg(W, "W", "AttentionMask::mistral");
+  return local(W, 0);
+}
+AttentionMask AttentionMask::hf_sliding_window(int64_t W) {
+  if (W < 1)
+    throw Error(fmt::format("AttentionMask::hf_sliding_window: W must be >= 1 (i - W < j <= i), got {}", W));
+  return local(W - 1, 0);
+}
+AttentionMask AttentionMask::blocked(int64_t W, BlockedOptions opts, CausalAlign align) {
+  if (W < 1) throw Error(fmt::format("AttentionMask::blocked: block size W must be >= 1, got {}", W));
+  check_nonneg(opts.look_back, "look_back", "AttentionMask::blocked");
+  check_nonneg(opts.look_ahead, "look_ahead", "AttentionMask::blocked");
+  AttentionMask m;
+  m.blocked_.push_back({W, opts});
+  m.align_ = align;
+  return m;
+}
+
+// ---- data parts ----
+AttentionMask AttentionMask::key_padding(const Tensor& mask, MaskPolarity polarity) {
+  check_dtype(mask, kBool, "AttentionMask::key_padding", "mask");
+  if (mask.dim() != 2)
+    throw Error(fmt::format("AttentionMask::key_padding: mask must be (B, S), got {}", shape_str(mask.shape())));
+  AttentionMask m;
+  m.key_allowed_ = polarity == MaskPolarity::TrueAllowed ? mask.clone() : logical_not(mask);
+  return m;
+}
+AttentionMask AttentionMask::key_lengths(const Tensor& lengths) {
+  check_dtype(lengths, kInt64, "AttentionMask::key_lengths", "lengths");
+  if (lengths.dim() != 1)
+    throw Error(fmt::format("AttentionMask::key_lengths: lengths must be (B), got {}", shape_str(lengths.shape())));
+  for (int64_t b = 0; b < lengths.numel(); ++b)
+    if (lengths.data<int64_t>()[b] < 0)
+      throw Error(fmt::format("AttentionMask::key_lengths: lengths[{}] = {} is negative", b,
+                              lengths.data<int64_t>()[b]));
+  AttentionMask m;
+  m.key_lengths_ = lengths.clone();
+  return m;
+}
+AttentionMask AttentionMask::from_bool(const Tensor& mask, MaskPolarity polarity) {
+  check_defined(mask, "AttentionMask::from_bool", "mask");
+  if (mask.dtype() != kBool)
+    throw Error(fmt::format("AttentionMask::from_bool: mask {} has dtype {}; a bool mask is needed "
+                            "(use AttentionMask::additive for float masks, from_seed for 0/1 masks)",
+                            shape_str(mask.shape()), dtype_name(mask.dtype())));
+  if (mask.dim() < 2 || mask.dim() > 4)
+    throw Error(fmt::format("AttentionMask::from_bool: mask must be (T, S) up to (B, NH, T, S), got {}",
+                            shape_str(mask.shape())));
+  AttentionMask m;
+  m.allowed_ = polarity == MaskPolarity::TrueAllowed ? mask.clone() : logical_not(mask);
+  return m;
+}
+AttentionMask AttentionMask::from_seed(const Tensor& mask) {
+  check_defined(mask, "AttentionMask::from_seed", "mask");
+  Tensor nz = mask.dtype() == kBool ? mask : ne(mask, zeros({}, mask.dtype()));
+  return from_bool(nz, MaskPolarity::TrueAllowed);
+}
+AttentionMask AttentionMask::additive(const Tensor& mask) {
+  check_float(mask, "AttentionMask::additive", "mask");
+  if (mask.dim() < 2 || mask.dim() > 4)
+    throw Error(fmt::format("AttentionMask::additive: mask must be (T, S) up to (B, NH, T, S), got {}",
+                            shape_str(mask.shape())));
+  AttentionMask m;
+  m.additive_ = mask.detach().clone();
+  return m;
+}
+
+AttentionMask AttentionMask::operator&(const AttentionMask& o) const {
+  AttentionMask m = *this;
+  if (has_structure() && o.has_structure() && align_ != o.align_)
+    throw Error(fmt::format("{}: cannot combine '{}' and '{}': their causal alignments differ", kOp,
+                            name(), o.name()));
+  if (o.has_structure()) m.align_ = o.align_;
+  m.causal_ = causal_ || o.causal_;
+  m.local_.insert(m.local_.end(), o.local_.begin(), o.local_.end());
+  m.blocked_.insert(m.blocked_.end(), o.blocked_.begin(), o.blocked_.end());
+  if (o.key_allowed_.defined()) {
+    if (m.key_allowed_.defined() && m.key_allowed_.shape() != o.key_allowed_.shape())
+      throw Error(fmt::format("{}: key padding masks {} and {} differ in shape", kOp,
+                              shape_str(m.key_allowed_.shape()), shape_str(o.key_allowed_.shape())));
+    m.key_allowed_ = m.key_allowed_.defined() ? bool_and(m.key_allowed_, o.key_allowed_) : o.key_allowed_;
+  }
+  if (o.key_lengths_.defined()) {
+    if (m.key_lengths_.defined()) {
+      if (m.key_lengths_.shape() != o.key_lengths_.shape())
+        throw Error(fmt::format("{}: key lengths {} and {} differ in shape", kOp,
+                                shape_str(m.key_lengths_.shape()), shape_str(o.key_lengths_.shape())));
+      m.key_lengths_ = minimum(m.key_lengths_.to(kFloat64), o.key_lengths_.to(kFloat64)).to(kInt64);
+    } else {
+      m.key_lengths_ = o.key_lengths_;
+    }
+  }
+  if (o.allowed_.defined()) m.allowed_ = m.allowed_.defined() ? bool_and(m.allowed_, o.allowed_) : o.allowed_;
+  if (o.additive_.defined()) {
+    if (m.additive_.defined()) {
+      check_same_dtype(m.additive_, o.additive_, kOp, "additive mask", "other additive mask");
+      m.additive_ = add(m.additive_, o.additive_);
+    } else {
+      m.additive_ = o.additive_;
+    }
+  }
+  m.error_on_empty_ = error_on_empty_ || o.error_on_empty_;
+  return m;
+}
+AttentionMask& AttentionMask::error_on_fully_masked(bool on) {
+  error_on_empty_ = on;
+  return *this;
+}
+
+// ---- queries ----
+bool AttentionMask::has_structure() const { return causal_ || !local_.empty() || !blocked_.empty(); }
+bool AttentionMask::has_data() const {
+  return key_allowed_.defined() || key_lengths_.defined() || allowed_.defined() || additive_.defined();
+}
+bool AttentionMask::is_none() const { return !has_structure() && !has_data(); }
+
+std::pair<int64_t, int64_t> AttentionMask::key_range(int64_t i, int64_t T, int64_t S) const {
+  int64_t lo = 0, hi = S - 1;
+  const int64_t ip = align_ == CausalAlign::BottomRight ? i + (S - T) : i;
+  if (causal_) hi = std::min(hi, ip);
+  for (const Local& l : local_) {
+    lo = std::max(lo, ip - l.left);
+    hi = std::min(hi, ip + l.right);
+  }
+  for (const Blocked& b : blocked_) {
+    const int64_t blk = floor_div(ip, b.W);
+    lo = std::max(lo, (blk - b.opts.look_back) * b.W);
+    hi = std::min(hi, (blk + b.opts.look_ahead + 1) * b.W - 1);
+    if (b.opts.causal) hi = std::min(hi, ip);
+  }
+  return {lo, hi};
+}
+
+void AttentionMask::check(const char* op, int64_t B, int64_t NH, int64_t T, int64_t S) const {
+  if (key_allowed_.defined() && key_allowed_.shape() != Shape{B, S})
+    throw Error(fmt::format("{}: key_padding_mask {} must be (B, S) = ({}, {})", op,
+                            shape_str(key_allowed_.shape()), B, S));
+  if (key_lengths_.defined()) {
+    if (key_lengths_.shape() != Shape{B})
+      throw Error(fmt::format("{}: key lengths {} must be (B) = ({})", op, shape_str(key_lengths_.shape()), B));
+    for (int64_t b = 0; b < B; ++b)
+      if (key_lengths_.data<int64_t>()[b] > S)
+        throw Error(fmt::format("{}: key length {} of batch {} exceeds S = {}", op,
+                                key_lengths_.data<int64_t>()[b], b, S));
+  }
+  if (allowed_.defined()) check_broadcast_4d(allowed_, "bool", op, B, NH, T, S);
+  if (additive_.defined()) check_broadcast_4d(additive_, "additive", op, B, NH, T, S);
+}
+
+bool AttentionMask::allowed(int64_t b, int64_t h, int64_t i, int64_t j, int64_t T, int64_t S) const {
+  auto [lo, hi] = key_range(i, T, S);
+  if (j < lo || j > hi) return false;
+  if (key_allowed_.defined() && !key_allowed_.data<bool>()[b * S + j]) return false;
+  if (key_lengths_.defined() && j >= key_lengths_.data<int64_t>()[b]) return false;
+  if (allowed_.defined() && !allowed_.data<bool>()[bcast_offset(allowed_, b, h, i, j)]) return false;
+  if (additive_.defined() && std::isinf(additive_at(b, h, i, j, T, S)) && additive_at(b, h, i, j, T, S) < 0)
+    return false;
+  return true;
+}
+
+double AttentionMask::additive_at(int64_t b, int64_t h, int64_t i, int64_t j, int64_t T, int64_t S) const {
+  if (!additive_.defined()) return 0;
+  const int64_t off = bcast_offset(additive_, b, h, i, j);
+  return additive_.dtype() == kFloat32 ? additive_.data<float>()[off] : additive_.data<double>()[off];
+}
+
+Tensor AttentionMask::dense_allowed(int64_t B, int64_t NH, int64_t T, int64_t S) const {
+  check("dense_allowed", B, NH, T, S);
+  Tensor out = Tensor::empty({B, NH, T, S}, kBool);
+  bool* p = out.data<bool>();
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < NH; ++h)
+      for (int64_t i = 0; i < T; ++i)
+        for (int64_t j = 0; j < S; ++j) *p++ = allowed(b, h, i, j, T, S);
+  return out;
+}
+
+std::vector<int64_t> AttentionMask::keys_per_row(int64_t T, int64_t S, int64_t b, int64_t h) const {
+  if (S < 0) S = T;
+  std::vector<int64_t> n(T, 0);
+  for (int64_t i = 0; i < T; ++i)
+    for (int64_t j = 0; j < S; ++j) n[i] += allowed(b, h, i, j, T, S);
+  return n;
+}
+
+std::string AttentionMask::describe(int64_t T, int64_t S) const {
+  if (S < 0) S = T;
+  std::string out = fmt::format("{} (T={}, S={}): row i, '#' = key j allowed\n", name(), T, S);
+  for (int64_t i = 0; i < T; ++i) {
+    int64_t n = 0;
+    std::string row;
+    for (int64_t j = 0; j < S; ++j) {
+      bool a = allowed(0, 0, i, j, T, S);
+      n += a;
+      row += a ? '#' : '.';
+    }
+    out += fmt::format("{:>4} {} {:>4} keys\n", i, row, n);
+  }
+  return out;
+}
+
+std::string AttentionMask::name() const {
+  std::vector<std::string> parts;
+  const char* al = align_ == CausalAlign::BottomRight ? ", bottom-right" : "";
+  if (causal_) parts.push_back(fmt::format("causal{}", align_ == CausalAlign::BottomRight ? "(bottom-right)" : ""));
+  for (const Local& l : local_) parts.push_back(fmt::format("local({},{}{})", l.left, l.right, al));
+  for (const Blocked& b : blocked_)
+    parts.push_back(fmt::format("blocked(W={}{}{}{}{})", b.W,
+                                b.opts.look_back ? fmt::format(", back {}", b.opts.look_back) : "",
+                                b.opts.look_ahead ? fmt::format(", ahead {}", b.opts.look_ahead) : "",
+                                b.opts.causal ? ", causal" : "", al));
+  if (key_allowed_.defined()) parts.push_back(fmt::format("key_padding{}", shape_str(key_allowed_.shape())));
+  if (key_lengths_.defined()) parts.push_back(fmt::format("key_lengths{}", shape_str(key_lengths_.shape())));
+  if (allowed_.defined()) parts.push_back(fmt::format("bool{}", shape_str(allowed_.shape())));
+  if (additive_.defined()) parts.push_back(fmt::format("additive{}", shape_str(additive_.shape())));
+  if (parts.empty()) return "none";
+  std::string s = parts[0];
+  for (size_t k = 1; k < parts.size(); ++k) s += " & " + parts[k];
+  return s;
+}
+
+}  // namespace tg
