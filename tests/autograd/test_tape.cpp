@@ -150,3 +150,18 @@ TEST_CASE("gradcheck reports the worst element and catches a wrong backward") {
   REQUIRE_ERROR(gradcheck([](const std::vector<Tensor>& in) { return in[0]; }, {ones({2}).requires_grad_()}),
                 "gradcheck: input 0 (2) is float32; gradcheck needs float64 inputs");
 }
+
+TEST_CASE("saved values are freed after backward") {
+  Tensor x = tensor(std::vector<double>{1, 2, 3}).requires_grad_();
+  Tensor h = x.exp();      // saves its output
+  Tensor y = (h * x).sum();  // saves h and x
+  std::weak_ptr<TensorImpl> h_impl = h.impl_ptr();
+  Node* mul_node = y.grad_fn();
+  REQUIRE(mul_node != nullptr);
+  h = Tensor();  // only the tape still holds h's values now
+  REQUIRE_FALSE(h_impl.expired());
+  y.backward();
+  REQUIRE(y.grad_fn()->released);
+  REQUIRE_FALSE(static_cast<bool>(y.grad_fn()->backward));
+  REQUIRE(h_impl.expired());  // the closure that saved h is gone
+}
