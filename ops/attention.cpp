@@ -187,20 +187,23 @@ void mask_row(const RowMask& m, int64_t b, int64_t h, int64_t i, int64_t lo, int
   }
 }
 
-// Stable softmax of one row in place (accumulated in double). All -inf: P = 0, returns false.
+// Stable softmax of one row in place: one exp per entry in T's precision, the sum in double.
+// All -inf: P = 0, returns false.
 template <typename T>
 bool softmax_row(T* s, int64_t n) {
-  double mx = -kInf;
-  for (int64_t j = 0; j < n; ++j) mx = std::max(mx, static_cast<double>(s[j]));
-  if (mx == -kInf) {
+  T mx = static_cast<T>(-kInf);
+  for (int64_t j = 0; j < n; ++j) mx = std::max(mx, s[j]);
+  if (mx == static_cast<T>(-kInf)) {
     for (int64_t j = 0; j < n; ++j) s[j] = T(0);
     return false;
   }
   double sum = 0;
-  for (int64_t j = 0; j < n; ++j) sum += std::exp(static_cast<double>(s[j]) - mx);
-  const double inv = 1.0 / sum;
-  for (int64_t j = 0; j < n; ++j)
-    s[j] = static_cast<T>(std::exp(static_cast<double>(s[j]) - mx) * inv);
+  for (int64_t j = 0; j < n; ++j) {
+    s[j] = std::exp(s[j] - mx);
+    sum += s[j];
+  }
+  const T inv = static_cast<T>(1.0 / sum);
+  for (int64_t j = 0; j < n; ++j) s[j] *= inv;
   return true;
 }
 
