@@ -1,0 +1,553 @@
+// ops/attention.cpp — functional attention: scaled_dot_product_attention (one fused tape node,
+// tiled by query rows, BLAS gemm on raw pointers, forward and backward side by side), the seed
+// articles' attention(Q, K, V, mask) on top of it, and additive (Bahdanau) attention composed from
+// ops (its backward is the ops' own).
+//
+// SDPA, per (b, h) and per tile of kRowTile query rows [r0, r1): the tile's key range
+// [klo, khi] is the union of the rows' structural ranges (AttentionMask::key_range; the same for
+// every (b, h)). St = scale·Q[r0:r1]·K[klo:khi]ᵀ is one gemm with leading dims (no copies); each
+// row then blocks (-inf) the keys outside its own range or refused by the data parts (padding,
+// lengths, bool), adds the additive part, and is softmaxed (a row with no allowed key gives P = 0).
+// Optional dropout on P, then O[r0:r1] = Pdrop·V[klo:khi] (one gemm).
+// MEMORY: backward keeps only q, k, v and the P tiles (plus dropout masks): per (b, h)
+// Σ_tiles rows·width, i.e. O(B·NH·T·(W + kRowTile)) for local/blocked masks of width W. The full
+// T×S matrix is stored only when the mask really is full. Without a tape, one tile buffer is
+// reused. Deliberately not here: the mask description (attention_mask.cpp), CUDA kernels, modules.
+#include "ops/attention.hpp"
+#include "ops/detail.hpp"
+#include "ops/ops.hpp"
+
+#include <cblas.h>
+
+#include <climits>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <tuple>
+#include <type_traits>
+
+namespace tg {
+using namespace detail;
+
+namespace {
+constexpr const char* kSdpa = "scaled_dot_product_attention";
+constexpr int64_t kRowTile = 64;  // query rows per tile
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// ---- BLAS ----
+int blas_int(int64_t v) {
+  if (v > INT_MAX)
+    throw Error(fmt::format("{}: dimension {} exceeds the BLAS limit {}", kSdpa, v, INT_MAX));
+  return static_cast<int>(v);
+}
+// C (M, N) = alpha·op(A)·op(B) + beta·C, row-major; lda/ldb/ldc are the stored row lengths.
+template <typename T>
+void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,
+          const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) {  // empty product: C = beta·C
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == T(0) ? T(0) : beta * C[i * ldc + j];
+    return;
+  }
+  const auto opa = ta ? CblasTrans : CblasNoTrans, opb = tb ? CblasTrans : CblasNoTrans;
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(CblasRowMajor, opa, opb, blas_int(M), blas_int(N), blas_int(K), alpha, A,
+                blas_int(lda), B, blas_int(ldb), beta, C, blas_int(ldc));
+  else
+    cblas_dgemm(CblasRowMajor, opa, opb, blas_int(M), blas_int(N), blas_int(K), alpha, A,
+                blas_int(lda), B, blas_int(ldb), beta, C, blas_int(ldc));
+}
+
+// ---- validation ----
+struct Dims {
+  int64_t B, NH, T, S, hs, hsv;
+};
+
+Dims check_sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionMask& mask,
+                const SDPAOptions& opts) {
+  check_float(q, kSdpa, "q");
+  check_float(k, kSdpa, "k");
+  check_float(v, kSdpa, "v");
+  const std::string shapes = fmt::format("q {}, k {}, v {}", shape_str(q.shape()),
+                                         shape_str(k.shape()), shape_str(v.shape()));
+  if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4)
+    throw Error(
+        fmt::format("{}: {}: expected 4-D q (B, NH, T, hs), k (B, NH, S, hs), v (B, NH, S, "
+                    "hs_v)",
+                    kSdpa, shapes));
+  check_same_dtype(q, k, kSdpa, "q", "k");
+  check_same_dtype(q, v, kSdpa, "q", "v");
+  if (k.size(0) != q.size(0) || v.size(0) != q.size(0) || k.size(1) != q.size(1) ||
+      v.size(1) != q.size(1))
+    throw Error(fmt::format("{}: {}: batch and head dims (B, NH) differ", kSdpa, shapes));
+  if (k.size(3) != q.size(3))
+    throw Error(fmt::format("{}: {}: head size hs of q ({}) and k ({}) differ", kSdpa, shapes,
+                            q.size(3), k.size(3)));
+  if (v.size(2) != k.size(2))
+    throw Error(fmt::format("{}: {}: key length S of k ({}) and v ({}) differ", kSdpa, shapes,
+                            k.size(2), v.size(2)));
+  if (!(opts.dropout_p >= 0.0 && opts.dropout_p < 1.0))
+    throw Error(
+        fmt::format("{}: dropout_p must be in [0, 1), got {} ({})", kSdpa, opts.dropout_p, shapes));
+  if (opts.scale && !std::isfinite(*opts.scale))
+    throw Error(fmt::format("{}: scale must be finite, got {} ({})", kSdpa, *opts.scale, shapes));
+  Dims d{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3), v.size(3)};
+  mask.check(kSdpa, d.B, d.NH, d.T, d.S);
+  return d;
+}
+
+// ---- the plan: row tiles and their key ranges ----
+struct Tile {
+  int64_t r0, r1, klo, khi;
+  int64_t off;  // element offset of this tile's P block inside one (b, h)
+  int64_t rows() const { return r1 - r0; }
+  int64_t width() const { return khi >= klo ? khi - klo + 1 : 0; }
+};
+struct Plan {
+  std::vector<Tile> tiles;
+  std::vector<int64_t> lo, hi;  // each row's structural key range (empty when lo > hi)
+  int64_t per_bh = 0;           // P elements per (b, h)
+  int64_t max_tile = 0;         // the largest rows·width
+};
+
+Plan make_plan(const AttentionMask& m, int64_t T, int64_t S) {
+  Plan p;
+  p.lo.resize(T);
+  p.hi.resize(T);
+  for (int64_t i = 0; i < T; ++i) std::tie(p.lo[i], p.hi[i]) = m.key_range(i, T, S);
+  for (int64_t r0 = 0; r0 < T; r0 += kRowTile) {
+    Tile t{r0, std::min(T, r0 + kRowTile), S, -1, p.per_bh};
+    for (int64_t i = t.r0; i < t.r1; ++i)
+      if (p.lo[i] <= p.hi[i]) {
+        t.klo = std::min(t.klo, p.lo[i]);
+        t.khi = std::max(t.khi, p.hi[i]);
+      }
+    if (t.khi < t.klo) t.klo = 0, t.khi = -1;  // every row of the tile is structurally empty
+    p.per_bh += t.rows() * t.width();
+    p.max_tile = std::max(p.max_tile, t.rows() * t.width());
+    p.tiles.push_back(t);
+  }
+  return p;
+}
+
+// ---- the data parts of the mask, read per row ----
+struct RowMask {
+  const bool* key_allowed = nullptr;  // (B, S)
+  const int64_t* lengths = nullptr;   // (B)
+  const bool* allowed = nullptr;      // broadcast to (B, NH, T, S) through allowed_st
+  const double* additive = nullptr;   // broadcast to (B, NH, T, S) through additive_st
+  Shape allowed_st, additive_st;
+  Tensor additive64;  // keeps the float64 copy alive
+};
+
+RowMask make_row_mask(const AttentionMask& m, const Dims& d) {
+  RowMask r;
+  const Shape full{d.B, d.NH, d.T, d.S};
+  if (m.key_allowed_.defined()) r.key_allowed = m.key_allowed_.data<bool>();
+  if (m.key_lengths_.defined()) r.lengths = m.key_lengths_.data<int64_t>();
+  if (m.allowed_.defined()) {
+    r.allowed = m.allowed_.data<bool>();
+    r.allowed_st = broadcast_strides(m.allowed_.shape(), full);
+  }
+  if (m.additive_.defined()) {
+    r.additive64 = m.additive_.to(kFloat64);
+    r.additive = r.additive64.data<double>();
+    r.additive_st = broadcast_strides(m.additive_.shape(), full);
+  }
+  return r;
+}
+
+// Row i of (b, h), keys klo .. klo+width-1 in s: -inf where blocked (outside [lo, hi] or refused
+// by a data part), + the additive term elsewhere.
+template <typename T>
+void mask_row(const RowMask& m, int64_t b, int64_t h, int64_t i, int64_t lo, int64_t hi,
+              int64_t klo, int64_t width, int64_t S, T* s) {
+  const bool* ka = m.key_allowed ? m.key_allowed + b * S : nullptr;
+  const int64_t len = m.lengths ? m.lengths[b] : S;
+  const bool* al = nullptr;
+  const double* ad = nullptr;
+  int64_t alj = 0, adj = 0;
+  if (m.allowed) {
+    const Shape& st = m.allowed_st;
+    al = m.allowed + b * st[0] + h * st[1] + i * st[2];
+    alj = st[3];
+  }
+  if (m.additive) {
+    const Shape& st = m.additive_st;
+    ad = m.additive + b * st[0] + h * st[1] + i * st[2];
+    adj = st[3];
+  }
+  for (int64_t j = 0; j < width; ++j) {
+    const int64_t kj = klo + j;
+    if (kj < lo || kj > hi || kj >= len || (ka && !ka[kj]) || (al && !al[kj * alj]))
+      s[j] = static_cast<T>(-kInf);
+    else if (ad)
+      s[j] = static_cast<T>(s[j] + ad[kj * adj]);
+  }
+}
+
+// Stable softmax of one row in place: one exp per entry in T's precision, the sum in double.
+// All -inf: P = 0, returns false.
+template <typename T>
+bool softmax_row(T* s, int64_t n) {
+  T mx = static_cast<T>(-kInf);
+  for (int64_t j = 0; j < n; ++j) mx = std::max(mx, s[j]);
+  if (mx == static_cast<T>(-kInf)) {
+    for (int64_t j = 0; j < n; ++j) s[j] = T(0);
+    return false;
+  }
+  double sum = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    s[j] = std::exp(s[j] - mx);
+    sum += s[j];
+  }
+  const T inv = static_cast<T>(1.0 / sum);
+  for (int64_t j = 0; j < n; ++j) s[j] *= inv;
+  return true;
+}
+
+// Everything forward and backward share. P and keep hold B·NH·per_bh elements (tile blocks) when
+// backward will run; keep is undefined without dropout.
+struct Ctx {
+  Dims d;
+  Plan plan;
+  double scale = 1, p = 0;
+  bool dropout = false;
+  Tensor P, keep;
+  AttentionMask mask;  // for the probe's dP (blocked entries read 0) and error messages
+  std::shared_ptr<AttentionProbe> probe;
+};
+
+// Copies a rows×width tile into the dense (B, NH, T, S) tensor `dense` at rows r0.., keys klo...
+template <typename T>
+void scatter_tile(T* dense, const T* tile, const Dims& d, int64_t bh, const Tile& t) {
+  for (int64_t r = 0; r < t.rows(); ++r) {
+    T* row = dense + (bh * d.T + t.r0 + r) * d.S + t.klo;
+    for (int64_t j = 0; j < t.width(); ++j) row[j] = tile[r * t.width() + j];
+  }
+}
+
+[[noreturn]] void throw_fully_masked(const Ctx& c, int64_t b, int64_t h, int64_t i) {
+  throw Error(fmt::format("{}: row {} of batch {}, head {} has no allowed key (mask: {})", kSdpa, i,
+                          b, h, c.mask.name()));
+}
+
+// Dense outputs of the forward, each null unless asked for.
+template <typename T>
+struct DenseOut {
+  T* weights = nullptr;  // P after dropout
+  T* scores = nullptr;   // probe: S with -inf where blocked
+  T* probs = nullptr;    // probe: P before dropout
+};
+
+// One tile of one (b, h): P tile into Pt (and the dropout mask into Kt), output rows into o.
+template <typename T>
+void forward_tile(const Ctx& c, const RowMask& rm, int64_t b, int64_t h, const Tile& t, const T* q,
+                  const T* k, const T* v, T* o, T* Pt, T* Kt, T* Pd, const DenseOut<T>& dense) {
+  const Dims& d = c.d;
+  const int64_t bh = b * d.NH + h, rows = t.rows(), width = t.width();
+  if (width == 0) {  // output rows stay 0
+    if (c.mask.errors_on_fully_masked()) throw_fully_masked(c, b, h, t.r0);
+    return;
+  }
+  gemm<T>(false, true, rows, width, d.hs, static_cast<T>(c.scale), q + (bh * d.T + t.r0) * d.hs,
+          d.hs, k + (bh * d.S + t.klo) * d.hs, d.hs, T(0), Pt, width);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t i = t.r0 + r;
+    T* s = Pt + r * width;
+    mask_row(rm, b, h, i, c.plan.lo[i], c.plan.hi[i], t.klo, width, d.S, s);
+    if (dense.scores) std::copy(s, s + width, dense.scores + (bh * d.T + i) * d.S + t.klo);
+    if (!softmax_row(s, width) && c.mask.errors_on_fully_masked()) throw_fully_masked(c, b, h, i);
+  }
+  const T* Pv = Pt;  // what multiplies V: P, or P ⊙ keep with dropout
+  if (c.dropout) {
+    const T keep_scale = static_cast<T>(1.0 / (1.0 - c.p));
+    Generator& gen = default_generator();
+    for (int64_t e = 0; e < rows * width; ++e) {
+      Kt[e] = gen.uniform() >= c.p ? keep_scale : T(0);
+      Pd[e] = Pt[e] * Kt[e];
+    }
+    Pv = Pd;
+  }
+  gemm<T>(false, false, rows, d.hsv, width, T(1), Pv, width, v + (bh * d.S + t.klo) * d.hsv, d.hsv,
+          T(0), o + (bh * d.T + t.r0) * d.hsv, d.hsv);
+  if (dense.weights) scatter_tile(dense.weights, Pv, d, bh, t);
+  if (dense.probs) scatter_tile(dense.probs, Pt, d, bh, t);
+}
+
+template <typename T>
+void sdpa_forward(const Ctx& c, const RowMask& rm, const T* q, const T* k, const T* v, T* o,
+                  bool keep_all, const DenseOut<T>& dense) {
+  const Dims& d = c.d;
+  // Without a tape the P (and keep) tiles are scratch: one tile buffer reused.
+  std::vector<T> scratch_p(keep_all ? 0 : c.plan.max_tile), scratch_k, scratch_pd;
+  if (c.dropout) {
+    scratch_pd.resize(c.plan.max_tile);
+    if (!keep_all) scratch_k.resize(c.plan.max_tile);
+  }
+  for (int64_t b = 0; b < d.B; ++b)
+    for (int64_t h = 0; h < d.NH; ++h)
+      for (const Tile& t : c.plan.tiles) {
+        const int64_t base = (b * d.NH + h) * c.plan.per_bh + t.off;
+        T* Pt = keep_all ? c.P.data<T>() + base : scratch_p.data();
+        T* Kt = !c.dropout ? nullptr : keep_all ? c.keep.data<T>() + base : scratch_k.data();
+        forward_tile(c, rm, b, h, t, q, k, v, o, Pt, Kt, scratch_pd.data(), dense);
+      }
+}
+
+// Dense outputs of the backward for the probe, each null unless asked for.
+template <typename T>
+struct DenseGrad {
+  T* dprobs = nullptr;
+  T* dscores = nullptr;
+};
+
+// Backward of one tile: dV += Pdropᵀ·dO, dP, dS, dQ = scale·dS·K, dK += scale·dSᵀ·Q.
+template <typename T>
+void backward_tile(const Ctx& c, const RowMask& rm, int64_t b, int64_t h, const Tile& t, const T* q,
+                   const T* k, const T* v, const T* g, T* dq, T* dk, T* dv, T* Pd, T* dP,
+                   const DenseGrad<T>& dense) {
+  const Dims& d = c.d;
+  const int64_t bh = b * d.NH + h, rows = t.rows(), width = t.width();
+  if (width == 0) return;  // no key: dQ rows stay 0
+  const int64_t base = bh * c.plan.per_bh + t.off;
+  const T* Pt = c.P.data<T>() + base;
+  const T* Kt = c.dropout ? c.keep.data<T>() + base : nullptr;
+  const T* Pv = Pt;
+  if (Kt) {
+    for (int64_t e = 0; e < rows * width; ++e) Pd[e] = Pt[e] * Kt[e];
+    Pv = Pd;
+  }
+  const T* gt = g + (bh * d.T + t.r0) * d.hsv;
+  const T* vt = v + (bh * d.S + t.klo) * d.hsv;
+  gemm<T>(true, false, width, d.hsv, rows, T(1), Pv, width, gt, d.hsv, T(1),
+          dv + (bh * d.S + t.klo) * d.hsv, d.hsv);
+  gemm<T>(false, true, rows, width, d.hsv, T(1), gt, d.hsv, vt, d.hsv, T(0), dP, width);
+  if (Kt)
+    for (int64_t e = 0; e < rows * width; ++e) dP[e] *= Kt[e];
+  std::vector<T> blocked(dense.dprobs ? width : 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t i = t.r0 + r;
+    T* dp = dP + r * width;
+    const T* p = Pt + r * width;
+    if (dense.dprobs) {  // dP as the probe sees it: 0 where blocked
+      std::fill(blocked.begin(), blocked.end(), T(0));
+      mask_row(rm, b, h, i, c.plan.lo[i], c.plan.hi[i], t.klo, width, d.S, blocked.data());
+      T* out = dense.dprobs + (bh * d.T + i) * d.S + t.klo;
+      for (int64_t j = 0; j < width; ++j) out[j] = std::isinf(blocked[j]) ? T(0) : dp[j];
+    }
+    double dot = 0;  // rowsum(dP ⊙ P)
+    for (int64_t j = 0; j < width; ++j) dot += static_cast<double>(dp[j]) * p[j];
+    for (int64_t j = 0; j < width; ++j) dp[j] = static_cast<T>(p[j] * (dp[j] - dot));  // dS
+  }
+  if (dense.dscores) scatter_tile(dense.dscores, dP, d, bh, t);
+  const T sc = static_cast<T>(c.scale);
+  gemm<T>(false, false, rows, d.hs, width, sc, dP, width, k + (bh * d.S + t.klo) * d.hs, d.hs, T(0),
+          dq + (bh * d.T + t.r0) * d.hs, d.hs);
+  gemm<T>(true, false, width, d.hs, rows, sc, dP, width, q + (bh * d.T + t.r0) * d.hs, d.hs, T(1),
+          dk + (bh * d.S + t.klo) * d.hs, d.hs);
+}
+
+std::vector<Tensor> sdpa_backward(const Ctx& c, const Tensor& q, const Tensor& k, const Tensor& v,
+                                  const Tensor& g) {
+  const Dims& d = c.d;
+  Tensor dq = zeros(q.shape(), q.dtype()), dk = zeros(k.shape(), k.dtype()),
+         dv = zeros(v.shape(), v.dtype());
+  Tensor dprobs, dscores;
+  if (c.probe && c.probe->on_backward) {
+    dprobs = zeros({d.B, d.NH, d.T, d.S}, q.dtype());
+    dscores = zeros({d.B, d.NH, d.T, d.S}, q.dtype());
+  }
+  const RowMask rm = make_row_mask(c.mask, d);
+  dispatch_float(q.dtype(), kSdpa, [&](auto tag) {
+    using T = decltype(tag);
+    std::vector<T> Pd(c.dropout ? c.plan.max_tile : 0), dP(c.plan.max_tile);
+    DenseGrad<T> dense;
+    if (dprobs.defined()) dense = {dprobs.data<T>(), dscores.data<T>()};
+    for (int64_t b = 0; b < d.B; ++b)
+      for (int64_t h = 0; h < d.NH; ++h)
+        for (const Tile& t : c.plan.tiles)
+          backward_tile(c, rm, b, h, t, q.data<T>(), k.data<T>(), v.data<T>(), g.data<T>(),
+                        dq.data<T>(), dk.data<T>(), dv.data<T>(), Pd.data(), dP.data(), dense);
+  });
+  if (dprobs.defined()) c.probe->on_backward(dprobs, dscores);
+  return {dq, dk, dv};
+}
+
+}  // namespace
+
+// The weights tensor (need_weights) is an output only: it carries no gradient (the tape node
+// differentiates `output`). Differentiate through weights with the dense reference if needed.
+AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                             const AttentionMask& mask, const SDPAOptions& opts) {
+  auto c = std::make_shared<Ctx>();
+  c->d = check_sdpa(q, k, v, mask, opts);
+  const Dims& d = c->d;
+  c->plan = make_plan(mask, d.T, d.S);
+  c->scale =
+      opts.scale ? *opts.scale : (d.hs > 0 ? 1.0 / std::sqrt(static_cast<double>(d.hs)) : 1.0);
+  c->dropout = opts.training && opts.dropout_p > 0;
+  c->p = c->dropout ? opts.dropout_p : 0.0;
+  c->mask = mask;
+  if (opts.probe) c->probe = std::make_shared<AttentionProbe>(*opts.probe);
+  const bool rec = needs_record({&q, &k, &v});
+  if (rec) {
+    c->P = Tensor::empty({d.B * d.NH * c->plan.per_bh}, q.dtype());
+    if (c->dropout) c->keep = Tensor::empty({d.B * d.NH * c->plan.per_bh}, q.dtype());
+  }
+  AttentionResult res;
+  res.output = zeros({d.B, d.NH, d.T, d.hsv}, q.dtype());
+  const Shape dense_shape{d.B, d.NH, d.T, d.S};
+  if (opts.need_weights) res.weights = zeros(dense_shape, q.dtype());
+  Tensor scores, probs;
+  if (c->probe && c->probe->on_forward) {
+    scores = full(dense_shape, -kInf, q.dtype());
+    probs = zeros(dense_shape, q.dtype());
+  }
+  const RowMask rm = make_row_mask(mask, d);
+  dispatch_float(q.dtype(), kSdpa, [&](auto tag) {
+    using T = decltype(tag);
+    DenseOut<T> dense;
+    if (res.weights.defined()) dense.weights = res.weights.data<T>();
+    if (scores.defined()) dense.scores = scores.data<T>(), dense.probs = probs.data<T>();
+    sdpa_forward<T>(*c, rm, q.data<T>(), k.data<T>(), v.data<T>(), res.output.data<T>(), rec,
+                    dense);
+  });
+  if (scores.defined()) c->probe->on_forward(scores, probs);
+  if (rec) {
+    std::shared_ptr<const Ctx> cc = c;
+    record(kSdpa, res.output, {q, k, v},
+           [cc, qd = q.detach(), kd = k.detach(), vd = v.detach()](const Tensor& g)
+               -> std::vector<Tensor> { return sdpa_backward(*cc, qd, kd, vd, g); });
+  }
+  return res;
+}
+
+// ---- the seed form ----
+namespace {
+constexpr const char* kSeed = "attention";
+
+// (..., N, C) with 2 to 4 dims -> (B, NH, N, C): (N, C) -> (1, 1, N, C), (B, N, C) -> (B, 1, N, C).
+Tensor to_4d(const Tensor& x) {
+  if (x.dim() == 2) return x.unsqueeze(0).unsqueeze(0);
+  if (x.dim() == 3) return x.unsqueeze(1);
+  return x;
+}
+
+// The seed's mask (mask == 0 blocked), broadcastable to (..., T, S), as a 4-D-aligned tensor.
+Tensor seed_mask_4d(const Tensor& mask, const Tensor& Q, int64_t S) {
+  check_defined(mask, kSeed, "mask");
+  check_cpu(mask, kSeed, "mask");
+  Shape want(Q.shape().begin(), Q.shape().end() - 1);
+  want.push_back(S);  // (..., T, S)
+  bool ok = mask.dim() <= static_cast<int64_t>(want.size());
+  for (int64_t i = 0; ok && i < mask.dim(); ++i) {
+    const int64_t m = mask.size(mask.dim() - 1 - i), w = want[want.size() - 1 - i];
+    ok = m == 1 || m == w;
+  }
+  if (!ok)
+    throw Error(
+        fmt::format("{}: mask {} does not broadcast to (..., T, S) = {} (mask == 0 is blocked)",
+                    kSeed, shape_str(mask.shape()), shape_str(want)));
+  Tensor m = mask.detach();
+  while (m.dim() < 2) m = m.unsqueeze(0);
+  if (want.size() == 3 && m.dim() == 3) m = m.unsqueeze(1);  // (B, T, S) -> (B, 1, T, S)
+  return m;
+}
+}  // namespace
+
+// Fully masked rows give output 0 and weights 0 (the seed's masked_fill(-1e9) gave a uniform row).
+std::pair<Tensor, Tensor> attention(const Tensor& Q, const Tensor& K, const Tensor& V,
+                                    const Tensor& mask) {
+  check_float(Q, kSeed, "Q");
+  check_float(K, kSeed, "K");
+  check_float(V, kSeed, "V");
+  const std::string shapes = fmt::format("Q {}, K {}, V {}", shape_str(Q.shape()),
+                                         shape_str(K.shape()), shape_str(V.shape()));
+  const int64_t n = Q.dim();
+  if (n < 2 || n > 4 || K.dim() != n || V.dim() != n)
+    throw Error(
+        fmt::format("{}: {}: expected Q (..., T, hs), K (..., S, hs), V (..., S, hs_v) with "
+                    "the same 2 to 4 dims",
+                    kSeed, shapes));
+  for (int64_t i = 0; i < n - 2; ++i)
+    if (K.size(i) != Q.size(i) || V.size(i) != Q.size(i))
+      throw Error(fmt::format("{}: {}: leading dims differ", kSeed, shapes));
+  if (K.size(-1) != Q.size(-1))
+    throw Error(fmt::format("{}: {}: head size hs of Q ({}) and K ({}) differ", kSeed, shapes,
+                            Q.size(-1), K.size(-1)));
+  if (V.size(-2) != K.size(-2))
+    throw Error(fmt::format("{}: {}: key length S of K ({}) and V ({}) differ", kSeed, shapes,
+                            K.size(-2), V.size(-2)));
+  const int64_t S = K.size(-2);
+  AttentionMask m =
+      mask.defined() ? AttentionMask::from_seed(seed_mask_4d(mask, Q, S)) : AttentionMask();
+  SDPAOptions opts;
+  opts.need_weights = true;
+  AttentionResult r = scaled_dot_product_attention(to_4d(Q), to_4d(K), to_4d(V), m, opts);
+  Shape out_shape(Q.shape().begin(), Q.shape().end() - 1), w_shape = out_shape;
+  out_shape.push_back(V.size(-1));
+  w_shape.push_back(S);
+  return {r.output.reshape(out_shape), r.weights.reshape(w_shape)};
+}
+
+// ---- additive (Bahdanau) attention, composed from ops ----
+namespace {
+constexpr const char* kAdd = "additive_attention";
+
+void check_additive(const Tensor& q, const Tensor& k, const Tensor& values, const Tensor& W_q,
+                    const Tensor& W_k, const Tensor& v) {
+  const char* names[] = {"q", "k", "values", "W_q", "W_k", "v"};
+  const Tensor* ts[] = {&q, &k, &values, &W_q, &W_k, &v};
+  for (int i = 0; i < 6; ++i) {
+    check_float(*ts[i], kAdd, names[i]);
+    check_same_dtype(q, *ts[i], kAdd, "q", names[i]);
+  }
+  const std::string shapes =
+      fmt::format("q {}, k {}, values {}, W_q {}, W_k {}, v {}", shape_str(q.shape()),
+                  shape_str(k.shape()), shape_str(values.shape()), shape_str(W_q.shape()),
+                  shape_str(W_k.shape()), shape_str(v.shape()));
+  const char* layout =
+      "expected q (B, T, Cq), k (B, S, Ck), values (B, S, Cv), W_q (H, Cq), W_k (H, Ck), v (H)";
+  bool ok = q.dim() == 3 && k.dim() == 3 && values.dim() == 3 && W_q.dim() == 2 && W_k.dim() == 2 &&
+            v.dim() == 1;
+  ok = ok && k.size(0) == q.size(0) && values.size(0) == q.size(0) && values.size(1) == k.size(1) &&
+       W_q.size(1) == q.size(2) && W_k.size(1) == k.size(2) && W_k.size(0) == W_q.size(0) &&
+       v.size(0) == W_q.size(0);
+  if (!ok) throw Error(fmt::format("{}: {}: {}", kAdd, shapes, layout));
+}
+}  // namespace
+
+std::pair<Tensor, Tensor> additive_attention(const Tensor& q, const Tensor& k, const Tensor& values,
+                                             const Tensor& W_q, const Tensor& W_k, const Tensor& v,
+                                             const AttentionMask& mask) {
+  check_additive(q, k, values, W_q, W_k, v);
+  const int64_t B = q.size(0), T = q.size(1), S = k.size(1);
+  mask.check(kAdd, B, 1, T, S);
+  Tensor qp = linear(q, W_q).unsqueeze(2);   // (B, T, 1, H)
+  Tensor kp = linear(k, W_k).unsqueeze(1);   // (B, 1, S, H)
+  Tensor scores = matmul(tanh(qp + kp), v);  // (B, T, S)
+  if (!mask.is_none()) {
+    Tensor allowed = mask.dense_allowed(B, 1, T, S).reshape({B, T, S});
+    if (mask.errors_on_fully_masked()) {
+      const bool* a = allowed.data<bool>();
+      for (int64_t r = 0; r < B * T; ++r) {
+        bool any = false;
+        for (int64_t j = 0; j < S && !any; ++j) any = a[r * S + j];
+        if (!any)
+          throw Error(fmt::format("{}: row {} of batch {} has no allowed key (mask: {})", kAdd,
+                                  r % T, r / T, mask.name()));
+      }
+    }
+    if (mask.additive_.defined()) {  // (T, S) .. (B, 1, T, S): finite terms shift the scores
+      Tensor a = mask.additive_.to(q.dtype());
+      scores = scores + (a.dim() == 4 ? a.squeeze(1) : a);
+    }
+    scores = masked_fill(scores, logical_not(allowed), -kInf);
+  }
+  Tensor weights = softmax(scores, -1);  // all -inf rows give 0
+  return {matmul(weights, values), weights};
+}
+
+}  // namespace tg

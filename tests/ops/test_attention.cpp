@@ -1,0 +1,490 @@
+// tests/ops/test_attention.cpp — functional attention: the fused, tiled
+// scaled_dot_product_attention against a naive dense reference composed from ops (outputs and dq,
+// dk, dv) for every mask kind, the same masks given densely, gradchecks, fully masked rows,
+// weights, the probe, dropout, float32, the seed attention(), additive attention, errors and a long
+// local-window run.
+#include "helpers.hpp"
+
+#include "ops/attention.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+using namespace tg;
+
+namespace {
+const double kInf = std::numeric_limits<double>::infinity();
+
+// The naive reference: S = scale·q·kᵀ + additive, blocked -> -inf (dense_allowed), softmax (an
+// all -inf row gives 0), P·v. Returns (output, P).
+std::pair<Tensor, Tensor> reference(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const AttentionMask& m, double scale = -1) {
+  const int64_t B = q.size(0), NH = q.size(1), T = q.size(2), S = k.size(2);
+  if (scale < 0) scale = 1.0 / std::sqrt(static_cast<double>(q.size(3)));
+  Tensor s = matmul(q, k.transpose(-2, -1)) * scale;
+  if (m.additive_.defined()) s = s + m.additive_.to(q.dtype());
+  if (!m.is_none()) s = masked_fill(s, logical_not(m.dense_allowed(B, NH, T, S)), -kInf);
+  Tensor p = softmax(s, -1);
+  return {matmul(p, v), p};
+}
+
+struct Case {
+  std::string name;
+  AttentionMask mask;
+  int64_t T, S;
+};
+
+Tensor bool_tensor(const Shape& s, double p_true, uint64_t seed) {
+  manual_seed(seed);
+  return lt(rand(s, kFloat64), full({}, p_true, kFloat64));
+}
+
+// Every mask kind, for B = 2, NH = 2.
+std::vector<Case> mask_cases() {
+  using A = AttentionMask;
+  const CausalAlign BR = CausalAlign::BottomRight;
+  Tensor pad = tensor(std::vector<bool>{false, false, true, false, true, false, false, true, true,
+                                        true, false, false},
+                      {2, 6});  // TrueBlocked
+  Tensor pad_tail = tensor(std::vector<bool>{false, false, false, true, true, true, false, false,
+                                             false, false, false, true},
+                           {2, 6});
+  Tensor add = randn({5, 6}, kFloat64);
+  add.data<double>()[3] = -kInf;
+  add.data<double>()[7] = -kInf;
+  return {
+      {"none", A(), 5, 5},
+      {"none T<S", A(), 4, 7},
+      {"causal", A::causal(), 6, 6},
+      {"causal T<S", A::causal(), 4, 7},
+      {"causal T>S", A::causal(), 7, 4},
+      {"causal bottom-right T<S", A::causal(BR), 4, 7},
+      {"causal bottom-right T>S", A::causal(BR), 7, 4},
+      {"local(1,1)", A::local(1, 1), 6, 6},
+      {"local(0,0)", A::local(0, 0), 6, 6},
+      {"local(2,0)", A::local(2, 0), 6, 6},
+      {"local(0,2)", A::local(0, 2), 6, 6},
+      {"local(10,10) = full", A::local(10, 10), 6, 6},
+      {"local(1,1) bottom-right T<S", A::local(1, 1, BR), 4, 7},
+      {"causal & local(2,5)", A::causal() & A::local(2, 5), 6, 6},
+      {"blocked(2)", A::blocked(2), 6, 6},
+      {"blocked(4) not dividing", A::blocked(4), 6, 6},
+      {"blocked(2) look_back 1", A::blocked(2, {1, 0, false}), 6, 6},
+      {"blocked(3) look_back 1 causal", A::blocked(3, {1, 0, true}), 7, 7},
+      {"blocked(2) look_ahead 1", A::blocked(2, {0, 1, false}), 5, 5},
+      {"key_padding", A::key_padding(pad, MaskPolarity::TrueBlocked), 5, 6},
+      {"key_lengths", A::key_lengths(tensor(std::vector<int64_t>{3, 6})), 5, 6},
+      {"padding + window: fully masked rows",
+       A::local(1, 0) & A::key_padding(pad_tail, MaskPolarity::TrueBlocked), 6, 6},
+      {"bool TrueAllowed (T,S)",
+       A::from_bool(bool_tensor({5, 6}, 0.6, 3), MaskPolarity::TrueAllowed), 5, 6},
+      {"bool TrueBlocked (B,1,T,S)",
+       A::from_bool(bool_tensor({2, 1, 5, 6}, 0.4, 4), MaskPolarity::TrueBlocked), 5, 6},
+      {"additive (T,S)", A::additive(add), 5, 6},
+      {"additive (B,NH,T,S) & causal", A::additive(randn({2, 2, 5, 5}, kFloat64)) & A::causal(), 5,
+       5},
+      {"T = 1", A::causal(BR), 1, 5},
+      {"T = 1, local", A::local(1, 0, BR), 1, 5},
+  };
+}
+
+struct Run {
+  Tensor out, dq, dk, dv;
+};
+Run run_sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionMask& m,
+             const Tensor& dO) {
+  Tensor out = scaled_dot_product_attention(q, k, v, m).output;
+  std::vector<Tensor> g = tg::grad({out}, {q, k, v}, {dO});
+  return {out, g[0], g[1], g[2]};
+}
+Run run_reference(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionMask& m,
+                  const Tensor& dO) {
+  Tensor out = reference(q, k, v, m).first;
+  std::vector<Tensor> g = tg::grad({out}, {q, k, v}, {dO});
+  return {out, g[0], g[1], g[2]};
+}
+void require_runs_close(const Run& a, const Run& b, double tol, const std::string& what) {
+  tgt::require_close(a.out, b.out, tol, 0, what + ": output");
+  tgt::require_close(a.dq, b.dq, tol, 0, what + ": dq");
+  tgt::require_close(a.dk, b.dk, tol, 0, what + ": dk");
+  tgt::require_close(a.dv, b.dv, tol, 0, what + ": dv");
+}
+bool all_finite(const Tensor& t) {
+  for (double x : t.to_vector<double>())
+    if (!std::isfinite(x)) return false;
+  return true;
+}
+}  // namespace
+
+TEST_CASE("SDPA matches the dense reference for every mask kind, values and gradients",
+          "[attention]") {
+  manual_seed(101);
+  for (const Case& c : mask_cases()) {
+    Tensor q = tgt::leaf({2, 2, c.T, 3}), k = tgt::leaf({2, 2, c.S, 3}),
+           v = tgt::leaf({2, 2, c.S, 4});
+    Tensor dO = randn({2, 2, c.T, 4}, kFloat64);
+    Run fast = run_sdpa(q, k, v, c.mask, dO);
+    require_runs_close(fast, run_reference(q, k, v, c.mask, dO), 1e-10, c.name);
+    REQUIRE(all_finite(fast.dq));
+    // The same mask given densely (bool, plus the additive part) takes the full-range path.
+    AttentionMask dense =
+        AttentionMask::from_bool(c.mask.dense_allowed(2, 2, c.T, c.S), MaskPolarity::TrueAllowed);
+    if (c.mask.additive_.defined()) dense = dense & AttentionMask::additive(c.mask.additive_);
+    require_runs_close(run_sdpa(q, k, v, dense, dO), fast, 1e-10, c.name + " dense vs fast");
+  }
+}
+
+TEST_CASE("SDPA over several row tiles (T > 64) matches the reference", "[attention]") {
+  manual_seed(102);
+  using A = AttentionMask;
+  for (const Case& c :
+       {Case{"local(5,3)", A::local(5, 3), 150, 150}, Case{"causal", A::causal(), 130, 130},
+        Case{"blocked(32) look_back 1 causal", A::blocked(32, {1, 0, true}), 140, 140},
+        Case{"local(4,0) bottom-right T<S", A::local(4, 0, CausalAlign::BottomRight), 100, 170},
+        Case{"none", A(), 70, 90}}) {
+    Tensor q = tgt::leaf({1, 2, c.T, 4}), k = tgt::leaf({1, 2, c.S, 4}),
+           v = tgt::leaf({1, 2, c.S, 3});
+    Tensor dO = randn({1, 2, c.T, 3}, kFloat64);
+    require_runs_close(run_sdpa(q, k, v, c.mask, dO), run_reference(q, k, v, c.mask, dO), 1e-10,
+                       c.name);
+  }
+}
+
+TEST_CASE("SDPA gradcheck w.r.t. q, k, v for every mask kind", "[attention]") {
+  manual_seed(103);
+  for (const Case& c : mask_cases()) {
+    Tensor q = tgt::leaf({2, 2, c.T, 3}), k = tgt::leaf({2, 2, c.S, 3}),
+           v = tgt::leaf({2, 2, c.S, 2});
+    AttentionMask m = c.mask;
+    tgt::check_grad(
+        [m](const std::vector<Tensor>& in) {
+          return scaled_dot_product_attention(in[0], in[1], in[2], m).output;
+        },
+        {q, k, v}, "sdpa " + c.name);
+  }
+  // An explicit scale, and B = NH = 1.
+  Tensor q = tgt::leaf({1, 1, 3, 2}), k = tgt::leaf({1, 1, 4, 2}), v = tgt::leaf({1, 1, 4, 3});
+  SDPAOptions o;
+  o.scale = 0.7;
+  tgt::check_grad(
+      [o](const std::vector<Tensor>& in) {
+        return scaled_dot_product_attention(in[0], in[1], in[2], AttentionMask::causal(), o).output;
+      },
+      {q, k, v}, "sdpa scale 0.7");
+  Tensor out = scaled_dot_product_attention(q, k, v, {}, o).output;
+  tgt::require_close(out, reference(q, k, v, {}, 0.7).first, 1e-12, 0, "scale 0.7");
+}
+
+TEST_CASE("fully masked rows give output 0 and zero gradients, or the error", "[attention]") {
+  manual_seed(104);
+  Tensor pad = tensor(std::vector<bool>{false, false, false, true, true, true}, {1, 6});
+  AttentionMask m =
+      AttentionMask::local(1, 0) & AttentionMask::key_padding(pad, MaskPolarity::TrueBlocked);
+  Tensor q = tgt::leaf({1, 1, 6, 3}), k = tgt::leaf({1, 1, 6, 3}), v = tgt::leaf({1, 1, 6, 2});
+  for (bool weights : {false, true}) {
+    SDPAOptions o;
+    o.need_weights = weights;
+    AttentionResult r = scaled_dot_product_attention(q, k, v, m, o);
+    std::vector<double> out = r.output.to_vector<double>();
+    for (int j = 8; j < 12; ++j) REQUIRE(out[j] == 0.0);  // rows 4, 5
+    REQUIRE(out[0] != 0.0);
+    std::vector<Tensor> g = tg::grad({r.output}, {q, k, v}, {ones({1, 1, 6, 2}, kFloat64)});
+    for (const Tensor& t : g) REQUIRE(all_finite(t));
+    std::vector<double> dq = g[0].to_vector<double>();
+    for (int j = 12; j < 18; ++j) REQUIRE(dq[j] == 0.0);
+    // Keys 3..5 are padding: they get no gradient at all.
+    std::vector<double> dk = g[1].to_vector<double>(), dv = g[2].to_vector<double>();
+    for (int j = 9; j < 18; ++j) REQUIRE(dk[j] == 0.0);
+    for (int j = 6; j < 12; ++j) REQUIRE(dv[j] == 0.0);
+    if (weights) {
+      REQUIRE(all_finite(r.weights));
+      std::vector<double> w = r.weights.to_vector<double>();
+      for (int j = 24; j < 36; ++j) REQUIRE(w[j] == 0.0);
+    }
+  }
+  AttentionMask strict = m;
+  strict.error_on_fully_masked();
+  REQUIRE_ERROR(scaled_dot_product_attention(q, k, v, strict),
+                "scaled_dot_product_attention: row 4 of batch 0, head 0 has no allowed key (mask: "
+                "local(1,0) & key_padding(1,6))");
+  // A structurally empty tile (causal bottom-right, T > S) names its first row.
+  Tensor q2 = randn({2, 1, 5, 3}, kFloat64), k2 = randn({2, 1, 3, 3}, kFloat64);
+  AttentionMask br = AttentionMask::causal(CausalAlign::BottomRight);
+  REQUIRE(scaled_dot_product_attention(q2, k2, k2, br).output.to_vector<double>()[0] == 0.0);
+  br.error_on_fully_masked();
+  REQUIRE_ERROR(scaled_dot_product_attention(q2, k2, k2, br),
+                "row 0 of batch 0, head 0 has no allowed key (mask: causal(bottom-right))");
+  // Batch and head are named: lengths (3, 0) leave batch 1 without keys.
+  AttentionMask len = AttentionMask::key_lengths(tensor(std::vector<int64_t>{3, 0}));
+  len.error_on_fully_masked();
+  REQUIRE_ERROR(scaled_dot_product_attention(q2, k2, k2, len),
+                "row 0 of batch 1, head 0 has no allowed key");
+}
+
+TEST_CASE("need_weights returns P; the probe sees S, P, dP and dS", "[attention]") {
+  manual_seed(105);
+  AttentionMask m =
+      AttentionMask::local(1, 0) & AttentionMask::key_lengths(tensor(std::vector<int64_t>{4, 2}));
+  Tensor q = tgt::leaf({2, 2, 5, 3}), k = tgt::leaf({2, 2, 5, 3}), v = tgt::leaf({2, 2, 5, 4});
+  Tensor S, P, dP, dS;
+  AttentionProbe probe;
+  probe.on_forward = [&](const Tensor& s, const Tensor& p) { S = s, P = p; };
+  probe.on_backward = [&](const Tensor& dp, const Tensor& ds) { dP = dp, dS = ds; };
+  SDPAOptions o;
+  o.need_weights = true;
+  o.probe = &probe;
+  AttentionResult r = scaled_dot_product_attention(q, k, v, m, o);
+  auto [ref_out, ref_p] = reference(q, k, v, m);
+  tgt::require_close(r.weights, ref_p, 1e-12, 0, "weights");
+  tgt::require_close(P, ref_p, 1e-12, 0, "probe P");
+  REQUIRE_FALSE(r.weights.requires_grad());
+  // Rows sum to 1, or 0 for the fully masked rows (batch 1, rows 3 and 4 with lengths 2).
+  std::vector<double> rs = sum(r.weights, {-1}).to_vector<double>();
+  for (size_t i = 0; i < rs.size(); ++i) {
+    const bool empty = i >= 10 && i % 5 >= 3;
+    REQUIRE(rs[i] == Approx(empty ? 0.0 : 1.0).margin(1e-12));
+  }
+  // Scores: scale·qkᵀ where allowed, -inf elsewhere.
+  Tensor allowed = m.dense_allowed(2, 2, 5, 5);
+  Tensor s_ref =
+      masked_fill(matmul(q, k.transpose(-2, -1)) / std::sqrt(3.0), logical_not(allowed), -kInf);
+  Tensor blocked = logical_not(allowed);
+  tgt::require_close(masked_fill(S, blocked, 0.0), masked_fill(s_ref, blocked, 0.0), 1e-12, 0,
+                     "probe S");
+  std::vector<double> sv = S.to_vector<double>();
+  std::vector<bool> bv = blocked.to_vector<bool>();
+  for (size_t i = 0; i < sv.size(); ++i) REQUIRE((sv[i] == -kInf) == bv[i]);
+  REQUIRE(dP.defined() == false);
+  Tensor dO = randn({2, 2, 5, 4}, kFloat64);
+  r.output.backward(dO);
+  // dP = dO·vᵀ where allowed, 0 elsewhere; dS = P ⊙ (dP − rowsum(dP ⊙ P)).
+  Tensor dP_ref = masked_fill(matmul(dO, v.detach().transpose(-2, -1)), logical_not(allowed), 0.0);
+  tgt::require_close(dP, dP_ref, 1e-12, 0, "probe dP");
+  tgt::require_close(dS, P * (dP - sum(dP * P, {-1}, true)), 1e-12, 0, "probe dS");
+}
+
+TEST_CASE("SDPA dropout: seeded, p = 0 and eval are exact no-ops, gradcheck", "[attention]") {
+  manual_seed(106);
+  Tensor q = tgt::leaf({2, 1, 6, 3}), k = tgt::leaf({2, 1, 6, 3}), v = tgt::leaf({2, 1, 6, 2});
+  SDPAOptions o;
+  o.dropout_p = 0.4;
+  o.need_weights = true;
+  manual_seed(9);
+  AttentionResult a = scaled_dot_product_attention(q, k, v, AttentionMask::causal(), o);
+  manual_seed(9);
+  AttentionResult b = scaled_dot_product_attention(q, k, v, AttentionMask::causal(), o);
+  REQUIRE(a.output.to_vector<double>() == b.output.to_vector<double>());
+  // The weights are P after dropout: 0 or P/(1-p), and they are what multiplies v.
+  Tensor p = reference(q, k, v, AttentionMask::causal()).second;
+  std::vector<double> w = a.weights.to_vector<double>(), pv = p.to_vector<double>();
+  int64_t dropped = 0;
+  for (size_t i = 0; i < w.size(); ++i) {
+    REQUIRE((w[i] == 0.0 || std::fabs(w[i] - pv[i] / 0.6) < 1e-12));
+    dropped += pv[i] > 0 && w[i] == 0.0;
+  }
+  REQUIRE(dropped > 0);
+  tgt::require_close(a.output, matmul(a.weights, v.detach()), 1e-12, 0, "output = weights·v");
+  // p = 0 and eval mode are exactly no dropout.
+  Tensor plain = scaled_dot_product_attention(q, k, v, AttentionMask::causal()).output;
+  SDPAOptions zero;
+  zero.dropout_p = 0.0;
+  REQUIRE(scaled_dot_product_attention(q, k, v, AttentionMask::causal(), zero)
+              .output.to_vector<double>() == plain.to_vector<double>());
+  SDPAOptions eval = o;
+  eval.training = false;
+  REQUIRE(scaled_dot_product_attention(q, k, v, AttentionMask::causal(), eval)
+              .output.to_vector<double>() == plain.to_vector<double>());
+  for (const AttentionMask& m : {AttentionMask::causal(), AttentionMask::local(1, 1)}) {
+    tgt::check_grad(
+        [m](const std::vector<Tensor>& in) {
+          manual_seed(77);  // every evaluation draws the same mask
+          SDPAOptions d;
+          d.dropout_p = 0.3;
+          return scaled_dot_product_attention(in[0], in[1], in[2], m, d).output;
+        },
+        {q, k, v}, "sdpa dropout " + m.name());
+  }
+}
+
+TEST_CASE("SDPA float32 agrees with float64", "[attention]") {
+  manual_seed(107);
+  for (const AttentionMask& m :
+       {AttentionMask(), AttentionMask::causal(), AttentionMask::local(3, 1)}) {
+    Tensor q = randn({2, 2, 70, 8}, kFloat64), k = randn({2, 2, 70, 8}, kFloat64),
+           v = randn({2, 2, 70, 5}, kFloat64);
+    Tensor dO = randn({2, 2, 70, 5}, kFloat64);
+    Tensor q32 = q.to(kFloat32).requires_grad_(), k32 = k.to(kFloat32).requires_grad_(),
+           v32 = v.to(kFloat32).requires_grad_();
+    q.requires_grad_(), k.requires_grad_(), v.requires_grad_();
+    Run r64 = run_sdpa(q, k, v, m, dO), r32 = run_sdpa(q32, k32, v32, m, dO.to(kFloat32));
+    REQUIRE(r32.out.dtype() == kFloat32);
+    REQUIRE(r32.dq.dtype() == kFloat32);
+    tgt::require_close(r32.out, r64.out, 1e-5, 1e-4, "float32 out " + m.name());
+    tgt::require_close(r32.dq, r64.dq, 1e-5, 1e-4, "float32 dq " + m.name());
+    tgt::require_close(r32.dk, r64.dk, 1e-5, 1e-4, "float32 dk " + m.name());
+    tgt::require_close(r32.dv, r64.dv, 1e-5, 1e-4, "float32 dv " + m.name());
+  }
+}
+
+TEST_CASE("SDPA errors name every shape", "[attention]") {
+  Tensor q = zeros({2, 2, 4, 3}, kFloat64), k = zeros({2, 2, 5, 3}, kFloat64),
+         v = zeros({2, 2, 5, 6}, kFloat64);
+  using A = AttentionMask;
+  REQUIRE_ERROR(scaled_dot_product_attention(zeros({2, 4, 3}, kFloat64), k, v),
+                "scaled_dot_product_attention: q (2,4,3), k (2,2,5,3), v (2,2,5,6): expected 4-D q "
+                "(B, NH, T, hs)");
+  REQUIRE_ERROR(scaled_dot_product_attention(q, zeros({2, 1, 5, 3}, kFloat64), v),
+                "q (2,2,4,3), k (2,1,5,3), v (2,2,5,6): batch and head dims (B, NH) differ");
+  REQUIRE_ERROR(scaled_dot_product_attention(q, zeros({2, 2, 5, 4}, kFloat64), v),
+                "head size hs of q (3) and k (4) differ");
+  REQUIRE_ERROR(scaled_dot_product_attention(q, k, zeros({2, 2, 6, 6}, kFloat64)),
+                "v (2,2,6,6): key length S of k (5) and v (6) differ");
+  REQUIRE_ERROR(scaled_dot_product_attention(q, k.to(kFloat32), v),
+                "scaled_dot_product_attention: q (2,2,4,3) is float64 but k (2,2,5,3) is float32");
+  REQUIRE_ERROR(scaled_dot_product_attention(q, k, v.to(kInt64)),
+                "v (2,2,5,6) has dtype int64, expected float32 or float64");
+  REQUIRE_ERROR(scaled_dot_product_attention(
+                    q, k, v, A::key_padding(zeros({2, 4}, kBool), MaskPolarity::TrueBlocked)),
+                "scaled_dot_product_attention: key_padding_mask (2,4) must be (B, S) = (2, 5)");
+  REQUIRE_ERROR(scaled_dot_product_attention(
+                    q, k, v, A::from_bool(zeros({4, 4}, kBool), MaskPolarity::TrueBlocked)),
+                "bool mask (4,4) does not broadcast to (B, NH, T, S) = (2,2,4,5)");
+  SDPAOptions o;
+  o.dropout_p = 1.0;
+  REQUIRE_ERROR(scaled_dot_product_attention(q, k, v, {}, o), "dropout_p must be in [0, 1), got 1");
+  o.dropout_p = 0;
+  o.scale = kInf;
+  REQUIRE_ERROR(scaled_dot_product_attention(q, k, v, {}, o), "scale must be finite, got inf");
+  // Empty sizes are fine: S = 0 makes every row fully masked.
+  Tensor out =
+      scaled_dot_product_attention(q, zeros({2, 2, 0, 3}, kFloat64), zeros({2, 2, 0, 6}, kFloat64))
+          .output;
+  REQUIRE(out.shape() == Shape{2, 2, 4, 6});
+  REQUIRE(sum(abs(out)).item<double>() == 0.0);
+}
+
+TEST_CASE("seed attention(Q, K, V, mask): 2-D to 4-D, mask == 0 blocked", "[attention]") {
+  manual_seed(108);
+  // 2-D with a 0/1 float tril mask (T, S).
+  Tensor Q = tgt::leaf({4, 3}), K = tgt::leaf({5, 3}), V = tgt::leaf({5, 2});
+  Tensor tril = tensor(
+      std::vector<double>{1, 0, 0, 0, 0, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0, 1, 1, 1, 1, 0}, {4, 5});
+  auto [out, w] = attention(Q, K, V, tril);
+  REQUIRE(out.shape() == Shape{4, 2});
+  REQUIRE(w.shape() == Shape{4, 5});
+  Tensor s = masked_fill(matmul(Q, K.transpose(0, 1)) / std::sqrt(3.0),
+                         eq(tril, zeros({}, kFloat64)), -kInf);
+  Tensor p = softmax(s, -1);
+  tgt::require_close(w, p, 1e-12, 0, "2-D weights");
+  tgt::require_close(out, matmul(p, V), 1e-12, 0, "2-D output");
+  REQUIRE(w.to_vector<double>()[0] == Approx(1.0));  // row 0 sees key 0 only
+  tgt::check_grad(
+      [tril](const std::vector<Tensor>& in) { return attention(in[0], in[1], in[2], tril).first; },
+      {Q, K, V}, "attention 2-D");
+  // 3-D (B, T, hs) with a (B, T, S) int mask, and a 1-D (S) mask.
+  Tensor Q3 = tgt::leaf({2, 4, 3}), K3 = tgt::leaf({2, 5, 3}), V3 = tgt::leaf({2, 5, 2});
+  Tensor m3 = bool_tensor({2, 4, 5}, 0.7, 8).to(kInt64);
+  auto [o3, w3] = attention(Q3, K3, V3, m3);
+  REQUIRE(o3.shape() == Shape{2, 4, 2});
+  Tensor a3 =
+      AttentionMask::from_seed(m3.unsqueeze(1)).dense_allowed(2, 1, 4, 5).reshape({2, 4, 5});
+  Tensor p3 = softmax(
+      masked_fill(matmul(Q3, K3.transpose(1, 2)) / std::sqrt(3.0), logical_not(a3), -kInf), -1);
+  tgt::require_close(w3, p3, 1e-12, 0, "3-D weights");
+  tgt::require_close(o3, matmul(p3, V3), 1e-12, 0, "3-D output");
+  tgt::check_grad(
+      [m3](const std::vector<Tensor>& in) { return attention(in[0], in[1], in[2], m3).first; },
+      {Q3, K3, V3}, "attention 3-D");
+  Tensor keys = tensor(std::vector<double>{1, 1, 0, 1, 0});
+  tgt::require_close(attention(Q3, K3, V3, keys).second.sum({-1}), std::vector<double>(8, 1.0),
+                     1e-12, 0);
+  REQUIRE(attention(Q3, K3, V3, keys).second.to_vector<double>()[2] == 0.0);
+  // 4-D without a mask equals SDPA.
+  Tensor Q4 = tgt::leaf({2, 2, 3, 4}), K4 = tgt::leaf({2, 2, 3, 4}), V4 = tgt::leaf({2, 2, 3, 4});
+  tgt::require_close(attention(Q4, K4, V4).first, reference(Q4, K4, V4, {}).first, 1e-12, 0, "4-D");
+  REQUIRE_ERROR(attention(Q3, K, V),
+                "attention: Q (2,4,3), K (5,3), V (5,2): expected Q (..., T, hs)");
+  REQUIRE_ERROR(attention(Q3, K3, tgt::leaf({2, 4, 2})), "key length S of K (5) and V (4) differ");
+  REQUIRE_ERROR(attention(Q3, K3, V3, ones({3, 4, 5}, kFloat64)),
+                "attention: mask (3,4,5) does not broadcast to (..., T, S) = (2,4,5)");
+  REQUIRE_ERROR(attention(tgt::leaf({3}), tgt::leaf({3}), tgt::leaf({3})), "the same 2 to 4 dims");
+}
+
+TEST_CASE("additive attention: values, masks, gradcheck, errors", "[attention]") {
+  manual_seed(109);
+  const int64_t B = 2, T = 3, S = 4, Cq = 3, Ck = 2, Cv = 2, H = 3;
+  Tensor q = tgt::leaf({B, T, Cq}), k = tgt::leaf({B, S, Ck}), values = tgt::leaf({B, S, Cv});
+  Tensor Wq = tgt::leaf({H, Cq}), Wk = tgt::leaf({H, Ck}), v = tgt::leaf({H});
+  Tensor pad =
+      tensor(std::vector<bool>{false, false, false, true, true, false, false, true}, {2, 4});
+  AttentionMask m =
+      AttentionMask::causal() & AttentionMask::key_padding(pad, MaskPolarity::TrueBlocked);
+  auto [out, w] = additive_attention(q, k, values, Wq, Wk, v, m);
+  REQUIRE(out.shape() == Shape{B, T, Cv});
+  REQUIRE(w.shape() == Shape{B, T, S});
+  // Hand loops: score(b, i, j) = Σ_h v_h tanh((W_q q_i)_h + (W_k k_j)_h) over allowed keys.
+  auto qd = q.to_vector<double>(), kd = k.to_vector<double>(), vd = values.to_vector<double>();
+  auto wq = Wq.to_vector<double>(), wk = Wk.to_vector<double>(), vv = v.to_vector<double>();
+  std::vector<double> want_w, want_o;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < T; ++i) {
+      std::vector<double> e(S, 0.0);
+      double z = 0;
+      for (int64_t j = 0; j < S; ++j) {
+        if (!m.allowed(b, 0, i, j, T, S)) continue;
+        double sc = 0;
+        for (int64_t h = 0; h < H; ++h) {
+          double a = 0;
+          for (int64_t c = 0; c < Cq; ++c) a += wq[h * Cq + c] * qd[(b * T + i) * Cq + c];
+          for (int64_t c = 0; c < Ck; ++c) a += wk[h * Ck + c] * kd[(b * S + j) * Ck + c];
+          sc += vv[h] * std::tanh(a);
+        }
+        e[j] = std::exp(sc);
+        z += e[j];
+      }
+      for (int64_t j = 0; j < S; ++j) want_w.push_back(z > 0 ? e[j] / z : 0.0);
+      for (int64_t c = 0; c < Cv; ++c) {
+        double o = 0;
+        for (int64_t j = 0; j < S; ++j) o += (z > 0 ? e[j] / z : 0.0) * vd[(b * S + j) * Cv + c];
+        want_o.push_back(o);
+      }
+    }
+  tgt::require_close(w, want_w, 1e-12, 1e-12, "additive weights");
+  tgt::require_close(out, want_o, 1e-12, 1e-12, "additive output");
+  REQUIRE(w.to_vector<double>()[12] == 0.0);  // batch 1, row 0: key 0 is padding -> fully masked
+  for (const AttentionMask& mm : {m, AttentionMask(), AttentionMask::local(1, 0)}) {
+    tgt::check_grad(
+        [mm](const std::vector<Tensor>& in) {
+          return additive_attention(in[0], in[1], in[2], in[3], in[4], in[5], mm).first;
+        },
+        {q, k, values, Wq, Wk, v}, "additive_attention " + mm.name());
+  }
+  AttentionMask strict = m;
+  strict.error_on_fully_masked();
+  REQUIRE_ERROR(additive_attention(q, k, values, Wq, Wk, v, strict),
+                "additive_attention: row 0 of batch 1 has no allowed key");
+  REQUIRE_ERROR(
+      additive_attention(q, k, values, Wk, Wk, v),
+      "additive_attention: q (2,3,3), k (2,4,2), values (2,4,2), W_q (3,2), W_k (3,2), v (3): "
+      "expected q (B, T, Cq)");
+  REQUIRE_ERROR(
+      additive_attention(q, k, values, Wq, Wk, v,
+                         AttentionMask::key_lengths(tensor(std::vector<int64_t>{1, 2, 3}))),
+      "additive_attention: key lengths (3) must be (B) = (2)");
+}
+
+TEST_CASE("a long local window runs in O(T·W): T = 4096, local(8, 0), float32", "[attention]") {
+  manual_seed(110);
+  const int64_t T = 4096;
+  Tensor q = randn({1, 1, T, 16}).requires_grad_(), k = randn({1, 1, T, 16}).requires_grad_(),
+         v = randn({1, 1, T, 16}).requires_grad_();
+  const auto t0 = std::chrono::steady_clock::now();
+  Tensor out = scaled_dot_product_attention(q, k, v, AttentionMask::local(8, 0)).output;
+  out.sum().backward();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  REQUIRE(out.shape() == Shape{1, 1, T, 16});
+  REQUIRE(q.grad().shape() == Shape{1, 1, T, 16});
+  REQUIRE(all_finite(k.grad()));
+  REQUIRE(secs < 1.0);
+}
