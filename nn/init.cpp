@@ -23,7 +23,8 @@ void fill(Tensor& t, const char* op, F value) {
 
 std::pair<int64_t, int64_t> fan_in_and_out(const Tensor& w) {
   if (w.dim() < 2)
-    throw Error(fmt::format("init: fan in and fan out need at least 2 dims, got {}", shape_str(w.shape())));
+    throw Error(
+        fmt::format("init: fan in and fan out need at least 2 dims, got {}", shape_str(w.shape())));
   int64_t receptive = 1;
   for (int64_t d = 2; d < w.dim(); ++d) receptive *= w.size(d);
   return {w.size(1) * receptive, w.size(0) * receptive};
@@ -36,7 +37,9 @@ void normal_(Tensor& t, double mean, double std) {
   Generator& g = default_generator();
   fill(t, "normal_", [&] { return mean + std * g.normal(); });
 }
-void constant_(Tensor& t, double v) { fill(t, "constant_", [v] { return v; }); }
+void constant_(Tensor& t, double v) {
+  fill(t, "constant_", [v] { return v; });
+}
 void zeros_(Tensor& t) { constant_(t, 0); }
 void ones_(Tensor& t) { constant_(t, 1); }
 void xavier_uniform_(Tensor& t, double gain) {

@@ -1,14 +1,49 @@
-// tests/nn/test_optim.cpp — SGD's update rule and the initialisers' ranges.
+// tests/nn/test_optim.cpp — SGD, Adam and AdamW against PyTorch 1.13 (fixtures from
+// tools/make_nn_fixtures.py), parameter groups, optimizer state dicts, option checks and the
+// initialisers' ranges.
 #include "helpers.hpp"
 
+#include "autograd/io.hpp"
 #include "nn/init.hpp"
+#include "nn/layers.hpp"
 #include "nn/optim.hpp"
+
+#include <functional>
+#include <memory>
 
 using namespace tg;
 
-TEST_CASE("SGD with momentum and weight decay follows PyTorch's rule") {
+namespace {
+Tensor fixture(const std::string& name) {
+  return load_npy(std::string(TG_FIXTURES) + "/nn_" + name + ".npy");
+}
+
+// Runs 5 steps on loss = sum((X·Wᵀ + b - Y)²) and compares losses and final W, b with PyTorch.
+void check_against_torch(
+    const std::string& name,
+    const std::function<std::unique_ptr<nn::Optimizer>(Tensor W, Tensor b)>& make) {
+  Tensor W = fixture("problem_W").clone().requires_grad_(),
+         b = fixture("problem_b").clone().requires_grad_();
+  Tensor X = fixture("problem_X"), Y = fixture("problem_Y");
+  auto opt = make(W, b);
+  std::vector<double> losses;
+  for (int i = 0; i < 5; ++i) {
+    opt->zero_grad();
+    Tensor r = linear(X, W, b) - Y;
+    Tensor loss = (r * r).sum();
+    losses.push_back(loss.item<double>());
+    loss.backward();
+    opt->step();
+  }
+  tgt::require_close(tensor(losses), fixture(name + "_loss"), 1e-12, 1e-12, name + " losses");
+  tgt::require_close(W.detach(), fixture(name + "_W"), 1e-13, 1e-12, name + " W");
+  tgt::require_close(b.detach(), fixture(name + "_b"), 1e-13, 1e-12, name + " b");
+}
+}  // namespace
+
+TEST_CASE("SGD with momentum and weight decay follows PyTorch's rule", "[optim]") {
   Tensor p = tensor(std::vector<double>{1.0, -2.0}).requires_grad_();
-  nn::SGD opt({p}, {/*lr=*/0.1, /*momentum=*/0.9, /*weight_decay=*/0.01});
+  nn::SGD opt({p}, {/*lr=*/0.1, /*momentum=*/0.9, /*dampening=*/0, /*weight_decay=*/0.01});
   // step 1: g = 2p + 0.01p; b = g; p -= 0.1 b
   (p * p).sum().backward();
   opt.step();
@@ -21,10 +56,137 @@ TEST_CASE("SGD with momentum and weight decay follows PyTorch's rule") {
   opt.step();
   double b2a = 0.9 * g1a + (2 * p1a + 0.01 * p1a), b2b = 0.9 * g1b + (2 * p1b + 0.01 * p1b);
   tgt::require_close(p.detach(), std::vector<double>{p1a - 0.1 * b2a, p1b - 0.1 * b2b}, 1e-12, 0);
-  REQUIRE_ERROR(nn::SGD({ones({2})}, {}), "SGD: parameter 0 must be a leaf tensor that requires grad");
+  REQUIRE_ERROR(nn::SGD({ones({2})}, {}),
+                "SGD: parameter 0 of group 0 must be a leaf tensor that requires grad");
 }
 
-TEST_CASE("initialisers draw within PyTorch's bounds") {
+TEST_CASE("optimizers match PyTorch 1.13 over 5 steps", "[optim]") {
+  using P = std::unique_ptr<nn::Optimizer>;
+  check_against_torch("sgd", [](Tensor W, Tensor b) -> P {
+    nn::SGDOptions o{0.01, 0.9, 0, 0.1, /*nesterov=*/true};
+    return std::make_unique<nn::SGD>(std::vector<Tensor>{W, b}, o);
+  });
+  check_against_torch("sgd_damp", [](Tensor W, Tensor b) -> P {
+    return std::make_unique<nn::SGD>(std::vector<Tensor>{W, b},
+                                     nn::SGDOptions{0.01, 0.8, 0.3, 0.05});
+  });
+  check_against_torch("adam", [](Tensor W, Tensor b) -> P {
+    return std::make_unique<nn::Adam>(std::vector<Tensor>{W, b},
+                                      nn::AdamOptions{0.05, 0.8, 0.95, 1e-8, 0.1});
+  });
+  check_against_torch("adam_amsgrad", [](Tensor W, Tensor b) -> P {
+    nn::AdamOptions o;
+    o.lr = 0.05;
+    o.amsgrad = true;
+    return std::make_unique<nn::Adam>(std::vector<Tensor>{W, b}, o);
+  });
+  check_against_torch("adamw", [](Tensor W, Tensor b) -> P {
+    return std::make_unique<nn::AdamW>(std::vector<Tensor>{W, b}, nn::AdamWOptions(0.05));
+  });
+  check_against_torch("adamw_groups", [](Tensor W, Tensor b) -> P {
+    nn::AdamWOptions o(0.05);
+    o.weight_decay = 0.1;
+    o.amsgrad = true;
+    return std::make_unique<nn::AdamW>(
+        std::vector<nn::ParamGroup>{nn::ParamGroup({W}),
+                                    nn::ParamGroup({b}, {{"weight_decay", 0.0}, {"lr", 0.02}})},
+        o);
+  });
+}
+
+TEST_CASE("parameter groups: no weight decay on biases and LayerNorm", "[optim]") {
+  manual_seed(1);
+  auto model =
+      std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::TensorModule>>{
+          std::make_shared<nn::Linear>(4, 8), std::make_shared<nn::LayerNorm>(8),
+          std::make_shared<nn::Linear>(8, 2)});
+  std::vector<Tensor> decay, no_decay;
+  for (auto& [name, p] : model->named_parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
+  REQUIRE(decay.size() == 2);
+  REQUIRE(no_decay.size() == 4);  // 0.bias, 1.weight, 1.bias, 2.bias
+  nn::AdamW opt({nn::ParamGroup(decay), nn::ParamGroup(no_decay, {{"weight_decay", 0.0}})},
+                nn::AdamWOptions(1e-2));
+  REQUIRE(opt.param_groups()[0].get("weight_decay") == 1e-2);
+  REQUIRE(opt.param_groups()[1].get("weight_decay") == 0.0);
+  REQUIRE(opt.param_groups()[1].lr() == 1e-2);
+  // A parameter without gradient is untouched; weight decay alone moves the decayed group.
+  Tensor ln_w = model->named_parameters()[2].second;
+  std::vector<double> before = ln_w.to_vector<double>();
+  Tensor w0 = decay[0].detach().clone();
+  for (Tensor& p : decay) p.set_grad(zeros_like(p.detach()));
+  opt.step();
+  REQUIRE(ln_w.to_vector<double>() == before);
+  tgt::require_close(decay[0].detach(), (w0 * (1 - 1e-2 * 1e-2)).to_vector<double>(), 1e-7, 1e-6);
+  REQUIRE_ERROR(nn::AdamW({nn::ParamGroup(decay), nn::ParamGroup({decay[0]})}),
+                "AdamW: parameter 0 of group 1 (8,4) appears in more than one place");
+  REQUIRE_ERROR(nn::AdamW({nn::ParamGroup(decay, {{"betas", 0.9}})}),
+                "AdamW: unknown option \"betas\"");
+}
+
+TEST_CASE("optimizer state_dict round trip resumes identically", "[optim]") {
+  auto run = [](nn::Adam& opt, Tensor& W, Tensor& b, int steps) {
+    Tensor X = fixture("problem_X"), Y = fixture("problem_Y");
+    for (int i = 0; i < steps; ++i) {
+      opt.zero_grad();
+      Tensor r = linear(X, W, b) - Y;
+      (r * r).sum().backward();
+      opt.step();
+    }
+  };
+  nn::AdamOptions o;
+  o.lr = 0.05;
+  o.amsgrad = true;
+  Tensor W = fixture("problem_W").clone().requires_grad_(),
+         b = fixture("problem_b").clone().requires_grad_();
+  nn::Adam a({W, b}, o);
+  run(a, W, b, 2);
+  nn::OptimizerState s = a.state_dict();
+  REQUIRE(s.optimizer == "Adam");
+  REQUIRE(s.state.size() == 2);
+  REQUIRE(s.state.at(0).numbers.at("step") == 2);
+  REQUIRE(s.state.at(0).tensors.count("max_exp_avg_sq") == 1);
+  REQUIRE(s.param_groups[0].options.at("lr") == 0.05);
+  REQUIRE(s.param_groups[0].params == std::vector<int64_t>{0, 1});
+
+  Tensor W2 = W.detach().clone().requires_grad_(), b2 = b.detach().clone().requires_grad_();
+  nn::Adam fresh({W2, b2}, nn::AdamOptions{});  // other hyperparameters: loading replaces them
+  fresh.load_state_dict(s);
+  REQUIRE(fresh.param_groups()[0].lr() == 0.05);
+  run(a, W, b, 3);
+  run(fresh, W2, b2, 3);
+  REQUIRE(W2.to_vector<double>() == W.to_vector<double>());
+  tgt::require_close(W.detach(), fixture("adam_amsgrad_W"), 1e-13, 1e-12);
+
+  nn::SGD sgd({W2}, {});
+  REQUIRE_ERROR(sgd.load_state_dict(s), "SGD.load_state_dict: state is for a Adam optimizer");
+  nn::Adam one({W2}, {});
+  REQUIRE_ERROR(one.load_state_dict(s),
+                "Adam.load_state_dict: group 0 has 2 parameters in the state, 1 in the optimizer");
+  nn::OptimizerState bad = s;
+  bad.state.at(1).tensors.at("exp_avg") = zeros({2}, kFloat64);
+  REQUIRE_ERROR(fresh.load_state_dict(bad),
+                "state \"exp_avg\" of parameter 1 is (2), parameter is (3)");
+}
+
+TEST_CASE("optimizer options are validated like PyTorch", "[optim]") {
+  Tensor p = zeros({2}).requires_grad_();
+  REQUIRE_ERROR(nn::SGD({p}, {-0.1}), "SGD: invalid learning rate: -0.1");
+  nn::SGDOptions nest;
+  nest.nesterov = true;
+  REQUIRE_ERROR(nn::SGD({p}, nest),
+                "SGD: Nesterov momentum requires a momentum and zero dampening");
+  REQUIRE_ERROR(nn::Adam({p}, {1e-3, 1.0}), "Adam: invalid beta parameter at index 0: 1");
+  REQUIRE_ERROR(nn::Adam({p}, {1e-3, 0.9, 0.999, -1}), "Adam: invalid epsilon value: -1");
+  REQUIRE_ERROR(nn::Adam(std::vector<Tensor>{}, {}), "Adam: parameter group 0 is empty");
+  nn::AdamW w({p});
+  REQUIRE(w.defaults().at("weight_decay") == 1e-2);
+  // float32 parameters update too, and a wrong-dtype gradient is reported.
+  p.set_grad(ones({2}));
+  w.step();
+  REQUIRE(p.to_vector<float>()[0] == Approx(-1e-3).epsilon(1e-4));
+}
+
+TEST_CASE("initialisers draw within PyTorch's bounds", "[optim][init]") {
   manual_seed(3);
   Tensor w = zeros({64, 32});
   nn::init::kaiming_uniform_(w, std::sqrt(5.0));

@@ -1,0 +1,76 @@
+// nn/clip.cpp — clip_grad_norm_ and clip_grad_value_ (see clip.hpp). Norms accumulate in double.
+#include "nn/clip.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+
+namespace tg::nn {
+namespace {
+// Calls f(T* g, n) on every defined gradient.
+template <typename F>
+void each_grad(const std::vector<Tensor>& params, const char* op, F&& f) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!params[i].defined()) throw Error(fmt::format("{}: parameter {} is undefined", op, i));
+    Tensor g = params[i].grad();
+    if (!g.defined()) continue;
+    if (g.dtype() == kFloat32)
+      f(g.data<float>(), g.numel());
+    else if (g.dtype() == kFloat64)
+      f(g.data<double>(), g.numel());
+    else
+      throw Error(fmt::format("{}: gradient of parameter {} {} is {}, expected a float type", op, i,
+                              shape_str(g.shape()), dtype_name(g.dtype())));
+  }
+}
+}  // namespace
+
+double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type,
+                       bool error_if_nonfinite) {
+  if (!(norm_type > 0))
+    throw Error(fmt::format("clip_grad_norm_: norm_type must be positive, got {}", norm_type));
+  bool inf = std::isinf(norm_type);
+  double acc = 0;
+  bool any = false;
+  each_grad(params, "clip_grad_norm_", [&](auto* g, int64_t n) {
+    any = true;
+    double part = 0;  // each tensor's norm first, then the norm of the norms (PyTorch's order)
+    for (int64_t i = 0; i < n; ++i) {
+      double a = std::fabs(static_cast<double>(g[i]));
+      part = inf ? std::max(part, a) : part + (norm_type == 2 ? a * a : std::pow(a, norm_type));
+      if (std::isnan(a)) part = a;
+    }
+    if (inf)
+      acc = std::isnan(part) ? part : std::max(acc, part);
+    else
+      acc += part;  // sum of norm^p == (norm of norms)^p
+  });
+  if (!any) return 0.0;
+  double total = inf ? acc : (norm_type == 2 ? std::sqrt(acc) : std::pow(acc, 1.0 / norm_type));
+  if (error_if_nonfinite && !std::isfinite(total))
+    throw Error(fmt::format(
+        "clip_grad_norm_: the total norm of order {} of the gradients is non-finite ({}), so it "
+        "cannot be clipped",
+        norm_type, total));
+  double coef = max_norm / (total + 1e-6);  // applied only when < 1 (or NaN, like torch.clamp)
+  if (coef < 1.0 || std::isnan(coef))
+    each_grad(params, "clip_grad_norm_", [&](auto* g, int64_t n) {
+      using T = std::remove_reference_t<decltype(*g)>;
+      for (int64_t i = 0; i < n; ++i) g[i] = static_cast<T>(g[i] * static_cast<T>(coef));
+    });
+  return total;
+}
+
+void clip_grad_value_(const std::vector<Tensor>& params, double clip_value) {
+  if (!(clip_value >= 0))
+    throw Error(fmt::format("clip_grad_value_: clip_value must be >= 0, got {}", clip_value));
+  each_grad(params, "clip_grad_value_", [&](auto* g, int64_t n) {
+    using T = std::remove_reference_t<decltype(*g)>;
+    const T hi = static_cast<T>(clip_value);
+    for (int64_t i = 0; i < n; ++i) g[i] = std::clamp(g[i], -hi, hi);
+  });
+}
+
+}  // namespace tg::nn

@@ -1,0 +1,240 @@
+// nn/layers.cpp — the layers of layers.hpp: construction with PyTorch's initialisation, input
+// checks naming the module and shapes, forward through the ops.
+#include "nn/layers.hpp"
+
+#include "autograd/tape.hpp"
+#include "nn/init.hpp"
+#include "ops/ops.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace tg::nn {
+namespace {
+const char* py_bool(bool b) { return b ? "True" : "False"; }
+
+void require_positive(const char* what, int64_t v, const std::string& label) {
+  if (v <= 0) throw Error(fmt::format("{}: {} must be positive, got {}", label, what, v));
+}
+// x (..., T, C): checks dims >= 2, C and T <= max_len.
+void check_positional(const std::string& label, const Tensor& x, int64_t C, int64_t max_len) {
+  if (!x.defined() || x.dim() < 2 || x.size(-1) != C)
+    throw Error(fmt::format("{}: input {} must be (..., T, C) with C = {}", label,
+                            x.defined() ? shape_str(x.shape()) : "undefined", C));
+  if (x.size(-2) > max_len)
+    throw Error(fmt::format("{}: input {} has T = {} > max_len {}", label, shape_str(x.shape()),
+                            x.size(-2), max_len));
+}
+}  // namespace
+
+// ---- Linear
+// ---------------------------------------------------------------------------------------
+
+Linear::Linear(int64_t in, int64_t out, bool has_bias)
+    : TensorModule("Linear"), in_features(in), out_features(out) {
+  std::string label = fmt::format("Linear({}, {})", in, out);
+  require_positive("in_features", in, label);
+  require_positive("out_features", out, label);
+  weight = zeros({out, in});
+  init::kaiming_uniform_(weight, std::sqrt(5.0));
+  register_parameter("weight", weight);
+  if (has_bias) {
+    bias = zeros({out});
+    double bound = 1.0 / std::sqrt(static_cast<double>(in));
+    init::uniform_(bias, -bound, bound);
+    register_parameter("bias", bias);
+  }
+}
+Tensor Linear::forward(const Tensor& x) {
+  if (!x.defined() || x.dim() < 1 || x.size(-1) != in_features)
+    throw Error(fmt::format("Linear({}, {}): input {} must have last dim {}", in_features,
+                            out_features, x.defined() ? shape_str(x.shape()) : "undefined",
+                            in_features));
+  if (x.dtype() != weight.dtype())
+    throw Error(fmt::format("Linear({}, {}): input {} is {} but weight is {}", in_features,
+                            out_features, shape_str(x.shape()), dtype_name(x.dtype()),
+                            dtype_name(weight.dtype())));
+  return hooked({x}, linear(x, weight, bias));
+}
+std::string Linear::extra_repr() const {
+  return fmt::format("in_features={}, out_features={}, bias={}", in_features, out_features,
+                     py_bool(bias.defined()));
+}
+
+// ---- Embedding
+// ------------------------------------------------------------------------------------
+
+Embedding::Embedding(int64_t V, int64_t C, std::optional<int64_t> pad)
+    : TensorModule("Embedding"), num_embeddings(V), embedding_dim(C) {
+  std::string label = fmt::format("Embedding({}, {})", V, C);
+  require_positive("num_embeddings", V, label);
+  require_positive("embedding_dim", C, label);
+  if (pad) {
+    if (*pad >= V || *pad < -V)
+      throw Error(
+          fmt::format("{}: padding_idx {} must be within num_embeddings {}", label, *pad, V));
+    padding_idx = *pad < 0 ? *pad + V : *pad;
+  }
+  weight = zeros({V, C});
+  init::normal_(weight);
+  if (padding_idx) {
+    float* row = weight.data<float>() + *padding_idx * C;
+    std::fill(row, row + C, 0.0f);
+  }
+  register_parameter("weight", weight);
+}
+Tensor Embedding::forward(const Tensor& indices) {
+  if (!indices.defined() || indices.dtype() != kInt64)
+    throw Error(fmt::format("Embedding({}, {}): indices {} must be int64, got {}", num_embeddings,
+                            embedding_dim,
+                            indices.defined() ? shape_str(indices.shape()) : "undefined",
+                            indices.defined() ? dtype_name(indices.dtype()) : "undefined"));
+  return hooked({indices}, embedding(indices, weight, padding_idx));
+}
+std::string Embedding::extra_repr() const {
+  std::string s = fmt::format("{}, {}", num_embeddings, embedding_dim);
+  if (padding_idx) s += fmt::format(", padding_idx={}", *padding_idx);
+  return s;
+}
+
+// ---- LayerNorm
+// ------------------------------------------------------------------------------------
+
+LayerNorm::LayerNorm(Shape shape, double eps_, bool affine)
+    : TensorModule("LayerNorm"),
+      normalized_shape(std::move(shape)),
+      eps(eps_),
+      elementwise_affine(affine) {
+  if (normalized_shape.empty() || shape_numel(normalized_shape) <= 0)
+    throw Error(fmt::format("LayerNorm({}): normalized_shape must be non-empty with positive sizes",
+                            shape_str(normalized_shape)));
+  if (affine) {
+    weight = register_parameter("weight", ones(normalized_shape));
+    bias = register_parameter("bias", zeros(normalized_shape));
+  }
+}
+Tensor LayerNorm::forward(const Tensor& x) {
+  size_t k = normalized_shape.size();
+  bool ok =
+      x.defined() && x.shape().size() >= k &&
+      Shape(x.shape().end() - static_cast<std::ptrdiff_t>(k), x.shape().end()) == normalized_shape;
+  if (!ok)
+    throw Error(fmt::format("LayerNorm({}): input {} must end with {}", shape_str(normalized_shape),
+                            x.defined() ? shape_str(x.shape()) : "undefined",
+                            shape_str(normalized_shape)));
+  return hooked({x}, layer_norm(x, normalized_shape, weight, bias, eps));
+}
+std::string LayerNorm::extra_repr() const {
+  return fmt::format("{}, eps={}, elementwise_affine={}", shape_str(normalized_shape), eps,
+                     py_bool(elementwise_affine));
+}
+
+// ---- Dropout and activations
+// ----------------------------------------------------------------------
+
+Dropout::Dropout(double p_) : TensorModule("Dropout"), p(p_) {
+  if (!(p >= 0 && p <= 1))
+    throw Error(fmt::format("Dropout: probability has to be between 0 and 1, but got {}", p));
+}
+Tensor Dropout::forward(const Tensor& x) { return hooked({x}, dropout(x, p, is_training())); }
+std::string Dropout::extra_repr() const { return fmt::format("p={}", p); }
+
+Tensor ReLU::forward(const Tensor& x) { return hooked({x}, relu(x)); }
+GELU::GELU(std::string approx) : TensorModule("GELU"), approximate(std::move(approx)) {
+  if (approximate != "none" && approximate != "tanh")
+    throw Error(
+        fmt::format("GELU: approximate must be \"none\" or \"tanh\", got \"{}\"", approximate));
+}
+Tensor GELU::forward(const Tensor& x) { return hooked({x}, gelu(x, approximate)); }
+std::string GELU::extra_repr() const { return fmt::format("approximate='{}'", approximate); }
+Tensor Tanh::forward(const Tensor& x) { return hooked({x}, tanh(x)); }
+
+// ---- positional encodings
+// -------------------------------------------------------------------------
+
+PositionalEncoding::PositionalEncoding(int64_t C, int64_t L)
+    : TensorModule("PositionalEncoding"), embedding_dim(C), max_len(L) {
+  std::string label = fmt::format("PositionalEncoding({}, {})", C, L);
+  require_positive("embedding_dim", C, label);
+  require_positive("max_len", L, label);
+  pe = zeros({L, C});
+  float* p = pe.data<float>();
+  for (int64_t t = 0; t < L; ++t)
+    for (int64_t i = 0; i < C; i += 2) {
+      double freq =
+          std::exp(static_cast<double>(i) * (-std::log(10000.0) / static_cast<double>(C)));
+      p[t * C + i] = static_cast<float>(std::sin(static_cast<double>(t) * freq));
+      if (i + 1 < C) p[t * C + i + 1] = static_cast<float>(std::cos(static_cast<double>(t) * freq));
+    }
+  register_buffer("pe", pe);
+}
+Tensor PositionalEncoding::forward(const Tensor& x) {
+  check_positional(fmt::format("PositionalEncoding({}, {})", embedding_dim, max_len), x,
+                   embedding_dim, max_len);
+  return hooked({x}, x + narrow(pe, 0, 0, x.size(-2)));
+}
+std::string PositionalEncoding::extra_repr() const {
+  return fmt::format("{}, max_len={}", embedding_dim, max_len);
+}
+
+LearnedPositionalEmbedding::LearnedPositionalEmbedding(int64_t L, int64_t C)
+    : TensorModule("LearnedPositionalEmbedding"), max_len(L), embedding_dim(C) {
+  std::string label = fmt::format("LearnedPositionalEmbedding({}, {})", L, C);
+  require_positive("max_len", L, label);
+  require_positive("embedding_dim", C, label);
+  weight = zeros({L, C});
+  init::normal_(weight);
+  register_parameter("weight", weight);
+}
+Tensor LearnedPositionalEmbedding::forward(const Tensor& x) {
+  check_positional(fmt::format("LearnedPositionalEmbedding({}, {})", max_len, embedding_dim), x,
+                   embedding_dim, max_len);
+  return hooked({x}, x + narrow(weight, 0, 0, x.size(-2)));
+}
+std::string LearnedPositionalEmbedding::extra_repr() const {
+  return fmt::format("{}, {}", max_len, embedding_dim);
+}
+
+// ---- containers
+// -----------------------------------------------------------------------------------
+
+Sequential::Sequential(std::initializer_list<std::shared_ptr<TensorModule>> modules)
+    : TensorModule("Sequential") {
+  for (const auto& m : modules) push_back(m);
+}
+Sequential& Sequential::push_back(std::shared_ptr<TensorModule> m) {
+  register_module(std::to_string(mods_.size()), m);
+  mods_.push_back(std::move(m));
+  return *this;
+}
+Tensor Sequential::forward(const Tensor& x) {
+  Tensor h = x;
+  for (auto& m : mods_) h = m->forward(h);
+  return hooked({x}, h);
+}
+const std::shared_ptr<TensorModule>& Sequential::operator[](size_t i) const {
+  if (i >= mods_.size())
+    throw Error(fmt::format("Sequential: index {} out of range for size {}", i, mods_.size()));
+  return mods_[i];
+}
+
+ModuleList::ModuleList(std::initializer_list<ModulePtr> modules) : Module("ModuleList") {
+  for (const auto& m : modules) push_back(m);
+}
+ModuleList& ModuleList::push_back(ModulePtr m) {
+  register_module(std::to_string(mods_.size()), m);
+  mods_.push_back(std::move(m));
+  return *this;
+}
+const ModulePtr& ModuleList::operator[](size_t i) const {
+  if (i >= mods_.size())
+    throw Error(fmt::format("ModuleList: index {} out of range for size {}", i, mods_.size()));
+  return mods_[i];
+}
+void ModuleList::throw_wrong_type(size_t i) const {
+  throw Error(fmt::format("ModuleList: element {} is a {}, not the requested type", i,
+                          mods_[i]->type_name()));
+}
+
+}  // namespace tg::nn

@@ -1,0 +1,145 @@
+// nn/layers.hpp — PyTorch's basic layers with its parameter names, shapes, initialisation and
+// input layouts: Linear, Embedding, LayerNorm, Dropout, activations (ReLU, GELU, Tanh),
+// positional encodings (sinusoidal buffer, learned table) and the containers Sequential and
+// ModuleList. Every forward validates its input and throws naming the module and the shapes,
+// e.g. `Linear(4, 3): input (2,5) must have last dim 4`, and ends with Module::hooked().
+// Parameters start as float32 (PyTorch's default); module->to(kFloat64) converts them.
+// Deliberately not here: attention and transformer blocks (they build on these).
+#pragma once
+
+#include "nn/module.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tg::nn {
+
+// y = x·Wᵀ + b. x (..., in) -> (..., out). weight (out, in) ~ kaiming_uniform(a = √5), i.e.
+// U(±1/√in); bias (out) ~ U(±1/√in).
+class Linear : public TensorModule {
+ public:
+  Linear(int64_t in_features, int64_t out_features, bool bias = true);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  int64_t in_features, out_features;
+  Tensor weight, bias;  // bias undefined when bias = false
+};
+
+// Lookup table. indices int64 (...) -> (..., C). weight (V, C) ~ N(0, 1), the padding_idx row
+// zeroed (negative padding_idx counts from V); that row gets no gradient.
+class Embedding : public TensorModule {
+ public:
+  Embedding(int64_t num_embeddings, int64_t embedding_dim,
+            std::optional<int64_t> padding_idx = std::nullopt);
+  Tensor forward(const Tensor& indices) override;
+  std::string extra_repr() const override;
+  int64_t num_embeddings, embedding_dim;
+  std::optional<int64_t> padding_idx;  // normalised to [0, V)
+  Tensor weight;
+};
+
+// Normalises over the trailing normalized_shape dims. weight = 1, bias = 0 (both of
+// normalized_shape) when elementwise_affine.
+class LayerNorm : public TensorModule {
+ public:
+  explicit LayerNorm(Shape normalized_shape, double eps = 1e-5, bool elementwise_affine = true);
+  explicit LayerNorm(int64_t normalized_size, double eps = 1e-5, bool elementwise_affine = true)
+      : LayerNorm(Shape{normalized_size}, eps, elementwise_affine) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  Shape normalized_shape;
+  double eps;
+  bool elementwise_affine;
+  Tensor weight, bias;
+};
+
+// Zeroes elements with probability p and scales the rest by 1/(1-p) in training mode; the
+// identity in eval mode.
+class Dropout : public TensorModule {
+ public:
+  explicit Dropout(double p = 0.5);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  double p;
+};
+
+class ReLU : public TensorModule {
+ public:
+  ReLU() : TensorModule("ReLU") {}
+  Tensor forward(const Tensor& x) override;
+};
+class GELU : public TensorModule {
+ public:
+  explicit GELU(std::string approximate = "none");  // "none" (erf) or "tanh"
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  std::string approximate;
+};
+class Tanh : public TensorModule {
+ public:
+  Tanh() : TensorModule("Tanh") {}
+  Tensor forward(const Tensor& x) override;
+};
+
+// "Attention is all you need" sinusoids: buffer pe (max_len, C) with
+//   pe[t, 2i] = sin(t / 10000^(2i/C)),  pe[t, 2i+1] = cos(t / 10000^(2i/C)).
+// x (..., T, C) -> x + pe[:T]. No parameters; pe is a persistent buffer (like the PyTorch
+// tutorial's register_buffer('pe', pe)).
+class PositionalEncoding : public TensorModule {
+ public:
+  PositionalEncoding(int64_t embedding_dim, int64_t max_len = 5000);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  int64_t embedding_dim, max_len;
+  Tensor pe;
+};
+
+// Learned positions (GPT-2's wpe): weight (max_len, C) ~ N(0, 1). x (..., T, C) -> x + weight[:T].
+class LearnedPositionalEmbedding : public TensorModule {
+ public:
+  LearnedPositionalEmbedding(int64_t max_len, int64_t embedding_dim);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  int64_t max_len, embedding_dim;
+  Tensor weight;
+};
+
+// Chains TensorModules; children are named "0", "1", ... like PyTorch.
+class Sequential : public TensorModule {
+ public:
+  Sequential() : TensorModule("Sequential") {}
+  Sequential(std::initializer_list<std::shared_ptr<TensorModule>> modules);
+  Sequential& push_back(std::shared_ptr<TensorModule> m);
+  Tensor forward(const Tensor& x) override;
+  size_t size() const { return mods_.size(); }
+  const std::shared_ptr<TensorModule>& operator[](size_t i) const;
+
+ private:
+  std::vector<std::shared_ptr<TensorModule>> mods_;
+};
+
+// A list of submodules (any kind) named "0", "1", ...; it has no forward of its own.
+class ModuleList : public Module {
+ public:
+  ModuleList() : Module("ModuleList") {}
+  ModuleList(std::initializer_list<ModulePtr> modules);
+  ModuleList& push_back(ModulePtr m);
+  size_t size() const { return mods_.size(); }
+  const ModulePtr& operator[](size_t i) const;
+  template <typename M>
+  std::shared_ptr<M> at(
+      size_t i) const {  // typed access; throws when i is out of range or not an M
+    auto m = std::dynamic_pointer_cast<M>((*this)[i]);
+    if (!m) throw_wrong_type(i);
+    return m;
+  }
+  std::vector<ModulePtr>::const_iterator begin() const { return mods_.begin(); }
+  std::vector<ModulePtr>::const_iterator end() const { return mods_.end(); }
+
+ private:
+  std::vector<ModulePtr> mods_;
+  [[noreturn]] void throw_wrong_type(size_t i) const;
+};
+
+}  // namespace tg::nn

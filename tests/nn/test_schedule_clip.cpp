@@ -1,0 +1,122 @@
+// tests/nn/test_schedule_clip.cpp — LR schedulers and gradient clipping against PyTorch 1.13
+// (fixtures from tools/make_nn_fixtures.py), scheduler state and argument errors.
+#include "helpers.hpp"
+
+#include "autograd/io.hpp"
+#include "nn/clip.hpp"
+#include "nn/optim.hpp"
+#include "nn/schedule.hpp"
+
+#include <cmath>
+
+using namespace tg;
+
+namespace {
+Tensor fixture(const std::string& name) {
+  return load_npy(std::string(TG_FIXTURES) + "/nn_" + name + ".npy");
+}
+
+// get_last_lr()[0] after construction and after each of `steps` steps.
+std::vector<double> lr_sequence(nn::LRScheduler& s, nn::Optimizer& opt, int steps) {
+  std::vector<double> lrs{s.get_last_lr()[0]};
+  for (int i = 0; i < steps; ++i) {
+    s.step();
+    REQUIRE(opt.param_groups()[0].lr() == s.get_last_lr()[0]);
+    lrs.push_back(s.get_last_lr()[0]);
+  }
+  return lrs;
+}
+}  // namespace
+
+TEST_CASE("LR schedulers match PyTorch", "[schedule]") {
+  Tensor p = zeros({1}).requires_grad_();
+  {
+    nn::SGD opt({p}, {0.1});
+    nn::StepLR s(opt, 3, 0.5);
+    tgt::require_close(tensor(lr_sequence(s, opt, 10)), fixture("sched_step"), 1e-15, 1e-13,
+                       "StepLR");
+  }
+  {
+    nn::SGD opt({p}, {0.1});
+    nn::CosineWithWarmupLR s(opt, 3, 10, 0.1);
+    tgt::require_close(tensor(lr_sequence(s, opt, 12)), fixture("sched_cosine"), 1e-15, 1e-13,
+                       "cosine");
+    REQUIRE(s.get_last_lr()[0] == Approx(0.01));  // stays at min after total
+  }
+  {
+    nn::SGD opt({p}, {2.0});
+    nn::NoamLR s(opt, 16, 4);
+    tgt::require_close(tensor(lr_sequence(s, opt, 10)), fixture("sched_noam"), 1e-15, 1e-13,
+                       "Noam");
+  }
+}
+
+TEST_CASE("schedulers drive every group from its own base lr; state round trip", "[schedule]") {
+  Tensor a = zeros({1}).requires_grad_(), b = zeros({1}).requires_grad_();
+  nn::SGD opt({nn::ParamGroup({a}), nn::ParamGroup({b}, {{"lr", 1.0}})}, {0.1});
+  nn::LambdaLR s(opt, [](int64_t step) { return 1.0 / (step + 1); });
+  s.step();
+  s.step();
+  REQUIRE(s.get_last_lr() == std::vector<double>{0.1 / 3, 1.0 / 3});
+  nn::SchedulerState st = s.state_dict();
+  REQUIRE(st.last_epoch == 2);
+  REQUIRE(st.base_lrs == std::vector<double>{0.1, 1.0});
+
+  nn::SGD opt2({nn::ParamGroup({a}), nn::ParamGroup({b}, {{"lr", 1.0}})}, {0.5});
+  nn::LambdaLR s2(opt2, [](int64_t step) { return 1.0 / (step + 1); });
+  s2.load_state_dict(st);
+  REQUIRE(opt2.param_groups()[1].lr() == 1.0 / 3);
+  s.step();
+  s2.step();
+  REQUIRE(s2.get_last_lr() == s.get_last_lr());
+
+  nn::SGD one({a}, {0.1});
+  REQUIRE_ERROR(nn::StepLR(one, 0), "StepLR: step_size must be positive, got 0");
+  REQUIRE_ERROR(nn::CosineWithWarmupLR(one, 5, 3),
+                "CosineWithWarmupLR: need 0 <= warmup_steps <= total_steps");
+  REQUIRE_ERROR(nn::NoamLR(one, 0, 4),
+                "NoamLR: d_model and warmup_steps must be positive, got 0 and 4");
+  REQUIRE_ERROR(s2.load_state_dict({0, {0.1}, {}}),
+                "LambdaLR.load_state_dict: state has 1 base lrs, optimizer has 2");
+}
+
+TEST_CASE("clip_grad_norm_ and clip_grad_value_ match PyTorch", "[clip]") {
+  auto params = [] {
+    Tensor p0 = zeros({3, 4}, kFloat64).requires_grad_(),
+           p1 = zeros({5}, kFloat64).requires_grad_();
+    p0.set_grad(fixture("clip_g0").clone());
+    p1.set_grad(fixture("clip_g1").clone());
+    return std::vector<Tensor>{p0, p1};
+  };
+  struct Case {
+    const char* name;
+    double max_norm, norm_type;
+  };
+  for (Case c : {Case{"norm2", 1.0, 2.0}, Case{"norm3", 0.5, 3.0}, Case{"norminf", 0.7, INFINITY},
+                 Case{"noclip", 100.0, 2.0}}) {
+    INFO(c.name);
+    std::vector<Tensor> ps = params();
+    double total = nn::clip_grad_norm_(ps, c.max_norm, c.norm_type);
+    std::string n = c.name;
+    REQUIRE(total == Approx(fixture("clip_" + n + "_total").item<double>()).epsilon(1e-13));
+    tgt::require_close(ps[0].grad(), fixture("clip_" + n + "_g0"), 1e-14, 1e-12, n);
+    tgt::require_close(ps[1].grad(), fixture("clip_" + n + "_g1"), 1e-14, 1e-12, n);
+  }
+  std::vector<Tensor> ps = params();
+  nn::clip_grad_value_(ps, 0.5);
+  tgt::require_close(ps[0].grad(), fixture("clip_value_g0"), 0, 0);
+  tgt::require_close(ps[1].grad(), fixture("clip_value_g1"), 0, 0);
+
+  // No gradients: total 0. float32 gradients are clipped too.
+  Tensor q = zeros({2}).requires_grad_();
+  REQUIRE(nn::clip_grad_norm_({q}, 1.0) == 0.0);
+  q.set_grad(tensor(std::vector<float>{3, 4}));
+  REQUIRE(nn::clip_grad_norm_({q}, 1.0) == Approx(5.0));
+  tgt::require_close(q.grad(), std::vector<double>{0.6, 0.8}, 1e-6, 1e-6);
+  q.set_grad(tensor(std::vector<float>{NAN, 1}));
+  REQUIRE_ERROR(nn::clip_grad_norm_({q}, 1.0, 2.0, true),
+                "clip_grad_norm_: the total norm of order 2");
+  REQUIRE_ERROR(nn::clip_grad_norm_({q}, 1.0, 0.0),
+                "clip_grad_norm_: norm_type must be positive, got 0");
+  REQUIRE_ERROR(nn::clip_grad_value_({q}, -1), "clip_grad_value_: clip_value must be >= 0, got -1");
+}
