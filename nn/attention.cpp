@@ -1,0 +1,251 @@
+// nn/attention.cpp — MultiheadAttention (PyTorch's multi_head_attention_forward, step by step)
+// and the seed articles' SeedMultiHeadAttention. Shapes: B batch, T query length, S key length,
+// E embed dim, NH heads, hd head dim. Internally everything is batch-first (B, T, E).
+#include "nn/attention.hpp"
+
+#include "nn/init.hpp"
+#include "ops/ops.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace tg::nn {
+namespace {
+constexpr const char* kOp = "multihead_attention";
+
+void xavier_normal(Tensor& t) {
+  auto [fi, fo] = init::fan_in_and_out(t);
+  init::normal_(t, 0.0, std::sqrt(2.0 / static_cast<double>(fi + fo)));
+}
+
+// Appends one column to a mask along its last dim: false for bool masks, 0 for float ones.
+Tensor pad_key_column(const Tensor& m) {
+  if (!m.defined()) return m;
+  Shape s = m.shape();
+  s.back() = 1;
+  return cat({m, zeros(s, m.dtype())}, -1);
+}
+
+void check_float_input(const Tensor& t, const char* name, DType want) {
+  if (!t.defined()) throw Error(fmt::format("{}: {} is undefined", kOp, name));
+  if (t.dtype() != want)
+    throw Error(fmt::format("{}: {} {} is {} but the module's parameters are {}; convert one "
+                            "(module.to(dtype) or tensor.to(dtype))",
+                            kOp, name, shape_str(t.shape()), dtype_name(t.dtype()), dtype_name(want)));
+}
+}  // namespace
+
+MultiheadAttention::MultiheadAttention(int64_t E, int64_t NH, MultiheadAttentionOptions opts)
+    : Module("MultiheadAttention"), embed_dim(E), num_heads(NH), options(std::move(opts)) {
+  if (E <= 0 || NH <= 0)
+    throw Error(fmt::format("MultiheadAttention: embed_dim ({}) and num_heads ({}) must be > 0", E, NH));
+  if (E % NH != 0)
+    throw Error(fmt::format("MultiheadAttention: embed_dim {} must be divisible by num_heads {}", E, NH));
+  if (options.dropout < 0 || options.dropout >= 1)
+    throw Error(fmt::format("MultiheadAttention: dropout must be in [0, 1), got {}", options.dropout));
+  head_dim = E / NH;
+  kdim = options.kdim < 0 ? E : options.kdim;
+  vdim = options.vdim < 0 ? E : options.vdim;
+  same_embed = kdim == E && vdim == E;
+  // PyTorch's registration order, hence its state_dict order.
+  if (same_embed) {
+    in_proj_weight = register_parameter("in_proj_weight", zeros({3 * E, E}));
+    init::xavier_uniform_(in_proj_weight);  // over the whole packed (3E, E) matrix, like PyTorch
+  } else {
+    q_proj_weight = register_parameter("q_proj_weight", zeros({E, E}));
+    k_proj_weight = register_parameter("k_proj_weight", zeros({E, kdim}));
+    v_proj_weight = register_parameter("v_proj_weight", zeros({E, vdim}));
+    init::xavier_uniform_(q_proj_weight);
+    init::xavier_uniform_(k_proj_weight);
+    init::xavier_uniform_(v_proj_weight);
+  }
+  if (options.bias) in_proj_bias = register_parameter("in_proj_bias", zeros({3 * E}));
+  if (options.add_bias_kv) {
+    bias_k = register_parameter("bias_k", zeros({1, 1, E}));
+    bias_v = register_parameter("bias_v", zeros({1, 1, E}));
+    xavier_normal(bias_k);
+    xavier_normal(bias_v);
+  }
+  out_proj = register_module("out_proj", std::make_shared<Linear>(E, E, options.bias));
+  if (options.bias) init::zeros_(out_proj->bias);
+}
+
+std::string MultiheadAttention::extra_repr() const {
+  std::string s = fmt::format("embed_dim={}, num_heads={}", embed_dim, num_heads);
+  if (!same_embed) s += fmt::format(", kdim={}, vdim={}", kdim, vdim);
+  if (options.dropout > 0) s += fmt::format(", dropout={}", options.dropout);
+  if (options.batch_first) s += ", batch_first=True";
+  if (!options.structure.is_none()) s += ", structure=" + options.structure.name();
+  return s;
+}
+
+std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const Tensor& key,
+                                                      const Tensor& value, const Tensor& kpm,
+                                                      bool need_weights, const Tensor& attn_mask,
+                                                      bool average, bool is_causal) {
+  MHAForwardOptions f;
+  f.key_padding_mask = kpm;
+  f.need_weights = need_weights;
+  f.attn_mask = attn_mask;
+  f.average_attn_weights = average;
+  f.is_causal = is_causal;
+  return forward(query, key, value, f);
+}
+
+std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const Tensor& key,
+                                                      const Tensor& value, const MHAForwardOptions& f) {
+  const int64_t E = embed_dim, NH = num_heads, hd = head_dim;
+  const DType dt = out_proj->weight.dtype();
+  check_float_input(query, "query", dt);
+  check_float_input(key, "key", dt);
+  check_float_input(value, "value", dt);
+  const bool bf = options.batch_first;
+  const char* layout = bf ? "(B, T, E) with batch_first=true" : "(T, B, E) with batch_first=false";
+  const bool batched = query.dim() == 3;
+  if ((query.dim() != 3 && query.dim() != 2) || query.size(-1) != E)
+    throw Error(fmt::format("{}: query must be {} or unbatched (T, E) with E = {}, got {}", kOp, layout,
+                            E, shape_str(query.shape())));
+  if (key.dim() != query.dim() || value.dim() != query.dim())
+    throw Error(fmt::format("{}: query {}, key {} and value {} must all be batched (3-D) or all "
+                            "unbatched (2-D)",
+                            kOp, shape_str(query.shape()), shape_str(key.shape()), shape_str(value.shape())));
+  if (key.size(-1) != kdim || value.size(-1) != vdim)
+    throw Error(fmt::format("{}: key {} must end in kdim = {} and value {} in vdim = {}", kOp,
+                            shape_str(key.shape()), kdim, shape_str(value.shape()), vdim));
+  // Batch-first views: q (B, T, E), k (B, S, kdim), v (B, S, vdim).
+  auto to_bf = [&](const Tensor& x) {
+    if (!batched) return unsqueeze(x, 0);
+    return bf ? x : transpose(x, 0, 1);
+  };
+  Tensor q = to_bf(query), k = to_bf(key), v = to_bf(value);
+  const int64_t B = q.size(0), T = q.size(1);
+  int64_t S = k.size(1);
+  if (k.size(0) != B || v.size(0) != B || v.size(1) != S)
+    throw Error(fmt::format("{}: query {}, key {} and value {} disagree on B or S (layout {})", kOp,
+                            shape_str(query.shape()), shape_str(key.shape()), shape_str(value.shape()),
+                            batched ? layout : "unbatched (T, E)"));
+
+  // Masks in batch-first form: key padding (B, S), attn_mask (T, S) or (B, NH, T, S).
+  Tensor kp = f.key_padding_mask;
+  if (kp.defined()) {
+    if (!batched && kp.dim() == 1) kp = unsqueeze(kp, 0);
+    if (kp.shape() != Shape{B, S})
+      throw Error(fmt::format("{}: key_padding_mask {} must be (B, S) = ({}, {}){}", kOp,
+                              shape_str(f.key_padding_mask.shape()), B, S,
+                              batched ? "" : " or (S) for unbatched input"));
+    if (kp.dtype() != kBool && kp.dtype() != dt)
+      throw Error(fmt::format("{}: key_padding_mask {} must be bool (True = padding) or {} (added), got {}",
+                              kOp, shape_str(kp.shape()), dtype_name(dt), dtype_name(kp.dtype())));
+  }
+  Tensor am = f.attn_mask;
+  if (am.defined()) {
+    const int64_t lead = batched ? B * NH : NH;
+    if (am.dim() == 3 && am.shape() == Shape{lead, T, S})
+      am = reshape(am, {B, NH, T, S});
+    else if (!(am.dim() == 2 && am.shape() == Shape{T, S}))
+      throw Error(fmt::format("{}: attn_mask {} must be (T, S) = ({}, {}) or ({}, T, S) = ({}, {}, {})",
+                              kOp, shape_str(am.shape()), T, S, batched ? "B·NH" : "NH", lead, T, S));
+    if (am.dtype() != kBool && am.dtype() != dt)
+      throw Error(fmt::format("{}: attn_mask {} must be bool (True = not allowed) or {} (added), got {}",
+                              kOp, shape_str(f.attn_mask.shape()), dtype_name(dt), dtype_name(am.dtype())));
+  }
+
+  // In-projections: (B, T, E), (B, S, E), (B, S, E).
+  Tensor Wq, Wk, Wv, bq, bk, bv;
+  if (same_embed) {
+    Wq = narrow(in_proj_weight, 0, 0, E);
+    Wk = narrow(in_proj_weight, 0, E, E);
+    Wv = narrow(in_proj_weight, 0, 2 * E, E);
+  } else {
+    Wq = q_proj_weight, Wk = k_proj_weight, Wv = v_proj_weight;
+  }
+  if (in_proj_bias.defined()) {
+    bq = narrow(in_proj_bias, 0, 0, E);
+    bk = narrow(in_proj_bias, 0, E, E);
+    bv = narrow(in_proj_bias, 0, 2 * E, E);
+  }
+  Tensor qp = linear(q, Wq, bq), kp_ = linear(k, Wk, bk), vp = linear(v, Wv, bv);
+  if (options.add_bias_kv) {  // one more key/value position, allowed by every mask
+    kp_ = cat({kp_, expand(bias_k, {B, 1, E})}, 1);
+    vp = cat({vp, expand(bias_v, {B, 1, E})}, 1);
+    kp = pad_key_column(kp);
+    am = pad_key_column(am);
+    ++S;
+  }
+  // Split heads: (B, NH, T, hd), (B, NH, S, hd).
+  Tensor qh = rearrange(qp, "b t (h d) -> b h t d", {{"h", NH}});
+  Tensor kh = rearrange(kp_, "b s (h d) -> b h s d", {{"h", NH}});
+  Tensor vh = rearrange(vp, "b s (h d) -> b h s d", {{"h", NH}});
+  if (options.add_zero_attn) {  // a zero key/value position after the projections
+    kh = cat({kh, zeros({B, NH, 1, hd}, dt)}, 2);
+    vh = cat({vh, zeros({B, NH, 1, hd}, dt)}, 2);
+    kp = pad_key_column(kp);
+    am = pad_key_column(am);
+    ++S;
+  }
+
+  AttentionMask mask = options.structure;
+  if (kp.defined())
+    mask = mask & (kp.dtype() == kBool ? AttentionMask::key_padding(kp, MaskPolarity::TrueBlocked)
+                                       : AttentionMask::additive(reshape(kp, {B, 1, 1, S})));
+  if (am.defined())
+    mask = mask & (am.dtype() == kBool ? AttentionMask::from_bool(am, MaskPolarity::TrueBlocked)
+                                       : AttentionMask::additive(am));
+  if (f.is_causal && !am.defined()) mask = mask & AttentionMask::causal();
+
+  SDPAOptions so;
+  so.dropout_p = options.dropout;
+  so.training = is_training();
+  so.need_weights = f.need_weights;
+  AttentionResult r = scaled_dot_product_attention(qh, kh, vh, mask, so);
+
+  // Merge heads and project: (B, T, E).
+  Tensor out = out_proj->forward(rearrange(r.output, "b h t d -> b t (h d)"));
+  Tensor w = r.weights;
+  if (w.defined() && f.average_attn_weights) w = mean(w, {1});  // (B, T, S)
+  if (!batched) {
+    out = squeeze(out, 0);
+    if (w.defined()) w = squeeze(w, 0);
+  } else if (!bf) {
+    out = transpose(out, 0, 1);
+  }
+  return {hooked({query, key, value}, out), w};
+}
+
+// ---- the seed's layout ----
+SeedMultiHeadAttention::SeedMultiHeadAttention(int64_t d, int64_t h, AttentionMask s)
+    : Module("SeedMultiHeadAttention"), d_model(d), n_heads(h), structure(std::move(s)) {
+  if (d <= 0 || h <= 0 || d % h != 0)
+    throw Error(fmt::format("SeedMultiHeadAttention: d_model {} must be a positive multiple of n_heads {}", d, h));
+  d_k = d / h;
+  W_q = register_module("W_q", std::make_shared<Linear>(d, d));
+  W_k = register_module("W_k", std::make_shared<Linear>(d, d));
+  W_v = register_module("W_v", std::make_shared<Linear>(d, d));
+  W_o = register_module("W_o", std::make_shared<Linear>(d, d));
+}
+
+std::string SeedMultiHeadAttention::extra_repr() const {
+  return fmt::format("d_model={}, n_heads={}", d_model, n_heads);
+}
+
+std::pair<Tensor, Tensor> SeedMultiHeadAttention::forward(const Tensor& Q, const Tensor& K, const Tensor& V,
+                                                          const Tensor& mask) {
+  for (const Tensor* t : {&Q, &K, &V})
+    if (!t->defined() || t->dim() != 3 || t->size(-1) != d_model)
+      throw Error(fmt::format("SeedMultiHeadAttention: Q, K, V must be (B, T, {}), got {}", d_model,
+                              t->defined() ? shape_str(t->shape()) : "undefined"));
+  const std::vector<std::pair<std::string, int64_t>> h{{"h", n_heads}};
+  Tensor q = rearrange(W_q->forward(Q), "b t (h d) -> b h t d", h);
+  Tensor k = rearrange(W_k->forward(K), "b s (h d) -> b h s d", h);
+  Tensor v = rearrange(W_v->forward(V), "b s (h d) -> b h s d", h);
+  AttentionMask m = structure;
+  if (mask.defined()) m = m & AttentionMask::from_seed(mask);
+  SDPAOptions so;
+  so.need_weights = true;
+  AttentionResult r = scaled_dot_product_attention(q, k, v, m, so);
+  Tensor out = W_o->forward(rearrange(r.output, "b h t d -> b t (h d)"));
+  return {hooked({Q, K, V}, out), r.weights};
+}
+
+}  // namespace tg::nn

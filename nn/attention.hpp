@@ -1,0 +1,85 @@
+// nn/attention.hpp — MultiheadAttention with PyTorch's semantics, defaults, parameter names and
+// initialisation (so a PyTorch state dict loads without renaming), plus local, blocked and
+// causal variants as options of the same module, and the seed articles' simpler layout.
+//
+// Layouts: query (T, B, E) or (B, T, E) with batch_first, key/value (S, B, kdim/vdim); unbatched
+// (T, E). Masks follow nn.MultiheadAttention exactly: attn_mask (T, S) or (B·NH, T, S), bool True
+// = NOT allowed or float added to the scores; key_padding_mask (B, S) (or (S) unbatched), bool
+// True = padding (a float one is added). Weights: (B, T, S) averaged over heads, or
+// (B, NH, T, S) per head. Unlike PyTorch, a fully masked row gives output 0 and weight 0, never
+// NaN (pytorch issue 41508).
+// Deliberately not here: the attention kernel itself (ops/attention.cpp).
+#pragma once
+
+#include "nn/layers.hpp"
+#include "nn/module.hpp"
+#include "ops/attention.hpp"
+
+#include <memory>
+#include <utility>
+
+namespace tg::nn {
+
+struct MultiheadAttentionOptions {
+  double dropout = 0.0;
+  bool bias = true;
+  bool add_bias_kv = false;
+  bool add_zero_attn = false;
+  int64_t kdim = -1;  // -1: embed_dim
+  int64_t vdim = -1;  // -1: embed_dim
+  bool batch_first = false;
+  // Our extension: a structural mask applied in every forward (causal, local(left, right),
+  // blocked(W)), computed in O(T·W) — the LocalMultiheadAttention users build by subclassing
+  // PyTorch's, without the dense T×S mask.
+  AttentionMask structure;
+};
+
+struct MHAForwardOptions {
+  Tensor key_padding_mask;           // (B, S) / (S): bool True = padding, or float (added)
+  bool need_weights = true;
+  Tensor attn_mask;                  // (T, S) or (B·NH, T, S): bool True = blocked, or float
+  bool average_attn_weights = true;
+  // PyTorch 2's hint that attn_mask is causal; here, without an attn_mask, it applies a causal
+  // (top-left) mask.
+  bool is_causal = false;
+};
+
+class MultiheadAttention : public Module {
+ public:
+  MultiheadAttention(int64_t embed_dim, int64_t num_heads, MultiheadAttentionOptions opts = {});
+  // Returns (output, weights); weights are undefined when need_weights is false.
+  std::pair<Tensor, Tensor> forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                                    const MHAForwardOptions& f = {});
+  // PyTorch's positional order: forward(query, key, value, key_padding_mask, need_weights,
+  // attn_mask, average_attn_weights, is_causal).
+  std::pair<Tensor, Tensor> forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                                    const Tensor& key_padding_mask, bool need_weights = true,
+                                    const Tensor& attn_mask = Tensor(),
+                                    bool average_attn_weights = true, bool is_causal = false);
+  std::string extra_repr() const override;
+
+  int64_t embed_dim, num_heads, head_dim, kdim, vdim;
+  MultiheadAttentionOptions options;
+  bool same_embed;  // kdim == vdim == embed_dim: one packed in_proj_weight
+  // Packed (3E, E) when same_embed, else q_proj_weight (E, E), k_proj_weight (E, kdim),
+  // v_proj_weight (E, vdim). in_proj_bias (3E) when bias; bias_k, bias_v (1, 1, E) with
+  // add_bias_kv.
+  Tensor in_proj_weight, q_proj_weight, k_proj_weight, v_proj_weight, in_proj_bias, bias_k, bias_v;
+  std::shared_ptr<Linear> out_proj;
+};
+
+// The seed articles' MultiHeadAttention(d_model, n_heads): four Linear layers W_q, W_k, W_v, W_o
+// (with bias), batch-first (B, T, C) inputs and the seed's mask convention (mask == 0 blocked,
+// broadcastable to (B, NH, T, S)). forward returns (output, weights (B, NH, T, S)).
+class SeedMultiHeadAttention : public Module {
+ public:
+  SeedMultiHeadAttention(int64_t d_model, int64_t n_heads, AttentionMask structure = {});
+  std::pair<Tensor, Tensor> forward(const Tensor& Q, const Tensor& K, const Tensor& V,
+                                    const Tensor& mask = Tensor());
+  std::string extra_repr() const override;
+  int64_t d_model, n_heads, d_k;
+  AttentionMask structure;
+  std::shared_ptr<Linear> W_q, W_k, W_v, W_o;
+};
+
+}  // namespace tg::nn

@@ -1,0 +1,225 @@
+// tests/nn/test_attention.cpp — MultiheadAttention: parity with torch.nn.MultiheadAttention on
+// every configuration in tests/fixtures/mha (outputs, weights, gradients of inputs and every
+// parameter; float64 to 1e-10, float32 to 1e-5), float64 gradchecks of inputs and parameters for
+// the mask variants (incl. local / blocked / fully masked rows, which PyTorch cannot express
+// without NaN), parameter names and initialisation, errors, and the seed's layout.
+#include "helpers.hpp"
+
+#include "autograd/io.hpp"
+#include "nn/attention.hpp"
+
+#include <fstream>
+#include <map>
+
+using namespace tg;
+using nn::MultiheadAttention;
+
+namespace {
+const std::string kDir = std::string(TG_FIXTURES) + "/mha/";
+
+std::map<std::string, std::string> read_config(const std::string& name) {
+  std::map<std::string, std::string> cfg;
+  std::ifstream f(kDir + name + "/config.txt");
+  REQUIRE(f.good());
+  for (std::string line; std::getline(f, line);) {
+    auto sp = line.find(' ');
+    cfg[line.substr(0, sp)] = sp == std::string::npos ? "" : line.substr(sp + 1);
+  }
+  return cfg;
+}
+std::vector<std::string> config_names() {
+  std::vector<std::string> names;
+  std::ifstream f(kDir + "index.txt");
+  for (std::string line; std::getline(f, line);)
+    if (!line.empty()) names.push_back(line);
+  return names;
+}
+Tensor fx(const std::string& cfg, const std::string& file) { return load_npy(kDir + cfg + "/" + file + ".npy"); }
+bool exists(const std::string& cfg, const std::string& file) {
+  return std::ifstream(kDir + cfg + "/" + file + ".npy").good();
+}
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t p; (p = s.find(sep, start)) != std::string::npos; start = p + 1) out.push_back(s.substr(start, p - start));
+  out.push_back(s.substr(start));
+  return out;
+}
+
+void run_parity(const std::string& name, DType dt, double atol, double rtol) {
+  auto cfg = read_config(name);
+  auto I = [&](const char* k) { return std::stoll(cfg.at(k)); };
+  nn::MultiheadAttentionOptions o;
+  o.bias = I("bias");
+  o.add_bias_kv = I("add_bias_kv");
+  o.add_zero_attn = I("add_zero_attn");
+  o.kdim = I("kdim");
+  o.vdim = I("vdim");
+  o.batch_first = I("batch_first");
+  MultiheadAttention mha(I("embed_dim"), I("num_heads"), o);
+  mha.to(dt);
+  nn::StateDict sd;
+  for (const std::string& p : split(cfg.at("params"), ',')) sd.insert(p, fx(name, p).to(dt));
+  mha.load_state_dict(sd);
+  Tensor q = fx(name, "query").to(dt).detach().requires_grad_();
+  Tensor k = fx(name, "key").to(dt).detach().requires_grad_();
+  Tensor v = fx(name, "value").to(dt).detach().requires_grad_();
+  nn::MHAForwardOptions f;
+  if (exists(name, "key_padding_mask")) f.key_padding_mask = fx(name, "key_padding_mask");
+  if (exists(name, "attn_mask")) {
+    f.attn_mask = fx(name, "attn_mask");
+    if (f.attn_mask.dtype() != kBool) f.attn_mask = f.attn_mask.to(dt);
+  }
+  f.need_weights = I("need_weights");
+  f.average_attn_weights = I("average_attn_weights");
+  auto [out, w] = mha.forward(q, k, v, f);
+  const std::string what = fmt::format("{} ({})", name, dtype_name(dt));
+  tgt::require_close(out, fx(name, "out"), atol, rtol, what + " out");
+  if (f.need_weights)
+    tgt::require_close(w, fx(name, "weights"), atol, rtol, what + " weights");
+  else
+    REQUIRE_FALSE(w.defined());
+  out.backward(fx(name, "d_out").to(dt));
+  tgt::require_close(q.grad(), fx(name, "d_query"), atol, rtol, what + " d_query");
+  tgt::require_close(k.grad(), fx(name, "d_key"), atol, rtol, what + " d_key");
+  tgt::require_close(v.grad(), fx(name, "d_value"), atol, rtol, what + " d_value");
+  for (auto& [pname, p] : mha.named_parameters())
+    tgt::require_close(p.grad(), fx(name, "d_" + pname), atol, rtol, what + " d_" + pname);
+}
+}  // namespace
+
+TEST_CASE("MultiheadAttention matches PyTorch on every fixture configuration", "[mha]") {
+  std::vector<std::string> names = config_names();
+  REQUIRE(names.size() >= 25);
+  for (const std::string& n : names) {
+    SECTION(n + " float64") { run_parity(n, kFloat64, 1e-10, 1e-10); }
+    SECTION(n + " float32") { run_parity(n, kFloat32, 1e-5, 1e-4); }
+  }
+}
+
+TEST_CASE("MultiheadAttention parameters: PyTorch names, shapes and init", "[mha]") {
+  manual_seed(0);
+  MultiheadAttention a(8, 2);
+  std::vector<std::string> names;
+  for (auto& [n, p] : a.named_parameters()) names.push_back(n);
+  REQUIRE(names == std::vector<std::string>{"in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"});
+  REQUIRE(a.in_proj_weight.shape() == Shape{24, 8});
+  // xavier_uniform over the packed (3E, E) matrix: bound sqrt(6 / (E + 3E)).
+  double bound = std::sqrt(6.0 / 32.0), mx = 0;
+  for (float x : a.in_proj_weight.to_vector<float>()) mx = std::max(mx, std::fabs(double(x)));
+  REQUIRE(mx <= bound);
+  REQUIRE(mx > 0.8 * bound);
+  for (float x : a.in_proj_bias.to_vector<float>()) REQUIRE(x == 0.0f);
+  for (float x : a.out_proj->bias.to_vector<float>()) REQUIRE(x == 0.0f);
+  nn::MultiheadAttentionOptions o;
+  o.kdim = 5;
+  o.vdim = 3;
+  o.add_bias_kv = true;
+  MultiheadAttention b(8, 2, o);
+  names.clear();
+  for (auto& [n, p] : b.named_parameters()) names.push_back(n);
+  REQUIRE(names == std::vector<std::string>{"q_proj_weight", "k_proj_weight", "v_proj_weight", "in_proj_bias",
+                                            "bias_k", "bias_v", "out_proj.weight", "out_proj.bias"});
+  REQUIRE(b.k_proj_weight.shape() == Shape{8, 5});
+  REQUIRE(b.bias_k.shape() == Shape{1, 1, 8});
+}
+
+TEST_CASE("MultiheadAttention gradchecks: inputs and parameters for every mask variant", "[mha]") {
+  manual_seed(5);
+  const int64_t E = 4, NH = 2, B = 2, T = 5;
+  struct Case {
+    std::string name;
+    nn::MultiheadAttentionOptions opts;
+    int64_t S;
+    bool padding;  // key padding that, with a window, leaves rows fully masked
+  };
+  auto opt = [](AttentionMask m) {
+    nn::MultiheadAttentionOptions o;
+    o.batch_first = true;
+    o.structure = m;
+    return o;
+  };
+  std::vector<Case> cases = {
+      {"none", opt({}), T, false},
+      {"causal", opt(AttentionMask::causal()), T, false},
+      {"local(1,1)", opt(AttentionMask::local(1, 1)), T, false},
+      {"local(0,0)", opt(AttentionMask::local(0, 0)), T, false},
+      {"local(9,9) >= T", opt(AttentionMask::local(9, 9)), T, false},
+      {"causal local(2,0)", opt(AttentionMask::local(2, 0)), T, false},
+      {"blocked(2) not dividing T", opt(AttentionMask::blocked(2)), T, false},
+      {"blocked(2) causal, look-back", opt(AttentionMask::blocked(2, {1, 0, true})), T, false},
+      {"padding + window: fully masked rows", opt(AttentionMask::local(1, 0)), T, true},
+      {"cross T != S", opt({}), 3, false},
+  };
+  for (auto& c : cases) {
+    MultiheadAttention m(E, NH, c.opts);
+    m.to(kFloat64);
+    Tensor q = tgt::leaf({B, T, E}), k = tgt::leaf({B, c.S, E}), v = tgt::leaf({B, c.S, E});
+    Tensor kpm;
+    if (c.padding) kpm = tensor(std::vector<bool>{false, false, true, true, true, false, false, false, false, false}, {B, T});
+    std::vector<Tensor> inputs{q, k, v};
+    for (Tensor& p : m.parameters()) inputs.push_back(p);
+    tgt::check_grad(
+        [&](const std::vector<Tensor>& in) {
+          nn::MHAForwardOptions f;
+          f.key_padding_mask = kpm;
+          return m.forward(in[0], in[1], in[2], f).first;
+        },
+        inputs, "mha " + c.name);
+  }
+}
+
+TEST_CASE("fully masked rows give zeros, never NaN, with weights", "[mha]") {
+  manual_seed(6);
+  nn::MultiheadAttentionOptions o;
+  o.batch_first = true;
+  o.structure = AttentionMask::local(1, 0);
+  MultiheadAttention m(4, 2, o);
+  Tensor x = randn({1, 4, 4}).requires_grad_();
+  Tensor kpm = tensor(std::vector<bool>{false, true, true, true}, {1, 4});  // rows 2, 3 see no key
+  nn::MHAForwardOptions f;
+  f.key_padding_mask = kpm;
+  auto [out, w] = m.forward(x, x, x, f);
+  for (float v : w.to_vector<float>()) REQUIRE(std::isfinite(v));
+  std::vector<float> wv = w.to_vector<float>();
+  for (int j = 0; j < 4; ++j) REQUIRE(wv[2 * 4 + j] == 0.0f);
+  out.sum().backward();
+  for (float g : x.grad().to_vector<float>()) REQUIRE(std::isfinite(g));
+}
+
+TEST_CASE("MultiheadAttention errors speak the user's layout", "[mha]") {
+  REQUIRE_ERROR(MultiheadAttention(10, 3), "MultiheadAttention: embed_dim 10 must be divisible by num_heads 3");
+  MultiheadAttention m(8, 2);
+  REQUIRE_ERROR(m.forward(zeros({4, 10}), zeros({4, 10}), zeros({4, 10})),
+                "multihead_attention: query must be (T, B, E) with batch_first=false or unbatched (T, E) with E = 8, got (4,10)");
+  REQUIRE_ERROR(m.forward(zeros({5, 2, 8}), zeros({5, 2, 8}), zeros({5, 2, 8}), zeros({4, 9}, kBool)),
+                "multihead_attention: key_padding_mask (4,9) must be (B, S) = (2, 5)");
+  REQUIRE_ERROR(m.forward(zeros({5, 2, 8}), zeros({5, 2, 8}), zeros({5, 2, 8}), Tensor(), true, zeros({3, 5}, kBool)),
+                "multihead_attention: attn_mask (3,5) must be (T, S) = (5, 5) or (B·NH, T, S) = (4, 5, 5)");
+  REQUIRE_ERROR(m.forward(zeros({5, 2, 8}, kFloat64), zeros({5, 2, 8}), zeros({5, 2, 8})),
+                "multihead_attention: query (5,2,8) is float64 but the module's parameters are float32");
+  REQUIRE_ERROR(m.forward(zeros({5, 2, 8}), zeros({4, 2, 8}), zeros({5, 2, 8})),
+                "disagree on B or S");
+}
+
+TEST_CASE("the seed's MultiHeadAttention layout (W_q, W_k, W_v, W_o; mask == 0 blocked)", "[mha]") {
+  manual_seed(7);
+  nn::SeedMultiHeadAttention m(4, 2);
+  std::vector<std::string> names;
+  for (auto& [n, p] : m.named_parameters()) names.push_back(n);
+  REQUIRE(names == std::vector<std::string>{"W_q.weight", "W_q.bias", "W_k.weight", "W_k.bias", "W_v.weight",
+                                            "W_v.bias", "W_o.weight", "W_o.bias"});
+  m.to(kFloat64);
+  Tensor x = tgt::leaf({2, 3, 4});
+  Tensor causal = tensor(std::vector<double>{1, 0, 0, 1, 1, 0, 1, 1, 1}, {3, 3});
+  auto [out, w] = m.forward(x, x, x, causal);
+  REQUIRE(out.shape() == Shape{2, 3, 4});
+  REQUIRE(w.shape() == Shape{2, 2, 3, 3});
+  std::vector<double> wv = w.to_vector<double>();
+  REQUIRE(wv[0] == Approx(1.0));  // row 0 sees only key 0
+  REQUIRE(wv[1] == 0.0);
+  std::vector<Tensor> inputs{x};
+  for (Tensor& p : m.parameters()) inputs.push_back(p);
+  tgt::check_grad([&](const std::vector<Tensor>& in) { return m.forward(in[0], in[0], in[0], causal).first; },
+                  inputs, "seed mha");
+}
