@@ -169,6 +169,57 @@ TEST_CASE("MultiheadAttention gradchecks: inputs and parameters for every mask v
   }
 }
 
+TEST_CASE("MultiheadAttention gradchecks: PyTorch's options and mask forms", "[mha]") {
+  manual_seed(8);
+  const int64_t E = 4, NH = 2, B = 2, T = 4, S = 3;
+  struct Case {
+    std::string name;
+    nn::MultiheadAttentionOptions opts;
+    Shape q, k, v;  // input shapes in the module's layout
+    nn::MHAForwardOptions f;
+  };
+  nn::MultiheadAttentionOptions seq_first, kv, bias_kv, zero_attn;
+  kv.kdim = 3;
+  kv.vdim = 2;
+  bias_kv.add_bias_kv = true;
+  zero_attn.add_zero_attn = true;
+  nn::MHAForwardOptions none, pad, bool_mask, float_mask, per_head;
+  pad.key_padding_mask = tensor(std::vector<bool>{false, false, true, false, true, true}, {B, S});
+  bool_mask.attn_mask = tensor(std::vector<bool>{false, true, true, false, false, true, false, false, false,
+                                                 true, false, false}, {T, S});
+  float_mask.attn_mask = tensor(std::vector<double>{0, -1.5, -INFINITY, 0.5, 0, 0, 2, 0, -INFINITY, 0, 0, 1}, {T, S});
+  per_head.average_attn_weights = false;
+  std::vector<Case> cases = {
+      {"seq-first cross-attention", seq_first, {T, B, E}, {S, B, E}, {S, B, E}, none},
+      {"key padding", seq_first, {T, B, E}, {S, B, E}, {S, B, E}, pad},
+      {"bool attn_mask (True = blocked)", seq_first, {T, B, E}, {S, B, E}, {S, B, E}, bool_mask},
+      {"float attn_mask (added)", seq_first, {T, B, E}, {S, B, E}, {S, B, E}, float_mask},
+      {"kdim 3, vdim 2", kv, {T, B, E}, {S, B, 3}, {S, B, 2}, none},
+      {"add_bias_kv + padding", bias_kv, {T, B, E}, {S, B, E}, {S, B, E}, pad},
+      {"add_zero_attn + bool mask", zero_attn, {T, B, E}, {S, B, E}, {S, B, E}, bool_mask},
+      {"unbatched", seq_first, {T, E}, {S, E}, {S, E}, none},
+      {"per-head weights", seq_first, {T, B, E}, {S, B, E}, {S, B, E}, per_head},
+  };
+  for (auto& c : cases) {
+    MultiheadAttention m(E, NH, c.opts);
+    m.to(kFloat64);
+    std::vector<Tensor> inputs{tgt::leaf(c.q), tgt::leaf(c.k), tgt::leaf(c.v)};
+    for (Tensor& p : m.parameters()) inputs.push_back(p);
+    const nn::MHAForwardOptions f = c.f;
+    tgt::check_grad([&](const std::vector<Tensor>& in) { return m.forward(in[0], in[1], in[2], f).first; },
+                    inputs, "mha " + c.name);
+  }
+  // Blocked windows with a block size that divides T, in the module.
+  nn::MultiheadAttentionOptions blk;
+  blk.structure = AttentionMask::blocked(2);
+  MultiheadAttention m(E, NH, blk);
+  m.to(kFloat64);
+  std::vector<Tensor> inputs{tgt::leaf({T, B, E})};
+  for (Tensor& p : m.parameters()) inputs.push_back(p);
+  tgt::check_grad([&](const std::vector<Tensor>& in) { return m.forward(in[0], in[0], in[0]).first; }, inputs,
+                  "mha blocked(2), T = 4");
+}
+
 TEST_CASE("fully masked rows give zeros, never NaN, with weights", "[mha]") {
   manual_seed(6);
   nn::MultiheadAttentionOptions o;
