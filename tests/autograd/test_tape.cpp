@@ -4,7 +4,7 @@
 
 using namespace tg;
 
-TEST_CASE("backward accumulates into leaves; fan-out sums") {
+TEST_CASE("backward accumulates into leaves - fan-out sums") {
   Tensor x = tensor(std::vector<double>{1, 2, 3}).requires_grad_();
   Tensor y = x * x + x * 3.0;  // x used three times
   y.backward(ones({3}, kFloat64));

@@ -34,7 +34,7 @@ TEST_CASE("tensor metadata and creation") {
   REQUIRE_ERROR(Tensor().shape(), "shape: tensor is undefined");
 }
 
-TEST_CASE("tensor handles share storage; clone and detach") {
+TEST_CASE("tensor handles share storage - clone and detach") {
   Tensor a = zeros({3});
   Tensor b = a;  // same handle
   b.data<float>()[0] = 7;

@@ -253,7 +253,7 @@ TEST_CASE("MultiheadAttention errors speak the user's layout", "[mha]") {
                 "disagree on B or S");
 }
 
-TEST_CASE("the seed's MultiHeadAttention layout (W_q, W_k, W_v, W_o; mask == 0 blocked)", "[mha]") {
+TEST_CASE("the seed's MultiHeadAttention layout (W_q, W_k, W_v, W_o - mask == 0 blocked)", "[mha]") {
   manual_seed(7);
   nn::SeedMultiHeadAttention m(4, 2);
   std::vector<std::string> names;

@@ -68,7 +68,7 @@ TEST_CASE("named_parameters, buffers and modules use PyTorch's dotted names", "[
                 "ModuleList: element 0 is a Linear, not the requested type");
 }
 
-TEST_CASE("a parameter shared by two modules is listed once; state_dict lists both names",
+TEST_CASE("a parameter shared by two modules is listed once - state_dict lists both names",
           "[module]") {
   auto root = std::make_shared<Net>();
   auto tied = std::make_shared<nn::Linear>(4, 4);

@@ -51,7 +51,7 @@ TEST_CASE("LR schedulers match PyTorch", "[schedule]") {
   }
 }
 
-TEST_CASE("schedulers drive every group from its own base lr; state round trip", "[schedule]") {
+TEST_CASE("schedulers drive every group from its own base lr - state round trip", "[schedule]") {
   Tensor a = zeros({1}).requires_grad_(), b = zeros({1}).requires_grad_();
   nn::SGD opt({nn::ParamGroup({a}), nn::ParamGroup({b}, {{"lr", 1.0}})}, {0.1});
   nn::LambdaLR s(opt, [](int64_t step) { return 1.0 / (step + 1); });

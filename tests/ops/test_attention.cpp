@@ -222,7 +222,7 @@ TEST_CASE("fully masked rows give output 0 and zero gradients, or the error", "[
                 "row 0 of batch 1, head 0 has no allowed key");
 }
 
-TEST_CASE("need_weights returns P; the probe sees S, P, dP and dS", "[attention]") {
+TEST_CASE("need_weights returns P - the probe sees S, P, dP and dS", "[attention]") {
   manual_seed(105);
   AttentionMask m =
       AttentionMask::local(1, 0) & AttentionMask::key_lengths(tensor(std::vector<int64_t>{4, 2}));

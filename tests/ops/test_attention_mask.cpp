@@ -71,7 +71,7 @@ TEST_CASE("blocked windows: block size dividing or not, look-back, causal inside
   REQUIRE_ERROR(AttentionMask::blocked(2, {-1, 0, false}), "look_back must be >= 0");
 }
 
-TEST_CASE("bool masks state their polarity; padding and lengths", "[attention_mask]") {
+TEST_CASE("bool masks state their polarity - padding and lengths", "[attention_mask]") {
   // PyTorch MHA: True = blocked. SDPA: True = allowed. The same tensor, opposite meanings.
   Tensor tri = tensor(std::vector<bool>{false, true, true, false, false, true, false, false, false}, {3, 3});
   REQUIRE(AttentionMask::from_bool(tri, MaskPolarity::TrueBlocked).keys_per_row(3) == V{1, 2, 3});
@@ -99,7 +99,7 @@ TEST_CASE("bool masks state their polarity; padding and lengths", "[attention_ma
   REQUIRE_ERROR(AttentionMask::key_lengths(tensor(std::vector<int64_t>{-1})), "lengths[0] = -1 is negative");
 }
 
-TEST_CASE("masks combine by intersection; fully masked rows show as 0 keys", "[attention_mask]") {
+TEST_CASE("masks combine by intersection - fully masked rows show as 0 keys", "[attention_mask]") {
   Tensor pad = tensor(std::vector<bool>{false, false, false, true, true, true}, {1, 6});
   AttentionMask m = AttentionMask::local(1, 0) & AttentionMask::key_padding(pad, MaskPolarity::TrueBlocked);
   REQUIRE(m.keys_per_row(6) == V{1, 2, 2, 1, 0, 0});  // rows 4, 5: padding + window = no key

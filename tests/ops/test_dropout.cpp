@@ -46,7 +46,7 @@ TEST_CASE("dropout masks are seeded, scaled by 1/(1-p), and keep about 1-p", "[d
   tgt::require_close(x.grad(), want, 0, 0);
 }
 
-TEST_CASE("dropout gradcheck with a fixed mask; float32 keeps its dtype", "[dropout]") {
+TEST_CASE("dropout gradcheck with a fixed mask - float32 keeps its dtype", "[dropout]") {
   manual_seed(51);
   for (Shape s : {Shape{4, 5}, Shape{2, 1, 3}, Shape{1}}) {
     Tensor x = tgt::leaf(s);

@@ -55,7 +55,7 @@ TEST_CASE("layer_norm gradcheck over 1 and 2 trailing dims, with and without wei
   }
 }
 
-TEST_CASE("layer_norm gradients for weight and bias alone; float32 agrees", "[norm]") {
+TEST_CASE("layer_norm gradients for weight and bias alone - float32 agrees", "[norm]") {
   manual_seed(32);
   Tensor x = randn({5, 8}, kFloat64);
   Tensor w = tgt::leaf({8}), b = tgt::leaf({8});

@@ -115,7 +115,7 @@ TEST_CASE("narrow and slice follow PyTorch and Python semantics", "[shape]") {
   tgt::require_close(narrow(y, -2, 1, 2), range(4, 12));
 }
 
-TEST_CASE("index_select gathers rows; repeated indices accumulate gradient", "[shape]") {
+TEST_CASE("index_select gathers rows - repeated indices accumulate gradient", "[shape]") {
   Tensor x = iota({3, 2}).requires_grad_();
   Tensor idx = tensor(std::vector<int64_t>{2, 0, 2});
   Tensor y = index_select(x, 0, idx);
