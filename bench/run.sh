@@ -6,8 +6,8 @@
 #   FILTER=tiny bash bench/run.sh     only the groups whose name contains "tiny"
 #   FILTER=mha / FILTER=local         only the MHA rows / only the local-attention table
 # Groups: matmul, tiny, mha (in-process, interleaved rounds) and local (one fresh process per
-# configuration, LROUNDS rounds, each round all T interleaved: tg local, tg dense, torch blockwise,
-# torch dense). Raw lines are kept in $BUILD/bench_raw.txt.
+# configuration, LROUNDS rounds, each round all T interleaved: tg local, tg dense, torch blockwise
+# (unfold, and a Python loop), torch dense). Raw lines are kept in $BUILD/bench_raw.txt.
 # Environment: BUILD (default build-bench), JOBS, ROUNDS, BUDGET, FILTER, LROUNDS (default 3),
 # LOCAL_T (default "1024 2048 4096 8192 16384"), LBUDGET (seconds per local process, default 1).
 set -euo pipefail
@@ -73,6 +73,9 @@ if want local; then
       fi
       if [[ $have_torch == 1 ]]; then
         "$python" bench/bench_torch.py --budget "$lbudget" --one blk "$T" | sed "s/^/$r /" >>"$raw"
+        if ((T <= 8192)); then  # the Python-loop version's backward is O(T²/64)
+          "$python" bench/bench_torch.py --budget "$lbudget" --one loop "$T" | sed "s/^/$r /" >>"$raw"
+        fi
         if ((T <= 4096)); then
           "$python" bench/bench_torch.py --budget "$lbudget" --one dense "$T" | sed "s/^/$r /" >>"$raw"
         fi
