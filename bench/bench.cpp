@@ -14,6 +14,7 @@
 
 #include <cblas.h>
 #include <fmt/format.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -133,6 +134,100 @@ void bench_tiny(const Options& o) {
   emit("chain10.fwd_bwd.tg", s[2] * 1e6, "us");
 }
 
+// ---- (c) nn::MultiheadAttention forward + backward (self-attention, batch_first, f32) ----
+// The three masks of one size alternate batch by batch: none, causal (is_causal, no dense mask)
+// and key padding ((B, T) bool, the last 25 % of keys padded in every row, True = padding).
+struct MhaSize {
+  int64_t B, T, E, NH;
+};
+const MhaSize kMhaSizes[] = {{32, 64, 128, 4}, {8, 256, 256, 8}, {2, 1024, 512, 8}};
+
+void bench_mha(const Options& o) {
+  for (const MhaSize& z : kMhaSizes) {
+    tg::nn::MultiheadAttentionOptions mo;
+    mo.batch_first = true;  // dropout 0, train mode (the default)
+    tg::nn::MultiheadAttention mha(z.E, z.NH, mo);
+    tg::Tensor x = tg::randn({z.B, z.T, z.E}).requires_grad_();
+    tg::Tensor g = tg::randn({z.B, z.T, z.E});  // fixed upstream gradient
+    tg::Tensor pad = tg::zeros({z.B, z.T}, tg::kBool);
+    bool* pp = pad.data<bool>();
+    for (int64_t b = 0; b < z.B; ++b)
+      for (int64_t j = z.T - z.T / 4; j < z.T; ++j) pp[b * z.T + j] = true;
+    auto step = [&](const tg::nn::MHAForwardOptions& f) {
+      x.reset_grad();
+      mha.zero_grad(true);
+      tg::Tensor y = mha.forward(x, x, x, f).first;
+      y.backward(g);
+    };
+    tg::nn::MHAForwardOptions none, causal, padded;
+    none.need_weights = causal.need_weights = padded.need_weights = false;
+    causal.is_causal = true;
+    padded.key_padding_mask = pad;
+    const bool big = z.T >= 1024;
+    std::vector<double> s =
+        interleaved({[&] { step(none); }, [&] { step(causal); }, [&] { step(padded); }},
+                    o.budget * (big ? 1.0 : 1.5), big ? 3 : 5);
+    const std::string tag = fmt::format("{}x{}x{}x{}", z.B, z.T, z.E, z.NH);
+    emit(fmt::format("mha.none.tg.{}", tag), s[0] * 1e3, "ms");
+    emit(fmt::format("mha.causal.tg.{}", tag), s[1] * 1e3, "ms");
+    emit(fmt::format("mha.pad.tg.{}", tag), s[2] * 1e3, "ms");
+  }
+}
+
+// ---- (d) local attention, one configuration per process (--one local|dense T) ----
+// sdpa forward + backward on q, k, v (1, 4, T, 64) f32 with the band i - 64 <= j <= i + 64, as
+// AttentionMask::local(64, 64) ("local") or as a dense (T, T) bool mask ("dense"). Prints the
+// median time of a few calls after a warm-up, and the peak RSS of this fresh process
+// (ru_maxrss), with the RSS high-water mark before any tensor was made as "base".
+double maxrss_mib() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_maxrss) / 1024.0;  // KiB on Linux
+}
+
+int run_one(const std::string& kind, int64_t T, double budget) {
+  if (kind != "local" && kind != "dense") {
+    fmt::print(stderr, "bench_tapegrad --one: kind must be local or dense, got '{}'\n", kind);
+    return 2;
+  }
+  const double base = maxrss_mib();
+  constexpr int64_t NH = 4, hs = 64, W = 64;
+  tg::manual_seed(0);
+  tg::Tensor q = tg::randn({1, NH, T, hs}).requires_grad_();
+  tg::Tensor k = tg::randn({1, NH, T, hs}).requires_grad_();
+  tg::Tensor v = tg::randn({1, NH, T, hs}).requires_grad_();
+  tg::Tensor g = tg::randn({1, NH, T, hs});
+  tg::AttentionMask mask = tg::AttentionMask::local(W, W);
+  if (kind == "dense") {
+    tg::Tensor band = tg::zeros({T, T}, tg::kBool);
+    bool* p = band.data<bool>();
+    for (int64_t i = 0; i < T; ++i)
+      for (int64_t j = std::max<int64_t>(0, i - W); j <= std::min(T - 1, i + W); ++j)
+        p[i * T + j] = true;
+    mask = tg::AttentionMask::from_bool(band, tg::MaskPolarity::TrueAllowed);
+  }
+  auto step = [&] {
+    for (tg::Tensor* t : {&q, &k, &v}) t->reset_grad();
+    tg::Tensor y = tg::scaled_dot_product_attention(q, k, v, mask).output;
+    y.backward(g);
+  };
+  auto t0 = Clock::now();
+  step();  // warm-up
+  const double first = std::chrono::duration<double>(Clock::now() - t0).count();
+  // A call over twice the budget takes seconds: warm-up effects are noise there, keep the first.
+  const int reps = first >= 2 * budget
+                       ? 0
+                       : static_cast<int>(std::clamp(budget / std::max(first, 1e-9), 1.0, 9.0));
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) t.push_back(time_batch(step, 1));
+  if (t.empty()) t.push_back(first);
+  const std::string name = fmt::format("local.{}.tg.{}", kind, T);
+  emit(name + ".ms", median(t) * 1e3, "ms");
+  emit(name + ".mib", maxrss_mib(), "MiB");
+  emit(name + ".base", base, "MiB");
+  return 0;
+}
+
 struct Group {
   const char* name;
   void (*run)(const Options&);
@@ -140,6 +235,7 @@ struct Group {
 const Group kGroups[] = {
     {"matmul", bench_matmul},
     {"tiny", bench_tiny},
+    {"mha", bench_mha},
 };
 
 }  // namespace
@@ -152,13 +248,17 @@ int main(int argc, char** argv) {
       o.budget = std::atof(argv[++i]);
     } else if (arg == "--filter" && i + 1 < argc) {
       o.filter = argv[++i];
+    } else if (arg == "--one" && i + 2 < argc) {
+      std::string kind = argv[i + 1];
+      return run_one(kind, std::atoll(argv[i + 2]), o.budget);
     } else if (arg == "--blas-core") {
       fmt::print("{}\n", openblas_get_corename());
       return 0;
     } else {
       fmt::print(stderr,
                  "usage: bench_tapegrad [--budget SECONDS] [--filter GROUP] [--blas-core]\n"
-                 "groups: matmul, tiny\n");
+                 "       bench_tapegrad [--budget SECONDS] --one local|dense T\n"
+                 "groups: matmul, tiny, mha (local runs only through --one, one process each)\n");
       return 2;
     }
   }

@@ -83,16 +83,140 @@ def bench_tiny(opts):
     emit("chain10.fwd_bwd.torch", s[2] * 1e6, "us")
 
 
-GROUPS = {"matmul": bench_matmul, "tiny": bench_tiny}
+MHA_SIZES = ((32, 64, 128, 4), (8, 256, 256, 8), (2, 1024, 512, 8))
+
+
+def bench_mha(opts):
+    """nn.MultiheadAttention fwd+bwd, self-attention, batch_first, train mode, dropout 0, f32.
+    Masks as users write them in 1.13: causal = bool (T, T) attn_mask, triu True = blocked;
+    padding = (B, T) bool key_padding_mask, last 25 % True."""
+    for (B, T, E, NH) in MHA_SIZES:
+        mha = torch.nn.MultiheadAttention(E, NH, dropout=0.0, batch_first=True).train()
+        x = torch.randn(B, T, E, requires_grad=True)
+        g = torch.randn(B, T, E)  # fixed upstream gradient
+        causal = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+        pad = torch.zeros(B, T, dtype=torch.bool)
+        pad[:, T - T // 4:] = True
+
+        def step(**kw):
+            x.grad = None
+            mha.zero_grad(set_to_none=True)
+            y, _ = mha(x, x, x, need_weights=False, **kw)
+            y.backward(g)
+
+        big = T >= 1024
+        s = interleaved([lambda: step(), lambda: step(attn_mask=causal),
+                         lambda: step(key_padding_mask=pad)],
+                        opts.budget * (1.0 if big else 1.5), 3 if big else 5)
+        tag = f"{B}x{T}x{E}x{NH}"
+        emit(f"mha.none.torch.{tag}", s[0] * 1e3, "ms")
+        emit(f"mha.causal.torch.{tag}", s[1] * 1e3, "ms")
+        emit(f"mha.pad.torch.{tag}", s[2] * 1e3, "ms")
+
+
+def maxrss_mib():
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
+
+
+def local_unfold(q, k, v, W=64, R=64):
+    """The band i - W <= j <= i + W blockwise without a Python loop: query blocks of R rows
+    (zero-padded to a multiple of R) against key windows of R + 2W from k.unfold (a strided view;
+    its backward is linear in T), masked, softmaxed, batched matmuls."""
+    B, NH, T, hs = q.shape
+    nb = -(-T // R)
+    Tp = nb * R
+    F = torch.nn.functional
+    qb = F.pad(q, (0, 0, 0, Tp - T)).view(B, NH, nb, R, hs)
+    kb = F.pad(k, (0, 0, W, Tp - T + W)).unfold(2, R + 2 * W, R)  # (B, NH, nb, hs, R + 2W)
+    vb = F.pad(v, (0, 0, W, Tp - T + W)).unfold(2, R + 2 * W, R).transpose(-1, -2)
+    i = torch.arange(Tp).view(nb, R, 1)
+    j = (torch.arange(nb) * R - W).view(nb, 1, 1) + torch.arange(R + 2 * W).view(1, 1, -1)
+    blocked = (j < i - W) | (j > i + W) | (j < 0) | (j >= T)
+    s = torch.matmul(qb, kb) * hs ** -0.5
+    p = torch.softmax(s.masked_fill(blocked, float("-inf")), dim=-1)
+    return torch.matmul(p, vb).reshape(B, NH, Tp, hs)[:, :, :T]
+
+
+def local_blockwise(q, k, v, W=64, R=64):
+    """The band i - W <= j <= i + W computed blockwise in plain PyTorch ops (autograd records
+    it): a Python loop over query blocks of R rows against their key band [r0 - W, r1 + W),
+    masked, softmaxed, concatenated. Each slice's backward writes a full-size zero gradient, so
+    the backward is O(T^2 / R) in memory traffic: the code users write, not the best PyTorch."""
+    T, hs = q.shape[-2], q.shape[-1]
+    scale = hs ** -0.5
+    outs = []
+    for r0 in range(0, T, R):
+        r1 = min(T, r0 + R)
+        k0, k1 = max(0, r0 - W), min(T, r1 + W)
+        i = torch.arange(r0, r1).unsqueeze(1)
+        j = torch.arange(k0, k1).unsqueeze(0)
+        blocked = (j < i - W) | (j > i + W)
+        s = torch.matmul(q[..., r0:r1, :], k[..., k0:k1, :].transpose(-2, -1)) * scale
+        p = torch.softmax(s.masked_fill(blocked, float("-inf")), dim=-1)
+        outs.append(torch.matmul(p, v[..., k0:k1, :]))
+    return torch.cat(outs, dim=-2)
+
+
+def local_dense(q, k, v, allowed):
+    """Dense masked attention: (T, T) scores, masked_fill, softmax, matmul."""
+    s = torch.matmul(q, k.transpose(-2, -1)) * q.shape[-1] ** -0.5
+    p = torch.softmax(s.masked_fill(~allowed, float("-inf")), dim=-1)
+    return torch.matmul(p, v)
+
+
+def run_one(kind, T, budget):
+    """One configuration in this fresh process: median time after a warm-up, peak RSS."""
+    import time as _t
+    base = maxrss_mib()  # includes importing torch
+    NH, hs, W = 4, 64, 64
+    q, k, v = (torch.randn(1, NH, T, hs, requires_grad=True) for _ in range(3))
+    g = torch.randn(1, NH, T, hs)
+    if kind == "blk":
+        fn = lambda: local_unfold(q, k, v, W)
+    elif kind == "loop":
+        fn = lambda: local_blockwise(q, k, v, W)
+    elif kind == "dense":
+        i = torch.arange(T).unsqueeze(1)
+        j = torch.arange(T).unsqueeze(0)
+        allowed = (j >= i - W) & (j <= i + W)
+        fn = lambda: local_dense(q, k, v, allowed)
+    else:
+        print(f"bench_torch.py --one: kind must be blk, loop or dense, got {kind!r}", file=sys.stderr)
+        return 2
+
+    def step():
+        for t in (q, k, v):
+            t.grad = None
+        fn().backward(g)
+
+    t0 = _t.perf_counter()
+    step()
+    first = _t.perf_counter() - t0
+    # A call over twice the budget takes seconds: warm-up effects are noise there, keep the first.
+    reps = 0 if first >= 2 * budget else int(min(9, max(1, budget / max(first, 1e-9))))
+    times = [time_batch(step, 1) for _ in range(reps)] or [first]
+    name = f"local.{kind}.torch.{T}"
+    emit(name + ".ms", statistics.median(times) * 1e3, "ms")
+    emit(name + ".mib", maxrss_mib(), "MiB")
+    emit(name + ".base", base, "MiB")
+    return 0
+
+
+GROUPS = {"matmul": bench_matmul, "tiny": bench_tiny, "mha": bench_mha}
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--budget", type=float, default=0.8, help="seconds per group of candidates")
     p.add_argument("--filter", default="", help="run only groups whose name contains this")
+    p.add_argument("--one", nargs=2, metavar=("KIND", "T"),
+                   help="one local-attention configuration in this process: blk|loop|dense T")
     opts = p.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
+    if opts.one:
+        return run_one(opts.one[0], int(opts.one[1]), opts.budget)
     print(f"# bench_torch: torch {torch.__version__}, {torch.get_num_threads()} thread(s)")
     for name, fn in GROUPS.items():
         if opts.filter in name:

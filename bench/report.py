@@ -18,6 +18,11 @@ ROWS = []
 for n in SIZES:
     ROWS.append((f"matmul f32 {n}^3 GFLOP/s", f"matmul.tg.{n}", f"matmul.blas.{n}", "sgemm",
                  ("ratio", ">=", 0.95), f"matmul.torch.{n}"))
+MHA_SIZES = ("32x64x128x4", "8x256x256x8", "2x1024x512x8")  # B x T x E x NH
+for tag in MHA_SIZES:
+    for m in ("none", "causal", "pad"):
+        ROWS.append((f"MHA fwd+bwd {tag} {m} ms", f"mha.{m}.tg.{tag}", f"mha.{m}.torch.{tag}", "torch",
+                     ("ratio", "<=", 0.8), None))
 ROWS += [
     ("mul 4 elems fwd us", "tiny.fwd.tg", "tiny.fwd.torch", "torch", None, None),
     ("mul 4 elems fwd+bwd us", "tiny.fwd_bwd.tg", "tiny.fwd_bwd.torch", "torch", ("value", "<=", 1.0), None),
@@ -62,21 +67,126 @@ def row_cells(row, data):
     return [label, fmt_num(a_med), f"{fmt_num(b_med)} {b_name}", ratio, goal_s, verdict, ref_s]
 
 
+LOCAL_T = (1024, 2048, 4096, 8192, 16384)
+GOAL_T = 8192
+
+
+def med(data, m):
+    v = data.get(m, {})
+    return statistics.median(v.values()) if v else None
+
+
+def ratio(data, a, b):
+    """(median, min, max) of a / b over the rounds holding both, or None."""
+    av, bv = data.get(a, {}), data.get(b, {})
+    rs = [av[r] / bv[r] for r in av if r in bv and bv[r] > 0]
+    return (statistics.median(rs), min(rs), max(rs)) if rs else None
+
+
+def fmt_ratio(r):
+    return "n/a" if r is None else f"{r[0]:.3g} [{r[1]:.3g}, {r[2]:.3g}]"
+
+
+def print_table(table):
+    widths = [max(len(line[i]) for line in table) for i in range(len(table[0]))]
+    for i, line in enumerate(table):
+        print("  ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(line, widths))).rstrip())
+        if i == 0:
+            print("  ".join("-" * w for w in widths))
+
+
+def local_report(data):
+    """Local attention (NH 4, hs 64, window (64, 64), B 1, f32), one fresh process per cell.
+    torch blk: the band via unfold, batched; torch loop: a Python loop over query blocks."""
+    ts = [T for T in LOCAL_T if any(f"local.{k}.{T}.ms" in data
+                                    for k in ("local.tg", "dense.tg", "blk.torch", "loop.torch", "dense.torch"))]
+    if not ts:
+        return
+    rounds = sorted({r for m, v in data.items() if m.startswith("local.") for r in v})
+    L, D, BK, LP, TD = ("local.local.tg", "local.dense.tg", "local.blk.torch", "local.loop.torch",
+                        "local.dense.torch")
+    print()
+    print(f"local attention fwd+bwd, NH 4, hs 64, window (64, 64), B 1, f32: {len(rounds)} rounds, one "
+          "fresh process per cell; time = median ms; mem = peak RSS (ru_maxrss) MiB; "
+          "ratios per round, median [min, max]")
+    head = ["T", "tg local", "tg dense", "dense/local", "torch blk", "local/blk", "torch loop",
+            "local/loop", "torch dense", "local MiB", "dense MiB", "dense/local", "blk MiB", "loop MiB",
+            "torch dense MiB"]
+    table = [head]
+    for T in ts:
+        c = lambda k, u: fmt_num(med(data, f"{k}.{T}.{u}"))
+        table.append([str(T), c(L, "ms"), c(D, "ms"), fmt_ratio(ratio(data, f"{D}.{T}.ms", f"{L}.{T}.ms")),
+                      c(BK, "ms"), fmt_ratio(ratio(data, f"{L}.{T}.ms", f"{BK}.{T}.ms")),
+                      c(LP, "ms"), fmt_ratio(ratio(data, f"{L}.{T}.ms", f"{LP}.{T}.ms")), c(TD, "ms"),
+                      c(L, "mib"), c(D, "mib"), fmt_ratio(ratio(data, f"{D}.{T}.mib", f"{L}.{T}.mib")),
+                      c(BK, "mib"), c(LP, "mib"), c(TD, "mib")])
+    print_table(table)
+
+    # Linear growth of tapegrad local: time per 1k T, memory above the process's start per 1k T,
+    # and the increment between successive T (constant when memory grows linearly).
+    print()
+    head = ["T", "tg local ms per 1k T", "MiB above start", "MiB per 1k T", "increment MiB per 1k T"]
+    table, prev = [head], None
+    per_t, incr = {}, {}
+    for T in ts:
+        ms, peak, base = (med(data, f"{L}.{T}.{u}") for u in ("ms", "mib", "base"))
+        if ms is None or peak is None or base is None:
+            continue
+        above = peak - base
+        per_t[T] = ms / (T / 1000)
+        inc = (above - prev[1]) / ((T - prev[0]) / 1000) if prev else None
+        if inc is not None:
+            incr[T] = inc
+        table.append([str(T), fmt_num(per_t[T]), fmt_num(above), fmt_num(above / (T / 1000)), fmt_num(inc)])
+        prev = (T, above)
+    print_table(table)
+
+    print()
+    goals = []
+    g = ratio(data, f"{D}.{GOAL_T}.ms", f"{L}.{GOAL_T}.ms")
+    goals.append((f"T={GOAL_T}: tg local >= 20x faster than tg dense masked", g, lambda x: x >= 20))
+    g = ratio(data, f"{D}.{GOAL_T}.mib", f"{L}.{GOAL_T}.mib")
+    goals.append((f"T={GOAL_T}: tg local >= 10x less peak memory than tg dense masked", g, lambda x: x >= 10))
+    g = ratio(data, f"{BK}.{GOAL_T}.ms", f"{L}.{GOAL_T}.ms")
+    goals.append((f"T={GOAL_T}: tg local faster than torch blockwise, unfold (blk/local > 1)", g,
+                  lambda x: x > 1))
+    g = ratio(data, f"{LP}.{GOAL_T}.ms", f"{L}.{GOAL_T}.ms")
+    goals.append((f"T={GOAL_T}: tg local faster than torch blockwise, Python loop (loop/local > 1)", g,
+                  lambda x: x > 1))
+    for label, r, ok in goals:
+        print(f"  {label}: {fmt_ratio(r)}  {'n/a' if r is None else 'ok' if ok(r[0]) else 'MISS'}")
+    big = [T for T in ts if T in per_t and T >= 2048]
+    if len(big) >= 2:
+        gr = per_t[big[-1]] / per_t[big[0]]
+        print(f"  linear time: ms per 1k T at T={big[-1]} / at T={big[0]} = {gr:.3g} (<= 1.3)  "
+              f"{'ok' if gr <= 1.3 else 'MISS'}")
+    inc = [incr[T] for T in ts if T in incr and T >= 4096]
+    if len(inc) >= 2:
+        gr = max(inc) / min(inc) if min(inc) > 0 else float("inf")
+        print(f"  linear memory: increment MiB per 1k T from T=2048 on, max / min = {gr:.3g} (<= 1.3)  "
+              f"{'ok' if gr <= 1.3 else 'MISS'}")
+
+
 def main():
     data, _ = load(sys.argv[1])
-    rounds = sorted({r for v in data.values() for r in v})
+    rounds = sorted({r for m, v in data.items() if not m.startswith("local.") for r in v})
     head = ["row", "tapegrad", "baseline", "tg/base median [min, max]", "goal", "", "reference"]
     rows = [r for r in ROWS if r[1] in data or r[2] in data]  # a FILTER run shows its rows only
     table = [head] + [row_cells(r, data) for r in rows]
     widths = [max(len(line[i]) for line in table) for i in range(len(head))]
     note = f", {sys.argv[2]}" if len(sys.argv) > 2 else ""
+    if not rows:  # e.g. FILTER=local
+        print(f"tapegrad benchmarks: 1 thread{note}")
+        local_report(data)
+        return
     print(f"tapegrad benchmarks: {len(rounds)} rounds, 1 thread{note}; medians over rounds; ratio = tapegrad / "
-          "baseline per round (GFLOP/s: higher is better; us: lower is better)")
+          "baseline per round (GFLOP/s: higher is better; us, ms: lower is better)")
     for i, line in enumerate(table):
         print("  ".join(c.ljust(w) if j == 0 else c.rjust(w) if j in (1, 2) else c.ljust(w)
                         for j, (c, w) in enumerate(zip(line, widths))).rstrip())
         if i == 0:
             print("  ".join("-" * w for w in widths))
+    local_report(data)
 
 
 if __name__ == "__main__":

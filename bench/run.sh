@@ -4,7 +4,12 @@
 #   bash bench/run.sh                 full run (about 1–2 minutes after the build)
 #   ROUNDS=3 BUDGET=0.3 bash bench/run.sh   quicker, noisier
 #   FILTER=tiny bash bench/run.sh     only the groups whose name contains "tiny"
-# Raw lines are kept in $BUILD/bench_raw.txt. Environment: BUILD (default build-bench), JOBS.
+#   FILTER=mha / FILTER=local         only the MHA rows / only the local-attention table
+# Groups: matmul, tiny, mha (in-process, interleaved rounds) and local (one fresh process per
+# configuration, LROUNDS rounds, each round all T interleaved: tg local, tg dense, torch blockwise
+# (unfold, and a Python loop), torch dense). Raw lines are kept in $BUILD/bench_raw.txt.
+# Environment: BUILD (default build-bench), JOBS, ROUNDS, BUDGET, FILTER, LROUNDS (default 3),
+# LOCAL_T (default "1024 2048 4096 8192 16384"), LBUDGET (seconds per local process, default 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh --torch  # build dependencies and Debian's python3-torch for the twin
@@ -12,6 +17,10 @@ build=${BUILD:-build-bench}
 rounds=${ROUNDS:-5}
 budget=${BUDGET:-0.8}
 filter=${FILTER:-}
+lrounds=${LROUNDS:-3}
+local_t=${LOCAL_T:-1024 2048 4096 8192 16384}
+lbudget=${LBUDGET:-1}
+want() { [[ -z $filter || $1 == *"$filter"* ]]; }  # does FILTER select group $1?
 python=${PYTHON:-/usr/bin/python3}
 
 # One thread for both pools on both sides (torch.set_num_threads does not reach OpenBLAS).
@@ -41,11 +50,37 @@ have_torch=1
 
 raw="$build/bench_raw.txt"
 : >"$raw"
-for ((r = 0; r <= rounds; r++)); do
+in_process=0
+for g in matmul tiny mha; do want $g && in_process=1; done
+for ((r = 0; in_process && r <= rounds; r++)); do
   echo "round $r/$rounds$([[ $r == 0 ]] && echo ' (warm-up, dropped)')" >&2
   "$build/bench/bench_tapegrad" --budget "$budget" ${filter:+--filter "$filter"} | sed "s/^/$r /" >>"$raw"
   if [[ $have_torch == 1 ]]; then
     "$python" bench/bench_torch.py --budget "$budget" ${filter:+--filter "$filter"} | sed "s/^/$r /" >>"$raw"
   fi
 done
+
+# Local attention: one fresh process per (side, path, T) so that ru_maxrss is that
+# configuration's peak. The dense paths need T² memory: tapegrad's up to 8192, PyTorch's up to
+# 4096 (11 s per call at 8192). No warm-up round: each process makes its own warm-up call.
+if want local; then
+  for ((r = 1; r <= lrounds; r++)); do
+    echo "local round $r/$lrounds" >&2
+    for T in $local_t; do
+      "$build/bench/bench_tapegrad" --budget "$lbudget" --one local "$T" | sed "s/^/$r /" >>"$raw"
+      if ((T <= 8192)); then
+        "$build/bench/bench_tapegrad" --budget "$lbudget" --one dense "$T" | sed "s/^/$r /" >>"$raw"
+      fi
+      if [[ $have_torch == 1 ]]; then
+        "$python" bench/bench_torch.py --budget "$lbudget" --one blk "$T" | sed "s/^/$r /" >>"$raw"
+        if ((T <= 8192)); then  # the Python-loop version's backward is O(T²/64)
+          "$python" bench/bench_torch.py --budget "$lbudget" --one loop "$T" | sed "s/^/$r /" >>"$raw"
+        fi
+        if ((T <= 4096)); then
+          "$python" bench/bench_torch.py --budget "$lbudget" --one dense "$T" | sed "s/^/$r /" >>"$raw"
+        fi
+      fi
+    done
+  done
+fi
 python3 bench/report.py "$raw" "OpenBLAS core $core"  # needs no torch
