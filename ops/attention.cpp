@@ -18,10 +18,12 @@
 #include "ops/ops.hpp"
 
 #include <cblas.h>
+#include <xsimd/xsimd.hpp>
 
 #include <climits>
 #include <cmath>
 #include <limits>
+#include <cstring>
 #include <memory>
 #include <tuple>
 #include <type_traits>
@@ -31,7 +33,9 @@ using namespace detail;
 
 namespace {
 constexpr const char* kSdpa = "scaled_dot_product_attention";
-constexpr int64_t kRowTile = 64;  // query rows per tile
+constexpr int64_t kRowTile = 64;       // query rows per tile when the mask has structure
+constexpr int64_t kRowTileFull = 256;  // without structure every tile spans all S keys: bigger
+                                       // tiles mean fewer, larger gemms
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // ---- BLAS ----
@@ -116,8 +120,9 @@ Plan make_plan(const AttentionMask& m, int64_t T, int64_t S) {
   p.lo.resize(T);
   p.hi.resize(T);
   for (int64_t i = 0; i < T; ++i) std::tie(p.lo[i], p.hi[i]) = m.key_range(i, T, S);
-  for (int64_t r0 = 0; r0 < T; r0 += kRowTile) {
-    Tile t{r0, std::min(T, r0 + kRowTile), S, -1, p.per_bh};
+  const int64_t tile = m.has_structure() ? kRowTile : kRowTileFull;
+  for (int64_t r0 = 0; r0 < T; r0 += tile) {
+    Tile t{r0, std::min(T, r0 + tile), S, -1, p.per_bh};
     for (int64_t i = t.r0; i < t.r1; ++i)
       if (p.lo[i] <= p.hi[i]) {
         t.klo = std::min(t.klo, p.lo[i]);
@@ -163,6 +168,14 @@ RowMask make_row_mask(const AttentionMask& m, const Dims& d) {
 template <typename T>
 void mask_row(const RowMask& m, int64_t b, int64_t h, int64_t i, int64_t lo, int64_t hi,
               int64_t klo, int64_t width, int64_t S, T* s) {
+  if (!m.key_allowed && !m.lengths && !m.allowed && !m.additive) {
+    // Structure only: block the keys of the tile outside this row's own range [lo, hi].
+    const int64_t a = std::clamp<int64_t>(lo - klo, 0, width);
+    const int64_t e = std::clamp<int64_t>(hi - klo + 1, a, width);
+    std::fill(s, s + a, static_cast<T>(-kInf));
+    std::fill(s + e, s + width, static_cast<T>(-kInf));
+    return;
+  }
   const bool* ka = m.key_allowed ? m.key_allowed + b * S : nullptr;
   const int64_t len = m.lengths ? m.lengths[b] : S;
   const bool* al = nullptr;
@@ -205,6 +218,66 @@ bool softmax_row(T* s, int64_t n) {
   const T inv = static_cast<T>(1.0 / sum);
   for (int64_t j = 0; j < n; ++j) s[j] *= inv;
   return true;
+}
+
+// float rows: the same softmax on xsimd batches (8 lanes with AVX2): vector max, xsimd::exp
+// (exp(-inf) = 0), partial sums per lane, summed in double at the end.
+template <>
+bool softmax_row<float>(float* s, int64_t n) {
+  using V = xsimd::batch<float>;
+  constexpr int64_t L = static_cast<int64_t>(V::size);
+  const float ninf = -std::numeric_limits<float>::infinity();
+  float mx = ninf;
+  int64_t j = 0;
+  if (n >= L) {
+    V m(ninf);
+    for (; j + L <= n; j += L) m = xsimd::max(m, V::load_unaligned(s + j));
+    alignas(64) float lanes[64];
+    m.store_aligned(lanes);
+    for (int64_t u = 0; u < L; ++u) mx = std::max(mx, lanes[u]);
+  }
+  for (; j < n; ++j) mx = std::max(mx, s[j]);
+  if (mx == ninf) {
+    std::fill(s, s + n, 0.0f);
+    return false;
+  }
+  V acc(0.0f), vmx(mx);
+  for (j = 0; j + L <= n; j += L) {
+    V e = xsimd::exp(V::load_unaligned(s + j) - vmx);
+    e.store_unaligned(s + j);
+    acc += e;
+  }
+  double sum = xsimd::hadd(acc);
+  for (; j < n; ++j) {
+    s[j] = std::exp(s[j] - mx);
+    sum += s[j];
+  }
+  const V inv(static_cast<float>(1.0 / sum));
+  for (j = 0; j + L <= n; j += L) (V::load_unaligned(s + j) * inv).store_unaligned(s + j);
+  for (; j < n; ++j) s[j] *= inv.get(0);
+  return true;
+}
+
+// dS = P ⊙ (dP − rowsum(dP ⊙ P)) for one row, in place in dp.
+template <typename T>
+void softmax_backward_row(T* dp, const T* p, int64_t n) {
+  double dot = 0;
+  for (int64_t j = 0; j < n; ++j) dot += static_cast<double>(dp[j]) * p[j];
+  for (int64_t j = 0; j < n; ++j) dp[j] = static_cast<T>(p[j] * (dp[j] - dot));
+}
+template <>
+void softmax_backward_row<float>(float* dp, const float* p, int64_t n) {
+  using V = xsimd::batch<float>;
+  constexpr int64_t L = static_cast<int64_t>(V::size);
+  V acc(0.0f);
+  int64_t j = 0;
+  for (; j + L <= n; j += L) acc += V::load_unaligned(dp + j) * V::load_unaligned(p + j);
+  double dot = xsimd::hadd(acc);
+  for (; j < n; ++j) dot += static_cast<double>(dp[j]) * p[j];
+  const V vd(static_cast<float>(dot));
+  for (j = 0; j + L <= n; j += L)
+    (V::load_unaligned(p + j) * (V::load_unaligned(dp + j) - vd)).store_unaligned(dp + j);
+  for (; j < n; ++j) dp[j] = p[j] * (dp[j] - static_cast<float>(dot));
 }
 
 // Everything forward and backward share. P and keep hold B·NH·per_bh elements (tile blocks) when
@@ -337,9 +410,7 @@ void backward_tile(const Ctx& c, const RowMask& rm, int64_t b, int64_t h, const 
       T* out = dense.dprobs + (bh * d.T + i) * d.S + t.klo;
       for (int64_t j = 0; j < width; ++j) out[j] = std::isinf(blocked[j]) ? T(0) : dp[j];
     }
-    double dot = 0;  // rowsum(dP ⊙ P)
-    for (int64_t j = 0; j < width; ++j) dot += static_cast<double>(dp[j]) * p[j];
-    for (int64_t j = 0; j < width; ++j) dp[j] = static_cast<T>(p[j] * (dp[j] - dot));  // dS
+    softmax_backward_row(dp, p, width);  // dS
   }
   if (dense.dscores) scatter_tile(dense.dscores, dP, d, bh, t);
   const T sc = static_cast<T>(c.scale);
