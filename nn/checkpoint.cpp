@@ -51,7 +51,7 @@ std::string u64_le(uint64_t v) {
   return s;
 }
 
-void check_writable(const StateDict& tensors, const Metadata& metadata, const std::string& what) {
+void check_writable(const StateDict& tensors, const std::string& what) {
   for (const auto& [name, t] : tensors) {
     if (name.empty()) throw Error(fmt::format("save_safetensors: {}: empty tensor name", what));
     if (name == "__metadata__")
@@ -63,14 +63,13 @@ void check_writable(const StateDict& tensors, const Metadata& metadata, const st
       throw Error(fmt::format("save_safetensors: {}: tensor \"{}\" is on {}, not the CPU", what,
                               name, t.device().str()));
   }
-  (void)metadata;  // any string -> string map is valid
 }
 
 }  // namespace
 
 std::string safetensors_bytes(const StateDict& tensors, const Metadata& metadata,
                               const std::string& what) {
-  check_writable(tensors, metadata, what);
+  check_writable(tensors, what);  // any string -> string map is valid metadata
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   uint64_t offset = 0;
@@ -144,6 +143,8 @@ struct Reader {
     }
     if (!dup.empty()) {
       if (dup_owner.empty()) fail(dup, "appears twice in the header (duplicate JSON key)");
+      if (dup_owner == "__metadata__")
+        fail(fmt::format("__metadata__ has the key \"{}\" twice (duplicate JSON key)", dup));
       fail(dup_owner,
            fmt::format("key \"{}\" appears twice in its entry (duplicate JSON key)", dup));
     }
@@ -396,13 +397,15 @@ struct MetaReader {
   }
   std::vector<int64_t> integers(const std::string& key) const {
     std::vector<int64_t> out;
-    for (double v : numbers(key)) out.push_back(integer(key, num(v)));
+    std::istringstream is(get(key));
+    std::string item;
+    while (std::getline(is, item, ',')) out.push_back(integer(key, item));
     return out;
   }
 };
 
-Metadata training_metadata(const Optimizer& opt, const LRScheduler* sched, const std::string& id,
-                           int64_t step, const Metadata& extra, const OptimizerState& os) {
+Metadata training_metadata(const LRScheduler* sched, const std::string& id, int64_t step,
+                           const Metadata& extra, const OptimizerState& os) {
   Metadata m{{"tapegrad.format", kStateFormat},
              {"tapegrad.run_id", id},
              {"tapegrad.step", std::to_string(step)},
@@ -429,7 +432,6 @@ Metadata training_metadata(const Optimizer& opt, const LRScheduler* sched, const
   }
   m["rng.default"] = default_generator().get_state();
   for (const auto& [k, v] : extra) m["extra." + k] = v;
-  (void)opt;
   return m;
 }
 
@@ -462,9 +464,8 @@ void save_checkpoint(const std::string& dir, const Module& model, const Optimize
   mm["tapegrad.step"] = std::to_string(step);
   // Build both files' bytes first: a bad argument then fails before anything is written.
   std::string model_bytes = safetensors_bytes(model.state_dict(), mm, checkpoint_model_path(dir));
-  std::string state_bytes =
-      safetensors_bytes(state, training_metadata(optimizer, scheduler, id, step, extra, os),
-                        checkpoint_state_path(dir));
+  std::string state_bytes = safetensors_bytes(
+      state, training_metadata(scheduler, id, step, extra, os), checkpoint_state_path(dir));
   write_file_atomic(checkpoint_model_path(dir), model_bytes);
   write_file_atomic(checkpoint_state_path(dir), state_bytes);
 }

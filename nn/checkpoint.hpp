@@ -17,7 +17,8 @@
 // than 100,000,000 bytes is refused; the tensors sorted by offsets must cover the data section
 // exactly (each begin equals the previous end, the last end is the end of the file) — a gap,
 // an overlap or trailing bytes is an error. Stricter than the crate: duplicate JSON keys (at any
-// level) are refused instead of last-one-wins, and the header must be an object.
+// level) are refused instead of last-one-wins, and the header must be an object. Like the crate,
+// unknown fields inside a tensor entry are ignored. BOOL bytes must be 0 or 1.
 //
 // ---- training checkpoints ---------------------------------------------------------------------
 // save_checkpoint(dir, ...) creates dir (and its parents) and writes two safetensors files:
@@ -40,8 +41,12 @@
 // The model file is written first, then the training state; both carry the same random run id
 // and the step. A crash between the two leaves files with different run ids, which
 // load_checkpoint refuses to load ("do not belong together") instead of resuming silently from
-// a mismatched pair. load_checkpoint checks everything it can before changing anything; if the
-// model's load fails after the optimizer was replaced, the optimizer is put back.
+// a mismatched pair. (Saving each checkpoint to its own directory, e.g. ckpt-<step>, keeps the
+// previous one loadable through any crash; overwriting one directory in place may leave a pair
+// that is refused, never one that loads wrong.) load_checkpoint checks everything it can before
+// changing anything; if the scheduler or the model fails to load after the optimizer was
+// replaced, the optimizer and scheduler are put back. Not saved: train/eval mode (set it in
+// code), gradients, and generators other than tg::default_generator().
 #pragma once
 
 #include "nn/module.hpp"

@@ -235,6 +235,8 @@ TEST_CASE("malformed safetensors files fail with specific errors", "[checkpoint]
        "tensor \"a\": key \"dtype\" appears twice in its entry (duplicate JSON key)"},
       {"metadata_value", st_file("{\"__metadata__\":{\"k\":1}}"),
        "__metadata__ must map strings to strings; \"k\" is a number"},
+      {"metadata_duplicate", st_file("{\"__metadata__\":{\"k\":\"1\",\"k\":\"2\"}}"),
+       "__metadata__ has the key \"k\" twice (duplicate JSON key)"},
       {"metadata_not_object", st_file("{\"__metadata__\":\"x\"}"),
        "__metadata__ must be an object mapping strings to strings, got a string"},
       {"bool_byte",
