@@ -6,7 +6,7 @@
 set -euo pipefail
 
 pkgs=(cmake g++ make pkg-config ccache xtensor-dev libxsimd-dev libxtensor-blas-dev
-      libopenblas-dev catch2 libfmt-dev)
+      libopenblas-dev catch2 libfmt-dev nlohmann-json3-dev)
 if [[ "${1:-}" == "--torch" ]]; then pkgs+=(python3-torch python3-numpy); fi
 
 missing=()
