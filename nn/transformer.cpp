@@ -369,6 +369,7 @@ Transformer::Transformer(TransformerOptions o)
         std::make_shared<TransformerDecoder>(
             layer, o.num_decoder_layers, std::make_shared<LayerNorm>(o.d_model, o.layer_norm_eps)));
   }
+  if (o.need_weights) set_need_weights(true);  // custom encoder / decoder included
   // PyTorch's _reset_parameters.
   for (Tensor& p : parameters())
     if (p.dim() > 1) init::xavier_uniform_(p);

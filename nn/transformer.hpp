@@ -188,7 +188,7 @@ struct TransformerOptions {
   // ---- extensions (for the built encoder / decoder layers) ----
   AttentionMask encoder_self_attn_structure;
   AttentionMask decoder_self_attn_structure;
-  bool need_weights = false;
+  bool need_weights = false;  // true: on every layer, custom encoder / decoder included
 };
 
 // encoder = TransformerEncoder(layer, num_encoder_layers, LayerNorm), decoder likewise; then

@@ -374,6 +374,50 @@ TEST_CASE("Transformer: PyTorch's parameter names, xavier reset, stack copies", 
   REQUIRE((!d.batch_first && !d.norm_first));
 }
 
+TEST_CASE("Transformer: custom encoder, unbatched inputs, structures and weights through the model",
+          "[transformer]") {
+  manual_seed(16);
+  nn::TransformerLayerOptions lo;
+  lo.dim_feedforward = 16;
+  lo.dropout = 0;
+  auto custom =
+      std::make_shared<TransformerEncoder>(TransformerEncoderLayer(8, 2, lo), 3);  // no final norm
+  nn::TransformerOptions o;
+  o.d_model = 8;
+  o.nhead = 2;
+  o.num_decoder_layers = 1;
+  o.dim_feedforward = 16;
+  o.dropout = 0;
+  o.custom_encoder = custom;
+  o.decoder_self_attn_structure = AttentionMask::causal();
+  o.need_weights = true;
+  Transformer t(o);
+  REQUIRE(t.encoder.get() == custom.get());
+  REQUIRE(t.encoder->num_layers == 3);
+  REQUIRE_FALSE(t.encoder->norm);
+  double bound = std::sqrt(6.0 / 32.0), mx = 0;  // the custom encoder was xavier-reset too
+  for (double v : values(custom->layer(2)->self_attn->in_proj_weight))
+    mx = std::max(mx, std::fabs(v));
+  REQUIRE(mx <= bound);
+  // Unbatched (S, E) / (T, E) in and out; the decoder's structural causal mask equals an explicit
+  // one.
+  Tensor src = randn({5, 8}), tgt = randn({4, 8});
+  Tensor a = t.forward(src, tgt);
+  REQUIRE(a.shape() == Shape{4, 8});
+  REQUIRE(t.encoder->last_self_attn_weights().size() == 3);
+  REQUIRE(t.encoder->last_self_attn_weights()[0].shape() == Shape{5, 5});
+  Tensor sw = t.decoder->last_self_attn_weights()[0];
+  REQUIRE(sw.shape() == Shape{4, 4});
+  REQUIRE(values(sw)[1] == 0.0);  // row 0 cannot see key 1
+  REQUIRE(t.decoder->last_cross_attn_weights()[0].shape() == Shape{4, 5});
+  t.decoder->layer(0)->self_attn->options.structure = AttentionMask();
+  Tensor b = t.forward(src, tgt, Tensor(), Transformer::generate_square_subsequent_mask(4));
+  tgt::require_close(a, b, 1e-6, 1e-5, "structural causal vs tgt_mask");
+  t.set_need_weights(false);
+  t.forward(src, tgt);
+  REQUIRE_FALSE(t.decoder->last_cross_attn_weights()[0].defined());
+}
+
 TEST_CASE("Transformer layers run forward hooks and keep training mode semantics",
           "[transformer]") {
   manual_seed(15);
