@@ -351,6 +351,17 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype) {
     return static_cast<double>(low + static_cast<int64_t>(g.next_u64() % range));
   });
 }
+Tensor randperm(int64_t n) {
+  if (n < 0) throw Error(fmt::format("randperm: n must be >= 0, got {}", n));
+  Tensor t = arange(0, static_cast<double>(n), 1, kInt64);
+  int64_t* p = t.data<int64_t>();
+  Generator& g = default_generator();
+  for (int64_t i = n - 1; i > 0; --i) {  // Fisher–Yates
+    int64_t j = static_cast<int64_t>(g.next_u64() % static_cast<uint64_t>(i + 1));
+    std::swap(p[i], p[j]);
+  }
+  return t;
+}
 Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype()); }
 Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.dtype()); }
 Tensor full_like(const Tensor& t, double v) { return full(t.shape(), v, t.dtype()); }

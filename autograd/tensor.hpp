@@ -206,6 +206,8 @@ Tensor eye(int64_t n, DType dtype = kFloat32);
 Tensor rand(const Shape& shape, DType dtype = kFloat32);   // U[0, 1)
 Tensor randn(const Shape& shape, DType dtype = kFloat32);  // N(0, 1)
 Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype = kInt64);
+// A random permutation of 0 .. n-1 (int64), e.g. to shuffle a dataset each epoch.
+Tensor randperm(int64_t n);
 Tensor zeros_like(const Tensor& t);
 Tensor ones_like(const Tensor& t);
 Tensor full_like(const Tensor& t, double value);

@@ -4,6 +4,7 @@
 #include "autograd/io.hpp"
 #include "autograd/xtensor.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -70,6 +71,16 @@ TEST_CASE("manual_seed makes random creation reproducible") {
   REQUIRE(std::fabs(s - 1) < 0.02);
   Tensor u = rand({100000}, kFloat64);
   for (double x : u.to_vector<double>()) REQUIRE((x >= 0 && x < 1));
+  // Shuffling: a permutation, reproducible.
+  manual_seed(9);
+  std::vector<int64_t> perm = randperm(100).to_vector<int64_t>();
+  manual_seed(9);
+  REQUIRE(randperm(100).to_vector<int64_t>() == perm);
+  std::vector<int64_t> sorted = perm;
+  std::sort(sorted.begin(), sorted.end());
+  REQUIRE(sorted == arange(100).to_vector<int64_t>());
+  REQUIRE(perm != sorted);
+  REQUIRE_ERROR(randperm(-1), "randperm: n must be >= 0, got -1");
   // Generator state round trip.
   std::string st = default_generator().get_state();
   double n1 = default_generator().normal();
