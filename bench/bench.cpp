@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -228,6 +229,146 @@ int run_one(const std::string& kind, int64_t T, double budget) {
   return 0;
 }
 
+// ---- (e) one full training step: zero_grad, forward, cross-entropy, backward, AdamW step ----
+// Float32, train mode, dropout 0.1 everywhere, the same batch every step (no data loading).
+// Both models embed tokens, scale by √E, add sinusoidal positions (nn::PositionalEncoding) and
+// apply dropout 0.1 (the PyTorch tutorial's PositionalEncoding), like bench_torch.py.
+constexpr int64_t kTrainE = 128, kTrainNH = 4, kTrainFF = 512;
+
+tg::nn::TransformerLayerOptions train_layer_options() {
+  tg::nn::TransformerLayerOptions lo;
+  lo.dim_feedforward = kTrainFF;
+  lo.dropout = 0.1;
+  lo.batch_first = true;
+  return lo;
+}
+
+// (a) Encoder classifier: tokens (B, T) -> emb (B, T, E) -> 2 encoder layers -> mean over T
+// -> Linear(E, 2). Vocab 8000, B 32, T 64.
+struct EncoderClassifier : tg::nn::Module {
+  static constexpr int64_t V = 8000, B = 32, T = 64, C = 2, L = 2;
+  std::shared_ptr<tg::nn::Embedding> emb;
+  std::shared_ptr<tg::nn::PositionalEncoding> pos;
+  std::shared_ptr<tg::nn::Dropout> drop;
+  std::shared_ptr<tg::nn::TransformerEncoder> encoder;
+  std::shared_ptr<tg::nn::Linear> head;
+  EncoderClassifier() : Module("EncoderClassifier") {
+    emb = register_module("emb", std::make_shared<tg::nn::Embedding>(V, kTrainE));
+    pos = register_module("pos", std::make_shared<tg::nn::PositionalEncoding>(kTrainE, 512));
+    drop = register_module("drop", std::make_shared<tg::nn::Dropout>(0.1));
+    tg::nn::TransformerEncoderLayer layer(kTrainE, kTrainNH, train_layer_options());
+    encoder = register_module("encoder", std::make_shared<tg::nn::TransformerEncoder>(
+                                             layer, L, nullptr, tg::nn::LayerClone::Fresh));
+    head = register_module("head", std::make_shared<tg::nn::Linear>(kTrainE, C));
+  }
+  tg::Tensor forward(const tg::Tensor& tokens) {  // (B, T) int64 -> logits (B, C)
+    tg::Tensor x = drop->forward(pos->forward(emb->forward(tokens) * std::sqrt(double(kTrainE))));
+    return head->forward(tg::mean(encoder->forward(x), {1}));
+  }
+};
+
+// (b) Seq2seq: nn::Transformer 2 + 2 layers, vocab 1000 per side, B 32, S = T = 20; causal
+// target self-attention as the structural AttentionMask::causal() (no dense (T, T) mask).
+struct Seq2Seq : tg::nn::Module {
+  static constexpr int64_t V = 1000, B = 32, S = 20, T = 20, L = 2;
+  std::shared_ptr<tg::nn::Embedding> src_emb, tgt_emb;
+  std::shared_ptr<tg::nn::PositionalEncoding> pos;
+  std::shared_ptr<tg::nn::Dropout> drop;
+  std::shared_ptr<tg::nn::Transformer> transformer;
+  std::shared_ptr<tg::nn::Linear> out;
+  Seq2Seq() : Module("Seq2Seq") {
+    src_emb = register_module("src_emb", std::make_shared<tg::nn::Embedding>(V, kTrainE));
+    tgt_emb = register_module("tgt_emb", std::make_shared<tg::nn::Embedding>(V, kTrainE));
+    pos = register_module("pos", std::make_shared<tg::nn::PositionalEncoding>(kTrainE, 512));
+    drop = register_module("drop", std::make_shared<tg::nn::Dropout>(0.1));
+    tg::nn::TransformerOptions to;
+    to.d_model = kTrainE;
+    to.nhead = kTrainNH;
+    to.num_encoder_layers = to.num_decoder_layers = L;
+    to.dim_feedforward = kTrainFF;
+    to.dropout = 0.1;
+    to.batch_first = true;
+    to.decoder_self_attn_structure = tg::AttentionMask::causal();
+    transformer = register_module("transformer", std::make_shared<tg::nn::Transformer>(to));
+    out = register_module("out", std::make_shared<tg::nn::Linear>(kTrainE, V));
+  }
+  tg::Tensor embed(tg::nn::Embedding& e, const tg::Tensor& tokens) {
+    return drop->forward(pos->forward(e.forward(tokens) * std::sqrt(double(kTrainE))));
+  }
+  // src (B, S), tgt (B, T) int64 -> logits (B, T, V)
+  tg::Tensor forward(const tg::Tensor& src, const tg::Tensor& tgt) {
+    return out->forward(transformer->forward(embed(*src_emb, src), embed(*tgt_emb, tgt)));
+  }
+};
+
+// One training step for each model, over a fixed random batch; returns the step function.
+struct TrainRig {
+  std::shared_ptr<tg::nn::Module> model;
+  std::unique_ptr<tg::nn::AdamW> opt;
+  std::function<tg::Tensor()> loss;
+  void step() {
+    opt->zero_grad(true);
+    tg::Tensor l = loss();
+    l.backward();
+    opt->step();
+  }
+};
+
+TrainRig make_encoder_rig() {
+  auto m = std::make_shared<EncoderClassifier>();
+  using M = EncoderClassifier;
+  tg::Tensor tokens = tg::randint(0, M::V, {M::B, M::T});
+  tg::Tensor labels = tg::randint(0, M::C, {M::B});
+  TrainRig r;
+  r.model = m;
+  r.opt = std::make_unique<tg::nn::AdamW>(m->parameters(), tg::nn::AdamWOptions(1e-4));
+  r.loss = [m, tokens, labels] { return tg::cross_entropy(m->forward(tokens), labels); };
+  return r;
+}
+
+TrainRig make_seq2seq_rig() {
+  auto m = std::make_shared<Seq2Seq>();
+  using M = Seq2Seq;
+  tg::Tensor src = tg::randint(0, M::V, {M::B, M::S});
+  tg::Tensor tgt = tg::randint(0, M::V, {M::B, M::T});
+  tg::Tensor gold = tg::randint(0, M::V, {M::B * M::T});
+  TrainRig r;
+  r.model = m;
+  r.opt = std::make_unique<tg::nn::AdamW>(m->parameters(), tg::nn::AdamWOptions(1e-4));
+  r.loss = [m, src, tgt, gold] {
+    return tg::cross_entropy(m->forward(src, tgt).reshape({M::B * M::T, M::V}), gold);
+  };
+  return r;
+}
+
+void bench_train(const Options& o) {
+  TrainRig enc = make_encoder_rig(), s2s = make_seq2seq_rig();
+  for (auto* r : {&enc, &s2s}) {  // same models as the twin: compare these comment lines
+    fmt::print("# train {}: {} parameters, first loss {:.4f}\n", r->model->type_name(),
+               r->model->num_parameters(), r->loss().item<float>());
+  }
+  std::vector<double> s = interleaved({[&] { enc.step(); }, [&] { s2s.step(); }}, o.budget * 3);
+  emit("train.enc.tg", s[0] * 1e3, "ms");
+  emit("train.s2s.tg", s[1] * 1e3, "ms");
+}
+
+// `--steps enc|s2s N`: N training steps of one model and nothing else (for perf record).
+int run_steps(const std::string& kind, int64_t n) {
+  if (kind != "enc" && kind != "s2s") {
+    fmt::print(stderr, "bench_tapegrad --steps: kind must be enc or s2s, got '{}'\n", kind);
+    return 2;
+  }
+  tg::manual_seed(0);
+  TrainRig r = kind == "enc" ? make_encoder_rig() : make_seq2seq_rig();
+  r.step();  // warm-up
+  auto t0 = Clock::now();
+  for (int64_t i = 0; i < n; ++i) r.step();
+  const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+  fmt::print("{} steps of {}: {:.2f} ms per step\n", n, kind,
+             dt / double(std::max<int64_t>(n, 1)) * 1e3);
+  return 0;
+}
+
 struct Group {
   const char* name;
   void (*run)(const Options&);
@@ -236,6 +377,7 @@ const Group kGroups[] = {
     {"matmul", bench_matmul},
     {"tiny", bench_tiny},
     {"mha", bench_mha},
+    {"train", bench_train},
 };
 
 }  // namespace
@@ -251,6 +393,8 @@ int main(int argc, char** argv) {
     } else if (arg == "--one" && i + 2 < argc) {
       std::string kind = argv[i + 1];
       return run_one(kind, std::atoll(argv[i + 2]), o.budget);
+    } else if (arg == "--steps" && i + 2 < argc) {
+      return run_steps(argv[i + 1], std::atoll(argv[i + 2]));
     } else if (arg == "--blas-core") {
       fmt::print("{}\n", openblas_get_corename());
       return 0;
@@ -258,7 +402,9 @@ int main(int argc, char** argv) {
       fmt::print(stderr,
                  "usage: bench_tapegrad [--budget SECONDS] [--filter GROUP] [--blas-core]\n"
                  "       bench_tapegrad [--budget SECONDS] --one local|dense T\n"
-                 "groups: matmul, tiny, mha (local runs only through --one, one process each)\n");
+                 "       bench_tapegrad --steps enc|s2s N   (N training steps, for a profiler)\n"
+                 "groups: matmul, tiny, mha, train (local runs only through --one, one process "
+                 "each)\n");
       return 2;
     }
   }

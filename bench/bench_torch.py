@@ -203,7 +203,102 @@ def run_one(kind, T, budget):
     return 0
 
 
-GROUPS = {"matmul": bench_matmul, "tiny": bench_tiny, "mha": bench_mha}
+# ---- one full training step: zero_grad, forward, cross-entropy, backward, AdamW step ----
+TRAIN_E, TRAIN_NH, TRAIN_FF = 128, 4, 512
+
+
+class PositionalEncoding(torch.nn.Module):
+    """The PyTorch tutorial's sinusoids (batch-first here): x + pe[:T], then dropout."""
+
+    def __init__(self, E, p=0.1, max_len=512):
+        super().__init__()
+        import math
+        self.dropout = torch.nn.Dropout(p)
+        position = torch.arange(max_len).unsqueeze(1)
+        div_term = torch.exp(torch.arange(0, E, 2) * (-math.log(10000.0) / E))
+        pe = torch.zeros(max_len, E)
+        pe[:, 0::2] = torch.sin(position * div_term)
+        pe[:, 1::2] = torch.cos(position * div_term)
+        self.register_buffer("pe", pe)
+
+    def forward(self, x):  # (B, T, E)
+        return self.dropout(x + self.pe[: x.size(1)])
+
+
+class EncoderClassifier(torch.nn.Module):
+    """tokens (B, T) -> emb * sqrt(E) + positions -> 2 encoder layers -> mean over T -> Linear(E, 2)."""
+    V, B, T, C, L = 8000, 32, 64, 2, 2
+
+    def __init__(self):
+        super().__init__()
+        E = TRAIN_E
+        self.emb = torch.nn.Embedding(self.V, E)
+        self.pos = PositionalEncoding(E)
+        layer = torch.nn.TransformerEncoderLayer(E, TRAIN_NH, TRAIN_FF, 0.1, batch_first=True)
+        self.encoder = torch.nn.TransformerEncoder(layer, self.L, enable_nested_tensor=False)
+        self.head = torch.nn.Linear(E, self.C)
+
+    def forward(self, tokens):
+        x = self.pos(self.emb(tokens) * TRAIN_E ** 0.5)
+        return self.head(self.encoder(x).mean(dim=1))
+
+
+class Seq2Seq(torch.nn.Module):
+    """nn.Transformer 2 + 2 layers, batch_first; causal target mask from
+    generate_square_subsequent_mask (float, -inf above the diagonal), as users write it in 1.13."""
+    V, B, S, T, L = 1000, 32, 20, 20, 2
+
+    def __init__(self):
+        super().__init__()
+        E = TRAIN_E
+        self.src_emb = torch.nn.Embedding(self.V, E)
+        self.tgt_emb = torch.nn.Embedding(self.V, E)
+        self.pos = PositionalEncoding(E)
+        self.transformer = torch.nn.Transformer(E, TRAIN_NH, self.L, self.L, TRAIN_FF, 0.1,
+                                                batch_first=True)
+        self.out = torch.nn.Linear(E, self.V)
+        self.register_buffer("tgt_mask", torch.nn.Transformer.generate_square_subsequent_mask(self.T))
+
+    def forward(self, src, tgt):
+        s = self.pos(self.src_emb(src) * TRAIN_E ** 0.5)
+        t = self.pos(self.tgt_emb(tgt) * TRAIN_E ** 0.5)
+        return self.out(self.transformer(s, t, tgt_mask=self.tgt_mask))
+
+
+def make_train_step(kind):
+    F = torch.nn.functional
+    if kind == "enc":
+        M = EncoderClassifier
+        m = M().train()
+        tokens = torch.randint(0, M.V, (M.B, M.T))
+        labels = torch.randint(0, M.C, (M.B,))
+        loss = lambda: F.cross_entropy(m(tokens), labels)
+    else:
+        M = Seq2Seq
+        m = M().train()
+        src = torch.randint(0, M.V, (M.B, M.S))
+        tgt = torch.randint(0, M.V, (M.B, M.T))
+        gold = torch.randint(0, M.V, (M.B * M.T,))
+        loss = lambda: F.cross_entropy(m(src, tgt).reshape(M.B * M.T, M.V), gold)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+    n = sum(p.numel() for p in m.parameters())  # same models as bench.cpp: compare these lines
+    print(f"# train {type(m).__name__}: {n} parameters, first loss {loss().item():.4f}")
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss().backward()
+        opt.step()
+    return step
+
+
+def bench_train(opts):
+    enc, s2s = make_train_step("enc"), make_train_step("s2s")
+    s = interleaved([enc, s2s], opts.budget * 3)
+    emit("train.enc.torch", s[0] * 1e3, "ms")
+    emit("train.s2s.torch", s[1] * 1e3, "ms")
+
+
+GROUPS = {"matmul": bench_matmul, "tiny": bench_tiny, "mha": bench_mha, "train": bench_train}
 
 
 def main():
