@@ -401,6 +401,9 @@ void Generator::set_seed(uint64_t s) {
   st_->has_spare = false;
 }
 uint64_t Generator::next_u64() { return st_->eng(); }
+void Generator::next_u64s(uint64_t* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = st_->eng();
+}
 double Generator::uniform() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
 double Generator::normal() {
   if (st_->has_spare) {

@@ -227,6 +227,7 @@ void manual_seed(uint64_t seed);
 // own conversions, so the same seed gives the same numbers on every platform.
 struct Generator {
   uint64_t next_u64();
+  void next_u64s(uint64_t* out, int64_t n);  // n draws at once: the same stream as n next_u64()
   double uniform();  // [0, 1)
   double normal();   // N(0, 1), Box–Muller
   uint64_t seed() const { return seed_; }
