@@ -5,8 +5,8 @@ float64 .npy files into tests/fixtures/nn_*.npy.
 Run with Debian's torch (1.13, CPU):  /usr/bin/python3 tools/make_nn_fixtures.py
 Files:
   nn_problem_{W,b,X,Y}.npy      the fixed problem: loss = sum((X·Wᵀ + b - Y)²), W (3,4), b (3)
-  nn_<opt>_{W,b}.npy            W and b after 5 steps of each optimizer on that loss
-  nn_<opt>_loss.npy             the loss before each of the 5 steps
+  nn_<opt>_{W,b}.npy            W and b after STEPS (20) steps of each optimizer on that loss
+  nn_<opt>_loss.npy             the loss before each of the STEPS steps
   nn_sched_<name>.npy           get_last_lr() after construction and after each step (group 0)
   nn_clip_g{0,1}.npy            two fixed gradients; nn_clip_<case>_{total,g0,g1}.npy the results
 Everything is deterministic (fixed values, seeded generators), so reruns give the same bytes.
@@ -19,6 +19,7 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "..", "tests", "fixtures")
+STEPS = 20  # optimizer trajectory length (the issue asks for 20 steps matching PyTorch)
 
 
 def save(name, arr):
@@ -43,7 +44,7 @@ def run_optimizer(name, make):
     W, b = W0.clone().requires_grad_(), b0.clone().requires_grad_()
     opt = make(W, b)
     losses = []
-    for _ in range(5):
+    for _ in range(STEPS):
         opt.zero_grad()
         loss = ((X @ W.T + b - Y) ** 2).sum()
         losses.append(loss.item())
@@ -60,6 +61,7 @@ def optimizers():
     save("problem_b", b)
     save("problem_X", X)
     save("problem_Y", Y)
+    run_optimizer("sgd_momentum", lambda W, b: torch.optim.SGD([W, b], lr=0.01, momentum=0.9))
     run_optimizer("sgd", lambda W, b: torch.optim.SGD([W, b], lr=0.01, momentum=0.9, nesterov=True,
                                                         weight_decay=0.1))
     run_optimizer("sgd_damp", lambda W, b: torch.optim.SGD([W, b], lr=0.01, momentum=0.8, dampening=0.3,

@@ -1,6 +1,6 @@
-// tests/nn/test_optim.cpp — SGD, Adam and AdamW against PyTorch 1.13 (fixtures from
-// tools/make_nn_fixtures.py), parameter groups, optimizer state dicts, option checks and the
-// initialisers' ranges.
+// tests/nn/test_optim.cpp — SGD, Adam and AdamW against PyTorch 1.13 (20-step trajectories
+// from tools/make_nn_fixtures.py: every loss and the final parameters), parameter groups,
+// optimizer state dicts, option checks and the initialisers' ranges.
 #include "helpers.hpp"
 
 #include "autograd/io.hpp"
@@ -18,7 +18,13 @@ Tensor fixture(const std::string& name) {
   return load_npy(std::string(TG_FIXTURES) + "/nn_" + name + ".npy");
 }
 
-// Runs 5 steps on loss = sum((X·Wᵀ + b - Y)²) and compares losses and final W, b with PyTorch.
+constexpr int kSteps = 20;  // STEPS in tools/make_nn_fixtures.py
+
+// Runs kSteps steps on loss = sum((X·Wᵀ + b - Y)²) in float64 and compares the loss before every
+// step and the final W, b with PyTorch. The issue asks for 1e-6; float64 holds far tighter: on
+// this machine every loss agrees to <= 6.4e-16 relative and every final parameter to <= 3e-16
+// absolute (up to 8e-13 relative on near-zero entries after 20 AdamW / AMSGrad steps), checked
+// here with margin as 1e-13 relative on the losses and 1e-13 + 1e-12·|want| on the parameters.
 void check_against_torch(
     const std::string& name,
     const std::function<std::unique_ptr<nn::Optimizer>(Tensor W, Tensor b)>& make) {
@@ -27,7 +33,7 @@ void check_against_torch(
   Tensor X = fixture("problem_X"), Y = fixture("problem_Y");
   auto opt = make(W, b);
   std::vector<double> losses;
-  for (int i = 0; i < 5; ++i) {
+  for (int i = 0; i < kSteps; ++i) {
     opt->zero_grad();
     Tensor r = linear(X, W, b) - Y;
     Tensor loss = (r * r).sum();
@@ -35,7 +41,9 @@ void check_against_torch(
     loss.backward();
     opt->step();
   }
-  tgt::require_close(tensor(losses), fixture(name + "_loss"), 1e-12, 1e-12, name + " losses");
+  Tensor want = fixture(name + "_loss");
+  REQUIRE(want.shape() == Shape{kSteps});
+  tgt::require_close(tensor(losses), want, 0, 1e-13, name + " losses");
   tgt::require_close(W.detach(), fixture(name + "_W"), 1e-13, 1e-12, name + " W");
   tgt::require_close(b.detach(), fixture(name + "_b"), 1e-13, 1e-12, name + " b");
 }
@@ -60,8 +68,11 @@ TEST_CASE("SGD with momentum and weight decay follows PyTorch's rule", "[optim]"
                 "SGD: parameter 0 of group 0 must be a leaf tensor that requires grad");
 }
 
-TEST_CASE("optimizers match PyTorch 1.13 over 5 steps", "[optim]") {
+TEST_CASE("optimizers match PyTorch 1.13 over 20 steps", "[optim]") {
   using P = std::unique_ptr<nn::Optimizer>;
+  check_against_torch("sgd_momentum", [](Tensor W, Tensor b) -> P {
+    return std::make_unique<nn::SGD>(std::vector<Tensor>{W, b}, nn::SGDOptions{0.01, 0.9});
+  });
   check_against_torch("sgd", [](Tensor W, Tensor b) -> P {
     nn::SGDOptions o{0.01, 0.9, 0, 0.1, /*nesterov=*/true};
     return std::make_unique<nn::SGD>(std::vector<Tensor>{W, b}, o);
@@ -152,8 +163,8 @@ TEST_CASE("optimizer state_dict round trip resumes identically", "[optim]") {
   nn::Adam fresh({W2, b2}, nn::AdamOptions{});  // other hyperparameters: loading replaces them
   fresh.load_state_dict(s);
   REQUIRE(fresh.param_groups()[0].lr() == 0.05);
-  run(a, W, b, 3);
-  run(fresh, W2, b2, 3);
+  run(a, W, b, kSteps - 2);
+  run(fresh, W2, b2, kSteps - 2);
   REQUIRE(W2.to_vector<double>() == W.to_vector<double>());
   tgt::require_close(W.detach(), fixture("adam_amsgrad_W"), 1e-13, 1e-12);
 
