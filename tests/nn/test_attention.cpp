@@ -4,6 +4,7 @@
 // the mask variants (incl. local / blocked / fully masked rows, which PyTorch cannot express
 // without NaN), parameter names and initialisation, errors, and the seed's layout.
 #include "helpers.hpp"
+#include "fixture_config.hpp"
 
 #include "autograd/io.hpp"
 #include "nn/attention.hpp"
@@ -18,33 +19,14 @@ namespace {
 const std::string kDir = std::string(TG_FIXTURES) + "/mha/";
 
 std::map<std::string, std::string> read_config(const std::string& name) {
-  std::map<std::string, std::string> cfg;
-  std::ifstream f(kDir + name + "/config.txt");
-  REQUIRE(f.good());
-  for (std::string line; std::getline(f, line);) {
-    auto sp = line.find(' ');
-    cfg[line.substr(0, sp)] = sp == std::string::npos ? "" : line.substr(sp + 1);
-  }
-  return cfg;
+  return tgt::read_config(kDir + name + "/config.txt");
 }
-std::vector<std::string> config_names() {
-  std::vector<std::string> names;
-  std::ifstream f(kDir + "index.txt");
-  for (std::string line; std::getline(f, line);)
-    if (!line.empty()) names.push_back(line);
-  return names;
-}
+std::vector<std::string> config_names() { return tgt::read_lines(kDir + "index.txt"); }
 Tensor fx(const std::string& cfg, const std::string& file) { return load_npy(kDir + cfg + "/" + file + ".npy"); }
 bool exists(const std::string& cfg, const std::string& file) {
   return std::ifstream(kDir + cfg + "/" + file + ".npy").good();
 }
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  for (size_t p; (p = s.find(sep, start)) != std::string::npos; start = p + 1) out.push_back(s.substr(start, p - start));
-  out.push_back(s.substr(start));
-  return out;
-}
+std::vector<std::string> split(const std::string& s, char sep) { return tgt::split(s, sep); }
 
 void run_parity(const std::string& name, DType dt, double atol, double rtol) {
   auto cfg = read_config(name);

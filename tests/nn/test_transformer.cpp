@@ -6,6 +6,7 @@
 // attention weights, the causal mask helper, names, stack cloning, hooks, errors, and a seeded
 // end-to-end run that learns to reverse sequences.
 #include "helpers.hpp"
+#include "fixture_config.hpp"
 
 #include "autograd/io.hpp"
 #include "nn/optim.hpp"
@@ -27,31 +28,10 @@ namespace {
 const std::string kDir = std::string(TG_FIXTURES) + "/transformer/";
 
 std::map<std::string, std::string> read_config(const std::string& name) {
-  std::map<std::string, std::string> cfg;
-  std::ifstream f(kDir + name + "/config.txt");
-  REQUIRE(f.good());
-  for (std::string line; std::getline(f, line);) {
-    auto sp = line.find(' ');
-    cfg[line.substr(0, sp)] = sp == std::string::npos ? "" : line.substr(sp + 1);
-  }
-  return cfg;
+  return tgt::read_config(kDir + name + "/config.txt");
 }
-std::vector<std::string> lines(const std::string& path) {
-  std::vector<std::string> out;
-  std::ifstream f(path);
-  for (std::string line; std::getline(f, line);)
-    if (!line.empty()) out.push_back(line);
-  return out;
-}
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  if (s.empty()) return out;
-  size_t start = 0;
-  for (size_t p; (p = s.find(',', start)) != std::string::npos; start = p + 1)
-    out.push_back(s.substr(start, p - start));
-  out.push_back(s.substr(start));
-  return out;
-}
+std::vector<std::string> lines(const std::string& path) { return tgt::read_lines(path); }
+std::vector<std::string> split(const std::string& s) { return tgt::split(s); }
 Tensor fx(const std::string& cfg, const std::string& file) {
   return load_npy(kDir + cfg + "/" + file + ".npy");
 }

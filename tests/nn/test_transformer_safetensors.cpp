@@ -8,6 +8,7 @@
 //     order, dtype, shape, bytes) and metadata, and load_model of that file into a freshly
 //     initialised module gives the same PyTorch parity.
 #include "helpers.hpp"
+#include "fixture_config.hpp"
 
 #include "autograd/io.hpp"
 #include "nn/checkpoint.hpp"
@@ -38,26 +39,10 @@ const std::vector<std::string> kConfigs = {"enc_post_relu",       "enc_pre_gelu_
                                            "encoder_2layer_norm", "decoder_2layer_norm_pre",
                                            "transformer_1_1",     "transformer_1_1_bf_masks"};
 
-// ---- copied from tests/nn/test_transformer.cpp (config.txt reading) ----
 std::map<std::string, std::string> read_config(const std::string& name) {
-  std::map<std::string, std::string> cfg;
-  std::ifstream f(kDir + name + "/config.txt");
-  REQUIRE(f.good());
-  for (std::string line; std::getline(f, line);) {
-    auto sp = line.find(' ');
-    cfg[line.substr(0, sp)] = sp == std::string::npos ? "" : line.substr(sp + 1);
-  }
-  return cfg;
+  return tgt::read_config(kDir + name + "/config.txt");
 }
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  if (s.empty()) return out;
-  size_t start = 0;
-  for (size_t p; (p = s.find(',', start)) != std::string::npos; start = p + 1)
-    out.push_back(s.substr(start, p - start));
-  out.push_back(s.substr(start));
-  return out;
-}
+std::vector<std::string> split(const std::string& s) { return tgt::split(s); }
 Tensor fx(const std::string& cfg, const std::string& file) {
   return load_npy(kDir + cfg + "/" + file + ".npy");
 }
