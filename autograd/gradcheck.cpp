@@ -67,14 +67,15 @@ GradcheckReport gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inpu
   if (!out.defined() || !is_floating(out.dtype()))
     throw Error("gradcheck: the function must return a floating-point tensor");
   if (out.dtype() != kFloat64)
-    throw Error(fmt::format("gradcheck: output {} is {}; compute in float64", shape_str(out.shape()),
-                            dtype_name(out.dtype())));
+    throw Error(fmt::format("gradcheck: output {} is {}; compute in float64",
+                            shape_str(out.shape()), dtype_name(out.dtype())));
   const int64_t n_out = out.numel();
 
   GradcheckReport rep;
   rep.output_shape = out.shape();
-  rep.fast_mode = o.mode == GradcheckMode::Fast ||
-                  (o.mode == GradcheckMode::Auto && (total_in > o.full_limit || n_out > o.full_limit));
+  rep.fast_mode =
+      o.mode == GradcheckMode::Fast ||
+      (o.mode == GradcheckMode::Auto && (total_in > o.full_limit || n_out > o.full_limit));
   for (size_t i = 0; i < inputs.size(); ++i) {
     GradcheckInput r;
     r.input = static_cast<int>(i);
@@ -112,7 +113,8 @@ GradcheckReport gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inpu
         std::vector<double> fm = eval(fn, inputs);
         x[j] = orig;
         for (int64_t k = 0; k < n_out; ++k)
-          consider(r, o, ja[k][i][j], (fp[k] - fm[k]) / (2 * o.eps), unravel(j, diff[i].shape()), k);
+          consider(r, o, ja[k][i][j], (fp[k] - fm[k]) / (2 * o.eps), unravel(j, diff[i].shape()),
+                   k);
       }
     }
   } else {
@@ -157,18 +159,21 @@ GradcheckReport gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inpu
 std::string GradcheckReport::str() const {
   std::string s = fmt::format("gradcheck ({} mode, output {}): {}\n", fast_mode ? "fast" : "full",
                               shape_str(output_shape), passed ? "PASSED" : "FAILED");
-  s += fmt::format("  {:<6} {:<14} {:<8} {:>10} {:>12} {:>12} {:>11} {:>11}  {}\n", "input", "shape",
-                   "result", "failures", "analytical", "numerical", "abs err", "rel err", "worst element");
+  s += fmt::format("  {:<6} {:<14} {:<8} {:>10} {:>12} {:>12} {:>11} {:>11}  {}\n", "input",
+                   "shape", "result", "failures", "analytical", "numerical", "abs err", "rel err",
+                   "worst element");
   for (const auto& r : inputs) {
     if (!r.checked) {
       s += fmt::format("  {:<6} {:<14} {:<8}\n", r.input, shape_str(r.shape), "skipped");
       continue;
     }
-    std::string where = fast_mode ? std::string("projection")
-                                  : fmt::format("in{} out[{}]", shape_str(r.worst.index), r.worst.output_index);
-    s += fmt::format("  {:<6} {:<14} {:<8} {:>10} {:>12.6g} {:>12.6g} {:>11.3e} {:>11.3e}  {}\n", r.input,
-                     shape_str(r.shape), r.passed ? "ok" : "FAIL", r.failures, r.worst.analytical,
-                     r.worst.numerical, r.worst.abs_err, r.worst.rel_err, where);
+    std::string where =
+        fast_mode ? std::string("projection")
+                  : fmt::format("in{} out[{}]", shape_str(r.worst.index), r.worst.output_index);
+    s +=
+        fmt::format("  {:<6} {:<14} {:<8} {:>10} {:>12.6g} {:>12.6g} {:>11.3e} {:>11.3e}  {}\n",
+                    r.input, shape_str(r.shape), r.passed ? "ok" : "FAIL", r.failures,
+                    r.worst.analytical, r.worst.numerical, r.worst.abs_err, r.worst.rel_err, where);
   }
   return s;
 }

@@ -17,16 +17,20 @@ struct Printer {
   const Tensor& t;
   Shape strides;
   bool elide;
-  bool ints;        // every float value is integral: print "1." like PyTorch
-  bool sci;         // scientific notation
+  bool ints;  // every float value is integral: print "1." like PyTorch
+  bool sci;   // scientific notation
   std::string out;
 
   double at(int64_t i) const {
     switch (t.dtype()) {
-      case kFloat32: return t.data<float>()[i];
-      case kFloat64: return t.data<double>()[i];
-      case kInt64: return static_cast<double>(t.data<int64_t>()[i]);
-      case kBool: return t.data<bool>()[i];
+      case kFloat32:
+        return t.data<float>()[i];
+      case kFloat64:
+        return t.data<double>()[i];
+      case kInt64:
+        return static_cast<double>(t.data<int64_t>()[i]);
+      case kBool:
+        return t.data<bool>()[i];
     }
     return 0;
   }

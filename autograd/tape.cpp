@@ -44,7 +44,8 @@ void add_into(const Tensor& dst, const Tensor& src) {
     const double* s = src.data<double>();
     for (int64_t i = 0; i < n; ++i) d[i] += s[i];
   } else {
-    throw Error(fmt::format("backward: cannot accumulate gradients of dtype {}", dtype_name(dst.dtype())));
+    throw Error(
+        fmt::format("backward: cannot accumulate gradients of dtype {}", dtype_name(dst.dtype())));
   }
 }
 
@@ -73,9 +74,9 @@ void check_grad(const Node& n, size_t i, const Tensor& g) {
   const Shape& shape = e.node ? e.node->out_shape : e.leaf->shape;
   const DType dtype = e.node ? e.node->out_dtype : e.leaf->dtype;
   if (g.shape() != shape || g.dtype() != dtype)
-    throw Error(fmt::format("backward of {} (node #{}): gradient for input {} is {} {}, expected {} {}",
-                            n.op, n.seq, i, shape_str(g.shape()), dtype_name(g.dtype()),
-                            shape_str(shape), dtype_name(dtype)));
+    throw Error(fmt::format(
+        "backward of {} (node #{}): gradient for input {} is {} {}, expected {} {}", n.op, n.seq, i,
+        shape_str(g.shape()), dtype_name(g.dtype()), shape_str(shape), dtype_name(dtype)));
 }
 
 struct SeqLess {
@@ -142,12 +143,21 @@ struct WalkState {
 };
 
 // roots[0..n) with grads[0..n) (an undefined grad means ones for a one-element root).
-void run(const Tensor* roots, const Tensor* grads, size_t n_roots, bool retain_graph, Capture& cap) {
+void run(const Tensor* roots, const Tensor* grads, size_t n_roots, bool retain_graph,
+         Capture& cap) {
   NoGradGuard no_grad;
   WalkState walk;
   std::vector<Node*>& buf = walk.buf.heap;
-  auto heap_push = [&](Node* n) { buf.push_back(n); std::push_heap(buf.begin(), buf.end(), SeqLess()); };
-  auto heap_pop = [&] { std::pop_heap(buf.begin(), buf.end(), SeqLess()); Node* n = buf.back(); buf.pop_back(); return n; };
+  auto heap_push = [&](Node* n) {
+    buf.push_back(n);
+    std::push_heap(buf.begin(), buf.end(), SeqLess());
+  };
+  auto heap_pop = [&] {
+    std::pop_heap(buf.begin(), buf.end(), SeqLess());
+    Node* n = buf.back();
+    buf.pop_back();
+    return n;
+  };
 
   // Sums g into the node's pending gradient; queues the node the first time.
   auto send_to_node = [&](Node* n, Tensor g) {
@@ -165,14 +175,16 @@ void run(const Tensor* roots, const Tensor* grads, size_t n_roots, bool retain_g
     const Tensor& root = roots[r];
     Tensor g = grads[r];
     if (!root.requires_grad())
-      throw Error(fmt::format("backward: output {} {} does not require grad (no input requires grad, "
-                              "or it was computed under NoGradGuard)",
-                              r, shape_str(root.shape())));
+      throw Error(
+          fmt::format("backward: output {} {} does not require grad (no input requires grad, "
+                      "or it was computed under NoGradGuard)",
+                      r, shape_str(root.shape())));
     if (!g.defined()) {
       if (root.numel() != 1)
-        throw Error(fmt::format("backward: grad can be implicitly created only for scalar outputs; "
-                                "output {} is {}: pass an explicit gradient",
-                                r, shape_str(root.shape())));
+        throw Error(
+            fmt::format("backward: grad can be implicitly created only for scalar outputs; "
+                        "output {} is {}: pass an explicit gradient",
+                        r, shape_str(root.shape())));
       g = ones(root.shape(), root.dtype());
     }
     if (g.shape() != root.shape() || g.dtype() != root.dtype())
@@ -190,10 +202,11 @@ void run(const Tensor* roots, const Tensor* grads, size_t n_roots, bool retain_g
     Tensor g = std::move(n->pending);
     n->pending = Tensor();
     if (n->released || !n->backward)
-      throw Error(fmt::format("backward: node #{} ({}) was already freed by an earlier backward; pass "
-                              "retain_graph=true to the first backward to backward through the "
-                              "graph a second time",
-                              n->seq, n->op));
+      throw Error(
+          fmt::format("backward: node #{} ({}) was already freed by an earlier backward; pass "
+                      "retain_graph=true to the first backward to backward through the "
+                      "graph a second time",
+                      n->seq, n->op));
     if (!n->hooks.empty()) g = apply_hooks(n->hooks, std::move(g));
     if (cap.active) {
       auto it = cap.nodes.find(n);
@@ -268,7 +281,8 @@ void record_impl(const char* op, Tensor& out, const Tensor* inputs, size_t n, Ba
   for (size_t i = 0; i < n; ++i) any = any || (inputs[i].defined() && inputs[i].requires_grad());
   if (!any) return;
   if (!is_floating(out.dtype()))
-    throw Error(fmt::format("{}: output of dtype {} cannot require grad", op, dtype_name(out.dtype())));
+    throw Error(
+        fmt::format("{}: output of dtype {} cannot require grad", op, dtype_name(out.dtype())));
   auto node = std::make_shared<Node>();
   node->op = op;
   node->seq = g_next_seq++;
@@ -338,9 +352,10 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
     const Tensor& in = inputs[i];
     Tensor r = in.grad_fn() ? cap.nodes[in.impl()->grad_fn.get()] : cap.leaves[in.impl()];
     if (!r.defined() && !opts.allow_unused)
-      throw Error(fmt::format("grad: input {} {} was not used to compute the outputs (pass "
-                              "allow_unused=true to get an undefined gradient)",
-                              i, shape_str(in.shape())));
+      throw Error(
+          fmt::format("grad: input {} {} was not used to compute the outputs (pass "
+                      "allow_unused=true to get an undefined gradient)",
+                      i, shape_str(in.shape())));
     result.push_back(r);
   }
   return result;

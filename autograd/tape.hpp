@@ -36,9 +36,9 @@ using BackwardFn = std::function<std::vector<Tensor>(const Tensor& dout)>;
 
 struct Node {
   const char* op = "";
-  uint64_t seq = 0;          // position on the tape (execution order)
-  std::vector<Edge> next;    // one per input, in the op's argument order
-  BackwardFn backward;       // empty once the graph was freed
+  uint64_t seq = 0;        // position on the tape (execution order)
+  std::vector<Edge> next;  // one per input, in the op's argument order
+  BackwardFn backward;     // empty once the graph was freed
   Shape out_shape;
   DType out_dtype = kFloat32;
   std::vector<GradHook> hooks;  // hooks registered on the output tensor
@@ -103,7 +103,7 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
 struct Tape {
   // Live nodes in execution order (expired ones are skipped).
   static std::vector<std::shared_ptr<Node>> live_nodes();
-  static size_t size();        // entries currently held (live or not yet pruned)
+  static size_t size();         // entries currently held (live or not yet pruned)
   static int64_t live_count();  // Node objects alive in the process
 };
 

@@ -26,19 +26,27 @@ namespace tg {
 // ---- vocabulary ----
 const char* dtype_name(DType t) {
   switch (t) {
-    case DType::Float32: return "float32";
-    case DType::Float64: return "float64";
-    case DType::Int64: return "int64";
-    case DType::Bool: return "bool";
+    case DType::Float32:
+      return "float32";
+    case DType::Float64:
+      return "float64";
+    case DType::Int64:
+      return "int64";
+    case DType::Bool:
+      return "bool";
   }
   return "?";
 }
 size_t dtype_size(DType t) {
   switch (t) {
-    case DType::Float32: return 4;
-    case DType::Float64: return 8;
-    case DType::Int64: return 8;
-    case DType::Bool: return 1;
+    case DType::Float32:
+      return 4;
+    case DType::Float64:
+      return 8;
+    case DType::Int64:
+      return 8;
+    case DType::Bool:
+      return 1;
   }
   return 0;
 }
@@ -65,7 +73,8 @@ Shape contiguous_strides(const Shape& s) {
   return st;
 }
 void throw_dtype_mismatch(const char* what, DType have, DType want) {
-  throw Error(fmt::format("{}: tensor has dtype {}, requested {}", what, dtype_name(have), dtype_name(want)));
+  throw Error(fmt::format("{}: tensor has dtype {}, requested {}", what, dtype_name(have),
+                          dtype_name(want)));
 }
 
 // ---- storage ----
@@ -121,7 +130,8 @@ size_t block_bytes(size_t n) { return ((n + 63) / 64) * 64; }
 }  // namespace
 
 Storage::Storage(size_t n, Device dev) : nbytes(n), device(dev) {
-  if (dev.type != DeviceType::CPU) throw Error("Storage: only the CPU device is built in this version");
+  if (dev.type != DeviceType::CPU)
+    throw Error("Storage: only the CPU device is built in this version");
   if (n <= sizeof(small)) {
     data = small;
     return;
@@ -134,7 +144,9 @@ Storage::~Storage() {
 }
 
 // ---- tensor metadata ----
-void throw_undefined(const char* what) { throw Error(fmt::format("{}: tensor is undefined", what)); }
+void throw_undefined(const char* what) {
+  throw Error(fmt::format("{}: tensor is undefined", what));
+}
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   for (int64_t d : shape)
     if (d < 0) throw Error(fmt::format("empty: negative dimension in shape {}", shape_str(shape)));
@@ -149,7 +161,8 @@ int64_t Tensor::size(int64_t d) const {
   int64_t n = dim();
   int64_t dd = d < 0 ? d + n : d;
   if (dd < 0 || dd >= n)
-    throw Error(fmt::format("size: dim {} out of range for a tensor of shape {}", d, shape_str(shape())));
+    throw Error(
+        fmt::format("size: dim {} out of range for a tensor of shape {}", d, shape_str(shape())));
   return impl_->shape[dd];
 }
 Device Tensor::device() const {
@@ -163,12 +176,17 @@ void* Tensor::data_ptr() const {
 
 double item_as_double(const Tensor& t) {
   if (t.numel() != 1)
-    throw Error(fmt::format("item: tensor of shape {} has {} elements, expected 1", shape_str(t.shape()), t.numel()));
+    throw Error(fmt::format("item: tensor of shape {} has {} elements, expected 1",
+                            shape_str(t.shape()), t.numel()));
   switch (t.dtype()) {
-    case kFloat32: return *t.data<float>();
-    case kFloat64: return *t.data<double>();
-    case kInt64: return static_cast<double>(*t.data<int64_t>());
-    case kBool: return *t.data<bool>() ? 1.0 : 0.0;
+    case kFloat32:
+      return *t.data<float>();
+    case kFloat64:
+      return *t.data<double>();
+    case kInt64:
+      return static_cast<double>(*t.data<int64_t>());
+    case kBool:
+      return *t.data<bool>() ? 1.0 : 0.0;
   }
   return 0;
 }
@@ -176,7 +194,8 @@ template <>
 int64_t Tensor::item<int64_t>() const {
   if (dtype() == kInt64) {
     if (numel() != 1)
-      throw Error(fmt::format("item: tensor of shape {} has {} elements, expected 1", shape_str(shape()), numel()));
+      throw Error(fmt::format("item: tensor of shape {} has {} elements, expected 1",
+                              shape_str(shape()), numel()));
     return *data<int64_t>();
   }
   return static_cast<int64_t>(item_as_double(*this));
@@ -192,18 +211,32 @@ template <typename Dst>
 void convert_from(Dst* d, const Tensor& src) {
   int64_t n = src.numel();
   switch (src.dtype()) {
-    case kFloat32: convert(d, src.data<float>(), n); break;
-    case kFloat64: convert(d, src.data<double>(), n); break;
-    case kInt64: convert(d, src.data<int64_t>(), n); break;
-    case kBool: convert(d, src.data<bool>(), n); break;
+    case kFloat32:
+      convert(d, src.data<float>(), n);
+      break;
+    case kFloat64:
+      convert(d, src.data<double>(), n);
+      break;
+    case kInt64:
+      convert(d, src.data<int64_t>(), n);
+      break;
+    case kBool:
+      convert(d, src.data<bool>(), n);
+      break;
   }
 }
 Tensor convert_tensor(const Tensor& src, DType dtype) {
   Tensor out = Tensor::empty(src.shape(), dtype);
   switch (dtype) {
-    case kFloat32: convert_from(out.data<float>(), src); break;
-    case kFloat64: convert_from(out.data<double>(), src); break;
-    case kInt64: convert_from(out.data<int64_t>(), src); break;
+    case kFloat32:
+      convert_from(out.data<float>(), src);
+      break;
+    case kFloat64:
+      convert_from(out.data<double>(), src);
+      break;
+    case kInt64:
+      convert_from(out.data<int64_t>(), src);
+      break;
     case kBool: {
       bool* d = out.data<bool>();
       Tensor s64 = src.dtype() == kBool ? src : Tensor();
@@ -211,10 +244,17 @@ Tensor convert_tensor(const Tensor& src, DType dtype) {
         std::memcpy(d, src.data_ptr(), src.numel());
       } else {
         switch (src.dtype()) {
-          case kFloat32: for (int64_t i = 0; i < src.numel(); ++i) d[i] = src.data<float>()[i] != 0; break;
-          case kFloat64: for (int64_t i = 0; i < src.numel(); ++i) d[i] = src.data<double>()[i] != 0; break;
-          case kInt64: for (int64_t i = 0; i < src.numel(); ++i) d[i] = src.data<int64_t>()[i] != 0; break;
-          default: break;
+          case kFloat32:
+            for (int64_t i = 0; i < src.numel(); ++i) d[i] = src.data<float>()[i] != 0;
+            break;
+          case kFloat64:
+            for (int64_t i = 0; i < src.numel(); ++i) d[i] = src.data<double>()[i] != 0;
+            break;
+          case kInt64:
+            for (int64_t i = 0; i < src.numel(); ++i) d[i] = src.data<int64_t>()[i] != 0;
+            break;
+          default:
+            break;
         }
       }
       break;
@@ -275,13 +315,16 @@ Tensor Tensor::grad() const {
 void Tensor::set_grad(const Tensor& g) {
   check_defined("set_grad");
   if (g.defined() && (g.shape() != shape() || g.dtype() != dtype()))
-    throw Error(fmt::format("set_grad: gradient {} {} does not match tensor {} {}", shape_str(g.shape()),
-                            dtype_name(g.dtype()), shape_str(shape()), dtype_name(dtype())));
+    throw Error(fmt::format("set_grad: gradient {} {} does not match tensor {} {}",
+                            shape_str(g.shape()), dtype_name(g.dtype()), shape_str(shape()),
+                            dtype_name(dtype())));
   impl_->grad = g.defined() ? g.impl_ptr() : nullptr;
 }
 void Tensor::zero_grad() {
   check_defined("zero_grad");
-  if (impl_->grad) std::memset(Tensor(impl_->grad).data_ptr(), 0, impl_->grad->numel * dtype_size(impl_->grad->dtype));
+  if (impl_->grad)
+    std::memset(Tensor(impl_->grad).data_ptr(), 0,
+                impl_->grad->numel * dtype_size(impl_->grad->dtype));
 }
 void Tensor::reset_grad() {
   check_defined("reset_grad");
@@ -308,17 +351,37 @@ Tensor fill_with(const Shape& shape, DType dtype, F value_at) {
   Tensor t = Tensor::empty(shape, dtype);
   int64_t n = t.numel();
   switch (dtype) {
-    case kFloat32: { float* p = t.data<float>(); for (int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(value_at(i)); break; }
-    case kFloat64: { double* p = t.data<double>(); for (int64_t i = 0; i < n; ++i) p[i] = value_at(i); break; }
-    case kInt64: { int64_t* p = t.data<int64_t>(); for (int64_t i = 0; i < n; ++i) p[i] = static_cast<int64_t>(value_at(i)); break; }
-    case kBool: { bool* p = t.data<bool>(); for (int64_t i = 0; i < n; ++i) p[i] = value_at(i) != 0; break; }
+    case kFloat32: {
+      float* p = t.data<float>();
+      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(value_at(i));
+      break;
+    }
+    case kFloat64: {
+      double* p = t.data<double>();
+      for (int64_t i = 0; i < n; ++i) p[i] = value_at(i);
+      break;
+    }
+    case kInt64: {
+      int64_t* p = t.data<int64_t>();
+      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<int64_t>(value_at(i));
+      break;
+    }
+    case kBool: {
+      bool* p = t.data<bool>();
+      for (int64_t i = 0; i < n; ++i) p[i] = value_at(i) != 0;
+      break;
+    }
   }
   return t;
 }
 }  // namespace
 
-Tensor zeros(const Shape& shape, DType dtype) { return fill_with(shape, dtype, [](int64_t) { return 0.0; }); }
-Tensor ones(const Shape& shape, DType dtype) { return fill_with(shape, dtype, [](int64_t) { return 1.0; }); }
+Tensor zeros(const Shape& shape, DType dtype) {
+  return fill_with(shape, dtype, [](int64_t) { return 0.0; });
+}
+Tensor ones(const Shape& shape, DType dtype) {
+  return fill_with(shape, dtype, [](int64_t) { return 1.0; });
+}
 Tensor full(const Shape& shape, double v, DType dtype) {
   return fill_with(shape, dtype, [v](int64_t) { return v; });
 }
@@ -334,12 +397,14 @@ Tensor eye(int64_t n, DType dtype) {
   return fill_with({n, n}, dtype, [n](int64_t i) { return (i / n == i % n) ? 1.0 : 0.0; });
 }
 Tensor rand(const Shape& shape, DType dtype) {
-  if (!is_floating(dtype)) throw Error(fmt::format("rand: dtype must be floating, got {}", dtype_name(dtype)));
+  if (!is_floating(dtype))
+    throw Error(fmt::format("rand: dtype must be floating, got {}", dtype_name(dtype)));
   Generator& g = default_generator();
   return fill_with(shape, dtype, [&g](int64_t) { return g.uniform(); });
 }
 Tensor randn(const Shape& shape, DType dtype) {
-  if (!is_floating(dtype)) throw Error(fmt::format("randn: dtype must be floating, got {}", dtype_name(dtype)));
+  if (!is_floating(dtype))
+    throw Error(fmt::format("randn: dtype must be floating, got {}", dtype_name(dtype)));
   Generator& g = default_generator();
   return fill_with(shape, dtype, [&g](int64_t) { return g.normal(); });
 }
@@ -374,7 +439,8 @@ template <typename T>
 Tensor from_values(const std::vector<T>& v, Shape shape, const char* what) {
   if (shape.empty()) shape = {static_cast<int64_t>(v.size())};  // 1-D, like torch.tensor([...])
   if (shape_numel(shape) != static_cast<int64_t>(v.size()))
-    throw Error(fmt::format("tensor: {} values do not fill shape {} ({} elements)", v.size(), shape_str(shape), shape_numel(shape)));
+    throw Error(fmt::format("tensor: {} values do not fill shape {} ({} elements)", v.size(),
+                            shape_str(shape), shape_numel(shape)));
   (void)what;
   Tensor t = Tensor::empty(shape, dtype_of<T>::value);
   T* p = t.data<T>();
@@ -382,9 +448,15 @@ Tensor from_values(const std::vector<T>& v, Shape shape, const char* what) {
   return t;
 }
 }  // namespace
-Tensor tensor(const std::vector<float>& v, Shape s) { return from_values(v, std::move(s), "float"); }
-Tensor tensor(const std::vector<double>& v, Shape s) { return from_values(v, std::move(s), "double"); }
-Tensor tensor(const std::vector<int64_t>& v, Shape s) { return from_values(v, std::move(s), "int64"); }
+Tensor tensor(const std::vector<float>& v, Shape s) {
+  return from_values(v, std::move(s), "float");
+}
+Tensor tensor(const std::vector<double>& v, Shape s) {
+  return from_values(v, std::move(s), "double");
+}
+Tensor tensor(const std::vector<int64_t>& v, Shape s) {
+  return from_values(v, std::move(s), "int64");
+}
 Tensor tensor(const std::vector<bool>& v, Shape s) { return from_values(v, std::move(s), "bool"); }
 
 // ---- random generator ----

@@ -99,9 +99,9 @@ struct TensorImpl {
   int64_t numel = 0;
   DType dtype = DType::Float32;
   bool requires_grad = false;
-  std::shared_ptr<TensorImpl> grad;   // accumulated gradient of a leaf
-  std::shared_ptr<Node> grad_fn;      // node that produced this tensor (null for leaves)
-  std::vector<GradHook> leaf_hooks;   // hooks of a leaf (a non-leaf keeps them on its node)
+  std::shared_ptr<TensorImpl> grad;  // accumulated gradient of a leaf
+  std::shared_ptr<Node> grad_fn;     // node that produced this tensor (null for leaves)
+  std::vector<GradHook> leaf_hooks;  // hooks of a leaf (a non-leaf keeps them on its node)
 };
 
 struct BackwardOptions {
@@ -142,9 +142,9 @@ class Tensor {
   std::vector<T> to_vector() const;  // converts to T
 
   // ---- conversions ----
-  Tensor to(DType dtype) const;  // differentiable between float dtypes
-  Tensor clone() const;          // differentiable copy
-  Tensor detach() const;         // shares storage, no grad history
+  Tensor to(DType dtype) const;                // differentiable between float dtypes
+  Tensor clone() const;                        // differentiable copy
+  Tensor detach() const;                       // shares storage, no grad history
   Tensor contiguous() const { return *this; }  // storage is always contiguous
 
   // ---- autograd ----
@@ -228,8 +228,8 @@ void manual_seed(uint64_t seed);
 struct Generator {
   uint64_t next_u64();
   void next_u64s(uint64_t* out, int64_t n);  // n draws at once: the same stream as n next_u64()
-  double uniform();  // [0, 1)
-  double normal();   // N(0, 1), Box–Muller
+  double uniform();                          // [0, 1)
+  double normal();                           // N(0, 1), Box–Muller
   uint64_t seed() const { return seed_; }
   void set_seed(uint64_t s);
   std::string get_state() const;  // serialised, for checkpoints
@@ -280,7 +280,8 @@ inline DType Tensor::dtype() const {
 template <typename T>
 T* Tensor::data() const {
   check_defined("data");
-  if (impl_->dtype != dtype_of<T>::value) throw_dtype_mismatch("data<T>", impl_->dtype, dtype_of<T>::value);
+  if (impl_->dtype != dtype_of<T>::value)
+    throw_dtype_mismatch("data<T>", impl_->dtype, dtype_of<T>::value);
   return static_cast<T*>(impl_->storage->data) + impl_->offset;
 }
 
@@ -310,4 +311,3 @@ struct fmt::formatter<tg::Tensor> : fmt::formatter<fmt::string_view> {
     return fmt::formatter<fmt::string_view>::format(fmt::string_view(s), ctx);
   }
 };
-

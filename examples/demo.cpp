@@ -35,8 +35,9 @@ int main(int argc, char** argv) {
   tg::Tensor W1 = make({H, 1}, 1), b1 = make({H}, 1), W2 = make({1, H}, H), b2 = make({1}, H);
   tg::nn::SGD opt({W1, b1, W2, b2}, {/*lr=*/0.05, /*momentum=*/0.9});
 
-  std::printf("demo: MLP 1-%lld-1 (tanh) fitting y = sin(2x) on %lld points, SGD lr 0.05 momentum 0.9\n",
-              static_cast<long long>(H), static_cast<long long>(N));
+  std::printf(
+      "demo: MLP 1-%lld-1 (tanh) fitting y = sin(2x) on %lld points, SGD lr 0.05 momentum 0.9\n",
+      static_cast<long long>(H), static_cast<long long>(N));
   auto t0 = std::chrono::steady_clock::now();
   double first = 0, last = 0;
   for (int step = 1; step <= steps; ++step) {

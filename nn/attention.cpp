@@ -30,20 +30,24 @@ Tensor pad_key_column(const Tensor& m) {
 void check_float_input(const Tensor& t, const char* name, DType want) {
   if (!t.defined()) throw Error(fmt::format("{}: {} is undefined", kOp, name));
   if (t.dtype() != want)
-    throw Error(fmt::format("{}: {} {} is {} but the module's parameters are {}; convert one "
-                            "(module.to(dtype) or tensor.to(dtype))",
-                            kOp, name, shape_str(t.shape()), dtype_name(t.dtype()), dtype_name(want)));
+    throw Error(
+        fmt::format("{}: {} {} is {} but the module's parameters are {}; convert one "
+                    "(module.to(dtype) or tensor.to(dtype))",
+                    kOp, name, shape_str(t.shape()), dtype_name(t.dtype()), dtype_name(want)));
 }
 }  // namespace
 
 MultiheadAttention::MultiheadAttention(int64_t E, int64_t NH, MultiheadAttentionOptions opts)
     : Module("MultiheadAttention"), embed_dim(E), num_heads(NH), options(std::move(opts)) {
   if (E <= 0 || NH <= 0)
-    throw Error(fmt::format("MultiheadAttention: embed_dim ({}) and num_heads ({}) must be > 0", E, NH));
+    throw Error(
+        fmt::format("MultiheadAttention: embed_dim ({}) and num_heads ({}) must be > 0", E, NH));
   if (E % NH != 0)
-    throw Error(fmt::format("MultiheadAttention: embed_dim {} must be divisible by num_heads {}", E, NH));
+    throw Error(
+        fmt::format("MultiheadAttention: embed_dim {} must be divisible by num_heads {}", E, NH));
   if (options.dropout < 0 || options.dropout >= 1)
-    throw Error(fmt::format("MultiheadAttention: dropout must be in [0, 1), got {}", options.dropout));
+    throw Error(
+        fmt::format("MultiheadAttention: dropout must be in [0, 1), got {}", options.dropout));
   head_dim = E / NH;
   kdim = options.kdim < 0 ? E : options.kdim;
   vdim = options.vdim < 0 ? E : options.vdim;
@@ -94,7 +98,8 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
 }
 
 std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const Tensor& key,
-                                                      const Tensor& value, const MHAForwardOptions& f) {
+                                                      const Tensor& value,
+                                                      const MHAForwardOptions& f) {
   const int64_t E = embed_dim, NH = num_heads, hd = head_dim;
   const DType dt = out_proj->weight.dtype();
   check_float_input(query, "query", dt);
@@ -104,12 +109,13 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
   const char* layout = bf ? "(B, T, E) with batch_first=true" : "(T, B, E) with batch_first=false";
   const bool batched = query.dim() == 3;
   if ((query.dim() != 3 && query.dim() != 2) || query.size(-1) != E)
-    throw Error(fmt::format("{}: query must be {} or unbatched (T, E) with E = {}, got {}", kOp, layout,
-                            E, shape_str(query.shape())));
+    throw Error(fmt::format("{}: query must be {} or unbatched (T, E) with E = {}, got {}", kOp,
+                            layout, E, shape_str(query.shape())));
   if (key.dim() != query.dim() || value.dim() != query.dim())
-    throw Error(fmt::format("{}: query {}, key {} and value {} must all be batched (3-D) or all "
-                            "unbatched (2-D)",
-                            kOp, shape_str(query.shape()), shape_str(key.shape()), shape_str(value.shape())));
+    throw Error(fmt::format(
+        "{}: query {}, key {} and value {} must all be batched (3-D) or all "
+        "unbatched (2-D)",
+        kOp, shape_str(query.shape()), shape_str(key.shape()), shape_str(value.shape())));
   if (key.size(-1) != kdim || value.size(-1) != vdim)
     throw Error(fmt::format("{}: key {} must end in kdim = {} and value {} in vdim = {}", kOp,
                             shape_str(key.shape()), kdim, shape_str(value.shape()), vdim));
@@ -123,8 +129,8 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
   int64_t S = k.size(1);
   if (k.size(0) != B || v.size(0) != B || v.size(1) != S)
     throw Error(fmt::format("{}: query {}, key {} and value {} disagree on B or S (layout {})", kOp,
-                            shape_str(query.shape()), shape_str(key.shape()), shape_str(value.shape()),
-                            batched ? layout : "unbatched (T, E)"));
+                            shape_str(query.shape()), shape_str(key.shape()),
+                            shape_str(value.shape()), batched ? layout : "unbatched (T, E)"));
 
   // Masks in batch-first form: key padding (B, S), attn_mask (T, S) or (B, NH, T, S).
   Tensor kp = f.key_padding_mask;
@@ -135,8 +141,9 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
                               shape_str(f.key_padding_mask.shape()), B, S,
                               batched ? "" : " or (S) for unbatched input"));
     if (kp.dtype() != kBool && kp.dtype() != dt)
-      throw Error(fmt::format("{}: key_padding_mask {} must be bool (True = padding) or {} (added), got {}",
-                              kOp, shape_str(kp.shape()), dtype_name(dt), dtype_name(kp.dtype())));
+      throw Error(
+          fmt::format("{}: key_padding_mask {} must be bool (True = padding) or {} (added), got {}",
+                      kOp, shape_str(kp.shape()), dtype_name(dt), dtype_name(kp.dtype())));
   }
   Tensor am = f.attn_mask;
   if (am.defined()) {
@@ -144,11 +151,13 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
     if (am.dim() == 3 && am.shape() == Shape{lead, T, S})
       am = reshape(am, {B, NH, T, S});
     else if (!(am.dim() == 2 && am.shape() == Shape{T, S}))
-      throw Error(fmt::format("{}: attn_mask {} must be (T, S) = ({}, {}) or ({}, T, S) = ({}, {}, {})",
-                              kOp, shape_str(am.shape()), T, S, batched ? "B·NH" : "NH", lead, T, S));
+      throw Error(
+          fmt::format("{}: attn_mask {} must be (T, S) = ({}, {}) or ({}, T, S) = ({}, {}, {})",
+                      kOp, shape_str(am.shape()), T, S, batched ? "B·NH" : "NH", lead, T, S));
     if (am.dtype() != kBool && am.dtype() != dt)
-      throw Error(fmt::format("{}: attn_mask {} must be bool (True = not allowed) or {} (added), got {}",
-                              kOp, shape_str(f.attn_mask.shape()), dtype_name(dt), dtype_name(am.dtype())));
+      throw Error(
+          fmt::format("{}: attn_mask {} must be bool (True = not allowed) or {} (added), got {}",
+                      kOp, shape_str(f.attn_mask.shape()), dtype_name(dt), dtype_name(am.dtype())));
   }
 
   // In-projections: (B, T, E), (B, S, E), (B, S, E).
@@ -217,7 +226,8 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
 SeedMultiHeadAttention::SeedMultiHeadAttention(int64_t d, int64_t h, AttentionMask s)
     : Module("SeedMultiHeadAttention"), d_model(d), n_heads(h), structure(std::move(s)) {
   if (d <= 0 || h <= 0 || d % h != 0)
-    throw Error(fmt::format("SeedMultiHeadAttention: d_model {} must be a positive multiple of n_heads {}", d, h));
+    throw Error(fmt::format(
+        "SeedMultiHeadAttention: d_model {} must be a positive multiple of n_heads {}", d, h));
   d_k = d / h;
   W_q = register_module("W_q", std::make_shared<Linear>(d, d));
   W_k = register_module("W_k", std::make_shared<Linear>(d, d));
@@ -229,8 +239,8 @@ std::string SeedMultiHeadAttention::extra_repr() const {
   return fmt::format("d_model={}, n_heads={}", d_model, n_heads);
 }
 
-std::pair<Tensor, Tensor> SeedMultiHeadAttention::forward(const Tensor& Q, const Tensor& K, const Tensor& V,
-                                                          const Tensor& mask) {
+std::pair<Tensor, Tensor> SeedMultiHeadAttention::forward(const Tensor& Q, const Tensor& K,
+                                                          const Tensor& V, const Tensor& mask) {
   for (const Tensor* t : {&Q, &K, &V})
     if (!t->defined() || t->dim() != 3 || t->size(-1) != d_model)
       throw Error(fmt::format("SeedMultiHeadAttention: Q, K, V must be (B, T, {}), got {}", d_model,

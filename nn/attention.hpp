@@ -35,9 +35,9 @@ struct MultiheadAttentionOptions {
 };
 
 struct MHAForwardOptions {
-  Tensor key_padding_mask;           // (B, S) / (S): bool True = padding, or float (added)
+  Tensor key_padding_mask;  // (B, S) / (S): bool True = padding, or float (added)
   bool need_weights = true;
-  Tensor attn_mask;                  // (T, S) or (B·NH, T, S): bool True = blocked, or float
+  Tensor attn_mask;  // (T, S) or (B·NH, T, S): bool True = blocked, or float
   bool average_attn_weights = true;
   // PyTorch 2's hint that attn_mask is causal; here, without an attn_mask, it applies a causal
   // (top-left) mask.

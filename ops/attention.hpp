@@ -77,9 +77,9 @@ class AttentionMask {
   bool errors_on_fully_masked() const { return error_on_empty_; }
 
   // ---- queries ----
-  bool is_none() const;         // nothing masked
-  bool has_structure() const;   // causal / local / blocked present
-  bool has_data() const;        // padding / bool / additive tensors present
+  bool is_none() const;        // nothing masked
+  bool has_structure() const;  // causal / local / blocked present
+  bool has_data() const;       // padding / bool / additive tensors present
   // The structural key range [lo, hi] (inclusive; empty when lo > hi) of query row i.
   std::pair<int64_t, int64_t> key_range(int64_t i, int64_t T, int64_t S) const;
   // Checks every tensor part against (B, NH, T, S); throws naming `op`, the part and shapes.
@@ -132,9 +132,9 @@ struct AttentionProbe {
 
 struct SDPAOptions {
   double dropout_p = 0.0;
-  bool training = true;               // dropout only when training
-  std::optional<double> scale;        // default 1/sqrt(hs)
-  bool need_weights = false;          // also return P (B, NH, T, S), after dropout
+  bool training = true;         // dropout only when training
+  std::optional<double> scale;  // default 1/sqrt(hs)
+  bool need_weights = false;    // also return P (B, NH, T, S), after dropout
   const AttentionProbe* probe = nullptr;
 };
 

@@ -61,9 +61,10 @@ Tensor bool_and(const Tensor& a, const Tensor& b) {
 
 void check_nonneg(int64_t v, const char* what, const char* ctor) {
   if (v < 0)
-    throw Error(fmt::format("{}: {} must be >= 0, got {} (negative sizes are rejected, never read "
-                            "as 'unlimited')",
-                            ctor, what, v));
+    throw Error(
+        fmt::format("{}: {} must be >= 0, got {} (negative sizes are rejected, never read "
+                    "as 'unlimited')",
+                    ctor, what, v));
 }
 }  // namespace
 
@@ -85,7 +86,8 @@ AttentionMask AttentionMask::local(int64_t left, int64_t right, CausalAlign alig
 AttentionMask AttentionMask::longformer(int64_t w) {
   check_nonneg(w, "w", "AttentionMask::longformer");
   if (w % 2 != 0)
-    throw Error(fmt::format("AttentionMask::longformer: w must be even (|i - j| <= w/2), got {}", w));
+    throw Error(
+        fmt::format("AttentionMask::longformer: w must be even (|i - j| <= w/2), got {}", w));
   return local(w / 2, w / 2);
 }
 AttentionMask AttentionMask::mistral(int64_t W) {
@@ -94,11 +96,13 @@ AttentionMask AttentionMask::mistral(int64_t W) {
 }
 AttentionMask AttentionMask::hf_sliding_window(int64_t W) {
   if (W < 1)
-    throw Error(fmt::format("AttentionMask::hf_sliding_window: W must be >= 1 (i - W < j <= i), got {}", W));
+    throw Error(fmt::format(
+        "AttentionMask::hf_sliding_window: W must be >= 1 (i - W < j <= i), got {}", W));
   return local(W - 1, 0);
 }
 AttentionMask AttentionMask::blocked(int64_t W, BlockedOptions opts, CausalAlign align) {
-  if (W < 1) throw Error(fmt::format("AttentionMask::blocked: block size W must be >= 1, got {}", W));
+  if (W < 1)
+    throw Error(fmt::format("AttentionMask::blocked: block size W must be >= 1, got {}", W));
   check_nonneg(opts.look_back, "look_back", "AttentionMask::blocked");
   check_nonneg(opts.look_ahead, "look_ahead", "AttentionMask::blocked");
   AttentionMask m;
@@ -111,7 +115,8 @@ AttentionMask AttentionMask::blocked(int64_t W, BlockedOptions opts, CausalAlign
 AttentionMask AttentionMask::key_padding(const Tensor& mask, MaskPolarity polarity) {
   check_dtype(mask, kBool, "AttentionMask::key_padding", "mask");
   if (mask.dim() != 2)
-    throw Error(fmt::format("AttentionMask::key_padding: mask must be (B, S), got {}", shape_str(mask.shape())));
+    throw Error(fmt::format("AttentionMask::key_padding: mask must be (B, S), got {}",
+                            shape_str(mask.shape())));
   AttentionMask m;
   m.key_allowed_ = polarity == MaskPolarity::TrueAllowed ? mask.clone() : logical_not(mask);
   return m;
@@ -119,7 +124,8 @@ AttentionMask AttentionMask::key_padding(const Tensor& mask, MaskPolarity polari
 AttentionMask AttentionMask::key_lengths(const Tensor& lengths) {
   check_dtype(lengths, kInt64, "AttentionMask::key_lengths", "lengths");
   if (lengths.dim() != 1)
-    throw Error(fmt::format("AttentionMask::key_lengths: lengths must be (B), got {}", shape_str(lengths.shape())));
+    throw Error(fmt::format("AttentionMask::key_lengths: lengths must be (B), got {}",
+                            shape_str(lengths.shape())));
   for (int64_t b = 0; b < lengths.numel(); ++b)
     if (lengths.data<int64_t>()[b] < 0)
       throw Error(fmt::format("AttentionMask::key_lengths: lengths[{}] = {} is negative", b,
@@ -131,12 +137,14 @@ AttentionMask AttentionMask::key_lengths(const Tensor& lengths) {
 AttentionMask AttentionMask::from_bool(const Tensor& mask, MaskPolarity polarity) {
   check_defined(mask, "AttentionMask::from_bool", "mask");
   if (mask.dtype() != kBool)
-    throw Error(fmt::format("AttentionMask::from_bool: mask {} has dtype {}; a bool mask is needed "
-                            "(use AttentionMask::additive for float masks, from_seed for 0/1 masks)",
-                            shape_str(mask.shape()), dtype_name(mask.dtype())));
+    throw Error(
+        fmt::format("AttentionMask::from_bool: mask {} has dtype {}; a bool mask is needed "
+                    "(use AttentionMask::additive for float masks, from_seed for 0/1 masks)",
+                    shape_str(mask.shape()), dtype_name(mask.dtype())));
   if (mask.dim() < 2 || mask.dim() > 4)
-    throw Error(fmt::format("AttentionMask::from_bool: mask must be (T, S) up to (B, NH, T, S), got {}",
-                            shape_str(mask.shape())));
+    throw Error(
+        fmt::format("AttentionMask::from_bool: mask must be (T, S) up to (B, NH, T, S), got {}",
+                    shape_str(mask.shape())));
   AttentionMask m;
   m.allowed_ = polarity == MaskPolarity::TrueAllowed ? mask.clone() : logical_not(mask);
   return m;
@@ -149,8 +157,9 @@ AttentionMask AttentionMask::from_seed(const Tensor& mask) {
 AttentionMask AttentionMask::additive(const Tensor& mask) {
   check_float(mask, "AttentionMask::additive", "mask");
   if (mask.dim() < 2 || mask.dim() > 4)
-    throw Error(fmt::format("AttentionMask::additive: mask must be (T, S) up to (B, NH, T, S), got {}",
-                            shape_str(mask.shape())));
+    throw Error(
+        fmt::format("AttentionMask::additive: mask must be (T, S) up to (B, NH, T, S), got {}",
+                    shape_str(mask.shape())));
   AttentionMask m;
   m.additive_ = mask.detach().clone();
   return m;
@@ -168,20 +177,24 @@ AttentionMask AttentionMask::operator&(const AttentionMask& o) const {
   if (o.key_allowed_.defined()) {
     if (m.key_allowed_.defined() && m.key_allowed_.shape() != o.key_allowed_.shape())
       throw Error(fmt::format("{}: key padding masks {} and {} differ in shape", kOp,
-                              shape_str(m.key_allowed_.shape()), shape_str(o.key_allowed_.shape())));
-    m.key_allowed_ = m.key_allowed_.defined() ? bool_and(m.key_allowed_, o.key_allowed_) : o.key_allowed_;
+                              shape_str(m.key_allowed_.shape()),
+                              shape_str(o.key_allowed_.shape())));
+    m.key_allowed_ =
+        m.key_allowed_.defined() ? bool_and(m.key_allowed_, o.key_allowed_) : o.key_allowed_;
   }
   if (o.key_lengths_.defined()) {
     if (m.key_lengths_.defined()) {
       if (m.key_lengths_.shape() != o.key_lengths_.shape())
         throw Error(fmt::format("{}: key lengths {} and {} differ in shape", kOp,
-                                shape_str(m.key_lengths_.shape()), shape_str(o.key_lengths_.shape())));
+                                shape_str(m.key_lengths_.shape()),
+                                shape_str(o.key_lengths_.shape())));
       m.key_lengths_ = minimum(m.key_lengths_.to(kFloat64), o.key_lengths_.to(kFloat64)).to(kInt64);
     } else {
       m.key_lengths_ = o.key_lengths_;
     }
   }
-  if (o.allowed_.defined()) m.allowed_ = m.allowed_.defined() ? bool_and(m.allowed_, o.allowed_) : o.allowed_;
+  if (o.allowed_.defined())
+    m.allowed_ = m.allowed_.defined() ? bool_and(m.allowed_, o.allowed_) : o.allowed_;
   if (o.additive_.defined()) {
     if (m.additive_.defined()) {
       check_same_dtype(m.additive_, o.additive_, kOp, "additive mask", "other additive mask");
@@ -199,9 +212,12 @@ AttentionMask& AttentionMask::error_on_fully_masked(bool on) {
 }
 
 // ---- queries ----
-bool AttentionMask::has_structure() const { return causal_ || !local_.empty() || !blocked_.empty(); }
+bool AttentionMask::has_structure() const {
+  return causal_ || !local_.empty() || !blocked_.empty();
+}
 bool AttentionMask::has_data() const {
-  return key_allowed_.defined() || key_lengths_.defined() || allowed_.defined() || additive_.defined();
+  return key_allowed_.defined() || key_lengths_.defined() || allowed_.defined() ||
+         additive_.defined();
 }
 bool AttentionMask::is_none() const { return !has_structure() && !has_data(); }
 
@@ -228,7 +244,8 @@ void AttentionMask::check(const char* op, int64_t B, int64_t NH, int64_t T, int6
                             shape_str(key_allowed_.shape()), B, S));
   if (key_lengths_.defined()) {
     if (key_lengths_.shape() != Shape{B})
-      throw Error(fmt::format("{}: key lengths {} must be (B) = ({})", op, shape_str(key_lengths_.shape()), B));
+      throw Error(fmt::format("{}: key lengths {} must be (B) = ({})", op,
+                              shape_str(key_lengths_.shape()), B));
     for (int64_t b = 0; b < B; ++b)
       if (key_lengths_.data<int64_t>()[b] > S)
         throw Error(fmt::format("{}: key length {} of batch {} exceeds S = {}", op,
@@ -238,21 +255,26 @@ void AttentionMask::check(const char* op, int64_t B, int64_t NH, int64_t T, int6
   if (additive_.defined()) check_broadcast_4d(additive_, "additive", op, B, NH, T, S);
 }
 
-bool AttentionMask::allowed(int64_t b, int64_t h, int64_t i, int64_t j, int64_t T, int64_t S) const {
+bool AttentionMask::allowed(int64_t b, int64_t h, int64_t i, int64_t j, int64_t T,
+                            int64_t S) const {
   auto [lo, hi] = key_range(i, T, S);
   if (j < lo || j > hi) return false;
   if (key_allowed_.defined() && !key_allowed_.data<bool>()[b * S + j]) return false;
   if (key_lengths_.defined() && j >= key_lengths_.data<int64_t>()[b]) return false;
-  if (allowed_.defined() && !allowed_.data<bool>()[bcast_offset(allowed_, b, h, i, j)]) return false;
-  if (additive_.defined() && std::isinf(additive_at(b, h, i, j, T, S)) && additive_at(b, h, i, j, T, S) < 0)
+  if (allowed_.defined() && !allowed_.data<bool>()[bcast_offset(allowed_, b, h, i, j)])
+    return false;
+  if (additive_.defined() && std::isinf(additive_at(b, h, i, j, T, S)) &&
+      additive_at(b, h, i, j, T, S) < 0)
     return false;
   return true;
 }
 
-double AttentionMask::additive_at(int64_t b, int64_t h, int64_t i, int64_t j, int64_t T, int64_t S) const {
+double AttentionMask::additive_at(int64_t b, int64_t h, int64_t i, int64_t j, int64_t T,
+                                  int64_t S) const {
   if (!additive_.defined()) return 0;
   const int64_t off = bcast_offset(additive_, b, h, i, j);
-  return additive_.dtype() == kFloat32 ? additive_.data<float>()[off] : additive_.data<double>()[off];
+  return additive_.dtype() == kFloat32 ? additive_.data<float>()[off]
+                                       : additive_.data<double>()[off];
 }
 
 Tensor AttentionMask::dense_allowed(int64_t B, int64_t NH, int64_t T, int64_t S) const {
@@ -293,15 +315,20 @@ std::string AttentionMask::describe(int64_t T, int64_t S) const {
 std::string AttentionMask::name() const {
   std::vector<std::string> parts;
   const char* al = align_ == CausalAlign::BottomRight ? ", bottom-right" : "";
-  if (causal_) parts.push_back(fmt::format("causal{}", align_ == CausalAlign::BottomRight ? "(bottom-right)" : ""));
+  if (causal_)
+    parts.push_back(
+        fmt::format("causal{}", align_ == CausalAlign::BottomRight ? "(bottom-right)" : ""));
   for (const Local& l : local_) parts.push_back(fmt::format("local({},{}{})", l.left, l.right, al));
   for (const Blocked& b : blocked_)
-    parts.push_back(fmt::format("blocked(W={}{}{}{}{})", b.W,
-                                b.opts.look_back ? fmt::format(", back {}", b.opts.look_back) : "",
-                                b.opts.look_ahead ? fmt::format(", ahead {}", b.opts.look_ahead) : "",
-                                b.opts.causal ? ", causal" : "", al));
-  if (key_allowed_.defined()) parts.push_back(fmt::format("key_padding{}", shape_str(key_allowed_.shape())));
-  if (key_lengths_.defined()) parts.push_back(fmt::format("key_lengths{}", shape_str(key_lengths_.shape())));
+    parts.push_back(
+        fmt::format("blocked(W={}{}{}{}{})", b.W,
+                    b.opts.look_back ? fmt::format(", back {}", b.opts.look_back) : "",
+                    b.opts.look_ahead ? fmt::format(", ahead {}", b.opts.look_ahead) : "",
+                    b.opts.causal ? ", causal" : "", al));
+  if (key_allowed_.defined())
+    parts.push_back(fmt::format("key_padding{}", shape_str(key_allowed_.shape())));
+  if (key_lengths_.defined())
+    parts.push_back(fmt::format("key_lengths{}", shape_str(key_lengths_.shape())));
   if (allowed_.defined()) parts.push_back(fmt::format("bool{}", shape_str(allowed_.shape())));
   if (additive_.defined()) parts.push_back(fmt::format("additive{}", shape_str(additive_.shape())));
   if (parts.empty()) return "none";

@@ -19,7 +19,8 @@ inline void check_defined(const Tensor& t, const char* op, const char* arg) {
 }
 inline void check_cpu(const Tensor& t, const char* op, const char* arg) {
   if (t.device().type != DeviceType::CPU)
-    throw Error(fmt::format("{}: {} {} is on {}, expected cpu", op, arg, shape_str(t.shape()), t.device().str()));
+    throw Error(fmt::format("{}: {} {} is on {}, expected cpu", op, arg, shape_str(t.shape()),
+                            t.device().str()));
 }
 // Defined, on the CPU and floating point.
 inline void check_float(const Tensor& t, const char* op, const char* arg) {
@@ -56,19 +57,26 @@ inline int64_t norm_dim(int64_t d, int64_t n, const char* op, const Shape& shape
 template <typename F>
 decltype(auto) dispatch_float(DType t, const char* op, F&& f) {
   switch (t) {
-    case kFloat32: return f(float{});
-    case kFloat64: return f(double{});
-    default: throw Error(fmt::format("{}: unsupported dtype {}", op, dtype_name(t)));
+    case kFloat32:
+      return f(float{});
+    case kFloat64:
+      return f(double{});
+    default:
+      throw Error(fmt::format("{}: unsupported dtype {}", op, dtype_name(t)));
   }
 }
 // Any dtype: float, double, int64_t, bool.
 template <typename F>
 decltype(auto) dispatch_all(DType t, F&& f) {
   switch (t) {
-    case kFloat32: return f(float{});
-    case kFloat64: return f(double{});
-    case kInt64: return f(int64_t{});
-    default: return f(bool{});
+    case kFloat32:
+      return f(float{});
+    case kFloat64:
+      return f(double{});
+    case kInt64:
+      return f(int64_t{});
+    default:
+      return f(bool{});
   }
 }
 

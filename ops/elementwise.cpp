@@ -32,8 +32,9 @@ Tensor binary_kernel(const char* op, const Tensor& a, const Tensor& b, DType out
         const T vb = pb[0];
         parallel_for(n, n, [&](int64_t i) { po[i] = static_cast<O>(f(pa[i], vb)); });
       } else {
-        broadcast_loop2(os, broadcast_strides(a.shape(), os), broadcast_strides(b.shape(), os),
-                        [&](int64_t o, int64_t ia, int64_t ib) { po[o] = static_cast<O>(f(pa[ia], pb[ib])); });
+        broadcast_loop2(
+            os, broadcast_strides(a.shape(), os), broadcast_strides(b.shape(), os),
+            [&](int64_t o, int64_t ia, int64_t ib) { po[o] = static_cast<O>(f(pa[ia], pb[ib])); });
       }
     });
   });
@@ -47,8 +48,8 @@ void check_binary(const char* op, const Tensor& a, const Tensor& b, bool allow_i
   check_cpu(b, op, "other");
   check_same_dtype(a, b, op, "self", "other");
   if (a.dtype() == kBool || (!allow_int && a.dtype() == kInt64))
-    throw Error(fmt::format("{}: self {} and other {} have dtype {}, expected a floating dtype{}", op,
-                            shape_str(a.shape()), shape_str(b.shape()), dtype_name(a.dtype()),
+    throw Error(fmt::format("{}: self {} and other {} have dtype {}, expected a floating dtype{}",
+                            op, shape_str(a.shape()), shape_str(b.shape()), dtype_name(a.dtype()),
                             allow_int ? " or int64" : ""));
 }
 
@@ -79,7 +80,8 @@ Tensor unary_backward(const Tensor& g, const Tensor& x, const Tensor& y, D d) {
     T* pd = dx.data<T>();
     const int64_t n = g.numel();
     parallel_for(n, n, [&](int64_t i) {
-      pd[i] = static_cast<T>(pg[i] * d(px ? static_cast<double>(px[i]) : 0.0, py ? static_cast<double>(py[i]) : 0.0));
+      pd[i] = static_cast<T>(
+          pg[i] * d(px ? static_cast<double>(px[i]) : 0.0, py ? static_cast<double>(py[i]) : 0.0));
     });
   });
   return dx;
@@ -108,8 +110,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
     int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
     if (da != db && da != 1 && db != 1)
       throw Error(fmt::format("{}: shapes {} and {} cannot be broadcast: dim {} is {} vs {}", op,
-                              shape_str(a), shape_str(b), static_cast<int64_t>(i) - static_cast<int64_t>(n),
-                              da, db));
+                              shape_str(a), shape_str(b),
+                              static_cast<int64_t>(i) - static_cast<int64_t>(n), da, db));
     out[i] = da == 1 ? db : da;
   }
   return out;
@@ -120,7 +122,8 @@ Tensor sum_to(const Tensor& g, const Shape& shape) {
   // `shape` must broadcast to g's shape.
   Shape bs = broadcast_shapes(shape, g.shape(), "sum_to");
   if (bs != g.shape())
-    throw Error(fmt::format("sum_to: gradient {} cannot be summed to {}", shape_str(g.shape()), shape_str(shape)));
+    throw Error(fmt::format("sum_to: gradient {} cannot be summed to {}", shape_str(g.shape()),
+                            shape_str(shape)));
   Tensor out = zeros(shape, g.dtype());
   dispatch_float(g.dtype(), "sum_to", [&](auto tag) {
     using T = decltype(tag);
@@ -164,7 +167,8 @@ Tensor mul(const Tensor& a, const Tensor& b) {
     Tensor sa = a, sb = b;
     bool ga = a.requires_grad(), gb = b.requires_grad();
     record("mul", out, {a, b}, [sa, sb, ga, gb](const Tensor& g) -> std::vector<Tensor> {
-      return {ga ? sum_to(mul(g, sb), sa.shape()) : Tensor(), gb ? sum_to(mul(g, sa), sb.shape()) : Tensor()};
+      return {ga ? sum_to(mul(g, sb), sa.shape()) : Tensor(),
+              gb ? sum_to(mul(g, sa), sb.shape()) : Tensor()};
     });
   }
   return out;
@@ -236,58 +240,78 @@ Tensor minimum(const Tensor& a, const Tensor& b) { return extremum("minimum", a,
 
 // ---- scalar forms (no broadcast tensor is made) ----
 Tensor add(const Tensor& a, double b) {
-  return unary_op("add", a, false, false, [b](double x) { return x + b; }, [](double, double) { return 1.0; });
+  return unary_op(
+      "add", a, false, false, [b](double x) { return x + b; }, [](double, double) { return 1.0; });
 }
 Tensor sub(const Tensor& a, double b) {
-  return unary_op("sub", a, false, false, [b](double x) { return x - b; }, [](double, double) { return 1.0; });
+  return unary_op(
+      "sub", a, false, false, [b](double x) { return x - b; }, [](double, double) { return 1.0; });
 }
 Tensor rsub(double a, const Tensor& b) {
-  return unary_op("rsub", b, false, false, [a](double x) { return a - x; }, [](double, double) { return -1.0; });
+  return unary_op(
+      "rsub", b, false, false, [a](double x) { return a - x; },
+      [](double, double) { return -1.0; });
 }
 Tensor mul(const Tensor& a, double b) {
-  return unary_op("mul", a, false, false, [b](double x) { return x * b; }, [b](double, double) { return b; });
+  return unary_op(
+      "mul", a, false, false, [b](double x) { return x * b; }, [b](double, double) { return b; });
 }
 Tensor div(const Tensor& a, double b) {
-  return unary_op("div", a, false, false, [b](double x) { return x / b; }, [b](double, double) { return 1.0 / b; });
+  return unary_op(
+      "div", a, false, false, [b](double x) { return x / b; },
+      [b](double, double) { return 1.0 / b; });
 }
 Tensor rdiv(double a, const Tensor& b) {
   // d(a/x)/dx = -a/x² = -y/x
-  return unary_op("rdiv", b, true, true, [a](double x) { return a / x; }, [](double x, double y) { return -y / x; });
+  return unary_op(
+      "rdiv", b, true, true, [a](double x) { return a / x; },
+      [](double x, double y) { return -y / x; });
 }
 Tensor pow(const Tensor& a, double p) {
-  return unary_op("pow", a, true, false, [p](double x) { return std::pow(x, p); },
-                  [p](double x, double) { return p == 0 ? 0.0 : p * std::pow(x, p - 1); });
+  return unary_op(
+      "pow", a, true, false, [p](double x) { return std::pow(x, p); },
+      [p](double x, double) { return p == 0 ? 0.0 : p * std::pow(x, p - 1); });
 }
 
 // ---- unary ops ----
 Tensor neg(const Tensor& a) {
-  return unary_op("neg", a, false, false, [](double x) { return -x; }, [](double, double) { return -1.0; });
+  return unary_op(
+      "neg", a, false, false, [](double x) { return -x; }, [](double, double) { return -1.0; });
 }
 Tensor exp(const Tensor& a) {
-  return unary_op("exp", a, false, true, [](double x) { return std::exp(x); }, [](double, double y) { return y; });
+  return unary_op(
+      "exp", a, false, true, [](double x) { return std::exp(x); },
+      [](double, double y) { return y; });
 }
 Tensor log(const Tensor& a) {
-  return unary_op("log", a, true, false, [](double x) { return std::log(x); }, [](double x, double) { return 1.0 / x; });
+  return unary_op(
+      "log", a, true, false, [](double x) { return std::log(x); },
+      [](double x, double) { return 1.0 / x; });
 }
 Tensor sqrt(const Tensor& a) {
-  return unary_op("sqrt", a, false, true, [](double x) { return std::sqrt(x); },
-                  [](double, double y) { return 0.5 / y; });
+  return unary_op(
+      "sqrt", a, false, true, [](double x) { return std::sqrt(x); },
+      [](double, double y) { return 0.5 / y; });
 }
 Tensor rsqrt(const Tensor& a) {
-  return unary_op("rsqrt", a, false, true, [](double x) { return 1.0 / std::sqrt(x); },
-                  [](double, double y) { return -0.5 * y * y * y; });
+  return unary_op(
+      "rsqrt", a, false, true, [](double x) { return 1.0 / std::sqrt(x); },
+      [](double, double y) { return -0.5 * y * y * y; });
 }
 Tensor abs(const Tensor& a) {
-  return unary_op("abs", a, true, false, [](double x) { return std::fabs(x); },
-                  [](double x, double) { return x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0); });
+  return unary_op(
+      "abs", a, true, false, [](double x) { return std::fabs(x); },
+      [](double x, double) { return x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0); });
 }
 Tensor tanh(const Tensor& a) {
-  return unary_op("tanh", a, false, true, [](double x) { return std::tanh(x); },
-                  [](double, double y) { return 1 - y * y; });
+  return unary_op(
+      "tanh", a, false, true, [](double x) { return std::tanh(x); },
+      [](double, double y) { return 1 - y * y; });
 }
 Tensor sigmoid(const Tensor& a) {
-  return unary_op("sigmoid", a, false, true, [](double x) { return 1 / (1 + std::exp(-x)); },
-                  [](double, double y) { return y * (1 - y); });
+  return unary_op(
+      "sigmoid", a, false, true, [](double x) { return 1 / (1 + std::exp(-x)); },
+      [](double, double y) { return y * (1 - y); });
 }
 // relu has its own loops in T (not the generic double-precision unary path): branch-free, so
 // they vectorise; it runs on every feed-forward activation of a Transformer.
@@ -324,26 +348,31 @@ Tensor gelu(const Tensor& a, const std::string& approximate) {
   constexpr double kBeta = 0.79788456080286535588;  // sqrt(2/pi)
   constexpr double kKappa = 0.044715;
   if (approximate == "none") {
-    return unary_op("gelu", a, true, false, [](double x) { return 0.5 * x * (1 + std::erf(x * kSqrt1_2)); },
-                    [](double x, double) {
-                      return 0.5 * (1 + std::erf(x * kSqrt1_2)) + x * kInvSqrt2Pi * std::exp(-0.5 * x * x);
-                    });
+    return unary_op(
+        "gelu", a, true, false, [](double x) { return 0.5 * x * (1 + std::erf(x * kSqrt1_2)); },
+        [](double x, double) {
+          return 0.5 * (1 + std::erf(x * kSqrt1_2)) + x * kInvSqrt2Pi * std::exp(-0.5 * x * x);
+        });
   }
   if (approximate == "tanh") {
-    return unary_op("gelu_tanh", a, true, false,
-                    [](double x) { return 0.5 * x * (1 + std::tanh(kBeta * (x + kKappa * x * x * x))); },
-                    [](double x, double) {
-                      double t = std::tanh(kBeta * (x + kKappa * x * x * x));
-                      return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * kBeta * (1 + 3 * kKappa * x * x);
-                    });
+    return unary_op(
+        "gelu_tanh", a, true, false,
+        [](double x) { return 0.5 * x * (1 + std::tanh(kBeta * (x + kKappa * x * x * x))); },
+        [](double x, double) {
+          double t = std::tanh(kBeta * (x + kKappa * x * x * x));
+          return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * kBeta * (1 + 3 * kKappa * x * x);
+        });
   }
-  throw Error(fmt::format("gelu: approximate must be \"none\" or \"tanh\", got \"{}\"", approximate));
+  throw Error(
+      fmt::format("gelu: approximate must be \"none\" or \"tanh\", got \"{}\"", approximate));
 }
 Tensor clamp(const Tensor& a, double lo, double hi) {
-  if (lo > hi) throw Error(fmt::format("clamp: min {} > max {} for input {}", lo, hi, shape_str(a.shape())));
+  if (lo > hi)
+    throw Error(fmt::format("clamp: min {} > max {} for input {}", lo, hi, shape_str(a.shape())));
   // The gradient passes where lo <= x <= hi (PyTorch's convention at the boundary).
-  return unary_op("clamp", a, true, false, [lo, hi](double x) { return x < lo ? lo : (x > hi ? hi : x); },
-                  [lo, hi](double x, double) { return (x >= lo && x <= hi) ? 1.0 : 0.0; });
+  return unary_op(
+      "clamp", a, true, false, [lo, hi](double x) { return x < lo ? lo : (x > hi ? hi : x); },
+      [lo, hi](double x, double) { return (x >= lo && x <= hi) ? 1.0 : 0.0; });
 }
 Tensor clamp_min(const Tensor& a, double lo) { return clamp(a, lo, INFINITY); }
 Tensor clamp_max(const Tensor& a, double hi) { return clamp(a, -INFINITY, hi); }
@@ -358,12 +387,24 @@ Tensor compare(const char* op, const Tensor& a, const Tensor& b, F f) {
   return binary_kernel(op, a, b, kBool, f);
 }
 }  // namespace
-Tensor eq(const Tensor& a, const Tensor& b) { return compare("eq", a, b, [](auto x, auto y) { return x == y; }); }
-Tensor ne(const Tensor& a, const Tensor& b) { return compare("ne", a, b, [](auto x, auto y) { return x != y; }); }
-Tensor lt(const Tensor& a, const Tensor& b) { return compare("lt", a, b, [](auto x, auto y) { return x < y; }); }
-Tensor le(const Tensor& a, const Tensor& b) { return compare("le", a, b, [](auto x, auto y) { return x <= y; }); }
-Tensor gt(const Tensor& a, const Tensor& b) { return compare("gt", a, b, [](auto x, auto y) { return x > y; }); }
-Tensor ge(const Tensor& a, const Tensor& b) { return compare("ge", a, b, [](auto x, auto y) { return x >= y; }); }
+Tensor eq(const Tensor& a, const Tensor& b) {
+  return compare("eq", a, b, [](auto x, auto y) { return x == y; });
+}
+Tensor ne(const Tensor& a, const Tensor& b) {
+  return compare("ne", a, b, [](auto x, auto y) { return x != y; });
+}
+Tensor lt(const Tensor& a, const Tensor& b) {
+  return compare("lt", a, b, [](auto x, auto y) { return x < y; });
+}
+Tensor le(const Tensor& a, const Tensor& b) {
+  return compare("le", a, b, [](auto x, auto y) { return x <= y; });
+}
+Tensor gt(const Tensor& a, const Tensor& b) {
+  return compare("gt", a, b, [](auto x, auto y) { return x > y; });
+}
+Tensor ge(const Tensor& a, const Tensor& b) {
+  return compare("ge", a, b, [](auto x, auto y) { return x >= y; });
+}
 Tensor logical_not(const Tensor& a) {
   check_dtype(a, kBool, "logical_not", "input");
   Tensor out = Tensor::empty(a.shape(), kBool);

@@ -30,7 +30,8 @@ std::string position_str(int64_t flat, const Shape& s) {
 }
 
 // Validates the arguments; returns padding_idx resolved to a row in [0, V), or -1 for none.
-int64_t check_embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> pad_opt) {
+int64_t check_embedding(const Tensor& indices, const Tensor& weight,
+                        std::optional<int64_t> pad_opt) {
   check_dtype(indices, kInt64, kOp, "indices");
   check_float(weight, kOp, "weight");
   if (weight.dim() != 2)
@@ -49,8 +50,8 @@ int64_t check_embedding(const Tensor& indices, const Tensor& weight, std::option
   const int64_t padding_idx = *pad_opt;
   if (padding_idx < -V || padding_idx >= V)
     throw Error(fmt::format(
-        "{}: padding_idx {} is out of range for weight {} with V = {} (expected [-V, V))",
-        kOp, padding_idx, shape_str(weight.shape()), V));
+        "{}: padding_idx {} is out of range for weight {} with V = {} (expected [-V, V))", kOp,
+        padding_idx, shape_str(weight.shape()), V));
   return padding_idx < 0 ? padding_idx + V : padding_idx;
 }
 }  // namespace

@@ -149,6 +149,7 @@ struct CrossEntropyOptions {
   double label_smoothing = 0.0;
 };
 // logits (N, C) or (N, C, d1, ...), target int64 (N) or (N, d1, ...); PyTorch's semantics.
-Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyOptions& opts = {});
+Tensor cross_entropy(const Tensor& logits, const Tensor& target,
+                     const CrossEntropyOptions& opts = {});
 
 }  // namespace tg

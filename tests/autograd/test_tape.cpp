@@ -22,8 +22,10 @@ TEST_CASE("backward accumulates into leaves - fan-out sums") {
 TEST_CASE("backward needs a scalar or an explicit gradient") {
   Tensor x = ones({2, 2}, kFloat64).requires_grad_();
   Tensor y = x * 2.0;
-  REQUIRE_ERROR(y.backward(), "grad can be implicitly created only for scalar outputs; output 0 is (2,2)");
-  REQUIRE_ERROR(y.backward(ones({3}, kFloat64)), "gradient (3) float64 does not match output (2,2) float64");
+  REQUIRE_ERROR(y.backward(),
+                "grad can be implicitly created only for scalar outputs; output 0 is (2,2)");
+  REQUIRE_ERROR(y.backward(ones({3}, kFloat64)),
+                "gradient (3) float64 does not match output (2,2) float64");
   Tensor c = ones({2});
   REQUIRE_ERROR(c.backward(), "does not require grad");
 }
@@ -98,7 +100,7 @@ TEST_CASE("10,000 forward passes without backward keep memory bounded") {
     max_tape = std::max(max_tape, Tape::size());
   }
   REQUIRE(Tape::live_count() == live_before);  // every node freed with its outputs
-  REQUIRE(max_tape <= 4096);                    // the inspection list is pruned
+  REQUIRE(max_tape <= 4096);                   // the inspection list is pruned
 }
 
 TEST_CASE("a deep graph is built, differentiated and freed without recursion") {
@@ -120,7 +122,8 @@ TEST_CASE("a deep graph is built, differentiated and freed without recursion") {
 TEST_CASE("gradcheck reports the worst element and catches a wrong backward") {
   manual_seed(0);
   Tensor x = tgt::leaf({3, 2});
-  GradcheckReport ok = gradcheck([](const std::vector<Tensor>& in) { return in[0].tanh() * in[0]; }, {x});
+  GradcheckReport ok =
+      gradcheck([](const std::vector<Tensor>& in) { return in[0].tanh() * in[0]; }, {x});
   REQUIRE(ok.passed);
   REQUIRE_FALSE(ok.fast_mode);
   REQUIRE(ok.inputs[0].worst.abs_err < 1e-8);
@@ -130,9 +133,8 @@ TEST_CASE("gradcheck reports the worst element and catches a wrong backward") {
     Tensor a = in[0];
     Tensor out = a.detach() * a.detach() * a.detach();
     Tensor saved = a.detach();
-    record("bad_cube", out, {a}, [saved](const Tensor& g) -> std::vector<Tensor> {
-      return {g * saved * saved * 2.0};
-    });
+    record("bad_cube", out, {a},
+           [saved](const Tensor& g) -> std::vector<Tensor> { return {g * saved * saved * 2.0}; });
     return out;
   };
   GradcheckReport bad = gradcheck(bad_cube, {x});
@@ -145,15 +147,17 @@ TEST_CASE("gradcheck reports the worst element and catches a wrong backward") {
   // Fast mode agrees on both.
   GradcheckOptions fast;
   fast.mode = GradcheckMode::Fast;
-  REQUIRE(gradcheck([](const std::vector<Tensor>& in) { return in[0].tanh() * in[0]; }, {x}, fast).passed);
+  REQUIRE(gradcheck([](const std::vector<Tensor>& in) { return in[0].tanh() * in[0]; }, {x}, fast)
+              .passed);
   REQUIRE_FALSE(gradcheck(bad_cube, {x}, fast).passed);
-  REQUIRE_ERROR(gradcheck([](const std::vector<Tensor>& in) { return in[0]; }, {ones({2}).requires_grad_()}),
-                "gradcheck: input 0 (2) is float32; gradcheck needs float64 inputs");
+  REQUIRE_ERROR(
+      gradcheck([](const std::vector<Tensor>& in) { return in[0]; }, {ones({2}).requires_grad_()}),
+      "gradcheck: input 0 (2) is float32; gradcheck needs float64 inputs");
 }
 
 TEST_CASE("saved values are freed after backward") {
   Tensor x = tensor(std::vector<double>{1, 2, 3}).requires_grad_();
-  Tensor h = x.exp();      // saves its output
+  Tensor h = x.exp();        // saves its output
   Tensor y = (h * x).sum();  // saves h and x
   std::weak_ptr<TensorImpl> h_impl = h.impl_ptr();
   Node* mul_node = y.grad_fn();

@@ -23,7 +23,8 @@ TEST_CASE("tensor metadata and creation") {
   REQUIRE(ones({3}, kFloat64).to_vector<double>() == std::vector<double>{1, 1, 1});
   REQUIRE(full({2}, 2.5).to_vector<float>() == std::vector<float>{2.5f, 2.5f});
   REQUIRE(arange(5).to_vector<int64_t>() == std::vector<int64_t>{0, 1, 2, 3, 4});
-  REQUIRE(arange(1, 2, 0.25, kFloat64).to_vector<double>() == std::vector<double>{1, 1.25, 1.5, 1.75});
+  REQUIRE(arange(1, 2, 0.25, kFloat64).to_vector<double>() ==
+          std::vector<double>{1, 1.25, 1.5, 1.75});
   REQUIRE(eye(2).to_vector<float>() == std::vector<float>{1, 0, 0, 1});
   REQUIRE(tensor(std::vector<bool>{true, false}).dtype() == kBool);
   REQUIRE(scalar_tensor(3).dim() == 0);
@@ -31,7 +32,8 @@ TEST_CASE("tensor metadata and creation") {
   REQUIRE_ERROR(tensor(std::vector<float>{1, 2, 3}, {2, 2}), "3 values do not fill shape (2,2)");
   REQUIRE_ERROR(zeros({2, 2}).item<float>(), "item: tensor of shape (2,2) has 4 elements");
   REQUIRE_ERROR(zeros({2}).data<double>(), "tensor has dtype float32, requested float64");
-  REQUIRE_ERROR(zeros({2}, kInt64).requires_grad_(), "only floating-point tensors can require grad");
+  REQUIRE_ERROR(zeros({2}, kInt64).requires_grad_(),
+                "only floating-point tensors can require grad");
   REQUIRE_ERROR(Tensor().shape(), "shape: tensor is undefined");
 }
 
@@ -48,7 +50,8 @@ TEST_CASE("tensor handles share storage - clone and detach") {
   REQUIRE(a.data<float>()[2] == 3);
   REQUIRE(a.to(kFloat64).to_vector<double>() == std::vector<double>{7, 0, 3});
   REQUIRE(a.to(kInt64).to_vector<int64_t>() == std::vector<int64_t>{7, 0, 3});
-  REQUIRE(tensor(std::vector<int64_t>{-1, 0, 4}).to(kBool).to_vector<bool>() == std::vector<bool>{true, false, true});
+  REQUIRE(tensor(std::vector<int64_t>{-1, 0, 4}).to(kBool).to_vector<bool>() ==
+          std::vector<bool>{true, false, true});
 }
 
 TEST_CASE("manual_seed makes random creation reproducible") {

@@ -22,7 +22,9 @@ std::map<std::string, std::string> read_config(const std::string& name) {
   return tgt::read_config(kDir + name + "/config.txt");
 }
 std::vector<std::string> config_names() { return tgt::read_lines(kDir + "index.txt"); }
-Tensor fx(const std::string& cfg, const std::string& file) { return load_npy(kDir + cfg + "/" + file + ".npy"); }
+Tensor fx(const std::string& cfg, const std::string& file) {
+  return load_npy(kDir + cfg + "/" + file + ".npy");
+}
 bool exists(const std::string& cfg, const std::string& file) {
   return std::ifstream(kDir + cfg + "/" + file + ".npy").good();
 }
@@ -84,7 +86,8 @@ TEST_CASE("MultiheadAttention parameters: PyTorch names, shapes and init", "[mha
   MultiheadAttention a(8, 2);
   std::vector<std::string> names;
   for (auto& [n, p] : a.named_parameters()) names.push_back(n);
-  REQUIRE(names == std::vector<std::string>{"in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"});
+  REQUIRE(names == std::vector<std::string>{"in_proj_weight", "in_proj_bias", "out_proj.weight",
+                                            "out_proj.bias"});
   REQUIRE(a.in_proj_weight.shape() == Shape{24, 8});
   // xavier_uniform over the packed (3E, E) matrix: bound sqrt(6 / (E + 3E)).
   double bound = std::sqrt(6.0 / 32.0), mx = 0;
@@ -100,8 +103,9 @@ TEST_CASE("MultiheadAttention parameters: PyTorch names, shapes and init", "[mha
   MultiheadAttention b(8, 2, o);
   names.clear();
   for (auto& [n, p] : b.named_parameters()) names.push_back(n);
-  REQUIRE(names == std::vector<std::string>{"q_proj_weight", "k_proj_weight", "v_proj_weight", "in_proj_bias",
-                                            "bias_k", "bias_v", "out_proj.weight", "out_proj.bias"});
+  REQUIRE(names == std::vector<std::string>{"q_proj_weight", "k_proj_weight", "v_proj_weight",
+                                            "in_proj_bias", "bias_k", "bias_v", "out_proj.weight",
+                                            "out_proj.bias"});
   REQUIRE(b.k_proj_weight.shape() == Shape{8, 5});
   REQUIRE(b.bias_k.shape() == Shape{1, 1, 8});
 }
@@ -138,7 +142,10 @@ TEST_CASE("MultiheadAttention gradchecks: inputs and parameters for every mask v
     m.to(kFloat64);
     Tensor q = tgt::leaf({B, T, E}), k = tgt::leaf({B, c.S, E}), v = tgt::leaf({B, c.S, E});
     Tensor kpm;
-    if (c.padding) kpm = tensor(std::vector<bool>{false, false, true, true, true, false, false, false, false, false}, {B, T});
+    if (c.padding)
+      kpm = tensor(
+          std::vector<bool>{false, false, true, true, true, false, false, false, false, false},
+          {B, T});
     std::vector<Tensor> inputs{q, k, v};
     for (Tensor& p : m.parameters()) inputs.push_back(p);
     tgt::check_grad(
@@ -167,9 +174,11 @@ TEST_CASE("MultiheadAttention gradchecks: PyTorch's options and mask forms", "[m
   zero_attn.add_zero_attn = true;
   nn::MHAForwardOptions none, pad, bool_mask, float_mask, per_head;
   pad.key_padding_mask = tensor(std::vector<bool>{false, false, true, false, true, true}, {B, S});
-  bool_mask.attn_mask = tensor(std::vector<bool>{false, true, true, false, false, true, false, false, false,
-                                                 true, false, false}, {T, S});
-  float_mask.attn_mask = tensor(std::vector<double>{0, -1.5, -INFINITY, 0.5, 0, 0, 2, 0, -INFINITY, 0, 0, 1}, {T, S});
+  bool_mask.attn_mask = tensor(std::vector<bool>{false, true, true, false, false, true, false,
+                                                 false, false, true, false, false},
+                               {T, S});
+  float_mask.attn_mask =
+      tensor(std::vector<double>{0, -1.5, -INFINITY, 0.5, 0, 0, 2, 0, -INFINITY, 0, 0, 1}, {T, S});
   per_head.average_attn_weights = false;
   std::vector<Case> cases = {
       {"seq-first cross-attention", seq_first, {T, B, E}, {S, B, E}, {S, B, E}, none},
@@ -188,8 +197,9 @@ TEST_CASE("MultiheadAttention gradchecks: PyTorch's options and mask forms", "[m
     std::vector<Tensor> inputs{tgt::leaf(c.q), tgt::leaf(c.k), tgt::leaf(c.v)};
     for (Tensor& p : m.parameters()) inputs.push_back(p);
     const nn::MHAForwardOptions f = c.f;
-    tgt::check_grad([&](const std::vector<Tensor>& in) { return m.forward(in[0], in[1], in[2], f).first; },
-                    inputs, "mha " + c.name);
+    tgt::check_grad(
+        [&](const std::vector<Tensor>& in) { return m.forward(in[0], in[1], in[2], f).first; },
+        inputs, "mha " + c.name);
   }
   // Blocked windows with a block size that divides T, in the module.
   nn::MultiheadAttentionOptions blk;
@@ -198,8 +208,9 @@ TEST_CASE("MultiheadAttention gradchecks: PyTorch's options and mask forms", "[m
   m.to(kFloat64);
   std::vector<Tensor> inputs{tgt::leaf({T, B, E})};
   for (Tensor& p : m.parameters()) inputs.push_back(p);
-  tgt::check_grad([&](const std::vector<Tensor>& in) { return m.forward(in[0], in[0], in[0]).first; }, inputs,
-                  "mha blocked(2), T = 4");
+  tgt::check_grad(
+      [&](const std::vector<Tensor>& in) { return m.forward(in[0], in[0], in[0]).first; }, inputs,
+      "mha blocked(2), T = 4");
 }
 
 TEST_CASE("fully masked rows give zeros, never NaN, with weights", "[mha]") {
@@ -221,27 +232,34 @@ TEST_CASE("fully masked rows give zeros, never NaN, with weights", "[mha]") {
 }
 
 TEST_CASE("MultiheadAttention errors speak the user's layout", "[mha]") {
-  REQUIRE_ERROR(MultiheadAttention(10, 3), "MultiheadAttention: embed_dim 10 must be divisible by num_heads 3");
+  REQUIRE_ERROR(MultiheadAttention(10, 3),
+                "MultiheadAttention: embed_dim 10 must be divisible by num_heads 3");
   MultiheadAttention m(8, 2);
   REQUIRE_ERROR(m.forward(zeros({4, 10}), zeros({4, 10}), zeros({4, 10})),
-                "multihead_attention: query must be (T, B, E) with batch_first=false or unbatched (T, E) with E = 8, got (4,10)");
-  REQUIRE_ERROR(m.forward(zeros({5, 2, 8}), zeros({5, 2, 8}), zeros({5, 2, 8}), zeros({4, 9}, kBool)),
-                "multihead_attention: key_padding_mask (4,9) must be (B, S) = (2, 5)");
-  REQUIRE_ERROR(m.forward(zeros({5, 2, 8}), zeros({5, 2, 8}), zeros({5, 2, 8}), Tensor(), true, zeros({3, 5}, kBool)),
-                "multihead_attention: attn_mask (3,5) must be (T, S) = (5, 5) or (B·NH, T, S) = (4, 5, 5)");
-  REQUIRE_ERROR(m.forward(zeros({5, 2, 8}, kFloat64), zeros({5, 2, 8}), zeros({5, 2, 8})),
-                "multihead_attention: query (5,2,8) is float64 but the module's parameters are float32");
+                "multihead_attention: query must be (T, B, E) with batch_first=false or unbatched "
+                "(T, E) with E = 8, got (4,10)");
+  REQUIRE_ERROR(
+      m.forward(zeros({5, 2, 8}), zeros({5, 2, 8}), zeros({5, 2, 8}), zeros({4, 9}, kBool)),
+      "multihead_attention: key_padding_mask (4,9) must be (B, S) = (2, 5)");
+  REQUIRE_ERROR(
+      m.forward(zeros({5, 2, 8}), zeros({5, 2, 8}), zeros({5, 2, 8}), Tensor(), true,
+                zeros({3, 5}, kBool)),
+      "multihead_attention: attn_mask (3,5) must be (T, S) = (5, 5) or (B·NH, T, S) = (4, 5, 5)");
+  REQUIRE_ERROR(
+      m.forward(zeros({5, 2, 8}, kFloat64), zeros({5, 2, 8}), zeros({5, 2, 8})),
+      "multihead_attention: query (5,2,8) is float64 but the module's parameters are float32");
   REQUIRE_ERROR(m.forward(zeros({5, 2, 8}), zeros({4, 2, 8}), zeros({5, 2, 8})),
                 "disagree on B or S");
 }
 
-TEST_CASE("the seed's MultiHeadAttention layout (W_q, W_k, W_v, W_o - mask == 0 blocked)", "[mha]") {
+TEST_CASE("the seed's MultiHeadAttention layout (W_q, W_k, W_v, W_o - mask == 0 blocked)",
+          "[mha]") {
   manual_seed(7);
   nn::SeedMultiHeadAttention m(4, 2);
   std::vector<std::string> names;
   for (auto& [n, p] : m.named_parameters()) names.push_back(n);
-  REQUIRE(names == std::vector<std::string>{"W_q.weight", "W_q.bias", "W_k.weight", "W_k.bias", "W_v.weight",
-                                            "W_v.bias", "W_o.weight", "W_o.bias"});
+  REQUIRE(names == std::vector<std::string>{"W_q.weight", "W_q.bias", "W_k.weight", "W_k.bias",
+                                            "W_v.weight", "W_v.bias", "W_o.weight", "W_o.bias"});
   m.to(kFloat64);
   Tensor x = tgt::leaf({2, 3, 4});
   Tensor causal = tensor(std::vector<double>{1, 0, 0, 1, 1, 0, 1, 1, 1}, {3, 3});
@@ -253,6 +271,7 @@ TEST_CASE("the seed's MultiHeadAttention layout (W_q, W_k, W_v, W_o - mask == 0 
   REQUIRE(wv[1] == 0.0);
   std::vector<Tensor> inputs{x};
   for (Tensor& p : m.parameters()) inputs.push_back(p);
-  tgt::check_grad([&](const std::vector<Tensor>& in) { return m.forward(in[0], in[0], in[0], causal).first; },
-                  inputs, "seed mha");
+  tgt::check_grad(
+      [&](const std::vector<Tensor>& in) { return m.forward(in[0], in[0], in[0], causal).first; },
+      inputs, "seed mha");
 }

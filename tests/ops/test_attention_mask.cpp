@@ -67,13 +67,15 @@ TEST_CASE("blocked windows: block size dividing or not, look-back, causal inside
   REQUIRE(AttentionMask::blocked(1).keys_per_row(3) == V{1, 1, 1});
   // T != S: blocks are positions from 0 on both axes.
   REQUIRE(AttentionMask::blocked(2).keys_per_row(3, 5) == V{2, 2, 2});
-  REQUIRE_ERROR(AttentionMask::blocked(0), "AttentionMask::blocked: block size W must be >= 1, got 0");
+  REQUIRE_ERROR(AttentionMask::blocked(0),
+                "AttentionMask::blocked: block size W must be >= 1, got 0");
   REQUIRE_ERROR(AttentionMask::blocked(2, {-1, 0, false}), "look_back must be >= 0");
 }
 
 TEST_CASE("bool masks state their polarity - padding and lengths", "[attention_mask]") {
   // PyTorch MHA: True = blocked. SDPA: True = allowed. The same tensor, opposite meanings.
-  Tensor tri = tensor(std::vector<bool>{false, true, true, false, false, true, false, false, false}, {3, 3});
+  Tensor tri =
+      tensor(std::vector<bool>{false, true, true, false, false, true, false, false, false}, {3, 3});
   REQUIRE(AttentionMask::from_bool(tri, MaskPolarity::TrueBlocked).keys_per_row(3) == V{1, 2, 3});
   REQUIRE(AttentionMask::from_bool(tri, MaskPolarity::TrueAllowed).keys_per_row(3) == V{2, 1, 0});
   // The seed's attention(Q, K, V, mask): mask == 0 blocked, any dtype.
@@ -96,15 +98,18 @@ TEST_CASE("bool masks state their polarity - padding and lengths", "[attention_m
                 "AttentionMask::from_bool: mask (3,3) has dtype float32; a bool mask is needed");
   REQUIRE_ERROR(AttentionMask::key_padding(pad.to(kInt64), MaskPolarity::TrueBlocked),
                 "AttentionMask::key_padding: mask (2,3) has dtype int64, expected bool");
-  REQUIRE_ERROR(AttentionMask::key_lengths(tensor(std::vector<int64_t>{-1})), "lengths[0] = -1 is negative");
+  REQUIRE_ERROR(AttentionMask::key_lengths(tensor(std::vector<int64_t>{-1})),
+                "lengths[0] = -1 is negative");
 }
 
 TEST_CASE("masks combine by intersection - fully masked rows show as 0 keys", "[attention_mask]") {
   Tensor pad = tensor(std::vector<bool>{false, false, false, true, true, true}, {1, 6});
-  AttentionMask m = AttentionMask::local(1, 0) & AttentionMask::key_padding(pad, MaskPolarity::TrueBlocked);
+  AttentionMask m =
+      AttentionMask::local(1, 0) & AttentionMask::key_padding(pad, MaskPolarity::TrueBlocked);
   REQUIRE(m.keys_per_row(6) == V{1, 2, 2, 1, 0, 0});  // rows 4, 5: padding + window = no key
   REQUIRE(m.name() == "local(1,0) & key_padding(1,6)");
-  AttentionMask c = AttentionMask::causal() & AttentionMask::local(5, 5) & AttentionMask::blocked(4);
+  AttentionMask c =
+      AttentionMask::causal() & AttentionMask::local(5, 5) & AttentionMask::blocked(4);
   REQUIRE(c.keys_per_row(6) == V{1, 2, 3, 4, 1, 2});
   REQUIRE_ERROR(AttentionMask::causal() & AttentionMask::local(1, 1, CausalAlign::BottomRight),
                 "their causal alignments differ");
@@ -133,7 +138,8 @@ TEST_CASE("check() names the part and the expected layout", "[attention_mask]") 
   REQUIRE_ERROR(p.check("multihead_attention", 4, 2, 10, 10),
                 "multihead_attention: key_padding_mask (4,9) must be (B, S) = (4, 10)");
   AttentionMask b = AttentionMask::from_bool(zeros({3, 5}, kBool), MaskPolarity::TrueBlocked);
-  REQUIRE_ERROR(b.check("sdpa", 2, 2, 4, 5), "sdpa: bool mask (3,5) does not broadcast to (B, NH, T, S) = (2,2,4,5)");
+  REQUIRE_ERROR(b.check("sdpa", 2, 2, 4, 5),
+                "sdpa: bool mask (3,5) does not broadcast to (B, NH, T, S) = (2,2,4,5)");
   AttentionMask l = AttentionMask::key_lengths(tensor(std::vector<int64_t>{3, 7}));
   REQUIRE_ERROR(l.check("sdpa", 2, 1, 4, 5), "sdpa: key length 7 of batch 1 exceeds S = 5");
 }

@@ -13,7 +13,7 @@ using Unary = std::function<Tensor(const Tensor&)>;
 
 // Shape pairs that broadcast: equal, scalar, trailing, size-1 in the middle, new leading dims.
 const std::vector<std::pair<Shape, Shape>> kBroadcastPairs = {
-    {{3, 4}, {3, 4}}, {{3, 4}, {}},   {{3, 4}, {4}},       {{2, 3, 4}, {3, 1}},
+    {{3, 4}, {3, 4}}, {{3, 4}, {}},     {{3, 4}, {4}},         {{2, 3, 4}, {3, 1}},
     {{1, 4}, {3, 1}}, {{5}, {2, 1, 5}}, {{2, 1, 3}, {1, 4, 1}}};
 }  // namespace
 
@@ -22,11 +22,15 @@ TEST_CASE("binary ops broadcast with NumPy rules", "[elementwise]") {
   Tensor b = tensor(std::vector<double>{10, 20, 30});
   tgt::require_close(add(a, b), std::vector<double>{11, 22, 33, 14, 25, 36});
   tgt::require_close(sub(a, b), std::vector<double>{-9, -18, -27, -6, -15, -24});
-  tgt::require_close(a * tensor(std::vector<double>{2, 3}, {2, 1}), std::vector<double>{2, 4, 6, 12, 15, 18});
+  tgt::require_close(a * tensor(std::vector<double>{2, 3}, {2, 1}),
+                     std::vector<double>{2, 4, 6, 12, 15, 18});
   tgt::require_close(div(b, a), std::vector<double>{10, 10, 10, 2.5, 4, 5});
-  tgt::require_close(pow(a, tensor(std::vector<double>{2})), std::vector<double>{1, 4, 9, 16, 25, 36});
-  tgt::require_close(maximum(a, full({1}, 3.5, kFloat64)), std::vector<double>{3.5, 3.5, 3.5, 4, 5, 6});
-  tgt::require_close(minimum(a, full({1}, 3.5, kFloat64)), std::vector<double>{1, 2, 3, 3.5, 3.5, 3.5});
+  tgt::require_close(pow(a, tensor(std::vector<double>{2})),
+                     std::vector<double>{1, 4, 9, 16, 25, 36});
+  tgt::require_close(maximum(a, full({1}, 3.5, kFloat64)),
+                     std::vector<double>{3.5, 3.5, 3.5, 4, 5, 6});
+  tgt::require_close(minimum(a, full({1}, 3.5, kFloat64)),
+                     std::vector<double>{1, 2, 3, 3.5, 3.5, 3.5});
   REQUIRE(broadcast_shapes({2, 1, 3}, {4, 1}, "t") == Shape{2, 4, 3});
   REQUIRE(add(zeros({0, 3}), zeros({3})).shape() == Shape{0, 3});
   // int64 arithmetic (no gradient)
@@ -73,20 +77,30 @@ TEST_CASE("unary ops: values and gradients", "[elementwise]") {
       {"neg", [](const Tensor& x) { return -x; }, [](double x) { return -x; }, false},
       {"exp", [](const Tensor& x) { return exp(x); }, [](double x) { return std::exp(x); }, false},
       {"log", [](const Tensor& x) { return log(x); }, [](double x) { return std::log(x); }, true},
-      {"sqrt", [](const Tensor& x) { return sqrt(x); }, [](double x) { return std::sqrt(x); }, true},
-      {"rsqrt", [](const Tensor& x) { return rsqrt(x); }, [](double x) { return 1 / std::sqrt(x); }, true},
+      {"sqrt", [](const Tensor& x) { return sqrt(x); }, [](double x) { return std::sqrt(x); },
+       true},
+      {"rsqrt", [](const Tensor& x) { return rsqrt(x); }, [](double x) { return 1 / std::sqrt(x); },
+       true},
       {"abs", [](const Tensor& x) { return abs(x); }, [](double x) { return std::fabs(x); }, false},
-      {"tanh", [](const Tensor& x) { return tanh(x); }, [](double x) { return std::tanh(x); }, false},
-      {"sigmoid", [](const Tensor& x) { return sigmoid(x); }, [](double x) { return 1 / (1 + std::exp(-x)); }, false},
-      {"relu", [](const Tensor& x) { return relu(x); }, [](double x) { return x > 0 ? x : 0; }, false},
+      {"tanh", [](const Tensor& x) { return tanh(x); }, [](double x) { return std::tanh(x); },
+       false},
+      {"sigmoid", [](const Tensor& x) { return sigmoid(x); },
+       [](double x) { return 1 / (1 + std::exp(-x)); }, false},
+      {"relu", [](const Tensor& x) { return relu(x); }, [](double x) { return x > 0 ? x : 0; },
+       false},
       {"gelu", [](const Tensor& x) { return gelu(x); },
        [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }, false},
       {"gelu_tanh", [](const Tensor& x) { return gelu(x, "tanh"); },
-       [](double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))); }, false},
+       [](double x) {
+         return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+       },
+       false},
       {"clamp", [](const Tensor& x) { return clamp(x, -0.5, 0.7); },
        [](double x) { return std::min(0.7, std::max(-0.5, x)); }, false},
-      {"pow 3", [](const Tensor& x) { return pow(x, 3.0); }, [](double x) { return x * x * x; }, false},
-      {"pow -0.5", [](const Tensor& x) { return pow(x, -0.5); }, [](double x) { return std::pow(x, -0.5); }, true},
+      {"pow 3", [](const Tensor& x) { return pow(x, 3.0); }, [](double x) { return x * x * x; },
+       false},
+      {"pow -0.5", [](const Tensor& x) { return pow(x, -0.5); },
+       [](double x) { return std::pow(x, -0.5); }, true},
       {"rsub", [](const Tensor& x) { return 2.0 - x; }, [](double x) { return 2 - x; }, false},
       {"rdiv", [](const Tensor& x) { return 2.0 / x; }, [](double x) { return 2 / x; }, true},
       {"scalar add/mul/div/sub", [](const Tensor& x) { return ((x + 1.5) * 3.0 - 1.0) / 4.0; },
@@ -147,8 +161,10 @@ TEST_CASE("elementwise errors name the op and every shape", "[elementwise]") {
   REQUIRE_ERROR(maximum(a, b), "maximum: shapes (2,3) and (4)");
   REQUIRE_ERROR(minimum(a, b), "minimum: shapes (2,3) and (4)");
   REQUIRE_ERROR(eq(a, b), "eq: shapes (2,3) and (4)");
-  REQUIRE_ERROR(add(a, zeros({3}, kFloat64)), "add: self (2,3) is float32 but other (3) is float64");
-  REQUIRE_ERROR(div(arange(3), arange(3)), "div: self (3) and other (3) have dtype int64, expected a floating dtype");
+  REQUIRE_ERROR(add(a, zeros({3}, kFloat64)),
+                "add: self (2,3) is float32 but other (3) is float64");
+  REQUIRE_ERROR(div(arange(3), arange(3)),
+                "div: self (3) and other (3) have dtype int64, expected a floating dtype");
   REQUIRE_ERROR(add(a, Tensor()), "add: other is undefined");
   Tensor i = arange(3);
   for (auto& [name, op] : std::vector<std::pair<std::string, Unary>>{

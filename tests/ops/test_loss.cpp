@@ -40,9 +40,8 @@ TEST_CASE("cross_entropy matches hand-computed values for every reduction", "[lo
   // An in-range ignore_index is ignored too.
   tgt::require_close(ce(x, t, Reduction::Mean, 0), {n0}, 1e-15, 1e-14);
   // 1-D logits (C) with a 0-dim target: one sample.
-  tgt::require_close(
-      cross_entropy(tensor(std::vector<double>{1, 2, 3}), scalar_tensor(2, kInt64)), {n0},
-      1e-15, 1e-14);
+  tgt::require_close(cross_entropy(tensor(std::vector<double>{1, 2, 3}), scalar_tensor(2, kInt64)),
+                     {n0}, 1e-15, 1e-14);
 }
 
 TEST_CASE("cross_entropy backward is softmax minus the target distribution", "[loss]") {

@@ -86,8 +86,12 @@ std::vector<ParityCase> cases() {
       {"ce_ncd", {"x", "t"}, ce_fn(ce_opts(Reduction::Mean, -100, 0.05))},
       {"ce_ncd_none", {"x", "t"}, ce_fn(ce_opts(Reduction::None))},
       // (2,1,3,4)·(5,4,6) -> (2,5,3,6): batch dims broadcast; 1-D·3-D: (4)·(2,4,3) -> (2,3).
-      {"matmul_4d3d", {"a", "b"}, [](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); }},
-      {"matmul_1d3d", {"a", "b"}, [](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); }},
+      {"matmul_4d3d",
+       {"a", "b"},
+       [](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); }},
+      {"matmul_1d3d",
+       {"a", "b"},
+       [](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); }},
   };
 }
 }  // namespace
