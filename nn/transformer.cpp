@@ -142,15 +142,19 @@ TransformerEncoderLayer::TransformerEncoderLayer(int64_t E, int64_t NH, int64_t 
                                                  bool nf)
     : TransformerEncoderLayer(E, NH, positional(ff, p, act, eps, bf, nf)) {}
 
-std::string TransformerEncoderLayer::extra_repr() const {
+// The constructor arguments as PyTorch prints them, shared by both layer kinds.
+static std::string layer_repr(int64_t d_model, int64_t nhead, const TransformerLayerOptions& o) {
   std::string s = fmt::format("d_model={}, nhead={}, dim_feedforward={}, dropout={}, activation={}",
-                              d_model, nhead, options.dim_feedforward, options.dropout,
-                              options.activation_fn ? "<callable>" : options.activation);
-  if (options.batch_first) s += ", batch_first=True";
-  if (options.norm_first) s += ", norm_first=True";
-  if (!options.self_attn_structure.is_none())
-    s += ", self_attn_structure=" + options.self_attn_structure.name();
+                              d_model, nhead, o.dim_feedforward, o.dropout,
+                              o.activation_fn ? "<callable>" : o.activation);
+  if (o.batch_first) s += ", batch_first=True";
+  if (o.norm_first) s += ", norm_first=True";
+  if (!o.self_attn_structure.is_none()) s += ", self_attn_structure=" + o.self_attn_structure.name();
   return s;
+}
+
+std::string TransformerEncoderLayer::extra_repr() const {
+  return layer_repr(d_model, nhead, options);
 }
 
 Tensor TransformerEncoderLayer::sa_block(const Tensor& x, const Tensor& mask, const Tensor& kpm,
@@ -210,14 +214,7 @@ TransformerDecoderLayer::TransformerDecoderLayer(int64_t E, int64_t NH, int64_t 
     : TransformerDecoderLayer(E, NH, positional(ff, p, act, eps, bf, nf)) {}
 
 std::string TransformerDecoderLayer::extra_repr() const {
-  std::string s = fmt::format("d_model={}, nhead={}, dim_feedforward={}, dropout={}, activation={}",
-                              d_model, nhead, options.dim_feedforward, options.dropout,
-                              options.activation_fn ? "<callable>" : options.activation);
-  if (options.batch_first) s += ", batch_first=True";
-  if (options.norm_first) s += ", norm_first=True";
-  if (!options.self_attn_structure.is_none())
-    s += ", self_attn_structure=" + options.self_attn_structure.name();
-  return s;
+  return layer_repr(d_model, nhead, options);
 }
 
 Tensor TransformerDecoderLayer::sa_block(const Tensor& x, const Tensor& mask, const Tensor& kpm,
