@@ -1,0 +1,69 @@
+// examples/common/cli.hpp — what every example program shares at its edges: a small
+// command-line parser with typed getters and --help, the error type for bad user input, and the
+// main() wrapper that turns every exception into one clear message and a non-zero exit.
+//
+// Not here: anything about models or data. Options are "--name value" or "--name=value";
+// flags are "--name". Unknown options, missing values and malformed numbers are UsageErrors.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tgx {
+
+// Bad input from the user (arguments, data files, checkpoints): printed as
+// "<program>: error: <message>" with exit code 2. Other exceptions (tg::Error, std::exception)
+// exit with 1 and the same kind of message. Nothing escapes as a crash.
+struct UserError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class ArgParser {
+ public:
+  ArgParser(std::string program, std::string about);
+
+  // Declares an option with a default value (shown in --help); "" means "no default".
+  ArgParser& option(const std::string& name, const std::string& default_value,
+                    const std::string& help);
+  ArgParser& flag(const std::string& name, const std::string& help);
+  // Allows positional arguments (otherwise they are an error); `what` names them in --help.
+  ArgParser& positionals(const std::string& what);
+
+  // Parses argv. Returns false when --help/-h was given (usage is printed to stdout); throws
+  // UserError naming the option for anything wrong.
+  bool parse(int argc, const char* const* argv);
+
+  std::string str(const std::string& name) const;
+  int64_t integer(const std::string& name) const;  // UserError unless a whole integer
+  double number(const std::string& name) const;    // UserError unless a finite number
+  bool flag(const std::string& name) const;        // true when the flag was given
+  bool given(const std::string& name) const;       // true when the option or flag was given
+  const std::vector<std::string>& positional() const { return positional_; }
+  std::string usage() const;
+  const std::string& program() const { return program_; }
+
+ private:
+  struct Spec {
+    std::string default_value, help;
+    bool is_flag = false;
+  };
+  const Spec& spec(const std::string& name) const;
+  std::string program_, about_, positional_what_;
+  std::vector<std::string> order_;
+  std::map<std::string, Spec> specs_;
+  std::map<std::string, std::string> values_;
+  std::vector<std::string> positional_;
+};
+
+// Runs body(); prints "<program>: error: ..." to stderr for any exception and returns 2 for a
+// UserError, 1 otherwise; returns body()'s result when it succeeds.
+int run_main(const std::string& program, const std::function<int()>& body);
+
+// Splits "a,b,c" (no empty parts allowed; `what` names the option in the error).
+std::vector<std::string> split_list(const std::string& s, char sep, const std::string& what);
+
+}  // namespace tgx
