@@ -194,6 +194,7 @@ Image heatmap(const std::vector<double>& values, int rows, int cols, const Heatm
             (labels && !opt.col_labels.empty() ? widest(opt.col_labels) + 6 : 0);
   int bar_w = 60, w = left + cols * cell + 10 + bar_w, h = top + rows * cell + 6;
   h = std::max(h, top + 60);
+  w = std::max(w, text_width(opt.title) + 8);
   Image img(w, h);
   double lo = opt.vmin, hi = opt.vmax;
   if (!(lo < hi)) {

@@ -1,0 +1,434 @@
+// examples/attention_lab/lab.cpp — the attention lab (lab.hpp): options, weights (fresh or from a
+// checkpoint), the step-by-step forward and backward with captured intermediates, the shape
+// walk-through, heatmaps + NPY files, and gradient reaching each key.
+#include "attention_lab/lab.hpp"
+
+#include "autograd/io.hpp"
+#include "autograd/tape.hpp"
+#include "common/cli.hpp"
+#include "common/png.hpp"
+#include "common/text.hpp"
+#include "nn/attention.hpp"
+#include "nn/checkpoint.hpp"
+#include "ops/ops.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+namespace tgx::lab {
+
+using tg::Tensor;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Config {
+  int64_t B = 1, T = 6, E = 8, NH = 2;
+  tg::AttentionMask structure;   // causal / local / blocked
+  std::vector<int64_t> lengths;  // key lengths per batch (padding), empty: none
+  std::vector<std::string> tokens;
+  std::string out;
+  uint64_t seed = 0;
+};
+
+struct Weights {
+  Tensor w_in, b_in, w_out, b_out;  // (3E, E), (3E), (E, E), (E): PyTorch's names and layout
+  std::string source;
+};
+
+std::string shape_str(const tg::Shape& s) {
+  std::string o = "(";
+  for (size_t i = 0; i < s.size(); ++i) o += (i ? ", " : "") + std::to_string(s[i]);
+  return o + (s.size() == 1 ? ",)" : ")");
+}
+
+double norm(const Tensor& t) { return std::sqrt(tg::sum(tg::mul(t, t)).item<double>()); }
+
+// ---- weights -----------------------------------------------------------------------------------
+Weights fresh_weights(const Config& c) {
+  tg::manual_seed(c.seed);
+  tg::nn::MultiheadAttention mha(c.E, c.NH);  // PyTorch's initialisation
+  mha.to(tg::kFloat64);
+  Weights w;
+  auto sd = mha.state_dict();
+  w.w_in = sd.at("in_proj_weight").detach();
+  w.b_in = sd.at("in_proj_bias").detach();
+  w.w_out = sd.at("out_proj.weight").detach();
+  w.b_out = sd.at("out_proj.bias").detach();
+  w.source = fmt::format("fresh nn::MultiheadAttention({}, {}), seed {}", c.E, c.NH, c.seed);
+  return w;
+}
+
+Weights checkpoint_weights(const std::string& path_in, std::string layer) {
+  std::string path = path_in;
+  if (dir_exists(path)) path = tg::nn::checkpoint_model_path(path);
+  if (!file_exists(path))
+    throw UserError("--checkpoint " + path_in +
+                    ": no such file (give a model.safetensors file or a checkpoint directory)");
+  tg::nn::SafetensorsFile f;
+  try {
+    f = tg::nn::load_safetensors(path);
+  } catch (const tg::Error& e) {
+    throw UserError(std::string("--checkpoint: ") + e.what());
+  }
+  std::vector<std::string> layers;
+  const std::string suffix = ".in_proj_weight";
+  for (const auto& [name, t] : f.tensors)
+    if (name.size() > suffix.size() &&
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+      layers.push_back(name.substr(0, name.size() - suffix.size()));
+  std::string list;
+  for (const auto& l : layers) list += "\n  " + l;
+  if (layers.empty())
+    throw UserError(path + ": holds no MultiheadAttention (no *.in_proj_weight tensor)");
+  if (layer.empty()) {
+    if (layers.size() > 1)
+      throw UserError(path + ": holds several attention layers; choose one with --layer:" + list);
+    layer = layers[0];
+  }
+  for (const char* k : {".in_proj_weight", ".in_proj_bias", ".out_proj.weight", ".out_proj.bias"})
+    if (!f.tensors.contains(layer + k))
+      throw UserError(path + ": no tensor " + layer + k +
+                      "; attention layers in this file:" + list);
+  Weights w;
+  w.w_in = f.tensors.at(layer + ".in_proj_weight").to(tg::kFloat64);
+  w.b_in = f.tensors.at(layer + ".in_proj_bias").to(tg::kFloat64);
+  w.w_out = f.tensors.at(layer + ".out_proj.weight").to(tg::kFloat64);
+  w.b_out = f.tensors.at(layer + ".out_proj.bias").to(tg::kFloat64);
+  int64_t E = w.w_out.size(0);
+  if (w.w_in.dim() != 2 || w.w_in.size(0) != 3 * E || w.w_in.size(1) != E)
+    throw UserError(path + ": " + layer + ".in_proj_weight is " + shape_str(w.w_in.shape()) +
+                    ", expected (3E, E) = (" + std::to_string(3 * E) + ", " + std::to_string(E) +
+                    ")");
+  w.source = path + " : " + layer;
+  return w;
+}
+
+// ---- the step-by-step layer
+// ------------------------------------------------------------------------ Every intermediate the
+// walk-through shows, and the gradient that reached it.
+struct Step {
+  std::string name, formula;
+  Tensor value, grad;
+};
+
+struct Run {
+  std::vector<Step> steps;
+  Tensor S, P, dP, dS;  // (B, NH, T, S)
+  Tensor x, out, dx, dq, dk, dv;
+};
+
+Run run_layer(const Config& c, const Weights& w, const Tensor& x_in,
+              const tg::AttentionMask& mask) {
+  Run r;
+  const int64_t B = c.B, T = c.T, E = c.E, NH = c.NH, hs = E / NH;
+  r.steps.reserve(16);
+  auto keep = [&](const std::string& name, const std::string& formula, Tensor t) {
+    r.steps.push_back({name, formula, t, Tensor()});
+    size_t idx = r.steps.size() - 1;
+    if (t.requires_grad())
+      t.register_hook([&r, idx](const Tensor& g) {
+        r.steps[idx].grad = g.detach().clone();
+        return Tensor();
+      });
+    return t;
+  };
+  Tensor x = x_in.detach().clone().requires_grad_();
+  r.x = x;
+  keep("x", "input (B, T, E)", x);
+  Tensor wq = w.w_in.narrow(0, 0, E), wk = w.w_in.narrow(0, E, E), wv = w.w_in.narrow(0, 2 * E, E);
+  Tensor bq = w.b_in.narrow(0, 0, E), bk = w.b_in.narrow(0, E, E), bv = w.b_in.narrow(0, 2 * E, E);
+  Tensor q = keep("q", "x W_q^T + b_q   (in_proj rows 0..E-1)", tg::linear(x, wq, bq));
+  Tensor k = keep("k", "x W_k^T + b_k   (rows E..2E-1)", tg::linear(x, wk, bk));
+  Tensor v = keep("v", "x W_v^T + b_v   (rows 2E..3E-1)", tg::linear(x, wv, bv));
+  auto heads = [&](const Tensor& t) { return t.reshape({B, T, NH, hs}).permute({0, 2, 1, 3}); };
+  Tensor qh = keep("q heads", "reshape (B, T, NH, hs), permute -> (B, NH, T, hs)", heads(q));
+  Tensor kh = keep("k heads", "same split", heads(k));
+  Tensor vh = keep("v heads", "same split", heads(v));
+  tg::AttentionProbe probe;
+  probe.on_forward = [&](const Tensor& s, const Tensor& p) { r.S = s.clone(), r.P = p.clone(); };
+  probe.on_backward = [&](const Tensor& dp, const Tensor& ds) {
+    r.dP = dp.clone(), r.dS = ds.clone();
+  };
+  tg::SDPAOptions so;
+  so.probe = &probe;
+  Tensor o = keep("O", "softmax(q k^T / sqrt(hs) + mask) v   (S, P inside the fused node)",
+                  tg::scaled_dot_product_attention(qh, kh, vh, mask, so).output);
+  Tensor merged = keep("merged", "permute (B, T, NH, hs), reshape -> (B, T, E)",
+                       o.permute({0, 2, 1, 3}).reshape({B, T, E}));
+  Tensor out = keep("out", "merged W_o^T + b_o", tg::linear(merged, w.w_out, w.b_out));
+  // A seeded upstream gradient G stands for the rest of the network: loss = sum(out * G).
+  tg::manual_seed(c.seed + 1);
+  Tensor G = tg::randn({B, T, E}, tg::kFloat64);
+  Tensor loss = tg::sum(tg::mul(out, G));
+  loss.backward();
+  r.out = out.detach();
+  r.dx = x.grad();
+  for (auto& s : r.steps) {
+    if (s.name == "q heads") r.dq = s.grad;
+    if (s.name == "k heads") r.dk = s.grad;
+    if (s.name == "v heads") r.dv = s.grad;
+  }
+  if (!r.dx.defined()) r.dx = tg::zeros_like(x);
+  return r;
+}
+
+// ---- output ------------------------------------------------------------------------------------
+void print_walkthrough(const Config& c, const Run& r, const tg::AttentionMask& mask) {
+  const int64_t hs = c.E / c.NH;
+  std::printf("\nforward  (B=%lld, T=S=%lld, E=%lld, NH=%lld, hs=%lld), mask: %s\n", (long long)c.B,
+              (long long)c.T, (long long)c.E, (long long)c.NH, (long long)hs, mask.name().c_str());
+  auto line = [](const std::string& n, const tg::Shape& s, double nrm, const std::string& f) {
+    std::string nr = std::isfinite(nrm) ? fmt::format("{:.4g}", nrm) : "-";
+    std::printf("  %-10s %-16s |.| %-10s %s\n", n.c_str(), shape_str(s).c_str(), nr.c_str(),
+                f.c_str());
+  };
+  for (const auto& s : r.steps) {
+    line(s.name, s.value.shape(), norm(s.value.detach()), s.formula);
+    if (s.name == "v heads") {
+      line("S", r.S.shape(), NAN, "q k^T / sqrt(hs) + mask   (blocked: -inf)");
+      line("P", r.P.shape(), norm(r.P), "softmax over keys (rows sum to 1, fully masked rows 0)");
+    }
+  }
+  std::printf("  %-10s %-16s            sum(out * G), G a seeded upstream gradient (B, T, E)\n",
+              "loss", "()");
+  std::printf("\nbackward (the tape in reverse)\n");
+  for (auto it = r.steps.rbegin(); it != r.steps.rend(); ++it) {
+    if (it->name == "O") {
+      line("dP", r.dP.shape(), norm(r.dP), "dO v^T");
+      line("dS", r.dS.shape(), norm(r.dS), "P * (dP - rowsum(dP * P))   (softmax backward)");
+    }
+    std::string formula = it->name == "out"       ? "= G"
+                          : it->name == "merged"  ? "dout W_o"
+                          : it->name == "O"       ? "reshape + permute of dmerged"
+                          : it->name == "q heads" ? "dS k / sqrt(hs)"
+                          : it->name == "k heads" ? "dS^T q / sqrt(hs)"
+                          : it->name == "v heads" ? "P^T dO"
+                          : it->name == "x"       ? "dq W_q + dk W_k + dv W_v"
+                                                  : "merge heads back: permute + reshape";
+    if (it->grad.defined()) line("d" + it->name, it->grad.shape(), norm(it->grad), formula);
+  }
+}
+
+void write_maps(const Config& c, const Run& r) {
+  fs::create_directories(c.out);
+  tg::save_npy(c.out + "/S.npy", r.S);
+  tg::save_npy(c.out + "/P.npy", r.P);
+  tg::save_npy(c.out + "/dP.npy", r.dP);
+  tg::save_npy(c.out + "/dS.npy", r.dS);
+  tg::save_npy(c.out + "/x.npy", r.x.detach());
+  tg::save_npy(c.out + "/dx.npy", r.dx);
+  const int64_t T = c.T;
+  std::vector<std::string> labels = c.tokens;
+  if (labels.empty())
+    for (int64_t i = 0; i < T; ++i) labels.push_back(std::to_string(i));
+  struct Map {
+    const char* name;
+    const Tensor* t;
+    bool symmetric;
+  };
+  for (Map m : {Map{"S", &r.S, false}, Map{"P", &r.P, false}, Map{"dP", &r.dP, true},
+                Map{"dS", &r.dS, true}}) {
+    std::vector<double> all = m.t->to_vector<double>();
+    for (int64_t b = 0; b < c.B; ++b)
+      for (int64_t h = 0; h < c.NH; ++h) {
+        std::vector<double> vals(all.begin() + (b * c.NH + h) * T * T,
+                                 all.begin() + (b * c.NH + h + 1) * T * T);
+        if (std::string(m.name) == "S")
+          for (double& v : vals)
+            if (std::isinf(v)) v = NAN;  // blocked: grey
+        HeatmapOptions o;
+        o.title = fmt::format("{}  batch {} head {}  (rows: queries, columns: keys)", m.name, b, h);
+        o.row_labels = labels;
+        o.col_labels = labels;
+        o.symmetric = m.symmetric;
+        write_png(fmt::format("{}/{}_b{}_h{}.png", c.out, m.name, b, h),
+                  heatmap(vals, int(T), int(T), o));
+      }
+  }
+}
+
+void print_key_gradients(const Config& c, const Run& r) {
+  std::printf(
+      "\ngradient reaching each key position (batch, key: |dk|, |dv|, sum_i |dS[i, key]| per "
+      "head)\n");
+  auto dk = r.dk.to_vector<double>(), dv = r.dv.to_vector<double>(), ds = r.dS.to_vector<double>();
+  const int64_t T = c.T, NH = c.NH, hs = c.E / c.NH;
+  for (int64_t b = 0; b < c.B; ++b)
+    for (int64_t j = 0; j < T; ++j) {
+      double nk = 0, nv = 0;
+      std::string per_head;
+      for (int64_t h = 0; h < NH; ++h) {
+        for (int64_t d = 0; d < hs; ++d) {
+          size_t at = size_t(((b * NH + h) * T + j) * hs + d);
+          nk += dk[at] * dk[at], nv += dv[at] * dv[at];
+        }
+        double s = 0;
+        for (int64_t i = 0; i < T; ++i) s += std::fabs(ds[size_t(((b * NH + h) * T + i) * T + j)]);
+        per_head += fmt::format(" {:9.4f}", s);
+      }
+      std::string tok = j < int64_t(c.tokens.size()) ? c.tokens[size_t(j)] : "";
+      std::printf("  b%lld key %-3lld %-10s |dk| %9.4f  |dv| %9.4f  dS:%s\n", (long long)b,
+                  (long long)j, tok.c_str(), std::sqrt(nk), std::sqrt(nv), per_head.c_str());
+    }
+}
+
+// The module computes the same layer: the lab's walk-through is the real thing.
+double check_against_module(const Config& c, const Weights& w, const Tensor& x, const Run& r) {
+  tg::nn::MultiheadAttentionOptions mo;
+  mo.batch_first = true;
+  mo.structure = c.structure;
+  tg::nn::MultiheadAttention mha(c.E, c.NH, mo);
+  mha.to(tg::kFloat64);
+  tg::nn::StateDict sd;
+  sd.insert("in_proj_weight", w.w_in);
+  sd.insert("in_proj_bias", w.b_in);
+  sd.insert("out_proj.weight", w.w_out);
+  sd.insert("out_proj.bias", w.b_out);
+  mha.load_state_dict(sd);
+  tg::NoGradGuard ng;
+  tg::nn::MHAForwardOptions f;
+  f.need_weights = false;
+  if (!c.lengths.empty()) {
+    std::vector<bool> pad;
+    for (int64_t b = 0; b < c.B; ++b)
+      for (int64_t j = 0; j < c.T; ++j) pad.push_back(j >= c.lengths[size_t(b)]);
+    f.key_padding_mask = tg::tensor(pad, {c.B, c.T});
+  }
+  Tensor ref = mha.forward(x, x, x, f).first;
+  return tg::max(tg::abs(tg::sub(ref, r.out))).item<double>();
+}
+
+int64_t to_int(const std::string& s, const std::string& what) {
+  size_t used = 0;
+  int64_t v = 0;
+  try {
+    v = std::stoll(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != s.size() || s.empty()) throw UserError(what + ": '" + s + "' is not a whole number");
+  return v;
+}
+
+Config parse(const std::vector<std::string>& args, ArgParser& p) {
+  Config c;
+  c.B = p.integer("batch"), c.T = p.integer("len"), c.E = p.integer("embed"),
+  c.NH = p.integer("heads");
+  c.seed = uint64_t(p.integer("seed"));
+  c.out = p.str("out");
+  if (c.B < 1 || c.T < 1 || c.E < 1 || c.NH < 1)
+    throw UserError("--batch, --len, --embed and --heads must be >= 1");
+  int structures = int(p.flag("causal")) + int(p.given("local")) + int(p.given("blocked"));
+  if (structures > 1) throw UserError("choose at most one of --causal, --local, --blocked");
+  if (p.flag("causal")) c.structure = tg::AttentionMask::causal();
+  if (p.given("local")) {
+    auto lr = split_list(p.str("local"), ',', "--local");
+    if (lr.size() != 2) throw UserError("--local takes LEFT,RIGHT, e.g. --local 2,0");
+    c.structure = tg::AttentionMask::local(to_int(lr[0], "--local"), to_int(lr[1], "--local"));
+  }
+  if (p.given("blocked")) c.structure = tg::AttentionMask::blocked(p.integer("blocked"));
+  if (p.given("tokens")) {
+    std::string t = p.str("tokens");
+    require_utf8(t, "--tokens");
+    for (const auto& w : split_list(squeeze_spaces(t), ' ', "--tokens")) c.tokens.push_back(w);
+  }
+  return c;
+}
+
+}  // namespace
+
+int run(const std::vector<std::string>& args) {
+  ArgParser p(
+      "attention_lab",
+      "Runs one multi-head self-attention layer step by step, forward and backward, and shows\n"
+      "every intermediate: shapes, S, P, dP, dS per head (PNG + NPY), gradient per key.");
+  p.option("checkpoint", "", "model.safetensors or checkpoint dir holding a MultiheadAttention")
+      .option("layer", "", "tensor name prefix of the attention layer in the checkpoint")
+      .option("embed", "8", "E, embedding size (fresh layer)")
+      .option("heads", "2", "NH, number of heads")
+      .option("len", "6", "T, sequence length (ignored with --input)")
+      .option("batch", "1", "B (ignored with --input)")
+      .option("input", "", "NPY file with the input x, (T, E) or (B, T, E)")
+      .option("tokens", "", "space-separated labels for the positions (axes of the heatmaps)")
+      .option("local", "", "LEFT,RIGHT: sliding window i-LEFT <= j <= i+RIGHT")
+      .option("blocked", "", "W: attention within blocks of W positions")
+      .option("padding", "", "valid key lengths per batch, e.g. 5,7 (keys j >= length are padding)")
+      .option("seed", "0", "seed for the fresh layer, the input and the upstream gradient")
+      .option("out", "runs/attention_lab", "output directory")
+      .flag("causal", "causal self-attention");
+  std::vector<const char*> argv{"attention_lab"};
+  for (const auto& a : args) argv.push_back(a.c_str());
+  if (!p.parse(int(argv.size()), argv.data())) return 0;
+  Config c = parse(args, p);
+
+  Weights w;
+  if (p.given("checkpoint")) {
+    w = checkpoint_weights(p.str("checkpoint"), p.str("layer"));
+    c.E = w.w_out.size(0);
+    if (!p.given("heads"))
+      throw UserError(
+          "--heads is required with --checkpoint (the file stores weights, not the head count)");
+  } else if (p.given("layer")) {
+    throw UserError("--layer needs --checkpoint");
+  }
+  if (c.E % c.NH != 0)
+    throw UserError(fmt::format("embed {} is not divisible by heads {}", c.E, c.NH));
+  if (!w.w_in.defined()) w = fresh_weights(c);
+
+  Tensor x;
+  if (p.given("input")) {
+    if (!file_exists(p.str("input")))
+      throw UserError("--input " + p.str("input") + ": no such file");
+    x = tg::load_npy(p.str("input")).to(tg::kFloat64);
+    if (x.dim() == 2) x = x.unsqueeze(0);
+    if (x.dim() != 3 || x.size(2) != c.E)
+      throw UserError(fmt::format("--input: x is {}, expected (T, E) or (B, T, E) with E = {}",
+                                  shape_str(x.shape()), c.E));
+    c.B = x.size(0), c.T = x.size(1);
+  } else {
+    tg::manual_seed(c.seed + 2);
+    x = tg::randn({c.B, c.T, c.E}, tg::kFloat64);
+  }
+  if (!c.tokens.empty() && int64_t(c.tokens.size()) != c.T)
+    throw UserError(
+        fmt::format("--tokens gives {} labels for T = {} positions", c.tokens.size(), c.T));
+  tg::AttentionMask mask = c.structure;
+  if (p.given("padding")) {
+    for (const auto& s : split_list(p.str("padding"), ',', "--padding"))
+      c.lengths.push_back(to_int(s, "--padding"));
+    if (int64_t(c.lengths.size()) != c.B)
+      throw UserError(fmt::format("--padding gives {} lengths for B = {}", c.lengths.size(), c.B));
+    for (int64_t l : c.lengths)
+      if (l < 0 || l > c.T)
+        throw UserError(fmt::format("--padding: length {} outside 0..T = {}", l, c.T));
+    mask = mask & tg::AttentionMask::key_lengths(tg::tensor(c.lengths, {c.B}));
+  }
+
+  std::printf("attention lab: %s\n", w.source.c_str());
+  std::printf("mask (batch 0):\n%s", mask.describe(c.T).c_str());
+  Run r = run_layer(c, w, x, mask);
+  print_walkthrough(c, r, mask);
+  print_key_gradients(c, r);
+  write_maps(c, r);
+  double max_row_err = 0;
+  {
+    Tensor rows = tg::sum(r.P, {-1});
+    for (double s : rows.to_vector<double>())
+      max_row_err = std::max(max_row_err, s == 0 ? 0.0 : std::fabs(s - 1));
+  }
+  double diff = check_against_module(c, w, x, r);
+  std::printf(
+      "\nchecks: P rows sum to 1 (max |sum - 1| = %.2e; fully masked rows are 0); "
+      "nn::MultiheadAttention gives the same output (max |diff| = %.2e)\n",
+      max_row_err, diff);
+  std::printf("wrote %s/{S,P,dP,dS}_b<batch>_h<head>.png and {S,P,dP,dS,x,dx}.npy\n",
+              c.out.c_str());
+  return diff < 1e-9 ? 0 : 1;
+}
+
+}  // namespace tgx::lab

@@ -1,0 +1,109 @@
+// tests/examples/attention_lab/test_lab.cpp — the attention lab end to end: files written with the
+// right shapes, P rows sum to 1 (0 for padded keys), a checkpointed layer loads by name, bad input
+// gets a message.
+#include "attention_lab/lab.hpp"
+#include "autograd/io.hpp"
+#include "common/cli.hpp"
+#include "common/png.hpp"
+#include "nn/attention.hpp"
+#include "nn/checkpoint.hpp"
+#include "ops/ops.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+using Catch::Matchers::Contains;
+
+namespace {
+std::string out_dir(const std::string& name) {
+  auto d = std::filesystem::temp_directory_path() / "tg_test_lab" / name;
+  std::filesystem::remove_all(d);
+  return d.string();
+}
+std::string error_of(const std::vector<std::string>& args) {
+  try {
+    tgx::lab::run(args);
+  } catch (const tgx::UserError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+}  // namespace
+
+TEST_CASE("attention lab: S, P, dP, dS files with the right shapes, P rows sum to 1",
+          "[examples][lab]") {
+  std::string out = out_dir("local");
+  REQUIRE(tgx::lab::run({"--len", "5", "--embed", "8", "--heads", "2", "--batch", "2", "--local",
+                         "2,0", "--padding", "4,5", "--out", out}) == 0);
+  for (const char* name : {"S", "P", "dP", "dS"}) {
+    tg::Tensor t = tg::load_npy(out + "/" + name + ".npy");
+    CHECK(t.shape() == tg::Shape{2, 2, 5, 5});
+    for (int b = 0; b < 2; ++b)
+      for (int h = 0; h < 2; ++h) {
+        tgx::Image img = tgx::read_png(out + "/" + name + "_b" + std::to_string(b) + "_h" +
+                                       std::to_string(h) + ".png");
+        CHECK(img.width > 5);
+      }
+  }
+  tg::Tensor P = tg::load_npy(out + "/P.npy");
+  auto p = P.to_vector<double>();
+  for (int bh = 0; bh < 4; ++bh)
+    for (int i = 0; i < 5; ++i) {
+      double s = 0;
+      for (int j = 0; j < 5; ++j) s += p[size_t((bh * 5 + i) * 5 + j)];
+      CHECK(s == Approx(1.0).epsilon(1e-12));
+    }
+  // batch 0 has 4 valid keys: key 4 gets no probability, row 4 sees keys 2, 3 (local(2,0) & length
+  // 4)
+  for (int h = 0; h < 2; ++h)
+    for (int i = 0; i < 5; ++i) CHECK(p[size_t(((0 * 2 + h) * 5 + i) * 5 + 4)] == 0.0);
+  CHECK(p[size_t((0 * 5 + 4) * 5 + 1)] == 0.0);
+  CHECK(p[size_t((0 * 5 + 4) * 5 + 2)] > 0.0);
+  // dS rows sum to 0 (softmax backward)
+  auto ds = tg::load_npy(out + "/dS.npy").to_vector<double>();
+  for (int r = 0; r < 20; ++r) {
+    double s = 0;
+    for (int j = 0; j < 5; ++j) s += ds[size_t(r * 5 + j)];
+    CHECK(std::abs(s) < 1e-12);
+  }
+}
+
+TEST_CASE("attention lab: a layer from a checkpoint, chosen by name", "[examples][lab]") {
+  std::string out = out_dir("ckpt");
+  std::filesystem::create_directories(out);
+  tg::manual_seed(3);
+  tg::nn::MultiheadAttention a(8, 2), b(8, 2);
+  tg::nn::StateDict sd;
+  for (const auto& [k, v] : a.state_dict()) sd.insert("encoder.layers.0.self_attn." + k, v);
+  for (const auto& [k, v] : b.state_dict()) sd.insert("encoder.layers.1.self_attn." + k, v);
+  tg::nn::save_safetensors(out + "/model.safetensors", sd);
+  CHECK_THAT(error_of({"--checkpoint", out, "--heads", "2", "--out", out}),
+             Contains("several attention layers; choose one with --layer") &&
+                 Contains("encoder.layers.1.self_attn"));
+  CHECK_THAT(error_of({"--checkpoint", out, "--layer", "encoder.layers.0.self_attn", "--out", out}),
+             Contains("--heads is required"));
+  CHECK_THAT(error_of({"--checkpoint", out, "--layer", "decoder.x", "--heads", "2", "--out", out}),
+             Contains("no tensor decoder.x.in_proj_weight"));
+  REQUIRE(tgx::lab::run({"--checkpoint", out, "--layer", "encoder.layers.1.self_attn", "--heads",
+                         "2", "--causal", "--len", "4", "--out", out}) == 0);
+  CHECK(tg::load_npy(out + "/P.npy").shape() == tg::Shape{1, 2, 4, 4});
+}
+
+TEST_CASE("attention lab: bad input gets a message", "[examples][lab]") {
+  std::string out = out_dir("bad");
+  CHECK_THAT(error_of({"--embed", "7", "--heads", "2", "--out", out}),
+             Contains("embed 7 is not divisible by heads 2"));
+  CHECK_THAT(error_of({"--local", "2", "--out", out}), Contains("--local takes LEFT,RIGHT"));
+  CHECK_THAT(error_of({"--local", "2,x", "--out", out}),
+             Contains("--local: 'x' is not a whole number"));
+  CHECK_THAT(error_of({"--causal", "--blocked", "2", "--out", out}), Contains("at most one of"));
+  CHECK_THAT(error_of({"--padding", "9", "--len", "4", "--out", out}),
+             Contains("length 9 outside 0..T = 4"));
+  CHECK_THAT(error_of({"--tokens", "a b", "--len", "3", "--out", out}),
+             Contains("2 labels for T = 3"));
+  CHECK_THAT(error_of({"--checkpoint", "/nonexistent/ckpt", "--heads", "2"}),
+             Contains("no such file"));
+  CHECK_THAT(error_of({"--input", "/nonexistent.npy"}),
+             Contains("--input /nonexistent.npy: no such file"));
+}
