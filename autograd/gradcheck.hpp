@@ -7,6 +7,16 @@
 //    per input element.
 //  - Fast mode (large inputs) compares random projections u^T J v per input, seeded.
 //  - Auto (default) picks full when inputs and output are small.
+// Kink detector (detect_kinks, on by default): a central difference that straddles a
+// non-differentiable point (relu or abs at 0, a clamp bound, a max tie) measures the mean of the
+// two one-sided slopes, not the derivative. For every perturbed element gradcheck compares the
+// one-sided differences R = (f(x+h)-f(x))/h and L = (f(x)-f(x-h))/h; when they disagree by more
+// than the tolerance (a smooth function's R - L is only f''·h), it evaluates f(x±2h) and calls
+// the point a kink when the function is locally piecewise linear: the second difference on one
+// side of the stencil vanishes while the central one does not (for a smooth function all three
+// are f''·h²). A kink is reported (GradcheckReport::kinks, a WARN line in str()) and its
+// Jacobian entries do not fail the check as long as the analytical value lies between L and R
+// (a valid one-sided slope or subgradient); outside that range they still fail.
 #pragma once
 
 #include "autograd/tensor.hpp"
@@ -27,6 +37,7 @@ struct GradcheckOptions {
   int64_t full_limit = 4096;  // Auto uses full mode while input and output elements are below this
   uint64_t seed = 0;          // for fast mode's random projections
   int fast_projections = 2;   // fast mode: projection pairs per input
+  bool detect_kinks = true;   // see the file comment; false: every entry is compared as is
 };
 
 // The worst element of one input: in full mode an entry of the Jacobian d out[output_index] /
@@ -37,6 +48,20 @@ struct GradcheckElement {
   double analytical = 0, numerical = 0, abs_err = 0, rel_err = 0;
 };
 
+// A central difference that straddled a non-differentiable point: input `input`, element `index`
+// (empty in fast mode, where the kink lies along a random direction), output element
+// output_index (-1 in fast mode), with the one-sided slopes left = (f(x)-f(x-h))/h and
+// right = (f(x+h)-f(x))/h and the analytical value.
+struct GradcheckKink {
+  int input = 0;
+  std::vector<int64_t> index;
+  int64_t output_index = -1;
+  double left = 0, right = 0, analytical = 0;
+  // "kink near input 0 index (1,2) — numerical gradient unreliable here (one-sided slopes 0 and 1,
+  // analytical 0)"
+  std::string str() const;
+};
+
 struct GradcheckInput {
   int input = 0;
   Shape shape;
@@ -44,6 +69,10 @@ struct GradcheckInput {
   bool passed = true;
   int64_t failures = 0;  // elements outside tolerance
   GradcheckElement worst;
+  // Largest |analytical - numerical| over the compared entries, and the largest relative error
+  // |analytical - numerical| / max(|numerical|, atol) (entries at kinks left out).
+  double max_abs_err = 0, max_rel_err = 0;
+  int64_t kinks = 0;  // entries at a kink (not compared when the analytical value is in range)
 };
 
 struct GradcheckReport {
@@ -51,7 +80,10 @@ struct GradcheckReport {
   bool fast_mode = false;
   Shape output_shape;
   std::vector<GradcheckInput> inputs;
-  std::string str() const;  // a table, one line per input
+  std::vector<GradcheckKink> kinks;  // at most kMaxKinks kept; GradcheckInput::kinks counts all
+  static constexpr size_t kMaxKinks = 32;
+  bool has_kinks() const { return !kinks.empty(); }
+  std::string str() const;  // a table, one line per input, then one WARN line per kink
   explicit operator bool() const { return passed; }
 };
 

@@ -1,0 +1,382 @@
+// tools/gradcheck/cases.cpp — the --op builders: one per op of ops/ops.hpp (elementwise,
+// reductions, linear algebra, shape, softmax, masking, layer_norm, embedding, dropout,
+// cross_entropy), functional attention with every mask kind, MultiheadAttention, the Transformer
+// encoder and decoder layers, and `broken_square` (a deliberately wrong backward, to see a
+// failure). Each builder turns CaseArgs into float64 leaves and a function of them.
+// Deliberately not here: option parsing (options.cpp), running and printing (main.cpp).
+#include "tools/gradcheck/cases.hpp"
+
+#include "autograd/tape.hpp"
+#include "nn/attention.hpp"
+#include "nn/transformer.hpp"
+#include "ops/attention.hpp"
+#include "ops/ops.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace tgc {
+using tg::Shape;
+using tg::Tensor;
+namespace {
+
+// ---- inputs ----
+Tensor leaf(const Shape& s) { return tg::randn(s, tg::kFloat64).requires_grad_(); }
+// |N(0,1)| + 0.5: for log, sqrt, rsqrt and pow's base.
+Tensor positive_leaf(const Shape& s) {
+  tg::NoGradGuard ng;
+  return (tg::abs(tg::randn(s, tg::kFloat64)) + 0.5).detach().requires_grad_();
+}
+// The unary ops' input: --values when given, else N(0,1) (or positive) of --shape.
+Tensor unary_input(const CaseArgs& a, bool positive) {
+  if (!a.values.empty()) return tg::tensor(a.values).requires_grad_();
+  const Shape s = a.shape.value_or(Shape{2, 3});
+  return positive ? positive_leaf(s) : leaf(s);
+}
+// Bool of shape s, true with probability p.
+Tensor random_bool(const Shape& s, double p) {
+  Tensor u = tg::rand(s, tg::kFloat64);
+  std::vector<bool> v;
+  for (double x : u.to_vector<double>()) v.push_back(x < p);
+  return tg::tensor(v, s);
+}
+bool given(const CaseArgs& a, const std::string& opt) {
+  for (const auto& g : a.given)
+    if (g.rfind(opt + "=", 0) == 0) return true;
+  return false;
+}
+
+BuiltCase one(Tensor x, std::function<Tensor(const Tensor&)> f, const char* name = "x") {
+  return {[f](const std::vector<Tensor>& in) { return f(in[0]); }, {x}, {name}, nullptr};
+}
+BuiltCase two(Tensor x, Tensor y, std::function<Tensor(const Tensor&, const Tensor&)> f,
+              const char* n0 = "a", const char* n1 = "b") {
+  return {
+      [f](const std::vector<Tensor>& in) { return f(in[0], in[1]); }, {x, y}, {n0, n1}, nullptr};
+}
+
+// ---- elementwise ----
+void add_elementwise(std::vector<OpInfo>& r) {
+  struct U {
+    const char* name;
+    bool positive;
+    Tensor (*f)(const Tensor&);
+  };
+  static const U unary[] = {
+      {"exp", false, [](const Tensor& x) { return tg::exp(x); }},
+      {"log", true, [](const Tensor& x) { return tg::log(x); }},
+      {"sqrt", true, [](const Tensor& x) { return tg::sqrt(x); }},
+      {"rsqrt", true, [](const Tensor& x) { return tg::rsqrt(x); }},
+      {"abs", false, [](const Tensor& x) { return tg::abs(x); }},
+      {"neg", false, [](const Tensor& x) { return tg::neg(x); }},
+      {"tanh", false, [](const Tensor& x) { return tg::tanh(x); }},
+      {"sigmoid", false, [](const Tensor& x) { return tg::sigmoid(x); }},
+      {"relu", false, [](const Tensor& x) { return tg::relu(x); }},
+      {"gelu", false, [](const Tensor& x) { return tg::gelu(x); }},
+      {"gelu_tanh", false, [](const Tensor& x) { return tg::gelu(x, "tanh"); }},
+      {"clamp", false, [](const Tensor& x) { return tg::clamp(x, -0.5, 0.5); }},
+      {"pow", false, [](const Tensor& x) { return tg::pow(x, 3.0); }},
+  };
+  for (const U& u : unary)
+    r.push_back({u.name, "--shape S | --values v1,v2,...",
+                 [u](const CaseArgs& a) { return one(unary_input(a, u.positive), u.f); }});
+  struct Bn {
+    const char* name;
+    int domain;  // 0 any, 1 a positive (pow), 2 b away from 0 (div)
+    Tensor (*f)(const Tensor&, const Tensor&);
+  };
+  static const Bn binary[] = {
+      {"add", 0, [](const Tensor& x, const Tensor& y) { return x + y; }},
+      {"sub", 0, [](const Tensor& x, const Tensor& y) { return x - y; }},
+      {"mul", 0, [](const Tensor& x, const Tensor& y) { return x * y; }},
+      {"div", 2, [](const Tensor& x, const Tensor& y) { return x / y; }},
+      {"pow_tensor", 1, [](const Tensor& x, const Tensor& y) { return tg::pow(x, y); }},
+      {"maximum", 0, [](const Tensor& x, const Tensor& y) { return tg::maximum(x, y); }},
+      {"minimum", 0, [](const Tensor& x, const Tensor& y) { return tg::minimum(x, y); }},
+  };
+  for (const Bn& b : binary)
+    r.push_back({b.name, "--shape A --shape2 B (broadcasting)", [b](const CaseArgs& a) {
+                   const Shape sa = a.shape.value_or(Shape{2, 3}), sb = a.shape2.value_or(sa);
+                   Tensor x = b.domain == 1 ? positive_leaf(sa) : leaf(sa);
+                   Tensor y = b.domain == 2 ? positive_leaf(sb) : leaf(sb);
+                   if (b.domain == 2) {  // ±(|N| + 0.5): both signs, away from 0
+                     double* p = y.data<double>();
+                     for (int64_t i = 0; i < y.numel(); i += 2) p[i] = -p[i];
+                   }
+                   return two(x, y, b.f);
+                 }});
+  r.push_back(
+      {"broken_square", "deliberately wrong backward, to see a failure: forward x², backward 3x",
+       [](const CaseArgs& a) {
+         return one(unary_input(a, false), [](const Tensor& x) {
+           Tensor out = x.detach() * x.detach(), saved = x.detach();
+           tg::record("broken_square", out, {x}, [saved](const Tensor& g) -> std::vector<Tensor> {
+             return {g * saved * 3.0};  // wrong on purpose: d(x²)/dx = 2x
+           });
+           return out;
+         });
+       }});
+}
+
+// ---- reductions, linear algebra ----
+void add_reduce_linalg(std::vector<OpInfo>& r) {
+  const char* red_help = "--shape S [--dims d1,d2] [--keepdim]";
+  r.push_back({"sum", red_help, [](const CaseArgs& a) {
+                 return one(leaf(a.shape.value_or(Shape{2, 3, 4})),
+                            [a](const Tensor& x) { return tg::sum(x, a.dims, a.keepdim); });
+               }});
+  r.push_back({"mean", red_help, [](const CaseArgs& a) {
+                 return one(leaf(a.shape.value_or(Shape{2, 3, 4})),
+                            [a](const Tensor& x) { return tg::mean(x, a.dims, a.keepdim); });
+               }});
+  r.push_back({"max", red_help, [](const CaseArgs& a) {
+                 return one(leaf(a.shape.value_or(Shape{2, 3, 4})),
+                            [a](const Tensor& x) { return tg::max(x, a.dims, a.keepdim); });
+               }});
+  r.push_back({"var", "--shape S [--dims d] [--keepdim] [--correction 0|1]", [](const CaseArgs& a) {
+                 return one(leaf(a.shape.value_or(Shape{3, 4})), [a](const Tensor& x) {
+                   return tg::var(x, a.dims, a.keepdim, a.correction);
+                 });
+               }});
+  r.push_back({"matmul", "--shape A --shape2 B (PyTorch's matmul rules)", [](const CaseArgs& a) {
+                 return two(leaf(a.shape.value_or(Shape{2, 3})),
+                            leaf(a.shape2.value_or(Shape{3, 4})),
+                            [](const Tensor& x, const Tensor& y) { return tg::matmul(x, y); });
+               }});
+  r.push_back({"bmm", "--shape B,N,K --shape2 B,K,M", [](const CaseArgs& a) {
+                 return two(leaf(a.shape.value_or(Shape{2, 2, 3})),
+                            leaf(a.shape2.value_or(Shape{2, 3, 4})),
+                            [](const Tensor& x, const Tensor& y) { return tg::bmm(x, y); });
+               }});
+  r.push_back({"linear", "--shape ...,Cin --shape2 Cout,Cin [--no-bias]", [](const CaseArgs& a) {
+                 const Shape sw = a.shape2.value_or(Shape{5, 4});
+                 BuiltCase c;
+                 c.inputs = {leaf(a.shape.value_or(Shape{2, sw.back()})), leaf(sw)};
+                 c.names = {"x", "weight"};
+                 if (!a.no_bias) {
+                   c.inputs.push_back(leaf({sw[0]}));
+                   c.names.push_back("bias");
+                 }
+                 c.fn = [](const std::vector<Tensor>& in) {
+                   return tg::linear(in[0], in[1], in.size() > 2 ? in[2] : Tensor());
+                 };
+                 return c;
+               }});
+}
+
+// ---- shape ----
+Tensor weighted_cat(const std::vector<Tensor>& parts, int64_t dim) {
+  std::vector<Tensor> w;
+  for (size_t i = 0; i < parts.size(); ++i) w.push_back(parts[i] * static_cast<double>(i + 1));
+  return tg::cat(w, dim);
+}
+
+void add_shape(std::vector<OpInfo>& r) {
+  using F = Tensor (*)(const Tensor&);
+  struct S1 {
+    const char* name;
+    const char* help;
+    F f;
+  };
+  static const S1 ops[] = {
+      {"reshape", "--shape S: reshape to (last, -1)",
+       [](const Tensor& x) {
+         return tg::reshape(x, {x.size(-1), -1});
+       }},
+      {"flatten", "--shape S: flatten from dim 1",
+       [](const Tensor& x) { return tg::flatten(x, x.dim() > 1 ? 1 : 0); }},
+      {"transpose", "--shape S: swap the first and last dims",
+       [](const Tensor& x) { return tg::transpose(x, 0, -1); }},
+      {"permute", "--shape S: reverse the dims",
+       [](const Tensor& x) {
+         std::vector<int64_t> d;
+         for (int64_t i = x.dim() - 1; i >= 0; --i) d.push_back(i);
+         return tg::permute(x, d);
+       }},
+      {"squeeze", "--shape S: squeeze every size-1 dim, unsqueeze(0)",
+       [](const Tensor& x) { return tg::unsqueeze(tg::squeeze(x), 0); }},
+      {"expand", "--shape S: every size-1 dim (or a new leading one) expanded to 3",
+       [](const Tensor& x) {
+         Tensor y = std::count(x.shape().begin(), x.shape().end(), 1) ? x : x.unsqueeze(0);
+         Shape s = y.shape();
+         for (auto& d : s) d = d == 1 ? 3 : d;
+         return tg::expand(y, s);
+       }},
+      {"narrow", "--shape S: narrow(0, 1, size0 - 1)",
+       [](const Tensor& x) { return tg::narrow(x, 0, 1, x.size(0) - 1); }},
+      {"slice", "--shape S: x[::2] along dim 0",
+       [](const Tensor& x) { return tg::slice(x, 0, 0, x.size(0), 2); }},
+      {"index_select", "--shape S: rows (last, 0, last) of dim 0",
+       [](const Tensor& x) {
+         const int64_t n = x.size(0) - 1;
+         return tg::index_select(x, 0, tg::tensor(std::vector<int64_t>{n, 0, n}));
+       }},
+      {"rearrange", "--shape A,B,C: 'a b c -> c (a b)' (2-D: 'a b -> b a')",
+       [](const Tensor& x) {
+         return x.dim() == 2 ? tg::rearrange(x, "a b -> b a")
+                             : tg::rearrange(x, "a b c -> c (a b)");
+       }},
+  };
+  for (const S1& s : ops)
+    r.push_back({s.name, s.help, [s](const CaseArgs& a) {
+                   if (std::string(s.name) == "rearrange" && a.shape && a.shape->size() != 2 &&
+                       a.shape->size() != 3)
+                     throw UsageError("--op rearrange needs a 2-D or 3-D --shape");
+                   return one(leaf(a.shape.value_or(Shape{2, 3, 4})), s.f);
+                 }});
+  r.push_back({"cat", "--shape A --shape2 B: cat along dim 0", [](const CaseArgs& a) {
+                 const Shape sa = a.shape.value_or(Shape{2, 3});
+                 return two(leaf(sa), leaf(a.shape2.value_or(sa)),
+                            [](const Tensor& x, const Tensor& y) {
+                              return weighted_cat({x, y}, 0);
+                            });
+               }});
+  r.push_back({"stack", "--shape A [--shape2 A]: stack along dim 0", [](const CaseArgs& a) {
+                 const Shape sa = a.shape.value_or(Shape{2, 3});
+                 return two(leaf(sa), leaf(a.shape2.value_or(sa)),
+                            [](const Tensor& x, const Tensor& y) {
+                              return tg::stack({x, y * 2.0}, 0);
+                            });
+               }});
+  r.push_back({"split", "--shape S [--dim d]: pieces of 2, weighted and concatenated",
+               [](const CaseArgs& a) {
+                 const int64_t d = given(a, "dim") ? a.dim : 0;
+                 return one(leaf(a.shape.value_or(Shape{5, 2})),
+                            [d](const Tensor& x) { return weighted_cat(tg::split(x, 2, d), d); });
+               }});
+  r.push_back(
+      {"chunk", "--shape S [--dim d]: 3 chunks, weighted and concatenated", [](const CaseArgs& a) {
+         const int64_t d = given(a, "dim") ? a.dim : 0;
+         return one(leaf(a.shape.value_or(Shape{6, 2})),
+                    [d](const Tensor& x) { return weighted_cat(tg::chunk(x, 3, d), d); });
+       }});
+}
+
+// ---- neural-network functions ----
+void add_nn_functions(std::vector<OpInfo>& r) {
+  r.push_back({"softmax", "--shape S [--dim d]", [](const CaseArgs& a) {
+                 return one(leaf(a.shape.value_or(Shape{3, 4})),
+                            [d = a.dim](const Tensor& x) { return tg::softmax(x, d); });
+               }});
+  r.push_back({"log_softmax", "--shape S [--dim d]", [](const CaseArgs& a) {
+                 return one(leaf(a.shape.value_or(Shape{3, 4})),
+                            [d = a.dim](const Tensor& x) { return tg::log_softmax(x, d); });
+               }});
+  r.push_back({"masked_fill", "--shape S [--shape2 mask shape, broadcast]", [](const CaseArgs& a) {
+                 const Shape s = a.shape.value_or(Shape{3, 4});
+                 Tensor x = leaf(s), m = random_bool(a.shape2.value_or(s), 0.4);
+                 return one(x, [m](const Tensor& t) { return tg::masked_fill(t, m, -2.5); });
+               }});
+  r.push_back({"where", "--shape S (cond and a) [--shape2 b, broadcast]", [](const CaseArgs& a) {
+                 const Shape s = a.shape.value_or(Shape{3, 4});
+                 Tensor c = random_bool(s, 0.5);
+                 return two(leaf(s), leaf(a.shape2.value_or(s)),
+                            [c](const Tensor& x, const Tensor& y) { return tg::where(c, x, y); });
+               }});
+  r.push_back({"layer_norm", "--shape ...,D (normalised over D) [--no-bias: no weight/bias]",
+               [](const CaseArgs& a) {
+                 const Shape s = a.shape.value_or(Shape{2, 5});
+                 BuiltCase c;
+                 c.inputs = {leaf(s)};
+                 c.names = {"x"};
+                 if (!a.no_bias) {
+                   c.inputs.push_back(leaf({s.back()}));
+                   c.inputs.push_back(leaf({s.back()}));
+                   c.names.push_back("weight");
+                   c.names.push_back("bias");
+                 }
+                 c.fn = [](const std::vector<Tensor>& in) {
+                   return tg::layer_norm(in[0], {in[0].size(-1)}, in.size() > 1 ? in[1] : Tensor(),
+                                         in.size() > 1 ? in[2] : Tensor());
+                 };
+                 return c;
+               }});
+  r.push_back(
+      {"embedding", "--shape indices --vocab V --embed C [--padding-idx p]", [](const CaseArgs& a) {
+         Tensor idx = tg::randint(0, a.vocab, a.shape.value_or(Shape{2, 3}));
+         if (a.padding_idx && (*a.padding_idx >= a.vocab || *a.padding_idx < -a.vocab))
+           throw UsageError(fmt::format("--padding-idx {} is outside the vocabulary (V = {})",
+                                        *a.padding_idx, a.vocab));
+         if (a.padding_idx) {
+           const int64_t p = *a.padding_idx < 0 ? *a.padding_idx + a.vocab : *a.padding_idx;
+           idx.data<int64_t>()[0] = p;  // the padding row is used and gets no gradient
+         }
+         auto pi = a.padding_idx;
+         // The padding row gets no gradient by design: it is held constant (masked_fill),
+         // so its numerical gradient is 0 too and the other rows are checked.
+         std::vector<bool> rows(a.vocab, false);
+         if (pi) rows.at(*pi < 0 ? *pi + a.vocab : *pi) = true;
+         Tensor pad_row = tg::tensor(rows, {a.vocab, 1});
+         return one(
+             leaf({a.vocab, a.embed}),
+             [idx, pi, pad_row](const Tensor& w) {
+               return tg::embedding(idx, pi ? tg::masked_fill(w, pad_row, 0.5) : w, pi);
+             },
+             "weight");
+       }});
+  r.push_back({"dropout", "--shape S [--dropout p (0.3)]; the mask is drawn from a fixed seed",
+               [](const CaseArgs& a) {
+                 const double p = a.dropout > 0 ? a.dropout : 0.3;
+                 return one(leaf(a.shape.value_or(Shape{4, 5})), [p](const Tensor& x) {
+                   tg::manual_seed(1234);  // every evaluation draws the same mask
+                   return tg::dropout(x, p);
+                 });
+               }});
+  r.push_back({"cross_entropy",
+               "--shape N,C[,d...] [--reduction mean|sum|none] [--smoothing e] [--ignore-index i]",
+               [](const CaseArgs& a) {
+                 const Shape s = a.shape.value_or(Shape{4, 5});
+                 if (s.size() < 2) throw UsageError("--op cross_entropy needs --shape N,C[,d...]");
+                 Shape ts{s[0]};
+                 ts.insert(ts.end(), s.begin() + 2, s.end());
+                 Tensor t = tg::randint(0, s[1], ts);
+                 tg::CrossEntropyOptions o;
+                 o.reduction = a.reduction == "sum"    ? tg::Reduction::Sum
+                               : a.reduction == "none" ? tg::Reduction::None
+                                                       : tg::Reduction::Mean;
+                 o.label_smoothing = a.smoothing;
+                 if (a.ignore_index) {
+                   o.ignore_index = *a.ignore_index;
+                   t.data<int64_t>()[0] = *a.ignore_index;  // one ignored row
+                 }
+                 return one(
+                     leaf(s), [t, o](const Tensor& x) { return tg::cross_entropy(x, t, o); },
+                     "logits");
+               }});
+}
+
+}  // namespace
+
+void add_attention(std::vector<OpInfo>& r);  // attention_cases.cpp
+
+const std::vector<OpInfo>& op_registry() {
+  static const std::vector<OpInfo> reg = [] {
+    std::vector<OpInfo> r;
+    add_elementwise(r);
+    add_reduce_linalg(r);
+    add_shape(r);
+    add_nn_functions(r);
+    add_attention(r);
+    return r;
+  }();
+  return reg;
+}
+
+BuiltCase build_case(const CaseArgs& a, uint64_t seed) {
+  if (a.op.empty()) throw UsageError("no --op given (try --list, or --all)");
+  for (const OpInfo& op : op_registry())
+    if (op.name == a.op) {
+      tg::manual_seed(seed);
+      BuiltCase c = op.build(a);
+      if (c.names.size() != c.inputs.size()) throw std::logic_error("case input names");
+      return c;
+    }
+  std::string names;
+  for (const OpInfo& op : op_registry()) names += (names.empty() ? "" : ", ") + op.name;
+  throw UsageError(fmt::format("unknown --op '{}'; known ops: {}", a.op, names));
+}
+
+}  // namespace tgc

@@ -1,0 +1,298 @@
+// tools/gradcheck/options.cpp — parsing the case options ("--op mha --len 7 --local 2,0 ...") and
+// the built-in --all table, which is written in the same options so one parser serves both.
+// Deliberately not here: the builders (cases.cpp), the global options and output (main.cpp).
+#include "tools/gradcheck/cases.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+namespace tgc {
+namespace {
+
+int64_t to_int(const std::string& opt, const std::string& s) {
+  char* end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0' || errno != 0)
+    throw UsageError(fmt::format("{} expects an integer, got '{}'", opt, s));
+  return v;
+}
+
+double to_double(const std::string& opt, const std::string& s) {
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end != '\0' || errno != 0 || !std::isfinite(v))
+    throw UsageError(fmt::format("{} expects a number, got '{}'", opt, s));
+  return v;
+}
+
+std::vector<std::string> split_commas(const std::string& opt, const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == ',') {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  if (s.empty()) throw UsageError(fmt::format("{} expects a comma-separated list, got ''", opt));
+  return out;
+}
+
+std::vector<int64_t> to_ints(const std::string& opt, const std::string& s) {
+  std::vector<int64_t> v;
+  for (const auto& p : split_commas(opt, s)) v.push_back(to_int(opt, p));
+  return v;
+}
+
+tg::Shape to_shape(const std::string& opt, const std::string& s) {
+  tg::Shape sh = to_ints(opt, s);
+  for (int64_t d : sh)
+    if (d < 1 || d > 4096)
+      throw UsageError(fmt::format("{} {}: every size must be in 1..4096", opt, s));
+  return sh;
+}
+
+int64_t to_size(const std::string& opt, const std::string& s, int64_t lo = 1) {
+  int64_t v = to_int(opt, s);
+  if (v < lo || v > 4096)
+    throw UsageError(fmt::format("{} must be in {}..4096, got {}", opt, lo, v));
+  return v;
+}
+
+}  // namespace
+
+bool parse_case_option(const std::vector<std::string>& tk, size_t& i, CaseArgs& a) {
+  const std::string& o = tk[i];
+  // Flags (no value).
+  bool* flag = o == "--causal"           ? &a.causal
+               : o == "--bottom-right"   ? &a.bottom_right
+               : o == "--bool-mask"      ? &a.bool_mask
+               : o == "--additive"       ? &a.additive
+               : o == "--pad-bool"       ? &a.pad_bool
+               : o == "--blocked-causal" ? &a.blocked_causal
+               : o == "--keepdim"        ? &a.keepdim
+               : o == "--no-bias"        ? &a.no_bias
+               : o == "--norm-first"     ? &a.norm_first
+                                         : nullptr;
+  if (flag) {
+    *flag = true;
+    a.given.push_back(o.substr(2));
+    return true;
+  }
+  static const char* with_value[] = {
+      "--op",          "--name",       "--shape",       "--shape2",    "--values",
+      "--batch",       "--len",        "--src-len",     "--embed",     "--heads",
+      "--head-size",   "--ff",         "--vocab",       "--local",     "--blocked",
+      "--look-back",   "--padding",    "--mem-padding", "--dropout",   "--dims",
+      "--dim",         "--correction", "--reduction",   "--smoothing", "--ignore-index",
+      "--padding-idx", "--activation"};
+  bool known = false;
+  for (const char* w : with_value) known = known || o == w;
+  if (!known) return false;
+  if (i + 1 >= tk.size()) throw UsageError(fmt::format("{} needs a value", o));
+  const std::string& v = tk[++i];
+  if (o == "--op") {
+    a.op = v;
+    return true;
+  }
+  if (o == "--name") {
+    a.label = v;
+    return true;
+  }
+  a.given.push_back(o.substr(2) + "=" + v);
+  if (o == "--shape")
+    a.shape = to_shape(o, v);
+  else if (o == "--shape2")
+    a.shape2 = to_shape(o, v);
+  else if (o == "--values") {
+    a.values.clear();
+    for (const auto& p : split_commas(o, v)) a.values.push_back(to_double(o, p));
+  } else if (o == "--batch")
+    a.batch = to_size(o, v);
+  else if (o == "--len")
+    a.len = to_size(o, v);
+  else if (o == "--src-len")
+    a.src_len = to_size(o, v);
+  else if (o == "--embed")
+    a.embed = to_size(o, v);
+  else if (o == "--heads")
+    a.heads = to_size(o, v);
+  else if (o == "--head-size")
+    a.head_size = to_size(o, v);
+  else if (o == "--ff")
+    a.ff = to_size(o, v);
+  else if (o == "--vocab")
+    a.vocab = to_size(o, v);
+  else if (o == "--local") {
+    std::vector<int64_t> lr = to_ints(o, v);
+    if (lr.size() != 2 || lr[0] < 0 || lr[1] < 0)
+      throw UsageError(fmt::format("--local expects LEFT,RIGHT (two sizes >= 0), got '{}'", v));
+    a.local = std::make_pair(lr[0], lr[1]);
+  } else if (o == "--blocked")
+    a.blocked = to_size(o, v);
+  else if (o == "--look-back")
+    a.look_back = to_size(o, v, 0);
+  else if (o == "--padding" || o == "--mem-padding") {
+    std::vector<int64_t>& p = o == "--padding" ? a.padding : a.mem_padding;
+    p = to_ints(o, v);
+    for (int64_t l : p)
+      if (l < 0) throw UsageError(fmt::format("{} {}: lengths must be >= 0", o, v));
+  } else if (o == "--dropout") {
+    a.dropout = to_double(o, v);
+    if (!(a.dropout >= 0 && a.dropout < 1))
+      throw UsageError(fmt::format("--dropout must be in [0, 1), got {}", v));
+  } else if (o == "--dims")
+    a.dims = to_ints(o, v);
+  else if (o == "--dim")
+    a.dim = to_int(o, v);
+  else if (o == "--correction")
+    a.correction = to_size(o, v, 0);
+  else if (o == "--reduction") {
+    if (v != "mean" && v != "sum" && v != "none")
+      throw UsageError(fmt::format("--reduction must be mean, sum or none, got '{}'", v));
+    a.reduction = v;
+  } else if (o == "--smoothing")
+    a.smoothing = to_double(o, v);
+  else if (o == "--ignore-index")
+    a.ignore_index = to_int(o, v);
+  else if (o == "--padding-idx")
+    a.padding_idx = to_int(o, v);
+  else if (o == "--activation") {
+    if (v != "relu" && v != "gelu")
+      throw UsageError(fmt::format("--activation must be relu or gelu, got '{}'", v));
+    a.activation = v;
+  }
+  return true;
+}
+
+CaseArgs parse_case(const std::string& args) {
+  std::istringstream in(args);
+  std::vector<std::string> tk;
+  for (std::string w; in >> w;) tk.push_back(w);
+  CaseArgs a;
+  for (size_t i = 0; i < tk.size(); ++i)
+    if (!parse_case_option(tk, i, a)) throw UsageError(fmt::format("unknown option '{}'", tk[i]));
+  return a;
+}
+
+std::string case_label(const CaseArgs& a) {
+  if (!a.label.empty()) return a.label;
+  std::string s = a.op;
+  for (const auto& g : a.given) s += " " + g;
+  return s;
+}
+
+// Every op family of ops/ops.hpp, attention with every mask kind, the modules. Small shapes keep
+// the whole table to a few seconds in Release.
+const std::vector<TableCase>& all_cases() {
+  static const std::vector<TableCase> t = {
+      // elementwise, unary
+      {"exp", "--op exp --shape 2,3"},
+      {"log (positive inputs)", "--op log --shape 2,3"},
+      {"sqrt", "--op sqrt --shape 5"},
+      {"rsqrt", "--op rsqrt --shape 5"},
+      {"abs", "--op abs --shape 2,3"},
+      {"neg", "--op neg --shape 4"},
+      {"tanh", "--op tanh --shape 2,3"},
+      {"sigmoid", "--op sigmoid --shape 2,3"},
+      {"relu", "--op relu --shape 2,3"},
+      {"gelu (erf)", "--op gelu --shape 2,3"},
+      {"gelu (tanh)", "--op gelu_tanh --shape 2,3"},
+      {"clamp(-0.5, 0.5)", "--op clamp --shape 3,3"},
+      {"pow(x, 3)", "--op pow --shape 2,3"},
+      // elementwise, binary with broadcasting
+      {"add (2,3)+(3)", "--op add --shape 2,3 --shape2 3"},
+      {"sub (2,1,3)-(4,1)", "--op sub --shape 2,1,3 --shape2 4,1"},
+      {"mul (2,3)*(2,1)", "--op mul --shape 2,3 --shape2 2,1"},
+      {"div (3,1)/(1,4)", "--op div --shape 3,1 --shape2 1,4"},
+      {"pow tensor (2,3)^(3)", "--op pow_tensor --shape 2,3 --shape2 3"},
+      {"maximum (2,3),(3)", "--op maximum --shape 2,3 --shape2 3"},
+      {"minimum (2,3),(2,1)", "--op minimum --shape 2,3 --shape2 2,1"},
+      // reductions
+      {"sum all", "--op sum --shape 2,3,4"},
+      {"sum dims 0,2 keepdim", "--op sum --shape 2,3,4 --dims 0,2 --keepdim"},
+      {"mean dim -1", "--op mean --shape 3,4 --dims -1"},
+      {"max dim 1", "--op max --shape 3,4 --dims 1"},
+      {"var dim 1 unbiased", "--op var --shape 3,4 --dims 1"},
+      {"var all, correction 0", "--op var --shape 3,4 --correction 0"},
+      // linear algebra
+      {"matmul 2-D", "--op matmul --shape 2,3 --shape2 3,4"},
+      {"matmul batch broadcast", "--op matmul --shape 2,1,2,3 --shape2 3,3,2"},
+      {"matmul 1-D x 3-D", "--op matmul --shape 3 --shape2 2,3,2"},
+      {"bmm", "--op bmm --shape 2,2,3 --shape2 2,3,4"},
+      {"linear with bias", "--op linear --shape 2,3,4 --shape2 5,4"},
+      {"linear no bias", "--op linear --shape 3,4 --shape2 2,4 --no-bias"},
+      // shape
+      {"reshape", "--op reshape --shape 2,3,4"},
+      {"flatten", "--op flatten --shape 2,3,4"},
+      {"transpose", "--op transpose --shape 2,3,4"},
+      {"permute", "--op permute --shape 2,3,4"},
+      {"squeeze / unsqueeze", "--op squeeze --shape 2,1,3"},
+      {"expand", "--op expand --shape 3,1"},
+      {"narrow", "--op narrow --shape 4,3"},
+      {"slice step 2", "--op slice --shape 5,3"},
+      {"index_select", "--op index_select --shape 4,3"},
+      {"cat", "--op cat --shape 2,3 --shape2 1,3"},
+      {"stack", "--op stack --shape 2,3"},
+      {"split", "--op split --shape 5,2"},
+      {"chunk", "--op chunk --shape 2,6 --dim 1"},
+      {"rearrange", "--op rearrange --shape 2,3,4"},
+      // neural-network functions
+      {"softmax dim -1", "--op softmax --shape 3,4"},
+      {"softmax dim 0", "--op softmax --shape 3,4 --dim 0"},
+      {"log_softmax dim 1", "--op log_softmax --shape 2,4,3 --dim 1"},
+      {"masked_fill broadcast mask", "--op masked_fill --shape 3,4 --shape2 1,4"},
+      {"where", "--op where --shape 3,4 --shape2 4"},
+      {"layer_norm", "--op layer_norm --shape 2,5"},
+      {"layer_norm no affine", "--op layer_norm --shape 3,4 --no-bias"},
+      {"embedding weights", "--op embedding --shape 2,3 --vocab 5 --embed 3"},
+      {"embedding padding_idx", "--op embedding --shape 2,4 --vocab 5 --embed 2 --padding-idx 1"},
+      {"dropout p 0.3 (fixed seed)", "--op dropout --shape 4,5 --dropout 0.3"},
+      {"cross_entropy mean", "--op cross_entropy --shape 4,5"},
+      {"cross_entropy smoothing+ignore",
+       "--op cross_entropy --shape 4,5 --smoothing 0.1 --ignore-index 2"},
+      {"cross_entropy (N,C,d) none", "--op cross_entropy --shape 2,4,3 --reduction none"},
+      // attention: every mask kind
+      {"sdpa no mask", "--op sdpa --len 4 --src-len 5"},
+      {"sdpa causal", "--op sdpa --causal --len 5 --src-len 5"},
+      {"sdpa causal bottom-right", "--op sdpa --causal --bottom-right --len 3 --src-len 5"},
+      {"sdpa local(1,1)", "--op sdpa --local 1,1 --len 5"},
+      {"sdpa local(2,0)", "--op sdpa --local 2,0 --len 6"},
+      {"sdpa blocked(2)", "--op sdpa --blocked 2 --len 5"},
+      {"sdpa blocked(2) causal look-back",
+       "--op sdpa --blocked 2 --look-back 1 --blocked-causal --len 5"},
+      {"sdpa key lengths", "--op sdpa --len 4 --src-len 5 --padding 3,5"},
+      {"sdpa key padding bool", "--op sdpa --len 4 --src-len 5 --padding 2,4 --pad-bool"},
+      {"sdpa explicit bool mask", "--op sdpa --len 4 --src-len 5 --bool-mask"},
+      {"sdpa additive mask", "--op sdpa --len 4 --src-len 5 --additive"},
+      {"sdpa local + padding, fully masked rows", "--op sdpa --local 1,0 --len 5 --padding 1,5"},
+      {"sdpa dropout 0.2 (fixed seed)", "--op sdpa --len 4 --dropout 0.2"},
+      {"additive attention causal", "--op additive_attention --len 3 --src-len 3 --causal"},
+      // modules
+      {"mha self, local(2,0) + padding",
+       "--op mha --batch 2 --len 7 --embed 8 --heads 2 "
+       "--local 2,0 --padding 5,7"},
+      {"mha cross T != S", "--op mha --len 3 --src-len 4 --embed 4 --heads 2"},
+      {"mha causal, bool mask", "--op mha --len 4 --embed 4 --heads 2 --causal --bool-mask"},
+      {"encoder layer post-norm relu + padding",
+       "--op encoder_layer --len 4 --embed 4 --heads 2 --ff 6 --padding 3,4"},
+      {"encoder layer pre-norm gelu local(1,1)",
+       "--op encoder_layer --len 4 --embed 4 --heads 2 --ff 6 --norm-first --activation gelu "
+       "--local 1,1"},
+      {"decoder layer causal + memory padding",
+       "--op decoder_layer --len 3 --src-len 4 --embed 4 --heads 2 --ff 6 --causal "
+       "--mem-padding 2,4"},
+  };
+  return t;
+}
+
+}  // namespace tgc
