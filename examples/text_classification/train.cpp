@@ -250,6 +250,133 @@ std::vector<tg::nn::ParamGroup> param_groups(TextClassifier& m) {
   return {tg::nn::ParamGroup(decay), tg::nn::ParamGroup(no_decay, {{"weight_decay", 0.0}})};
 }
 
+// The training loop's state and steps: one epoch at a time, then validation and checkpoints.
+struct Loop {
+  const RunOptions& o;
+  const Data& d;
+  TextClassifier& model;
+  tg::nn::Optimizer& opt;
+  tg::nn::LRScheduler& sched;
+  TrainState& st;
+  const Json& identity;
+  Progress& prog;
+  std::vector<tg::Tensor> params;
+  int64_t spe;  // steps per epoch
+
+  void step(const Batch& b) {
+    tg::Tensor loss = tg::cross_entropy(model.forward(b.ids, b.pad), b.labels);
+    opt.zero_grad();
+    loss.backward();
+    tg::nn::clip_grad_norm_(params, o.clip);
+    opt.step();
+    sched.step();
+    const double lv = loss.item<double>();
+    st.hist.train_loss.push_back(lv);
+    ++st.global_step;
+    prog.step(lv, b.labels.numel());
+  }
+
+  // Trains the rest of the current epoch (from st.step_in_epoch; the order is a function of the
+  // seed and the epoch, so a resumed run sees the same batches). False when training stops.
+  bool epoch() {
+    std::vector<int64_t> order = d.split.train;
+    seeded_shuffle(order, o.seed * 7919ULL + static_cast<uint64_t>(st.epoch) + 1);
+    prog.start_epoch(static_cast<int>(st.epoch + 1), static_cast<int>(o.epochs), spe);
+    const auto t0 = Clock::now();
+    bool stop = false;
+    for (int64_t s = st.step_in_epoch; s < spe && !stop; ++s) {
+      size_t b0 = static_cast<size_t>(s * o.batch_size);
+      step(make_batch(d, order, b0, std::min(order.size(), b0 + o.batch_size)));
+      st.step_in_epoch = s + 1;
+      stop = o.max_steps > 0 && st.global_step >= o.max_steps;
+      if (!stop && o.save_every > 0 && st.global_step % o.save_every == 0 && s + 1 < spe)
+        save_last(o, model, opt, sched, st, identity);
+    }
+    st.seconds += seconds_since(t0);
+    if (st.step_in_epoch < spe) {  // stopped by --max-steps inside the epoch
+      save_last(o, model, opt, sched, st, identity);
+      prog.end_epoch(fmt::format("stopped at step {} (--max-steps)", st.global_step));
+      return false;
+    }
+    return validate() && !stop;
+  }
+
+  // End of an epoch: validation, best model, resumable checkpoint, early stopping.
+  bool validate() {
+    Eval ev = evaluate(model, d, d.split.val);
+    const double acc = ev.cm.accuracy();
+    st.hist.val_step.push_back(st.global_step);
+    st.hist.val_loss.push_back(ev.loss);
+    st.hist.val_acc.push_back(acc);
+    bool improved = acc > st.best_acc || (acc == st.best_acc && ev.loss < st.best_loss);
+    if (improved) {
+      save_best(o, model, identity, acc);
+      st.best_acc = acc;
+      st.best_loss = ev.loss;
+      st.best_epoch = st.epoch;
+      st.bad_epochs = 0;
+    } else {
+      ++st.bad_epochs;
+    }
+    ++st.epoch;
+    st.step_in_epoch = 0;
+    save_last(o, model, opt, sched, st, identity);
+    prog.end_epoch(fmt::format("epoch {}/{}: train loss {:.4f}  val loss {:.4f}  val acc {:.2f}%{}",
+                               st.epoch, o.epochs, prog.epoch_mean_loss(), ev.loss, 100 * acc,
+                               improved ? "  (best so far)" : ""));
+    if (o.patience > 0 && st.bad_epochs >= o.patience) {
+      prog.line(fmt::format("early stop: no better validation accuracy for {} epochs", o.patience));
+      return false;
+    }
+    return true;
+  }
+};
+
+// Test evaluation of the best model beside the baseline, pictures and metrics JSON.
+Json final_report(const RunOptions& o, const Data& d, TextClassifier& model,
+                  const ConfusionMatrix& nb, const TrainState& st, double seconds) {
+  tg::nn::load_model(o.out + "/best/model.safetensors", model);
+  Eval test = evaluate(model, d, d.split.test);
+  const std::string what = o.dataset == "spam" ? "emails" : "fortunes";
+  fmt::print("\n{}\n", comparison(test.cm, nb, what));
+
+  const int64_t explain_idx = d.split.test.front();
+  const std::string explain_text = o.explain.empty() ? d.ds.examples[explain_idx].text : o.explain;
+  int pictures = write_attention_pictures(o.out + "/attention", model, d.bpe, explain_text);
+  write_loss_curve(o.out + "/loss_curve.png", st.hist);
+
+  Json m = {{"dataset", o.dataset},
+            {"seed", o.seed},
+            {"test_accuracy", test.cm.accuracy()},
+            {"baseline_accuracy", nb.accuracy()},
+            {"test_loss", test.loss},
+            {"transformer", metrics_json(test.cm)},
+            {"baseline", metrics_json(nb)},
+            {"baseline_name", "multinomial Naive Bayes (Laplace, words)"},
+            {"classes", d.ds.class_names},
+            {"examples",
+             {{"train", d.split.train.size()},
+              {"val", d.split.val.size()},
+              {"test", d.split.test.size()}}},
+            {"epochs_run", st.epoch},
+            {"steps", st.global_step},
+            {"best_epoch", st.best_epoch + 1},
+            {"best_val_accuracy", st.best_acc},
+            {"train_seconds", st.seconds},
+            {"total_seconds", seconds},
+            {"parameters", model.num_parameters()},
+            {"model", model.cfg.to_json()},
+            {"history", st.hist.to_json()},
+            {"attention_pictures", pictures}};
+  tg::write_file_atomic(o.out + "/metrics.json", m.dump(2) + "\n");
+  if (!o.metrics_out.empty()) tg::write_file_atomic(o.metrics_out, m.dump(2) + "\n");
+  fmt::print(
+      "\nwrote {0}/metrics.json, {0}/loss_curve.png, {1} attention pictures in "
+      "{0}/attention/; checkpoint {0}/best  [{2:.1f}s total, {3:.1f}s training]\n",
+      o.out, pictures, seconds, st.seconds);
+  return m;
+}
+
 }  // namespace
 
 Json train_and_evaluate(const RunOptions& o) {
@@ -301,106 +428,14 @@ Json train_and_evaluate(const RunOptions& o) {
   prog.line(fmt::format("model: {} parameters; {} steps per epoch, {} epochs, warmup {} steps",
                         model.num_parameters(), spe, o.epochs, warmup));
 
-  bool stop = false;
-  while (st.epoch < o.epochs && !stop) {
-    std::vector<int64_t> order = d.split.train;
-    seeded_shuffle(order, o.seed * 7919ULL + static_cast<uint64_t>(st.epoch) + 1);
-    prog.start_epoch(static_cast<int>(st.epoch + 1), static_cast<int>(o.epochs), spe);
-    const auto t_epoch = Clock::now();
-    for (int64_t s = st.step_in_epoch; s < spe && !stop; ++s) {
-      size_t b0 = static_cast<size_t>(s * o.batch_size);
-      Batch b = make_batch(d, order, b0, std::min(order.size(), b0 + o.batch_size));
-      tg::Tensor loss = tg::cross_entropy(model.forward(b.ids, b.pad), b.labels);
-      opt.zero_grad();
-      loss.backward();
-      tg::nn::clip_grad_norm_(params, o.clip);
-      opt.step();
-      sched.step();
-      const double lv = loss.item<double>();
-      st.hist.train_loss.push_back(lv);
-      ++st.global_step;
-      st.step_in_epoch = s + 1;
-      prog.step(lv, b.labels.numel());
-      stop = o.max_steps > 0 && st.global_step >= o.max_steps;
-      if (!stop && o.save_every > 0 && st.global_step % o.save_every == 0 && s + 1 < spe)
-        save_last(o, model, opt, sched, st, identity);
-    }
-    st.seconds += seconds_since(t_epoch);
-    if (st.step_in_epoch < spe) {  // stopped by --max-steps inside the epoch
-      save_last(o, model, opt, sched, st, identity);
-      prog.end_epoch(fmt::format("stopped at step {} (--max-steps)", st.global_step));
-      break;
-    }
-    Eval ev = evaluate(model, d, d.split.val);
-    const double acc = ev.cm.accuracy();
-    st.hist.val_step.push_back(st.global_step);
-    st.hist.val_loss.push_back(ev.loss);
-    st.hist.val_acc.push_back(acc);
-    bool improved = acc > st.best_acc || (acc == st.best_acc && ev.loss < st.best_loss);
-    if (improved) {
-      save_best(o, model, identity, acc);
-      st.best_acc = acc;
-      st.best_loss = ev.loss;
-      st.best_epoch = st.epoch;
-      st.bad_epochs = 0;
-    } else {
-      ++st.bad_epochs;
-    }
-    ++st.epoch;
-    st.step_in_epoch = 0;
-    save_last(o, model, opt, sched, st, identity);
-    prog.end_epoch(fmt::format("epoch {}/{}: train loss {:.4f}  val loss {:.4f}  val acc {:.2f}%{}",
-                               st.epoch, o.epochs, prog.epoch_mean_loss(), ev.loss, 100 * acc,
-                               improved ? "  (best so far)" : ""));
-    if (o.patience > 0 && st.bad_epochs >= o.patience) {
-      prog.line(fmt::format("early stop: no better validation accuracy for {} epochs", o.patience));
-      break;
-    }
+  Loop loop{o, d, model, opt, sched, st, identity, prog, params, spe};
+  while (st.epoch < o.epochs && loop.epoch()) {
   }
   if (st.best_epoch < 0) {  // stopped before any validation: the current model is the best one
     Eval ev = evaluate(model, d, d.split.val);
     save_best(o, model, identity, ev.cm.accuracy());
   }
-  tg::nn::load_model(o.out + "/best/model.safetensors", model);
-  Eval test = evaluate(model, d, d.split.test);
-  const std::string what = o.dataset == "spam" ? "emails" : "fortunes";
-  fmt::print("\n{}\n", comparison(test.cm, nb, what));
-
-  const int64_t explain_idx = d.split.test.front();
-  const std::string explain_text = o.explain.empty() ? d.ds.examples[explain_idx].text : o.explain;
-  int pictures = write_attention_pictures(o.out + "/attention", model, d.bpe, explain_text);
-  write_loss_curve(o.out + "/loss_curve.png", st.hist);
-
-  Json m = {{"dataset", o.dataset},
-            {"seed", o.seed},
-            {"test_accuracy", test.cm.accuracy()},
-            {"baseline_accuracy", nb.accuracy()},
-            {"test_loss", test.loss},
-            {"transformer", metrics_json(test.cm)},
-            {"baseline", metrics_json(nb)},
-            {"baseline_name", "multinomial Naive Bayes (Laplace, words)"},
-            {"classes", d.ds.class_names},
-            {"examples",
-             {{"train", d.split.train.size()},
-              {"val", d.split.val.size()},
-              {"test", d.split.test.size()}}},
-            {"epochs_run", st.epoch},
-            {"steps", st.global_step},
-            {"best_epoch", st.best_epoch + 1},
-            {"best_val_accuracy", st.best_acc},
-            {"train_seconds", st.seconds},
-            {"total_seconds", seconds_since(t_start)},
-            {"parameters", model.num_parameters()},
-            {"model", cfg.to_json()},
-            {"history", st.hist.to_json()},
-            {"attention_pictures", pictures}};
-  tg::write_file_atomic(o.out + "/metrics.json", m.dump(2) + "\n");
-  if (!o.metrics_out.empty()) tg::write_file_atomic(o.metrics_out, m.dump(2) + "\n");
-  fmt::print(
-      "\nwrote {0}/metrics.json, {0}/loss_curve.png, {1} attention pictures in "
-      "{0}/attention/; checkpoint {0}/best  [{2:.1f}s total, {3:.1f}s training]\n",
-      o.out, pictures, seconds_since(t_start), st.seconds);
-  return m;
+  return final_report(o, d, model, nb, st, seconds_since(t_start));
 }
 
 Prediction predict(const std::string& out, const std::vector<std::string>& texts) {
