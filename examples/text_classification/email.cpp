@@ -40,7 +40,7 @@ Part parse_part(std::string_view raw) {
   Part p;
   size_t pos = 0;
   std::string* last = nullptr;
-  std::string last_name;
+  bool in_headers = false;
   if (starts_with(raw, "From "))
     pos = raw.find('\n') == std::string_view::npos ? raw.size()
                                                    : raw.find('\n') + 1;  // mbox separator line
@@ -54,13 +54,13 @@ Part parse_part(std::string_view raw) {
       pos = next;
       break;
     }
-    if ((line[0] == ' ' || line[0] == '\t') && last) {
-      *last += ' ';
-      *last += trim(line);
+    if ((line[0] == ' ' || line[0] == '\t') && in_headers) {
+      if (last) *last += ' ' + trim(line);  // folded line (of a repeated header: dropped)
     } else if (is_header_line(line, &colon)) {
       std::string name = lower(line.substr(0, colon));
       auto [it, fresh] = p.headers.emplace(name, trim(line.substr(colon + 1)));
       last = fresh ? &it->second : nullptr;
+      in_headers = true;
     } else {
       break;  // not a header: the body starts here
     }

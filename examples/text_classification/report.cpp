@@ -102,8 +102,6 @@ int write_attention_pictures(const std::string& dir, TextClassifier& model, cons
       o.title = fmt::format("layer {} head {}: attention (rows query, cols key)", l, h);
       o.row_labels = labels;
       o.col_labels = labels;
-      o.vmin = 0;
-      o.vmax = 1;
       write_png(fmt::format("{}/layer{}_head{}.png", dir, l, h),
                 heatmap(head, static_cast<int>(T), static_cast<int>(T), o));
       ++written;

@@ -12,6 +12,7 @@ TEST_CASE("email: headers are dropped and the Subject comes first", "[text_class
   std::string raw =
       "From someone@example.com  Tue Aug  6 11:51:02 2002\n"
       "Received: from a by b\n\twith SMTP id 1\n"
+      "Received: from c\n\tby d with IMAP (fetchmail-5.9.0)\n    for x@y; Thu, 22 Aug 2002\n"
       "Subject: Cheap   meds\n\tfolded part\n"
       "X-Spam: yes\n"
       "\n"
