@@ -324,7 +324,7 @@ struct Loop {
     prog.end_epoch(fmt::format("epoch {}/{}: train loss {:.4f}  val loss {:.4f}  val acc {:.2f}%{}",
                                st.epoch, o.epochs, prog.epoch_mean_loss(), ev.loss, 100 * acc,
                                improved ? "  (best so far)" : ""));
-    if (o.patience > 0 && st.bad_epochs >= o.patience) {
+    if (o.patience > 0 && st.bad_epochs >= o.patience && st.epoch < o.epochs) {
       prog.line(fmt::format("early stop: no better validation accuracy for {} epochs", o.patience));
       return false;
     }
