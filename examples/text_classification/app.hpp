@@ -1,0 +1,14 @@
+// examples/text_classification/app.hpp — the program's entry point as a library function, so
+// tests drive it without a subprocess: options -> train (default), --predict or --help.
+// Deliberately not here: main() (main.cpp wraps run() in tgx::run_main).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace tgx::cls {
+
+// args excludes the program name. Returns the exit code; bad input throws tgx::UserError.
+int run(const std::vector<std::string>& args);
+
+}  // namespace tgx::cls

@@ -1,0 +1,484 @@
+// examples/text_classification/train.cpp — the training run (data, tokenizer, baseline, loop,
+// validation, checkpoints, resume, test evaluation) and prediction from a saved run. See
+// train.hpp for the folder layout and report.hpp for what is written at the end.
+#include "text_classification/train.hpp"
+
+#include "autograd/io.hpp"
+#include "autograd/tape.hpp"
+#include "common/cli.hpp"
+#include "common/metrics.hpp"
+#include "common/progress.hpp"
+#include "common/text.hpp"
+#include "nn/checkpoint.hpp"
+#include "nn/clip.hpp"
+#include "nn/optim.hpp"
+#include "nn/schedule.hpp"
+#include "ops/ops.hpp"
+#include "text_classification/bpe.hpp"
+#include "text_classification/data.hpp"
+#include "text_classification/naive_bayes.hpp"
+#include "text_classification/report.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
+namespace tgx::cls {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using Json = nlohmann::json;
+
+constexpr int64_t kBpeChars = 4000;  // the tokenizer learns from each text's first 4000 bytes
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// The first n bytes of s, cut at a character boundary.
+std::string utf8_prefix(const std::string& s, size_t n) {
+  if (s.size() <= n) return s;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return s.substr(0, n);
+}
+
+struct Data {
+  Dataset ds;
+  Split split;
+  Bpe bpe;
+  std::vector<std::vector<int64_t>> tokens;  // per example, at most max_len ids (never empty)
+  std::vector<int64_t> labels;
+};
+
+Data prepare(const RunOptions& o) {
+  Data d;
+  d.ds = load_dataset(o.dataset, o.data_dir);
+  limit_examples(d.ds, o.limit, o.seed);
+  for (const Example& e : d.ds.examples) d.labels.push_back(e.label);
+  const int64_t C = static_cast<int64_t>(d.ds.class_names.size());
+  d.split = stratified_split(d.labels, C, o.seed);
+  if (d.split.train.empty() || d.split.val.empty() || d.split.test.empty())
+    throw UserError(fmt::format(
+        "{}: {} examples are too few for a train/validation/test split (need >= 3 per class)",
+        o.dataset, d.ds.examples.size()));
+  const std::string tok_path = o.out + "/tokenizer.json";
+  if (o.resume && file_exists(tok_path)) {
+    d.bpe = Bpe::load(tok_path);
+  } else {
+    std::vector<std::string> texts;
+    for (int64_t i : d.split.train) texts.push_back(utf8_prefix(d.ds.examples[i].text, kBpeChars));
+    Bpe::Options bo;
+    bo.vocab_size = o.vocab_size;
+    d.bpe = Bpe::train(texts, bo);
+    d.bpe.save(tok_path);
+  }
+  for (const Example& e : d.ds.examples) {
+    d.tokens.push_back(d.bpe.encode(e.text, o.model.max_len));
+    if (d.tokens.back().empty()) d.tokens.back().push_back(Bpe::kUnk);
+  }
+  return d;
+}
+
+struct Batch {
+  tg::Tensor ids, pad, labels;  // (B, T) int64, (B, T) bool, (B) int64
+};
+
+// Examples idx[begin:end], padded to the longest of them.
+Batch make_batch(const Data& d, const std::vector<int64_t>& idx, size_t begin, size_t end) {
+  const int64_t B = static_cast<int64_t>(end - begin);
+  int64_t T = 1;
+  for (size_t i = begin; i < end; ++i)
+    T = std::max<int64_t>(T, static_cast<int64_t>(d.tokens[idx[i]].size()));
+  std::vector<int64_t> ids(B * T, Bpe::kPad), y(B);
+  std::vector<bool> pad(B * T, true);
+  for (int64_t b = 0; b < B; ++b) {
+    const auto& t = d.tokens[idx[begin + b]];
+    for (size_t j = 0; j < t.size(); ++j) {
+      ids[b * T + j] = t[j];
+      pad[b * T + j] = false;
+    }
+    y[b] = d.labels[idx[begin + b]];
+  }
+  return {tg::tensor(ids, {B, T}), tg::tensor(pad, {B, T}), tg::tensor(y, {B})};
+}
+
+struct Eval {
+  double loss = 0;
+  ConfusionMatrix cm;
+};
+
+Eval evaluate(TextClassifier& m, const Data& d, const std::vector<int64_t>& idx) {
+  tg::NoGradGuard ng;
+  m.eval();
+  Eval ev{0, ConfusionMatrix(d.ds.class_names)};
+  tg::CrossEntropyOptions sum;
+  sum.reduction = tg::Reduction::Sum;
+  for (size_t i = 0; i < idx.size(); i += 64) {
+    Batch b = make_batch(d, idx, i, std::min(idx.size(), i + 64));
+    tg::Tensor logits = m.forward(b.ids, b.pad);
+    ev.loss += tg::cross_entropy(logits, b.labels, sum).item<double>();
+    std::vector<int64_t> pred = tg::argmax(logits, 1).to_vector<int64_t>();
+    std::vector<int64_t> y = b.labels.to_vector<int64_t>();
+    for (size_t k = 0; k < y.size(); ++k) ev.cm.add(y[k], pred[k]);
+  }
+  ev.loss /= static_cast<double>(std::max<size_t>(1, idx.size()));
+  m.train();
+  return ev;
+}
+
+ConfusionMatrix naive_bayes_baseline(const Data& d) {
+  NaiveBayes nb(static_cast<int64_t>(d.ds.class_names.size()));
+  std::vector<std::vector<std::string>> docs;
+  std::vector<int64_t> y;
+  for (int64_t i : d.split.train) {
+    docs.push_back(Bpe::pretokenize(d.ds.examples[i].text));
+    y.push_back(d.labels[i]);
+  }
+  nb.fit(docs, y);
+  ConfusionMatrix cm(d.ds.class_names);
+  for (int64_t i : d.split.test)
+    cm.add(d.labels[i], nb.predict(Bpe::pretokenize(d.ds.examples[i].text)));
+  return cm;
+}
+
+// What identifies a run: resuming with other values would silently train something else.
+Json run_identity(const RunOptions& o, const Data& d, const ModelConfig& cfg) {
+  return {{"dataset", o.dataset},
+          {"seed", o.seed},
+          {"limit", o.limit},
+          {"epochs", o.epochs},
+          {"batch_size", o.batch_size},
+          {"lr", o.lr},
+          {"classes", d.ds.class_names},
+          {"model", cfg.to_json()}};
+}
+
+// Reads a metadata entry that must hold JSON; UserError naming the file otherwise.
+Json meta_json(const tg::nn::Metadata& m, const std::string& key, const std::string& what) {
+  auto it = m.find(key);
+  Json j = it == m.end() ? Json() : Json::parse(it->second, nullptr, false);
+  if (it == m.end() || j.is_discarded())
+    throw UserError(
+        fmt::format("{}: not a checkpoint of this program (no valid '{}' metadata)", what, key));
+  return j;
+}
+
+// Throws UserError listing every difference between a saved run and this one.
+void check_same_run(const Json& saved, const Json& now, const std::string& what) {
+  std::vector<std::string> diffs;
+  for (auto it = now.begin(); it != now.end(); ++it) {
+    if (it.key() == "model") continue;
+    if (!saved.contains(it.key()) || saved[it.key()] != it.value())
+      diffs.push_back(fmt::format("{}: checkpoint {}, options {}", it.key(),
+                                  saved.contains(it.key()) ? saved[it.key()].dump() : "none",
+                                  it.value().dump()));
+  }
+  ModelConfig have = ModelConfig::from_json(saved.value("model", Json()), what);
+  ModelConfig want = ModelConfig::from_json(now["model"], what);
+  std::string md = have.diff(want);
+  if (!md.empty()) diffs.push_back("model (checkpoint vs options): " + md);
+  if (!diffs.empty())
+    throw UserError(fmt::format(
+        "{}: the checkpoint is from another model, vocabulary or run ({}); use the same options "
+        "or another --out folder",
+        what, fmt::join(diffs, "; ")));
+}
+
+struct TrainState {
+  int64_t epoch = 0, step_in_epoch = 0, global_step = 0, best_epoch = -1, bad_epochs = 0;
+  double best_acc = -1, best_loss = std::numeric_limits<double>::infinity(), seconds = 0;
+  History hist;
+
+  tg::nn::Metadata to_meta(const Json& identity) const {
+    Json s = {{"epoch", epoch},
+              {"step_in_epoch", step_in_epoch},
+              {"global_step", global_step},
+              {"best_epoch", best_epoch},
+              {"bad_epochs", bad_epochs},
+              {"best_acc", best_acc},
+              {"best_loss", std::isfinite(best_loss) ? best_loss : 1e300},
+              {"seconds", seconds}};
+    return {{"cls.run", identity.dump()},
+            {"cls.state", s.dump()},
+            {"cls.history", hist.to_json().dump()}};
+  }
+  void from_meta(const tg::nn::Metadata& m, const std::string& what) {
+    Json s = meta_json(m, "cls.state", what);
+    epoch = s.value("epoch", int64_t{0});
+    step_in_epoch = s.value("step_in_epoch", int64_t{0});
+    global_step = s.value("global_step", int64_t{0});
+    best_epoch = s.value("best_epoch", int64_t{-1});
+    bad_epochs = s.value("bad_epochs", int64_t{0});
+    best_acc = s.value("best_acc", -1.0);
+    best_loss = s.value("best_loss", 1e300);
+    seconds = s.value("seconds", 0.0);
+    hist = History::from_json(meta_json(m, "cls.history", what));
+  }
+};
+
+// Writes <out>/last through a fresh folder swapped in, so a crash leaves the old one whole.
+void save_last(const RunOptions& o, TextClassifier& model, tg::nn::Optimizer& opt,
+               tg::nn::LRScheduler& sched, const TrainState& st, const Json& identity) {
+  const std::string last = o.out + "/last", fresh = o.out + "/last.new", old = o.out + "/last.old";
+  fs::remove_all(fresh);
+  tg::nn::save_checkpoint(fresh, model, opt, &sched, st.global_step, st.to_meta(identity));
+  fs::remove_all(old);
+  if (fs::exists(last)) fs::rename(last, old);
+  fs::rename(fresh, last);
+  fs::remove_all(old);
+}
+
+void save_best(const RunOptions& o, TextClassifier& model, const Json& identity, double val_acc) {
+  fs::create_directories(o.out + "/best");
+  tg::nn::save_safetensors(
+      o.out + "/best/model.safetensors", model.state_dict(),
+      {{"cls.run", identity.dump()}, {"cls.val_acc", fmt::format("{}", val_acc)}});
+}
+
+// The parameters that get weight decay: matrices of the attention and feed-forward layers and the
+// head (not embeddings, norms or biases).
+std::vector<tg::nn::ParamGroup> param_groups(TextClassifier& m) {
+  std::vector<tg::Tensor> decay, no_decay;
+  for (auto& [name, p] : m.named_parameters()) {
+    bool is_emb = name.rfind("tok_emb", 0) == 0 || name.rfind("pos_emb", 0) == 0;
+    (p.dim() >= 2 && !is_emb ? decay : no_decay).push_back(p);
+  }
+  return {tg::nn::ParamGroup(decay), tg::nn::ParamGroup(no_decay, {{"weight_decay", 0.0}})};
+}
+
+// The training loop's state and steps: one epoch at a time, then validation and checkpoints.
+struct Loop {
+  const RunOptions& o;
+  const Data& d;
+  TextClassifier& model;
+  tg::nn::Optimizer& opt;
+  tg::nn::LRScheduler& sched;
+  TrainState& st;
+  const Json& identity;
+  Progress& prog;
+  std::vector<tg::Tensor> params;
+  int64_t spe;  // steps per epoch
+
+  void step(const Batch& b) {
+    tg::Tensor loss = tg::cross_entropy(model.forward(b.ids, b.pad), b.labels);
+    opt.zero_grad();
+    loss.backward();
+    tg::nn::clip_grad_norm_(params, o.clip);
+    opt.step();
+    sched.step();
+    const double lv = loss.item<double>();
+    st.hist.train_loss.push_back(lv);
+    ++st.global_step;
+    prog.step(lv, b.labels.numel());
+  }
+
+  // Trains the rest of the current epoch (from st.step_in_epoch; the order is a function of the
+  // seed and the epoch, so a resumed run sees the same batches). False when training stops.
+  bool epoch() {
+    std::vector<int64_t> order = d.split.train;
+    seeded_shuffle(order, o.seed * 7919ULL + static_cast<uint64_t>(st.epoch) + 1);
+    prog.start_epoch(static_cast<int>(st.epoch + 1), static_cast<int>(o.epochs), spe);
+    const auto t0 = Clock::now();
+    bool stop = false;
+    for (int64_t s = st.step_in_epoch; s < spe && !stop; ++s) {
+      size_t b0 = static_cast<size_t>(s * o.batch_size);
+      step(make_batch(d, order, b0, std::min(order.size(), b0 + o.batch_size)));
+      st.step_in_epoch = s + 1;
+      stop = o.max_steps > 0 && st.global_step >= o.max_steps;
+      if (!stop && o.save_every > 0 && st.global_step % o.save_every == 0 && s + 1 < spe)
+        save_last(o, model, opt, sched, st, identity);
+    }
+    st.seconds += seconds_since(t0);
+    if (st.step_in_epoch < spe) {  // stopped by --max-steps inside the epoch
+      save_last(o, model, opt, sched, st, identity);
+      prog.end_epoch(fmt::format("stopped at step {} (--max-steps)", st.global_step));
+      return false;
+    }
+    return validate() && !stop;
+  }
+
+  // End of an epoch: validation, best model, resumable checkpoint, early stopping.
+  bool validate() {
+    Eval ev = evaluate(model, d, d.split.val);
+    const double acc = ev.cm.accuracy();
+    st.hist.val_step.push_back(st.global_step);
+    st.hist.val_loss.push_back(ev.loss);
+    st.hist.val_acc.push_back(acc);
+    bool improved = acc > st.best_acc || (acc == st.best_acc && ev.loss < st.best_loss);
+    if (improved) {
+      save_best(o, model, identity, acc);
+      st.best_acc = acc;
+      st.best_loss = ev.loss;
+      st.best_epoch = st.epoch;
+      st.bad_epochs = 0;
+    } else {
+      ++st.bad_epochs;
+    }
+    ++st.epoch;
+    st.step_in_epoch = 0;
+    save_last(o, model, opt, sched, st, identity);
+    prog.end_epoch(fmt::format("epoch {}/{}: train loss {:.4f}  val loss {:.4f}  val acc {:.2f}%{}",
+                               st.epoch, o.epochs, prog.epoch_mean_loss(), ev.loss, 100 * acc,
+                               improved ? "  (best so far)" : ""));
+    if (o.patience > 0 && st.bad_epochs >= o.patience && st.epoch < o.epochs) {
+      prog.line(fmt::format("early stop: no better validation accuracy for {} epochs", o.patience));
+      return false;
+    }
+    return true;
+  }
+};
+
+// Test evaluation of the best model beside the baseline, pictures and metrics JSON.
+Json final_report(const RunOptions& o, const Data& d, TextClassifier& model,
+                  const ConfusionMatrix& nb, const TrainState& st, double seconds) {
+  tg::nn::load_model(o.out + "/best/model.safetensors", model);
+  Eval test = evaluate(model, d, d.split.test);
+  const std::string what = o.dataset == "spam" ? "emails" : "fortunes";
+  fmt::print("\n{}\n", comparison(test.cm, nb, what));
+
+  const int64_t explain_idx = d.split.test.front();
+  const std::string explain_text = o.explain.empty() ? d.ds.examples[explain_idx].text : o.explain;
+  int pictures = write_attention_pictures(o.out + "/attention", model, d.bpe, explain_text);
+  write_loss_curve(o.out + "/loss_curve.png", st.hist);
+
+  Json m = {{"dataset", o.dataset},
+            {"seed", o.seed},
+            {"test_accuracy", test.cm.accuracy()},
+            {"baseline_accuracy", nb.accuracy()},
+            {"test_loss", test.loss},
+            {"transformer", metrics_json(test.cm)},
+            {"baseline", metrics_json(nb)},
+            {"baseline_name", "multinomial Naive Bayes (Laplace, words)"},
+            {"classes", d.ds.class_names},
+            {"examples",
+             {{"train", d.split.train.size()},
+              {"val", d.split.val.size()},
+              {"test", d.split.test.size()}}},
+            {"epochs_run", st.epoch},
+            {"steps", st.global_step},
+            {"best_epoch", st.best_epoch + 1},
+            {"best_val_accuracy", st.best_acc},
+            {"train_seconds", st.seconds},
+            {"total_seconds", seconds},
+            {"parameters", model.num_parameters()},
+            {"model", model.cfg.to_json()},
+            {"history", st.hist.to_json()},
+            {"attention_pictures", pictures}};
+  tg::write_file_atomic(o.out + "/metrics.json", m.dump(2) + "\n");
+  if (!o.metrics_out.empty()) tg::write_file_atomic(o.metrics_out, m.dump(2) + "\n");
+  fmt::print(
+      "\nwrote {0}/metrics.json, {0}/loss_curve.png, {1} attention pictures in "
+      "{0}/attention/; checkpoint {0}/best  [{2:.1f}s total, {3:.1f}s training]\n",
+      o.out, pictures, seconds, st.seconds);
+  return m;
+}
+
+}  // namespace
+
+Json train_and_evaluate(const RunOptions& o) {
+  const auto t_start = Clock::now();
+  if (o.epochs < 1 || o.batch_size < 1 || !(o.lr > 0) || o.vocab_size < 16)
+    throw UserError(
+        fmt::format("need --epochs >= 1, --batch-size >= 1, --lr > 0 and "
+                    "--vocab-size >= 16 (have {}, {}, {}, {})",
+                    o.epochs, o.batch_size, o.lr, o.vocab_size));
+  fs::create_directories(o.out);
+  if (o.resume && !file_exists(tg::nn::checkpoint_model_path(o.out + "/last")))
+    throw UserError(fmt::format("--resume: {}/last holds no checkpoint to resume", o.out));
+  Progress prog(o.quiet ? Progress::Mode::kQuiet : Progress::Mode::kAuto);
+  Data d = prepare(o);
+  prog.line(
+      fmt::format("{}: {} examples ({} train, {} validation, {} test), {} classes; BPE "
+                  "vocabulary {} tokens ({} merges) [{:.1f}s]",
+                  o.dataset, d.ds.examples.size(), d.split.train.size(), d.split.val.size(),
+                  d.split.test.size(), d.ds.class_names.size(), d.bpe.vocab_size(),
+                  d.bpe.num_merges(), seconds_since(t_start)));
+  ConfusionMatrix nb = naive_bayes_baseline(d);
+
+  ModelConfig cfg = o.model;
+  cfg.vocab_size = d.bpe.vocab_size();
+  cfg.num_classes = static_cast<int64_t>(d.ds.class_names.size());
+  cfg.validate();
+  const Json identity = run_identity(o, d, cfg);
+  tg::manual_seed(o.seed);
+  TextClassifier model(cfg);
+  std::vector<tg::Tensor> params = model.parameters();
+  tg::nn::AdamWOptions ao(o.lr);
+  ao.weight_decay = o.weight_decay;
+  tg::nn::AdamW opt(param_groups(model), ao);
+  const int64_t n_train = static_cast<int64_t>(d.split.train.size());
+  const int64_t spe = (n_train + o.batch_size - 1) / o.batch_size, total = spe * o.epochs;
+  const int64_t warmup = std::max<int64_t>(1, std::llround(o.warmup_frac * total));
+  tg::nn::CosineWithWarmupLR sched(opt, warmup, total, 0.05);
+
+  TrainState st;
+  if (o.resume) {
+    const std::string last = o.out + "/last";
+    auto saved = tg::nn::load_safetensors(tg::nn::checkpoint_model_path(last));
+    check_same_run(meta_json(saved.metadata, "cls.run", last), identity, last);
+    tg::nn::CheckpointInfo info = tg::nn::load_checkpoint(last, model, opt, &sched);
+    st.from_meta(info.extra, last);
+    prog.line(fmt::format("resumed {} at step {} (epoch {}, step {} of {})", last, st.global_step,
+                          st.epoch + 1, st.step_in_epoch, spe));
+  }
+  prog.line(fmt::format("model: {} parameters; {} steps per epoch, {} epochs, warmup {} steps",
+                        model.num_parameters(), spe, o.epochs, warmup));
+
+  Loop loop{o, d, model, opt, sched, st, identity, prog, params, spe};
+  while (st.epoch < o.epochs && loop.epoch()) {
+  }
+  if (st.best_epoch < 0) {  // stopped before any validation: the current model is the best one
+    Eval ev = evaluate(model, d, d.split.val);
+    save_best(o, model, identity, ev.cm.accuracy());
+  }
+  return final_report(o, d, model, nb, st, seconds_since(t_start));
+}
+
+Prediction predict(const std::string& out, const std::vector<std::string>& texts) {
+  const std::string path = out + "/best/model.safetensors";
+  if (!file_exists(path))
+    throw UserError(
+        fmt::format("{}: no trained model there (missing best/model.safetensors); "
+                    "train first, e.g. text_classification --out {}",
+                    out, out));
+  tg::nn::SafetensorsFile f = tg::nn::load_safetensors(path);
+  Json run = meta_json(f.metadata, "cls.run", path);
+  ModelConfig cfg = ModelConfig::from_json(run.value("model", Json()), path);
+  Bpe bpe = Bpe::load(out + "/tokenizer.json");
+  if (bpe.vocab_size() != cfg.vocab_size)
+    throw UserError(
+        fmt::format("{}/tokenizer.json has {} tokens but the checkpoint {} was trained "
+                    "with a vocabulary of {}: they are from different runs",
+                    out, bpe.vocab_size(), path, cfg.vocab_size));
+  Prediction p;
+  if (!run.contains("classes") || !run["classes"].is_array() ||
+      static_cast<int64_t>(run["classes"].size()) != cfg.num_classes)
+    throw UserError(
+        fmt::format("{}: class names missing or not {} of them", path, cfg.num_classes));
+  p.class_names = run["classes"].get<std::vector<std::string>>();
+  TextClassifier model(cfg);
+  try {
+    model.load_state_dict(f.tensors);
+  } catch (const tg::Error& e) {
+    throw UserError(fmt::format("{}: does not fit the model it names: {}", path, e.what()));
+  }
+  model.eval();
+  tg::NoGradGuard ng;
+  for (const std::string& text : texts) {
+    require_utf8(text, "--predict text");
+    if (trim(text).empty()) throw UserError("--predict: the text is empty");
+    std::vector<int64_t> ids = bpe.encode(text, cfg.max_len);
+    if (ids.empty()) ids.push_back(Bpe::kUnk);
+    const int64_t T = static_cast<int64_t>(ids.size());
+    tg::Tensor logits =
+        model.forward(tg::tensor(ids, {1, T}), tg::tensor(std::vector<bool>(T, false), {1, T}));
+    p.probs.push_back(tg::softmax(logits, 1).to_vector<double>());
+  }
+  return p;
+}
+
+}  // namespace tgx::cls

@@ -1,0 +1,57 @@
+// examples/text_classification/train.hpp — one training run from data to report, and prediction
+// from a saved run.
+//
+// A run (train_and_evaluate): load the data set, seeded stratified 80/10/10 split, train the BPE
+// tokenizer on the training split (saved as <out>/tokenizer.json), fit the Naive Bayes baseline
+// on the same split, then train the Transformer: seeded shuffled batches, AdamW with linear
+// warmup + cosine decay, gradient clipping, validation after every epoch, best model kept in
+// <out>/best (by validation accuracy; the test split never selects anything), the full training
+// state in <out>/last (every --save-every steps and at each epoch's end) so --resume continues
+// where a killed run stopped, early stopping after --patience epochs without improvement. Then
+// the best model is evaluated on the test split beside the baseline, and the report is written
+// (report.hpp): metrics JSON, loss curve PNG, attention heatmaps.
+// Output folder layout:
+//   <out>/tokenizer.json  <out>/best/model.safetensors
+//   <out>/last/{model,training_state}.safetensors <out>/metrics.json  <out>/loss_curve.png
+//   <out>/attention/layer<L>_head<H>.png
+// Deliberately not here: option parsing (app.hpp), the model (model.hpp).
+#pragma once
+
+#include "text_classification/model.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tgx::cls {
+
+struct RunOptions {
+  std::string dataset = "spam";
+  std::string data_dir;  // "" = the data set's default place
+  std::string out = "runs/text_classification";
+  int64_t epochs = 6, batch_size = 32, vocab_size = 6000, patience = 3;
+  int64_t max_steps = 0;    // > 0: stop after this many optimizer steps (smoke tests)
+  int64_t limit = 0;        // > 0: use this many examples (a seeded subset)
+  int64_t save_every = 50;  // steps between <out>/last checkpoints
+  double lr = 1e-3, weight_decay = 0.01, clip = 1.0, warmup_frac = 0.05;
+  uint64_t seed = 0;
+  ModelConfig model;  // vocab_size / num_classes are filled in from the data
+  bool resume = false, quiet = false;
+  std::string metrics_out;  // "" = <out>/metrics.json only
+  std::string explain;      // "" = the first test example
+};
+
+// Trains, evaluates and writes the report; returns the metrics (also written as JSON).
+nlohmann::json train_and_evaluate(const RunOptions& opts);
+
+struct Prediction {
+  std::vector<std::string> class_names;
+  std::vector<std::vector<double>> probs;  // one row per text, summing to 1
+};
+// Loads <out>/best and <out>/tokenizer.json and classifies each text. UserError for a missing or
+// mismatched run folder, or a text that is empty or not valid UTF-8.
+Prediction predict(const std::string& out, const std::vector<std::string>& texts);
+
+}  // namespace tgx::cls
