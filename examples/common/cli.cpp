@@ -1,0 +1,164 @@
+// examples/common/cli.cpp — the argument parser and run_main (see cli.hpp).
+#include "common/cli.hpp"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <iostream>
+#include <sstream>
+
+namespace tgx {
+
+ArgParser::ArgParser(std::string program, std::string about)
+    : program_(std::move(program)), about_(std::move(about)) {}
+
+ArgParser& ArgParser::option(const std::string& name, const std::string& default_value,
+                             const std::string& help) {
+  if (!specs_.count(name)) order_.push_back(name);
+  specs_[name] = Spec{default_value, help, false};
+  return *this;
+}
+
+ArgParser& ArgParser::flag(const std::string& name, const std::string& help) {
+  if (!specs_.count(name)) order_.push_back(name);
+  specs_[name] = Spec{"", help, true};
+  return *this;
+}
+
+ArgParser& ArgParser::positionals(const std::string& what) {
+  positional_what_ = what;
+  return *this;
+}
+
+const ArgParser::Spec& ArgParser::spec(const std::string& name) const {
+  auto it = specs_.find(name);
+  if (it == specs_.end()) throw std::logic_error(program_ + ": option --" + name + " not declared");
+  return it->second;
+}
+
+bool ArgParser::parse(int argc, const char* const* argv) {
+  values_.clear();
+  positional_.clear();
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::cout << usage();
+      return false;
+    }
+    if (a.size() < 3 || a.compare(0, 2, "--") != 0) {
+      if (positional_what_.empty() || (a.size() > 1 && a[0] == '-' && a != "-"))
+        throw UserError("unexpected argument '" + a + "' (see --help)");
+      positional_.push_back(a);
+      continue;
+    }
+    std::string name = a.substr(2), value;
+    bool has_value = false;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      has_value = true;
+    }
+    auto it = specs_.find(name);
+    if (it == specs_.end()) throw UserError("unknown option --" + name + " (see --help)");
+    if (it->second.is_flag) {
+      if (has_value) throw UserError("option --" + name + " is a flag and takes no value");
+      values_[name] = "1";
+      continue;
+    }
+    if (!has_value) {
+      if (i + 1 >= argc) throw UserError("option --" + name + " needs a value");
+      value = argv[++i];
+    }
+    values_[name] = value;
+  }
+  return true;
+}
+
+std::string ArgParser::str(const std::string& name) const {
+  const Spec& s = spec(name);
+  auto it = values_.find(name);
+  return it != values_.end() ? it->second : s.default_value;
+}
+
+int64_t ArgParser::integer(const std::string& name) const {
+  std::string v = str(name);
+  errno = 0;
+  char* end = nullptr;
+  long long x = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || errno != 0 || *end != '\0')
+    throw UserError("option --" + name + " must be a whole number, got '" + v + "'");
+  return x;
+}
+
+double ArgParser::number(const std::string& name) const {
+  std::string v = str(name);
+  errno = 0;
+  char* end = nullptr;
+  double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || errno != 0 || *end != '\0' || !std::isfinite(x))
+    throw UserError("option --" + name + " must be a finite number, got '" + v + "'");
+  return x;
+}
+
+bool ArgParser::flag(const std::string& name) const {
+  spec(name);
+  return values_.count(name) > 0;
+}
+
+bool ArgParser::given(const std::string& name) const {
+  spec(name);
+  return values_.count(name) > 0;
+}
+
+std::string ArgParser::usage() const {
+  std::ostringstream o;
+  o << "usage: " << program_ << " [options]";
+  if (!positional_what_.empty()) o << " " << positional_what_;
+  o << "\n" << about_ << "\n\noptions:\n";
+  for (const auto& name : order_) {
+    const Spec& s = specs_.at(name);
+    std::string left = "  --" + name + (s.is_flag ? "" : " VALUE");
+    o << left;
+    if (left.size() < 26)
+      o << std::string(26 - left.size(), ' ');
+    else
+      o << "\n" << std::string(26, ' ');
+    o << s.help;
+    if (!s.is_flag && !s.default_value.empty()) o << " (default " << s.default_value << ")";
+    o << "\n";
+  }
+  o << "  --help                  print this help\n";
+  return o.str();
+}
+
+int run_main(const std::string& program, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const UserError& e) {
+    std::fflush(stdout);
+    std::cerr << program << ": error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::cerr << program << ": error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+std::vector<std::string> split_list(const std::string& s, char sep, const std::string& what) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    size_t end = s.find(sep, start);
+    std::string part = s.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (part.empty()) throw UserError(what + ": empty item in '" + s + "'");
+    out.push_back(part);
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace tgx
