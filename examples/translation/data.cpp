@@ -51,9 +51,10 @@ Example make_example(const std::string& src, const std::string& tgt, Level level
 Dataset make_numbers_dataset(const NumbersOptions& opts) {
   if (opts.train_size < 1 || opts.valid_size < 1 || opts.heldout_size < 1 ||
       opts.valid_size + opts.heldout_size > 100000)
-    throw UserError(fmt::format("numbers task: sizes must be positive, valid + held-out <= 100000 "
-                                "(train {}, valid {}, held-out {})",
-                                opts.train_size, opts.valid_size, opts.heldout_size));
+    throw UserError(
+        fmt::format("numbers task: sizes must be positive, valid + held-out <= 100000 "
+                    "(train {}, valid {}, held-out {})",
+                    opts.train_size, opts.valid_size, opts.heldout_size));
   tg::Generator g;
   g.set_seed(opts.seed);
   std::unordered_set<int64_t> reserved;
@@ -95,8 +96,8 @@ int64_t dictd_base64(const std::string& s, const std::string& what) {
   for (char c : s) {
     size_t d = kAlphabet.find(c);
     if (d == std::string::npos)
-      throw UserError(fmt::format("{}: '{}' is not a dictd base64 number (bad character '{}')",
-                                  what, s, c));
+      throw UserError(
+          fmt::format("{}: '{}' is not a dictd base64 number (bad character '{}')", what, s, c));
     if (v > (std::numeric_limits<int64_t>::max() >> 6))
       throw UserError(fmt::format("{}: base64 number '{}' is too large", what, s));
     v = v * 64 + static_cast<int64_t>(d);
@@ -162,8 +163,8 @@ std::string first_translation(const std::string& entry) {
   return "";
 }
 
-std::vector<std::pair<std::string, std::string>> load_freedict_pairs(
-    const std::string& index_path, const std::string& dict_path) {
+std::vector<std::pair<std::string, std::string>> load_freedict_pairs(const std::string& index_path,
+                                                                     const std::string& dict_path) {
   if (!file_exists(index_path))
     throw UserError(fmt::format("{}: no such file; {}", index_path, kFreedictInstall));
   std::vector<IndexEntry> index = parse_dictd_index(read_file(index_path), index_path);
@@ -173,10 +174,10 @@ std::vector<std::pair<std::string, std::string>> load_freedict_pairs(
   for (const IndexEntry& e : index) {
     if (starts_with(e.headword, "00database") || starts_with(e.headword, "00-database")) continue;
     if (e.offset + e.length > static_cast<int64_t>(dict.size()))
-      throw UserError(fmt::format("{}: entry '{}' (offset {}, length {}) runs past the end of {} "
-                                  "({} bytes)",
-                                  index_path, e.headword, e.offset, e.length, dict_path,
-                                  dict.size()));
+      throw UserError(
+          fmt::format("{}: entry '{}' (offset {}, length {}) runs past the end of {} "
+                      "({} bytes)",
+                      index_path, e.headword, e.offset, e.length, dict_path, dict.size()));
     std::string entry = dict.substr(static_cast<size_t>(e.offset), static_cast<size_t>(e.length));
     require_utf8(entry, fmt::format("{} (entry '{}')", dict_path, e.headword));
     std::string fr = first_translation(entry);

@@ -64,9 +64,9 @@ std::vector<Hypothesis> greedy_decode(Seq2Seq& model, const std::vector<std::vec
     bool all_done = true;
     for (size_t b = 0; b < B; ++b) {
       // <pad> and <bos> are never generated (beam search skips them too).
-      int64_t best = done[b] ? Vocab::kPad
-                             : std::max_element(lp[b].begin() + Vocab::kEos, lp[b].end()) -
-                                   lp[b].begin();
+      int64_t best =
+          done[b] ? Vocab::kPad
+                  : std::max_element(lp[b].begin() + Vocab::kEos, lp[b].end()) - lp[b].begin();
       prefix[b].push_back(best);  // finished rows carry <pad>, which changes nothing else
       if (done[b]) continue;
       out[b].logprob += lp[b][static_cast<size_t>(best)];

@@ -14,10 +14,11 @@ namespace tgx::translation {
 using tg::Tensor;
 
 std::string ModelConfig::to_json() const {
-  nlohmann::json j = {{"dataset", dataset}, {"src_vocab", src_vocab}, {"tgt_vocab", tgt_vocab},
-                      {"d_model", d_model}, {"heads", heads},         {"enc_layers", enc_layers},
-                      {"dec_layers", dec_layers}, {"ff", ff},        {"max_len", max_len},
-                      {"dropout", dropout}};
+  nlohmann::json j = {{"dataset", dataset},       {"src_vocab", src_vocab},
+                      {"tgt_vocab", tgt_vocab},   {"d_model", d_model},
+                      {"heads", heads},           {"enc_layers", enc_layers},
+                      {"dec_layers", dec_layers}, {"ff", ff},
+                      {"max_len", max_len},       {"dropout", dropout}};
   return j.dump();
 }
 
@@ -69,8 +70,7 @@ void ModelConfig::validate() const {
   positive(dec_layers, "--layers");
   positive(ff, "--ff");
   if (d_model % heads != 0)
-    throw UserError(
-        fmt::format("--d-model {} must be divisible by --heads {}", d_model, heads));
+    throw UserError(fmt::format("--d-model {} must be divisible by --heads {}", d_model, heads));
   if (d_model % 2 != 0)
     throw UserError(fmt::format("--d-model {} must be even (sinusoidal positions)", d_model));
   if (!(dropout >= 0 && dropout < 1))
@@ -83,7 +83,8 @@ Seq2Seq::Seq2Seq(const ModelConfig& c) : Module("Seq2Seq"), cfg(c) {
       "src_embed", std::make_shared<tg::nn::Embedding>(cfg.src_vocab, cfg.d_model, Vocab::kPad));
   tgt_embed = register_module(
       "tgt_embed", std::make_shared<tg::nn::Embedding>(cfg.tgt_vocab, cfg.d_model, Vocab::kPad));
-  pos = register_module("pos", std::make_shared<tg::nn::PositionalEncoding>(cfg.d_model, cfg.max_len));
+  pos = register_module("pos",
+                        std::make_shared<tg::nn::PositionalEncoding>(cfg.d_model, cfg.max_len));
   tg::nn::TransformerOptions o;
   o.d_model = cfg.d_model;
   o.nhead = cfg.heads;

@@ -93,7 +93,8 @@ Vocab Vocab::from_json(const std::string& text, const std::string& what) {
       throw UserError(fmt::format("{}: vocabulary entry {} is not a string", what, i));
     std::string t = j[i].get<std::string>();
     if (i < 3 ? t != kSpecials[i] : v.id(t) >= 0)
-      throw UserError(fmt::format("{}: vocabulary entry {} '{}' is misplaced or repeated", what, i, t));
+      throw UserError(
+          fmt::format("{}: vocabulary entry {} '{}' is misplaced or repeated", what, i, t));
     v.add(t);
   }
   return v;

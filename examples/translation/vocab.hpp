@@ -28,7 +28,8 @@ class Vocab {
 
   // Token ids (no <bos>/<eos>). Throws UserError "<what>: unknown tokens: 'x', 'y' (…)" naming
   // every distinct unknown token.
-  std::vector<int64_t> encode(const std::vector<std::string>& tokens, const std::string& what) const;
+  std::vector<int64_t> encode(const std::vector<std::string>& tokens,
+                              const std::string& what) const;
   // Tokens up to the first <eos>; <pad> and <bos> are skipped.
   std::vector<std::string> decode(const std::vector<int64_t>& ids) const;
 
