@@ -48,6 +48,21 @@ struct Beam {
   double logprob = 0;
 };
 
+// A sentence is done once it has K finished hypotheses and none of its alive beams, scored at
+// its current length, beats the best finished one (Hugging Face's early_stopping=False rule).
+// Stopping at K finished alone loses the right answer when wrong short hypotheses finish while
+// the right, longer one is still growing. Alive and finished-this-step lengths are equal, so
+// with K = 1 this stops exactly where greedy decoding does.
+bool done_searching(const std::vector<Hypothesis>& finished, const std::vector<Beam>& alive,
+                    size_t K, double penalty) {
+  if (finished.size() < K) return false;
+  double best = -std::numeric_limits<double>::infinity();
+  for (const Hypothesis& h : finished) best = std::max(best, h.score);
+  for (const Beam& b : alive)
+    if (normalised(b.logprob, b.ids.size() - 1, penalty) > best) return false;
+  return true;
+}
+
 }  // namespace
 
 std::vector<Hypothesis> greedy_decode(Seq2Seq& model, const std::vector<std::vector<int64_t>>& src,
@@ -136,7 +151,8 @@ std::vector<Hypothesis> beam_decode(Seq2Seq& model, const std::vector<std::vecto
         nb.logprob = cd.logprob;
         next.push_back(std::move(nb));
       }
-      alive[n] = finished[n].size() >= K ? std::vector<Beam>{} : std::move(next);
+      alive[n] = done_searching(finished[n], next, K, length_penalty) ? std::vector<Beam>{}
+                                                                      : std::move(next);
     }
   }
   std::vector<Hypothesis> out(N);

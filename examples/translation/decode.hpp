@@ -27,7 +27,8 @@ struct Hypothesis {
 std::vector<Hypothesis> greedy_decode(Seq2Seq& model, const std::vector<std::vector<int64_t>>& src,
                                       int64_t max_len);
 // Beam search with `beam` hypotheses per sentence; a sentence stops when `beam` hypotheses have
-// ended with <eos> (or after max_len tokens); the best length-normalised one is returned.
+// ended with <eos> and no alive one scores better at its current length (or after max_len
+// tokens); the best length-normalised hypothesis is returned.
 // beam = 1 gives greedy_decode's tokens.
 std::vector<Hypothesis> beam_decode(Seq2Seq& model, const std::vector<std::vector<int64_t>>& src,
                                     int64_t beam, int64_t max_len, double length_penalty = 1.0);

@@ -58,12 +58,12 @@ std::vector<std::string> translate_tokens(Seq2Seq& model, const Vocabs& v,
                                           double length_penalty = 1.0);
 
 struct TrainOptions {
-  int64_t steps = 3000;   // length of the schedule
+  int64_t steps = 600;   // length of the schedule
   int64_t max_steps = 0;  // > 0: stop this run after this many steps (smoke runs)
   int64_t batch_size = 128;
   double lr = 1e-3, weight_decay = 0.01, clip = 1.0, label_smoothing = 0.1;
-  int64_t warmup = 200;
-  int64_t eval_every = 250;    // validation and checkpoint period, in steps
+  int64_t warmup = 100;
+  int64_t eval_every = 100;    // validation and checkpoint period, in steps
   int64_t valid_subset = 500;  // validation sentences decoded each time
   double time_limit_s = 0;     // > 0: stop (and keep the best) after this much training time
   uint64_t seed = 1;
