@@ -1,0 +1,251 @@
+// examples/translation/app.cpp — the translation program: options, training runs with their
+// final held-out report (greedy and beam exact match, chrF, a copy-the-source baseline for
+// freedict), metrics JSON, pictures, and --translate from a saved checkpoint.
+#include "translation/app.hpp"
+
+#include "autograd/io.hpp"
+#include "common/cli.hpp"
+#include "common/metrics.hpp"
+#include "common/progress.hpp"
+#include "common/text.hpp"
+#include "nn/checkpoint.hpp"
+#include "translation/data.hpp"
+#include "translation/plots.hpp"
+#include "translation/train.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+
+namespace tgx::translation {
+
+namespace {
+
+ArgParser make_parser() {
+  ArgParser p("translation",
+              "Encoder-decoder Transformer translating English number words to French (or "
+              "English words to French with --dataset freedict-eng-fra).");
+  p.option("dataset", "numbers", "numbers | freedict-eng-fra")
+      .option("data-dir", "/usr/share/dictd", "where freedict-eng-fra.index/.dict.dz live")
+      .option("steps", "600", "training steps (the length of the LR schedule)")
+      .option("max-steps", "0", "stop this run after this many steps (0: run to --steps)")
+      .option("time-limit", "0", "stop training after this many minutes (0: no limit)")
+      .option("batch-size", "128", "sentence pairs per step")
+      .option("lr", "0.001", "peak learning rate (AdamW, warmup then cosine)")
+      .option("warmup", "100", "warmup steps")
+      .option("weight-decay", "0.01", "AdamW weight decay (matrices only)")
+      .option("clip", "1.0", "gradient norm clipping (0: off)")
+      .option("label-smoothing", "0.1", "cross-entropy label smoothing")
+      .option("d-model", "128", "model width")
+      .option("layers", "2", "encoder layers and decoder layers (each)")
+      .option("heads", "4", "attention heads")
+      .option("ff", "256", "feed-forward width")
+      .option("dropout", "0", "dropout")
+      .option("seed", "1", "seed for data, initialisation and batches")
+      .option("train-size", "200000", "numbers task: training pairs")
+      .option("heldout-size", "2000", "numbers task: held-out numbers (final report only)")
+      .option("valid-size", "500", "validation sentences decoded at each validation")
+      .option("eval-every", "100", "steps between validations and checkpoints")
+      .option("beam", "4", "beam size for the final report and --translate (1: greedy)")
+      .option("length-penalty", "1.0", "beam score = log-probability / length^this")
+      .option("threads", "2", "CPU threads")
+      .option("out", "translation-run", "output directory (checkpoints, pictures)")
+      .option("metrics-out", "", "write the final metrics as JSON to this file")
+      .option("translate", "", "translate this sentence with the checkpoint in --out")
+      .flag("resume", "continue training from --out/checkpoint")
+      .flag("quiet", "no progress output");
+  return p;
+}
+
+Dataset load_dataset(const ArgParser& a) {
+  std::string name = a.str("dataset");
+  uint64_t seed = static_cast<uint64_t>(a.integer("seed"));
+  if (name == "numbers") {
+    NumbersOptions o;
+    o.seed = seed;
+    o.train_size = a.integer("train-size");
+    o.heldout_size = a.integer("heldout-size");
+    o.valid_size = std::max<int64_t>(1000, a.integer("valid-size"));
+    return make_numbers_dataset(o);
+  }
+  if (name == "freedict-eng-fra") {
+    FreedictOptions o;
+    o.dir = a.str("data-dir");
+    o.seed = seed;
+    return make_freedict_dataset(o);
+  }
+  throw UserError(fmt::format("--dataset must be numbers or freedict-eng-fra (got '{}')", name));
+}
+
+ModelConfig model_config(const ArgParser& a, const std::string& dataset, const Vocabs& v,
+                         int64_t longest) {
+  ModelConfig c;
+  c.dataset = dataset;
+  c.src_vocab = v.src.size();
+  c.tgt_vocab = v.tgt.size();
+  c.d_model = a.integer("d-model");
+  c.heads = a.integer("heads");
+  c.enc_layers = c.dec_layers = a.integer("layers");
+  c.ff = a.integer("ff");
+  c.dropout = a.number("dropout");
+  c.max_len = longest + 8;
+  c.validate();
+  return c;
+}
+
+TrainOptions train_options(const ArgParser& a) {
+  TrainOptions o;
+  o.steps = a.integer("steps");
+  o.max_steps = a.integer("max-steps");
+  o.time_limit_s = a.number("time-limit") * 60.0;
+  o.batch_size = a.integer("batch-size");
+  o.lr = a.number("lr");
+  o.warmup = a.integer("warmup");
+  o.weight_decay = a.number("weight-decay");
+  o.clip = a.number("clip");
+  o.label_smoothing = a.number("label-smoothing");
+  o.eval_every = a.integer("eval-every");
+  o.valid_subset = a.integer("valid-size");
+  o.seed = static_cast<uint64_t>(a.integer("seed"));
+  o.out_dir = a.str("out");
+  o.resume = a.flag("resume");
+  if (o.eval_every < 1) throw UserError("--eval-every must be at least 1");
+  if (!(o.lr > 0)) throw UserError("--lr must be positive");
+  if (!(o.label_smoothing >= 0 && o.label_smoothing < 1))
+    throw UserError("--label-smoothing must be in [0, 1)");
+  return o;
+}
+
+void print(bool quiet, const std::string& s) {
+  if (!quiet) fmt::print("{}\n", s);
+}
+
+int train_mode(const ArgParser& a) {
+  bool quiet = a.flag("quiet");
+  tg::manual_seed(static_cast<uint64_t>(a.integer("seed")));
+  Dataset d = load_dataset(a);
+  Vocabs v = Vocabs::build(d);
+  ModelConfig cfg = model_config(a, d.name, v, longest_sequence(d));
+  TrainOptions to = train_options(a);
+  int64_t beam = a.integer("beam");
+  double lp = a.number("length-penalty");
+  Seq2Seq model(cfg);
+  print(quiet, fmt::format("{}: {} train / {} validation / {} held-out pairs; vocabularies {} / "
+                           "{}; model {} parameters",
+                           d.name, d.train.size(), d.valid.size(), d.heldout.size(), v.src.size(),
+                           v.tgt.size(), model.num_parameters()));
+  Progress progress(quiet ? Progress::Mode::kQuiet : Progress::Mode::kAuto);
+  TrainLog log = train(model, d, v, to, progress);
+
+  // The final report uses the best validation model.
+  std::string best = best_dir(to.out_dir) + "/model.safetensors";
+  check_saved_model(best, cfg, v);
+  tg::nn::load_model(best, model);
+  EvalResult greedy = evaluate(model, d.heldout, v, 1);
+  EvalResult bs = beam > 1 ? evaluate(model, d.heldout, v, beam, lp) : greedy;
+  print(quiet, fmt::format("held-out ({} pairs): exact match greedy {:.2f}% ({:.1f}s), beam {} "
+                           "{:.2f}% ({:.1f}s); chrF greedy {:.2f}, beam {:.2f}",
+                           d.heldout.size(), greedy.exact_match, greedy.seconds, beam,
+                           bs.exact_match, bs.seconds, greedy.chrf, bs.chrf));
+  nlohmann::json m = {{"dataset", d.name},
+                      {"seed", a.integer("seed")},
+                      {"steps", to.steps},
+                      {"steps_done", log.final_step},
+                      {"train_seconds", log.seconds},
+                      {"parameters", model.num_parameters()},
+                      {"config", nlohmann::json::parse(cfg.to_json())},
+                      {"train_pairs", d.train.size()},
+                      {"heldout_pairs", d.heldout.size()},
+                      {"best_valid_exact_match", log.best_valid},
+                      {"best_step", log.best_step},
+                      {"beam", beam},
+                      {"heldout_exact_match", beam > 1 ? bs.exact_match : greedy.exact_match},
+                      {"heldout_exact_match_greedy", greedy.exact_match},
+                      {"heldout_exact_match_beam", bs.exact_match},
+                      {"heldout_chrf_greedy", greedy.chrf},
+                      {"heldout_chrf_beam", bs.chrf},
+                      {"eval_seconds_greedy", greedy.seconds},
+                      {"eval_seconds_beam", bs.seconds}};
+  if (d.level == Level::Char) {  // copy-the-source baseline
+    std::vector<std::string> copy;
+    for (const Example& e : d.heldout) copy.push_back(e.src_text);
+    int64_t exact = 0;
+    for (size_t i = 0; i < copy.size(); ++i) exact += copy[i] == d.heldout[i].tgt_text;
+    m["baseline_copy_exact_match"] = 100.0 * exact / static_cast<double>(copy.size());
+    m["baseline_copy_chrf"] = chrf(copy, greedy.references);
+    print(quiet, fmt::format("copy-the-source baseline: exact match {:.2f}%, chrF {:.2f}",
+                             m["baseline_copy_exact_match"].get<double>(),
+                             m["baseline_copy_chrf"].get<double>()));
+  }
+  for (size_t i = 0; i < std::min<size_t>(5, d.heldout.size()); ++i)
+    print(quiet, fmt::format("  {} -> {}{}", d.heldout[i].src_text, bs.hypotheses[i],
+                             bs.hypotheses[i] == d.heldout[i].tgt_text
+                                 ? ""
+                                 : fmt::format("   (want {})", d.heldout[i].tgt_text)));
+  std::vector<std::string> pics = write_curves(log, to.out_dir);
+  const Example& ex = d.heldout.front();
+  auto out = translate_tokens(model, v, ex.src, beam, lp);
+  auto att = write_attention(model, v, ex.src, out, to.out_dir + "/attention");
+  print(quiet, fmt::format("wrote {} and {} attention maps in {}/attention (for \"{}\")",
+                           fmt::join(pics, ", "), att.size(), to.out_dir, ex.src_text));
+  if (a.given("metrics-out") && !a.str("metrics-out").empty()) {
+    tg::write_file_atomic(a.str("metrics-out"), m.dump(2) + "\n");
+    print(quiet, "metrics: " + a.str("metrics-out"));
+  }
+  return 0;
+}
+
+int translate_mode(const ArgParser& a) {
+  std::string text = a.str("translate");
+  std::string dir = best_dir(a.str("out"));
+  if (!file_exists(dir + "/model.safetensors")) dir = checkpoint_dir(a.str("out"));
+  std::string model_path = dir + "/model.safetensors";
+  if (!file_exists(model_path))
+    throw UserError(fmt::format("--translate: no checkpoint in {} (train first with --out {})",
+                                a.str("out"), a.str("out")));
+  Vocabs v = Vocabs::from_json(read_file(dir + "/vocab.json"), dir + "/vocab.json");
+  tg::nn::SafetensorsFile f;
+  try {
+    f = tg::nn::load_safetensors(model_path);
+  } catch (const tg::Error& e) {
+    throw UserError(fmt::format("cannot read checkpoint: {}", e.what()));
+  }
+  if (!f.metadata.count("translation.config"))
+    throw UserError(model_path + ": not a translation checkpoint (no translation.config)");
+  ModelConfig cfg = ModelConfig::from_json(f.metadata.at("translation.config"), model_path);
+  check_saved_model(model_path, cfg, v);  // vocab.json must be the one the model was trained with
+  Seq2Seq model(cfg);
+  try {
+    model.load_state_dict(f.tensors);
+  } catch (const tg::Error& e) {
+    throw UserError(fmt::format("{}: {}", model_path, e.what()));
+  }
+  require_utf8(text, "--translate");
+  std::string input = v.level == Level::Word ? to_lower_ascii(squeeze_spaces(text)) : trim(text);
+  std::vector<std::string> src = tokenize(input, v.level);
+  if (src.empty()) throw UserError("--translate: the sentence is empty");
+  auto out = translate_tokens(model, v, src, a.integer("beam"), a.number("length-penalty"));
+  fmt::print("{}\n", detokenize(out, v.level));
+  auto att = write_attention(model, v, src, out, a.str("out") + "/translate");
+  if (!a.flag("quiet"))
+    fmt::print(stderr, "cross-attention: {} (and {} per-layer/head maps)\n", att.front(),
+               att.size() - 1);
+  return 0;
+}
+
+}  // namespace
+
+int run(const std::vector<std::string>& args) {
+  ArgParser a = make_parser();
+  std::vector<const char*> argv = {"translation"};
+  for (const std::string& s : args) argv.push_back(s.c_str());
+  if (!a.parse(static_cast<int>(argv.size()), argv.data())) return 0;
+  int64_t threads = a.integer("threads");
+  if (threads < 1) throw UserError("--threads must be at least 1");
+  tg::set_num_threads(static_cast<int>(threads));
+  if (a.given("translate")) return translate_mode(a);
+  return train_mode(a);
+}
+
+}  // namespace tgx::translation

@@ -1,0 +1,9 @@
+// examples/translation/main.cpp — the `translation` program: everything is in the library
+// (app.hpp); main only hands argv over through tgx::run_main.
+#include "common/cli.hpp"
+#include "translation/app.hpp"
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  return tgx::run_main("translation", [&] { return tgx::translation::run(args); });
+}

@@ -1,0 +1,171 @@
+// tests/examples/translation/test_app.cpp — the program end to end through run(): a seeded
+// smoke run on a tiny numbers task (loss falls, checkpoints written, --resume continues from
+// the saved step and matches an uninterrupted run, --translate works from the checkpoint and
+// writes the attention PNG, bad sentences and mismatched checkpoints are rejected), and a short
+// run on the committed freedict sample with its copy baseline.
+#include <catch2/catch.hpp>
+
+#include "autograd/io.hpp"
+#include "common/cli.hpp"
+#include "common/png.hpp"
+#include "common/text.hpp"
+#include "translation/app.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <numeric>
+
+using namespace tgx::translation;
+using Catch::Contains;
+
+namespace {
+
+std::string fresh_dir(const std::string& name) {
+  std::string dir = std::string(TG_BINARY_DIR) + "/test-translation-app/" + name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+std::vector<std::string> tiny_args(const std::string& out) {
+  return {"--steps",
+          "40",
+          "--train-size",
+          "600",
+          "--heldout-size",
+          "20",
+          "--valid-size",
+          "20",
+          "--d-model",
+          "32",
+          "--layers",
+          "1",
+          "--heads",
+          "2",
+          "--ff",
+          "64",
+          "--batch-size",
+          "24",
+          "--eval-every",
+          "10",
+          "--warmup",
+          "5",
+          "--lr",
+          "0.003",
+          "--beam",
+          "2",
+          "--quiet",
+          "--out",
+          out,
+          "--metrics-out",
+          out + "/metrics.json"};
+}
+
+std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& more) {
+  a.insert(a.end(), more.begin(), more.end());
+  return a;
+}
+
+nlohmann::json read_json(const std::string& path) {
+  return nlohmann::json::parse(tgx::read_file(path));
+}
+
+double mean(const std::vector<double>& v, size_t from, size_t to) {
+  return std::accumulate(v.begin() + from, v.begin() + to, 0.0) / double(to - from);
+}
+
+}  // namespace
+
+TEST_CASE("translation: smoke run trains, resumes, translates and rejects bad checkpoints") {
+  std::string out = fresh_dir("smoke"), full = fresh_dir("full");
+  REQUIRE(run(with(tiny_args(out), {"--max-steps", "20"})) == 0);
+  CHECK(tgx::file_exists(out + "/checkpoint/model.safetensors"));
+  CHECK(tgx::file_exists(out + "/checkpoint/training_state.safetensors"));
+  CHECK(tgx::file_exists(out + "/best/model.safetensors"));
+  CHECK(tgx::file_exists(out + "/best/vocab.json"));
+  CHECK(tgx::file_exists(out + "/loss.png"));
+  CHECK(tgx::file_exists(out + "/attention/cross_attention.png"));
+  CHECK(tgx::file_exists(out + "/attention/encoder_self_L0_H1.png"));
+  CHECK(tgx::file_exists(out + "/attention/decoder_self_L0_H0.png"));
+  nlohmann::json m = read_json(out + "/metrics.json");
+  CHECK(m["steps_done"] == 20);
+  CHECK(m.contains("heldout_exact_match"));
+  CHECK(m["heldout_chrf_greedy"].get<double>() > 0);
+  nlohmann::json h = read_json(out + "/checkpoint/history.json");
+  auto losses = h["losses"].get<std::vector<double>>();
+  REQUIRE(losses.size() == 20);
+  CHECK(mean(losses, 15, 20) < 0.9 * mean(losses, 0, 5));  // the loss falls (3.47 -> 2.80)
+
+  // --resume continues from step 20 to 40 and ends where an uninterrupted run ends.
+  REQUIRE(run(with(tiny_args(out), {"--resume"})) == 0);
+  m = read_json(out + "/metrics.json");
+  CHECK(m["steps_done"] == 40);
+  auto resumed = read_json(out + "/checkpoint/history.json")["losses"].get<std::vector<double>>();
+  REQUIRE(resumed.size() == 40);
+  CHECK(std::equal(losses.begin(), losses.end(), resumed.begin()));
+  REQUIRE(run(tiny_args(full)) == 0);
+  auto straight = read_json(full + "/checkpoint/history.json")["losses"].get<std::vector<double>>();
+  REQUIRE(straight.size() == 40);
+  CHECK(straight.back() == Approx(resumed.back()).epsilon(1e-6));
+
+  // --translate from the saved checkpoint writes the cross-attention map.
+  REQUIRE(run({"--out", out, "--translate", "Twenty-One thousand", "--quiet"}) == 0);
+  tgx::Image img = tgx::read_png(out + "/translate/cross_attention.png");
+  CHECK(img.width > 50);
+  CHECK(tgx::file_exists(out + "/translate/cross_L0_H1.png"));
+  REQUIRE_THROWS_WITH(run({"--out", out, "--translate", "twenty-onee thousend"}),
+                      Contains("unknown tokens: 'onee', 'thousend'"));
+  REQUIRE_THROWS_WITH(run({"--out", out, "--translate", "   "}), Contains("empty"));
+  REQUIRE_THROWS_WITH(run({"--out", out + "/nothing", "--translate", "one"}),
+                      Contains("no checkpoint"));
+
+  // A checkpoint from another model or vocabulary is refused.
+  REQUIRE_THROWS_WITH(run(with(tiny_args(out), {"--resume", "--d-model", "16"})),
+                      Contains("another model") && Contains("d_model 16 vs 32"));
+  REQUIRE_THROWS_WITH(
+      run(with(tiny_args(out), {"--resume", "--dataset", "freedict-eng-fra", "--data-dir",
+                                std::string(TG_FIXTURES) + "/examples/translation/freedict"})),
+      Contains("another model") && Contains("dataset freedict-eng-fra vs numbers"));
+  tg::write_file_atomic(out + "/best/vocab.json",
+                        R"({"level":"word","source":["<pad>","<bos>","<eos>","one"],)"
+                        R"("target":["<pad>","<bos>","<eos>","un"]})");
+  REQUIRE_THROWS_WITH(run({"--out", out, "--translate", "one"}), Contains("other vocabularies"));
+  REQUIRE_THROWS_AS(run({"--dataset", "klingon"}), tgx::UserError);
+}
+
+TEST_CASE("translation: freedict sample trains at character level with a copy baseline") {
+  std::string out = fresh_dir("freedict");
+  REQUIRE(run({"--dataset",
+               "freedict-eng-fra",
+               "--data-dir",
+               std::string(TG_FIXTURES) + "/examples/translation/freedict",
+               "--steps",
+               "6",
+               "--batch-size",
+               "8",
+               "--d-model",
+               "16",
+               "--layers",
+               "1",
+               "--heads",
+               "2",
+               "--ff",
+               "32",
+               "--eval-every",
+               "3",
+               "--beam",
+               "2",
+               "--quiet",
+               "--out",
+               out,
+               "--metrics-out",
+               out + "/m.json"}) == 0);
+  nlohmann::json m = read_json(out + "/m.json");
+  CHECK(m["dataset"] == "freedict-eng-fra");
+  CHECK(m["heldout_pairs"] == 3);
+  CHECK(m.contains("baseline_copy_chrf"));
+  CHECK(m["baseline_copy_exact_match"].get<double>() >= 0);
+  REQUIRE_THROWS_WITH(run({"--dataset", "freedict-eng-fra", "--data-dir", out + "/none"}),
+                      Contains("sudo apt-get install dict-freedict-eng-fra"));
+}
