@@ -10,8 +10,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh --data
-# OpenBLAS 0.3.21 misdetects some CPUs and falls back to slow kernels.
-export OPENBLAS_CORETYPE="${OPENBLAS_CORETYPE:-SkylakeX}"
+# OpenBLAS 0.3.21 misdetects some AVX-512 CPUs and falls back to slow kernels unless told.
+if [[ -z "${OPENBLAS_CORETYPE:-}" ]] && grep -q avx512f /proc/cpuinfo; then
+  export OPENBLAS_CORETYPE=SkylakeX
+fi
 jobs="${TG_JOBS:-$(nproc)}"
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-$(nproc)}"
 # Idle OpenMP threads sleep instead of spinning: on a small machine shared with anything else,

@@ -50,7 +50,7 @@ ArgParser make_parser() {
       .option("beam", "4", "beam size for the final report and --translate (1: greedy)")
       .option("length-penalty", "1.0", "beam score = log-probability / length^this")
       .option("threads", "2", "CPU threads")
-      .option("out", "translation-run", "output directory (checkpoints, pictures)")
+      .option("out", "runs/translation", "output directory (checkpoints, pictures)")
       .option("metrics-out", "", "write the final metrics as JSON to this file")
       .option("translate", "", "translate this sentence with the checkpoint in --out")
       .flag("resume", "continue training from --out/checkpoint")

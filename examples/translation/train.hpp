@@ -67,7 +67,7 @@ struct TrainOptions {
   int64_t valid_subset = 500;  // validation sentences decoded each time
   double time_limit_s = 0;     // > 0: stop (and keep the best) after this much training time
   uint64_t seed = 1;
-  std::string out_dir = "translation-run";
+  std::string out_dir = "runs/translation";
   bool resume = false;
 };
 
