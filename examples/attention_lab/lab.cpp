@@ -11,6 +11,7 @@
 #include "nn/attention.hpp"
 #include "nn/checkpoint.hpp"
 #include "ops/ops.hpp"
+#include "text_classification/train.hpp"
 
 #include <fmt/format.h>
 
@@ -354,6 +355,9 @@ int run(const std::vector<std::string>& args) {
       .option("len", "6", "T, sequence length (ignored with --input)")
       .option("batch", "1", "B (ignored with --input)")
       .option("input", "", "NPY file with the input x, (T, E) or (B, T, E)")
+      .option("text", "",
+              "with --checkpoint <text_classification run dir> --layer N: the input that layer's "
+              "attention receives for this text, tokens on the axes")
       .option("tokens", "", "space-separated labels for the positions (axes of the heatmaps)")
       .option("local", "", "LEFT,RIGHT: sliding window i-LEFT <= j <= i+RIGHT")
       .option("blocked", "", "W: attention within blocks of W positions")
@@ -367,7 +371,18 @@ int run(const std::vector<std::string>& args) {
   Config c = parse(args, p);
 
   Weights w;
-  if (p.given("checkpoint")) {
+  Tensor x;
+  if (p.given("text")) {
+    if (!p.given("checkpoint") || p.given("input"))
+      throw UserError("--text needs --checkpoint <text_classification run dir> (and no --input)");
+    std::string layer = p.given("layer") ? p.str("layer") : "0";
+    tgx::cls::AttentionInput a =
+        tgx::cls::attention_input(p.str("checkpoint"), p.str("text"), to_int(layer, "--layer"));
+    w = checkpoint_weights(p.str("checkpoint") + "/best", a.prefix);
+    x = a.x.to(tg::kFloat64);
+    c.E = w.w_out.size(0), c.NH = a.heads, c.B = 1, c.T = x.size(1);
+    if (!p.given("tokens")) c.tokens = a.tokens;
+  } else if (p.given("checkpoint")) {
     w = checkpoint_weights(p.str("checkpoint"), p.str("layer"));
     c.E = w.w_out.size(0);
     if (!p.given("heads"))
@@ -380,8 +395,8 @@ int run(const std::vector<std::string>& args) {
     throw UserError(fmt::format("embed {} is not divisible by heads {}", c.E, c.NH));
   if (!w.w_in.defined()) w = fresh_weights(c);
 
-  Tensor x;
-  if (p.given("input")) {
+  if (x.defined()) {
+  } else if (p.given("input")) {
     if (!file_exists(p.str("input")))
       throw UserError("--input " + p.str("input") + ": no such file");
     x = tg::load_npy(p.str("input")).to(tg::kFloat64);
@@ -410,7 +425,7 @@ int run(const std::vector<std::string>& args) {
   }
 
   std::printf("attention lab: %s\n", w.source.c_str());
-  std::printf("mask (batch 0):\n%s", mask.describe(c.T).c_str());
+  if (c.T <= 16 && !mask.is_none()) std::printf("mask (batch 0):\n%s", mask.describe(c.T).c_str());
   Run r = run_layer(c, w, x, mask);
   print_walkthrough(c, r, mask);
   print_key_gradients(c, r);

@@ -438,7 +438,7 @@ Json train_and_evaluate(const RunOptions& o) {
   return final_report(o, d, model, nb, st, seconds_since(t_start));
 }
 
-Prediction predict(const std::string& out, const std::vector<std::string>& texts) {
+TrainedRun load_run(const std::string& out) {
   const std::string path = out + "/best/model.safetensors";
   if (!file_exists(path))
     throw UserError(
@@ -448,37 +448,70 @@ Prediction predict(const std::string& out, const std::vector<std::string>& texts
   tg::nn::SafetensorsFile f = tg::nn::load_safetensors(path);
   Json run = meta_json(f.metadata, "cls.run", path);
   ModelConfig cfg = ModelConfig::from_json(run.value("model", Json()), path);
-  Bpe bpe = Bpe::load(out + "/tokenizer.json");
-  if (bpe.vocab_size() != cfg.vocab_size)
+  TrainedRun r{Bpe::load(out + "/tokenizer.json"), {}, nullptr};
+  if (r.bpe.vocab_size() != cfg.vocab_size)
     throw UserError(
         fmt::format("{}/tokenizer.json has {} tokens but the checkpoint {} was trained "
                     "with a vocabulary of {}: they are from different runs",
-                    out, bpe.vocab_size(), path, cfg.vocab_size));
-  Prediction p;
+                    out, r.bpe.vocab_size(), path, cfg.vocab_size));
   if (!run.contains("classes") || !run["classes"].is_array() ||
       static_cast<int64_t>(run["classes"].size()) != cfg.num_classes)
     throw UserError(
         fmt::format("{}: class names missing or not {} of them", path, cfg.num_classes));
-  p.class_names = run["classes"].get<std::vector<std::string>>();
-  TextClassifier model(cfg);
+  r.class_names = run["classes"].get<std::vector<std::string>>();
+  r.model = std::make_shared<TextClassifier>(cfg);
   try {
-    model.load_state_dict(f.tensors);
+    r.model->load_state_dict(f.tensors);
   } catch (const tg::Error& e) {
     throw UserError(fmt::format("{}: does not fit the model it names: {}", path, e.what()));
   }
-  model.eval();
+  r.model->eval();
+  return r;
+}
+
+std::vector<int64_t> TrainedRun::encode(const std::string& text, const std::string& what) const {
+  require_utf8(text, what);
+  if (trim(text).empty()) throw UserError(what + ": the text is empty");
+  std::vector<int64_t> ids = bpe.encode(text, model->cfg.max_len);
+  if (ids.empty()) ids.push_back(Bpe::kUnk);
+  return ids;
+}
+
+Prediction predict(const std::string& out, const std::vector<std::string>& texts) {
+  TrainedRun run = load_run(out);
+  Prediction p;
+  p.class_names = run.class_names;
   tg::NoGradGuard ng;
   for (const std::string& text : texts) {
-    require_utf8(text, "--predict text");
-    if (trim(text).empty()) throw UserError("--predict: the text is empty");
-    std::vector<int64_t> ids = bpe.encode(text, cfg.max_len);
-    if (ids.empty()) ids.push_back(Bpe::kUnk);
+    std::vector<int64_t> ids = run.encode(text, "--predict");
     const int64_t T = static_cast<int64_t>(ids.size());
-    tg::Tensor logits =
-        model.forward(tg::tensor(ids, {1, T}), tg::tensor(std::vector<bool>(T, false), {1, T}));
+    tg::Tensor logits = run.model->forward(tg::tensor(ids, {1, T}),
+                                           tg::tensor(std::vector<bool>(T, false), {1, T}));
     p.probs.push_back(tg::softmax(logits, 1).to_vector<double>());
   }
   return p;
+}
+
+AttentionInput attention_input(const std::string& out, const std::string& text, int64_t layer) {
+  TrainedRun run = load_run(out);
+  const ModelConfig& cfg = run.model->cfg;
+  if (layer < 0 || layer >= cfg.layers)
+    throw UserError(
+        fmt::format("--layer {}: the model in {} has layers 0..{}", layer, out, cfg.layers - 1));
+  std::vector<int64_t> ids = run.encode(text, "--text");
+  const int64_t T = static_cast<int64_t>(ids.size());
+  AttentionInput a;
+  a.heads = cfg.heads;
+  a.prefix = fmt::format("encoder.layers.{}.self_attn", layer);
+  for (int64_t id : ids) a.tokens.push_back(run.bpe.decode({id}));
+  // The self-attention module's forward hook sees exactly the query it is given.
+  auto& attn = *run.model->encoder->layer(static_cast<size_t>(layer))->self_attn;
+  int hook = attn.register_forward_hook([&](tg::nn::Module&, const std::vector<tg::Tensor>& in,
+                                            const tg::Tensor&) { a.x = in[0].detach().clone(); });
+  tg::NoGradGuard ng;
+  run.model->forward(tg::tensor(ids, {1, T}), tg::tensor(std::vector<bool>(T, false), {1, T}));
+  attn.remove_forward_hook(hook);
+  return a;
 }
 
 }  // namespace tgx::cls

@@ -17,6 +17,7 @@
 // Deliberately not here: option parsing (app.hpp), the model (model.hpp).
 #pragma once
 
+#include "text_classification/bpe.hpp"
 #include "text_classification/model.hpp"
 
 #include <nlohmann/json.hpp>
@@ -50,8 +51,30 @@ struct Prediction {
   std::vector<std::string> class_names;
   std::vector<std::vector<double>> probs;  // one row per text, summing to 1
 };
+// A saved run: <out>/best (model, config, class names) with <out>/tokenizer.json, checked to
+// belong together. UserError for a missing or mismatched run folder.
+struct TrainedRun {
+  Bpe bpe;
+  std::vector<std::string> class_names;
+  std::shared_ptr<TextClassifier> model;  // in eval mode
+  // Token ids of text (truncated to max_len); UserError naming `what` for empty or non-UTF-8 text.
+  std::vector<int64_t> encode(const std::string& text, const std::string& what) const;
+};
+TrainedRun load_run(const std::string& out);
+
 // Loads <out>/best and <out>/tokenizer.json and classifies each text. UserError for a missing or
 // mismatched run folder, or a text that is empty or not valid UTF-8.
 Prediction predict(const std::string& out, const std::vector<std::string>& texts);
+
+// What the attention lab needs to study one layer of a trained classifier on a text: the input
+// that layer's self-attention receives (1, T, C) (the pre-norm layer's LayerNorm output), the
+// tokens, the head count and the layer's tensor name prefix in the checkpoint.
+struct AttentionInput {
+  std::vector<std::string> tokens;
+  tg::Tensor x;
+  int64_t heads = 0;
+  std::string prefix;
+};
+AttentionInput attention_input(const std::string& out, const std::string& text, int64_t layer);
 
 }  // namespace tgx::cls

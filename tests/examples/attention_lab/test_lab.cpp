@@ -8,6 +8,7 @@
 #include "nn/attention.hpp"
 #include "nn/checkpoint.hpp"
 #include "ops/ops.hpp"
+#include "text_classification/app.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -106,4 +107,27 @@ TEST_CASE("attention lab: bad input gets a message", "[examples][lab]") {
              Contains("no such file"));
   CHECK_THAT(error_of({"--input", "/nonexistent.npy"}),
              Contains("--input /nonexistent.npy: no such file"));
+}
+
+TEST_CASE("attention lab: a trained classifier's layer on a text, tokens on the axes",
+          "[examples][lab]") {
+  std::string run_dir = out_dir("cls_run"), out = out_dir("cls_lab");
+  std::string fix = std::string(TG_FIXTURES) + "/examples/text_classification/spam";
+  REQUIRE(tgx::cls::run({"--data-dir", fix,         "--out", run_dir,
+                         "--quiet",    "--epochs",  "1",     "--batch-size",
+                         "8",          "--d-model", "16",    "--layers",
+                         "2",          "--heads",   "2",     "--ff",
+                         "32",         "--max-len", "32",    "--vocab-size",
+                         "300",        "--seed",    "1"}) == 0);
+  REQUIRE(tgx::lab::run({"--checkpoint", run_dir, "--layer", "1", "--text", "free money now",
+                         "--out", out}) == 0);
+  tg::Tensor P = tg::load_npy(out + "/P.npy");
+  REQUIRE(P.dim() == 4);
+  CHECK(P.size(1) == 2);  // the run's head count, read from its config
+  CHECK(P.size(2) >= 3);  // one row per token of "free money now"
+  CHECK_THAT(error_of({"--checkpoint", run_dir, "--layer", "2", "--text", "x", "--out", out}),
+             Contains("--layer 2: the model in") && Contains("has layers 0..1"));
+  CHECK_THAT(error_of({"--checkpoint", run_dir, "--text", "  ", "--out", out}),
+             Contains("--text: the text is empty"));
+  CHECK_THAT(error_of({"--text", "x", "--out", out}), Contains("--text needs --checkpoint"));
 }
