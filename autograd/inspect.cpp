@@ -107,8 +107,9 @@ GraphNode describe(const Node& n, int index, const std::unordered_map<const Node
       in.shape_known = true;
     }
     if (x && i < x->in_shapes.size()) {
-      in.shape = x->in_shapes[i];
-      in.shape_known = true;
+      in.undefined = x->in_shapes[i] == Shape{-1};
+      in.shape = in.undefined ? Shape{} : x->in_shapes[i];
+      in.shape_known = !in.undefined;
     }
     if (x && i < x->in_grad_norms.size()) in.grad_norm = x->in_grad_norms[i];
     gn.inputs.push_back(in);
@@ -119,7 +120,9 @@ GraphNode describe(const Node& n, int index, const std::unordered_map<const Node
 std::string inputs_str(const GraphNode& n) {
   std::string s;
   for (size_t i = 0; i < n.inputs.size(); ++i)
-    s += (i ? ", " : "") + (n.inputs[i].shape_known ? shape_str(n.inputs[i].shape) : "?");
+    s += (i ? ", " : "") + (n.inputs[i].undefined     ? std::string("-")
+                            : n.inputs[i].shape_known ? shape_str(n.inputs[i].shape)
+                                                      : std::string("?"));
   return s;
 }
 std::string norm_str(double v) { return v < 0 ? "-" : fmt::format("{:.4g}", v); }
@@ -221,6 +224,7 @@ std::string Graph::json(const InspectOptions& o) const {
       nlohmann::json ji;
       ji["kind"] = in.kind == GraphInput::Kind::Node   ? "node"
                    : in.kind == GraphInput::Kind::Leaf ? "leaf"
+                   : in.undefined                      ? "undefined"
                                                        : "none";
       if (in.index >= 0) ji["index"] = in.index;
       ji["shape"] = in.shape_known ? shape_json(in.shape) : nlohmann::json();

@@ -10,6 +10,7 @@
 // note_saved; "?" when it did not), the creation site (file:line of the user code), and after a
 // backward in inspect mode the L2 norm of the gradient reaching its output (|dout|) and of the
 // gradient it sent to each input (edge labels in DOT).
+// An optional input left out (linear without bias) shows "-".
 // Without InspectGuard the graph is still complete, but an input that needs no gradient shows
 // its shape as "?" (only inputs with a gradient edge are known) and no norms are kept.
 // Deliberately not here: anomaly checks (anomaly.hpp), timing and FLOPs (profiler.hpp).
@@ -41,7 +42,8 @@ struct GraphInput {
   int index = -1;  // into Graph::nodes or Graph::leaves
   Shape shape;     // known for Node/Leaf inputs, and for every input in inspect mode
   bool shape_known = false;
-  double grad_norm = -1;  // of the gradient this node sent to the input (inspect mode)
+  bool undefined = false;  // an optional input left out (e.g. linear without bias), inspect mode
+  double grad_norm = -1;   // of the gradient this node sent to the input (inspect mode)
 };
 
 struct GraphNode {

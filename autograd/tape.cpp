@@ -297,33 +297,6 @@ bool needs_record(const std::vector<Tensor>& inputs) {
   return false;
 }
 
-// ---- notes for the next record() ----
-namespace {
-struct Pending {
-  int64_t saved = -1;
-  double fwd_flops = -1, bwd_flops = -1;
-  int row_dim = -1;
-  const char* row_labels = nullptr;
-};
-thread_local Pending g_pending;
-}  // namespace
-
-void note_saved(std::initializer_list<Tensor> saved, int64_t extra_bytes) {
-  int64_t bytes = extra_bytes;
-  for (const Tensor& t : saved)
-    if (t.defined()) bytes += t.numel() * static_cast<int64_t>(dtype_size(t.dtype()));
-  g_pending.saved = bytes;
-}
-void note_saved_bytes(int64_t bytes) { g_pending.saved = bytes; }
-void note_flops(double fwd, double bwd) {
-  g_pending.fwd_flops = fwd;
-  g_pending.bwd_flops = bwd;
-}
-void note_rows(int dim, const char* labels) {
-  g_pending.row_dim = dim;
-  g_pending.row_labels = labels;
-}
-
 std::string Site::str() const {
   if (!file) return "?";
   const char* base = std::strrchr(file, '/');
@@ -333,13 +306,13 @@ std::string Site::str() const {
 namespace {
 // The study tools at record time (only when one is on): input shapes (inspect), flops and
 // forward time (inspect, profiler), the profiler event, the anomaly check of the output.
-void trace_record(Node& node, const Tensor& out, const Tensor* inputs, size_t n, const Pending& p,
-                  uint8_t modes) {
+void trace_record(Node& node, const Tensor& out, const Tensor* inputs, size_t n,
+                  const detail::PendingNotes& p, uint8_t modes) {
   if (modes & (kTraceInspect | kTraceProfile)) {
     NodeExtra& x = extra_of(node);
     if (modes & kTraceInspect) {
       for (size_t i = 0; i < n; ++i) {
-        x.in_shapes.push_back(inputs[i].defined() ? inputs[i].shape() : Shape{});
+        x.in_shapes.push_back(inputs[i].defined() ? inputs[i].shape() : Shape{-1});
         x.in_dtypes.push_back(inputs[i].defined() ? inputs[i].dtype() : out.dtype());
       }
     }
@@ -361,8 +334,9 @@ void trace_record(Node& node, const Tensor& out, const Tensor* inputs, size_t n,
 }
 
 void record_impl(const char* op, Tensor& out, const Tensor* inputs, size_t n, BackwardFn& fn) {
-  const Pending p = g_pending;
-  g_pending = Pending();
+  detail::TraceState& st = detail::g_trace;
+  const detail::PendingNotes p = st.notes;  // the op's notes are for this record only
+  st.notes = detail::PendingNotes();
   if (!grad_enabled()) return;
   bool any = false;
   for (size_t i = 0; i < n; ++i) any = any || (inputs[i].defined() && inputs[i].requires_grad());
@@ -373,7 +347,7 @@ void record_impl(const char* op, Tensor& out, const Tensor* inputs, size_t n, Ba
   auto node = std::make_shared<Node>();
   node->op = op;
   node->seq = g_next_seq++;
-  node->site = detail::g_trace.site;
+  node->site = st.site;
   node->saved_bytes = p.saved;
   node->row_dim = p.row_dim;
   node->row_labels = p.row_labels;
@@ -393,7 +367,7 @@ void record_impl(const char* op, Tensor& out, const Tensor* inputs, size_t n, Ba
   out.impl()->grad_fn = node;
   out.impl()->requires_grad = true;
   g_tape.push(node);
-  if (const uint8_t modes = detail::g_trace.modes) trace_record(*node, out, inputs, n, p, modes);
+  if (const uint8_t modes = st.modes) trace_record(*node, out, inputs, n, p, modes);
 }
 }  // namespace
 

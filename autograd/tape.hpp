@@ -37,7 +37,7 @@ using BackwardFn = std::function<std::vector<Tensor>(const Tensor& dout)>;
 // What the study tools keep per node; allocated only while one of them is on (inspect mode,
 // profiler) or when a backward in inspect mode writes gradient norms.
 struct NodeExtra {
-  std::vector<Shape> in_shapes;  // every input, also those without grad (inspect mode)
+  std::vector<Shape> in_shapes;  // every input, also those without grad ({-1}: undefined)
   std::vector<DType> in_dtypes;
   double fwd_flops = 0, bwd_flops = 0;  // cost model (note_flops), or an estimate
   bool flops_estimated = true;
@@ -108,14 +108,28 @@ void record(const char* op, Tensor& out, const std::vector<Tensor>& inputs, Back
 // Notes for the next record() on this thread (each is consumed by it; call them right before):
 // bytes of the tensors the backward closure keeps (what the inspect table and profiler show as
 // "saved"; tensors shared with live inputs count too)...
-void note_saved(std::initializer_list<Tensor> saved, int64_t extra_bytes = 0);
-void note_saved_bytes(int64_t bytes);
+inline void note_saved_bytes(int64_t bytes) { detail::g_trace.notes.saved = bytes; }
+inline int64_t tensor_bytes(const Tensor& t) {
+  return t.defined() ? t.numel() * static_cast<int64_t>(dtype_size(t.dtype())) : 0;
+}
+// note_saved(sx, sy): the sum of their bytes (undefined tensors count 0; no arguments: 0 bytes).
+// Variadic, not an initializer_list: copying Tensor handles would cost atomic reference counts.
+template <typename... Ts>
+void note_saved(const Ts&... saved) {
+  note_saved_bytes((int64_t(0) + ... + tensor_bytes(saved)));
+}
 // ...the cost model: floating-point operations of the forward and of the backward...
-void note_flops(double fwd, double bwd);
+inline void note_flops(double fwd, double bwd) {
+  detail::g_trace.notes.fwd_flops = fwd;
+  detail::g_trace.notes.bwd_flops = bwd;
+}
 // ...and, for anomaly reports, the dim that a "row" runs along (softmax: the reduced dim;
 // attention output (B, NH, T, hs): dim 3) with optional labels, '|'-separated for the output
 // and then each input gradient, e.g. "b,h,t|b,h,t|b,h,s|b,h,s" (null: "row (i, j, ...)").
-void note_rows(int dim, const char* labels = nullptr);
+inline void note_rows(int dim, const char* labels = nullptr) {
+  detail::g_trace.notes.row_dim = dim;
+  detail::g_trace.notes.row_labels = labels;
+}
 
 // ---- the engine ----
 void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,

@@ -271,7 +271,7 @@ Tensor Tensor::to(DType dtype, Site site) const {
   Tensor out = convert_tensor(*this, dtype);
   if (is_floating(dtype) && is_floating(this->dtype())) {
     DType in_dtype = this->dtype();
-    note_saved({});
+    note_saved();
     record("to", out, {*this}, [in_dtype](const Tensor& g) -> std::vector<Tensor> {
       return {convert_tensor(g, in_dtype)};
     });
@@ -283,7 +283,7 @@ Tensor Tensor::clone(Site site) const {
   check_defined("clone");
   Tensor out = Tensor::empty(shape(), dtype());
   std::memcpy(out.data_ptr(), data_ptr(), numel() * dtype_size(dtype()));
-  note_saved({});
+  note_saved();
   record("clone", out, {*this}, [](const Tensor& g) -> std::vector<Tensor> { return {g}; });
   return out;
 }

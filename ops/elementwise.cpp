@@ -101,7 +101,7 @@ Tensor unary_op(const char* op, const Tensor& x, bool save_x, bool save_y, F f, 
     Tensor sx = save_x ? x.detach() : Tensor();
     Tensor sy = save_y ? out.detach() : Tensor();
     note_elementwise(out, 1);
-    note_saved({sx, sy});
+    note_saved(sx, sy);
     record(op, out, {x}, [sx, sy, d](const Tensor& g) -> std::vector<Tensor> {
       return {unary_backward(g, sx, sy, d)};
     });
@@ -153,7 +153,7 @@ Tensor add(const Tensor& a, const Tensor& b, Site site) {
   if (needs_record({&a, &b})) {
     Shape sa = a.shape(), sb = b.shape();
     note_elementwise(out, a.requires_grad() + b.requires_grad());
-    note_saved({});
+    note_saved();
     record("add", out, {a, b}, [sa, sb](const Tensor& g) -> std::vector<Tensor> {
       return {sum_to(g, sa), sum_to(g, sb)};
     });
@@ -167,7 +167,7 @@ Tensor sub(const Tensor& a, const Tensor& b, Site site) {
   if (needs_record({&a, &b})) {
     Shape sa = a.shape(), sb = b.shape();
     note_elementwise(out, a.requires_grad() + b.requires_grad());
-    note_saved({});
+    note_saved();
     record("sub", out, {a, b}, [sa, sb](const Tensor& g) -> std::vector<Tensor> {
       return {sum_to(g, sa), sum_to(neg(g), sb)};
     });
@@ -183,7 +183,7 @@ Tensor mul(const Tensor& a, const Tensor& b, Site site) {
     Tensor sa = a, sb = b;
     bool ga = a.requires_grad(), gb = b.requires_grad();
     note_elementwise(out, ga + gb);
-    note_saved({sa, sb});
+    note_saved(sa, sb);
     record("mul", out, {a, b}, [sa, sb, ga, gb](const Tensor& g) -> std::vector<Tensor> {
       return {ga ? sum_to(mul(g, sb), sa.shape()) : Tensor(),
               gb ? sum_to(mul(g, sa), sb.shape()) : Tensor()};
@@ -200,7 +200,7 @@ Tensor div(const Tensor& a, const Tensor& b, Site site) {
     Shape sa = a.shape();
     bool gb = b.requires_grad();
     note_elementwise(out, 1 + 2 * gb);
-    note_saved({sb, so});
+    note_saved(sb, so);
     record("div", out, {a, b}, [sa, sb, so, gb](const Tensor& g) -> std::vector<Tensor> {
       Tensor ga = div(g, sb);  // d(a/b)/da = 1/b
       // d(a/b)/db = -a/b² = -out/b
@@ -218,7 +218,7 @@ Tensor pow(const Tensor& a, const Tensor& b, Site site) {
     Tensor sa = a.detach(), sb = b.detach(), so = out.detach();
     bool gb = b.requires_grad();
     note_elementwise(out, 3 + 3 * gb);
-    note_saved({sa, sb, so});
+    note_saved(sa, sb, so);
     record("pow", out, {a, b}, [sa, sb, so, gb](const Tensor& g) -> std::vector<Tensor> {
       // d/da = b·a^(b-1) (0 where b == 0); d/db = out·log(a)
       Tensor da_local = binary_kernel("pow", sa, sb, sa.dtype(), [](auto x, auto y) {
@@ -243,7 +243,7 @@ Tensor extremum(const char* op, const Tensor& a, const Tensor& b, bool is_max) {
   if (needs_record({&a, &b})) {
     Tensor sa = a.detach(), sb = b.detach();
     note_elementwise(out, 4);
-    note_saved({sa, sb});
+    note_saved(sa, sb);
     record(op, out, {a, b}, [sa, sb, is_max](const Tensor& g) -> std::vector<Tensor> {
       auto weight = [is_max](bool first) {
         return [is_max, first](auto x, auto y) {
@@ -376,7 +376,7 @@ Tensor relu(const Tensor& a, Site site) {
   if (needs_record({&a})) {
     Tensor y = out.detach();
     note_elementwise(out, 1);
-    note_saved({y});
+    note_saved(y);
     record("relu", out, {a}, [y](const Tensor& g) -> std::vector<Tensor> {
       Tensor dx = Tensor::empty(g.shape(), g.dtype());
       const int64_t n = g.numel();

@@ -74,7 +74,7 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int6
     Tensor si = indices.detach();  // indices: which dweight row each dout row adds into
     // Cost model: a gather forward (0 FLOPs), one add per output element backward.
     note_flops(0, static_cast<double>(out.numel()));
-    note_saved({si});
+    note_saved(si);
     record(kOp, out, {indices, weight}, [si, pad, V, C](const Tensor& g) -> std::vector<Tensor> {
       Tensor dw = zeros({V, C}, g.dtype());
       dispatch_float(g.dtype(), kOp, [&](auto tag) {

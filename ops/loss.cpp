@@ -169,7 +169,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntr
     // Cost model per logit: ~4 forward (max, exp, sum, log), ~3 backward.
     note_flops(4.0 * static_cast<double>(logits.numel()),
                3.0 * static_cast<double>(logits.numel()));
-    note_saved({sx, st, lse});
+    note_saved(sx, st, lse);
     record(kOp, out, {logits, target},
            [sx, st, lse, l, o, rows, count](const Tensor& g) -> std::vector<Tensor> {
              std::vector<double> grow = row_grads(g, rows, count, o.reduction);

@@ -97,7 +97,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value, Site site)
   if (needs_record({&x})) {
     Tensor sm = mask.detach();  // the mask: gradient is zero where it is true
     note_flops(static_cast<double>(out.numel()), static_cast<double>(out.numel()));
-    note_saved({sm});
+    note_saved(sm);
     record(op, out, {x},
            [sm](const Tensor& g) -> std::vector<Tensor> { return {mask_grad(g, sm, true)}; });
   }
@@ -144,7 +144,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, Site site) {
     Shape sa = a.shape(), sb = b.shape();
     bool ga = a.requires_grad(), gb = b.requires_grad();
     note_flops(static_cast<double>(out.numel()), static_cast<double>(out.numel()) * (ga + gb));
-    note_saved({sc_mask});
+    note_saved(sc_mask);
     record(op, out, {a, b}, [sc_mask, sa, sb, ga, gb](const Tensor& g) -> std::vector<Tensor> {
       Tensor da = ga ? sum_to(mask_grad(g, sc_mask, false), sa) : Tensor();
       Tensor db = gb ? sum_to(mask_grad(g, sc_mask, true), sb) : Tensor();

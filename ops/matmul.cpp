@@ -172,7 +172,7 @@ Tensor matmul_impl(const char* op, const Tensor& a, const Tensor& b) {
     // Cost model: 2·M·N·K per batch forward, the same again for each input gradient.
     const double mnk2 = 2.0 * static_cast<double>(p.batch) * p.M * p.N * p.K;
     note_flops(mnk2, mnk2 * (ga + gb));
-    note_saved({sa, sb});
+    note_saved(sa, sb);
     record(op, out, {a, b},
            [p = std::move(p), sa, sb, shape_a, shape_b, ga,
             gb](const Tensor& dC) -> std::vector<Tensor> {
@@ -300,7 +300,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Site si
     const double nmk2 = 2.0 * static_cast<double>(N) * Cin * Cout,
                  nc = static_cast<double>(N) * Cout;
     note_flops(nmk2 + (bias.defined() ? nc : 0), nmk2 * (gx + gw) + (gb ? nc : 0));
-    note_saved({sx, sw});
+    note_saved(sx, sw);
     record("linear", out, {x, weight, bias},
            [sx, sw, sx_shape, sw_shape, gx, gw, gb, skip, N, Cin,
             Cout](const Tensor& dy) -> std::vector<Tensor> {

@@ -166,7 +166,7 @@ Tensor sum(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Site site) 
   if (needs_record({&x})) {
     note_flops(static_cast<double>(x.numel()),
                static_cast<double>(x.numel()));  // adds; backward broadcasts
-    note_saved({});
+    note_saved();
     record("sum", out, {x}, [p](const Tensor& g) -> std::vector<Tensor> {
       return {dispatch_float(g.dtype(), "sum", [&](auto tag) {
         return spread<decltype(tag)>(g, p, [](int64_t, int64_t) { return 1.0; });
@@ -189,7 +189,7 @@ Tensor mean(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Site site)
   });
   if (needs_record({&x})) {
     note_flops(static_cast<double>(x.numel()), static_cast<double>(x.numel()));
-    note_saved({});
+    note_saved();
     record("mean", out, {x}, [p, n](const Tensor& g) -> std::vector<Tensor> {
       return {dispatch_float(g.dtype(), "mean", [&](auto tag) {
         return spread<decltype(tag)>(g, p, [n](int64_t, int64_t) { return 1.0 / n; });
@@ -223,7 +223,7 @@ Tensor max(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Site site) 
   if (needs_record({&x})) {
     Tensor sx = x.detach(), sm = out.detach();
     note_flops(static_cast<double>(x.numel()), 2 * static_cast<double>(x.numel()));
-    note_saved({sx, sm});
+    note_saved(sx, sm);
     record("max", out, {x}, [p, sx, sm](const Tensor& g) -> std::vector<Tensor> {
       return {dispatch_float(g.dtype(), "max", [&](auto tag) {
         using T = decltype(tag);
@@ -269,7 +269,7 @@ Tensor var(const Tensor& x, std::vector<int64_t> dims, bool keepdim, int64_t cor
   if (needs_record({&x})) {
     Tensor sx = x.detach();
     note_flops(3 * static_cast<double>(x.numel()), 3 * static_cast<double>(x.numel()));
-    note_saved({sx}, static_cast<int64_t>(sizeof(double)) * static_cast<int64_t>(mu.size()));
+    note_saved_bytes(tensor_bytes(sx) + static_cast<int64_t>(sizeof(double) * mu.size()));
     record("var", out, {x}, [p, sx, mu, denom](const Tensor& g) -> std::vector<Tensor> {
       return {dispatch_float(g.dtype(), "var", [&](auto tag) {
         using T = decltype(tag);

@@ -43,7 +43,7 @@ Tensor view_op(const char* op, const Tensor& x, const Shape& shape) {
   if (needs_record({&x})) {
     Shape xs = x.shape();
     note_flops(0, 0);  // data movement only
-    note_saved({});
+    note_saved();
     record(op, out, {x}, [xs](const Tensor& g) -> std::vector<Tensor> { return {alias(g, xs)}; });
   }
   return out;
@@ -93,7 +93,7 @@ Tensor slice_copy(const char* op, const Tensor& x, int64_t d, int64_t start, int
   if (needs_record({&x})) {
     Shape xs = x.shape();
     note_flops(0, 0);  // data movement only
-    note_saved({});
+    note_saved();
     record(op, out, {x}, [xs, st, offset](const Tensor& g) -> std::vector<Tensor> {
       return {scatter(g, xs, st, offset)};
     });
@@ -215,7 +215,7 @@ Tensor permute(const Tensor& x, std::vector<int64_t> dims, Site site) {
   Tensor out = gather(x, os, st, 0);
   if (needs_record({&x})) {
     note_flops(0, 0);  // data movement only
-    note_saved({});
+    note_saved();
     record("permute", out, {x},
            [inv](const Tensor& g) -> std::vector<Tensor> { return {permute(g, inv)}; });
   }
@@ -276,7 +276,7 @@ Tensor expand(const Tensor& x, Shape shape, Site site) {
   Tensor out = gather(x, os, st, 0);
   if (needs_record({&x})) {
     note_flops(0, 0);  // data movement only
-    note_saved({});
+    note_saved();
     record("expand", out, {x},
            [xs](const Tensor& g) -> std::vector<Tensor> { return {sum_to(g, xs)}; });
   }
@@ -347,7 +347,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, Site site
   if (needs_record({&x})) {
     Tensor si = index.detach();
     note_flops(0, 0);  // data movement only
-    note_saved({si});
+    note_saved(si);
     record("index_select", out, {x}, [xs, d, si](const Tensor& g) -> std::vector<Tensor> {
       Tensor dx = zeros(xs, g.dtype());
       const int64_t outer = span(xs, 0, d), size = xs[d], inner = span(xs, d + 1, xs.size());
@@ -415,7 +415,7 @@ Tensor cat(const std::vector<Tensor>& xs, int64_t dim, Site site) {
     std::vector<bool> want;
     for (const Tensor& x : xs) want.push_back(x.requires_grad());
     note_flops(0, 0);  // data movement only
-    note_saved({});
+    note_saved();
     record("cat", out, xs, [sizes, want, d](const Tensor& g) -> std::vector<Tensor> {
       std::vector<Tensor> dxs;
       int64_t off = 0;

@@ -116,7 +116,7 @@ Tensor softmax_op(const char* op, const Tensor& x, int64_t dim, bool is_log) {
     // Cost model per element: ~5 forward (max, subtract, exp, sum, scale), ~4 backward.
     const double n = static_cast<double>(x.numel());
     note_flops(5 * n, 4 * n);
-    note_saved({sy});
+    note_saved(sy);
     note_rows(static_cast<int>(x.dim() == 0 ? 0 : norm_dim(dim, x.dim(), op, x.shape())));
     record(op, y, {x}, [sy, l, is_log, op](const Tensor& g) -> std::vector<Tensor> {
       Tensor dx = Tensor::empty(g.shape(), g.dtype());
