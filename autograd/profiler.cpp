@@ -7,13 +7,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 
 namespace tg {
 
 namespace {
 thread_local Profiler* g_profiler = nullptr;
-uint64_t g_next_profiler_id = 1;  // ids only compared for equality; a race costs nothing here
+std::atomic<uint64_t> g_next_profiler_id{1};  // tells profilers on any thread apart
 }  // namespace
 
 Profiler::Profiler() : id_(g_next_profiler_id++) {
