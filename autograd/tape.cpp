@@ -1,10 +1,12 @@
 // autograd/tape.cpp — recording nodes, grad mode, and the reverse walk (backward and tg::grad).
 #include "autograd/tape.hpp"
+#include "autograd/trace_detail.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <queue>
 #include <unordered_map>
 
@@ -142,11 +144,28 @@ struct WalkState {
   WalkState& operator=(const WalkState&) = delete;
 };
 
+NodeExtra& extra_of(Node& n) {
+  if (!n.extra) n.extra = std::make_unique<NodeExtra>();
+  return *n.extra;
+}
+
+// Study tools after a node's backward: anomaly checks and gradient norms per input.
+void after_backward(Node& n, const std::vector<Tensor>& in_grads, uint8_t modes) {
+  if (modes & kTraceAnomaly) detail::anomaly_check_backward(n, in_grads);
+  if (modes & kTraceInspect) {
+    std::vector<double>& norms = extra_of(n).in_grad_norms;
+    norms.assign(in_grads.size(), -1.0);
+    for (size_t i = 0; i < in_grads.size(); ++i)
+      if (n.next[i].active()) norms[i] = detail::l2_norm(in_grads[i]);
+  }
+}
+
 // roots[0..n) with grads[0..n) (an undefined grad means ones for a one-element root).
 void run(const Tensor* roots, const Tensor* grads, size_t n_roots, bool retain_graph,
          Capture& cap) {
   NoGradGuard no_grad;
   WalkState walk;
+  const uint8_t modes = detail::g_trace.modes;  // the study tools on for this backward
   std::vector<Node*>& buf = walk.buf.heap;
   auto heap_push = [&](Node* n) {
     buf.push_back(n);
@@ -212,11 +231,15 @@ void run(const Tensor* roots, const Tensor* grads, size_t n_roots, bool retain_g
       auto it = cap.nodes.find(n);
       if (it != cap.nodes.end()) it->second = it->second.defined() ? summed(it->second, g) : g;
     }
+    if (modes & kTraceInspect) extra_of(*n).grad_norm = detail::l2_norm(g);
+    const int64_t t0 = (modes & kTraceProfile) ? detail::now_ns() : 0;
     std::vector<Tensor> in_grads = n->backward(g);
+    if (modes & kTraceProfile) detail::profiler_on_backward(*n, detail::now_ns() - t0);
     g = Tensor();
     if (in_grads.size() != n->next.size())
       throw Error(fmt::format("backward of {}: returned {} gradients for {} inputs", n->op,
                               in_grads.size(), n->next.size()));
+    if (modes) after_backward(*n, in_grads, modes);
     for (size_t i = 0; i < in_grads.size(); ++i) {
       const Edge& e = n->next[i];
       if (!e.active() || !in_grads[i].defined()) continue;
@@ -274,8 +297,46 @@ bool needs_record(const std::vector<Tensor>& inputs) {
   return false;
 }
 
+std::string Site::str() const {
+  if (!file) return "?";
+  const char* base = std::strrchr(file, '/');
+  return fmt::format("{}:{}", base ? base + 1 : file, line);
+}
+
 namespace {
+// The study tools at record time (only when one is on): input shapes (inspect), flops and
+// forward time (inspect, profiler), the profiler event, the anomaly check of the output.
+void trace_record(Node& node, const Tensor& out, const Tensor* inputs, size_t n,
+                  const detail::PendingNotes& p, uint8_t modes) {
+  if (modes & (kTraceInspect | kTraceProfile)) {
+    NodeExtra& x = extra_of(node);
+    if (modes & kTraceInspect) {
+      for (size_t i = 0; i < n; ++i) {
+        x.in_shapes.push_back(inputs[i].defined() ? inputs[i].shape() : Shape{-1});
+        x.in_dtypes.push_back(inputs[i].defined() ? inputs[i].dtype() : out.dtype());
+      }
+    }
+    if (p.fwd_flops >= 0) {
+      x.fwd_flops = p.fwd_flops;
+      x.bwd_flops = p.bwd_flops;
+      x.flops_estimated = false;
+    } else {  // one operation per output element, and per element for each input gradient
+      int64_t active = 0;
+      for (const Edge& e : node.next) active += e.active();
+      x.fwd_flops = static_cast<double>(out.numel());
+      x.bwd_flops = static_cast<double>(out.numel()) * static_cast<double>(active);
+    }
+    const int64_t t0 = detail::g_trace.t0_ns;
+    if (t0 != 0) x.fwd_ns = detail::now_ns() - t0;
+    if (modes & kTraceProfile) detail::profiler_on_record(node);
+  }
+  if (modes & kTraceAnomaly) detail::anomaly_check_forward(node, out);
+}
+
 void record_impl(const char* op, Tensor& out, const Tensor* inputs, size_t n, BackwardFn& fn) {
+  detail::TraceState& st = detail::g_trace;
+  const detail::PendingNotes p = st.notes;  // the op's notes are for this record only
+  st.notes = detail::PendingNotes();
   if (!grad_enabled()) return;
   bool any = false;
   for (size_t i = 0; i < n; ++i) any = any || (inputs[i].defined() && inputs[i].requires_grad());
@@ -286,6 +347,10 @@ void record_impl(const char* op, Tensor& out, const Tensor* inputs, size_t n, Ba
   auto node = std::make_shared<Node>();
   node->op = op;
   node->seq = g_next_seq++;
+  node->site = st.site;
+  node->saved_bytes = p.saved;
+  node->row_dim = p.row_dim;
+  node->row_labels = p.row_labels;
   node->backward = std::move(fn);
   node->out_shape = out.shape();
   node->out_dtype = out.dtype();
@@ -302,6 +367,7 @@ void record_impl(const char* op, Tensor& out, const Tensor* inputs, size_t n, Ba
   out.impl()->grad_fn = node;
   out.impl()->requires_grad = true;
   g_tape.push(node);
+  if (const uint8_t modes = st.modes) trace_record(*node, out, inputs, n, p, modes);
 }
 }  // namespace
 

@@ -34,9 +34,28 @@ struct Edge {
 // Maps dout (shape of the output) to one gradient per input; an undefined tensor means "none".
 using BackwardFn = std::function<std::vector<Tensor>(const Tensor& dout)>;
 
+// What the study tools keep per node; allocated only while one of them is on (inspect mode,
+// profiler) or when a backward in inspect mode writes gradient norms.
+struct NodeExtra {
+  std::vector<Shape> in_shapes;  // every input, also those without grad ({-1}: undefined)
+  std::vector<DType> in_dtypes;
+  double fwd_flops = 0, bwd_flops = 0;  // cost model (note_flops), or an estimate
+  bool flops_estimated = true;
+  double grad_norm = -1;              // L2 norm of dout, the gradient reaching the output
+  std::vector<double> in_grad_norms;  // L2 norm of the gradient sent to each input; -1: none
+  int64_t fwd_ns = -1;                // time from op entry to record (profiler)
+  int64_t prof_event = -1;            // index into the recording profiler's events
+  uint64_t prof_id = 0;               // which profiler
+};
+
 struct Node {
   const char* op = "";
-  uint64_t seq = 0;        // position on the tape (execution order)
+  uint64_t seq = 0;          // position on the tape (execution order)
+  Site site;                 // the user code that called the op (unknown: Site())
+  int64_t saved_bytes = -1;  // bytes the backward closure holds (note_saved); -1: not reported
+  int row_dim = -1;          // for anomaly reports: the dim a "row" runs along (note_rows)
+  const char* row_labels = nullptr;
+  std::unique_ptr<NodeExtra> extra;
   std::vector<Edge> next;  // one per input, in the op's argument order
   BackwardFn backward;     // empty once the graph was freed
   Shape out_shape;
@@ -85,6 +104,32 @@ bool needs_record(const std::vector<Tensor>& inputs);
 // not require grad get an inactive edge and their gradient from fn is ignored.
 void record(const char* op, Tensor& out, std::initializer_list<Tensor> inputs, BackwardFn fn);
 void record(const char* op, Tensor& out, const std::vector<Tensor>& inputs, BackwardFn fn);
+
+// Notes for the next record() on this thread (each is consumed by it; call them right before):
+// bytes of the tensors the backward closure keeps (what the inspect table and profiler show as
+// "saved"; tensors shared with live inputs count too)...
+inline void note_saved_bytes(int64_t bytes) { detail::g_trace.notes.saved = bytes; }
+inline int64_t tensor_bytes(const Tensor& t) {
+  return t.defined() ? t.numel() * static_cast<int64_t>(dtype_size(t.dtype())) : 0;
+}
+// note_saved(sx, sy): the sum of their bytes (undefined tensors count 0; no arguments: 0 bytes).
+// Variadic, not an initializer_list: copying Tensor handles would cost atomic reference counts.
+template <typename... Ts>
+void note_saved(const Ts&... saved) {
+  note_saved_bytes((int64_t(0) + ... + tensor_bytes(saved)));
+}
+// ...the cost model: floating-point operations of the forward and of the backward...
+inline void note_flops(double fwd, double bwd) {
+  detail::g_trace.notes.fwd_flops = fwd;
+  detail::g_trace.notes.bwd_flops = bwd;
+}
+// ...and, for anomaly reports, the dim that a "row" runs along (softmax: the reduced dim;
+// attention output (B, NH, T, hs): dim 3) with optional labels, '|'-separated for the output
+// and then each input gradient, e.g. "b,h,t|b,h,t|b,h,s|b,h,s" (null: "row (i, j, ...)").
+inline void note_rows(int dim, const char* labels = nullptr) {
+  detail::g_trace.notes.row_dim = dim;
+  detail::g_trace.notes.row_labels = labels;
+}
 
 // ---- the engine ----
 void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,

@@ -264,22 +264,26 @@ Tensor convert_tensor(const Tensor& src, DType dtype) {
 }
 }  // namespace
 
-Tensor Tensor::to(DType dtype) const {
+Tensor Tensor::to(DType dtype, Site site) const {
+  SiteScope scope(site);
   check_defined("to");
   if (dtype == this->dtype()) return *this;
   Tensor out = convert_tensor(*this, dtype);
   if (is_floating(dtype) && is_floating(this->dtype())) {
     DType in_dtype = this->dtype();
+    note_saved();
     record("to", out, {*this}, [in_dtype](const Tensor& g) -> std::vector<Tensor> {
       return {convert_tensor(g, in_dtype)};
     });
   }
   return out;
 }
-Tensor Tensor::clone() const {
+Tensor Tensor::clone(Site site) const {
+  SiteScope scope(site);
   check_defined("clone");
   Tensor out = Tensor::empty(shape(), dtype());
   std::memcpy(out.data_ptr(), data_ptr(), numel() * dtype_size(dtype()));
+  note_saved();
   record("clone", out, {*this}, [](const Tensor& g) -> std::vector<Tensor> { return {g}; });
   return out;
 }

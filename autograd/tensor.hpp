@@ -8,6 +8,8 @@
 // Tensor methods such as x.sum() or a + b are declared here and defined beside their op in ops/.
 #pragma once
 
+#include "autograd/site.hpp"
+
 #include <fmt/core.h>
 
 #include <cstdint>
@@ -142,10 +144,10 @@ class Tensor {
   std::vector<T> to_vector() const;  // converts to T
 
   // ---- conversions ----
-  Tensor to(DType dtype) const;                // differentiable between float dtypes
-  Tensor clone() const;                        // differentiable copy
-  Tensor detach() const;                       // shares storage, no grad history
-  Tensor contiguous() const { return *this; }  // storage is always contiguous
+  Tensor to(DType dtype, Site site = Site::here()) const;  // differentiable between float dtypes
+  Tensor clone(Site site = Site::here()) const;            // differentiable copy
+  Tensor detach() const;                                   // shares storage, no grad history
+  Tensor contiguous() const { return *this; }              // storage is always contiguous
 
   // ---- autograd ----
   bool requires_grad() const;
@@ -160,36 +162,37 @@ class Tensor {
   void backward(BackwardOptions opts) const { backward(Tensor(), opts); }
   void register_hook(GradHook hook);
 
-  // ---- ops as methods (defined in ops/) ----
+  // ---- ops as methods (defined in ops/); each records its caller's site like the free op ----
   Tensor operator-() const;
-  Tensor sum() const;
-  Tensor sum(std::vector<int64_t> dims, bool keepdim = false) const;
-  Tensor mean() const;
-  Tensor mean(std::vector<int64_t> dims, bool keepdim = false) const;
-  Tensor max() const;
-  Tensor max(std::vector<int64_t> dims, bool keepdim = false) const;
-  Tensor var(std::vector<int64_t> dims, bool keepdim = false, int64_t correction = 1) const;
-  Tensor argmax(int64_t dim, bool keepdim = false) const;
-  Tensor exp() const;
-  Tensor log() const;
-  Tensor sqrt() const;
-  Tensor abs() const;
-  Tensor tanh() const;
-  Tensor sigmoid() const;
-  Tensor relu() const;
-  Tensor pow(double exponent) const;
-  Tensor reshape(Shape shape) const;
-  Tensor view(Shape shape) const;
-  Tensor transpose(int64_t d0, int64_t d1) const;
-  Tensor permute(std::vector<int64_t> dims) const;
-  Tensor squeeze(int64_t d) const;
-  Tensor unsqueeze(int64_t d) const;
-  Tensor expand(Shape shape) const;
-  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
-  Tensor matmul(const Tensor& other) const;
-  Tensor softmax(int64_t dim) const;
-  Tensor log_softmax(int64_t dim) const;
-  Tensor masked_fill(const Tensor& mask, double value) const;
+  Tensor sum(Site site = Site::here()) const;
+  Tensor sum(std::vector<int64_t> dims, bool keepdim = false, Site site = Site::here()) const;
+  Tensor mean(Site site = Site::here()) const;
+  Tensor mean(std::vector<int64_t> dims, bool keepdim = false, Site site = Site::here()) const;
+  Tensor max(Site site = Site::here()) const;
+  Tensor max(std::vector<int64_t> dims, bool keepdim = false, Site site = Site::here()) const;
+  Tensor var(std::vector<int64_t> dims, bool keepdim = false, int64_t correction = 1,
+             Site site = Site::here()) const;
+  Tensor argmax(int64_t dim, bool keepdim = false, Site site = Site::here()) const;
+  Tensor exp(Site site = Site::here()) const;
+  Tensor log(Site site = Site::here()) const;
+  Tensor sqrt(Site site = Site::here()) const;
+  Tensor abs(Site site = Site::here()) const;
+  Tensor tanh(Site site = Site::here()) const;
+  Tensor sigmoid(Site site = Site::here()) const;
+  Tensor relu(Site site = Site::here()) const;
+  Tensor pow(double exponent, Site site = Site::here()) const;
+  Tensor reshape(Shape shape, Site site = Site::here()) const;
+  Tensor view(Shape shape, Site site = Site::here()) const;
+  Tensor transpose(int64_t d0, int64_t d1, Site site = Site::here()) const;
+  Tensor permute(std::vector<int64_t> dims, Site site = Site::here()) const;
+  Tensor squeeze(int64_t d, Site site = Site::here()) const;
+  Tensor unsqueeze(int64_t d, Site site = Site::here()) const;
+  Tensor expand(Shape shape, Site site = Site::here()) const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length, Site site = Site::here()) const;
+  Tensor matmul(const Tensor& other, Site site = Site::here()) const;
+  Tensor softmax(int64_t dim, Site site = Site::here()) const;
+  Tensor log_softmax(int64_t dim, Site site = Site::here()) const;
+  Tensor masked_fill(const Tensor& mask, double value, Site site = Site::here()) const;
 
  private:
   std::shared_ptr<TensorImpl> impl_;

@@ -87,19 +87,20 @@ std::string MultiheadAttention::extra_repr() const {
 std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const Tensor& key,
                                                       const Tensor& value, const Tensor& kpm,
                                                       bool need_weights, const Tensor& attn_mask,
-                                                      bool average, bool is_causal) {
+                                                      bool average, bool is_causal, Site site) {
   MHAForwardOptions f;
   f.key_padding_mask = kpm;
   f.need_weights = need_weights;
   f.attn_mask = attn_mask;
   f.average_attn_weights = average;
   f.is_causal = is_causal;
-  return forward(query, key, value, f);
+  return forward(query, key, value, f, site);
 }
 
 std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const Tensor& key,
                                                       const Tensor& value,
-                                                      const MHAForwardOptions& f) {
+                                                      const MHAForwardOptions& f, Site site) {
+  SiteScope scope(site);
   const int64_t E = embed_dim, NH = num_heads, hd = head_dim;
   const DType dt = out_proj->weight.dtype();
   check_float_input(query, "query", dt);

@@ -48,14 +48,16 @@ class MultiheadAttention : public Module {
  public:
   MultiheadAttention(int64_t embed_dim, int64_t num_heads, MultiheadAttentionOptions opts = {});
   // Returns (output, weights); weights are undefined when need_weights is false.
+  // Every op it records names the caller's line as its site.
   std::pair<Tensor, Tensor> forward(const Tensor& query, const Tensor& key, const Tensor& value,
-                                    const MHAForwardOptions& f = {});
+                                    const MHAForwardOptions& f = {}, Site site = Site::here());
   // PyTorch's positional order: forward(query, key, value, key_padding_mask, need_weights,
   // attn_mask, average_attn_weights, is_causal).
   std::pair<Tensor, Tensor> forward(const Tensor& query, const Tensor& key, const Tensor& value,
                                     const Tensor& key_padding_mask, bool need_weights = true,
                                     const Tensor& attn_mask = Tensor(),
-                                    bool average_attn_weights = true, bool is_causal = false);
+                                    bool average_attn_weights = true, bool is_causal = false,
+                                    Site site = Site::here());
   std::string extra_repr() const override;
 
   int64_t embed_dim, num_heads, head_dim, kdim, vdim;

@@ -161,7 +161,12 @@ class TensorModule : public Module {
  public:
   using Module::Module;
   virtual Tensor forward(const Tensor& x) = 0;
-  Tensor operator()(const Tensor& x) { return forward(x); }
+  // module(x) records the caller's line as the site of every op the forward records (calling
+  // forward(x) directly names the module's own source lines).
+  Tensor operator()(const Tensor& x, Site site = Site::here()) {
+    SiteScope scope(site);
+    return forward(x);
+  }
 };
 
 }  // namespace tg::nn

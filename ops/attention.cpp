@@ -200,13 +200,28 @@ void mask_row(const RowMask& m, int64_t b, int64_t h, int64_t i, int64_t lo, int
   }
 }
 
+// A row whose every score is NaN or -inf (e.g. a NaN query) would look fully masked to the max
+// in softmax_row; it becomes all NaN instead, so that the error stays visible (and anomaly mode
+// can name the row). Returns whether it did.
+template <typename T>
+bool nan_row(T* s, int64_t n) {
+  for (int64_t j = 0; j < n; ++j)
+    if (std::isnan(s[j])) {
+      std::fill(s, s + n, std::numeric_limits<T>::quiet_NaN());
+      return true;
+    }
+  return false;
+}
+
 // Stable softmax of one row in place: one exp per entry in T's precision, the sum in double.
 // All -inf: P = 0, returns false.
+
 template <typename T>
 bool softmax_row(T* s, int64_t n) {
   T mx = static_cast<T>(-kInf);
   for (int64_t j = 0; j < n; ++j) mx = std::max(mx, s[j]);
   if (mx == static_cast<T>(-kInf)) {
+    if (nan_row(s, n)) return true;  // NaN scores stay NaN (std::max skips them)
     for (int64_t j = 0; j < n; ++j) s[j] = T(0);
     return false;
   }
@@ -238,6 +253,7 @@ bool softmax_row<float>(float* s, int64_t n) {
   }
   for (; j < n; ++j) mx = std::max(mx, s[j]);
   if (mx == ninf) {
+    if (nan_row(s, n)) return true;  // NaN scores stay NaN (max skips them)
     std::fill(s, s + n, 0.0f);
     return false;
   }
@@ -451,7 +467,9 @@ std::vector<Tensor> sdpa_backward(const Ctx& c, const Tensor& q, const Tensor& k
 // The weights tensor (need_weights) is an output only: it carries no gradient (the tape node
 // differentiates `output`). Differentiate through weights with the dense reference if needed.
 AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                                             const AttentionMask& mask, const SDPAOptions& opts) {
+                                             const AttentionMask& mask, const SDPAOptions& opts,
+                                             Site site) {
+  SiteScope scope(site);
   auto c = std::make_shared<Ctx>();
   c->d = check_sdpa(q, k, v, mask, opts);
   const Dims& d = c->d;
@@ -488,6 +506,13 @@ AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, c
   if (scores.defined()) c->probe->on_forward(scores, probs);
   if (rec) {
     std::shared_ptr<const Ctx> cc = c;
+    // Cost model per (query, key) pair the kernel computes (each tile's key range: causal and
+    // local masks compute fewer than T·S): forward QKᵀ 2·hs, softmax ~5, P·V 2·hs_v; backward
+    // dV and dP 2·hs_v each, softmax ~3, dQ and dK 2·hs each.
+    const double pairs = static_cast<double>(d.B) * d.NH * c->plan.per_bh;
+    note_flops(pairs * (2.0 * d.hs + 2.0 * d.hsv + 5), pairs * (4.0 * d.hs + 4.0 * d.hsv + 3));
+    note_saved(q, k, v, c->P, c->keep);
+    note_rows(3, "b,h,t|b,h,t|b,h,s|b,h,s");  // anomaly reports: output/dq rows are (b, h, t)
     record(kSdpa, res.output, {q, k, v},
            [cc, qd = q.detach(), kd = k.detach(), vd = v.detach()](const Tensor& g)
                -> std::vector<Tensor> { return sdpa_backward(*cc, qd, kd, vd, g); });
@@ -530,7 +555,8 @@ Tensor seed_mask_4d(const Tensor& mask, const Tensor& Q, int64_t S) {
 
 // Fully masked rows give output 0 and weights 0 (the seed's masked_fill(-1e9) gave a uniform row).
 std::pair<Tensor, Tensor> attention(const Tensor& Q, const Tensor& K, const Tensor& V,
-                                    const Tensor& mask) {
+                                    const Tensor& mask, Site site) {
+  SiteScope scope(site);
   check_float(Q, kSeed, "Q");
   check_float(K, kSeed, "K");
   check_float(V, kSeed, "V");
@@ -592,7 +618,8 @@ void check_additive(const Tensor& q, const Tensor& k, const Tensor& values, cons
 
 std::pair<Tensor, Tensor> additive_attention(const Tensor& q, const Tensor& k, const Tensor& values,
                                              const Tensor& W_q, const Tensor& W_k, const Tensor& v,
-                                             const AttentionMask& mask) {
+                                             const AttentionMask& mask, Site site) {
+  SiteScope scope(site);
   check_additive(q, k, values, W_q, W_k, v);
   const int64_t B = q.size(0), T = q.size(1), S = k.size(1);
   mask.check(kAdd, B, 1, T, S);

@@ -149,13 +149,14 @@ struct AttentionResult {
 // give 0), optionally dropped out, and multiplied by V; backward computes dQ, dK, dV directly.
 AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                              const AttentionMask& mask = {},
-                                             const SDPAOptions& opts = {});
+                                             const SDPAOptions& opts = {},
+                                             Site site = Site::here());
 
 // The seed articles' functional form: Q (..., T, hs), K (..., S, hs), V (..., S, hs_v) with
 // 2 to 4 dims, mask broadcastable to (..., T, S) where mask == 0 is blocked (undefined: none).
 // Returns (output, weights).
 std::pair<Tensor, Tensor> attention(const Tensor& Q, const Tensor& K, const Tensor& V,
-                                    const Tensor& mask = Tensor());
+                                    const Tensor& mask = Tensor(), Site site = Site::here());
 
 // Additive (Bahdanau) attention: score(i, j) = vᵀ tanh(q_i W_qᵀ + k_j W_kᵀ) with q (B, T, Cq),
 // k (B, S, Ck), W_q (H, Cq), W_k (H, Ck), v (H); values (B, S, Cv). Mask as above (structure and
@@ -163,6 +164,7 @@ std::pair<Tensor, Tensor> attention(const Tensor& Q, const Tensor& K, const Tens
 // its backward is exact by construction.
 std::pair<Tensor, Tensor> additive_attention(const Tensor& q, const Tensor& k, const Tensor& values,
                                              const Tensor& W_q, const Tensor& W_k, const Tensor& v,
-                                             const AttentionMask& mask = {});
+                                             const AttentionMask& mask = {},
+                                             Site site = Site::here());
 
 }  // namespace tg

@@ -14,7 +14,8 @@
 namespace tg {
 using namespace detail;
 
-Tensor dropout(const Tensor& x, double p, bool training) {
+Tensor dropout(const Tensor& x, double p, bool training, Site site) {
+  SiteScope scope(site);
   constexpr const char* op = "dropout";
   check_float(x, op, "input");
   if (!(p >= 0.0 && p <= 1.0))
@@ -51,6 +52,8 @@ Tensor dropout(const Tensor& x, double p, bool training) {
     }
   });
   if (needs_record({&x})) {
+    note_flops(static_cast<double>(x.numel()), static_cast<double>(x.numel()));
+    note_saved(keep);
     record(op, out, {x}, [keep](const Tensor& g) -> std::vector<Tensor> { return {mul(g, keep)}; });
   }
   return out;

@@ -10,6 +10,13 @@ namespace tg {
 using namespace detail;
 
 namespace {
+// Cost model of elementwise ops: one FLOP per output element forward, bwd_per_element backward
+// (about one per input gradient; transcendental functions count as one).
+void note_elementwise(const Tensor& out, int bwd_per_element) {
+  const double n = static_cast<double>(out.numel());
+  note_flops(n, n * bwd_per_element);
+}
+
 // ---- binary kernels ----
 // out = f(a, b) over the broadcast shape.
 template <typename F>
@@ -93,6 +100,8 @@ Tensor unary_op(const char* op, const Tensor& x, bool save_x, bool save_y, F f, 
   if (needs_record({&x})) {
     Tensor sx = save_x ? x.detach() : Tensor();
     Tensor sy = save_y ? out.detach() : Tensor();
+    note_elementwise(out, 1);
+    note_saved(sx, sy);
     record(op, out, {x}, [sx, sy, d](const Tensor& g) -> std::vector<Tensor> {
       return {unary_backward(g, sx, sy, d)};
     });
@@ -137,35 +146,44 @@ Tensor sum_to(const Tensor& g, const Shape& shape) {
 }
 
 // ---- binary ops ----
-Tensor add(const Tensor& a, const Tensor& b) {
+Tensor add(const Tensor& a, const Tensor& b, Site site) {
+  SiteScope scope(site);
   check_binary("add", a, b, true);
   Tensor out = binary_kernel("add", a, b, a.dtype(), [](auto x, auto y) { return x + y; });
   if (needs_record({&a, &b})) {
     Shape sa = a.shape(), sb = b.shape();
+    note_elementwise(out, a.requires_grad() + b.requires_grad());
+    note_saved();
     record("add", out, {a, b}, [sa, sb](const Tensor& g) -> std::vector<Tensor> {
       return {sum_to(g, sa), sum_to(g, sb)};
     });
   }
   return out;
 }
-Tensor sub(const Tensor& a, const Tensor& b) {
+Tensor sub(const Tensor& a, const Tensor& b, Site site) {
+  SiteScope scope(site);
   check_binary("sub", a, b, true);
   Tensor out = binary_kernel("sub", a, b, a.dtype(), [](auto x, auto y) { return x - y; });
   if (needs_record({&a, &b})) {
     Shape sa = a.shape(), sb = b.shape();
+    note_elementwise(out, a.requires_grad() + b.requires_grad());
+    note_saved();
     record("sub", out, {a, b}, [sa, sb](const Tensor& g) -> std::vector<Tensor> {
       return {sum_to(g, sa), sum_to(neg(g), sb)};
     });
   }
   return out;
 }
-Tensor mul(const Tensor& a, const Tensor& b) {
+Tensor mul(const Tensor& a, const Tensor& b, Site site) {
+  SiteScope scope(site);
   check_binary("mul", a, b, true);
   Tensor out = binary_kernel("mul", a, b, a.dtype(), [](auto x, auto y) { return x * y; });
   if (needs_record({&a, &b})) {
     // Inputs are saved as they are (an input cannot hold this node); only outputs are detached.
     Tensor sa = a, sb = b;
     bool ga = a.requires_grad(), gb = b.requires_grad();
+    note_elementwise(out, ga + gb);
+    note_saved(sa, sb);
     record("mul", out, {a, b}, [sa, sb, ga, gb](const Tensor& g) -> std::vector<Tensor> {
       return {ga ? sum_to(mul(g, sb), sa.shape()) : Tensor(),
               gb ? sum_to(mul(g, sa), sb.shape()) : Tensor()};
@@ -173,13 +191,16 @@ Tensor mul(const Tensor& a, const Tensor& b) {
   }
   return out;
 }
-Tensor div(const Tensor& a, const Tensor& b) {
+Tensor div(const Tensor& a, const Tensor& b, Site site) {
+  SiteScope scope(site);
   check_binary("div", a, b, false);
   Tensor out = binary_kernel("div", a, b, a.dtype(), [](auto x, auto y) { return x / y; });
   if (needs_record({&a, &b})) {
     Tensor sb = b.detach(), so = out.detach();
     Shape sa = a.shape();
     bool gb = b.requires_grad();
+    note_elementwise(out, 1 + 2 * gb);
+    note_saved(sb, so);
     record("div", out, {a, b}, [sa, sb, so, gb](const Tensor& g) -> std::vector<Tensor> {
       Tensor ga = div(g, sb);  // d(a/b)/da = 1/b
       // d(a/b)/db = -a/b² = -out/b
@@ -189,12 +210,15 @@ Tensor div(const Tensor& a, const Tensor& b) {
   }
   return out;
 }
-Tensor pow(const Tensor& a, const Tensor& b) {
+Tensor pow(const Tensor& a, const Tensor& b, Site site) {
+  SiteScope scope(site);
   check_binary("pow", a, b, false);
   Tensor out = binary_kernel("pow", a, b, a.dtype(), [](auto x, auto y) { return std::pow(x, y); });
   if (needs_record({&a, &b})) {
     Tensor sa = a.detach(), sb = b.detach(), so = out.detach();
     bool gb = b.requires_grad();
+    note_elementwise(out, 3 + 3 * gb);
+    note_saved(sa, sb, so);
     record("pow", out, {a, b}, [sa, sb, so, gb](const Tensor& g) -> std::vector<Tensor> {
       // d/da = b·a^(b-1) (0 where b == 0); d/db = out·log(a)
       Tensor da_local = binary_kernel("pow", sa, sb, sa.dtype(), [](auto x, auto y) {
@@ -218,6 +242,8 @@ Tensor extremum(const char* op, const Tensor& a, const Tensor& b, bool is_max) {
   });
   if (needs_record({&a, &b})) {
     Tensor sa = a.detach(), sb = b.detach();
+    note_elementwise(out, 4);
+    note_saved(sa, sb);
     record(op, out, {a, b}, [sa, sb, is_max](const Tensor& g) -> std::vector<Tensor> {
       auto weight = [is_max](bool first) {
         return [is_max, first](auto x, auto y) {
@@ -235,87 +261,109 @@ Tensor extremum(const char* op, const Tensor& a, const Tensor& b, bool is_max) {
   return out;
 }
 }  // namespace
-Tensor maximum(const Tensor& a, const Tensor& b) { return extremum("maximum", a, b, true); }
-Tensor minimum(const Tensor& a, const Tensor& b) { return extremum("minimum", a, b, false); }
+Tensor maximum(const Tensor& a, const Tensor& b, Site site) {
+  SiteScope scope(site);
+  return extremum("maximum", a, b, true);
+}
+Tensor minimum(const Tensor& a, const Tensor& b, Site site) {
+  SiteScope scope(site);
+  return extremum("minimum", a, b, false);
+}
 
 // ---- scalar forms (no broadcast tensor is made) ----
-Tensor add(const Tensor& a, double b) {
+Tensor add(const Tensor& a, double b, Site site) {
+  SiteScope scope(site);
   return unary_op(
       "add", a, false, false, [b](double x) { return x + b; }, [](double, double) { return 1.0; });
 }
-Tensor sub(const Tensor& a, double b) {
+Tensor sub(const Tensor& a, double b, Site site) {
+  SiteScope scope(site);
   return unary_op(
       "sub", a, false, false, [b](double x) { return x - b; }, [](double, double) { return 1.0; });
 }
-Tensor rsub(double a, const Tensor& b) {
+Tensor rsub(double a, const Tensor& b, Site site) {
+  SiteScope scope(site);
   return unary_op(
       "rsub", b, false, false, [a](double x) { return a - x; },
       [](double, double) { return -1.0; });
 }
-Tensor mul(const Tensor& a, double b) {
+Tensor mul(const Tensor& a, double b, Site site) {
+  SiteScope scope(site);
   return unary_op(
       "mul", a, false, false, [b](double x) { return x * b; }, [b](double, double) { return b; });
 }
-Tensor div(const Tensor& a, double b) {
+Tensor div(const Tensor& a, double b, Site site) {
+  SiteScope scope(site);
   return unary_op(
       "div", a, false, false, [b](double x) { return x / b; },
       [b](double, double) { return 1.0 / b; });
 }
-Tensor rdiv(double a, const Tensor& b) {
+Tensor rdiv(double a, const Tensor& b, Site site) {
+  SiteScope scope(site);
   // d(a/x)/dx = -a/x² = -y/x
   return unary_op(
       "rdiv", b, true, true, [a](double x) { return a / x; },
       [](double x, double y) { return -y / x; });
 }
-Tensor pow(const Tensor& a, double p) {
+Tensor pow(const Tensor& a, double p, Site site) {
+  SiteScope scope(site);
   return unary_op(
       "pow", a, true, false, [p](double x) { return std::pow(x, p); },
       [p](double x, double) { return p == 0 ? 0.0 : p * std::pow(x, p - 1); });
 }
 
 // ---- unary ops ----
-Tensor neg(const Tensor& a) {
+Tensor neg(const Tensor& a, Site site) {
+  SiteScope scope(site);
   return unary_op(
       "neg", a, false, false, [](double x) { return -x; }, [](double, double) { return -1.0; });
 }
-Tensor exp(const Tensor& a) {
+Tensor exp(const Tensor& a, Site site) {
+  SiteScope scope(site);
   return unary_op(
       "exp", a, false, true, [](double x) { return std::exp(x); },
       [](double, double y) { return y; });
 }
-Tensor log(const Tensor& a) {
+Tensor log(const Tensor& a, Site site) {
+  SiteScope scope(site);
   return unary_op(
       "log", a, true, false, [](double x) { return std::log(x); },
       [](double x, double) { return 1.0 / x; });
 }
-Tensor sqrt(const Tensor& a) {
+Tensor sqrt(const Tensor& a, Site site) {
+  SiteScope scope(site);
   return unary_op(
       "sqrt", a, false, true, [](double x) { return std::sqrt(x); },
       [](double, double y) { return 0.5 / y; });
 }
-Tensor rsqrt(const Tensor& a) {
+Tensor rsqrt(const Tensor& a, Site site) {
+  SiteScope scope(site);
   return unary_op(
       "rsqrt", a, false, true, [](double x) { return 1.0 / std::sqrt(x); },
       [](double, double y) { return -0.5 * y * y * y; });
 }
-Tensor abs(const Tensor& a) {
+Tensor abs(const Tensor& a, Site site) {
+  SiteScope scope(site);
   return unary_op(
       "abs", a, true, false, [](double x) { return std::fabs(x); },
       [](double x, double) { return x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0); });
 }
-Tensor tanh(const Tensor& a) {
+Tensor tanh(const Tensor& a, Site site) {
+  SiteScope scope(site);
   return unary_op(
       "tanh", a, false, true, [](double x) { return std::tanh(x); },
       [](double, double y) { return 1 - y * y; });
 }
-Tensor sigmoid(const Tensor& a) {
+Tensor sigmoid(const Tensor& a, Site site) {
+  SiteScope scope(site);
   return unary_op(
       "sigmoid", a, false, true, [](double x) { return 1 / (1 + std::exp(-x)); },
       [](double, double y) { return y * (1 - y); });
 }
 // relu has its own loops in T (not the generic double-precision unary path): branch-free, so
 // they vectorise; it runs on every feed-forward activation of a Transformer.
-Tensor relu(const Tensor& a) {
+Tensor relu(const Tensor& a, Site site) {
+  SiteScope scope(site);
   check_float(a, "relu", "input");
   Tensor out = Tensor::empty(a.shape(), a.dtype());
   const int64_t n = a.numel();
@@ -327,6 +375,8 @@ Tensor relu(const Tensor& a) {
   });
   if (needs_record({&a})) {
     Tensor y = out.detach();
+    note_elementwise(out, 1);
+    note_saved(y);
     record("relu", out, {a}, [y](const Tensor& g) -> std::vector<Tensor> {
       Tensor dx = Tensor::empty(g.shape(), g.dtype());
       const int64_t n = g.numel();
@@ -342,7 +392,8 @@ Tensor relu(const Tensor& a) {
   }
   return out;
 }
-Tensor gelu(const Tensor& a, const std::string& approximate) {
+Tensor gelu(const Tensor& a, const std::string& approximate, Site site) {
+  SiteScope scope(site);
   constexpr double kSqrt1_2 = 0.70710678118654752440;
   constexpr double kInvSqrt2Pi = 0.39894228040143267794;
   constexpr double kBeta = 0.79788456080286535588;  // sqrt(2/pi)
@@ -366,7 +417,8 @@ Tensor gelu(const Tensor& a, const std::string& approximate) {
   throw Error(
       fmt::format("gelu: approximate must be \"none\" or \"tanh\", got \"{}\"", approximate));
 }
-Tensor clamp(const Tensor& a, double lo, double hi) {
+Tensor clamp(const Tensor& a, double lo, double hi, Site site) {
+  SiteScope scope(site);
   if (lo > hi)
     throw Error(fmt::format("clamp: min {} > max {} for input {}", lo, hi, shape_str(a.shape())));
   // The gradient passes where lo <= x <= hi (PyTorch's convention at the boundary).
@@ -374,8 +426,14 @@ Tensor clamp(const Tensor& a, double lo, double hi) {
       "clamp", a, true, false, [lo, hi](double x) { return x < lo ? lo : (x > hi ? hi : x); },
       [lo, hi](double x, double) { return (x >= lo && x <= hi) ? 1.0 : 0.0; });
 }
-Tensor clamp_min(const Tensor& a, double lo) { return clamp(a, lo, INFINITY); }
-Tensor clamp_max(const Tensor& a, double hi) { return clamp(a, -INFINITY, hi); }
+Tensor clamp_min(const Tensor& a, double lo, Site site) {
+  SiteScope scope(site);
+  return clamp(a, lo, INFINITY);
+}
+Tensor clamp_max(const Tensor& a, double hi, Site site) {
+  SiteScope scope(site);
+  return clamp(a, -INFINITY, hi);
+}
 
 // ---- comparisons ----
 namespace {
@@ -387,25 +445,32 @@ Tensor compare(const char* op, const Tensor& a, const Tensor& b, F f) {
   return binary_kernel(op, a, b, kBool, f);
 }
 }  // namespace
-Tensor eq(const Tensor& a, const Tensor& b) {
+Tensor eq(const Tensor& a, const Tensor& b, Site site) {
+  SiteScope scope(site);
   return compare("eq", a, b, [](auto x, auto y) { return x == y; });
 }
-Tensor ne(const Tensor& a, const Tensor& b) {
+Tensor ne(const Tensor& a, const Tensor& b, Site site) {
+  SiteScope scope(site);
   return compare("ne", a, b, [](auto x, auto y) { return x != y; });
 }
-Tensor lt(const Tensor& a, const Tensor& b) {
+Tensor lt(const Tensor& a, const Tensor& b, Site site) {
+  SiteScope scope(site);
   return compare("lt", a, b, [](auto x, auto y) { return x < y; });
 }
-Tensor le(const Tensor& a, const Tensor& b) {
+Tensor le(const Tensor& a, const Tensor& b, Site site) {
+  SiteScope scope(site);
   return compare("le", a, b, [](auto x, auto y) { return x <= y; });
 }
-Tensor gt(const Tensor& a, const Tensor& b) {
+Tensor gt(const Tensor& a, const Tensor& b, Site site) {
+  SiteScope scope(site);
   return compare("gt", a, b, [](auto x, auto y) { return x > y; });
 }
-Tensor ge(const Tensor& a, const Tensor& b) {
+Tensor ge(const Tensor& a, const Tensor& b, Site site) {
+  SiteScope scope(site);
   return compare("ge", a, b, [](auto x, auto y) { return x >= y; });
 }
-Tensor logical_not(const Tensor& a) {
+Tensor logical_not(const Tensor& a, Site site) {
+  SiteScope scope(site);
   check_dtype(a, kBool, "logical_not", "input");
   Tensor out = Tensor::empty(a.shape(), kBool);
   for (int64_t i = 0; i < a.numel(); ++i) out.data<bool>()[i] = !a.data<bool>()[i];
@@ -413,26 +478,26 @@ Tensor logical_not(const Tensor& a) {
 }
 
 // ---- operators and methods ----
-Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
-Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
-Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
-Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
-Tensor operator+(const Tensor& a, double b) { return add(a, b); }
-Tensor operator-(const Tensor& a, double b) { return sub(a, b); }
-Tensor operator*(const Tensor& a, double b) { return mul(a, b); }
-Tensor operator/(const Tensor& a, double b) { return div(a, b); }
-Tensor operator+(double a, const Tensor& b) { return add(b, a); }
-Tensor operator-(double a, const Tensor& b) { return rsub(a, b); }
-Tensor operator*(double a, const Tensor& b) { return mul(b, a); }
-Tensor operator/(double a, const Tensor& b) { return rdiv(a, b); }
-Tensor Tensor::operator-() const { return neg(*this); }
-Tensor Tensor::exp() const { return tg::exp(*this); }
-Tensor Tensor::log() const { return tg::log(*this); }
-Tensor Tensor::sqrt() const { return tg::sqrt(*this); }
-Tensor Tensor::abs() const { return tg::abs(*this); }
-Tensor Tensor::tanh() const { return tg::tanh(*this); }
-Tensor Tensor::sigmoid() const { return tg::sigmoid(*this); }
-Tensor Tensor::relu() const { return tg::relu(*this); }
-Tensor Tensor::pow(double e) const { return tg::pow(*this, e); }
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b, Site()); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b, Site()); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b, Site()); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b, Site()); }
+Tensor operator+(const Tensor& a, double b) { return add(a, b, Site()); }
+Tensor operator-(const Tensor& a, double b) { return sub(a, b, Site()); }
+Tensor operator*(const Tensor& a, double b) { return mul(a, b, Site()); }
+Tensor operator/(const Tensor& a, double b) { return div(a, b, Site()); }
+Tensor operator+(double a, const Tensor& b) { return add(b, a, Site()); }
+Tensor operator-(double a, const Tensor& b) { return rsub(a, b, Site()); }
+Tensor operator*(double a, const Tensor& b) { return mul(b, a, Site()); }
+Tensor operator/(double a, const Tensor& b) { return rdiv(a, b, Site()); }
+Tensor Tensor::operator-() const { return neg(*this, Site()); }
+Tensor Tensor::exp(Site site) const { return tg::exp(*this, site); }
+Tensor Tensor::log(Site site) const { return tg::log(*this, site); }
+Tensor Tensor::sqrt(Site site) const { return tg::sqrt(*this, site); }
+Tensor Tensor::abs(Site site) const { return tg::abs(*this, site); }
+Tensor Tensor::tanh(Site site) const { return tg::tanh(*this, site); }
+Tensor Tensor::sigmoid(Site site) const { return tg::sigmoid(*this, site); }
+Tensor Tensor::relu(Site site) const { return tg::relu(*this, site); }
+Tensor Tensor::pow(double e, Site site) const { return tg::pow(*this, e, site); }
 
 }  // namespace tg

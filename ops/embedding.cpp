@@ -56,7 +56,9 @@ int64_t check_embedding(const Tensor& indices, const Tensor& weight,
 }
 }  // namespace
 
-Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx) {
+Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx,
+                 Site site) {
+  SiteScope scope(site);
   const int64_t pad = check_embedding(indices, weight, padding_idx);
   const int64_t V = weight.size(0), C = weight.size(1), n = indices.numel();
   Shape os = indices.shape();
@@ -70,6 +72,9 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int6
     std::memcpy(po + k * row_bytes, pw + pi[k] * row_bytes, row_bytes);
   if (needs_record({&weight})) {
     Tensor si = indices.detach();  // indices: which dweight row each dout row adds into
+    // Cost model: a gather forward (0 FLOPs), one add per output element backward.
+    note_flops(0, static_cast<double>(out.numel()));
+    note_saved(si);
     record(kOp, out, {indices, weight}, [si, pad, V, C](const Tensor& g) -> std::vector<Tensor> {
       Tensor dw = zeros({V, C}, g.dtype());
       dispatch_float(g.dtype(), kOp, [&](auto tag) {

@@ -135,7 +135,9 @@ std::vector<double> row_grads(const Tensor& g, int64_t rows, int64_t count, Redu
 
 }  // namespace
 
-Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyOptions& opts) {
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyOptions& opts,
+                     Site site) {
+  SiteScope scope(site);
   const CeLayout l = check_cross_entropy(logits, target, opts);
   const int64_t rows = l.rows();
   std::vector<double> loss(rows);
@@ -164,6 +166,10 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntr
   if (needs_record({&logits})) {
     Tensor sx = logits.detach(), st = target.detach();
     const CrossEntropyOptions o = opts;
+    // Cost model per logit: ~4 forward (max, exp, sum, log), ~3 backward.
+    note_flops(4.0 * static_cast<double>(logits.numel()),
+               3.0 * static_cast<double>(logits.numel()));
+    note_saved(sx, st, lse);
     record(kOp, out, {logits, target},
            [sx, st, lse, l, o, rows, count](const Tensor& g) -> std::vector<Tensor> {
              std::vector<double> grow = row_grads(g, rows, count, o.reduction);

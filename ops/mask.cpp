@@ -66,7 +66,8 @@ Tensor mask_grad(const Tensor& g, const Tensor& mask, bool zero_where) {
 }  // namespace
 
 // ---- masked_fill: out = mask ? value : x ----
-Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value, Site site) {
+  SiteScope scope(site);
   constexpr const char* op = "masked_fill";
   check_defined(x, op, "input");
   check_cpu(x, op, "input");
@@ -95,18 +96,21 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
   });
   if (needs_record({&x})) {
     Tensor sm = mask.detach();  // the mask: gradient is zero where it is true
+    note_flops(static_cast<double>(out.numel()), static_cast<double>(out.numel()));
+    note_saved(sm);
     record(op, out, {x},
            [sm](const Tensor& g) -> std::vector<Tensor> { return {mask_grad(g, sm, true)}; });
   }
   return out;
 }
 
-Tensor Tensor::masked_fill(const Tensor& mask, double value) const {
-  return tg::masked_fill(*this, mask, value);
+Tensor Tensor::masked_fill(const Tensor& mask, double value, Site site) const {
+  return tg::masked_fill(*this, mask, value, site);
 }
 
 // ---- where: out = cond ? a : b, all three broadcasting ----
-Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, Site site) {
+  SiteScope scope(site);
   constexpr const char* op = "where";
   check_defined(a, op, "self");
   check_defined(b, op, "other");
@@ -139,6 +143,8 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
     Tensor sc_mask = cond.detach();  // the condition: a gets g where true, b where false
     Shape sa = a.shape(), sb = b.shape();
     bool ga = a.requires_grad(), gb = b.requires_grad();
+    note_flops(static_cast<double>(out.numel()), static_cast<double>(out.numel()) * (ga + gb));
+    note_saved(sc_mask);
     record(op, out, {a, b}, [sc_mask, sa, sb, ga, gb](const Tensor& g) -> std::vector<Tensor> {
       Tensor da = ga ? sum_to(mask_grad(g, sc_mask, false), sa) : Tensor();
       Tensor db = gb ? sum_to(mask_grad(g, sc_mask, true), sb) : Tensor();

@@ -169,6 +169,10 @@ Tensor matmul_impl(const char* op, const Tensor& a, const Tensor& b) {
     Tensor sa = gb ? a.detach() : Tensor();  // dB reads A
     Tensor sb = ga ? b.detach() : Tensor();  // dA reads B
     Shape shape_a = a.shape(), shape_b = b.shape();
+    // Cost model: 2·M·N·K per batch forward, the same again for each input gradient.
+    const double mnk2 = 2.0 * static_cast<double>(p.batch) * p.M * p.N * p.K;
+    note_flops(mnk2, mnk2 * (ga + gb));
+    note_saved(sa, sb);
     record(op, out, {a, b},
            [p = std::move(p), sa, sb, shape_a, shape_b, ga,
             gb](const Tensor& dC) -> std::vector<Tensor> {
@@ -239,12 +243,14 @@ void bias_backward(const T* dy, T* db, int64_t N, int64_t Cout) {
 }  // namespace
 
 // ---- public ops ----
-Tensor matmul(const Tensor& a, const Tensor& b) {
+Tensor matmul(const Tensor& a, const Tensor& b, Site site) {
+  SiteScope scope(site);
   check_operands("matmul", a, b);
   return matmul_impl("matmul", a, b);
 }
 
-Tensor mm(const Tensor& a, const Tensor& b) {
+Tensor mm(const Tensor& a, const Tensor& b, Site site) {
+  SiteScope scope(site);
   check_operands("mm", a, b);
   if (a.dim() != 2 || b.dim() != 2)
     throw Error(fmt::format("mm: lhs {} and rhs {}: both must be 2-D (N, K)·(K, M)",
@@ -252,7 +258,8 @@ Tensor mm(const Tensor& a, const Tensor& b) {
   return matmul_impl("mm", a, b);
 }
 
-Tensor bmm(const Tensor& a, const Tensor& b) {
+Tensor bmm(const Tensor& a, const Tensor& b, Site site) {
+  SiteScope scope(site);
   check_operands("bmm", a, b);
   if (a.dim() != 3 || b.dim() != 3)
     throw Error(fmt::format("bmm: lhs {} and rhs {}: both must be 3-D (B, N, K)·(B, K, M)",
@@ -263,7 +270,8 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
   return matmul_impl("bmm", a, b);
 }
 
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Site site) {
+  SiteScope scope(site);
   check_linear(x, weight, bias);
   const int64_t Cin = weight.size(1), Cout = weight.size(0);
   const int64_t N =
@@ -288,6 +296,11 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     Tensor sx = gw ? x.detach() : Tensor();       // dW reads x
     Tensor sw = gx ? weight.detach() : Tensor();  // dx reads W
     Shape sx_shape = x.shape(), sw_shape = weight.shape();
+    // Cost model: 2·N·Cin·Cout (+ N·Cout bias) forward; 2·N·Cin·Cout per dx/dW, N·Cout for db.
+    const double nmk2 = 2.0 * static_cast<double>(N) * Cin * Cout,
+                 nc = static_cast<double>(N) * Cout;
+    note_flops(nmk2 + (bias.defined() ? nc : 0), nmk2 * (gx + gw) + (gb ? nc : 0));
+    note_saved(sx, sw);
     record("linear", out, {x, weight, bias},
            [sx, sw, sx_shape, sw_shape, gx, gw, gb, skip, N, Cin,
             Cout](const Tensor& dy) -> std::vector<Tensor> {
@@ -315,6 +328,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   return out;
 }
 
-Tensor Tensor::matmul(const Tensor& other) const { return tg::matmul(*this, other); }
+Tensor Tensor::matmul(const Tensor& other, Site site) const {
+  return tg::matmul(*this, other, site);
+}
 
 }  // namespace tg

@@ -112,7 +112,8 @@ void layer_norm_backward(T* dx, T* dw, T* db, const T* dout, const T* x, const T
 }  // namespace
 
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
-                  const Tensor& bias, double eps) {
+                  const Tensor& bias, double eps, Site site) {
+  SiteScope scope(site);
   const int64_t D = check_layer_norm(x, normalized_shape, weight, bias, eps);
   const int64_t N = D == 0 ? 0 : x.numel() / D;
   Tensor out = Tensor::empty(x.shape(), x.dtype());
@@ -128,6 +129,9 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
     const bool gx = x.requires_grad(), gw = weight.defined() && weight.requires_grad(),
                gb = bias.defined() && bias.requires_grad();
     const Shape ns = normalized_shape;
+    // Cost model per element: ~8 forward (mean, variance, normalise, affine), ~10 backward.
+    note_flops(8.0 * static_cast<double>(x.numel()), 10.0 * static_cast<double>(x.numel()));
+    note_saved(sx, sw, mean, rstd);
     record(kOp, out, {x, weight, bias},
            [sx, sw, mean, rstd, gx, gw, gb, ns, N, D](const Tensor& g) -> std::vector<Tensor> {
              Tensor dx = gx ? Tensor::empty(sx.shape(), sx.dtype()) : Tensor();

@@ -27,33 +27,35 @@
 namespace tg {
 
 // ---- elementwise (broadcasting) ----
-Tensor add(const Tensor& a, const Tensor& b);
-Tensor sub(const Tensor& a, const Tensor& b);
-Tensor mul(const Tensor& a, const Tensor& b);
-Tensor div(const Tensor& a, const Tensor& b);
-Tensor pow(const Tensor& a, const Tensor& b);  // a > 0 where b is differentiated
-Tensor maximum(const Tensor& a, const Tensor& b);
-Tensor minimum(const Tensor& a, const Tensor& b);
-Tensor add(const Tensor& a, double b);
-Tensor sub(const Tensor& a, double b);
-Tensor rsub(double a, const Tensor& b);  // a - b
-Tensor mul(const Tensor& a, double b);
-Tensor div(const Tensor& a, double b);
-Tensor rdiv(double a, const Tensor& b);  // a / b
-Tensor pow(const Tensor& a, double exponent);
-Tensor neg(const Tensor& a);
-Tensor exp(const Tensor& a);
-Tensor log(const Tensor& a);
-Tensor sqrt(const Tensor& a);
-Tensor rsqrt(const Tensor& a);
-Tensor abs(const Tensor& a);
-Tensor tanh(const Tensor& a);
-Tensor sigmoid(const Tensor& a);
-Tensor relu(const Tensor& a);
-Tensor gelu(const Tensor& a, const std::string& approximate = "none");  // "none" (erf) | "tanh"
-Tensor clamp(const Tensor& a, double min, double max);
-Tensor clamp_min(const Tensor& a, double min);
-Tensor clamp_max(const Tensor& a, double max);
+Tensor add(const Tensor& a, const Tensor& b, Site site = Site::here());
+Tensor sub(const Tensor& a, const Tensor& b, Site site = Site::here());
+Tensor mul(const Tensor& a, const Tensor& b, Site site = Site::here());
+Tensor div(const Tensor& a, const Tensor& b, Site site = Site::here());
+Tensor pow(const Tensor& a, const Tensor& b,
+           Site site = Site::here());  // a > 0 where b is differentiated
+Tensor maximum(const Tensor& a, const Tensor& b, Site site = Site::here());
+Tensor minimum(const Tensor& a, const Tensor& b, Site site = Site::here());
+Tensor add(const Tensor& a, double b, Site site = Site::here());
+Tensor sub(const Tensor& a, double b, Site site = Site::here());
+Tensor rsub(double a, const Tensor& b, Site site = Site::here());  // a - b
+Tensor mul(const Tensor& a, double b, Site site = Site::here());
+Tensor div(const Tensor& a, double b, Site site = Site::here());
+Tensor rdiv(double a, const Tensor& b, Site site = Site::here());  // a / b
+Tensor pow(const Tensor& a, double exponent, Site site = Site::here());
+Tensor neg(const Tensor& a, Site site = Site::here());
+Tensor exp(const Tensor& a, Site site = Site::here());
+Tensor log(const Tensor& a, Site site = Site::here());
+Tensor sqrt(const Tensor& a, Site site = Site::here());
+Tensor rsqrt(const Tensor& a, Site site = Site::here());
+Tensor abs(const Tensor& a, Site site = Site::here());
+Tensor tanh(const Tensor& a, Site site = Site::here());
+Tensor sigmoid(const Tensor& a, Site site = Site::here());
+Tensor relu(const Tensor& a, Site site = Site::here());
+Tensor gelu(const Tensor& a, const std::string& approximate = "none",
+            Site site = Site::here());  // "none" (erf) | "tanh"
+Tensor clamp(const Tensor& a, double min, double max, Site site = Site::here());
+Tensor clamp_min(const Tensor& a, double min, Site site = Site::here());
+Tensor clamp_max(const Tensor& a, double max, Site site = Site::here());
 
 Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a, const Tensor& b);
@@ -74,73 +76,90 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 Tensor sum_to(const Tensor& g, const Shape& shape);
 
 // ---- comparisons (bool result, no gradient) ----
-Tensor eq(const Tensor& a, const Tensor& b);
-Tensor ne(const Tensor& a, const Tensor& b);
-Tensor lt(const Tensor& a, const Tensor& b);
-Tensor le(const Tensor& a, const Tensor& b);
-Tensor gt(const Tensor& a, const Tensor& b);
-Tensor ge(const Tensor& a, const Tensor& b);
-Tensor logical_not(const Tensor& a);
+Tensor eq(const Tensor& a, const Tensor& b, Site site = Site::here());
+Tensor ne(const Tensor& a, const Tensor& b, Site site = Site::here());
+Tensor lt(const Tensor& a, const Tensor& b, Site site = Site::here());
+Tensor le(const Tensor& a, const Tensor& b, Site site = Site::here());
+Tensor gt(const Tensor& a, const Tensor& b, Site site = Site::here());
+Tensor ge(const Tensor& a, const Tensor& b, Site site = Site::here());
+Tensor logical_not(const Tensor& a, Site site = Site::here());
 
 // ---- reductions (dims may be negative; empty dims = all) ----
-Tensor sum(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);
-Tensor mean(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);
+Tensor sum(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false,
+           Site site = Site::here());
+Tensor mean(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false,
+            Site site = Site::here());
 // amax semantics: the gradient is shared evenly among tied maxima.
-Tensor max(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);
+Tensor max(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false,
+           Site site = Site::here());
 // correction 1 = unbiased (PyTorch's default), 0 = population variance.
 Tensor var(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false,
-           int64_t correction = 1);
-Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);  // int64, no gradient
+           int64_t correction = 1, Site site = Site::here());
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false,
+              Site site = Site::here());  // int64, no gradient
 
 // ---- linear algebra (BLAS) ----
 // PyTorch's rules: 1-D·1-D dot, 2-D·2-D mm, 1-D operands get a dim prepended/appended and
 // removed, batch dims broadcast.
-Tensor matmul(const Tensor& a, const Tensor& b);
-Tensor bmm(const Tensor& a, const Tensor& b);  // (B, N, K)·(B, K, M) -> (B, N, M), no broadcasting
-Tensor mm(const Tensor& a, const Tensor& b);   // 2-D only
+Tensor matmul(const Tensor& a, const Tensor& b, Site site = Site::here());
+Tensor bmm(const Tensor& a, const Tensor& b,
+           Site site = Site::here());  // (B, N, K)·(B, K, M) -> (B, N, M), no broadcasting
+Tensor mm(const Tensor& a, const Tensor& b, Site site = Site::here());  // 2-D only
 // y = x·Wᵀ + b with x (..., Cin), W (Cout, Cin), b (Cout) or undefined.
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+              Site site = Site::here());
 
 // ---- shape ----
-Tensor reshape(const Tensor& x, Shape shape);  // one -1 allowed; shares storage
-Tensor view(const Tensor& x, Shape shape);
-Tensor flatten(const Tensor& x, int64_t start_dim = 0, int64_t end_dim = -1);
-Tensor transpose(const Tensor& x, int64_t d0, int64_t d1);
-Tensor permute(const Tensor& x, std::vector<int64_t> dims);
-Tensor squeeze(const Tensor& x);             // every size-1 dim
-Tensor squeeze(const Tensor& x, int64_t d);  // no-op when size(d) != 1, like PyTorch
-Tensor unsqueeze(const Tensor& x, int64_t d);
-Tensor expand(const Tensor& x, Shape shape);  // -1 keeps a dim
-Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length);
+Tensor reshape(const Tensor& x, Shape shape,
+               Site site = Site::here());  // one -1 allowed; shares storage
+Tensor view(const Tensor& x, Shape shape, Site site = Site::here());
+Tensor flatten(const Tensor& x, int64_t start_dim = 0, int64_t end_dim = -1,
+               Site site = Site::here());
+Tensor transpose(const Tensor& x, int64_t d0, int64_t d1, Site site = Site::here());
+Tensor permute(const Tensor& x, std::vector<int64_t> dims, Site site = Site::here());
+Tensor squeeze(const Tensor& x, Site site = Site::here());  // every size-1 dim
+Tensor squeeze(const Tensor& x, int64_t d,
+               Site site = Site::here());  // no-op when size(d) != 1, like PyTorch
+Tensor unsqueeze(const Tensor& x, int64_t d, Site site = Site::here());
+Tensor expand(const Tensor& x, Shape shape, Site site = Site::here());  // -1 keeps a dim
+Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length,
+              Site site = Site::here());
 // Python's x[start:end:step] along dim (negative and out-of-range bounds clamp like Python).
-Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step = 1);
-Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);  // index int64 1-D
-Tensor cat(const std::vector<Tensor>& xs, int64_t dim = 0);
-Tensor stack(const std::vector<Tensor>& xs, int64_t dim = 0);
-std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim = 0);
-std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim = 0);
-std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
+Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step = 1,
+             Site site = Site::here());
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index,
+                    Site site = Site::here());  // index int64 1-D
+Tensor cat(const std::vector<Tensor>& xs, int64_t dim = 0, Site site = Site::here());
+Tensor stack(const std::vector<Tensor>& xs, int64_t dim = 0, Site site = Site::here());
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim = 0,
+                          Site site = Site::here());
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim = 0,
+                          Site site = Site::here());
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0,
+                          Site site = Site::here());
 // einops: rearrange(x, "b t (h d) -> b h t d", {{"h", 4}}). Supports grouping "(...)" on both
 // sides, axis names and anonymous "1" axes; the ellipsis "..." is not supported.
 Tensor rearrange(const Tensor& x, const std::string& pattern,
-                 const std::vector<std::pair<std::string, int64_t>>& sizes = {});
+                 const std::vector<std::pair<std::string, int64_t>>& sizes = {},
+                 Site site = Site::here());
 
 // ---- neural-network functions ----
-Tensor softmax(const Tensor& x, int64_t dim);
-Tensor log_softmax(const Tensor& x, int64_t dim);
+Tensor softmax(const Tensor& x, int64_t dim, Site site = Site::here());
+Tensor log_softmax(const Tensor& x, int64_t dim, Site site = Site::here());
 // mask is bool and broadcasts to x; value is written where mask is true.
-Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
-Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);  // broadcasting
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value, Site site = Site::here());
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b,
+             Site site = Site::here());  // broadcasting
 // Normalises over the trailing normalized_shape dims; weight/bias may be undefined.
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
-                  const Tensor& bias = Tensor(), double eps = 1e-5);
+                  const Tensor& bias = Tensor(), double eps = 1e-5, Site site = Site::here());
 // weight (V, C), indices int64 any shape -> (..., C). Rows equal to padding_idx get no gradient.
 // padding_idx: none by default (PyTorch's None); negative values count from V like PyTorch (-1 is
 // row V-1).
 Tensor embedding(const Tensor& indices, const Tensor& weight,
-                 std::optional<int64_t> padding_idx = std::nullopt);
+                 std::optional<int64_t> padding_idx = std::nullopt, Site site = Site::here());
 // Zeroes each element with probability p and scales the rest by 1/(1-p) when training.
-Tensor dropout(const Tensor& x, double p, bool training = true);
+Tensor dropout(const Tensor& x, double p, bool training = true, Site site = Site::here());
 
 enum class Reduction { None, Mean, Sum };
 struct CrossEntropyOptions {
@@ -150,6 +169,6 @@ struct CrossEntropyOptions {
 };
 // logits (N, C) or (N, C, d1, ...), target int64 (N) or (N, d1, ...); PyTorch's semantics.
 Tensor cross_entropy(const Tensor& logits, const Tensor& target,
-                     const CrossEntropyOptions& opts = {});
+                     const CrossEntropyOptions& opts = {}, Site site = Site::here());
 
 }  // namespace tg

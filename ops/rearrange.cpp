@@ -129,7 +129,8 @@ void infer_sizes(const Side& left, const Ctx& c, std::map<std::string, int64_t>&
 }  // namespace
 
 Tensor rearrange(const Tensor& x, const std::string& pattern,
-                 const std::vector<std::pair<std::string, int64_t>>& sizes) {
+                 const std::vector<std::pair<std::string, int64_t>>& sizes, Site site) {
+  SiteScope scope(site);
   check_defined(x, "rearrange", "input");
   check_cpu(x, "rearrange", "input");
   const Ctx c{pattern, x.shape()};

@@ -146,7 +146,8 @@ void check_nonempty(const ReducePlan& p, const char* op, const std::vector<int64
 
 // ---- sum, mean ----
 // x (D...) -> out (D... without dims). int64 and bool inputs sum to int64 (no gradient).
-Tensor sum(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
+Tensor sum(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Site site) {
+  SiteScope scope(site);
   check_input(x, "sum");
   ReducePlan p = make_plan("sum", x.shape(), dims, keepdim);
   if (!is_floating(x.dtype())) {
@@ -163,6 +164,9 @@ Tensor sum(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
     return from_values<T>(sums<T>(x, p), p.out_shape);
   });
   if (needs_record({&x})) {
+    note_flops(static_cast<double>(x.numel()),
+               static_cast<double>(x.numel()));  // adds; backward broadcasts
+    note_saved();
     record("sum", out, {x}, [p](const Tensor& g) -> std::vector<Tensor> {
       return {dispatch_float(g.dtype(), "sum", [&](auto tag) {
         return spread<decltype(tag)>(g, p, [](int64_t, int64_t) { return 1.0; });
@@ -172,7 +176,8 @@ Tensor sum(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
   return out;
 }
 
-Tensor mean(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
+Tensor mean(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Site site) {
+  SiteScope scope(site);
   check_float(x, "mean", "input");
   ReducePlan p = make_plan("mean", x.shape(), dims, keepdim);
   const double n = static_cast<double>(p.count);
@@ -183,6 +188,8 @@ Tensor mean(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
     return from_values<T>(acc, p.out_shape);
   });
   if (needs_record({&x})) {
+    note_flops(static_cast<double>(x.numel()), static_cast<double>(x.numel()));
+    note_saved();
     record("mean", out, {x}, [p, n](const Tensor& g) -> std::vector<Tensor> {
       return {dispatch_float(g.dtype(), "mean", [&](auto tag) {
         return spread<decltype(tag)>(g, p, [n](int64_t, int64_t) { return 1.0 / n; });
@@ -194,7 +201,8 @@ Tensor mean(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
 
 // ---- max (amax) ----
 // The gradient is shared evenly among the elements equal to the maximum. NaN propagates.
-Tensor max(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
+Tensor max(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Site site) {
+  SiteScope scope(site);
   check_input(x, "max");
   if (x.dtype() == kBool)
     throw Error(fmt::format("max: input {} has dtype bool, expected float32, float64 or int64",
@@ -214,6 +222,8 @@ Tensor max(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
   });
   if (needs_record({&x})) {
     Tensor sx = x.detach(), sm = out.detach();
+    note_flops(static_cast<double>(x.numel()), 2 * static_cast<double>(x.numel()));
+    note_saved(sx, sm);
     record("max", out, {x}, [p, sx, sm](const Tensor& g) -> std::vector<Tensor> {
       return {dispatch_float(g.dtype(), "max", [&](auto tag) {
         using T = decltype(tag);
@@ -232,7 +242,9 @@ Tensor max(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
 
 // ---- var ----
 // sum((x - mean)²) / (n - correction); d/dx = 2(x - mean) / (n - correction) · dout.
-Tensor var(const Tensor& x, std::vector<int64_t> dims, bool keepdim, int64_t correction) {
+Tensor var(const Tensor& x, std::vector<int64_t> dims, bool keepdim, int64_t correction,
+           Site site) {
+  SiteScope scope(site);
   check_float(x, "var", "input");
   if (correction < 0)
     throw Error(fmt::format("var: correction must be >= 0, got {} (input {})", correction,
@@ -256,6 +268,8 @@ Tensor var(const Tensor& x, std::vector<int64_t> dims, bool keepdim, int64_t cor
   });
   if (needs_record({&x})) {
     Tensor sx = x.detach();
+    note_flops(3 * static_cast<double>(x.numel()), 3 * static_cast<double>(x.numel()));
+    note_saved_bytes(tensor_bytes(sx) + static_cast<int64_t>(sizeof(double) * mu.size()));
     record("var", out, {x}, [p, sx, mu, denom](const Tensor& g) -> std::vector<Tensor> {
       return {dispatch_float(g.dtype(), "var", [&](auto tag) {
         using T = decltype(tag);
@@ -271,7 +285,8 @@ Tensor var(const Tensor& x, std::vector<int64_t> dims, bool keepdim, int64_t cor
 
 // ---- argmax ----
 // int64 index of the first maximum along dim (NaN counts as the maximum); no gradient.
-Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim, Site site) {
+  SiteScope scope(site);
   check_input(x, "argmax");
   if (x.dtype() == kBool)
     throw Error(fmt::format("argmax: input {} has dtype bool, expected float32, float64 or int64",
@@ -300,21 +315,23 @@ Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
 }
 
 // ---- Tensor methods ----
-Tensor Tensor::sum() const { return tg::sum(*this); }
-Tensor Tensor::sum(std::vector<int64_t> dims, bool keepdim) const {
-  return tg::sum(*this, std::move(dims), keepdim);
+Tensor Tensor::sum(Site site) const { return tg::sum(*this, {}, false, site); }
+Tensor Tensor::sum(std::vector<int64_t> dims, bool keepdim, Site site) const {
+  return tg::sum(*this, std::move(dims), keepdim, site);
 }
-Tensor Tensor::mean() const { return tg::mean(*this); }
-Tensor Tensor::mean(std::vector<int64_t> dims, bool keepdim) const {
-  return tg::mean(*this, std::move(dims), keepdim);
+Tensor Tensor::mean(Site site) const { return tg::mean(*this, {}, false, site); }
+Tensor Tensor::mean(std::vector<int64_t> dims, bool keepdim, Site site) const {
+  return tg::mean(*this, std::move(dims), keepdim, site);
 }
-Tensor Tensor::max() const { return tg::max(*this); }
-Tensor Tensor::max(std::vector<int64_t> dims, bool keepdim) const {
-  return tg::max(*this, std::move(dims), keepdim);
+Tensor Tensor::max(Site site) const { return tg::max(*this, {}, false, site); }
+Tensor Tensor::max(std::vector<int64_t> dims, bool keepdim, Site site) const {
+  return tg::max(*this, std::move(dims), keepdim, site);
 }
-Tensor Tensor::var(std::vector<int64_t> dims, bool keepdim, int64_t correction) const {
-  return tg::var(*this, std::move(dims), keepdim, correction);
+Tensor Tensor::var(std::vector<int64_t> dims, bool keepdim, int64_t correction, Site site) const {
+  return tg::var(*this, std::move(dims), keepdim, correction, site);
 }
-Tensor Tensor::argmax(int64_t dim, bool keepdim) const { return tg::argmax(*this, dim, keepdim); }
+Tensor Tensor::argmax(int64_t dim, bool keepdim, Site site) const {
+  return tg::argmax(*this, dim, keepdim, site);
+}
 
 }  // namespace tg

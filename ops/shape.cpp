@@ -42,6 +42,8 @@ Tensor view_op(const char* op, const Tensor& x, const Shape& shape) {
   Tensor out = alias(x, shape);
   if (needs_record({&x})) {
     Shape xs = x.shape();
+    note_flops(0, 0);  // data movement only
+    note_saved();
     record(op, out, {x}, [xs](const Tensor& g) -> std::vector<Tensor> { return {alias(g, xs)}; });
   }
   return out;
@@ -90,6 +92,8 @@ Tensor slice_copy(const char* op, const Tensor& x, int64_t d, int64_t start, int
   Tensor out = gather(x, os, st, offset);
   if (needs_record({&x})) {
     Shape xs = x.shape();
+    note_flops(0, 0);  // data movement only
+    note_saved();
     record(op, out, {x}, [xs, st, offset](const Tensor& g) -> std::vector<Tensor> {
       return {scatter(g, xs, st, offset)};
     });
@@ -132,16 +136,19 @@ Shape infer_shape(const char* op, const Tensor& x, const Shape& want) {
 }
 }  // namespace
 
-Tensor reshape(const Tensor& x, Shape shape) {
+Tensor reshape(const Tensor& x, Shape shape, Site site) {
+  SiteScope scope(site);
   check_input(x, "reshape");
   return view_op("reshape", x, infer_shape("reshape", x, shape));
 }
-Tensor view(const Tensor& x, Shape shape) {
+Tensor view(const Tensor& x, Shape shape, Site site) {
+  SiteScope scope(site);
   check_input(x, "view");
   return view_op("view", x, infer_shape("view", x, shape));
 }
 
-Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {
+Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim, Site site) {
+  SiteScope scope(site);
   check_input(x, "flatten");
   const int64_t n = x.dim();
   if (n == 0) return view_op("flatten", x, {1});
@@ -157,14 +164,16 @@ Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {
   return view_op("flatten", x, os);
 }
 
-Tensor squeeze(const Tensor& x) {
+Tensor squeeze(const Tensor& x, Site site) {
+  SiteScope scope(site);
   check_input(x, "squeeze");
   Shape os;
   for (int64_t s : x.shape())
     if (s != 1) os.push_back(s);
   return view_op("squeeze", x, os);
 }
-Tensor squeeze(const Tensor& x, int64_t d) {
+Tensor squeeze(const Tensor& x, int64_t d, Site site) {
+  SiteScope scope(site);
   check_input(x, "squeeze");
   const int64_t n = x.dim();
   const int64_t r = norm_dim(d, std::max<int64_t>(n, 1), "squeeze", x.shape());
@@ -172,7 +181,8 @@ Tensor squeeze(const Tensor& x, int64_t d) {
   if (n > 0 && os[r] == 1) os.erase(os.begin() + r);  // no-op when size(d) != 1, like PyTorch
   return view_op("squeeze", x, os);
 }
-Tensor unsqueeze(const Tensor& x, int64_t d) {
+Tensor unsqueeze(const Tensor& x, int64_t d, Site site) {
+  SiteScope scope(site);
   check_input(x, "unsqueeze");
   const int64_t r = norm_dim(d, x.dim() + 1, "unsqueeze", x.shape());
   Shape os = x.shape();
@@ -182,7 +192,8 @@ Tensor unsqueeze(const Tensor& x, int64_t d) {
 
 // ---- reordering copies ----
 // out dim i is x dim dims[i]; dx = dout permuted by the inverse.
-Tensor permute(const Tensor& x, std::vector<int64_t> dims) {
+Tensor permute(const Tensor& x, std::vector<int64_t> dims, Site site) {
+  SiteScope scope(site);
   check_input(x, "permute");
   const int64_t n = x.dim();
   if (static_cast<int64_t>(dims.size()) != n)
@@ -202,13 +213,17 @@ Tensor permute(const Tensor& x, std::vector<int64_t> dims) {
     st[i] = xst[perm[i]];
   }
   Tensor out = gather(x, os, st, 0);
-  if (needs_record({&x}))
+  if (needs_record({&x})) {
+    note_flops(0, 0);  // data movement only
+    note_saved();
     record("permute", out, {x},
            [inv](const Tensor& g) -> std::vector<Tensor> { return {permute(g, inv)}; });
+  }
   return out;
 }
 
-Tensor transpose(const Tensor& x, int64_t d0, int64_t d1) {
+Tensor transpose(const Tensor& x, int64_t d0, int64_t d1, Site site) {
+  SiteScope scope(site);
   check_input(x, "transpose");
   const int64_t n = x.dim();
   if (n == 0) {  // PyTorch: dims 0/-1 of a 0-dim tensor are a no-op
@@ -225,7 +240,8 @@ Tensor transpose(const Tensor& x, int64_t d0, int64_t d1) {
 }
 
 // Broadcasts size-1 dims (and new leading dims) to `shape`; -1 keeps a dim. dx = sum_to(dout).
-Tensor expand(const Tensor& x, Shape shape) {
+Tensor expand(const Tensor& x, Shape shape, Site site) {
+  SiteScope scope(site);
   check_input(x, "expand");
   const Shape& xs = x.shape();
   const int64_t n = static_cast<int64_t>(shape.size()), lead = n - x.dim();
@@ -258,14 +274,18 @@ Tensor expand(const Tensor& x, Shape shape) {
     }
   }
   Tensor out = gather(x, os, st, 0);
-  if (needs_record({&x}))
+  if (needs_record({&x})) {
+    note_flops(0, 0);  // data movement only
+    note_saved();
     record("expand", out, {x},
            [xs](const Tensor& g) -> std::vector<Tensor> { return {sum_to(g, xs)}; });
+  }
   return out;
 }
 
 // ---- selection ----
-Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
+Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length, Site site) {
+  SiteScope scope(site);
   check_input(x, "narrow");
   const int64_t d = norm_dim(dim, x.dim(), "narrow", x.shape());
   const int64_t size = x.shape()[d];
@@ -278,7 +298,8 @@ Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
   return slice_copy("narrow", x, d, s, length, 1);
 }
 
-Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step) {
+Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step, Site site) {
+  SiteScope scope(site);
   check_input(x, "slice");
   const int64_t d = norm_dim(dim, x.dim(), "slice", x.shape());
   if (step <= 0)
@@ -296,7 +317,8 @@ Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t s
 
 // out = x with dim taking the rows index[0], index[1], ... (index int64, 1-D or 0-dim); dx
 // accumulates (index_add) so a repeated index gets the sum of its gradients.
-Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, Site site) {
+  SiteScope scope(site);
   check_input(x, "index_select");
   check_dtype(index, kInt64, "index_select", "index");
   if (index.dim() > 1)  // 0-dim selects one row, like PyTorch
@@ -324,6 +346,8 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
       std::memcpy(po + (o * k + j) * inner * es, px + (o * size + pi[j]) * inner * es, inner * es);
   if (needs_record({&x})) {
     Tensor si = index.detach();
+    note_flops(0, 0);  // data movement only
+    note_saved(si);
     record("index_select", out, {x}, [xs, d, si](const Tensor& g) -> std::vector<Tensor> {
       Tensor dx = zeros(xs, g.dtype());
       const int64_t outer = span(xs, 0, d), size = xs[d], inner = span(xs, d + 1, xs.size());
@@ -348,7 +372,8 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
 
 // ---- joining ----
 // xs[i] (D..., n_i, D...) -> (D..., Σ n_i, D...); dxs[i] = dout narrowed to xs[i]'s rows.
-Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
+Tensor cat(const std::vector<Tensor>& xs, int64_t dim, Site site) {
+  SiteScope scope(site);
   if (xs.empty()) throw Error("cat: expected a non-empty list of tensors");
   for (size_t i = 0; i < xs.size(); ++i) {
     std::string name = fmt::format("tensors[{}]", i);
@@ -389,6 +414,8 @@ Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
   if (needs_record(xs)) {
     std::vector<bool> want;
     for (const Tensor& x : xs) want.push_back(x.requires_grad());
+    note_flops(0, 0);  // data movement only
+    note_saved();
     record("cat", out, xs, [sizes, want, d](const Tensor& g) -> std::vector<Tensor> {
       std::vector<Tensor> dxs;
       int64_t off = 0;
@@ -403,7 +430,8 @@ Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
 }
 
 // Joins equal-shaped tensors along a new dim: unsqueeze each, then cat.
-Tensor stack(const std::vector<Tensor>& xs, int64_t dim) {
+Tensor stack(const std::vector<Tensor>& xs, int64_t dim, Site site) {
+  SiteScope scope(site);
   if (xs.empty()) throw Error("stack: expected a non-empty list of tensors");
   for (size_t i = 0; i < xs.size(); ++i) {
     std::string name = fmt::format("tensors[{}]", i);
@@ -420,7 +448,9 @@ Tensor stack(const std::vector<Tensor>& xs, int64_t dim) {
 }
 
 // ---- splitting (narrow views of x: copies, each with its own backward) ----
-std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim) {
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim,
+                          Site site) {
+  SiteScope scope(site);
   check_input(x, "split");
   const int64_t d = norm_dim(dim, x.dim(), "split", x.shape());
   int64_t total = 0;
@@ -442,7 +472,8 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
   return out;
 }
 
-std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim, Site site) {
+  SiteScope scope(site);
   check_input(x, "split");
   const int64_t d = norm_dim(dim, x.dim(), "split", x.shape());
   const int64_t n = x.shape()[d];
@@ -456,7 +487,8 @@ std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
 }
 
 // PyTorch's sizing: pieces of ceil(n / chunks), the last smaller; fewer pieces when they run out.
-std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim, Site site) {
+  SiteScope scope(site);
   check_input(x, "chunk");
   if (chunks <= 0)
     throw Error(fmt::format("chunk: chunks must be positive, got {} (input {})", chunks,
@@ -468,17 +500,25 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
 }
 
 // ---- Tensor methods ----
-Tensor Tensor::reshape(Shape shape) const { return tg::reshape(*this, std::move(shape)); }
-Tensor Tensor::view(Shape shape) const { return tg::view(*this, std::move(shape)); }
-Tensor Tensor::transpose(int64_t d0, int64_t d1) const { return tg::transpose(*this, d0, d1); }
-Tensor Tensor::permute(std::vector<int64_t> dims) const {
-  return tg::permute(*this, std::move(dims));
+Tensor Tensor::reshape(Shape shape, Site site) const {
+  return tg::reshape(*this, std::move(shape), site);
 }
-Tensor Tensor::squeeze(int64_t d) const { return tg::squeeze(*this, d); }
-Tensor Tensor::unsqueeze(int64_t d) const { return tg::unsqueeze(*this, d); }
-Tensor Tensor::expand(Shape shape) const { return tg::expand(*this, std::move(shape)); }
-Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
-  return tg::narrow(*this, dim, start, length);
+Tensor Tensor::view(Shape shape, Site site) const {
+  return tg::view(*this, std::move(shape), site);
+}
+Tensor Tensor::transpose(int64_t d0, int64_t d1, Site site) const {
+  return tg::transpose(*this, d0, d1, site);
+}
+Tensor Tensor::permute(std::vector<int64_t> dims, Site site) const {
+  return tg::permute(*this, std::move(dims), site);
+}
+Tensor Tensor::squeeze(int64_t d, Site site) const { return tg::squeeze(*this, d, site); }
+Tensor Tensor::unsqueeze(int64_t d, Site site) const { return tg::unsqueeze(*this, d, site); }
+Tensor Tensor::expand(Shape shape, Site site) const {
+  return tg::expand(*this, std::move(shape), site);
+}
+Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length, Site site) const {
+  return tg::narrow(*this, dim, start, length, site);
 }
 
 }  // namespace tg

@@ -56,8 +56,11 @@ void softmax_forward(T* y, const T* x, const RowLayout& l, bool is_log) {
     double mx = -std::numeric_limits<double>::infinity();
     for (int64_t j = 0; j < n; ++j) mx = std::max(mx, static_cast<double>(x[b + j * st]));
     if (mx == -std::numeric_limits<double>::infinity()) {  // all -inf: see the file comment
+      bool nan = false;  // NaN and -inf only: std::max skipped the NaNs, the row stays NaN
+      for (int64_t j = 0; j < n && !nan; ++j) nan = std::isnan(x[b + j * st]);
       for (int64_t j = 0; j < n; ++j)
-        y[b + j * st] = is_log ? -std::numeric_limits<T>::infinity() : T(0);
+        y[b + j * st] = nan ? std::numeric_limits<T>::quiet_NaN()
+                            : (is_log ? -std::numeric_limits<T>::infinity() : T(0));
       return;
     }
     double s = 0;
@@ -110,6 +113,11 @@ Tensor softmax_op(const char* op, const Tensor& x, int64_t dim, bool is_log) {
   });
   if (needs_record({&x})) {
     Tensor sy = y.detach();  // y: the saved output
+    // Cost model per element: ~5 forward (max, subtract, exp, sum, scale), ~4 backward.
+    const double n = static_cast<double>(x.numel());
+    note_flops(5 * n, 4 * n);
+    note_saved(sy);
+    note_rows(static_cast<int>(x.dim() == 0 ? 0 : norm_dim(dim, x.dim(), op, x.shape())));
     record(op, y, {x}, [sy, l, is_log, op](const Tensor& g) -> std::vector<Tensor> {
       Tensor dx = Tensor::empty(g.shape(), g.dtype());
       dispatch_float(g.dtype(), op, [&](auto tag) {
@@ -124,10 +132,18 @@ Tensor softmax_op(const char* op, const Tensor& x, int64_t dim, bool is_log) {
 
 }  // namespace
 
-Tensor softmax(const Tensor& x, int64_t dim) { return softmax_op("softmax", x, dim, false); }
-Tensor log_softmax(const Tensor& x, int64_t dim) { return softmax_op("log_softmax", x, dim, true); }
+Tensor softmax(const Tensor& x, int64_t dim, Site site) {
+  SiteScope scope(site);
+  return softmax_op("softmax", x, dim, false);
+}
+Tensor log_softmax(const Tensor& x, int64_t dim, Site site) {
+  SiteScope scope(site);
+  return softmax_op("log_softmax", x, dim, true);
+}
 
-Tensor Tensor::softmax(int64_t dim) const { return tg::softmax(*this, dim); }
-Tensor Tensor::log_softmax(int64_t dim) const { return tg::log_softmax(*this, dim); }
+Tensor Tensor::softmax(int64_t dim, Site site) const { return tg::softmax(*this, dim, site); }
+Tensor Tensor::log_softmax(int64_t dim, Site site) const {
+  return tg::log_softmax(*this, dim, site);
+}
 
 }  // namespace tg
