@@ -11,7 +11,7 @@ jobs=${TG_JOBS:-$(nproc)}
 if [[ "${1:-}" == "--sanitize" ]]; then
   dir=build-san
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DTG_SANITIZE=ON -DTG_BUILD_BENCH=OFF \
-        -DTG_BUILD_EXAMPLES=OFF -DTG_CUDA=OFF >/dev/null
+        -DTG_BUILD_EXAMPLES=ON -DTG_CUDA=OFF >/dev/null
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 else
