@@ -349,7 +349,9 @@ int run(const std::vector<std::string>& args) {
       "Runs one multi-head self-attention layer step by step, forward and backward, and shows\n"
       "every intermediate: shapes, S, P, dP, dS per head (PNG + NPY), gradient per key.");
   p.option("checkpoint", "", "model.safetensors or checkpoint dir holding a MultiheadAttention")
-      .option("layer", "", "tensor name prefix of the attention layer in the checkpoint")
+      .option("layer", "",
+              "the attention layer: its tensor name prefix in the checkpoint (e.g. "
+              "encoder.layers.0.self_attn), or with --text the layer index (default 0)")
       .option("embed", "8", "E, embedding size (fresh layer)")
       .option("heads", "2", "NH, number of heads")
       .option("len", "6", "T, sequence length (ignored with --input)")

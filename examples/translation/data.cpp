@@ -80,6 +80,13 @@ Dataset make_numbers_dataset(const NumbersOptions& opts) {
     int64_t digits = uniform_int(g, 1, 6);
     int64_t lo = digits == 1 ? 0 : static_cast<int64_t>(std::pow(10, digits - 1));
     int64_t n = uniform_int(g, lo, static_cast<int64_t>(std::pow(10, digits)) - 1);
+    // Round numbers have spellings of their own (deux cent mille / deux cents, quatre-vingt
+    // mille / quatre-vingts) but are rare among uniform draws: make about 3 in 8 draws round.
+    int64_t thousands = n / 1000, rest = n % 1000, r = uniform_int(g, 0, 7);
+    if (r == 0 && thousands > 0) rest = 0;                              // 71000
+    if (r == 1) rest = rest / 100 * 100;                                // 71400
+    if (r == 2 && thousands >= 100) thousands = thousands / 100 * 100;  // 200402
+    n = thousands * 1000 + rest;
     if (!reserved.count(n)) train.push_back(n);
   }
   d.train = to_examples(train);

@@ -41,7 +41,9 @@ struct NumbersOptions {
 };
 // Held-out, then validation numbers: distinct, uniform over [0, 999999]. Training numbers: a
 // digit count 1 … 6 uniformly, then a number of that many digits, never a held-out or
-// validation one (so small numbers are seen as often as large ones).
+// validation one (so small numbers are seen as often as large ones); about 3 in 8 are then made
+// round (thousands only, whole hundreds, whole hundred-thousands) so that their spellings are
+// learned too.
 Dataset make_numbers_dataset(const NumbersOptions& opts);
 
 // ---- dictd (freedict) ----
