@@ -3,7 +3,7 @@
 # the `translation` example in Release and trains it with its defaults (English number words ->
 # French, about 10 minutes on 2 cores), passing every argument on, e.g.
 #   bash tools/train_translation.sh --metrics-out runs/translation/metrics.json
-#   bash tools/train_translation.sh --dataset freedict-eng-fra --out freedict-run
+#   bash tools/train_translation.sh --dataset freedict-eng-fra --out runs/freedict
 #   bash tools/train_translation.sh --translate "seventy-one thousand, four hundred and two"
 set -euo pipefail
 cd "$(dirname "$0")/.."
