@@ -305,18 +305,11 @@ double check_against_module(const Config& c, const Weights& w, const Tensor& x, 
 }
 
 int64_t to_int(const std::string& s, const std::string& what) {
-  size_t used = 0;
-  int64_t v = 0;
-  try {
-    v = std::stoll(s, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != s.size() || s.empty()) throw UserError(what + ": '" + s + "' is not a whole number");
-  return v;
+  if (auto v = parse_int(s)) return *v;
+  throw UserError(what + ": '" + s + "' is not a whole number");
 }
 
-Config parse(const std::vector<std::string>& args, ArgParser& p) {
+Config parse(const ArgParser& p) {
   Config c;
   c.B = p.integer("batch"), c.T = p.integer("len"), c.E = p.integer("embed"),
   c.NH = p.integer("heads");
@@ -370,7 +363,7 @@ int run(const std::vector<std::string>& args) {
   std::vector<const char*> argv{"attention_lab"};
   for (const auto& a : args) argv.push_back(a.c_str());
   if (!p.parse(int(argv.size()), argv.data())) return 0;
-  Config c = parse(args, p);
+  Config c = parse(p);
 
   Weights w;
   Tensor x;
@@ -397,8 +390,7 @@ int run(const std::vector<std::string>& args) {
     throw UserError(fmt::format("embed {} is not divisible by heads {}", c.E, c.NH));
   if (!w.w_in.defined()) w = fresh_weights(c);
 
-  if (x.defined()) {
-  } else if (p.given("input")) {
+  if (!x.defined() && p.given("input")) {
     if (!file_exists(p.str("input")))
       throw UserError("--input " + p.str("input") + ": no such file");
     x = tg::load_npy(p.str("input")).to(tg::kFloat64);
@@ -407,7 +399,7 @@ int run(const std::vector<std::string>& args) {
       throw UserError(fmt::format("--input: x is {}, expected (T, E) or (B, T, E) with E = {}",
                                   shape_str(x.shape()), c.E));
     c.B = x.size(0), c.T = x.size(1);
-  } else {
+  } else if (!x.defined()) {
     tg::manual_seed(c.seed + 2);
     x = tg::randn({c.B, c.T, c.E}, tg::kFloat64);
   }

@@ -84,21 +84,29 @@ std::string ArgParser::str(const std::string& name) const {
 
 int64_t ArgParser::integer(const std::string& name) const {
   std::string v = str(name);
-  errno = 0;
-  char* end = nullptr;
-  long long x = std::strtoll(v.c_str(), &end, 10);
-  if (v.empty() || errno != 0 || *end != '\0')
-    throw UserError("option --" + name + " must be a whole number, got '" + v + "'");
-  return x;
+  if (auto x = parse_int(v)) return *x;
+  throw UserError("option --" + name + " must be a whole number, got '" + v + "'");
 }
 
 double ArgParser::number(const std::string& name) const {
   std::string v = str(name);
+  if (auto x = parse_number(v)) return *x;
+  throw UserError("option --" + name + " must be a finite number, got '" + v + "'");
+}
+
+std::optional<int64_t> parse_int(const std::string& s) {
   errno = 0;
   char* end = nullptr;
-  double x = std::strtod(v.c_str(), &end);
-  if (v.empty() || errno != 0 || *end != '\0' || !std::isfinite(x))
-    throw UserError("option --" + name + " must be a finite number, got '" + v + "'");
+  long long x = std::strtoll(s.c_str(), &end, 10);
+  if (s.empty() || errno != 0 || *end != '\0') return std::nullopt;
+  return x;
+}
+
+std::optional<double> parse_number(const std::string& s) {
+  errno = 0;
+  char* end = nullptr;
+  double x = std::strtod(s.c_str(), &end);
+  if (s.empty() || errno != 0 || *end != '\0' || !std::isfinite(x)) return std::nullopt;
   return x;
 }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -62,6 +63,10 @@ class ArgParser {
 // Runs body(); prints "<program>: error: ..." to stderr for any exception and returns 2 for a
 // UserError, 1 otherwise; returns body()'s result when it succeeds.
 int run_main(const std::string& program, const std::function<int()>& body);
+
+// The whole string as a base-10 integer / a finite number; nullopt when it is anything else.
+std::optional<int64_t> parse_int(const std::string& s);
+std::optional<double> parse_number(const std::string& s);
 
 // Splits "a,b,c" (no empty parts allowed; `what` names the option in the error).
 std::vector<std::string> split_list(const std::string& s, char sep, const std::string& what);

@@ -280,8 +280,18 @@ TrainLog train(Seq2Seq& model, const Dataset& d, const Vocabs& v, const TrainOpt
       throw UserError(fmt::format("--resume: {}", e.what()));
     }
     step = info.step;
-    log.best_valid = std::stod(info.extra.at("translation.best_valid"));
-    log.best_step = std::stoll(info.extra.at("translation.best_step"));
+    auto extra = [&](const std::string& key) {
+      auto it = info.extra.find(key);
+      if (it == info.extra.end())
+        throw UserError(fmt::format("--resume: {}: no {} in its metadata", ckpt, key));
+      return it->second;
+    };
+    auto best_valid = parse_number(extra("translation.best_valid"));
+    auto best_step = parse_int(extra("translation.best_step"));
+    if (!best_valid || !best_step)
+      throw UserError(fmt::format("--resume: {}: malformed translation.best_* metadata", ckpt));
+    log.best_valid = *best_valid;
+    log.best_step = *best_step;
     read_history(ckpt + "/history.json", log);
   }
   log.start_step = step;
