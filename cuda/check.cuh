@@ -1,0 +1,99 @@
+// cuda/check.cuh — for .cu files only: the check macros every CUDA and cuBLAS call goes through,
+// launch-size helpers and the dtype switch. A failure throws tg::cuda::Error naming the op
+// (OpScope), the call, the file and the line.
+#pragma once
+
+#include "cuda/kernels.cuh"
+#include "cuda/runtime.cuh"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace tg::cuda::detail {
+
+[[noreturn]] void throw_cuda(cudaError_t e, const char* call, const char* file, int line);
+[[noreturn]] void throw_cublas(cublasStatus_t s, const char* call, const char* file, int line);
+cublasHandle_t cublas_handle();  // one per device, bound to stream()
+inline cudaStream_t cur_stream() { return static_cast<cudaStream_t>(stream()); }
+
+// Blocks of `threads` covering n items (at least 1, at most 2^31-1 in x).
+inline unsigned grid_for(int64_t n, int threads) {
+  int64_t g = (n + threads - 1) / threads;
+  if (g < 1) g = 1;
+  if (g > 0x7fffffff) g = 0x7fffffff;
+  return static_cast<unsigned>(g);
+}
+
+}  // namespace tg::cuda::detail
+
+// Checks a cudaError_t-returning call.
+#define TG_CUDA_CHECK(call)                                                         \
+  do {                                                                              \
+    cudaError_t tg_e_ = (call);                                                     \
+    if (tg_e_ != cudaSuccess)                                                       \
+      ::tg::cuda::detail::throw_cuda(tg_e_, #call, __FILE__, __LINE__);             \
+  } while (0)
+// Checks a cublasStatus_t-returning call.
+#define TG_CUBLAS_CHECK(call)                                                       \
+  do {                                                                              \
+    cublasStatus_t tg_s_ = (call);                                                  \
+    if (tg_s_ != CUBLAS_STATUS_SUCCESS)                                             \
+      ::tg::cuda::detail::throw_cublas(tg_s_, #call, __FILE__, __LINE__);           \
+  } while (0)
+// After a <<<...>>> launch: reports a bad configuration or an earlier asynchronous fault.
+#define TG_CUDA_LAUNCH_CHECK(kernel_name) \
+  ::tg::cuda::detail::check_launch(kernel_name, __FILE__, __LINE__)
+
+namespace tg::cuda::detail {
+inline void check_launch(const char* kernel, const char* file, int line) {
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) throw_cuda(e, kernel, file, line);
+}
+}  // namespace tg::cuda::detail
+
+// Calls body with `scalar_t` = float or double for dt (F32/F64); other dtypes throw.
+#define TG_DISPATCH_FLOAT(dt, name, ...)                                            \
+  do {                                                                              \
+    switch (dt) {                                                                   \
+      case ::tg::cuda::DT::F32: {                                                   \
+        using scalar_t = float;                                                     \
+        __VA_ARGS__();                                                              \
+        break;                                                                      \
+      }                                                                             \
+      case ::tg::cuda::DT::F64: {                                                   \
+        using scalar_t = double;                                                    \
+        __VA_ARGS__();                                                              \
+        break;                                                                      \
+      }                                                                             \
+      default:                                                                      \
+        throw ::tg::cuda::Error(std::string(name) + ": unsupported dtype on cuda"); \
+    }                                                                               \
+  } while (0)
+// Any dtype: float, double, int64_t, bool.
+#define TG_DISPATCH_ALL(dt, name, ...)   \
+  do {                                   \
+    switch (dt) {                        \
+      case ::tg::cuda::DT::F32: {        \
+        using scalar_t = float;          \
+        __VA_ARGS__();                   \
+        break;                           \
+      }                                  \
+      case ::tg::cuda::DT::F64: {        \
+        using scalar_t = double;         \
+        __VA_ARGS__();                   \
+        break;                           \
+      }                                  \
+      case ::tg::cuda::DT::I64: {        \
+        using scalar_t = int64_t;        \
+        __VA_ARGS__();                   \
+        break;                           \
+      }                                  \
+      default: {                         \
+        using scalar_t = bool;           \
+        __VA_ARGS__();                   \
+        break;                           \
+      }                                  \
+    }                                    \
+  } while (0)

@@ -1,0 +1,213 @@
+// cuda/kernels.cuh — the plain C++ face of tapegrad's CUDA kernels: raw device pointers, sizes and
+// small POD descriptors only (no CUDA, fmt or library headers), so ops/ can include it from any
+// translation unit. ops/ checks every argument and shape first; these functions trust them.
+//
+// Conventions (mirroring the CPU kernels in ops/, which are the specification):
+//   - Every pointer is device memory on the current device, contiguous row-major unless a stride
+//     array says otherwise. Every launch goes to the device's one stream (runtime.cuh: stream()).
+//   - `dt` is the element type (DT below, same numbering as tg::DType). Floating kernels accept
+//     F32 and F64; float32 kernels accumulate in float32 unless the comment says double.
+//   - Argument order as in llm.c: outputs, inputs, saved buffers, sizes, options.
+//   - A failing launch throws tg::cuda::Error (runtime.cuh) naming the call, file, line and op.
+// Shape vocabulary: B batch, T/S query/key length, C channels, NH heads, hs head size, V vocab,
+// N rows, D a trailing size.
+#pragma once
+
+#include <cstdint>
+
+namespace tg::cuda {
+
+// Element types, numbered like tg::DType (ops/ static_asserts this).
+enum class DT : uint8_t { F32 = 0, F64 = 1, I64 = 2, Bool = 3 };
+
+// ---- strided N-d iteration (broadcasting, permutes, slices) ----
+constexpr int kMaxDims = 8;
+// An N-d index space `shape` (ndim <= kMaxDims; ndim 0 is one element) and, per operand, the
+// element stride of each dim (0 where the operand is broadcast) plus an element offset.
+struct Strided {
+  int ndim = 0;
+  int64_t shape[kMaxDims] = {};
+  int64_t stride[3][kMaxDims] = {};  // operand 0 = out, 1 = a, 2 = b (or cond / x / y for where)
+  int64_t offset[3] = {};
+};
+
+// ---- elementwise (cuda/elementwise.cu) ----
+enum class BinOp : uint8_t { Add, Sub, Mul, Div, Pow, Max, Min, Eq, Ne, Lt, Le, Gt, Ge };
+// out[i] = a[i] op b[i] over st (operands 0, 1, 2); a and b of type dt, out of type out_dt (dt
+// for arithmetic, Bool for comparisons). Max/Min propagate NaN like torch.maximum. Int64 Div is
+// not offered (ops/ rejects it); int64 Pow too.
+void binary(BinOp op, DT dt, DT out_dt, void* out, const void* a, const void* b, const Strided& st);
+
+// Unary ops with up to two scalar parameters p0, p1 (computed in double, stored as dt):
+enum class UnOp : uint8_t {
+  Neg, Exp, Log, Sqrt, Rsqrt, Abs, Tanh, Sigmoid, Relu,
+  GeluErf,   // x·Φ(x)
+  GeluTanh,  // 0.5·x·(1 + tanh(√(2/π)(x + 0.044715x³)))
+  AddS,      // x + p0
+  MulS,      // x · p0
+  RSubS,     // p0 - x
+  RDivS,     // p0 / x
+  PowS,      // x^p0
+  Clamp,     // min(max(x, p0), p1), NaN stays NaN; p0 = -inf or p1 = +inf for one-sided clamps
+};
+// out[i] = f(x[i]) for i < n; dt floating.
+void unary(UnOp op, DT dt, void* out, const void* x, int64_t n, double p0 = 0, double p1 = 0);
+// dx[i] = g[i] · f'(x[i]) for i < n, where y = f(x) is the forward output. The CPU's derivatives,
+// exactly: Exp/Tanh/Sigmoid/Sqrt/Rsqrt read y; Log/Abs/Relu/Gelu*/RDivS/PowS/Clamp read x
+// (Abs: sign(x), 0 at 0; Relu: 1 where x > 0; Clamp: 1 where p0 <= x <= p1); Neg/AddS/MulS/RSubS
+// read neither (x and y may be null when not read).
+void unary_backward(UnOp op, DT dt, void* dx, const void* g, const void* x, const void* y,
+                    int64_t n, double p0 = 0, double p1 = 0);
+// out[i] = cond[i] ? a[i] : b[i] over st (operand 0 out, 1 a, 2 b) with cond (Bool) strided by
+// cond_stride/cond_offset; a, b, out of type dt (any DT). masked_fill is where(mask, value, x)
+// with a broadcast one-element a.
+void where(DT dt, void* out, const bool* cond, const int64_t* cond_stride, int64_t cond_offset,
+           const void* a, const void* b, const Strided& st);
+// logical_not for Bool.
+void logical_not(bool* out, const bool* x, int64_t n);
+
+// ---- memory-shaped ops (cuda/copy.cu) ----
+// out[i] = value (converted to dt) for i < n.
+void fill(DT dt, void* out, int64_t n, double value);
+// Type conversion (any pair; to Bool means != 0): out[i] = to(x[i]).
+void cast(DT from, DT to, void* out, const void* x, int64_t n);
+// Gather copy over st: out (operand 0 strides) = x (operand 1 strides), same dt. Transpose,
+// permute, expand, narrow/slice and each input of cat are one call.
+void strided_copy(DT dt, void* out, const void* x, const Strided& st);
+// out (outer, n_idx, inner) = x (outer, n_src, inner) picked at idx[k] along the middle dim.
+// idx are already checked to lie in [0, n_src).
+void index_select(DT dt, void* out, const void* x, const int64_t* idx, int64_t outer,
+                  int64_t n_src, int64_t n_idx, int64_t inner);
+// dx (outer, n_src, inner) += g (outer, n_idx, inner) scattered at idx along the middle dim.
+// dx must be zeroed by the caller. deterministic: a fixed summation order (sorted by index,
+// then by position) instead of atomics.
+void index_add(DT dt, void* dx, const void* g, const int64_t* idx, int64_t outer, int64_t n_src,
+               int64_t n_idx, int64_t inner, bool deterministic);
+// The first k (in order) with idx[k] outside [lo, hi) — as a host value; -1 when all are inside.
+// Synchronises (it reads back one int64).
+int64_t first_out_of_range(const int64_t* idx, int64_t n, int64_t lo, int64_t hi);
+
+// ---- reductions (cuda/reduce.cu) ----
+enum class RedOp : uint8_t { Sum, Max, Min };
+// out (outer, inner) = reduce over the middle dim of x (outer, r, inner); Max/Min propagate NaN.
+// Float32 sums accumulate in float32 with a tree (pairwise) order; the result matches a float64
+// reference to about 1e-6 relative.
+void reduce(RedOp op, DT dt, void* out, const void* x, int64_t outer, int64_t r, int64_t inner);
+// out (outer, inner) int64 = index of the first maximum along r (NaN counts as maximal, the first
+// NaN wins), like torch.argmax.
+void argmax(DT dt, int64_t* out, const void* x, int64_t outer, int64_t r, int64_t inner);
+// *acc += Σ x[i]² over i < n, accumulated in double; acc is one device double, zeroed by the
+// caller. For gradient-norm clipping: many tensors
+// add into one accumulator, then one read.
+void sum_squares(DT dt, double* acc, const void* x, int64_t n);
+
+// ---- matmul (cuda/blas.cu, cuBLAS) ----
+// Row-major batched GEMM: for b < batch, C_b = alpha·op(A_b)·op(B_b) + beta·C_b with op(A_b)
+// (M, K), op(B_b) (K, N), C_b (M, N); A_b = A + b·strideA (elements), lda etc. are the row-major
+// leading dimensions (row lengths) of the stored matrices. transA: A is stored (K, M). One
+// cublasGemmStridedBatchedEx (F32: TF32 only when allow_tf32()); F64 uses cublasDgemm paths.
+void gemm(DT dt, bool transA, bool transB, int64_t M, int64_t N, int64_t K, double alpha,
+          const void* A, int64_t lda, int64_t strideA, const void* B, int64_t ldb, int64_t strideB,
+          double beta, void* C, int64_t ldc, int64_t strideC, int64_t batch);
+// TF32 tensor cores for float32 GEMMs: off by default (results match the CPU to float32
+// rounding); on trades about 1e-3 relative error for speed.
+void set_allow_tf32(bool on);
+bool allow_tf32();
+
+// ---- softmax (cuda/softmax.cu) ----
+// y = softmax(x) (log: log_softmax) over the middle dim of (outer, r, inner). A row whose entries
+// are all -inf gives NaN (softmax) like the CPU and PyTorch.
+void softmax_forward(DT dt, void* y, const void* x, int64_t outer, int64_t r, int64_t inner,
+                     bool log);
+// softmax:     dx = y ⊙ (g − Σ g⊙y);   log_softmax: dx = g − exp(y)·Σ g.
+void softmax_backward(DT dt, void* dx, const void* g, const void* y, int64_t outer, int64_t r,
+                      int64_t inner, bool log);
+
+// ---- layer norm (cuda/norm.cu) ----
+// x (N, D) -> y (N, D); mean and rstd (N) float64 (saved for backward); w, b (D) or null.
+// Statistics are computed in double (two passes), as the CPU does.
+void layer_norm_forward(DT dt, void* y, double* mean, double* rstd, const void* x, const void* w,
+                        const void* b, int64_t N, int64_t D, double eps);
+// dx (N, D); dw, db (D) or null (written, not accumulated); reads dy, x, w (or null), mean, rstd.
+// dw/db sums run in a fixed order (deterministic).
+void layer_norm_backward(DT dt, void* dx, void* dw, void* db, const void* dy, const void* x,
+                         const void* w, const double* mean, const double* rstd, int64_t N,
+                         int64_t D);
+
+// ---- cross-entropy fused with log-softmax (cuda/loss.cu) ----
+// logits (N, C, inner) (inner = 1 for (N, C)), target (N, inner) int64 already checked to lie in
+// [0, C) or equal ignore_index. Per row r = n·inner + i: loss[r] (float64) and lse[r] (float64,
+// saved); ignored rows get 0 and 0. *count_host = number of rows not ignored (synchronises).
+void cross_entropy_forward(DT dt, double* loss, double* lse, const void* logits,
+                           const int64_t* target, int64_t N, int64_t C, int64_t inner,
+                           int64_t ignore_index, double label_smoothing, int64_t* count_host);
+// dlogits (N, C, inner) = grow[r]·(softmax − smoothed one-hot), with grow (N·inner) float64 per
+// row, or grow == null and every row gets grow_scalar; ignored rows get 0.
+void cross_entropy_backward(DT dt, void* dlogits, const double* grow, double grow_scalar,
+                            const void* logits, const int64_t* target, const double* lse,
+                            int64_t N, int64_t C, int64_t inner, int64_t ignore_index,
+                            double label_smoothing);
+
+// ---- dropout (cuda/dropout.cu) ----
+// Counter-based RNG (Philox-4x32-10 keyed by seed, counter = element index + offset): keep[i] =
+// (u(i) >= p) ? 1/(1-p) : 0, out[i] = x[i]·keep[i]. The same (seed, offset) always gives the same
+// mask, on any launch configuration.
+void dropout_forward(DT dt, void* out, void* keep, const void* x, int64_t n, double p,
+                     uint64_t seed, uint64_t offset);
+// The uniform in [0, 1) that element i draws: u = w · 2⁻³², with w the first 32-bit word of
+// Philox-4x32-10(key = seed, counter = (offset + i) as 64 bits in words 0-1, 0, 0); element i is
+// kept iff u >= p. Host twin of the device function, for tests.
+double dropout_uniform_host(uint64_t seed, uint64_t offset, int64_t i);
+
+// ---- optimizers (cuda/optim.cu) ----
+// One fused Adam / AdamW step on n elements, in place: (decoupled: p -= lr·wd·p first, AdamW;
+// else g += wd·p, Adam's L2) m = b1·m + (1−b1)·g; v = b2·v + (1−b2)·g²;
+// p -= lr·(m/bc1) / (sqrt(v/bc2) + eps), where bc1 = 1 − b1^t, bc2 = 1 − b2^t (PyTorch's order of
+// operations). Scalars in double, storage in dt.
+void adam_step(DT dt, void* p, const void* g, void* m, void* v, int64_t n, double lr, double b1,
+               double b2, double eps, double weight_decay, bool decoupled, double bc1, double bc2);
+
+// ---- attention (cuda/attention.cu) ----
+// The structural mask, one contiguous key range per query row (see ops/attention.hpp):
+//   i' = i + shift (shift = S − T for bottom-right alignment, else 0);
+//   causal: j <= i'; local (left, right): i' − left <= j <= i' + right (left/right < 0: none);
+//   blocked(W, back, ahead, causal): floor(i'/W) − back <= floor(j/W) <= floor(i'/W) + ahead,
+//   and j <= i' if causal. Parts intersect. Plus data parts: key_allowed (B, S) bool (true =
+//   allowed) and key_lengths (B) int64 (j < len[b] allowed), allowed (bool, strided over
+//   (B, NH, T, S), true = allowed), additive (same dtype as q, strided over (B, NH, T, S)).
+constexpr int kMaxBlocked = 4;
+struct MaskDesc {
+  int64_t shift = 0;
+  bool causal = false;
+  bool has_local = false;
+  int64_t left = 0, right = 0;
+  int n_blocked = 0;
+  int64_t block_W[kMaxBlocked] = {}, block_back[kMaxBlocked] = {},
+          block_ahead[kMaxBlocked] = {};
+  bool block_causal[kMaxBlocked] = {};
+  const bool* key_allowed = nullptr;     // (B, S) or null
+  const int64_t* key_lengths = nullptr;  // (B) or null
+  const bool* allowed = nullptr;         // or null
+  int64_t allowed_stride[4] = {};        // element strides over (B, NH, T, S); 0 = broadcast
+  const void* additive = nullptr;        // or null
+  int64_t additive_stride[4] = {};
+};
+// Fused attention forward (FlashAttention-2 style: tiles of queries per block, online softmax
+// over key tiles, tiles entirely outside the structural range skipped).
+// q (B, NH, T, hs), k (B, NH, S, hs), v (B, NH, S, hs_v) -> o (B, NH, T, hs_v) and lse (B, NH, T)
+// float32 for F32 / float64 for F64 (log-sum-exp of the scaled, masked scores; -inf for a fully
+// masked row, whose output is 0). Supported head sizes: hs, hs_v <= 128.
+void attention_forward(DT dt, void* o, void* lse, const void* q, const void* k, const void* v,
+                       int64_t B, int64_t NH, int64_t T, int64_t S, int64_t hs, int64_t hs_v,
+                       double scale, const MaskDesc& mask);
+// Backward from o, lse and dout (B, NH, T, hs_v): dq (B, NH, T, hs), dk (B, NH, S, hs), dv
+// (B, NH, S, hs_v), all written (not accumulated). Fully masked rows send zero gradient.
+// Deterministic (no atomics across key tiles).
+void attention_backward(DT dt, void* dq, void* dk, void* dv, const void* dout, const void* q,
+                        const void* k, const void* v, const void* o, const void* lse, int64_t B,
+                        int64_t NH, int64_t T, int64_t S, int64_t hs, int64_t hs_v, double scale,
+                        const MaskDesc& mask);
+// Largest head size the fused kernels take.
+constexpr int64_t kAttentionMaxHeadSize = 128;
+
+}  // namespace tg::cuda
