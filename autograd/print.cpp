@@ -68,6 +68,15 @@ struct Printer {
 
 std::string Tensor::str() const {
   if (!defined()) return "tensor(undefined)";
+  if (device().type != DeviceType::CPU) {  // values from a host copy, then the device
+    std::string s = detach().to(kCPU).str();
+    s.insert(s.rfind(", dtype="), ", device=" + device().str());
+    if (grad_fn())
+      s.insert(s.size() - 1, fmt::format(", grad_fn=<{}>", grad_fn()->op));
+    else if (requires_grad())
+      s.insert(s.size() - 1, ", requires_grad=True");
+    return s;
+  }
   Printer p{*this, strides(), numel() > kThreshold, false, false, {}};
   if (is_floating(dtype()) && numel() > 0) {
     double mx = 0, mn = INFINITY;

@@ -1,5 +1,8 @@
 // autograd/tape.cpp — recording nodes, grad mode, and the reverse walk (backward and tg::grad).
 #include "autograd/tape.hpp"
+
+#include "cuda/kernels.cuh"
+#include "cuda/runtime.cuh"
 #include "autograd/trace_detail.hpp"
 
 #include <fmt/format.h>
@@ -37,6 +40,25 @@ thread_local TapeList g_tape;
 // dst += src, same shape and dtype (checked by the caller).
 void add_into(const Tensor& dst, const Tensor& src) {
   const int64_t n = dst.numel();
+  if (dst.device() != src.device())
+    throw Error(fmt::format("backward: cannot accumulate a gradient {} on {} into one on {}",
+                            shape_str(src.shape()), src.device().str(), dst.device().str()));
+  if (dst.device().type == DeviceType::CUDA) {
+    tg::cuda::OpScope scope("backward (accumulate)");
+    try {
+      tg::cuda::set_device(dst.device().index);
+      tg::cuda::Strided st;
+      st.ndim = 1;
+      st.shape[0] = n;
+      st.stride[0][0] = st.stride[1][0] = st.stride[2][0] = 1;
+      const auto dt = static_cast<tg::cuda::DT>(dst.dtype());
+      tg::cuda::binary(tg::cuda::BinOp::Add, dt, dt, dst.data_ptr(), dst.data_ptr(),
+                       src.data_ptr(), st);
+    } catch (const tg::cuda::Error& e) {
+      throw Error(e.what());
+    }
+    return;
+  }
   if (dst.dtype() == kFloat32) {
     float* d = dst.data<float>();
     const float* s = src.data<float>();
@@ -204,7 +226,7 @@ void run(const Tensor* roots, const Tensor* grads, size_t n_roots, bool retain_g
             fmt::format("backward: grad can be implicitly created only for scalar outputs; "
                         "output {} is {}: pass an explicit gradient",
                         r, shape_str(root.shape())));
-      g = ones(root.shape(), root.dtype());
+      g = ones(root.shape(), root.dtype(), root.device());
     }
     if (g.shape() != root.shape() || g.dtype() != root.dtype())
       throw Error(fmt::format("backward: gradient {} {} does not match output {} {}",

@@ -3,6 +3,8 @@
 #include "autograd/tensor.hpp"
 
 #include "autograd/tape.hpp"
+#include "cuda/kernels.cuh"
+#include "cuda/runtime.cuh"
 
 #include <fmt/format.h>
 
@@ -53,6 +55,57 @@ size_t dtype_size(DType t) {
 std::string Device::str() const {
   return type == DeviceType::CPU ? std::string("cpu") : fmt::format("cuda:{}", index);
 }
+Device parse_device(const std::string& s) {
+  if (s == "cpu") return kCPU;
+  if (s == "cuda") return cuda_device(0);
+  if (s.rfind("cuda:", 0) == 0 && s.size() > 5 &&
+      s.find_first_not_of("0123456789", 5) == std::string::npos && s.size() < 9)
+    return cuda_device(std::stoi(s.substr(5)));
+  throw Error(fmt::format("device: unknown device \"{}\", expected cpu, cuda or cuda:N", s));
+}
+
+// ---- CUDA runtime, for users (the kernels are reached through ops/) ----
+namespace {
+// Runs f, turning a tg::cuda::Error into tg::Error (same message).
+template <typename F>
+decltype(auto) cuda_call(const char* op, F&& f) {
+  tg::cuda::OpScope scope(op);
+  try {
+    return f();
+  } catch (const tg::cuda::Error& e) {
+    throw Error(e.what());
+  }
+}
+void check_cuda_index(int index, const char* op) {
+  const int n = tg::cuda::device_count();
+  if (index < 0 || index >= n)
+    throw Error(fmt::format("{}: cuda:{} is not available ({} CUDA device{} visible{})", op, index,
+                            n, n == 1 ? "" : "s",
+                            tg::cuda::built_with_cuda() ? "" : "; this build has no CUDA"));
+}
+}  // namespace
+int cuda_device_count() { return tg::cuda::device_count(); }
+bool cuda_is_available() { return tg::cuda::device_count() > 0; }
+void cuda_synchronize(int index) {
+  check_cuda_index(index, "cuda_synchronize");
+  cuda_call("cuda_synchronize", [&] { tg::cuda::synchronize(index); });
+}
+CudaMemory cuda_memory(int index) {
+  check_cuda_index(index, "cuda_memory");
+  tg::cuda::MemoryStats s = cuda_call("cuda_memory", [&] { return tg::cuda::memory_stats(index); });
+  return CudaMemory{s.allocated,      s.peak_allocated, s.reserved,
+                    s.peak_reserved, s.device_mallocs, s.cache_hits};
+}
+void cuda_reset_peak_memory(int index) {
+  check_cuda_index(index, "cuda_reset_peak_memory");
+  cuda_call("cuda_reset_peak_memory", [&] { tg::cuda::reset_peak_memory(index); });
+}
+void cuda_empty_cache(int index) {
+  check_cuda_index(index, "cuda_empty_cache");
+  cuda_call("cuda_empty_cache", [&] { tg::cuda::empty_cache(index); });
+}
+void cuda_set_allow_tf32(bool on) { tg::cuda::set_allow_tf32(on); }
+
 std::string shape_str(const Shape& s) {
   std::string r = "(";
   for (size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
@@ -130,8 +183,11 @@ size_t block_bytes(size_t n) { return ((n + 63) / 64) * 64; }
 }  // namespace
 
 Storage::Storage(size_t n, Device dev) : nbytes(n), device(dev) {
-  if (dev.type != DeviceType::CPU)
-    throw Error("Storage: only the CPU device is built in this version");
+  if (dev.type == DeviceType::CUDA) {
+    check_cuda_index(dev.index, tg::cuda::current_op());
+    data = cuda_call(tg::cuda::current_op(), [&] { return tg::cuda::alloc(n, dev.index); });
+    return;
+  }
   if (n <= sizeof(small)) {
     data = small;
     return;
@@ -140,10 +196,18 @@ Storage::Storage(size_t n, Device dev) : nbytes(n), device(dev) {
   if (!data) throw Error(fmt::format("Storage: out of memory allocating {} bytes", n));
 }
 Storage::~Storage() {
+  if (device.type == DeviceType::CUDA) {
+    tg::cuda::free(data, device.index);
+    return;
+  }
   if (data != small) block_cache().put(data, block_bytes(nbytes));
 }
 
 // ---- tensor metadata ----
+void throw_not_host(const char* what, const Tensor& t) {
+  throw Error(fmt::format("{}: tensor {} {} is on {}; copy it with .cpu() to read it on the host",
+                          what, shape_str(t.shape()), dtype_name(t.dtype()), t.device().str()));
+}
 void throw_undefined(const char* what) {
   throw Error(fmt::format("{}: tensor is undefined", what));
 }
@@ -178,6 +242,7 @@ double item_as_double(const Tensor& t) {
   if (t.numel() != 1)
     throw Error(fmt::format("item: tensor of shape {} has {} elements, expected 1",
                             shape_str(t.shape()), t.numel()));
+  if (t.device().type != DeviceType::CPU) return item_as_double(t.detach().to(kCPU));
   switch (t.dtype()) {
     case kFloat32:
       return *t.data<float>();
@@ -196,6 +261,7 @@ int64_t Tensor::item<int64_t>() const {
     if (numel() != 1)
       throw Error(fmt::format("item: tensor of shape {} has {} elements, expected 1",
                               shape_str(shape()), numel()));
+    if (device().type != DeviceType::CPU) return detach().to(kCPU).item<int64_t>();
     return *data<int64_t>();
   }
   return static_cast<int64_t>(item_as_double(*this));
@@ -226,6 +292,15 @@ void convert_from(Dst* d, const Tensor& src) {
   }
 }
 Tensor convert_tensor(const Tensor& src, DType dtype) {
+  if (src.device().type == DeviceType::CUDA) {
+    Tensor out = Tensor::empty(src.shape(), dtype, src.device());
+    cuda_call("to", [&] {
+      tg::cuda::set_device(src.device().index);
+      tg::cuda::cast(static_cast<tg::cuda::DT>(src.dtype()), static_cast<tg::cuda::DT>(dtype),
+                     out.data_ptr(), src.data_ptr(), src.numel());
+    });
+    return out;
+  }
   Tensor out = Tensor::empty(src.shape(), dtype);
   switch (dtype) {
     case kFloat32:
@@ -278,11 +353,50 @@ Tensor Tensor::to(DType dtype, Site site) const {
   }
   return out;
 }
+namespace {
+// Copies the bytes of src (any device) into a new tensor on `device`; no tape.
+Tensor copy_to(const Tensor& src, Device device) {
+  Tensor out = Tensor::empty(src.shape(), src.dtype(), device);
+  const size_t bytes = src.numel() * dtype_size(src.dtype());
+  const Device from = src.device();
+  cuda_call("to", [&] {
+    if (from.type == DeviceType::CPU && device.type == DeviceType::CPU)
+      std::memcpy(out.data_ptr(), src.data_ptr(), bytes);
+    else if (from.type == DeviceType::CPU)
+      tg::cuda::copy_to_device(out.data_ptr(), src.data_ptr(), bytes, device.index);
+    else if (device.type == DeviceType::CPU)
+      tg::cuda::copy_to_host(out.data_ptr(), src.data_ptr(), bytes, from.index);
+    else if (from.index == device.index)
+      tg::cuda::copy_on_device(out.data_ptr(), src.data_ptr(), bytes, device.index);
+    else
+      tg::cuda::copy_between_devices(out.data_ptr(), device.index, src.data_ptr(), from.index,
+                                     bytes);
+  });
+  return out;
+}
+}  // namespace
+
+Tensor Tensor::to(Device device, Site site) const {
+  SiteScope scope(site);
+  check_defined("to");
+  if (device == this->device()) return *this;
+  if (device.type == DeviceType::CUDA) check_cuda_index(device.index, "to");
+  Tensor out = copy_to(*this, device);
+  if (is_floating(dtype())) {
+    const Device back = this->device();
+    note_saved();
+    record("to", out, {*this},
+           [back](const Tensor& g) -> std::vector<Tensor> { return {copy_to(g, back)}; });
+  }
+  return out;
+}
+Tensor Tensor::cuda(int index, Site site) const { return to(cuda_device(index), site); }
+Tensor Tensor::cpu(Site site) const { return to(kCPU, site); }
+
 Tensor Tensor::clone(Site site) const {
   SiteScope scope(site);
   check_defined("clone");
-  Tensor out = Tensor::empty(shape(), dtype());
-  std::memcpy(out.data_ptr(), data_ptr(), numel() * dtype_size(dtype()));
+  Tensor out = copy_to(*this, device());
   note_saved();
   record("clone", out, {*this}, [](const Tensor& g) -> std::vector<Tensor> { return {g}; });
   return out;
@@ -326,9 +440,13 @@ void Tensor::set_grad(const Tensor& g) {
 }
 void Tensor::zero_grad() {
   check_defined("zero_grad");
-  if (impl_->grad)
-    std::memset(Tensor(impl_->grad).data_ptr(), 0,
-                impl_->grad->numel * dtype_size(impl_->grad->dtype));
+  if (!impl_->grad) return;
+  Tensor g(impl_->grad);
+  const size_t bytes = g.numel() * dtype_size(g.dtype());
+  if (g.device().type == DeviceType::CUDA)
+    cuda_call("zero_grad", [&] { tg::cuda::memset_zero(g.data_ptr(), bytes, g.device().index); });
+  else
+    std::memset(g.data_ptr(), 0, bytes);
 }
 void Tensor::reset_grad() {
   check_defined("reset_grad");
@@ -380,14 +498,26 @@ Tensor fill_with(const Shape& shape, DType dtype, F value_at) {
 }
 }  // namespace
 
-Tensor zeros(const Shape& shape, DType dtype) {
-  return fill_with(shape, dtype, [](int64_t) { return 0.0; });
+Tensor full(const Shape& shape, double v, DType dtype, Device device) {
+  if (device.type == DeviceType::CPU) return fill_with(shape, dtype, [v](int64_t) { return v; });
+  Tensor t = Tensor::empty(shape, dtype, device);
+  cuda_call("full", [&] {
+    tg::cuda::set_device(device.index);
+    tg::cuda::fill(static_cast<tg::cuda::DT>(dtype), t.data_ptr(), t.numel(), v);
+  });
+  return t;
 }
-Tensor ones(const Shape& shape, DType dtype) {
-  return fill_with(shape, dtype, [](int64_t) { return 1.0; });
+Tensor zeros(const Shape& shape, DType dtype, Device device) {
+  if (device.type == DeviceType::CPU)
+    return fill_with(shape, dtype, [](int64_t) { return 0.0; });
+  Tensor t = Tensor::empty(shape, dtype, device);
+  cuda_call("zeros", [&] {
+    tg::cuda::memset_zero(t.data_ptr(), t.numel() * dtype_size(dtype), device.index);
+  });
+  return t;
 }
-Tensor full(const Shape& shape, double v, DType dtype) {
-  return fill_with(shape, dtype, [v](int64_t) { return v; });
+Tensor ones(const Shape& shape, DType dtype, Device device) {
+  return full(shape, 1.0, dtype, device);
 }
 Tensor arange(double end, DType dtype) { return arange(0, end, 1, dtype); }
 Tensor arange(double start, double end, double step, DType dtype) {
@@ -400,13 +530,15 @@ Tensor eye(int64_t n, DType dtype) {
   if (n < 0) throw Error(fmt::format("eye: n must be >= 0, got {}", n));
   return fill_with({n, n}, dtype, [n](int64_t i) { return (i / n == i % n) ? 1.0 : 0.0; });
 }
-Tensor rand(const Shape& shape, DType dtype) {
+Tensor rand(const Shape& shape, DType dtype, Device device) {
+  if (device.type != DeviceType::CPU) return copy_to(rand(shape, dtype), device);
   if (!is_floating(dtype))
     throw Error(fmt::format("rand: dtype must be floating, got {}", dtype_name(dtype)));
   Generator& g = default_generator();
   return fill_with(shape, dtype, [&g](int64_t) { return g.uniform(); });
 }
-Tensor randn(const Shape& shape, DType dtype) {
+Tensor randn(const Shape& shape, DType dtype, Device device) {
+  if (device.type != DeviceType::CPU) return copy_to(randn(shape, dtype), device);
   if (!is_floating(dtype))
     throw Error(fmt::format("randn: dtype must be floating, got {}", dtype_name(dtype)));
   Generator& g = default_generator();
@@ -431,12 +563,12 @@ Tensor randperm(int64_t n) {
   }
   return t;
 }
-Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype()); }
-Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.dtype()); }
-Tensor full_like(const Tensor& t, double v) { return full(t.shape(), v, t.dtype()); }
-Tensor rand_like(const Tensor& t) { return rand(t.shape(), t.dtype()); }
-Tensor randn_like(const Tensor& t) { return randn(t.shape(), t.dtype()); }
-Tensor scalar_tensor(double v, DType dtype) { return full({}, v, dtype); }
+Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype(), t.device()); }
+Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.dtype(), t.device()); }
+Tensor full_like(const Tensor& t, double v) { return full(t.shape(), v, t.dtype(), t.device()); }
+Tensor rand_like(const Tensor& t) { return rand(t.shape(), t.dtype(), t.device()); }
+Tensor randn_like(const Tensor& t) { return randn(t.shape(), t.dtype(), t.device()); }
+Tensor scalar_tensor(double v, DType dtype, Device device) { return full({}, v, dtype, device); }
 
 namespace {
 template <typename T>

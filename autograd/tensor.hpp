@@ -61,8 +61,28 @@ struct Device {
   bool operator==(const Device& o) const { return type == o.type && index == o.index; }
   bool operator!=(const Device& o) const { return !(*this == o); }
   std::string str() const;  // "cpu", "cuda:0"
+  bool is_cuda() const { return type == DeviceType::CUDA; }
 };
 inline const Device kCPU{};
+inline Device cuda_device(int index = 0) { return Device{DeviceType::CUDA, index}; }
+// "cpu", "cuda", "cuda:1" -> Device; throws naming the string otherwise.
+Device parse_device(const std::string& s);
+// CUDA devices visible to this process (0 without a GPU or in a build without CUDA).
+int cuda_device_count();
+bool cuda_is_available();
+// Waits for every queued kernel on a CUDA device (timing; copies to the host already wait).
+void cuda_synchronize(int index = 0);
+// The CUDA caching allocator: bytes held by live tensors (and their peak), bytes reserved from
+// the driver, and cudaMalloc calls so far; empty_cache returns the unused blocks.
+struct CudaMemory {
+  size_t allocated = 0, peak_allocated = 0, reserved = 0, peak_reserved = 0;
+  int64_t device_mallocs = 0, cache_hits = 0;
+};
+CudaMemory cuda_memory(int index = 0);
+void cuda_reset_peak_memory(int index = 0);
+void cuda_empty_cache(int index = 0);
+// TF32 tensor cores for float32 matmuls on CUDA: off by default so results match the CPU.
+void cuda_set_allow_tf32(bool on);
 
 using Shape = std::vector<int64_t>;
 std::string shape_str(const Shape& s);  // "(2,3,4)"; "()" for a scalar
@@ -135,7 +155,7 @@ class Tensor {
   std::string str() const;  // PyTorch-style repr: values (elided when large), shape, dtype
 
   // ---- raw data (contiguous) ----
-  void* data_ptr() const;
+  void* data_ptr() const;  // device memory for a CUDA tensor
   template <typename T>
   T* data() const;  // checks that T matches dtype()
   template <typename T>
@@ -145,6 +165,11 @@ class Tensor {
 
   // ---- conversions ----
   Tensor to(DType dtype, Site site = Site::here()) const;  // differentiable between float dtypes
+  // A copy on `device` (itself when already there); differentiable: the gradient goes back.
+  Tensor to(Device device, Site site = Site::here()) const;
+  Tensor cuda(int index = 0, Site site = Site::here()) const;
+  Tensor cpu(Site site = Site::here()) const;
+  bool is_cuda() const { return device().type == DeviceType::CUDA; }
   Tensor clone(Site site = Site::here()) const;            // differentiable copy
   Tensor detach() const;                                   // shares storage, no grad history
   Tensor contiguous() const { return *this; }              // storage is always contiguous
@@ -200,23 +225,26 @@ class Tensor {
 };
 
 // ---- creation (PyTorch names) ----------------------------------------------------------------
-Tensor zeros(const Shape& shape, DType dtype = kFloat32);
-Tensor ones(const Shape& shape, DType dtype = kFloat32);
-Tensor full(const Shape& shape, double value, DType dtype = kFloat32);
+Tensor zeros(const Shape& shape, DType dtype = kFloat32, Device device = kCPU);
+Tensor ones(const Shape& shape, DType dtype = kFloat32, Device device = kCPU);
+Tensor full(const Shape& shape, double value, DType dtype = kFloat32, Device device = kCPU);
 Tensor arange(double end, DType dtype = kInt64);
 Tensor arange(double start, double end, double step = 1, DType dtype = kInt64);
 Tensor eye(int64_t n, DType dtype = kFloat32);
-Tensor rand(const Shape& shape, DType dtype = kFloat32);   // U[0, 1)
-Tensor randn(const Shape& shape, DType dtype = kFloat32);  // N(0, 1)
+// rand/randn/randint on a device draw on the CPU generator and copy: the same seed gives the
+// same numbers on every device.
+Tensor rand(const Shape& shape, DType dtype = kFloat32, Device device = kCPU);  // U[0, 1)
+Tensor randn(const Shape& shape, DType dtype = kFloat32, Device device = kCPU);  // N(0, 1)
 Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype = kInt64);
 // A random permutation of 0 .. n-1 (int64), e.g. to shuffle a dataset each epoch.
 Tensor randperm(int64_t n);
+// *_like keep the shape, dtype and device of t.
 Tensor zeros_like(const Tensor& t);
 Tensor ones_like(const Tensor& t);
 Tensor full_like(const Tensor& t, double value);
 Tensor rand_like(const Tensor& t);
 Tensor randn_like(const Tensor& t);
-Tensor scalar_tensor(double value, DType dtype = kFloat32);  // 0-dim
+Tensor scalar_tensor(double value, DType dtype = kFloat32, Device device = kCPU);  // 0-dim
 
 // From std::vector; the shape defaults to 1-D (use scalar_tensor for 0-dim).
 Tensor tensor(const std::vector<float>& values, Shape shape = {});
@@ -259,6 +287,7 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t);
 // ---- inline definitions ----------------------------------------------------------------------
 [[noreturn]] void throw_dtype_mismatch(const char* what, DType have, DType want);
 [[noreturn]] void throw_undefined(const char* what);
+[[noreturn]] void throw_not_host(const char* what, const Tensor& t);
 
 inline void Tensor::check_defined(const char* what) const {
   if (!impl_) throw_undefined(what);
@@ -285,6 +314,7 @@ T* Tensor::data() const {
   check_defined("data");
   if (impl_->dtype != dtype_of<T>::value)
     throw_dtype_mismatch("data<T>", impl_->dtype, dtype_of<T>::value);
+  if (impl_->storage->device.type != DeviceType::CPU) throw_not_host("data<T>", *this);
   return static_cast<T*>(impl_->storage->data) + impl_->offset;
 }
 
@@ -298,7 +328,7 @@ int64_t Tensor::item<int64_t>() const;
 
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
-  Tensor c = to(dtype_of<T>::value);
+  Tensor c = detach().to(kCPU).to(dtype_of<T>::value);
   const T* p = c.data<T>();
   return std::vector<T>(p, p + c.numel());
 }

@@ -29,6 +29,11 @@
 #include <type_traits>
 
 namespace tg {
+namespace detail {  // ops/attention_cuda.cpp
+AttentionMask attention_mask_on(const AttentionMask& mask, Device d);
+AttentionResult cuda_sdpa(const Tensor& q, const Tensor& k, const Tensor& v,
+                          const AttentionMask& mask, const SDPAOptions& opts, double scale);
+}  // namespace detail
 using namespace detail;
 
 namespace {
@@ -70,9 +75,9 @@ struct Dims {
 
 Dims check_sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionMask& mask,
                 const SDPAOptions& opts) {
-  check_float(q, kSdpa, "q");
-  check_float(k, kSdpa, "k");
-  check_float(v, kSdpa, "v");
+  check_float(q, kSdpa, "q", true);
+  check_float(k, kSdpa, "k", true);
+  check_float(v, kSdpa, "v", true);
   const std::string shapes = fmt::format("q {}, k {}, v {}", shape_str(q.shape()),
                                          shape_str(k.shape()), shape_str(v.shape()));
   if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4)
@@ -97,7 +102,13 @@ Dims check_sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Attenti
   if (opts.scale && !std::isfinite(*opts.scale))
     throw Error(fmt::format("{}: scale must be finite, got {} ({})", kSdpa, *opts.scale, shapes));
   Dims d{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3), v.size(3)};
-  mask.check(kSdpa, d.B, d.NH, d.T, d.S);
+  if (q.device().is_cuda())  // the checks read the mask's tensors on the host
+    attention_mask_on(mask, kCPU).check(kSdpa, d.B, d.NH, d.T, d.S);
+  else
+    mask.check(kSdpa, d.B, d.NH, d.T, d.S);
+  if (q.device() != k.device() || q.device() != v.device())
+    throw Error(fmt::format("{}: {}: q is on {}, k on {}, v on {}; move them to one device",
+                            kSdpa, shapes, q.device().str(), k.device().str(), v.device().str()));
   return d;
 }
 
@@ -473,6 +484,10 @@ AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, c
   auto c = std::make_shared<Ctx>();
   c->d = check_sdpa(q, k, v, mask, opts);
   const Dims& d = c->d;
+  if (q.device().is_cuda())
+    return cuda_sdpa(q, k, v, mask, opts,
+                     opts.scale ? *opts.scale
+                                : (d.hs > 0 ? 1.0 / std::sqrt(static_cast<double>(d.hs)) : 1.0));
   c->plan = make_plan(mask, d.T, d.S);
   c->scale =
       opts.scale ? *opts.scale : (d.hs > 0 ? 1.0 / std::sqrt(static_cast<double>(d.hs)) : 1.0);

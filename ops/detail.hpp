@@ -22,17 +22,19 @@ inline void check_cpu(const Tensor& t, const char* op, const char* arg) {
     throw Error(fmt::format("{}: {} {} is on {}, expected cpu", op, arg, shape_str(t.shape()),
                             t.device().str()));
 }
-// Defined, on the CPU and floating point.
-inline void check_float(const Tensor& t, const char* op, const char* arg) {
+// Defined, floating point and on the CPU (any_device: or on a CUDA device, for ops with a CUDA
+// branch).
+inline void check_float(const Tensor& t, const char* op, const char* arg, bool any_device = false) {
   check_defined(t, op, arg);
-  check_cpu(t, op, arg);
+  if (!any_device) check_cpu(t, op, arg);
   if (!is_floating(t.dtype()))
     throw Error(fmt::format("{}: {} {} has dtype {}, expected float32 or float64", op, arg,
                             shape_str(t.shape()), dtype_name(t.dtype())));
 }
-inline void check_dtype(const Tensor& t, DType want, const char* op, const char* arg) {
+inline void check_dtype(const Tensor& t, DType want, const char* op, const char* arg,
+                        bool any_device = false) {
   check_defined(t, op, arg);
-  check_cpu(t, op, arg);
+  if (!any_device) check_cpu(t, op, arg);
   if (t.dtype() != want)
     throw Error(fmt::format("{}: {} {} has dtype {}, expected {}", op, arg, shape_str(t.shape()),
                             dtype_name(t.dtype()), dtype_name(want)));

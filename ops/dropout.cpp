@@ -5,6 +5,7 @@
 // scaled by 1/(1-p). Saved for backward: keep = mask·scale, the same shape and dtype as x;
 // dx = dout·keep. Eval mode or p == 0 returns x itself (no copy, no node); p == 1 gives zeros and
 // a zero gradient without drawing. Deliberately not here: dropout inside fused attention kernels.
+#include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"
 
@@ -17,14 +18,24 @@ using namespace detail;
 Tensor dropout(const Tensor& x, double p, bool training, Site site) {
   SiteScope scope(site);
   constexpr const char* op = "dropout";
-  check_float(x, op, "input");
+  check_float(x, op, "input", true);
   if (!(p >= 0.0 && p <= 1.0))
     throw Error(fmt::format("{}: probability p must be in [0, 1], got {} (input {})", op, p,
                             shape_str(x.shape())));
   if (!training || p == 0.0) return x;
-  Tensor keep = Tensor::empty(x.shape(), x.dtype());  // keep: mask·scale
-  Tensor out = Tensor::empty(x.shape(), x.dtype());
-  dispatch_float(x.dtype(), op, [&](auto tag) {
+  Tensor keep = Tensor::empty(x.shape(), x.dtype(), x.device());  // keep: mask·scale
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  if (on_cuda(x)) {
+    // Counter-based (Philox) on the GPU, keyed by one draw of the CPU generator: seeded runs
+    // repeat exactly, but the mask differs from the CPU's Mersenne-twister mask.
+    const uint64_t seed = default_generator().next_u64();
+    if (x.numel() > 0)
+      on_device(op, x.device(), [&] {
+        cuda::dropout_forward(cdt(x.dtype()), out.data_ptr(), keep.data_ptr(), x.data_ptr(),
+                              x.numel(), p, seed, 0);
+      });
+  }
+  if (!on_cuda(x)) dispatch_float(x.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     const T* px = x.data<T>();
     T* pk = keep.data<T>();

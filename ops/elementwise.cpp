@@ -1,6 +1,7 @@
 // ops/elementwise.cpp — elementwise math with NumPy broadcasting, forward and backward side by
 // side; the one generic unbroadcast (sum_to); comparisons; C++ operators and Tensor methods.
 // Binary ops need both operands of one dtype (no implicit promotion: an error says so).
+#include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"
 
@@ -19,11 +20,23 @@ void note_elementwise(const Tensor& out, int bwd_per_element) {
 
 // ---- binary kernels ----
 // out = f(a, b) over the broadcast shape.
+// On CUDA: the kernel `code` (f is the CPU's definition of the same function).
 template <typename F>
-Tensor binary_kernel(const char* op, const Tensor& a, const Tensor& b, DType out_dtype, F f) {
+Tensor binary_kernel(const char* op, cuda::BinOp code, const Tensor& a, const Tensor& b,
+                     DType out_dtype, F f) {
   const bool same = a.shape() == b.shape();
   Shape bs = same ? Shape() : broadcast_shapes(a.shape(), b.shape(), op);
   const Shape& os = same ? a.shape() : bs;
+  if (on_cuda(a)) {
+    Tensor out = Tensor::empty(os, out_dtype, a.device());
+    if (out.numel() == 0) return out;
+    cuda::Strided st = make_strided(os, {&a.shape(), &b.shape()});
+    on_device(op, a.device(), [&] {
+      cuda::binary(code, cdt(a.dtype()), cdt(out_dtype), out.data_ptr(), a.data_ptr(),
+                   b.data_ptr(), st);
+    });
+    return out;
+  }
   Tensor out = Tensor::empty(os, out_dtype);
   dispatch_all(a.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -51,8 +64,7 @@ Tensor binary_kernel(const char* op, const Tensor& a, const Tensor& b, DType out
 void check_binary(const char* op, const Tensor& a, const Tensor& b, bool allow_int) {
   check_defined(a, op, "self");
   check_defined(b, op, "other");
-  check_cpu(a, op, "self");
-  check_cpu(b, op, "other");
+  check_same_device(a, b, op, "self", "other");
   check_same_dtype(a, b, op, "self", "other");
   if (a.dtype() == kBool || (!allow_int && a.dtype() == kInt64))
     throw Error(fmt::format("{}: self {} and other {} have dtype {}, expected a floating dtype{}",
@@ -61,10 +73,23 @@ void check_binary(const char* op, const Tensor& a, const Tensor& b, bool allow_i
 }
 
 // ---- unary kernels ----
+// The CUDA kernel of a unary op and its scalar parameters.
+struct UnCode {
+  cuda::UnOp op;
+  double p0 = 0, p1 = 0;
+};
 // out = f(x) elementwise, same dtype.
 template <typename F>
-Tensor unary_kernel(const char* op, const Tensor& x, F f) {
-  check_float(x, op, "input");
+Tensor unary_kernel(const char* op, UnCode code, const Tensor& x, F f) {
+  check_float(x, op, "input", true);
+  if (on_cuda(x)) {
+    Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+    on_device(op, x.device(), [&] {
+      cuda::unary(code.op, cdt(x.dtype()), out.data_ptr(), x.data_ptr(), x.numel(), code.p0,
+                  code.p1);
+    });
+    return out;
+  }
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   dispatch_float(x.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
@@ -77,7 +102,16 @@ Tensor unary_kernel(const char* op, const Tensor& x, F f) {
 }
 // dx = g * d(x, y) elementwise, where y = f(x) is the forward output.
 template <typename D>
-Tensor unary_backward(const Tensor& g, const Tensor& x, const Tensor& y, D d) {
+Tensor unary_backward(UnCode code, const Tensor& g, const Tensor& x, const Tensor& y, D d) {
+  if (on_cuda(g)) {
+    Tensor dx = Tensor::empty(g.shape(), g.dtype(), g.device());
+    on_device("backward", g.device(), [&] {
+      cuda::unary_backward(code.op, cdt(g.dtype()), dx.data_ptr(), g.data_ptr(),
+                           x.defined() ? x.data_ptr() : nullptr,
+                           y.defined() ? y.data_ptr() : nullptr, g.numel(), code.p0, code.p1);
+    });
+    return dx;
+  }
   Tensor dx = Tensor::empty(g.shape(), g.dtype());
   dispatch_float(g.dtype(), "backward", [&](auto tag) {
     using T = decltype(tag);
@@ -95,15 +129,15 @@ Tensor unary_backward(const Tensor& g, const Tensor& x, const Tensor& y, D d) {
 }
 // A unary op whose backward reads x and/or y = f(x) (save_x / save_y say which).
 template <typename F, typename D>
-Tensor unary_op(const char* op, const Tensor& x, bool save_x, bool save_y, F f, D d) {
-  Tensor out = unary_kernel(op, x, f);
+Tensor unary_op(const char* op, UnCode code, const Tensor& x, bool save_x, bool save_y, F f, D d) {
+  Tensor out = unary_kernel(op, code, x, f);
   if (needs_record({&x})) {
     Tensor sx = save_x ? x.detach() : Tensor();
     Tensor sy = save_y ? out.detach() : Tensor();
     note_elementwise(out, 1);
     note_saved(sx, sy);
-    record(op, out, {x}, [sx, sy, d](const Tensor& g) -> std::vector<Tensor> {
-      return {unary_backward(g, sx, sy, d)};
+    record(op, out, {x}, [sx, sy, d, code](const Tensor& g) -> std::vector<Tensor> {
+      return {unary_backward(code, g, sx, sy, d)};
     });
   }
   return out;
@@ -133,6 +167,13 @@ Tensor sum_to(const Tensor& g, const Shape& shape) {
   if (bs != g.shape())
     throw Error(fmt::format("sum_to: gradient {} cannot be summed to {}", shape_str(g.shape()),
                             shape_str(shape)));
+  if (on_cuda(g)) {  // sum over the broadcast dims (leading ones and size-1 ones), then drop
+    const size_t lead = g.shape().size() - shape.size();
+    std::vector<bool> red(g.shape().size(), false);
+    for (size_t d = 0; d < red.size(); ++d)
+      red[d] = d < lead || (shape[d - lead] == 1 && g.shape()[d] != 1);
+    return reshape(cuda_reduce(g, red, cuda::RedOp::Sum), shape);
+  }
   Tensor out = zeros(shape, g.dtype());
   dispatch_float(g.dtype(), "sum_to", [&](auto tag) {
     using T = decltype(tag);
@@ -149,7 +190,7 @@ Tensor sum_to(const Tensor& g, const Shape& shape) {
 Tensor add(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
   check_binary("add", a, b, true);
-  Tensor out = binary_kernel("add", a, b, a.dtype(), [](auto x, auto y) { return x + y; });
+  Tensor out = binary_kernel("add", cuda::BinOp::Add, a, b, a.dtype(), [](auto x, auto y) { return x + y; });
   if (needs_record({&a, &b})) {
     Shape sa = a.shape(), sb = b.shape();
     note_elementwise(out, a.requires_grad() + b.requires_grad());
@@ -163,7 +204,7 @@ Tensor add(const Tensor& a, const Tensor& b, Site site) {
 Tensor sub(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
   check_binary("sub", a, b, true);
-  Tensor out = binary_kernel("sub", a, b, a.dtype(), [](auto x, auto y) { return x - y; });
+  Tensor out = binary_kernel("sub", cuda::BinOp::Sub, a, b, a.dtype(), [](auto x, auto y) { return x - y; });
   if (needs_record({&a, &b})) {
     Shape sa = a.shape(), sb = b.shape();
     note_elementwise(out, a.requires_grad() + b.requires_grad());
@@ -177,7 +218,7 @@ Tensor sub(const Tensor& a, const Tensor& b, Site site) {
 Tensor mul(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
   check_binary("mul", a, b, true);
-  Tensor out = binary_kernel("mul", a, b, a.dtype(), [](auto x, auto y) { return x * y; });
+  Tensor out = binary_kernel("mul", cuda::BinOp::Mul, a, b, a.dtype(), [](auto x, auto y) { return x * y; });
   if (needs_record({&a, &b})) {
     // Inputs are saved as they are (an input cannot hold this node); only outputs are detached.
     Tensor sa = a, sb = b;
@@ -194,7 +235,7 @@ Tensor mul(const Tensor& a, const Tensor& b, Site site) {
 Tensor div(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
   check_binary("div", a, b, false);
-  Tensor out = binary_kernel("div", a, b, a.dtype(), [](auto x, auto y) { return x / y; });
+  Tensor out = binary_kernel("div", cuda::BinOp::Div, a, b, a.dtype(), [](auto x, auto y) { return x / y; });
   if (needs_record({&a, &b})) {
     Tensor sb = b.detach(), so = out.detach();
     Shape sa = a.shape();
@@ -213,7 +254,8 @@ Tensor div(const Tensor& a, const Tensor& b, Site site) {
 Tensor pow(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
   check_binary("pow", a, b, false);
-  Tensor out = binary_kernel("pow", a, b, a.dtype(), [](auto x, auto y) { return std::pow(x, y); });
+  Tensor out = binary_kernel("pow", cuda::BinOp::Pow, a, b, a.dtype(),
+                             [](auto x, auto y) { return std::pow(x, y); });
   if (needs_record({&a, &b})) {
     Tensor sa = a.detach(), sb = b.detach(), so = out.detach();
     bool gb = b.requires_grad();
@@ -221,9 +263,15 @@ Tensor pow(const Tensor& a, const Tensor& b, Site site) {
     note_saved(sa, sb, so);
     record("pow", out, {a, b}, [sa, sb, so, gb](const Tensor& g) -> std::vector<Tensor> {
       // d/da = b·a^(b-1) (0 where b == 0); d/db = out·log(a)
-      Tensor da_local = binary_kernel("pow", sa, sb, sa.dtype(), [](auto x, auto y) {
-        return y == 0 ? decltype(x)(0) : y * std::pow(x, y - 1);
-      });
+      Tensor da_local;
+      if (on_cuda(sa)) {  // b·a^(b-1), 0 where b == 0, composed from kernels
+        Tensor z = zeros({}, sa.dtype(), sa.device());
+        da_local = where(eq(sb, z), z, mul(sb, pow(sa, sub(sb, 1.0))));
+      } else {
+        da_local = binary_kernel("pow", cuda::BinOp::Pow, sa, sb, sa.dtype(), [](auto x, auto y) {
+          return y == 0 ? decltype(x)(0) : y * std::pow(x, y - 1);
+        });
+      }
       Tensor da = sum_to(mul(g, da_local), sa.shape());
       Tensor db = gb ? sum_to(mul(g, mul(so, log(sa))), sb.shape()) : Tensor();
       return {da, db};
@@ -235,7 +283,8 @@ namespace {
 // maximum/minimum: the gradient goes to the selected operand; ties share it equally (PyTorch).
 Tensor extremum(const char* op, const Tensor& a, const Tensor& b, bool is_max) {
   check_binary(op, a, b, false);
-  Tensor out = binary_kernel(op, a, b, a.dtype(), [is_max](auto x, auto y) {
+  Tensor out = binary_kernel(op, is_max ? cuda::BinOp::Max : cuda::BinOp::Min, a, b, a.dtype(),
+                             [is_max](auto x, auto y) {
     using T = decltype(x);
     if (x != x || y != y) return T(x + y);  // NaN propagates
     return T(is_max ? (x > y ? x : y) : (x < y ? x : y));
@@ -253,8 +302,15 @@ Tensor extremum(const char* op, const Tensor& a, const Tensor& b, bool is_max) {
           return T(a_wins == first ? 1 : 0);
         };
       };
-      Tensor wa = binary_kernel("maximum", sa, sb, sa.dtype(), weight(true));
-      Tensor wb = binary_kernel("maximum", sa, sb, sa.dtype(), weight(false));
+      Tensor wa, wb;
+      if (on_cuda(sa)) {  // the same weights composed from comparisons: 0.5 on ties
+        Tensor tie = mul(eq(sa, sb).to(sa.dtype()), 0.5);
+        wa = add(tie, (is_max ? gt(sa, sb) : lt(sa, sb)).to(sa.dtype()));
+        wb = add(tie, (is_max ? lt(sa, sb) : gt(sa, sb)).to(sa.dtype()));
+      } else {
+        wa = binary_kernel("maximum", cuda::BinOp::Max, sa, sb, sa.dtype(), weight(true));
+        wb = binary_kernel("maximum", cuda::BinOp::Max, sa, sb, sa.dtype(), weight(false));
+      }
       return {sum_to(mul(g, wa), sa.shape()), sum_to(mul(g, wb), sb.shape())};
     });
   }
@@ -274,41 +330,41 @@ Tensor minimum(const Tensor& a, const Tensor& b, Site site) {
 Tensor add(const Tensor& a, double b, Site site) {
   SiteScope scope(site);
   return unary_op(
-      "add", a, false, false, [b](double x) { return x + b; }, [](double, double) { return 1.0; });
+      "add", UnCode{cuda::UnOp::AddS, b}, a, false, false, [b](double x) { return x + b; }, [](double, double) { return 1.0; });
 }
 Tensor sub(const Tensor& a, double b, Site site) {
   SiteScope scope(site);
   return unary_op(
-      "sub", a, false, false, [b](double x) { return x - b; }, [](double, double) { return 1.0; });
+      "sub", UnCode{cuda::UnOp::AddS, -b}, a, false, false, [b](double x) { return x - b; }, [](double, double) { return 1.0; });
 }
 Tensor rsub(double a, const Tensor& b, Site site) {
   SiteScope scope(site);
   return unary_op(
-      "rsub", b, false, false, [a](double x) { return a - x; },
+      "rsub", UnCode{cuda::UnOp::RSubS, a}, b, false, false, [a](double x) { return a - x; },
       [](double, double) { return -1.0; });
 }
 Tensor mul(const Tensor& a, double b, Site site) {
   SiteScope scope(site);
   return unary_op(
-      "mul", a, false, false, [b](double x) { return x * b; }, [b](double, double) { return b; });
+      "mul", UnCode{cuda::UnOp::MulS, b}, a, false, false, [b](double x) { return x * b; }, [b](double, double) { return b; });
 }
 Tensor div(const Tensor& a, double b, Site site) {
   SiteScope scope(site);
   return unary_op(
-      "div", a, false, false, [b](double x) { return x / b; },
+      "div", UnCode{cuda::UnOp::MulS, 1.0 / b}, a, false, false, [b](double x) { return x / b; },
       [b](double, double) { return 1.0 / b; });
 }
 Tensor rdiv(double a, const Tensor& b, Site site) {
   SiteScope scope(site);
   // d(a/x)/dx = -a/x² = -y/x
   return unary_op(
-      "rdiv", b, true, true, [a](double x) { return a / x; },
+      "rdiv", UnCode{cuda::UnOp::RDivS, a}, b, true, true, [a](double x) { return a / x; },
       [](double x, double y) { return -y / x; });
 }
 Tensor pow(const Tensor& a, double p, Site site) {
   SiteScope scope(site);
   return unary_op(
-      "pow", a, true, false, [p](double x) { return std::pow(x, p); },
+      "pow", UnCode{cuda::UnOp::PowS, p}, a, true, false, [p](double x) { return std::pow(x, p); },
       [p](double x, double) { return p == 0 ? 0.0 : p * std::pow(x, p - 1); });
 }
 
@@ -316,54 +372,58 @@ Tensor pow(const Tensor& a, double p, Site site) {
 Tensor neg(const Tensor& a, Site site) {
   SiteScope scope(site);
   return unary_op(
-      "neg", a, false, false, [](double x) { return -x; }, [](double, double) { return -1.0; });
+      "neg", UnCode{cuda::UnOp::Neg}, a, false, false, [](double x) { return -x; }, [](double, double) { return -1.0; });
 }
 Tensor exp(const Tensor& a, Site site) {
   SiteScope scope(site);
   return unary_op(
-      "exp", a, false, true, [](double x) { return std::exp(x); },
+      "exp", UnCode{cuda::UnOp::Exp}, a, false, true, [](double x) { return std::exp(x); },
       [](double, double y) { return y; });
 }
 Tensor log(const Tensor& a, Site site) {
   SiteScope scope(site);
   return unary_op(
-      "log", a, true, false, [](double x) { return std::log(x); },
+      "log", UnCode{cuda::UnOp::Log}, a, true, false, [](double x) { return std::log(x); },
       [](double x, double) { return 1.0 / x; });
 }
 Tensor sqrt(const Tensor& a, Site site) {
   SiteScope scope(site);
   return unary_op(
-      "sqrt", a, false, true, [](double x) { return std::sqrt(x); },
+      "sqrt", UnCode{cuda::UnOp::Sqrt}, a, false, true, [](double x) { return std::sqrt(x); },
       [](double, double y) { return 0.5 / y; });
 }
 Tensor rsqrt(const Tensor& a, Site site) {
   SiteScope scope(site);
   return unary_op(
-      "rsqrt", a, false, true, [](double x) { return 1.0 / std::sqrt(x); },
+      "rsqrt", UnCode{cuda::UnOp::Rsqrt}, a, false, true, [](double x) { return 1.0 / std::sqrt(x); },
       [](double, double y) { return -0.5 * y * y * y; });
 }
 Tensor abs(const Tensor& a, Site site) {
   SiteScope scope(site);
   return unary_op(
-      "abs", a, true, false, [](double x) { return std::fabs(x); },
+      "abs", UnCode{cuda::UnOp::Abs}, a, true, false, [](double x) { return std::fabs(x); },
       [](double x, double) { return x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0); });
 }
 Tensor tanh(const Tensor& a, Site site) {
   SiteScope scope(site);
   return unary_op(
-      "tanh", a, false, true, [](double x) { return std::tanh(x); },
+      "tanh", UnCode{cuda::UnOp::Tanh}, a, false, true, [](double x) { return std::tanh(x); },
       [](double, double y) { return 1 - y * y; });
 }
 Tensor sigmoid(const Tensor& a, Site site) {
   SiteScope scope(site);
   return unary_op(
-      "sigmoid", a, false, true, [](double x) { return 1 / (1 + std::exp(-x)); },
+      "sigmoid", UnCode{cuda::UnOp::Sigmoid}, a, false, true, [](double x) { return 1 / (1 + std::exp(-x)); },
       [](double, double y) { return y * (1 - y); });
 }
 // relu has its own loops in T (not the generic double-precision unary path): branch-free, so
 // they vectorise; it runs on every feed-forward activation of a Transformer.
 Tensor relu(const Tensor& a, Site site) {
   SiteScope scope(site);
+  if (on_cuda(a))  // the generic path: relu's derivative reads x > 0, the same as y > 0
+    return unary_op(
+        "relu", UnCode{cuda::UnOp::Relu}, a, true, false, [](double x) { return x > 0 ? x : 0.0; },
+        [](double x, double) { return x > 0 ? 1.0 : 0.0; });
   check_float(a, "relu", "input");
   Tensor out = Tensor::empty(a.shape(), a.dtype());
   const int64_t n = a.numel();
@@ -400,14 +460,14 @@ Tensor gelu(const Tensor& a, const std::string& approximate, Site site) {
   constexpr double kKappa = 0.044715;
   if (approximate == "none") {
     return unary_op(
-        "gelu", a, true, false, [](double x) { return 0.5 * x * (1 + std::erf(x * kSqrt1_2)); },
+        "gelu", UnCode{cuda::UnOp::GeluErf}, a, true, false, [](double x) { return 0.5 * x * (1 + std::erf(x * kSqrt1_2)); },
         [](double x, double) {
           return 0.5 * (1 + std::erf(x * kSqrt1_2)) + x * kInvSqrt2Pi * std::exp(-0.5 * x * x);
         });
   }
   if (approximate == "tanh") {
     return unary_op(
-        "gelu_tanh", a, true, false,
+        "gelu_tanh", UnCode{cuda::UnOp::GeluTanh}, a, true, false,
         [](double x) { return 0.5 * x * (1 + std::tanh(kBeta * (x + kKappa * x * x * x))); },
         [](double x, double) {
           double t = std::tanh(kBeta * (x + kKappa * x * x * x));
@@ -423,7 +483,7 @@ Tensor clamp(const Tensor& a, double lo, double hi, Site site) {
     throw Error(fmt::format("clamp: min {} > max {} for input {}", lo, hi, shape_str(a.shape())));
   // The gradient passes where lo <= x <= hi (PyTorch's convention at the boundary).
   return unary_op(
-      "clamp", a, true, false, [lo, hi](double x) { return x < lo ? lo : (x > hi ? hi : x); },
+      "clamp", UnCode{cuda::UnOp::Clamp, lo, hi}, a, true, false, [lo, hi](double x) { return x < lo ? lo : (x > hi ? hi : x); },
       [lo, hi](double x, double) { return (x >= lo && x <= hi) ? 1.0 : 0.0; });
 }
 Tensor clamp_min(const Tensor& a, double lo, Site site) {
@@ -438,40 +498,49 @@ Tensor clamp_max(const Tensor& a, double hi, Site site) {
 // ---- comparisons ----
 namespace {
 template <typename F>
-Tensor compare(const char* op, const Tensor& a, const Tensor& b, F f) {
+Tensor compare(const char* op, cuda::BinOp code, const Tensor& a, const Tensor& b, F f) {
   check_defined(a, op, "self");
   check_defined(b, op, "other");
+  check_same_device(a, b, op, "self", "other");
   check_same_dtype(a, b, op, "self", "other");
-  return binary_kernel(op, a, b, kBool, f);
+  return binary_kernel(op, code, a, b, kBool, f);
 }
 }  // namespace
 Tensor eq(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
-  return compare("eq", a, b, [](auto x, auto y) { return x == y; });
+  return compare("eq", cuda::BinOp::Eq, a, b, [](auto x, auto y) { return x == y; });
 }
 Tensor ne(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
-  return compare("ne", a, b, [](auto x, auto y) { return x != y; });
+  return compare("ne", cuda::BinOp::Ne, a, b, [](auto x, auto y) { return x != y; });
 }
 Tensor lt(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
-  return compare("lt", a, b, [](auto x, auto y) { return x < y; });
+  return compare("lt", cuda::BinOp::Lt, a, b, [](auto x, auto y) { return x < y; });
 }
 Tensor le(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
-  return compare("le", a, b, [](auto x, auto y) { return x <= y; });
+  return compare("le", cuda::BinOp::Le, a, b, [](auto x, auto y) { return x <= y; });
 }
 Tensor gt(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
-  return compare("gt", a, b, [](auto x, auto y) { return x > y; });
+  return compare("gt", cuda::BinOp::Gt, a, b, [](auto x, auto y) { return x > y; });
 }
 Tensor ge(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
-  return compare("ge", a, b, [](auto x, auto y) { return x >= y; });
+  return compare("ge", cuda::BinOp::Ge, a, b, [](auto x, auto y) { return x >= y; });
 }
 Tensor logical_not(const Tensor& a, Site site) {
   SiteScope scope(site);
-  check_dtype(a, kBool, "logical_not", "input");
+  check_dtype(a, kBool, "logical_not", "input", true);
+  if (on_cuda(a)) {
+    Tensor out = Tensor::empty(a.shape(), kBool, a.device());
+    on_device("logical_not", a.device(), [&] {
+      cuda::logical_not(static_cast<bool*>(out.data_ptr()), static_cast<const bool*>(a.data_ptr()),
+                        a.numel());
+    });
+    return out;
+  }
   Tensor out = Tensor::empty(a.shape(), kBool);
   for (int64_t i = 0; i < a.numel(); ++i) out.data<bool>()[i] = !a.data<bool>()[i];
   return out;

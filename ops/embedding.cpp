@@ -6,6 +6,7 @@
 // std::nullopt (the default) means no padding row, like PyTorch's None; negative values count
 // from V like PyTorch (-1 is row V-1). Values outside [-V, V) are an error.
 // Deliberately not here: max_norm renormalisation, sparse gradients.
+#include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"
 
@@ -32,14 +33,26 @@ std::string position_str(int64_t flat, const Shape& s) {
 // Validates the arguments; returns padding_idx resolved to a row in [0, V), or -1 for none.
 int64_t check_embedding(const Tensor& indices, const Tensor& weight,
                         std::optional<int64_t> pad_opt) {
-  check_dtype(indices, kInt64, kOp, "indices");
-  check_float(weight, kOp, "weight");
+  check_dtype(indices, kInt64, kOp, "indices", true);
+  check_float(weight, kOp, "weight", true);
+  check_same_device(indices, weight, kOp, "indices", "weight");
   if (weight.dim() != 2)
     throw Error(fmt::format("{}: weight {} must be 2-D (V, C) (indices {})", kOp,
                             shape_str(weight.shape()), shape_str(indices.shape())));
   const int64_t V = weight.size(0);
-  const int64_t* pi = indices.data<int64_t>();
-  for (int64_t k = 0; k < indices.numel(); ++k) {
+  if (on_cuda(indices) && indices.numel() > 0) {  // one read-back: the first bad position
+    const int64_t k = on_device(kOp, indices.device(), [&] {
+      return cuda::first_out_of_range(static_cast<const int64_t*>(indices.data_ptr()),
+                                      indices.numel(), 0, V);
+    });
+    if (k >= 0)
+      throw Error(fmt::format(
+          "{}: index {} at {} is out of range for weight {} with V = {} (indices {})", kOp,
+          indices.reshape({-1}).narrow(0, k, 1).item<int64_t>(), position_str(k, indices.shape()),
+          shape_str(weight.shape()), V, shape_str(indices.shape())));
+  }
+  const int64_t* pi = on_cuda(indices) ? nullptr : indices.data<int64_t>();
+  for (int64_t k = 0; pi && k < indices.numel(); ++k) {
     if (pi[k] < 0 || pi[k] >= V)
       throw Error(
           fmt::format("{}: index {} at {} is out of range for weight {} with V = {} (indices {})",
@@ -54,7 +67,40 @@ int64_t check_embedding(const Tensor& indices, const Tensor& weight,
         padding_idx, shape_str(weight.shape()), V));
   return padding_idx < 0 ? padding_idx + V : padding_idx;
 }
+// The CUDA path: a row gather forward; backward adds dout rows into dweight (in a fixed order
+// unless embedding_set_deterministic(false)) and clears the padding row.
+bool g_deterministic = true;
+Tensor cuda_embedding(const Tensor& indices, const Tensor& weight, int64_t pad, const Shape& os) {
+  const int64_t V = weight.size(0), C = weight.size(1), n = indices.numel();
+  Tensor out = Tensor::empty(os, weight.dtype(), weight.device());
+  const auto* pi = static_cast<const int64_t*>(indices.data_ptr());
+  if (out.numel() > 0)
+    on_device(kOp, weight.device(), [&] {
+      cuda::index_select(cdt(weight.dtype()), out.data_ptr(), weight.data_ptr(), pi, 1, V, n, C);
+    });
+  if (needs_record({&weight})) {
+    Tensor si = indices.detach();
+    note_flops(0, static_cast<double>(out.numel()));
+    note_saved(si);
+    const bool det = g_deterministic;
+    record(kOp, out, {indices, weight}, [si, pad, V, C, det](const Tensor& g) -> std::vector<Tensor> {
+      Tensor dw = zeros({V, C}, g.dtype(), g.device());
+      if (g.numel() == 0) return {Tensor(), dw};
+      on_device("embedding backward", g.device(), [&] {
+        cuda::index_add(cdt(g.dtype()), dw.data_ptr(), g.data_ptr(),
+                        static_cast<const int64_t*>(si.data_ptr()), 1, V, si.numel(), C, det);
+        if (pad >= 0)
+          cuda::memset_zero(static_cast<char*>(dw.data_ptr()) + pad * C * dtype_size(g.dtype()),
+                            C * dtype_size(g.dtype()), g.device().index);
+      });
+      return {Tensor(), dw};
+    });
+  }
+  return out;
+}
 }  // namespace
+
+void embedding_set_deterministic(bool on) { g_deterministic = on; }
 
 Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx,
                  Site site) {
@@ -63,6 +109,7 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int6
   const int64_t V = weight.size(0), C = weight.size(1), n = indices.numel();
   Shape os = indices.shape();
   os.push_back(C);
+  if (on_cuda(weight)) return cuda_embedding(indices, weight, pad, os);
   Tensor out = Tensor::empty(os, weight.dtype());
   const int64_t* pi = indices.data<int64_t>();
   const size_t row_bytes = static_cast<size_t>(C) * dtype_size(weight.dtype());

@@ -11,6 +11,7 @@
 // Backward reads the saved logits and lse per row:
 //   dx_c = dloss_row·(softmax_c - (1-ε)·[c == t] - ε/C)   (0 for ignored rows)
 // Deliberately not here: class weights, probability targets.
+#include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"
 
@@ -29,8 +30,9 @@ struct CeLayout {
 };
 
 CeLayout check_cross_entropy(const Tensor& x, const Tensor& t, const CrossEntropyOptions& o) {
-  check_float(x, kOp, "logits");
-  check_dtype(t, kInt64, kOp, "target");
+  check_float(x, kOp, "logits", true);
+  check_dtype(t, kInt64, kOp, "target", true);
+  check_same_device(x, t, kOp, "logits", "target");
   const Shape& xs = x.shape();
   if (xs.empty())
     throw Error(fmt::format("{}: logits {} must be (N, C), (N, C, d1, ...) or (C) (target {})", kOp,
@@ -54,6 +56,21 @@ CeLayout check_cross_entropy(const Tensor& x, const Tensor& t, const CrossEntrop
   if (!(o.label_smoothing >= 0.0 && o.label_smoothing <= 1.0))
     throw Error(fmt::format("{}: label_smoothing must be in [0, 1], got {} (logits {})", kOp,
                             o.label_smoothing, shape_str(xs)));
+  if (on_cuda(t) && t.numel() > 0) {  // ignored rows read as class 0; one read-back
+    Tensor ign = full({}, static_cast<double>(o.ignore_index), kInt64, t.device());
+    Tensor checked = where(eq(t, ign), zeros({}, kInt64, t.device()), t);
+    const int64_t k = on_device(kOp, t.device(), [&] {
+      return cuda::first_out_of_range(static_cast<const int64_t*>(checked.data_ptr()), t.numel(),
+                                      0, l.C);
+    });
+    if (k >= 0)
+      throw Error(fmt::format(
+          "{}: target class {} at flat position {} is out of range [0, {}) for logits {} "
+          "and target {} (ignore_index {})",
+          kOp, t.reshape({-1}).narrow(0, k, 1).item<int64_t>(), k, l.C, shape_str(xs),
+          shape_str(t.shape()), o.ignore_index));
+    return l;
+  }
   const int64_t* pt = t.data<int64_t>();
   for (int64_t k = 0; k < t.numel(); ++k) {
     if (pt[k] == o.ignore_index) continue;
@@ -133,12 +150,70 @@ std::vector<double> row_grads(const Tensor& g, int64_t rows, int64_t count, Redu
   return std::vector<double>(rows, s);
 }
 
+// The CUDA path: per-row losses and log-sum-exp in float64 on the device, the reduction by ops,
+// backward fused (softmax minus the smoothed one-hot, times the row's gradient).
+Tensor cuda_cross_entropy(const Tensor& logits, const Tensor& target, const CeLayout& l,
+                          const CrossEntropyOptions& opts) {
+  const Device dev = logits.device();
+  const int64_t rows = l.rows();
+  Tensor loss = Tensor::empty({rows}, kFloat64, dev), lse = Tensor::empty({rows}, kFloat64, dev);
+  int64_t count = 0;
+  if (rows > 0)
+    on_device(kOp, dev, [&] {
+      cuda::cross_entropy_forward(
+          cdt(logits.dtype()), static_cast<double*>(loss.data_ptr()),
+          static_cast<double*>(lse.data_ptr()), logits.data_ptr(),
+          static_cast<const int64_t*>(target.data_ptr()), l.N, l.C, l.inner, opts.ignore_index,
+          opts.label_smoothing, &count);
+    });
+  Tensor out;
+  if (opts.reduction == Reduction::None) {
+    out = reshape(loss, target.shape()).to(logits.dtype());
+  } else {
+    Tensor total = sum(loss);
+    // Mean over non-ignored rows; 0/0 gives NaN when every row is ignored, like PyTorch.
+    if (opts.reduction == Reduction::Mean) total = div(total, static_cast<double>(count));
+    out = total.to(logits.dtype());
+  }
+  if (needs_record({&logits})) {
+    Tensor sx = logits.detach(), st = target.detach();
+    const CrossEntropyOptions o = opts;
+    note_flops(4.0 * static_cast<double>(logits.numel()),
+               3.0 * static_cast<double>(logits.numel()));
+    note_saved(sx, st, lse);
+    record(kOp, out, {logits, target},
+           [sx, st, lse, l, o, rows, count](const Tensor& g) -> std::vector<Tensor> {
+             Tensor dx = Tensor::empty(sx.shape(), sx.dtype(), sx.device());
+             Tensor grow;  // per row (reduction None) or one scalar for every row
+             double gs = 0;
+             if (o.reduction == Reduction::None) {
+               grow = reshape(g, {rows}).to(kFloat64);
+             } else {
+               gs = g.item<double>();
+               if (o.reduction == Reduction::Mean) gs = count > 0 ? gs / count : 0.0;
+             }
+             if (rows > 0)
+               on_device("cross_entropy backward", sx.device(), [&] {
+                 cuda::cross_entropy_backward(
+                     cdt(sx.dtype()), dx.data_ptr(),
+                     grow.defined() ? static_cast<const double*>(grow.data_ptr()) : nullptr, gs,
+                     sx.data_ptr(), static_cast<const int64_t*>(st.data_ptr()),
+                     static_cast<const double*>(lse.data_ptr()), l.N, l.C, l.inner,
+                     o.ignore_index, o.label_smoothing);
+               });
+             return {dx, Tensor()};
+           });
+  }
+  return out;
+}
+
 }  // namespace
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyOptions& opts,
                      Site site) {
   SiteScope scope(site);
   const CeLayout l = check_cross_entropy(logits, target, opts);
+  if (on_cuda(logits)) return cuda_cross_entropy(logits, target, l, opts);
   const int64_t rows = l.rows();
   std::vector<double> loss(rows);
   Tensor lse = Tensor::empty({rows}, kFloat64);  // saved: logsumexp per row

@@ -5,6 +5,7 @@
 // a where cond is true and b elsewhere, all three broadcasting to one output shape. Gradients flow
 // only through the elements that were taken and are summed back to each input's shape (sum_to).
 // Deliberately not here: the comparisons that make masks (eq, lt, ...: elementwise.cpp).
+#include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"
 
@@ -15,7 +16,7 @@ namespace {
 
 void check_mask(const Tensor& m, const char* op, const char* arg, const Tensor& x) {
   check_defined(m, op, arg);
-  check_cpu(m, op, arg);
+  check_same_device(x, m, op, "input", arg);
   if (m.dtype() != kBool)
     throw Error(fmt::format("{}: {} {} has dtype {}, expected bool (input is {})", op, arg,
                             shape_str(m.shape()), dtype_name(m.dtype()), shape_str(x.shape())));
@@ -47,8 +48,27 @@ void broadcast_loop3(const Shape& out, const Shape& s0, const Shape& s1, const S
   }
 }
 
+// On CUDA: out (os) = cond ? a : b, all three broadcast to os.
+Tensor cuda_where(const char* op, const Tensor& cond, const Tensor& a, const Tensor& b,
+                  const Shape& os) {
+  Tensor out = Tensor::empty(os, a.dtype(), a.device());
+  if (out.numel() == 0) return out;
+  cuda::Strided st = make_strided(os, {&a.shape(), &b.shape()});
+  const Shape sc = broadcast_strides(cond.shape(), os);
+  on_device(op, a.device(), [&] {
+    cuda::where(cdt(a.dtype()), out.data_ptr(), static_cast<const bool*>(cond.data_ptr()),
+                sc.data(), 0, a.data_ptr(), b.data_ptr(), st);
+  });
+  return out;
+}
+
 // g with zeros where `mask` (broadcast to g's shape) is `zero_where`; the rest copied.
 Tensor mask_grad(const Tensor& g, const Tensor& mask, bool zero_where) {
+  if (on_cuda(g)) {
+    Tensor z = zeros({}, g.dtype(), g.device());
+    return zero_where ? cuda_where("backward", mask, z, g, g.shape())
+                      : cuda_where("backward", mask, g, z, g.shape());
+  }
   Tensor out = Tensor::empty(g.shape(), g.dtype());
   const bool* pm = mask.data<bool>();
   dispatch_float(g.dtype(), "backward", [&](auto tag) {
@@ -70,7 +90,6 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value, Site site)
   SiteScope scope(site);
   constexpr const char* op = "masked_fill";
   check_defined(x, op, "input");
-  check_cpu(x, op, "input");
   check_mask(mask, op, "mask", x);
   if (x.dtype() == kBool)
     throw Error(fmt::format("{}: input {} has dtype bool, expected float32, float64 or int64", op,
@@ -83,9 +102,11 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value, Site site)
   if (!ok)
     throw Error(fmt::format("{}: mask {} does not broadcast to input {}", op,
                             shape_str(mask.shape()), shape_str(x.shape())));
-  Tensor out = Tensor::empty(x.shape(), x.dtype());
-  const bool* pm = mask.data<bool>();
-  dispatch_all(x.dtype(), [&](auto tag) {
+  Tensor out = on_cuda(x) ? cuda_where(op, mask, full({}, value, x.dtype(), x.device()), x,
+                                       x.shape())
+                          : Tensor::empty(x.shape(), x.dtype());
+  if (!on_cuda(x)) dispatch_all(x.dtype(), [&](auto tag) {
+    const bool* pm = mask.data<bool>();
     using T = decltype(tag);
     const T* px = x.data<T>();
     T* po = out.data<T>();
@@ -114,8 +135,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, Site site) {
   constexpr const char* op = "where";
   check_defined(a, op, "self");
   check_defined(b, op, "other");
-  check_cpu(a, op, "self");
-  check_cpu(b, op, "other");
+  check_same_device(a, b, op, "self", "other");
   check_mask(cond, op, "condition", a);
   check_same_dtype(a, b, op, "self", "other");
   Shape ab = broadcast_shapes(a.shape(), b.shape(), op);
@@ -127,10 +147,10 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, Site site) {
                             op, shape_str(cond.shape()), shape_str(a.shape()),
                             shape_str(b.shape())));
   }
-  Tensor out = Tensor::empty(os, a.dtype());
-  const bool* pc = cond.data<bool>();
+  Tensor out = on_cuda(a) ? cuda_where(op, cond, a, b, os) : Tensor::empty(os, a.dtype());
   const Shape sc = broadcast_strides(cond.shape(), os);
-  dispatch_all(a.dtype(), [&](auto tag) {
+  if (!on_cuda(a)) dispatch_all(a.dtype(), [&](auto tag) {
+    const bool* pc = cond.data<bool>();
     using T = decltype(tag);
     const T* pa = a.data<T>();
     const T* pb = b.data<T>();

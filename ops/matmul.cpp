@@ -7,6 +7,7 @@
 // leading dimensions (dA = dC·Bᵀ, dB = Aᵀ·dC), and linear multiplies by Wᵀ the same way.
 // Broadcast operands accumulate their gradient with beta = 1 into one zeroed buffer.
 // Deliberately not here: xtensor-blas (it cannot share a TU with <cblas.h>), other dtypes.
+#include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"
 
@@ -29,14 +30,25 @@ int blas_int(int64_t v) {
 }
 // C (M, N) = op(A) · op(B) + beta · C, row-major; lda/ldb/ldc are the row lengths of A, B and C
 // as stored (op = transpose when ta/tb).
-void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
-          const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+// On a CUDA device: one cuBLAS call (cuda/blas.cu), same arguments.
+template <typename T>
+void cuda_gemm(Device dev, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A,
+               int64_t lda, const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
+  on_device("matmul", dev, [&] {
+    cuda::gemm(cdt(dtype_of<T>::value), ta, tb, M, N, K, 1.0, A, lda, 0, B, ldb, 0,
+               static_cast<double>(beta), C, ldc, 0, 1);
+  });
+}
+void gemm(Device dev, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A,
+          int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  if (dev.is_cuda()) return cuda_gemm(dev, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
               blas_int(M), blas_int(N), blas_int(K), 1.0f, A, blas_int(lda), B, blas_int(ldb), beta,
               C, blas_int(ldc));
 }
-void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* A, int64_t lda,
-          const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {
+void gemm(Device dev, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* A,
+          int64_t lda, const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {
+  if (dev.is_cuda()) return cuda_gemm(dev, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
               blas_int(M), blas_int(N), blas_int(K), 1.0, A, blas_int(lda), B, blas_int(ldb), beta,
               C, blas_int(ldc));
@@ -49,13 +61,21 @@ struct Plan {
   std::vector<int64_t> off_a, off_b;  // element offset of each gemm's A and B (empty: i·M·K, i·K·N)
   bool bcast_a = false, bcast_b = false;  // some A (B) matrix is used by several gemms
   Shape out_shape;
+  Device dev;  // where the operands live
   int64_t a_offset(int64_t i) const { return off_a.empty() ? i * M * K : off_a[i]; }
   int64_t b_offset(int64_t i) const { return off_b.empty() ? i * K * N : off_b[i]; }
 };
 
+// Typed data pointer on any device (dtype checked by the caller's dispatch).
+template <typename T>
+T* dptr(const Tensor& t) {
+  return static_cast<T*>(t.data_ptr());
+}
+
 void check_operands(const char* op, const Tensor& a, const Tensor& b) {
-  check_float(a, op, "lhs");
-  check_float(b, op, "rhs");
+  check_float(a, op, "lhs", true);
+  check_float(b, op, "rhs", true);
+  check_same_device(a, b, op, "lhs", "rhs");
   check_same_dtype(a, b, op, "lhs", "rhs");
 }
 
@@ -94,6 +114,7 @@ Plan make_plan(const char* op, const Tensor& a, const Tensor& b) {
     throw Error(fmt::format("{}: lhs {} and rhs {}: inner dims {} != {}", op, shape_str(sa),
                             shape_str(sb), Ka, Kb));
   Plan p;
+  p.dev = a.device();
   p.K = Ka;
   p.M = na == 1 ? 1 : sa[na - 2];
   p.N = nb == 1 ? 1 : sb[nb - 1];
@@ -131,7 +152,7 @@ Plan make_plan(const char* op, const Tensor& a, const Tensor& b) {
 template <typename T>
 void matmul_forward(const Plan& p, const T* A, const T* B, T* C) {
   for (int64_t i = 0; i < p.batch; ++i)
-    gemm(false, false, p.M, p.N, p.K, A + p.a_offset(i), p.K, B + p.b_offset(i), p.N, T(0),
+    gemm(p.dev, false, false, p.M, p.N, p.K, A + p.a_offset(i), p.K, B + p.b_offset(i), p.N, T(0),
          C + i * p.M * p.N, p.N);
 }
 // dA = dC·Bᵀ, summed over the gemms that share an A matrix.
@@ -139,7 +160,7 @@ template <typename T>
 void matmul_backward_a(const Plan& p, const T* dC, const T* B, T* dA) {
   const T beta = p.bcast_a ? T(1) : T(0);  // dA was zeroed when it accumulates
   for (int64_t i = 0; i < p.batch; ++i)
-    gemm(false, true, p.M, p.K, p.N, dC + i * p.M * p.N, p.N, B + p.b_offset(i), p.N, beta,
+    gemm(p.dev, false, true, p.M, p.K, p.N, dC + i * p.M * p.N, p.N, B + p.b_offset(i), p.N, beta,
          dA + p.a_offset(i), p.K);
 }
 // dB = Aᵀ·dC, summed over the gemms that share a B matrix.
@@ -147,7 +168,7 @@ template <typename T>
 void matmul_backward_b(const Plan& p, const T* A, const T* dC, T* dB) {
   const T beta = p.bcast_b ? T(1) : T(0);
   for (int64_t i = 0; i < p.batch; ++i)
-    gemm(true, false, p.K, p.N, p.M, A + p.a_offset(i), p.K, dC + i * p.M * p.N, p.N, beta,
+    gemm(p.dev, true, false, p.K, p.N, p.M, A + p.a_offset(i), p.K, dC + i * p.M * p.N, p.N, beta,
          dB + p.b_offset(i), p.N);
 }
 
@@ -156,12 +177,12 @@ bool empty_gemm(const Plan& p) { return p.M == 0 || p.N == 0 || p.K == 0 || p.ba
 
 Tensor matmul_impl(const char* op, const Tensor& a, const Tensor& b) {
   Plan p = make_plan(op, a, b);
-  Tensor out =
-      empty_gemm(p) ? zeros(p.out_shape, a.dtype()) : Tensor::empty(p.out_shape, a.dtype());
+  Tensor out = empty_gemm(p) ? zeros(p.out_shape, a.dtype(), p.dev)
+                              : Tensor::empty(p.out_shape, a.dtype(), p.dev);
   if (!empty_gemm(p)) {
     dispatch_float(a.dtype(), op, [&](auto tag) {
       using T = decltype(tag);
-      matmul_forward(p, a.data<T>(), b.data<T>(), out.data<T>());
+      matmul_forward(p, dptr<T>(a), dptr<T>(b), dptr<T>(out));
     });
   }
   if (needs_record({&a, &b})) {
@@ -179,16 +200,16 @@ Tensor matmul_impl(const char* op, const Tensor& a, const Tensor& b) {
              const bool skip = empty_gemm(p);
              Tensor dA, dB;
              if (ga)
-               dA = (skip || p.bcast_a) ? zeros(shape_a, dC.dtype())
-                                        : Tensor::empty(shape_a, dC.dtype());
+               dA = (skip || p.bcast_a) ? zeros(shape_a, dC.dtype(), p.dev)
+                                        : Tensor::empty(shape_a, dC.dtype(), p.dev);
              if (gb)
-               dB = (skip || p.bcast_b) ? zeros(shape_b, dC.dtype())
-                                        : Tensor::empty(shape_b, dC.dtype());
+               dB = (skip || p.bcast_b) ? zeros(shape_b, dC.dtype(), p.dev)
+                                        : Tensor::empty(shape_b, dC.dtype(), p.dev);
              if (skip) return {dA, dB};
              dispatch_float(dC.dtype(), "matmul backward", [&](auto tag) {
                using T = decltype(tag);
-               if (ga) matmul_backward_a(p, dC.data<T>(), sb.data<T>(), dA.data<T>());
-               if (gb) matmul_backward_b(p, sa.data<T>(), dC.data<T>(), dB.data<T>());
+               if (ga) matmul_backward_a(p, dptr<T>(dC), dptr<T>(sb), dptr<T>(dA));
+               if (gb) matmul_backward_b(p, dptr<T>(sa), dptr<T>(dC), dptr<T>(dB));
              });
              return {dA, dB};
            });
@@ -198,8 +219,10 @@ Tensor matmul_impl(const char* op, const Tensor& a, const Tensor& b) {
 
 // ---- linear ----
 void check_linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
-  check_float(x, "linear", "x");
-  check_float(w, "linear", "weight");
+  check_float(x, "linear", "x", true);
+  check_float(w, "linear", "weight", true);
+  check_same_device(x, w, "linear", "x", "weight");
+  check_same_device(bias, w, "linear", "bias", "weight");
   check_same_dtype(x, w, "linear", "x", "weight");
   std::string bias_str = bias.defined() ? shape_str(bias.shape()) : "undefined";
   auto shapes = [&] {
@@ -214,7 +237,7 @@ void check_linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
     throw Error(fmt::format("linear: x has {} input features but weight expects Cin = {} ({})",
                             x.size(-1), w.size(1), shapes()));
   if (bias.defined()) {
-    check_float(bias, "linear", "bias");
+    check_float(bias, "linear", "bias", true);
     check_same_dtype(bias, w, "linear", "bias", "weight");
     if (bias.shape() != Shape{w.size(0)})
       throw Error(fmt::format("linear: bias must be (Cout) = ({}) ({})", w.size(0), shapes()));
@@ -222,16 +245,32 @@ void check_linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
 }
 
 // y (N, Cout) = x (N, Cin) · Wᵀ (+ b broadcast over rows).
+// Rows of y (N, Cout) set to b (Cout): the start of linear's forward.
 template <typename T>
-void linear_forward(const T* x, const T* w, const T* b, T* y, int64_t N, int64_t Cin,
-                    int64_t Cout) {
-  if (b)
+void fill_rows(Device dev, T* y, const T* b, int64_t N, int64_t Cout) {
+  if (!dev.is_cuda()) {
     for (int64_t r = 0; r < N; ++r) std::memcpy(y + r * Cout, b, Cout * sizeof(T));
-  gemm(false, true, N, Cout, Cin, x, Cin, w, Cin, b ? T(1) : T(0), y, Cout);
+    return;
+  }
+  cuda::Strided st = make_strided({N, Cout}, {});
+  set_operand(st, 1, {0, 1}, 0);
+  on_device("linear", dev, [&] { cuda::strided_copy(cdt(dtype_of<T>::value), y, b, st); });
+}
+template <typename T>
+void linear_forward(Device dev, const T* x, const T* w, const T* b, T* y, int64_t N, int64_t Cin,
+                    int64_t Cout) {
+  if (b) fill_rows(dev, y, b, N, Cout);
+  gemm(dev, false, true, N, Cout, Cin, x, Cin, w, Cin, b ? T(1) : T(0), y, Cout);
 }
 // db (Cout) = column sums of dy (N, Cout), accumulated in double.
 template <typename T>
-void bias_backward(const T* dy, T* db, int64_t N, int64_t Cout) {
+void bias_backward(Device dev, const T* dy, T* db, int64_t N, int64_t Cout) {
+  if (dev.is_cuda()) {
+    on_device("linear backward", dev, [&] {
+      cuda::reduce(cuda::RedOp::Sum, cdt(dtype_of<T>::value), db, dy, 1, N, Cout);
+    });
+    return;
+  }
   std::vector<double> acc(Cout, 0.0);
   for (int64_t r = 0; r < N; ++r) {
     const T* row = dy + r * Cout;
@@ -279,15 +318,15 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Site si
   Shape out_shape = x.shape();
   out_shape.back() = Cout;
   const bool skip = N == 0 || Cout == 0 || Cin == 0;
-  Tensor out = skip ? zeros(out_shape, x.dtype()) : Tensor::empty(out_shape, x.dtype());
+  const Device dev = x.device();
+  Tensor out = skip ? zeros(out_shape, x.dtype(), dev) : Tensor::empty(out_shape, x.dtype(), dev);
   dispatch_float(x.dtype(), "linear", [&](auto tag) {
     using T = decltype(tag);
     if (!skip) {
-      linear_forward(x.data<T>(), weight.data<T>(), bias.defined() ? bias.data<T>() : nullptr,
-                     out.data<T>(), N, Cin, Cout);
-    } else if (bias.defined()) {  // Cin == 0: the output is the bias on every row
-      for (int64_t r = 0; r < N; ++r)
-        std::memcpy(out.data<T>() + r * Cout, bias.data<T>(), Cout * sizeof(T));
+      linear_forward(dev, dptr<T>(x), dptr<T>(weight), bias.defined() ? dptr<T>(bias) : nullptr,
+                     dptr<T>(out), N, Cin, Cout);
+    } else if (bias.defined() && N > 0 && Cout > 0) {  // Cin == 0: the bias on every row
+      fill_rows(dev, dptr<T>(out), dptr<T>(bias), N, Cout);
     }
   });
   if (needs_record({&x, &weight, &bias})) {
@@ -302,25 +341,28 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Site si
     note_flops(nmk2 + (bias.defined() ? nc : 0), nmk2 * (gx + gw) + (gb ? nc : 0));
     note_saved(sx, sw);
     record("linear", out, {x, weight, bias},
-           [sx, sw, sx_shape, sw_shape, gx, gw, gb, skip, N, Cin,
-            Cout](const Tensor& dy) -> std::vector<Tensor> {
+           [sx, sw, sx_shape, sw_shape, gx, gw, gb, skip, N, Cin, Cout,
+            dev](const Tensor& dy) -> std::vector<Tensor> {
              Tensor dx, dw, db;
-             if (gx) dx = skip ? zeros(sx_shape, dy.dtype()) : Tensor::empty(sx_shape, dy.dtype());
-             if (gw) dw = skip ? zeros(sw_shape, dy.dtype()) : Tensor::empty(sw_shape, dy.dtype());
-             if (gb) db = Tensor::empty({Cout}, dy.dtype());
+             auto make = [&](const Shape& s) {
+               return skip ? zeros(s, dy.dtype(), dev) : Tensor::empty(s, dy.dtype(), dev);
+             };
+             if (gx) dx = make(sx_shape);
+             if (gw) dw = make(sw_shape);
+             if (gb) db = N == 0 ? zeros({Cout}, dy.dtype(), dev) : Tensor::empty({Cout}, dy.dtype(), dev);
              dispatch_float(dy.dtype(), "linear backward", [&](auto tag) {
                using T = decltype(tag);
-               const T* pdy = dy.data<T>();
-               if (gb) bias_backward(pdy, db.data<T>(), N, Cout);
+               const T* pdy = dptr<T>(dy);
+               if (gb && N > 0 && Cout > 0) bias_backward(dev, pdy, dptr<T>(db), N, Cout);
                if (skip) return;
                // dx (N, Cin) = dy (N, Cout) · W (Cout, Cin)
                if (gx)
-                 gemm(false, false, N, Cin, Cout, pdy, Cout, sw.data<T>(), Cin, T(0), dx.data<T>(),
-                      Cin);
+                 gemm(dev, false, false, N, Cin, Cout, pdy, Cout, dptr<T>(sw), Cin, T(0),
+                      dptr<T>(dx), Cin);
                // dW (Cout, Cin) = dyᵀ (Cout, N) · x (N, Cin)
                if (gw)
-                 gemm(true, false, Cout, Cin, N, pdy, Cout, sx.data<T>(), Cin, T(0), dw.data<T>(),
-                      Cin);
+                 gemm(dev, true, false, Cout, Cin, N, pdy, Cout, dptr<T>(sx), Cin, T(0),
+                      dptr<T>(dw), Cin);
              });
              return {dx, dw, db};
            });

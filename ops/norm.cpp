@@ -9,6 +9,7 @@
 //   dx = rstd·(dnorm - mean_D(dnorm) - norm·mean_D(dnorm·norm))
 //   dw = Σ_N dout·norm, db = Σ_N dout
 // Deliberately not here: batch/group norm, RMSNorm.
+#include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"
 
@@ -23,7 +24,7 @@ constexpr const char* kOp = "layer_norm";
 // Checks x, normalized_shape, weight and bias; returns D (elements per normalised row).
 int64_t check_layer_norm(const Tensor& x, const Shape& ns, const Tensor& w, const Tensor& b,
                          double eps) {
-  check_float(x, kOp, "input");
+  check_float(x, kOp, "input", true);
   if (ns.empty())
     throw Error(fmt::format("{}: normalized_shape is empty; expected the trailing dims of input {}",
                             kOp, shape_str(x.shape())));
@@ -38,7 +39,8 @@ int64_t check_layer_norm(const Tensor& x, const Shape& ns, const Tensor& w, cons
   for (int i = 0; i < 2; ++i) {
     const Tensor& p = *params[i];
     if (!p.defined()) continue;
-    check_float(p, kOp, names[i]);
+    check_float(p, kOp, names[i], true);
+    check_same_device(x, p, kOp, "input", names[i]);
     check_same_dtype(x, p, kOp, "input", names[i]);
     if (p.shape() != ns)
       throw Error(fmt::format("{}: {} {} must have normalized_shape {} (input {})", kOp, names[i],
@@ -116,9 +118,18 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
   SiteScope scope(site);
   const int64_t D = check_layer_norm(x, normalized_shape, weight, bias, eps);
   const int64_t N = D == 0 ? 0 : x.numel() / D;
-  Tensor out = Tensor::empty(x.shape(), x.dtype());
-  Tensor mean = Tensor::empty({N}, kFloat64), rstd = Tensor::empty({N}, kFloat64);
-  dispatch_float(x.dtype(), kOp, [&](auto tag) {
+  const Device dev = x.device();
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), dev);
+  Tensor mean = Tensor::empty({N}, kFloat64, dev), rstd = Tensor::empty({N}, kFloat64, dev);
+  auto ptr = [](const Tensor& t) -> void* { return t.defined() ? t.data_ptr() : nullptr; };
+  if (on_cuda(x) && N > 0) {
+    on_device(kOp, dev, [&] {
+      cuda::layer_norm_forward(cdt(x.dtype()), out.data_ptr(), static_cast<double*>(ptr(mean)),
+                               static_cast<double*>(ptr(rstd)), x.data_ptr(), ptr(weight),
+                               ptr(bias), N, D, eps);
+    });
+  }
+  if (!on_cuda(x)) dispatch_float(x.dtype(), kOp, [&](auto tag) {
     using T = decltype(tag);
     layer_norm_forward(out.data<T>(), mean.data<double>(), rstd.data<double>(), x.data<T>(),
                        weight.defined() ? weight.data<T>() : nullptr,
@@ -134,9 +145,21 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
     note_saved(sx, sw, mean, rstd);
     record(kOp, out, {x, weight, bias},
            [sx, sw, mean, rstd, gx, gw, gb, ns, N, D](const Tensor& g) -> std::vector<Tensor> {
-             Tensor dx = gx ? Tensor::empty(sx.shape(), sx.dtype()) : Tensor();
-             Tensor dw = gw ? Tensor::empty(ns, sx.dtype()) : Tensor();
-             Tensor db = gb ? Tensor::empty(ns, sx.dtype()) : Tensor();
+             const Device dev = sx.device();
+             Tensor dx = gx ? Tensor::empty(sx.shape(), sx.dtype(), dev) : Tensor();
+             Tensor dw = gw ? zeros(ns, sx.dtype(), dev) : Tensor();
+             Tensor db = gb ? zeros(ns, sx.dtype(), dev) : Tensor();
+             auto ptr = [](const Tensor& t) -> void* { return t.defined() ? t.data_ptr() : nullptr; };
+             if (on_cuda(sx)) {
+               if (N > 0)
+                 on_device("layer_norm backward", dev, [&] {
+                   cuda::layer_norm_backward(
+                       cdt(g.dtype()), ptr(dx), ptr(dw), ptr(db), g.data_ptr(), sx.data_ptr(),
+                       ptr(sw), static_cast<const double*>(mean.data_ptr()),
+                       static_cast<const double*>(rstd.data_ptr()), N, D);
+                 });
+               return {dx, dw, db};
+             }
              dispatch_float(g.dtype(), kOp, [&](auto tag) {
                using T = decltype(tag);
                layer_norm_backward(dx.defined() ? dx.data<T>() : nullptr,

@@ -158,6 +158,9 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 // row V-1).
 Tensor embedding(const Tensor& indices, const Tensor& weight,
                  std::optional<int64_t> padding_idx = std::nullopt, Site site = Site::here());
+// CUDA: embedding's backward sums rows in a fixed order (default, reproducible bit for bit) or,
+// when off, with atomics (faster, run-to-run differences in the last bits).
+void embedding_set_deterministic(bool on);
 // Zeroes each element with probability p and scales the rest by 1/(1-p) when training.
 Tensor dropout(const Tensor& x, double p, bool training = true, Site site = Site::here());
 

@@ -6,6 +6,7 @@
 // row-major with an output offset built from strides that are 0 on the reduced dims. float32
 // accumulates in double. Every backward spreads dout back over the reduced dims with the same walk.
 // Deliberately not here: softmax/log_softmax (softmax.cpp), layer_norm's statistics (norm.cpp).
+#include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"
 
@@ -133,10 +134,46 @@ Tensor spread(const Tensor& g, const ReducePlan& p, W w) {
   return dx;
 }
 
-void check_input(const Tensor& x, const char* op) {
-  check_defined(x, op, "input");
-  check_cpu(x, op, "input");
+void check_input(const Tensor& x, const char* op) { check_defined(x, op, "input"); }
+
+// ---- CUDA: the same reductions, composed from the reduce kernel and broadcasting ops ----
+// The reduction of x on its CUDA device, shaped as the op returns it.
+Tensor cuda_reduced(const Tensor& x, const ReducePlan& p, cuda::RedOp op) {
+  return reshape(cuda_reduce(x, p.reduced, op), p.out_shape);
 }
+// dout (out_shape) seen at every input position: expanded back over the reduced dims.
+Tensor cuda_spread(const Tensor& g, const ReducePlan& p) {
+  return expand(reshape(g, p.keep_shape), p.in_shape);
+}
+Tensor cuda_sum(const Tensor& x, const ReducePlan& p) {
+  if (!is_floating(x.dtype()))
+    return cuda_reduced(x.to(kInt64), p, cuda::RedOp::Sum);  // int64 and bool sum to int64
+  Tensor out = cuda_reduced(x, p, cuda::RedOp::Sum);
+  if (needs_record({&x})) {
+    note_flops(static_cast<double>(x.numel()), static_cast<double>(x.numel()));
+    note_saved();
+    record("sum", out, {x},
+           [p](const Tensor& g) -> std::vector<Tensor> { return {cuda_spread(g, p).clone()}; });
+  }
+  return out;
+}
+// amax with ties sharing the gradient, as on the CPU.
+Tensor cuda_max(const Tensor& x, const ReducePlan& p) {
+  Tensor out = cuda_reduced(x, p, cuda::RedOp::Max);
+  if (needs_record({&x})) {
+    Tensor sx = x.detach(), sm = out.detach();
+    note_flops(static_cast<double>(x.numel()), 2 * static_cast<double>(x.numel()));
+    note_saved(sx, sm);
+    record("max", out, {x}, [p, sx, sm](const Tensor& g) -> std::vector<Tensor> {
+      Tensor hit = eq(sx, cuda_spread(sm, p)).to(sx.dtype());
+      Tensor ties = reshape(cuda_reduce(hit, p.reduced, cuda::RedOp::Sum), p.out_shape);
+      return {mul(hit, cuda_spread(div(g, ties), p))};
+    });
+  }
+  return out;
+}
+}  // namespace
+namespace {
 void check_nonempty(const ReducePlan& p, const char* op, const std::vector<int64_t>& dims) {
   if (p.count == 0 && p.out_numel > 0)
     throw Error(fmt::format("{}: cannot reduce input {} over dims {}: the reduced size is 0", op,
@@ -150,6 +187,7 @@ Tensor sum(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Site site) 
   SiteScope scope(site);
   check_input(x, "sum");
   ReducePlan p = make_plan("sum", x.shape(), dims, keepdim);
+  if (on_cuda(x)) return cuda_sum(x, p);
   if (!is_floating(x.dtype())) {
     std::vector<int64_t> acc(p.out_numel, 0);
     dispatch_all(x.dtype(), [&](auto tag) {
@@ -178,9 +216,10 @@ Tensor sum(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Site site) 
 
 Tensor mean(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Site site) {
   SiteScope scope(site);
-  check_float(x, "mean", "input");
+  check_float(x, "mean", "input", true);
   ReducePlan p = make_plan("mean", x.shape(), dims, keepdim);
   const double n = static_cast<double>(p.count);
+  if (on_cuda(x)) return div(cuda_sum(x, p), n);
   Tensor out = dispatch_float(x.dtype(), "mean", [&](auto tag) {
     using T = decltype(tag);
     std::vector<double> acc = sums<T>(x, p);
@@ -209,6 +248,7 @@ Tensor max(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Site site) 
                             shape_str(x.shape())));
   ReducePlan p = make_plan("max", x.shape(), dims, keepdim);
   check_nonempty(p, "max", dims);
+  if (on_cuda(x)) return cuda_max(x, p);
   Tensor out = dispatch_all(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     std::vector<T> best(p.out_numel, std::numeric_limits<T>::lowest());
@@ -245,13 +285,17 @@ Tensor max(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Site site) 
 Tensor var(const Tensor& x, std::vector<int64_t> dims, bool keepdim, int64_t correction,
            Site site) {
   SiteScope scope(site);
-  check_float(x, "var", "input");
+  check_float(x, "var", "input", true);
   if (correction < 0)
     throw Error(fmt::format("var: correction must be >= 0, got {} (input {})", correction,
                             shape_str(x.shape())));
   ReducePlan p = make_plan("var", x.shape(), dims, keepdim);
   // PyTorch divides by max(0, n - correction): 0 gives inf or nan, as there.
   const double denom = std::max<double>(0.0, static_cast<double>(p.count - correction));
+  if (on_cuda(x)) {  // composed: its backward comes from the ops
+    Tensor d = sub(x, cuda_spread(div(cuda_sum(x, p), static_cast<double>(p.count)), p));
+    return div(cuda_sum(mul(d, d), p), denom);
+  }
   std::vector<double> mu;
   Tensor out = dispatch_float(x.dtype(), "var", [&](auto tag) {
     using T = decltype(tag);
@@ -293,6 +337,14 @@ Tensor argmax(const Tensor& x, int64_t dim, bool keepdim, Site site) {
                             shape_str(x.shape())));
   ReducePlan p = make_plan("argmax", x.shape(), {dim}, keepdim);
   check_nonempty(p, "argmax", {dim});
+  if (on_cuda(x)) {
+    Tensor out = Tensor::empty(p.out_shape, kInt64, x.device());
+    on_device("argmax", x.device(), [&] {
+      cuda::argmax(cdt(x.dtype()), static_cast<int64_t*>(out.data_ptr()), x.data_ptr(), p.outer,
+                   p.red, p.inner);
+    });
+    return out;
+  }
   Tensor out = Tensor::empty(p.out_shape, kInt64);
   int64_t* po = out.data<int64_t>();
   dispatch_all(x.dtype(), [&](auto tag) {

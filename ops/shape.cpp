@@ -6,6 +6,7 @@
 // cat) copy through one strided gather. Composed ops (stack, split, chunk) get their backward
 // from the primitives they call.
 // Deliberately not here: einops-style rearrange (rearrange.cpp), reductions (reduce.cpp).
+#include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"
 
@@ -21,10 +22,7 @@ std::string list_str(const std::vector<int64_t>& v) {
   return fmt::format("[{}]", fmt::join(v, ","));
 }
 
-void check_input(const Tensor& x, const char* op) {
-  check_defined(x, op, "input");
-  check_cpu(x, op, "input");
-}
+void check_input(const Tensor& x, const char* op) { check_defined(x, op, "input"); }
 
 // A tensor on x's storage and offset with another shape of the same numel (no recording).
 Tensor alias(const Tensor& x, const Shape& shape) {
@@ -51,6 +49,7 @@ Tensor view_op(const char* op, const Tensor& x, const Shape& shape) {
 
 // out[idx] = x[offset + Σ idx[d]·st[d]] over out_shape: the one copy kernel of the reordering ops.
 Tensor gather(const Tensor& x, const Shape& out_shape, const Shape& st, int64_t offset) {
+  if (on_cuda(x)) return cuda_gather(x, out_shape, st, offset);
   Tensor out = Tensor::empty(out_shape, x.dtype());
   dispatch_all(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -63,6 +62,16 @@ Tensor gather(const Tensor& x, const Shape& out_shape, const Shape& st, int64_t 
 }
 // The adjoint of a gather whose source indices are distinct: dx = 0, dx[src(idx)] = dout[idx].
 Tensor scatter(const Tensor& g, const Shape& in_shape, const Shape& st, int64_t offset) {
+  if (on_cuda(g)) {
+    Tensor dx = zeros(in_shape, g.dtype(), g.device());
+    if (g.numel() == 0) return dx;
+    cuda::Strided cs = make_strided(g.shape(), {&g.shape()});
+    set_operand(cs, 0, st, offset);
+    on_device("scatter", g.device(), [&] {
+      cuda::strided_copy(cdt(g.dtype()), dx.data_ptr(), g.data_ptr(), cs);
+    });
+    return dx;
+  }
   Tensor dx = zeros(in_shape, g.dtype());
   dispatch_float(g.dtype(), "scatter", [&](auto tag) {
     using T = decltype(tag);
@@ -317,10 +326,65 @@ Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t s
 
 // out = x with dim taking the rows index[0], index[1], ... (index int64, 1-D or 0-dim); dx
 // accumulates (index_add) so a repeated index gets the sum of its gradients.
+namespace {
+// index_select on a CUDA device: the range check reads one int64 back; backward is index_add in
+// a fixed order (deterministic).
+Tensor cuda_index_select(const Tensor& x, int64_t d, const Tensor& index) {
+  const Shape& xs = x.shape();
+  const int64_t outer = span(xs, 0, d), size = xs[d], inner = span(xs, d + 1, x.dim());
+  const int64_t k = index.numel();
+  const auto* pi = static_cast<const int64_t*>(index.data_ptr());
+  const int64_t bad =
+      k == 0 ? -1 : on_device("index_select", x.device(), [&] {
+        return cuda::first_out_of_range(pi, k, 0, size);
+      });
+  if (bad >= 0)
+    throw Error(fmt::format(
+        "index_select: index {} at position {} is out of range for dim {} of size {} (input {}, "
+        "index {})",
+        index.reshape({-1}).narrow(0, bad, 1).item<int64_t>(), bad, d, size, shape_str(xs),
+        shape_str(index.shape())));
+  Shape os = xs;
+  os[d] = k;
+  Tensor out = Tensor::empty(os, x.dtype(), x.device());
+  if (out.numel() > 0)
+    on_device("index_select", x.device(), [&] {
+      cuda::index_select(cdt(x.dtype()), out.data_ptr(), x.data_ptr(), pi, outer, size, k, inner);
+    });
+  if (needs_record({&x})) {
+    Tensor si = index.detach();
+    note_flops(0, 0);
+    note_saved(si);
+    record("index_select", out, {x}, [xs, d, si](const Tensor& g) -> std::vector<Tensor> {
+      Tensor dx = zeros(xs, g.dtype(), g.device());
+      const int64_t outer = span(xs, 0, d), size = xs[d], inner = span(xs, d + 1, xs.size());
+      if (g.numel() > 0)
+        on_device("index_select backward", g.device(), [&] {
+          cuda::index_add(cdt(g.dtype()), dx.data_ptr(), g.data_ptr(),
+                          static_cast<const int64_t*>(si.data_ptr()), outer, size, si.numel(),
+                          inner, true);
+        });
+      return {dx};
+    });
+  }
+  return out;
+}
+// Copies x into out at `offset` elements, x's dims strided like out's (a slice of cat's output).
+void cuda_copy_into(const Tensor& out, const Tensor& x, int64_t offset) {
+  if (x.numel() == 0) return;
+  cuda::Strided st = make_strided(x.shape(), {&x.shape()});
+  set_operand(st, 0, contiguous_strides(out.shape()), offset);
+  on_device("cat", x.device(), [&] {
+    cuda::strided_copy(cdt(x.dtype()), out.data_ptr(), x.data_ptr(), st);
+  });
+}
+}  // namespace
+
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, Site site) {
   SiteScope scope(site);
   check_input(x, "index_select");
-  check_dtype(index, kInt64, "index_select", "index");
+  check_dtype(index, kInt64, "index_select", "index", true);
+  check_same_device(x, index, "index_select", "input", "index");
   if (index.dim() > 1)  // 0-dim selects one row, like PyTorch
     throw Error(fmt::format("index_select: index {} must be 1-D (input {})",
                             shape_str(index.shape()), shape_str(x.shape())));
@@ -328,6 +392,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, Site site
   const Shape& xs = x.shape();
   const int64_t outer = span(xs, 0, d), size = xs[d], inner = span(xs, d + 1, x.dim());
   const int64_t k = index.numel();
+  if (on_cuda(x)) return cuda_index_select(x, d, index);
   const int64_t* pi = index.data<int64_t>();
   for (int64_t j = 0; j < k; ++j)
     if (pi[j] < 0 || pi[j] >= size)
@@ -370,6 +435,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, Site site
   return out;
 }
 
+
 // ---- joining ----
 // xs[i] (D..., n_i, D...) -> (D..., Σ n_i, D...); dxs[i] = dout narrowed to xs[i]'s rows.
 Tensor cat(const std::vector<Tensor>& xs, int64_t dim, Site site) {
@@ -378,7 +444,7 @@ Tensor cat(const std::vector<Tensor>& xs, int64_t dim, Site site) {
   for (size_t i = 0; i < xs.size(); ++i) {
     std::string name = fmt::format("tensors[{}]", i);
     check_defined(xs[i], "cat", name.c_str());
-    check_cpu(xs[i], "cat", name.c_str());
+    check_same_device(xs[0], xs[i], "cat", "tensors[0]", name.c_str());
   }
   const Shape& s0 = xs[0].shape();
   const int64_t n = xs[0].dim();
@@ -401,11 +467,14 @@ Tensor cat(const std::vector<Tensor>& xs, int64_t dim, Site site) {
   Shape os = s0;
   os[d] = 0;
   for (int64_t s : sizes) os[d] += s;
-  Tensor out = Tensor::empty(os, xs[0].dtype());
+  Tensor out = Tensor::empty(os, xs[0].dtype(), xs[0].device());
   const int64_t outer = span(s0, 0, d), inner = span(s0, d + 1, n);
   const size_t es = dtype_size(out.dtype());
   char* po = static_cast<char*>(out.data_ptr());
-  for (int64_t o = 0; o < outer; ++o)
+  int64_t at = 0;  // CUDA: where xs[i]'s rows start along d
+  for (size_t i = 0; on_cuda(out) && i < xs.size(); at += sizes[i++])
+    cuda_copy_into(out, xs[i], at * inner);
+  for (int64_t o = 0; !on_cuda(out) && o < outer; ++o)
     for (size_t i = 0; i < xs.size(); ++i) {
       const size_t bytes = sizes[i] * inner * es;
       std::memcpy(po, static_cast<const char*>(xs[i].data_ptr()) + o * bytes, bytes);

@@ -9,6 +9,7 @@
 // (which gives NaN): softmax gives 0 for every element, log_softmax gives -inf, and both give a
 // zero gradient for that row. Deliberately not here: masking itself (mask.cpp), cross entropy's
 // fused log_softmax (loss.cpp).
+#include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"
 
@@ -35,7 +36,7 @@ RowLayout layout_of(const Shape& s, int64_t d) {
 
 // Validates x and normalises dim (a 0-dim tensor accepts dim 0 and -1, like PyTorch).
 RowLayout check_softmax(const char* op, const Tensor& x, int64_t dim) {
-  check_float(x, op, "input");
+  check_float(x, op, "input", true);
   const int64_t rank = std::max<int64_t>(x.dim(), 1);
   const int64_t d = norm_dim(dim, rank, op, x.shape());
   return layout_of(x.shape(), d);
@@ -106,11 +107,19 @@ void softmax_backward(T* dx, const T* g, const T* y, const RowLayout& l, bool is
 
 Tensor softmax_op(const char* op, const Tensor& x, int64_t dim, bool is_log) {
   const RowLayout l = check_softmax(op, x, dim);
-  Tensor y = Tensor::empty(x.shape(), x.dtype());
-  dispatch_float(x.dtype(), op, [&](auto tag) {
-    using T = decltype(tag);
-    softmax_forward(y.data<T>(), x.data<T>(), l, is_log);
-  });
+  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
+  if (on_cuda(x)) {
+    if (x.numel() > 0)
+      on_device(op, x.device(), [&] {
+        cuda::softmax_forward(cdt(x.dtype()), y.data_ptr(), x.data_ptr(), l.outer, l.n, l.inner,
+                              is_log);
+      });
+  } else {
+    dispatch_float(x.dtype(), op, [&](auto tag) {
+      using T = decltype(tag);
+      softmax_forward(y.data<T>(), x.data<T>(), l, is_log);
+    });
+  }
   if (needs_record({&x})) {
     Tensor sy = y.detach();  // y: the saved output
     // Cost model per element: ~5 forward (max, subtract, exp, sum, scale), ~4 backward.
@@ -119,7 +128,15 @@ Tensor softmax_op(const char* op, const Tensor& x, int64_t dim, bool is_log) {
     note_saved(sy);
     note_rows(static_cast<int>(x.dim() == 0 ? 0 : norm_dim(dim, x.dim(), op, x.shape())));
     record(op, y, {x}, [sy, l, is_log, op](const Tensor& g) -> std::vector<Tensor> {
-      Tensor dx = Tensor::empty(g.shape(), g.dtype());
+      Tensor dx = Tensor::empty(g.shape(), g.dtype(), g.device());
+      if (on_cuda(g)) {
+        if (g.numel() > 0)
+          on_device(op, g.device(), [&] {
+            cuda::softmax_backward(cdt(g.dtype()), dx.data_ptr(), g.data_ptr(), sy.data_ptr(),
+                                   l.outer, l.n, l.inner, is_log);
+          });
+        return {dx};
+      }
       dispatch_float(g.dtype(), op, [&](auto tag) {
         using T = decltype(tag);
         softmax_backward(dx.data<T>(), g.data<T>(), sy.data<T>(), l, is_log);
