@@ -199,27 +199,25 @@ template <typename T>
 bool binary_typed(BinOp op, DT out_dt, void* out, const void* a, const void* b, const Strided& st) {
   constexpr bool kArith = !std::is_same_v<T, bool>;     // add, sub, mul, maximum, minimum
   constexpr bool kFloat = std::is_floating_point_v<T>;  // div, pow
+  auto run = [&](auto f, auto out_tag) {
+    launch_binary<T, decltype(out_tag)>(f, out, a, b, st);
+    return true;
+  };
   if (op >= BinOp::Eq) {
     if (out_dt != DT::Bool) return false;
     switch (op) {
       case BinOp::Eq:
-        launch_binary<T, bool>(EqF{}, out, a, b, st);
-        return true;
+        return run(EqF{}, bool{});
       case BinOp::Ne:
-        launch_binary<T, bool>(NeF{}, out, a, b, st);
-        return true;
+        return run(NeF{}, bool{});
       case BinOp::Lt:
-        launch_binary<T, bool>(LtF{}, out, a, b, st);
-        return true;
+        return run(LtF{}, bool{});
       case BinOp::Le:
-        launch_binary<T, bool>(LeF{}, out, a, b, st);
-        return true;
+        return run(LeF{}, bool{});
       case BinOp::Gt:
-        launch_binary<T, bool>(GtF{}, out, a, b, st);
-        return true;
+        return run(GtF{}, bool{});
       case BinOp::Ge:
-        launch_binary<T, bool>(GeF{}, out, a, b, st);
-        return true;
+        return run(GeF{}, bool{});
       default:
         return false;
     }
@@ -228,20 +226,15 @@ bool binary_typed(BinOp op, DT out_dt, void* out, const void* a, const void* b, 
   if constexpr (kArith) {
     switch (op) {
       case BinOp::Add:
-        launch_binary<T, T>(AddF{}, out, a, b, st);
-        return true;
+        return run(AddF{}, T{});
       case BinOp::Sub:
-        launch_binary<T, T>(SubF{}, out, a, b, st);
-        return true;
+        return run(SubF{}, T{});
       case BinOp::Mul:
-        launch_binary<T, T>(MulF{}, out, a, b, st);
-        return true;
+        return run(MulF{}, T{});
       case BinOp::Max:
-        launch_binary<T, T>(MaxF{}, out, a, b, st);
-        return true;
+        return run(MaxF{}, T{});
       case BinOp::Min:
-        launch_binary<T, T>(MinF{}, out, a, b, st);
-        return true;
+        return run(MinF{}, T{});
       default:
         break;
     }
@@ -249,11 +242,9 @@ bool binary_typed(BinOp op, DT out_dt, void* out, const void* a, const void* b, 
   if constexpr (kFloat) {
     switch (op) {
       case BinOp::Div:
-        launch_binary<T, T>(DivF{}, out, a, b, st);
-        return true;
+        return run(DivF{}, T{});
       case BinOp::Pow:
-        launch_binary<T, T>(PowF{}, out, a, b, st);
-        return true;
+        return run(PowF{}, T{});
       default:
         break;
     }
@@ -380,12 +371,11 @@ void launch_unary_backward(DT dt, void* dx, const void* g, const void* x, const 
 }
 
 // Every UnOp, for the switches of unary and unary_backward.
-#define TG_UNOPS(X)                                                                         \
-  X(Neg)                                                                                    \
-  X(Exp)                                                                                    \
-  X(Log)                                                                                    \
-  X(Sqrt) X(Rsqrt) X(Abs) X(Tanh) X(Sigmoid) X(Relu) X(GeluErf) X(GeluTanh) X(AddS) X(MulS) \
-      X(RSubS) X(RDivS) X(PowS) X(Clamp)
+// clang-format off
+#define TG_UNOPS(X) \
+  X(Neg) X(Exp) X(Log) X(Sqrt) X(Rsqrt) X(Abs) X(Tanh) X(Sigmoid) X(Relu) X(GeluErf) \
+  X(GeluTanh) X(AddS) X(MulS) X(RSubS) X(RDivS) X(PowS) X(Clamp)
+// clang-format on
 
 // ---- where, logical_not ----
 // Copies by element size (where only moves values): uint8_t, uint32_t or uint64_t.
@@ -494,5 +484,7 @@ void logical_not(bool* out, const bool* x, int64_t n) {
   logical_not_kernel<<<blocks_for(n), kThreads, 0, detail::cur_stream()>>>(out, x, n);
   TG_CUDA_LAUNCH_CHECK("logical_not");
 }
+
+#undef TG_UNOPS
 
 }  // namespace tg::cuda
