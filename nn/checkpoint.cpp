@@ -88,7 +88,8 @@ std::string safetensors_bytes(const StateDict& tensors, const Metadata& metadata
   out.reserve(out.size() + offset);
   for (const auto& [name, t] : tensors) {
     size_t n = static_cast<size_t>(t.numel()) * dtype_size(t.dtype());
-    if (n) out.append(static_cast<const char*>(t.data_ptr()), n);
+    Tensor h = t.device().type == DeviceType::CPU ? t : t.detach().to(kCPU);  // GPU: host copy
+    if (n) out.append(static_cast<const char*>(h.data_ptr()), n);
   }
   return out;
 }

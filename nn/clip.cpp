@@ -1,6 +1,11 @@
 // nn/clip.cpp — clip_grad_norm_ and clip_grad_value_ (see clip.hpp). Norms accumulate in double.
 #include "nn/clip.hpp"
 
+#include "cuda/kernels.cuh"
+#include "cuda/runtime.cuh"
+#include "autograd/tape.hpp"
+#include "ops/ops.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -16,6 +21,9 @@ void each_grad(const std::vector<Tensor>& params, const char* op, F&& f) {
     if (!params[i].defined()) throw Error(fmt::format("{}: parameter {} is undefined", op, i));
     Tensor g = params[i].grad();
     if (!g.defined()) continue;
+    if (g.device().is_cuda())
+      throw Error(fmt::format("{}: internal: CUDA gradient of parameter {} reached the host loop",
+                              op, i));
     if (g.dtype() == kFloat32)
       f(g.data<float>(), g.numel());
     else if (g.dtype() == kFloat64)
@@ -25,6 +33,56 @@ void each_grad(const std::vector<Tensor>& params, const char* op, F&& f) {
                               shape_str(g.shape()), dtype_name(g.dtype())));
   }
 }
+// Gradients on CUDA devices; the host loops above take the rest.
+std::vector<Tensor> cuda_grads(const std::vector<Tensor>& params) {
+  std::vector<Tensor> out;
+  for (const Tensor& p : params)
+    if (p.defined() && p.grad().defined() && p.grad().device().is_cuda()) out.push_back(p.grad());
+  return out;
+}
+std::vector<Tensor> host_params(const std::vector<Tensor>& params) {
+  std::vector<Tensor> out;
+  for (const Tensor& p : params)
+    if (!p.defined() || !p.grad().defined() || !p.grad().device().is_cuda()) out.push_back(p);
+  return out;
+}
+// Σ|g|^p (or max |g| for p = inf) of CUDA gradients: norm 2 through one device accumulator per
+// device (cuda::sum_squares), other orders composed from ops; one read-back each.
+double cuda_norm_part(const std::vector<Tensor>& gs, double p) {
+  NoGradGuard ng;
+  const bool inf = std::isinf(p);
+  double acc = 0;
+  if (p == 2) {
+    for (const Tensor& g : gs) {
+      Tensor slot = zeros({}, kFloat64, g.device());
+      tg::cuda::OpScope scope("clip_grad_norm_");
+      try {
+        tg::cuda::set_device(g.device().index);
+        tg::cuda::sum_squares(static_cast<tg::cuda::DT>(g.dtype()),
+                              static_cast<double*>(slot.data_ptr()), g.data_ptr(), g.numel());
+      } catch (const tg::cuda::Error& e) {
+        throw Error(e.what());
+      }
+      acc += slot.item<double>();
+    }
+    return acc;
+  }
+  for (const Tensor& g : gs) {
+    if (g.numel() == 0) continue;
+    const double part = inf ? max(abs(g)).item<double>() : sum(pow(abs(g), p)).item<double>();
+    acc = std::isnan(part) ? part : (inf ? std::max(acc, part) : acc + part);
+  }
+  return acc;
+}
+// g *= coef for CUDA gradients (the scaled copy takes the gradient's storage).
+void cuda_scale(const std::vector<Tensor>& gs, double coef) {
+  NoGradGuard ng;
+  for (const Tensor& g : gs) {
+    Tensor c = mul(g, coef);
+    g.impl()->storage = c.impl()->storage;
+    g.impl()->offset = c.impl()->offset;
+  }
+}
 }  // namespace
 
 double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type,
@@ -32,9 +90,10 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
   if (!(norm_type > 0))
     throw Error(fmt::format("clip_grad_norm_: norm_type must be positive, got {}", norm_type));
   bool inf = std::isinf(norm_type);
-  double acc = 0;
-  bool any = false;
-  each_grad(params, "clip_grad_norm_", [&](auto* g, int64_t n) {
+  const std::vector<Tensor> dev_grads = cuda_grads(params);
+  double acc = dev_grads.empty() ? 0.0 : cuda_norm_part(dev_grads, norm_type);
+  bool any = !dev_grads.empty();
+  each_grad(host_params(params), "clip_grad_norm_", [&](auto* g, int64_t n) {
     any = true;
     double part = 0;  // each tensor's norm first, then the norm of the norms (PyTorch's order)
     for (int64_t i = 0; i < n; ++i) {
@@ -55,8 +114,9 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
         "cannot be clipped",
         norm_type, total));
   double coef = max_norm / (total + 1e-6);  // applied only when < 1 (or NaN, like torch.clamp)
+  if (coef < 1.0 || std::isnan(coef)) cuda_scale(dev_grads, coef);
   if (coef < 1.0 || std::isnan(coef))
-    each_grad(params, "clip_grad_norm_", [&](auto* g, int64_t n) {
+    each_grad(host_params(params), "clip_grad_norm_", [&](auto* g, int64_t n) {
       using T = std::remove_reference_t<decltype(*g)>;
       for (int64_t i = 0; i < n; ++i) g[i] = static_cast<T>(g[i] * static_cast<T>(coef));
     });
@@ -66,7 +126,15 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
 void clip_grad_value_(const std::vector<Tensor>& params, double clip_value) {
   if (!(clip_value >= 0))
     throw Error(fmt::format("clip_grad_value_: clip_value must be >= 0, got {}", clip_value));
-  each_grad(params, "clip_grad_value_", [&](auto* g, int64_t n) {
+  {
+    NoGradGuard ng;
+    for (const Tensor& g : cuda_grads(params)) {
+      Tensor c = clamp(g, -clip_value, clip_value);
+      g.impl()->storage = c.impl()->storage;
+      g.impl()->offset = c.impl()->offset;
+    }
+  }
+  each_grad(host_params(params), "clip_grad_value_", [&](auto* g, int64_t n) {
     using T = std::remove_reference_t<decltype(*g)>;
     const T hi = static_cast<T>(clip_value);
     for (int64_t i = 0; i < n; ++i) g[i] = std::clamp(g[i], -hi, hi);

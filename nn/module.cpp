@@ -207,6 +207,21 @@ Module& Module::to(DType dtype) {
   return *this;
 }
 
+Module& Module::to(Device device) {
+  NoGradGuard ng;
+  auto move = [device](const Tensor& t) {
+    if (t.device() == device) return;
+    Tensor c = t.detach().to(device);
+    TensorImpl* impl = t.impl();
+    impl->storage = c.impl()->storage;
+    impl->offset = c.impl()->offset;
+    impl->grad.reset();
+  };
+  for (const Tensor& p : parameters()) move(p);
+  for (const Tensor& b : buffers()) move(b);
+  return *this;
+}
+
 // ---- state dicts
 // ----------------------------------------------------------------------------------
 
@@ -255,9 +270,15 @@ LoadResult Module::load_state_dict(const StateDict& dict, bool strict) {
   for (const auto& [key, t] : own) {
     if (!dict.contains(key)) continue;
     const Tensor& src = dict.at(key);
-    if (src.data_ptr() != t.data_ptr())
+    if (src.data_ptr() == t.data_ptr()) continue;
+    if (src.device().type == DeviceType::CPU && t.device().type == DeviceType::CPU) {
       std::memmove(t.data_ptr(), src.data_ptr(),
                    static_cast<size_t>(t.numel()) * dtype_size(t.dtype()));
+    } else {  // across devices: the copy takes the place of the old storage (same handle)
+      Tensor c = src.detach().to(t.device()).clone();
+      t.impl()->storage = c.impl()->storage;
+      t.impl()->offset = c.impl()->offset;
+    }
   }
   return res;
 }

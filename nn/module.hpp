@@ -112,6 +112,9 @@ class Module {
   // Converts every floating parameter and buffer in place (the handles stay the same, like
   // PyTorch's module.to(dtype)); gradients are dropped.
   Module& to(DType dtype);
+  // Moves every parameter and buffer to `device` (in place: handles held elsewhere, such as an
+  // optimizer's, see the move); gradients are dropped. Create optimizers after moving.
+  Module& to(Device device);
 
   // ---- state ----
   StateDict state_dict() const;  // parameters and persistent buffers, in registration order

@@ -2,6 +2,9 @@
 // loops, written in the operation order of PyTorch 1.13's _single_tensor_* functions.
 #include "nn/optim.hpp"
 
+#include "cuda/kernels.cuh"
+#include "cuda/runtime.cuh"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -119,7 +122,7 @@ void Optimizer::load_state_dict(const OptimizerState& s) {
     const Tensor& p = *by_index[static_cast<size_t>(index)];
     ParamState& dst = state_[p.impl()];
     dst.numbers = ps.numbers;
-    for (const auto& [k, t] : ps.tensors) dst.tensors[k] = t.detach().to(p.dtype()).clone();
+    for (const auto& [k, t] : ps.tensors) dst.tensors[k] = t.detach().to(p.dtype()).to(p.device()).clone();
   }
   for (size_t gi = 0; gi < groups_.size(); ++gi) {
     groups_[gi].options = defaults_;
@@ -129,7 +132,7 @@ void Optimizer::load_state_dict(const OptimizerState& s) {
 
 namespace {
 // Zero-filled tensor like p (no grad).
-Tensor zeros_as(const Tensor& p) { return zeros(p.shape(), p.dtype()); }
+Tensor zeros_as(const Tensor& p) { return zeros(p.shape(), p.dtype(), p.device()); }
 // Runs f<T>() with T the parameter's float type.
 template <typename F>
 void by_dtype(const Tensor& p, F&& f) {
@@ -200,6 +203,9 @@ void SGD::step() {
         first = it == st.tensors.end();
         buf = first ? (st.tensors["momentum_buffer"] = zeros_as(p)) : it->second;
       }
+      if (p.device().is_cuda())
+        throw Error(fmt::format("SGD: not implemented on {} yet (param {}); use Adam or AdamW",
+                                p.device().str(), shape_str(p.shape())));
       by_dtype(p, [&](auto t) {
         using T = decltype(t);
         sgd_update(p.data<T>(), g.data<T>(), buf.defined() ? buf.data<T>() : nullptr, p.numel(), o,
@@ -295,6 +301,26 @@ void Adam::step() {
       s.bc2_sqrt = std::sqrt(1 - std::pow(s.beta2, step));
       Tensor m = st.tensors.at("exp_avg"), v = st.tensors.at("exp_avg_sq");
       Tensor vmax = amsgrad ? st.tensors.at("max_exp_avg_sq") : Tensor();
+      if (p.device().is_cuda()) {  // one fused kernel per parameter (cuda/optim.cu)
+        if (amsgrad || s.maximize)
+          throw Error(fmt::format("{}: amsgrad and maximize are not implemented on {} yet (param {})",
+                                  name_, p.device().str(), shape_str(p.shape())));
+        if (g.device() != p.device() || m.device() != p.device())
+          throw Error(fmt::format("{}: parameter {} is on {} but its gradient or state is on {}",
+                                  name_, shape_str(p.shape()), p.device().str(),
+                                  g.device() != p.device() ? g.device().str() : m.device().str()));
+        tg::cuda::OpScope scope(name_.c_str());
+        try {
+          tg::cuda::set_device(p.device().index);
+          tg::cuda::adam_step(static_cast<tg::cuda::DT>(p.dtype()), p.data_ptr(), g.data_ptr(),
+                              m.data_ptr(), v.data_ptr(), p.numel(), s.lr, s.beta1, s.beta2,
+                              s.eps, s.wd, decoupled_, 1 - std::pow(s.beta1, step),
+                              1 - std::pow(s.beta2, step));
+        } catch (const tg::cuda::Error& e) {
+          throw Error(e.what());
+        }
+        continue;
+      }
       by_dtype(p, [&](auto t) {
         using T = decltype(t);
         adam_update(p.data<T>(), g.data<T>(), m.data<T>(), v.data<T>(),
