@@ -126,40 +126,42 @@ constexpr int kColumnThreads = 256;
 constexpr int64_t kMinRowsPerChunk = 16;
 constexpr int64_t kMaxChunks = 1024;
 
-// Stage 1, grid (columns / 256, chunks): pw, pb (chunks, D) = Σ over the chunk's rows, in row
-// order, of dy·norm and dy (either may be null).
+// Stage 1, grid (columns / 256, chunks), grid-stride over columns: pw, pb (chunks, D) = Σ over the
+// chunk's rows, in row order, of dy·norm and dy (either may be null).
 template <typename scalar_t>
 __global__ void layer_norm_dwdb_partial_kernel(double* pw, double* pb, const scalar_t* dy,
                                                const scalar_t* x, const double* mean,
                                                const double* rstd, int64_t N, int64_t D,
                                                int64_t rows_per_chunk) {
-  const int64_t d = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (d >= D) return;
   const int64_t chunk = blockIdx.y;
   const int64_t r0 = chunk * rows_per_chunk, r1 = min(N, r0 + rows_per_chunk);
-  double sw = 0, sb = 0;
-  for (int64_t r = r0; r < r1; ++r) {
-    const double gr = static_cast<double>(dy[r * D + d]);
-    if (pw) sw += gr * ((static_cast<double>(x[r * D + d]) - mean[r]) * rstd[r]);
-    sb += gr;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t d = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; d < D; d += step) {
+    double sw = 0, sb = 0;
+    for (int64_t r = r0; r < r1; ++r) {
+      const double gr = static_cast<double>(dy[r * D + d]);
+      if (pw) sw += gr * ((static_cast<double>(x[r * D + d]) - mean[r]) * rstd[r]);
+      sb += gr;
+    }
+    if (pw) pw[chunk * D + d] = sw;
+    if (pb) pb[chunk * D + d] = sb;
   }
-  if (pw) pw[chunk * D + d] = sw;
-  if (pb) pb[chunk * D + d] = sb;
 }
 
-// Stage 2, one thread per column: dw, db (D) = Σ over chunks, in chunk order.
+// Stage 2, one thread per column (grid-stride): dw, db (D) = Σ over chunks, in chunk order.
 template <typename scalar_t>
 __global__ void layer_norm_dwdb_final_kernel(scalar_t* dw, scalar_t* db, const double* pw,
                                              const double* pb, int64_t chunks, int64_t D) {
-  const int64_t d = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (d >= D) return;
-  double sw = 0, sb = 0;
-  for (int64_t c = 0; c < chunks; ++c) {
-    if (pw) sw += pw[c * D + d];
-    if (pb) sb += pb[c * D + d];
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t d = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; d < D; d += step) {
+    double sw = 0, sb = 0;
+    for (int64_t c = 0; c < chunks; ++c) {
+      if (pw) sw += pw[c * D + d];
+      if (pb) sb += pb[c * D + d];
+    }
+    if (dw) dw[d] = static_cast<scalar_t>(sw);
+    if (db) db[d] = static_cast<scalar_t>(sb);
   }
-  if (dw) dw[d] = static_cast<scalar_t>(sw);
-  if (db) db[d] = static_cast<scalar_t>(sb);
 }
 
 // dw, db (D) or null from dy, x (N, D), mean, rstd (N).

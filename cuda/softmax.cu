@@ -5,7 +5,8 @@
 //   inner == 1, r >  1024: one 512-thread block per row;
 //   inner >  1:            one thread per (o, i) column, looping over r (coalesced across i).
 // Max and sums run in scalar_t (float32 for F32, float64 for F64), warp shuffles then shared
-// memory; the CPU accumulates in double, so F32 agrees to float32 rounding.
+// memory; the CPU accumulates in double, so F32 agrees to float32 rounding. log_softmax forms
+// lse = max + log(sum) and x - lse in double (one FP64 op per element, free next to the loads).
 // Special rows, exactly as the CPU: the max skips NaN (fmax, like std::max(acc, x)); a row whose
 // max is -inf (all -inf, or -inf and NaN) gives NaN everywhere if it holds a NaN, else softmax 0
 // and log_softmax -inf (NOT NaN as kernels.cuh's comment says: the CPU is the spec). Any other
@@ -46,9 +47,10 @@ __device__ void softmax_row(const Row& g, scalar_t* y, const scalar_t* x, int64_
   scalar_t s = 0;
   for (int64_t j = g.first; j < r; j += g.step) s += exp(x[j * st] - mx);
   s = g.sum(s);
-  if (is_log) {
-    const scalar_t lse = mx + log(s);
-    for (int64_t j = g.first; j < r; j += g.step) y[j * st] = x[j * st] - lse;
+  if (is_log) {  // lse and x - lse in double (as the CPU): F32 outputs near 0 keep their digits
+    const double lse = static_cast<double>(mx) + log(static_cast<double>(s));
+    for (int64_t j = g.first; j < r; j += g.step)
+      y[j * st] = static_cast<scalar_t>(static_cast<double>(x[j * st]) - lse);
   } else {
     const scalar_t inv = scalar_t(1) / s;
     for (int64_t j = g.first; j < r; j += g.step) y[j * st] = exp(x[j * st] - mx) * inv;
