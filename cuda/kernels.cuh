@@ -6,7 +6,7 @@
 //   - Every pointer is device memory on the current device, contiguous row-major unless a stride
 //     array says otherwise. Every launch goes to the device's one stream (runtime.cuh: stream()).
 //   - `dt` is the element type (DT below, same numbering as tg::DType). Floating kernels accept
-//     F32 and F64; float32 kernels accumulate in float32 unless the comment says double.
+//     F32 and F64; each entry point says where it accumulates in double.
 //   - Argument order as in llm.c: outputs, inputs, saved buffers, sizes, options.
 //   - A failing launch throws tg::cuda::Error (runtime.cuh) naming the call, file, line and op.
 // Shape vocabulary: B batch, T/S query/key length, C channels, NH heads, hs head size, V vocab,
@@ -90,8 +90,8 @@ int64_t first_out_of_range(const int64_t* idx, int64_t n, int64_t lo, int64_t hi
 // ---- reductions (cuda/reduce.cu) ----
 enum class RedOp : uint8_t { Sum, Max, Min };
 // out (outer, inner) = reduce over the middle dim of x (outer, r, inner); Max/Min propagate NaN.
-// Float32 sums accumulate in float32 with a tree (pairwise) order; the result matches a float64
-// reference to about 1e-6 relative.
+// Float sums accumulate in double (as on the CPU) in an order fixed by the shape alone, so a run
+// repeats bit for bit. Int64 sums in int64; Bool is rejected (cast to I64 first).
 void reduce(RedOp op, DT dt, void* out, const void* x, int64_t outer, int64_t r, int64_t inner);
 // out (outer, inner) int64 = index of the first maximum along r (NaN counts as maximal, the first
 // NaN wins), like torch.argmax.
@@ -115,8 +115,9 @@ void set_allow_tf32(bool on);
 bool allow_tf32();
 
 // ---- softmax (cuda/softmax.cu) ----
-// y = softmax(x) (log: log_softmax) over the middle dim of (outer, r, inner). A row whose entries
-// are all -inf gives NaN (softmax) like the CPU and PyTorch.
+// y = softmax(x) (log: log_softmax) over the middle dim of (outer, r, inner). As on the CPU
+// (ops/softmax.cpp): a row whose entries are all -inf gives 0 (log_softmax: -inf) and zero
+// gradient; a row holding a NaN gives NaN.
 void softmax_forward(DT dt, void* y, const void* x, int64_t outer, int64_t r, int64_t inner,
                      bool log);
 // softmax:     dx = y ⊙ (g − Σ g⊙y);   log_softmax: dx = g − exp(y)·Σ g.
@@ -160,10 +161,11 @@ void dropout_forward(DT dt, void* out, void* keep, const void* x, int64_t n, dou
 double dropout_uniform_host(uint64_t seed, uint64_t offset, int64_t i);
 
 // ---- optimizers (cuda/optim.cu) ----
-// One fused Adam / AdamW step on n elements, in place: (decoupled: p -= lr·wd·p first, AdamW;
-// else g += wd·p, Adam's L2) m = b1·m + (1−b1)·g; v = b2·v + (1−b2)·g²;
-// p -= lr·(m/bc1) / (sqrt(v/bc2) + eps), where bc1 = 1 − b1^t, bc2 = 1 − b2^t (PyTorch's order of
-// operations). Scalars in double, storage in dt.
+// One fused Adam / AdamW step on n elements, in place, in nn/optim.cpp's order: (decoupled:
+// p *= 1 − lr·wd first, AdamW; else g += wd·p, Adam's L2) m = b1·m + (1−b1)·g;
+// v = b2·v + (1−b2)·g²; p += (−lr/bc1)·m / (sqrt(v)/sqrt(bc2) + eps), where bc1 = 1 − b1^t,
+// bc2 = 1 − b2^t. Arithmetic in double per element, storage in dt (the CPU computes float32
+// params in float32: about 1 ulp apart). No amsgrad / maximize (nn/ refuses them on CUDA).
 void adam_step(DT dt, void* p, const void* g, void* m, void* v, int64_t n, double lr, double b1,
                double b2, double eps, double weight_decay, bool decoupled, double bc1, double bc2);
 
