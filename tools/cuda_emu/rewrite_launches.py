@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+"""tools/cuda_emu/rewrite_launches.py — turns a .cu file into C++ for the host emulator.
+
+    rewrite_launches.py SRC.cu OUT.cpp      write the rewritten copy (CMake runs this)
+    rewrite_launches.py --list SRC.cu ...   print every launch found, change nothing
+
+Two rewrites, everything else is copied as it is (a `#line` directive keeps compiler messages
+and __FILE__/__LINE__ pointing at SRC, and each rewrite keeps the line count):
+
+  kernel<T, 128>  <<<grid, block, smem, stream>>>  (a, b);
+    -> tg_emu::launch("kernel<T, 128>", TG_EMU_KEY(kernel<T, 128>),
+                      tg_emu::Cfg(grid, block, smem, stream),
+                      [](auto... tg_a) { kernel<T, 128>(tg_a...); }, a, b);
+  extern __shared__ __align__(16) float smem[];
+    -> float* smem = reinterpret_cast<float*>(::tg_emu::dynamic_smem());
+
+The kernel is a (qualified) name with optional template arguments, as in every cuda/*.cu.
+TG_EMU_KEY is the kernel's address for the dynamic shared memory opt-in check; it is null (no
+check) for a function template whose arguments the launch deduces. Comments and string literals are skipped. Anything else before
+`<<<` is an error, reported with the file and line.
+"""
+import pathlib
+import re
+import sys
+
+
+def mask_comments_and_strings(s):
+    """s with comments and string/char literal contents replaced by spaces (newlines kept)."""
+    out = list(s)
+    i, n = 0, len(s)
+    while i < n:
+        c = s[i]
+        if s.startswith('//', i):
+            j = s.find('\n', i)
+            j = n if j < 0 else j
+            for k in range(i, j):
+                out[k] = ' '
+            i = j
+        elif s.startswith('/*', i):
+            j = s.find('*/', i + 2)
+            j = n if j < 0 else j + 2
+            for k in range(i, j):
+                if s[k] != '\n':
+                    out[k] = ' '
+            i = j
+        elif c in '"\'':
+            j = i + 1
+            while j < n and s[j] != c:
+                j += 2 if s[j] == '\\' else 1
+            for k in range(i + 1, min(j, n)):
+                if s[k] != '\n':
+                    out[k] = ' '
+            i = j + 1
+        else:
+            i += 1
+    return ''.join(out)
+
+
+class RewriteError(Exception):
+    pass
+
+
+def line_of(s, pos):
+    return s.count('\n', 0, pos) + 1
+
+
+def callee_start(code, end):
+    """Start of `name<targs>` that ends just before `end` (exclusive), skipping whitespace."""
+    i = end
+    while i > 0 and code[i - 1].isspace():
+        i -= 1
+    if i > 0 and code[i - 1] == '>':  # template arguments: balanced <...> backwards
+        depth = 0
+        while i > 0:
+            i -= 1
+            if code[i] == '>':
+                depth += 1
+            elif code[i] == '<':
+                depth -= 1
+                if depth == 0:
+                    break
+        if depth != 0:
+            return None
+        while i > 0 and code[i - 1].isspace():
+            i -= 1
+    j = i
+    while j > 0 and (code[j - 1].isalnum() or code[j - 1] in '_:'):
+        j -= 1
+    if j == i or not (code[j].isalpha() or code[j] in '_:'):
+        return None
+    return j
+
+
+def matching_paren(code, i):
+    """Index of the ) closing the ( at code[i], with (), [] and {} nested inside."""
+    pairs = {'(': ')', '[': ']', '{': '}'}
+    stack = []
+    for k in range(i, len(code)):
+        ch = code[k]
+        if ch in pairs:
+            stack.append(pairs[ch])
+        elif ch in ')]}':
+            if not stack or stack.pop() != ch:
+                return None
+            if not stack:
+                return k
+    return None
+
+
+def config_end(code, i):
+    """Index of the `>>>` closing the `<<<` at i, outside any brackets."""
+    stack = []
+    k = i + 3
+    while k < len(code):
+        if not stack and code.startswith('>>>', k):
+            return k
+        ch = code[k]
+        if ch in '([{':
+            stack.append(ch)
+        elif ch in ')]}':
+            if not stack:
+                return None
+            stack.pop()
+        k += 1
+    return None
+
+
+def collapse(text):
+    return ' '.join(text.split())
+
+
+def rewrite_launches(src, code, path):
+    """(new source, list of (line, kernel)) with every launch rewritten."""
+    out, launches, pos = [], [], 0
+    for m in re.finditer(r'<<<', code):
+        i = m.start()
+        if i < pos:
+            continue
+        line = line_of(code, i)
+        start = callee_start(code, i)
+        if start is None:
+            raise RewriteError(f'{path}:{line}: cannot find the kernel name before <<<')
+        cfg_end = config_end(code, i)
+        if cfg_end is None:
+            raise RewriteError(f'{path}:{line}: no >>> closing the launch configuration')
+        k = cfg_end + 3
+        while k < len(code) and code[k].isspace():
+            k += 1
+        if k >= len(code) or code[k] != '(':
+            raise RewriteError(f'{path}:{line}: expected ( after >>>')
+        close = matching_paren(code, k)
+        if close is None:
+            raise RewriteError(f'{path}:{line}: unbalanced kernel arguments')
+        semi = close + 1
+        while semi < len(code) and code[semi].isspace():
+            semi += 1
+        if semi >= len(code) or code[semi] != ';':
+            raise RewriteError(f'{path}:{line}: expected ; after the kernel arguments')
+        name_text = src[start:i]
+        name = collapse(code[start:i])
+        cfg = src[i + 3:cfg_end]
+        args = src[k + 1:close].strip()
+        # Newlines of the parts that do not survive verbatim, to keep the line count.
+        gap = '\n' * (name_text.count('\n') + src.count('\n', cfg_end, k + 1) +
+                      src.count('\n', close, semi + 1))
+        quoted = name.replace('\\', '\\\\').replace('"', '\\"')
+        call = (f'tg_emu::launch("{quoted}", TG_EMU_KEY({name}), tg_emu::Cfg({cfg}), '
+                f'[](auto... tg_a) {{ {name}(tg_a...); }}')
+        call += (', ' + args if args else '') + ');' + gap
+        out.append(src[pos:start])
+        out.append(call)
+        pos = semi + 1
+        launches.append((line, name))
+    out.append(src[pos:])
+    return ''.join(out), launches
+
+
+DYN_SMEM = re.compile(r'extern\s+__shared__\s+([^;\[\]]+?)\s*\[\s*\]\s*;')
+ALIGN = re.compile(r'(__align__|alignas)\s*\(\s*\w+\s*\)')
+
+
+def rewrite_dynamic_smem(src, code, path):
+    out, pos = [], 0
+    for m in DYN_SMEM.finditer(code):
+        decl = collapse(ALIGN.sub(' ', code[m.start(1):m.end(1)]))
+        parts = re.match(r'(.*?)\s*\b(\w+)$', decl)
+        if not parts or not parts.group(1):
+            raise RewriteError(f'{path}:{line_of(code, m.start())}: cannot parse {m.group(0)}')
+        ty, var = parts.group(1), parts.group(2)
+        gap = '\n' * src.count('\n', m.start(), m.end())
+        out.append(src[pos:m.start()])
+        out.append(f'{ty}* {var} = reinterpret_cast<{ty}*>(::tg_emu::dynamic_smem());{gap}')
+        pos = m.end()
+    out.append(src[pos:])
+    return ''.join(out)
+
+
+def rewrite(path):
+    src = pathlib.Path(path).read_text()
+    new, launches = rewrite_launches(src, mask_comments_and_strings(src), path)
+    new = rewrite_dynamic_smem(new, mask_comments_and_strings(new), path)
+    if '<<<' in mask_comments_and_strings(new):
+        raise RewriteError(f'{path}: a <<< was left after rewriting')
+    return new, launches
+
+
+def main(argv):
+    try:
+        if argv[1:2] == ['--list']:
+            for path in argv[2:]:
+                _, launches = rewrite(path)
+                for line, name in launches:
+                    print(f'{path}:{line}: {name}')
+            return 0
+        if len(argv) != 3:
+            print(__doc__, file=sys.stderr)
+            return 2
+        src, dst = argv[1], argv[2]
+        new, _ = rewrite(src)
+        abs_src = str(pathlib.Path(src).resolve())
+        header = (f'// Generated from {abs_src} by tools/cuda_emu/rewrite_launches.py: do not edit.\n'
+                  '#include <cuda_runtime.h>  // nvcc includes it implicitly\n'
+                  f'#line 1 "{abs_src}"\n')
+        pathlib.Path(dst).parent.mkdir(parents=True, exist_ok=True)
+        pathlib.Path(dst).write_text(header + new)
+        return 0
+    except RewriteError as e:
+        print(f'rewrite_launches.py: {e}', file=sys.stderr)
+        return 1
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv))

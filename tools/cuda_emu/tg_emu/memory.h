@@ -1,0 +1,230 @@
+// tools/cuda_emu/tg_emu/memory.h — the emulator's device memory. Every cudaMalloc is its own
+// mmap: the block sits at the end of its pages (256-byte aligned, like cudaMalloc) between two
+// inaccessible guard pages, and is filled with 0xff bytes (NaN as float or double) so a kernel
+// that reads memory nobody wrote sees NaN, not a lucky zero. Outside emulated device work (a
+// kernel, a cudaMemcpy, a cuBLAS or CUB call) every block is PROT_NONE: host code that
+// dereferences a device pointer faults, and the SIGSEGV handler here says so (which allocation,
+// which offset, which kernel and thread when a kernel strays). TG_EMU_GUARD=0 turns the
+// protection off (blocks stay readable; the guard pages remain).
+// Deliberately not modelled: alignment above 256 bytes, unified/managed memory, peer access
+// rules, pinned host memory, bounds inside a block (the caching allocator above rounds sizes up).
+#pragma once
+
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+namespace tg_emu {
+
+struct Region {
+  char* map;  // the whole mapping: guard page, data pages, guard page
+  size_t map_len;
+  char* base;    // what cudaMalloc returned
+  size_t bytes;  // what it was asked for
+  int device;
+};
+
+struct Memory {
+  std::recursive_mutex lock;         // one emulated device operation at a time
+  std::map<uintptr_t, Region> live;  // by base address
+  size_t live_bytes = 0;
+  size_t limit = size_t(8) << 30;  // cudaMalloc fails beyond (TG_EMU_MEMORY_MB)
+  int open_depth = 0;              // > 0 while device work runs: blocks readable
+  bool guard = true;
+  size_t page = 4096;
+  Memory() {
+    const char* g = std::getenv("TG_EMU_GUARD");
+    guard = !(g && g[0] == '0');
+    if (const char* m = std::getenv("TG_EMU_MEMORY_MB")) limit = size_t(std::atoll(m)) << 20;
+    page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  }
+};
+inline Memory& memory() {
+  static Memory* m = new Memory;  // never destroyed: tensors may be freed during exit
+  return *m;
+}
+
+// The data pages of a region (everything between the guard pages).
+inline void protect(const Region& r, bool open) {
+  const size_t pg = memory().page;
+  mprotect(r.map + pg, r.map_len - 2 * pg, open ? PROT_READ | PROT_WRITE : PROT_NONE);
+}
+
+// The live region holding [p, p + bytes), or null.
+inline const Region* find_region(const void* p, size_t bytes = 1) {
+  Memory& m = memory();
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  auto it = m.live.upper_bound(a);
+  if (it == m.live.begin()) return nullptr;
+  --it;
+  const Region& r = it->second;
+  const uintptr_t b = reinterpret_cast<uintptr_t>(r.base);
+  if (a < b || a + bytes > b + r.bytes) return nullptr;
+  return &r;
+}
+inline bool is_device_pointer(const void* p) { return find_region(p, 0) != nullptr; }
+
+// RAII: device memory readable and writable (and the emulator locked) for the scope.
+class DeviceScope {
+ public:
+  DeviceScope() : hold_(memory().lock) {
+    Memory& m = memory();
+    if (m.open_depth++ == 0 && m.guard)
+      for (auto& kv : m.live) protect(kv.second, true);
+  }
+  ~DeviceScope() {
+    Memory& m = memory();
+    if (--m.open_depth == 0 && m.guard)
+      for (auto& kv : m.live) protect(kv.second, false);
+  }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  std::lock_guard<std::recursive_mutex> hold_;
+};
+
+// ---- diagnosing faults ----
+// What the launch machinery (launch.h) tells the handler about the running kernel.
+struct FaultContext {
+  const char* kernel = nullptr;  // null outside kernels
+  unsigned block[3] = {}, thread[3] = {};
+  char* stacks = nullptr;
+  size_t stacks_len = 0, stack_stride = 0;
+};
+inline FaultContext& fault_context() {
+  static FaultContext c;
+  return c;
+}
+
+// Writes what address a is; false when it is none of the emulator's memory.
+inline bool describe_address(char* buf, size_t n, uintptr_t a) {
+  Memory& m = memory();
+  for (auto& kv : m.live) {
+    const Region& r = kv.second;
+    const uintptr_t map = reinterpret_cast<uintptr_t>(r.map),
+                    b = reinterpret_cast<uintptr_t>(r.base);
+    if (a < map || a >= map + r.map_len) continue;
+    if (a >= b && a < b + r.bytes)
+      std::snprintf(buf, n, "offset %zu of the %zu-byte device block at %p", size_t(a - b), r.bytes,
+                    static_cast<void*>(r.base));
+    else if (a >= b + r.bytes)
+      std::snprintf(buf, n, "%zu bytes past the end of the %zu-byte device block at %p",
+                    size_t(a - b - r.bytes), r.bytes, static_cast<void*>(r.base));
+    else
+      std::snprintf(buf, n, "%zu bytes before the %zu-byte device block at %p", size_t(b - a),
+                    r.bytes, static_cast<void*>(r.base));
+    return true;
+  }
+  FaultContext& c = fault_context();
+  const uintptr_t s = reinterpret_cast<uintptr_t>(c.stacks);
+  if (c.stacks && a >= s && a < s + c.stacks_len) {
+    std::snprintf(buf, n,
+                  "a guard page of the emulated thread stacks: stack overflow (stacks are "
+                  "%zu KiB; TG_EMU_STACK_KB)",
+                  c.stack_stride >> 10);
+    return true;
+  }
+  std::snprintf(buf, n,
+                "memory that is not a live device block (a host pointer, freed device "
+                "memory, or a wild address)");
+  return false;
+}
+
+inline struct sigaction& previous_segv() {
+  static struct sigaction prev;
+  return prev;
+}
+
+inline void on_segv(int sig, siginfo_t* info, void* uctx) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(info->si_addr);
+  FaultContext& c = fault_context();
+  char where[256], msg[768];
+  const bool known = describe_address(where, sizeof where, a);
+  // Whatever it was, the handler installed before ours (the default action, or a test
+  // framework's report) runs next: returning re-runs the faulting access.
+  sigaction(SIGSEGV, &previous_segv(), nullptr);
+  if (!known && !c.kernel) return;  // not ours
+  if (c.kernel)
+    std::snprintf(msg, sizeof msg,
+                  "\ntg_emu: kernel %s, block (%u,%u,%u) thread (%u,%u,%u) touched %p: %s\n",
+                  c.kernel, c.block[0], c.block[1], c.block[2], c.thread[0], c.thread[1],
+                  c.thread[2], info->si_addr, where);
+  else
+    std::snprintf(msg, sizeof msg,
+                  "\ntg_emu: host code touched device memory at %p: %s. A device pointer was "
+                  "dereferenced on the host (run under gdb for the backtrace; TG_EMU_GUARD=0 "
+                  "disables this check)\n",
+                  info->si_addr, where);
+  ssize_t ignored = write(2, msg, std::strlen(msg));
+  (void)ignored;
+  (void)sig;
+  (void)uctx;
+}
+
+// Installs the handler once, with an alternate signal stack for this thread (a kernel thread
+// that overflows its stack cannot run a handler on it).
+inline void install_fault_handler() {
+  thread_local bool alt = false;
+  if (!alt) {
+    alt = true;
+    stack_t ss{};
+    ss.ss_size = 1 << 16;
+    ss.ss_sp = std::malloc(ss.ss_size);
+    sigaltstack(&ss, nullptr);
+  }
+  static bool done = [] {
+    struct sigaction sa {};
+    sa.sa_sigaction = on_segv;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, &previous_segv());
+    return true;
+  }();
+  (void)done;
+}
+
+// ---- allocation ----
+inline void* device_alloc(size_t bytes, int device) {
+  Memory& m = memory();
+  std::lock_guard<std::recursive_mutex> hold(m.lock);
+  install_fault_handler();
+  if (m.live_bytes + bytes > m.limit) return nullptr;
+  const size_t pg = m.page, want = (bytes == 0 ? 1 : bytes + 255) / 256 * 256;
+  const size_t data = (want + pg - 1) / pg * pg;
+  Region r;
+  r.map_len = data + 2 * pg;
+  void* p = mmap(nullptr, r.map_len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  r.map = static_cast<char*>(p);
+  r.base = r.map + pg + data - want;  // at the end: running off it hits the guard page
+  r.bytes = bytes;
+  r.device = device;
+  protect(r, true);
+  std::memset(r.map + pg, 0xff, data);
+  if (m.guard && m.open_depth == 0) protect(r, false);
+  m.live[reinterpret_cast<uintptr_t>(r.base)] = r;
+  m.live_bytes += bytes;
+  return r.base;
+}
+
+// False when p is not the start of a live block.
+inline bool device_free(void* p) {
+  Memory& m = memory();
+  std::lock_guard<std::recursive_mutex> hold(m.lock);
+  auto it = m.live.find(reinterpret_cast<uintptr_t>(p));
+  if (it == m.live.end()) return false;
+  munmap(it->second.map, it->second.map_len);
+  m.live_bytes -= it->second.bytes;
+  m.live.erase(it);
+  return true;
+}
+
+}  // namespace tg_emu
