@@ -59,9 +59,6 @@ void check_writable(const StateDict& tensors, const std::string& what) {
           "save_safetensors: {}: \"__metadata__\" is reserved, not a tensor name", what));
     if (!t.defined())
       throw Error(fmt::format("save_safetensors: {}: tensor \"{}\" is undefined", what, name));
-    if (t.device() != kCPU)
-      throw Error(fmt::format("save_safetensors: {}: tensor \"{}\" is on {}, not the CPU", what,
-                              name, t.device().str()));
   }
 }
 

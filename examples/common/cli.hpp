@@ -6,6 +6,8 @@
 // flags are "--name". Unknown options, missing values and malformed numbers are UsageErrors.
 #pragma once
 
+#include "autograd/tensor.hpp"
+
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -67,6 +69,10 @@ int run_main(const std::string& program, const std::function<int()>& body);
 // The whole string as a base-10 integer / a finite number; nullopt when it is anything else.
 std::optional<int64_t> parse_int(const std::string& s);
 std::optional<double> parse_number(const std::string& s);
+
+// --device: "cpu", "cuda" or "cuda:N"; UserError for anything else or a CUDA device this
+// machine or build does not have.
+tg::Device device_option(const std::string& s);
 
 // Splits "a,b,c" (no empty parts allowed; `what` names the option in the error).
 std::vector<std::string> split_list(const std::string& s, char sep, const std::string& what);

@@ -46,6 +46,7 @@ ArgParser make_parser() {
       .option("limit", "0", "use this many examples, a seeded subset (0: all)")
       .option("save-every", std::to_string(d.save_every), "steps between resumable checkpoints")
       .option("threads", "0", "CPU threads (0: OMP_NUM_THREADS or all cores)")
+      .option("device", "cpu", "where the model trains: cpu, cuda or cuda:N")
       .option("metrics-out", "", "also write the metrics JSON here")
       .option("explain", "", "text whose attention maps are drawn (default: first test example)")
       .option("predict", "", "classify this text with the saved run in --out ('-': lines on stdin)")
@@ -82,6 +83,7 @@ RunOptions options_from(const ArgParser& p) {
   o.explain = p.str("explain");
   o.resume = p.flag("resume");
   o.quiet = p.flag("quiet");
+  o.device = device_option(p.str("device"));
   if (o.out.empty()) throw UserError("--out: must not be empty");
   if (!o.explain.empty()) require_utf8(o.explain, "--explain text");
   // Unknown data sets fail before anything is written.

@@ -104,14 +104,15 @@ tg::Tensor TextClassifier::forward(const tg::Tensor& ids, const tg::Tensor& pad)
   tg::Tensor x = drop->forward(pos_emb->forward(tok_emb->forward(ids)));  // (B, T, C)
   x = encoder->forward(x, tg::Tensor(), pad);                             // (B, T, C)
   std::vector<float> keep(B * T), inv(B);
-  const bool* p = pad.data<bool>();
+  const tg::Tensor pad_host = pad.device() == tg::kCPU ? pad : pad.cpu();
+  const bool* p = pad_host.data<bool>();
   for (int64_t b = 0; b < B; ++b) {
     int64_t n = 0;
     for (int64_t t = 0; t < T; ++t) n += (keep[b * T + t] = p[b * T + t] ? 0.0f : 1.0f) > 0;
     inv[b] = 1.0f / static_cast<float>(n > 0 ? n : 1);
   }
-  tg::Tensor k = tg::tensor(keep, {B, T, 1});
-  tg::Tensor pooled = tg::sum(x * k, {1}) * tg::tensor(inv, {B, 1});  // (B, C)
+  tg::Tensor k = tg::tensor(keep, {B, T, 1}).to(x.device());
+  tg::Tensor pooled = tg::sum(x * k, {1}) * tg::tensor(inv, {B, 1}).to(x.device());  // (B, C)
   return head->forward(drop->forward(pooled));
 }
 

@@ -88,7 +88,8 @@ struct Batch {
 };
 
 // Examples idx[begin:end], padded to the longest of them.
-Batch make_batch(const Data& d, const std::vector<int64_t>& idx, size_t begin, size_t end) {
+Batch make_batch(const Data& d, const std::vector<int64_t>& idx, size_t begin, size_t end,
+                 tg::Device dev) {
   const int64_t B = static_cast<int64_t>(end - begin);
   int64_t T = 1;
   for (size_t i = begin; i < end; ++i)
@@ -103,7 +104,8 @@ Batch make_batch(const Data& d, const std::vector<int64_t>& idx, size_t begin, s
     }
     y[b] = d.labels[idx[begin + b]];
   }
-  return {tg::tensor(ids, {B, T}), tg::tensor(pad, {B, T}), tg::tensor(y, {B})};
+  return {tg::tensor(ids, {B, T}).to(dev), tg::tensor(pad, {B, T}).to(dev),
+          tg::tensor(y, {B}).to(dev)};
 }
 
 struct Eval {
@@ -111,14 +113,14 @@ struct Eval {
   ConfusionMatrix cm;
 };
 
-Eval evaluate(TextClassifier& m, const Data& d, const std::vector<int64_t>& idx) {
+Eval evaluate(TextClassifier& m, const Data& d, const std::vector<int64_t>& idx, tg::Device dev) {
   tg::NoGradGuard ng;
   m.eval();
   Eval ev{0, ConfusionMatrix(d.ds.class_names)};
   tg::CrossEntropyOptions sum;
   sum.reduction = tg::Reduction::Sum;
   for (size_t i = 0; i < idx.size(); i += 64) {
-    Batch b = make_batch(d, idx, i, std::min(idx.size(), i + 64));
+    Batch b = make_batch(d, idx, i, std::min(idx.size(), i + 64), dev);
     tg::Tensor logits = m.forward(b.ids, b.pad);
     ev.loss += tg::cross_entropy(logits, b.labels, sum).item<double>();
     std::vector<int64_t> pred = tg::argmax(logits, 1).to_vector<int64_t>();
@@ -286,7 +288,7 @@ struct Loop {
     bool stop = false;
     for (int64_t s = st.step_in_epoch; s < spe && !stop; ++s) {
       size_t b0 = static_cast<size_t>(s * o.batch_size);
-      step(make_batch(d, order, b0, std::min(order.size(), b0 + o.batch_size)));
+      step(make_batch(d, order, b0, std::min(order.size(), b0 + o.batch_size), o.device));
       st.step_in_epoch = s + 1;
       stop = o.max_steps > 0 && st.global_step >= o.max_steps;
       if (!stop && o.save_every > 0 && st.global_step % o.save_every == 0 && s + 1 < spe)
@@ -303,7 +305,7 @@ struct Loop {
 
   // End of an epoch: validation, best model, resumable checkpoint, early stopping.
   bool validate() {
-    Eval ev = evaluate(model, d, d.split.val);
+    Eval ev = evaluate(model, d, d.split.val, o.device);
     const double acc = ev.cm.accuracy();
     st.hist.val_step.push_back(st.global_step);
     st.hist.val_loss.push_back(ev.loss);
@@ -336,7 +338,7 @@ struct Loop {
 Json final_report(const RunOptions& o, const Data& d, TextClassifier& model,
                   const ConfusionMatrix& nb, const TrainState& st, double seconds) {
   tg::nn::load_model(o.out + "/best/model.safetensors", model);
-  Eval test = evaluate(model, d, d.split.test);
+  Eval test = evaluate(model, d, d.split.test, o.device);
   const std::string what = o.dataset == "spam" ? "emails" : "fortunes";
   fmt::print("\n{}\n", comparison(test.cm, nb, what));
 
@@ -406,6 +408,7 @@ Json train_and_evaluate(const RunOptions& o) {
   const Json identity = run_identity(o, d, cfg);
   tg::manual_seed(o.seed);
   TextClassifier model(cfg);
+  model.to(o.device);  // before the optimizer: its state follows the parameters' device
   std::vector<tg::Tensor> params = model.parameters();
   tg::nn::AdamWOptions ao(o.lr);
   ao.weight_decay = o.weight_decay;
@@ -432,7 +435,7 @@ Json train_and_evaluate(const RunOptions& o) {
   while (st.epoch < o.epochs && loop.epoch()) {
   }
   if (st.best_epoch < 0) {  // stopped before any validation: the current model is the best one
-    Eval ev = evaluate(model, d, d.split.val);
+    Eval ev = evaluate(model, d, d.split.val, o.device);
     save_best(o, model, identity, ev.cm.accuracy());
   }
   return final_report(o, d, model, nb, st, seconds_since(t_start));

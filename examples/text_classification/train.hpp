@@ -42,6 +42,7 @@ struct RunOptions {
   bool resume = false, quiet = false;
   std::string metrics_out;  // "" = <out>/metrics.json only
   std::string explain;      // "" = the first test example
+  tg::Device device = tg::kCPU;  // where the model trains (--device cpu | cuda | cuda:N)
 };
 
 // Trains, evaluates and writes the report; returns the metrics (also written as JSON).

@@ -50,6 +50,7 @@ ArgParser make_parser() {
       .option("beam", "4", "beam size for the final report and --translate (1: greedy)")
       .option("length-penalty", "1.0", "beam score = log-probability / length^this")
       .option("threads", "2", "CPU threads")
+      .option("device", "cpu", "where training steps run: cpu, cuda or cuda:N")
       .option("out", "runs/translation", "output directory (checkpoints, pictures)")
       .option("metrics-out", "", "write the final metrics as JSON to this file")
       .option("translate", "", "translate this sentence with the checkpoint in --out")
@@ -113,6 +114,7 @@ TrainOptions train_options(const ArgParser& a) {
   o.seed = static_cast<uint64_t>(a.integer("seed"));
   o.out_dir = a.str("out");
   o.resume = a.flag("resume");
+  o.device = device_option(a.str("device"));
   if (o.eval_every < 1) throw UserError("--eval-every must be at least 1");
   if (!(o.lr > 0)) throw UserError("--lr must be positive");
   if (!(o.label_smoothing >= 0 && o.label_smoothing < 1))

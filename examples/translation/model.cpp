@@ -100,7 +100,7 @@ Seq2Seq::Seq2Seq(const ModelConfig& c) : Module("Seq2Seq"), cfg(c) {
 }
 
 Tensor Seq2Seq::padding_mask(const Tensor& ids) {
-  return tg::eq(ids, tg::scalar_tensor(static_cast<double>(Vocab::kPad), tg::kInt64));
+  return tg::eq(ids, tg::scalar_tensor(static_cast<double>(Vocab::kPad), tg::kInt64, ids.device()));
 }
 
 Tensor Seq2Seq::encode(const Tensor& src, const Tensor& src_pad) {

@@ -233,8 +233,9 @@ double train_step(Seq2Seq& model, const Encoded& tr, const std::vector<size_t>& 
     tout.push_back(tr.tgt[i]);
     tout.back().push_back(Vocab::kEos);
   }
-  Tensor logits = model.forward(pad_batch(src), pad_batch(tin));  // (B, T, V)
-  Tensor target = pad_batch(tout);                                // (B, T)
+  const tg::Device dev = o.device;
+  Tensor logits = model.forward(pad_batch(src).to(dev), pad_batch(tin).to(dev));  // (B, T, V)
+  Tensor target = pad_batch(tout).to(dev);                                        // (B, T)
   tg::CrossEntropyOptions ce;
   ce.ignore_index = Vocab::kPad;
   ce.label_smoothing = o.label_smoothing;
@@ -259,6 +260,7 @@ TrainLog train(Seq2Seq& model, const Dataset& d, const Vocabs& v, const TrainOpt
   Encoded tr = encode_examples(d.train, v, d.name + " training set");
   std::vector<Example> valid(d.valid.begin(),
                              d.valid.begin() + std::min<int64_t>(o.valid_subset, d.valid.size()));
+  model.to(o.device);  // the optimizer's state follows the parameters
   tg::nn::AdamWOptions ao(o.lr);
   ao.weight_decay = o.weight_decay;
   tg::nn::AdamW opt(param_groups(model), ao);
@@ -309,7 +311,9 @@ TrainLog train(Seq2Seq& model, const Dataset& d, const Vocabs& v, const TrainOpt
     double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
     bool out_of_time = o.time_limit_s > 0 && elapsed >= o.time_limit_s;
     if (step % o.eval_every != 0 && step != end && !out_of_time) continue;
+    model.to(tg::kCPU);  // decoding reads logits on the host: validate on the CPU
     EvalResult r = evaluate(model, valid, v, 1);
+    model.to(o.device);
     log.valid_steps.push_back(static_cast<double>(step));
     log.valid_exact.push_back(r.exact_match);
     bool better = r.exact_match > log.best_valid;
@@ -343,6 +347,7 @@ TrainLog train(Seq2Seq& model, const Dataset& d, const Vocabs& v, const TrainOpt
                   "{:.1f}% at step {}",
                   step, log.seconds, log.best_valid, log.best_step));
   log.final_step = step;
+  model.to(tg::kCPU);  // evaluation and decoding run on the CPU
   return log;
 }
 

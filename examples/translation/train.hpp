@@ -69,6 +69,7 @@ struct TrainOptions {
   uint64_t seed = 1;
   std::string out_dir = "runs/translation";
   bool resume = false;
+  tg::Device device = tg::kCPU;  // where training steps run; decoding runs on the CPU
 };
 
 struct TrainLog {

@@ -165,3 +165,17 @@ TEST_CASE("chrF: hand-computed values (sacrebleu's definition)", "[examples][com
   CHECK(tgx::format_duration(83) == "1m23s");
   CHECK(tgx::format_duration(45.24) == "45.2s");
 }
+
+TEST_CASE("common: --device parses cpu / cuda / cuda:N and refuses what is not there") {
+  CHECK(tgx::device_option("cpu") == tg::kCPU);
+  CHECK_THROWS_WITH(tgx::device_option("gpu"), Catch::Contains("expected cpu, cuda or cuda:N"));
+  CHECK_THROWS_WITH(tgx::device_option("cuda:x"), Catch::Contains("--device cuda:x"));
+  if (tg::cuda_device_count() == 0) {
+    CHECK_THROWS_AS(tgx::device_option("cuda"), tgx::UserError);
+    CHECK_THROWS_WITH(tgx::device_option("cuda"), Catch::Contains("no CUDA device"));
+  } else {
+    CHECK(tgx::device_option("cuda") == tg::cuda_device(0));
+    CHECK_THROWS_WITH(tgx::device_option("cuda:" + std::to_string(tg::cuda_device_count())),
+                      Catch::Contains("visible"));
+  }
+}

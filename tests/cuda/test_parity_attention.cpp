@@ -1,0 +1,163 @@
+// tests/cuda/test_parity_attention.cpp — scaled_dot_product_attention on the GPU (fused kernel,
+// and the composed path for weights / large heads) against the float64 CPU, forward and
+// backward, for every mask kind: none, causal (top-left, bottom-right), local windows, blocked
+// windows (blocks not dividing T, look-back, causal inside), key padding, key lengths, bool and
+// additive masks, T != S, T = 1, windows >= T, and fully masked rows (output 0, gradient 0).
+#include "tests/cuda/parity_harness.hpp"
+
+#include <limits>
+
+using namespace tg;
+using tgt::Inputs;
+using tgt::ParityCase;
+
+namespace {
+struct AttnCase {
+  std::string name;
+  int64_t B, NH, T, S, hs, hsv;
+  std::function<AttentionMask(int64_t B, int64_t T, int64_t S)> mask;
+  bool need_weights = false;
+};
+
+// (B, S) bool, True = padding (PyTorch's key_padding_mask): batch b pads its last 3·b keys.
+Tensor padding(int64_t B, int64_t S) {
+  std::vector<bool> v(B * S);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t j = 0; j < S; ++j) v[b * S + j] = j >= S - 3 * b;
+  return tensor(v, {B, S});
+}
+// (T, S) bool, True = allowed, with row 1 fully blocked and a checkerboard elsewhere.
+Tensor checker(int64_t T, int64_t S) {
+  std::vector<bool> v(T * S);
+  for (int64_t i = 0; i < T; ++i)
+    for (int64_t j = 0; j < S; ++j) v[i * S + j] = i != 1 && ((i + j) % 3 != 0);
+  return tensor(v, {T, S});
+}
+// (1, 1, T, S) additive: a distance penalty, -inf beyond distance 5.
+Tensor additive(int64_t T, int64_t S, DType dt) {
+  std::vector<double> v(T * S);
+  for (int64_t i = 0; i < T; ++i)
+    for (int64_t j = 0; j < S; ++j) {
+      const int64_t d = std::abs(i - j);
+      v[i * S + j] = d > 5 ? -std::numeric_limits<double>::infinity() : -0.1 * d;
+    }
+  return tensor(v, {1, 1, T, S}).to(dt);
+}
+
+std::vector<AttnCase> attn_cases() {
+  using M = AttentionMask;
+  auto none = [](int64_t, int64_t, int64_t) { return M(); };
+  return {
+      {"no mask, T = S = 37, hs 16", 2, 3, 37, 37, 16, 16, none},
+      {"no mask, T != S, hs 64 / hs_v 32", 1, 2, 45, 70, 64, 32, none},
+      {"causal top-left, hs 64", 2, 2, 70, 70, 64, 64,
+       [](int64_t, int64_t, int64_t) { return M::causal(); }},
+      {"causal bottom-right, T 5 < S 70", 1, 2, 5, 70, 32, 32,
+       [](int64_t, int64_t, int64_t) { return M::causal(CausalAlign::BottomRight); }},
+      {"decode step T = 1, bottom-right", 2, 2, 1, 33, 64, 64,
+       [](int64_t, int64_t, int64_t) { return M::causal(CausalAlign::BottomRight); }},
+      {"local (8, 0), T = 100", 1, 2, 100, 100, 32, 32,
+       [](int64_t, int64_t, int64_t) { return M::local(8, 0); }},
+      {"local (3, 2) bottom-right, T 20 S 33", 2, 1, 20, 33, 16, 16,
+       [](int64_t, int64_t, int64_t) { return M::local(3, 2, CausalAlign::BottomRight); }},
+      {"local window >= T equals full", 1, 2, 50, 50, 32, 32,
+       [](int64_t, int64_t, int64_t) { return M::local(200, 200); }},
+      {"causal & local (16, 0)", 1, 2, 90, 90, 64, 64,
+       [](int64_t, int64_t, int64_t) { return M::causal() & M::local(16, 0); }},
+      {"blocked 16, T = 70 (last block short)", 1, 2, 70, 70, 32, 32,
+       [](int64_t, int64_t, int64_t) { return M::blocked(16); }},
+      {"blocked 16, look_back 1, causal inside", 2, 1, 70, 70, 32, 32,
+       [](int64_t, int64_t, int64_t) {
+         BlockedOptions o;
+         o.look_back = 1;
+         o.causal = true;
+         return M::blocked(16, o);
+       }},
+      {"key padding (B, S), TrueBlocked", 3, 2, 30, 30, 32, 32,
+       [](int64_t B, int64_t, int64_t S) {
+         return M::key_padding(padding(B, S), MaskPolarity::TrueBlocked);
+       }},
+      {"key lengths with a length-0 batch (all rows fully masked)", 3, 2, 12, 25, 16, 16,
+       [](int64_t, int64_t, int64_t) {
+         return M::key_lengths(tensor(std::vector<int64_t>{25, 0, 7}));
+       }},
+      {"bool (T, S) mask with a fully masked row", 2, 2, 19, 23, 16, 16,
+       [](int64_t, int64_t T, int64_t S) {
+         return M::from_bool(checker(T, S), MaskPolarity::TrueAllowed);
+       }},
+      {"causal & key padding", 2, 2, 40, 40, 64, 64,
+       [](int64_t B, int64_t, int64_t S) {
+         return M::causal() & M::key_padding(padding(B, S), MaskPolarity::TrueBlocked);
+       }},
+      {"head size 128", 1, 2, 64, 64, 128, 128,
+       [](int64_t, int64_t, int64_t) { return M::causal(); }},
+      {"head size 160: composed path", 1, 1, 20, 20, 160, 160,
+       [](int64_t, int64_t, int64_t) { return M::causal(); }},
+      {"need_weights: composed path", 2, 2, 17, 17, 16, 16,
+       [](int64_t, int64_t, int64_t) { return M::local(4, 4); }, true},
+  };
+}
+}  // namespace
+
+TEST_CASE("cuda parity: scaled_dot_product_attention, every mask kind") {
+  for (const AttnCase& a : attn_cases()) {
+    for (DType dt : {kFloat64, kFloat32}) {
+      SECTION(a.name + " " + dtype_name(dt)) {
+        ParityCase c;
+        c.name = a.name;
+        c.tol32 = 1e-4;
+        c.inputs = [&a] {
+          return Inputs{randn({a.B, a.NH, a.T, a.hs}, kFloat64),
+                        randn({a.B, a.NH, a.S, a.hs}, kFloat64),
+                        randn({a.B, a.NH, a.S, a.hsv}, kFloat64)};
+        };
+        c.fn = [&a](const Inputs& x) {
+          SDPAOptions o;
+          o.need_weights = a.need_weights;
+          AttentionResult r =
+              scaled_dot_product_attention(x[0], x[1], x[2], a.mask(a.B, a.T, a.S), o);
+          return std::vector<Tensor>{r.output, r.weights};
+        };
+        tgt::run_parity(c, dt);
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda parity: additive float mask with -inf entries") {
+  for (DType dt : {kFloat64, kFloat32}) {
+    ParityCase c;
+    c.name = "additive (1, 1, T, S)";
+    c.tol32 = 1e-4;
+    c.inputs = [] {
+      return Inputs{randn({2, 2, 24, 16}, kFloat64), randn({2, 2, 24, 16}, kFloat64),
+                    randn({2, 2, 24, 16}, kFloat64)};
+    };
+    c.fn = [](const Inputs& x) {
+      AttentionMask m = AttentionMask::additive(additive(24, 24, x[0].dtype()));
+      return std::vector<Tensor>{scaled_dot_product_attention(x[0], x[1], x[2], m).output};
+    };
+    tgt::run_parity(c, dt);
+  }
+}
+
+TEST_CASE("cuda attention: error_on_fully_masked names batch, head and row") {
+  Tensor q = randn({2, 1, 4, 8}).to(tgt::gpu());
+  AttentionMask m = AttentionMask::key_lengths(tensor(std::vector<int64_t>{4, 0}));
+  m.error_on_fully_masked(true);
+  CHECK_THROWS_WITH(scaled_dot_product_attention(q, q, q, m),
+                    Catch::Contains("batch 1") && Catch::Contains("head 0"));
+}
+
+TEST_CASE("cuda attention: dropout runs on the composed path, seeded") {
+  Tensor q = randn({2, 2, 16, 8}).to(tgt::gpu()).requires_grad_();
+  SDPAOptions o;
+  o.dropout_p = 0.2;
+  manual_seed(3);
+  Tensor a = scaled_dot_product_attention(q, q, q, AttentionMask::causal(), o).output;
+  manual_seed(3);
+  Tensor b = scaled_dot_product_attention(q, q, q, AttentionMask::causal(), o).output;
+  CHECK(a.to_vector<float>() == b.to_vector<float>());
+  sum(a).backward();
+  for (float g : q.grad().to_vector<float>()) CHECK(std::isfinite(g));
+}
