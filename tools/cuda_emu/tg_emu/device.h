@@ -57,6 +57,33 @@ T from_bits(uint64_t u) {
 }
 }  // namespace tg_emu
 
+// ---- vector types (CUDA's sizes and alignments) ----
+#define TG_EMU_VEC2(name, T, align) \
+  struct alignas(align) name {      \
+    T x, y;                         \
+  };                                \
+  inline name make_##name(T x, T y) { return {x, y}; }
+#define TG_EMU_VEC4(name, T, align) \
+  struct alignas(align) name {      \
+    T x, y, z, w;                   \
+  };                                \
+  inline name make_##name(T x, T y, T z, T w) { return {x, y, z, w}; }
+TG_EMU_VEC2(float2, float, 8)
+TG_EMU_VEC4(float4, float, 16)
+TG_EMU_VEC2(double2, double, 16)
+TG_EMU_VEC4(double4, double, 16)
+TG_EMU_VEC2(int2, int, 8)
+TG_EMU_VEC4(int4, int, 16)
+TG_EMU_VEC2(uint2, unsigned, 8)
+TG_EMU_VEC4(uint4, unsigned, 16)
+TG_EMU_VEC2(longlong2, long long, 16)
+#undef TG_EMU_VEC2
+#undef TG_EMU_VEC4
+struct float3 {
+  float x, y, z;
+};
+inline float3 make_float3(float x, float y, float z) { return {x, y, z}; }
+
 // ---- block barriers ----
 inline void __syncthreads(int line = __builtin_LINE(), const char* file = __builtin_FILE()) {
   tg_emu::collective(tg_emu::Wait::Block, tg_emu::Op::Sync, 0, 0, 32, 0, file, line);

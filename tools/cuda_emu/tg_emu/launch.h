@@ -1,5 +1,5 @@
 // tools/cuda_emu/tg_emu/launch.h — running a kernel launch on the host. Blocks run one after
-// another; inside a block every CUDA thread is a ucontext coroutine with its own stack. A thread
+// another; inside a block every CUDA thread is a coroutine with its own stack (context.h). A thread
 // runs until it finishes or reaches a collective (__syncthreads*, __syncwarp, a shuffle, a vote),
 // where it parks; when every thread that the collective names has parked there, the scheduler
 // computes the result for all of them (so a shuffle is one rendezvous) and lets them go on.
@@ -18,8 +18,6 @@
 // keep their contents from the previous block instead of being undefined.
 #pragma once
 
-#include <ucontext.h>
-
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -31,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "tg_emu/context.h"
 #include "tg_emu/memory.h"
 
 // CUDA's built-in vector types for indices and sizes.
@@ -73,7 +72,7 @@ inline const char* op_name(Op op) {
 }
 
 struct Thread {
-  ucontext_t ctx;
+  Context ctx;
   Wait wait = Wait::Done;
   uint3 idx{};
   unsigned lin = 0;  // linear index in the block; lane = lin % 32, warp = lin / 32
@@ -90,7 +89,7 @@ struct Launch {
   std::vector<Thread> threads;  // 1024, never reallocated (contexts point into it)
   char* stacks = nullptr;
   size_t stack_stride = 0;
-  ucontext_t sched;
+  Context sched;
   const char* name = "";
   dim3 grid, block;
   unsigned nthreads = 0;
@@ -115,7 +114,6 @@ struct Launch {
     stacks = static_cast<char*>(p);
     for (size_t i = 0; i < threads.size(); ++i) {
       mprotect(stacks + i * stack_stride, pg, PROT_NONE);
-      getcontext(&threads[i].ctx);
     }
     FaultContext& fc = fault_context();
     fc.stacks = stacks;
@@ -160,7 +158,7 @@ inline std::string where() {
   }
   if (l.error.empty()) l.error = where() + ": " + msg;
   g_cur->wait = Wait::Done;
-  swapcontext(&g_cur->ctx, &l.sched);
+  context_switch(g_cur->ctx, l.sched);
   std::abort();  // not reached
 }
 
@@ -188,7 +186,7 @@ inline uint64_t collective(Wait kind, Op op, unsigned mask, int arg, int width, 
   t->in = in;
   t->file = file;
   t->line = line;
-  swapcontext(&t->ctx, &launch_state().sched);
+  context_switch(t->ctx, launch_state().sched);
   return t->out;
 }
 
@@ -351,12 +349,14 @@ inline uint64_t next_random(uint64_t& s) {  // splitmix64
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
 }
-// A permutation k -> (a·k + c) mod n of [0, n): identity, reversed or pseudo-random.
+// The indices of [0, n) in order, reversed, or pseudo-randomly permuted (k -> a·k + c mod n,
+// a coprime with n): next() gives the following one.
 struct Order {
-  uint64_t a = 1, c = 0, n = 1;
+  uint64_t a = 1, cur = 0, n = 1;
   bool reverse = false;
   Order(int schedule, uint64_t n_, uint64_t& rng) : n(n_ ? n_ : 1) {
     reverse = schedule == 1;
+    if (reverse) cur = n - 1;
     if (schedule != 2 || n < 3) return;
     auto gcd = [](uint64_t x, uint64_t y) {
       while (y) {
@@ -368,11 +368,17 @@ struct Order {
     };
     do a = next_random(rng) % n;
     while (a == 0 || gcd(a, n) != 1);
-    c = next_random(rng) % n;
+    cur = next_random(rng) % n;
   }
-  uint64_t operator()(uint64_t k) const {
-    if (reverse) return n - 1 - k;
-    return static_cast<uint64_t>((static_cast<unsigned __int128>(a) * k + c) % n);
+  uint64_t next() {
+    const uint64_t k = cur;
+    if (reverse) {
+      cur = cur ? cur - 1 : n - 1;
+    } else {
+      cur += a;
+      if (cur >= n) cur -= n;
+    }
+    return k;
   }
 };
 
@@ -380,7 +386,7 @@ inline void thread_main() {
   Launch& l = launch_state();
   l.body(l.body_arg);
   g_cur->wait = Wait::Done;
-  swapcontext(&g_cur->ctx, &l.sched);
+  context_switch(g_cur->ctx, l.sched);
 }
 
 // Runs block g_block_idx; false (l.error set) when it failed.
@@ -391,22 +397,20 @@ inline bool run_block(Launch& l) {
     t.wait = Wait::Ready;
     t.lin = i;
     t.idx = {i % l.block.x, (i / l.block.x) % l.block.y, i / (l.block.x * l.block.y)};
-    t.ctx.uc_stack.ss_sp = l.stacks + i * l.stack_stride + memory().page;
-    t.ctx.uc_stack.ss_size = l.stack_stride - memory().page;
-    t.ctx.uc_link = nullptr;
-    makecontext(&t.ctx, thread_main, 0);
+    context_init(t.ctx, l.stacks + i * l.stack_stride + memory().page,
+                 l.stack_stride - memory().page, thread_main);
   }
   if (!l.dyn_smem.empty()) std::memset(l.dyn_smem.data(), 0xff, l.dyn_smem.size());
   FaultContext& fc = fault_context();
   fc.block[0] = g_block_idx.x, fc.block[1] = g_block_idx.y, fc.block[2] = g_block_idx.z;
   for (;;) {
-    const Order order(l.schedule, n, l.rng);
+    Order order(l.schedule, n, l.rng);
     for (unsigned k = 0; k < n; ++k) {
-      Thread& t = l.threads[order(k)];
+      Thread& t = l.threads[order.next()];
       if (t.wait != Wait::Ready) continue;
       g_cur = &t;
       fc.thread[0] = t.idx.x, fc.thread[1] = t.idx.y, fc.thread[2] = t.idx.z;
-      swapcontext(&l.sched, &t.ctx);
+      context_switch(l.sched, t.ctx);
       g_cur = nullptr;
       if (!l.error.empty()) return false;
     }
@@ -461,10 +465,10 @@ inline void launch_erased(const char* name, const void* key, const Cfg& c, void 
   FaultContext& fc = fault_context();
   fc.kernel = name;
   const uint64_t blocks = uint64_t(c.grid.x) * c.grid.y * c.grid.z;
-  const Order order(l.schedule, blocks, l.rng);
+  Order order(l.schedule, blocks, l.rng);
   bool ok = true;
   for (uint64_t k = 0; k < blocks && ok; ++k) {
-    const uint64_t b = order(k);
+    const uint64_t b = order.next();
     g_block_idx = {unsigned(b % c.grid.x), unsigned(b / c.grid.x % c.grid.y),
                    unsigned(b / (uint64_t(c.grid.x) * c.grid.y))};
     ok = run_block(l);

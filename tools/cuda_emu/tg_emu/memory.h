@@ -1,15 +1,19 @@
 // tools/cuda_emu/tg_emu/memory.h — the emulator's device memory. Every cudaMalloc is its own
 // mmap: the block sits at the end of its pages (256-byte aligned, like cudaMalloc) between two
 // inaccessible guard pages, and is filled with 0xff bytes (NaN as float or double) so a kernel
-// that reads memory nobody wrote sees NaN, not a lucky zero. Outside emulated device work (a
-// kernel, a cudaMemcpy, a cuBLAS or CUB call) every block is PROT_NONE: host code that
-// dereferences a device pointer faults, and the SIGSEGV handler here says so (which allocation,
-// which offset, which kernel and thread when a kernel strays). TG_EMU_GUARD=0 turns the
-// protection off (blocks stay readable; the guard pages remain).
+// that reads memory nobody wrote sees NaN, not a lucky zero. Device blocks are PROT_NONE except
+// while emulated device work (a kernel, a cudaMemcpy, a cuBLAS or CUB call) runs and touches
+// them: the SIGSEGV handler here opens a block on its first touch inside such work (so each
+// operation costs a few mprotect calls, not one per live block) and closes what it opened when
+// the work ends. Any other touch is reported (which allocation, which offset; for a kernel, which
+// thread): host code that dereferences a device pointer, a kernel running off a block into a
+// guard page, a freed block. TG_EMU_GUARD=0 leaves blocks readable (the guard pages remain).
+// In gdb: `handle SIGSEGV nostop noprint pass` lets the on-demand opening through.
 // Deliberately not modelled: alignment above 256 bytes, unified/managed memory, peer access
 // rules, pinned host memory, bounds inside a block (the caching allocator above rounds sizes up).
 #pragma once
 
+#include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -36,9 +40,16 @@ struct Memory {
   std::map<uintptr_t, Region> live;  // by base address
   size_t live_bytes = 0;
   size_t limit = size_t(8) << 30;  // cudaMalloc fails beyond (TG_EMU_MEMORY_MB)
-  int open_depth = 0;              // > 0 while device work runs: blocks readable
+  int open_depth = 0;              // > 0 while device work runs on thread `owner`
+  pthread_t owner{};
   bool guard = true;
   size_t page = 4096;
+  // Blocks the fault handler opened for the running device work (fixed size: no allocation in a
+  // signal handler); past kMaxOpened it opens every block.
+  static constexpr int kMaxOpened = 512;
+  const Region* opened[kMaxOpened] = {};
+  int n_opened = 0;
+  bool all_opened = false;
   Memory() {
     const char* g = std::getenv("TG_EMU_GUARD");
     guard = !(g && g[0] == '0');
@@ -71,18 +82,36 @@ inline const Region* find_region(const void* p, size_t bytes = 1) {
 }
 inline bool is_device_pointer(const void* p) { return find_region(p, 0) != nullptr; }
 
-// RAII: device memory readable and writable (and the emulator locked) for the scope.
+// The live region whose mapping (guard pages included) holds address a, or null.
+inline const Region* mapping_of(uintptr_t a) {
+  for (auto& kv : memory().live) {
+    const uintptr_t map = reinterpret_cast<uintptr_t>(kv.second.map);
+    if (a >= map && a < map + kv.second.map_len) return &kv.second;
+  }
+  return nullptr;
+}
+
+inline void install_fault_handler();
+
+// RAII: the scope is emulated device work (blocks open on first touch; the emulator is locked).
 class DeviceScope {
  public:
   DeviceScope() : hold_(memory().lock) {
     Memory& m = memory();
-    if (m.open_depth++ == 0 && m.guard)
-      for (auto& kv : m.live) protect(kv.second, true);
+    if (m.open_depth++ == 0) {
+      m.owner = pthread_self();
+      install_fault_handler();
+    }
   }
   ~DeviceScope() {
     Memory& m = memory();
-    if (--m.open_depth == 0 && m.guard)
+    if (--m.open_depth > 0 || !m.guard) return;
+    if (m.all_opened)
       for (auto& kv : m.live) protect(kv.second, false);
+    else
+      for (int i = 0; i < m.n_opened; ++i) protect(*m.opened[i], false);
+    m.n_opened = 0;
+    m.all_opened = false;
   }
   DeviceScope(const DeviceScope&) = delete;
   DeviceScope& operator=(const DeviceScope&) = delete;
@@ -106,21 +135,17 @@ inline FaultContext& fault_context() {
 
 // Writes what address a is; false when it is none of the emulator's memory.
 inline bool describe_address(char* buf, size_t n, uintptr_t a) {
-  Memory& m = memory();
-  for (auto& kv : m.live) {
-    const Region& r = kv.second;
-    const uintptr_t map = reinterpret_cast<uintptr_t>(r.map),
-                    b = reinterpret_cast<uintptr_t>(r.base);
-    if (a < map || a >= map + r.map_len) continue;
-    if (a >= b && a < b + r.bytes)
-      std::snprintf(buf, n, "offset %zu of the %zu-byte device block at %p", size_t(a - b), r.bytes,
-                    static_cast<void*>(r.base));
-    else if (a >= b + r.bytes)
+  if (const Region* r = mapping_of(a)) {
+    const uintptr_t b = reinterpret_cast<uintptr_t>(r->base);
+    if (a >= b && a < b + r->bytes)
+      std::snprintf(buf, n, "offset %zu of the %zu-byte device block at %p", size_t(a - b),
+                    r->bytes, static_cast<void*>(r->base));
+    else if (a >= b + r->bytes)
       std::snprintf(buf, n, "%zu bytes past the end of the %zu-byte device block at %p",
-                    size_t(a - b - r.bytes), r.bytes, static_cast<void*>(r.base));
+                    size_t(a - b - r->bytes), r->bytes, static_cast<void*>(r->base));
     else
       std::snprintf(buf, n, "%zu bytes before the %zu-byte device block at %p", size_t(b - a),
-                    r.bytes, static_cast<void*>(r.base));
+                    r->bytes, static_cast<void*>(r->base));
     return true;
   }
   FaultContext& c = fault_context();
@@ -143,34 +168,59 @@ inline struct sigaction& previous_segv() {
   return prev;
 }
 
-inline void on_segv(int sig, siginfo_t* info, void* uctx) {
-  const uintptr_t a = reinterpret_cast<uintptr_t>(info->si_addr);
-  FaultContext& c = fault_context();
-  char where[256], msg[768];
-  const bool known = describe_address(where, sizeof where, a);
-  // Whatever it was, the handler installed before ours (the default action, or a test
-  // framework's report) runs next: returning re-runs the faulting access.
-  sigaction(SIGSEGV, &previous_segv(), nullptr);
-  if (!known && !c.kernel) return;  // not ours
-  if (c.kernel)
-    std::snprintf(msg, sizeof msg,
-                  "\ntg_emu: kernel %s, block (%u,%u,%u) thread (%u,%u,%u) touched %p: %s\n",
-                  c.kernel, c.block[0], c.block[1], c.block[2], c.thread[0], c.thread[1],
-                  c.thread[2], info->si_addr, where);
-  else
-    std::snprintf(msg, sizeof msg,
-                  "\ntg_emu: host code touched device memory at %p: %s. A device pointer was "
-                  "dereferenced on the host (run under gdb for the backtrace; TG_EMU_GUARD=0 "
-                  "disables this check)\n",
-                  info->si_addr, where);
-  ssize_t ignored = write(2, msg, std::strlen(msg));
-  (void)ignored;
-  (void)sig;
-  (void)uctx;
+// Inside device work on the owning thread, a first touch of a block's data pages opens the block.
+inline bool open_on_demand(uintptr_t a) {
+  Memory& m = memory();
+  if (!m.guard || m.open_depth == 0 || !pthread_equal(m.owner, pthread_self())) return false;
+  const Region* r = mapping_of(a);
+  const uintptr_t data = r ? reinterpret_cast<uintptr_t>(r->map) + m.page : 0;
+  if (!r || a < data || a >= data + r->map_len - 2 * m.page || m.all_opened) return false;
+  for (int i = 0; i < m.n_opened; ++i)
+    if (m.opened[i] == r) return false;  // already open: the fault is something else
+  if (m.n_opened < Memory::kMaxOpened) {
+    protect(*r, true);
+    m.opened[m.n_opened++] = r;
+  } else {
+    for (auto& kv : m.live) protect(kv.second, true);
+    m.all_opened = true;
+  }
+  return true;
 }
 
-// Installs the handler once, with an alternate signal stack for this thread (a kernel thread
-// that overflows its stack cannot run a handler on it).
+inline void on_segv(int sig, siginfo_t* info, void* uctx) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(info->si_addr);
+  if (open_on_demand(a)) return;  // the access is retried and now succeeds
+  FaultContext& c = fault_context();
+  char where[256], msg[768];
+  if (describe_address(where, sizeof where, a) || c.kernel) {
+    if (c.kernel)
+      std::snprintf(msg, sizeof msg,
+                    "\ntg_emu: kernel %s, block (%u,%u,%u) thread (%u,%u,%u) touched %p: %s\n",
+                    c.kernel, c.block[0], c.block[1], c.block[2], c.thread[0], c.thread[1],
+                    c.thread[2], info->si_addr, where);
+    else
+      std::snprintf(msg, sizeof msg,
+                    "\ntg_emu: host code touched device memory at %p: %s. A device pointer was "
+                    "dereferenced on the host (run under gdb for the backtrace; TG_EMU_GUARD=0 "
+                    "disables this check)\n",
+                    info->si_addr, where);
+    ssize_t ignored = write(2, msg, std::strlen(msg));
+    (void)ignored;
+  }
+  // Fatal: let the handler that was there before ours report it (a test framework names the
+  // test), then die by SIGSEGV when the access is retried.
+  const struct sigaction prev = previous_segv();
+  if ((prev.sa_flags & SA_SIGINFO) && prev.sa_sigaction)
+    prev.sa_sigaction(sig, info, uctx);
+  else if (!(prev.sa_flags & SA_SIGINFO) && prev.sa_handler != SIG_DFL &&
+           prev.sa_handler != SIG_IGN)
+    prev.sa_handler(sig);
+  signal(SIGSEGV, SIG_DFL);
+}
+
+// Puts our handler first (again: a test framework may have installed its own since), with an
+// alternate signal stack for this thread (a kernel thread that overflows its stack cannot run a
+// handler on it).
 inline void install_fault_handler() {
   thread_local bool alt = false;
   if (!alt) {
@@ -180,15 +230,14 @@ inline void install_fault_handler() {
     ss.ss_sp = std::malloc(ss.ss_size);
     sigaltstack(&ss, nullptr);
   }
-  static bool done = [] {
-    struct sigaction sa {};
-    sa.sa_sigaction = on_segv;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGSEGV, &sa, &previous_segv());
-    return true;
-  }();
-  (void)done;
+  struct sigaction cur {};
+  sigaction(SIGSEGV, nullptr, &cur);
+  if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_segv) return;
+  struct sigaction sa {};
+  sa.sa_sigaction = on_segv;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGSEGV, &sa, &previous_segv());
 }
 
 // ---- allocation ----
@@ -209,7 +258,7 @@ inline void* device_alloc(size_t bytes, int device) {
   r.device = device;
   protect(r, true);
   std::memset(r.map + pg, 0xff, data);
-  if (m.guard && m.open_depth == 0) protect(r, false);
+  if (m.guard) protect(r, false);
   m.live[reinterpret_cast<uintptr_t>(r.base)] = r;
   m.live_bytes += bytes;
   return r.base;
@@ -221,6 +270,8 @@ inline bool device_free(void* p) {
   std::lock_guard<std::recursive_mutex> hold(m.lock);
   auto it = m.live.find(reinterpret_cast<uintptr_t>(p));
   if (it == m.live.end()) return false;
+  for (int i = 0; i < m.n_opened; ++i)
+    if (m.opened[i] == &it->second) m.opened[i--] = m.opened[--m.n_opened];
   munmap(it->second.map, it->second.map_len);
   m.live_bytes -= it->second.bytes;
   m.live.erase(it);
