@@ -132,7 +132,6 @@ Tensor rearrange(const Tensor& x, const std::string& pattern,
                  const std::vector<std::pair<std::string, int64_t>>& sizes, Site site) {
   SiteScope scope(site);
   check_defined(x, "rearrange", "input");
-  check_cpu(x, "rearrange", "input");
   const Ctx c{pattern, x.shape()};
   const size_t arrow = pattern.find("->");
   if (arrow == std::string::npos || pattern.find("->", arrow + 2) != std::string::npos)
