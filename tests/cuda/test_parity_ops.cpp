@@ -88,7 +88,7 @@ std::vector<ParityCase> cases() {
            [] { return in({rn({3, 4, 5}), rn({4, 1}), gt(rn({4, 5}), zeros({}, kFloat64))}); },
            [](const Inputs& x) {
              return out({where(x[2], x[0], x[1]), masked_fill(x[0], x[2], -2.5),
-                         masked_fill(x[0], lt(x[1], zeros({}, kFloat64)), -kInf)});
+                         masked_fill(x[0], lt(x[1], zeros({}, x[1].dtype(), x[1].device())), -kInf)});
            });
   // ---- reductions ----
   add_case("sum/mean over dims", [] { return in({rn({3, 4, 5, 6})}); },
@@ -110,7 +110,7 @@ std::vector<ParityCase> cases() {
   add_case("argmax and int sums", [] { return in({rn({5, 7, 3}), ints(9, {4, 6})}); },
            [](const Inputs& x) {
              return out({argmax(x[0], 1), argmax(x[0], -1, true), sum(x[1], {0}),
-                         sum(gt(x[1], full({}, 4, kInt64)))});
+                         sum(gt(x[1], full({}, 4, kInt64, x[1].device())))});
            },
            2e-5, false);
   // ---- matmul ----
