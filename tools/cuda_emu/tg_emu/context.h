@@ -1,15 +1,15 @@
 // tools/cuda_emu/tg_emu/context.h — switching between the emulated threads' stacks. On x86-64 a
 // ten-instruction switch that saves the callee-saved registers and the SSE/x87 control words
-// (System V ABI) on the stack it leaves; elsewhere, or with TG_EMU_UCONTEXT defined,
-// makecontext/swapcontext (portable, but each switch is a sigprocmask system call, several times
-// slower on kernels full of shuffles). Deliberately not handled: sanitizers that track stacks
-// (ASan, TSan) and CET shadow stacks.
+// (System V ABI) on the stack it leaves; elsewhere, under AddressSanitizer (which follows
+// swapcontext but not our switch) or with TG_EMU_UCONTEXT defined, makecontext/swapcontext
+// (portable, but each switch is a sigprocmask system call: several times slower on kernels full of
+// shuffles). Deliberately not handled: ThreadSanitizer, CET shadow stacks.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
-#if defined(__x86_64__) && !defined(TG_EMU_UCONTEXT)
+#if defined(__x86_64__) && !defined(TG_EMU_UCONTEXT) && !defined(__SANITIZE_ADDRESS__)
 
 // tg_emu_switch(from, to): pushes rbp, rbx, r12-r15 and the control words, stores rsp in *from,
 // loads rsp = to and pops the same from there. Weak: every translation unit that includes this

@@ -226,9 +226,9 @@ inline void install_fault_handler() {
   if (!alt) {
     alt = true;
     stack_t ss{};
-    ss.ss_size = 1 << 16;
-    ss.ss_sp = std::malloc(ss.ss_size);
-    sigaltstack(&ss, nullptr);
+    ss.ss_size = 1 << 16;  // kept for the thread's lifetime
+    ss.ss_sp = mmap(nullptr, ss.ss_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (ss.ss_sp != MAP_FAILED) sigaltstack(&ss, nullptr);
   }
   struct sigaction cur {};
   sigaction(SIGSEGV, nullptr, &cur);
