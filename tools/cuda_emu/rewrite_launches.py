@@ -8,15 +8,17 @@ Two rewrites, everything else is copied as it is (a `#line` directive keeps comp
 and __FILE__/__LINE__ pointing at SRC, and each rewrite keeps the line count):
 
   kernel<T, 128>  <<<grid, block, smem, stream>>>  (a, b);
-    -> tg_emu::launch("kernel<T, 128>", TG_EMU_KEY(kernel<T, 128>),
-                      tg_emu::Cfg(grid, block, smem, stream),
+    -> ::tg_emu::launch("kernel<T, 128>", TG_EMU_KEY(kernel<T, 128>),
+                        ::tg_emu::Cfg(grid, block, smem, stream),
                       [](auto... tg_a) { kernel<T, 128>(tg_a...); }, a, b);
   extern __shared__ __align__(16) float smem[];
     -> float* smem = reinterpret_cast<float*>(::tg_emu::dynamic_smem());
 
 The kernel is a (qualified) name with optional template arguments, as in every cuda/*.cu.
 TG_EMU_KEY is the kernel's address for the dynamic shared memory opt-in check; it is null (no
-check) for a function template whose arguments the launch deduces. Comments and string literals are skipped. Anything else before
+check) for a function template whose arguments the launch deduces. The arguments are forwarded
+through a function template, so a braced list must name its type (`Foo{1, 2}`, not `{1, 2}`).
+Comments and string literals are skipped. Anything else before
 `<<<` is an error, reported with the file and line.
 """
 import pathlib
@@ -164,7 +166,7 @@ def rewrite_launches(src, code, path):
         gap = '\n' * (name_text.count('\n') + src.count('\n', cfg_end, k + 1) +
                       src.count('\n', close, semi + 1))
         quoted = name.replace('\\', '\\\\').replace('"', '\\"')
-        call = (f'tg_emu::launch("{quoted}", TG_EMU_KEY({name}), tg_emu::Cfg({cfg}), '
+        call = (f'::tg_emu::launch("{quoted}", TG_EMU_KEY({name}), ::tg_emu::Cfg({cfg}), '
                 f'[](auto... tg_a) {{ {name}(tg_a...); }}')
         call += (', ' + args if args else '') + ');' + gap
         out.append(src[pos:start])
