@@ -138,6 +138,47 @@ void reduce_sum_max() {
   }
 }
 
+// argmax along long rows (the warp-per-row kernel: inner 1, r >= 32), with a tie and a NaN;
+// where on same-shape operands (the contiguous kernel). The parity suite reaches neither.
+void argmax_rows_and_where() {
+  const int64_t outer = 3, r = 100;
+  auto x = ramp(size_t(outer * r), 1);
+  x[10] = x[70] = 5;  // row 0: tie, the first wins
+  x[r + 40] = NAN;    // row 1: NaN counts as maximal
+  x[r + 90] = NAN;    // ... and the first NaN wins
+  std::vector<double> want(static_cast<size_t>(outer));
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t best = 0;
+    for (int64_t k = 1; k < r; ++k) {
+      const double v = x[size_t(o * r + k)], b = x[size_t(o * r + best)];
+      if (!std::isnan(b) && (std::isnan(v) || v > b)) best = k;
+    }
+    want[size_t(o)] = double(best);
+  }
+  Dev<double> dX(x);
+  Dev<int64_t> dOut(static_cast<size_t>(outer));
+  tc::argmax(tc::DT::F64, dOut.p, dX.p, outer, r, 1);
+  expect_near("argmax F64 over rows of 100 (tie, NaN)", dOut.host(), want, 0);
+
+  const int64_t n = 300;
+  const auto a = ramp(size_t(n), 1), b = ramp(size_t(n), 1, 0.5);
+  std::vector<uint8_t> cond(static_cast<size_t>(n));
+  std::vector<double> sel(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    cond[size_t(i)] = i % 3 == 0;
+    sel[size_t(i)] = cond[size_t(i)] ? a[size_t(i)] : b[size_t(i)];
+  }
+  tc::Strided st;
+  st.ndim = 1;
+  st.shape[0] = n;
+  st.stride[0][0] = st.stride[1][0] = st.stride[2][0] = 1;
+  const int64_t cond_stride[tc::kMaxDims] = {1};
+  Dev<uint8_t> dC(cond);
+  Dev<double> dA(a), dB(b), dW(static_cast<size_t>(n));
+  tc::where(tc::DT::F64, dW.p, reinterpret_cast<const bool*>(dC.p), cond_stride, 0, dA.p, dB.p, st);
+  expect_near("where F64, same-shape operands", dW.host(), sel, 0);
+}
+
 void softmax_rows() {
   struct Shape {
     int64_t outer, r, inner;
@@ -364,6 +405,7 @@ int main() {
   std::printf("device 0: %s\n", tc::device_name(0));
   binary_broadcast();
   reduce_sum_max();
+  argmax_rows_and_where();
   softmax_rows();
   layer_norm_rows();
   gemm_all_transposes();
