@@ -117,6 +117,13 @@ __global__ void missing_barrier(int* out) {
   // __syncthreads() belongs here
   out[blockIdx.x * 128 + threadIdx.x] = s[(threadIdx.x + 1) % 128];
 }
+// Only block 0 fills s: block 1 must not see block 0's values.
+__global__ void shared_from_block_zero(float* out) {
+  __shared__ float s[64];
+  if (blockIdx.x == 0) s[threadIdx.x] = float(threadIdx.x);
+  __syncthreads();
+  out[blockIdx.x * 64 + threadIdx.x] = s[threadIdx.x];
+}
 __global__ void off_the_end(float* out, int n) {
   out[n + threadIdx.x] = 1;  // just past the block: its guard page
 }
@@ -213,6 +220,15 @@ void faults_are_caught() {
     for (int t = 0; t < 128; ++t) wrong += got[b * 128 + t] != (t + 1) % 128 + 1000 * b;
   expect("a missing __syncthreads gives wrong reads under the shuffled thread order", wrong > 0);
   cudaFree(r);
+
+  float* sh = nullptr;
+  cudaMalloc(&sh, 2 * 64 * sizeof(float));
+  shared_from_block_zero<<<2, 64>>>(sh);
+  const std::vector<float> shv = to_host(sh, 2 * 64);
+  bool fresh = true;
+  for (int t = 0; t < 64; ++t) fresh = fresh && shv[t] == float(t) && std::isnan(shv[64 + t]);
+  expect("__shared__ memory a block never wrote reads NaN, not the previous block's values", fresh);
+  cudaFree(sh);
 
   // A kernel running off its buffer dies with SIGSEGV (in a child process).
   float* f = nullptr;

@@ -4,7 +4,7 @@
     rewrite_launches.py SRC.cu OUT.cpp      write the rewritten copy (CMake runs this)
     rewrite_launches.py --list SRC.cu ...   print every launch found, change nothing
 
-Two rewrites, everything else is copied as it is (a `#line` directive keeps compiler messages
+Three rewrites, everything else is copied as it is (a `#line` directive keeps compiler messages
 and __FILE__/__LINE__ pointing at SRC, and each rewrite keeps the line count):
 
   kernel<T, 128>  <<<grid, block, smem, stream>>>  (a, b);
@@ -13,6 +13,11 @@ and __FILE__/__LINE__ pointing at SRC, and each rewrite keeps the line count):
                       [](auto... tg_a) { kernel<T, 128>(tg_a...); }, a, b);
   extern __shared__ __align__(16) float smem[];
     -> float* smem = reinterpret_cast<float*>(::tg_emu::dynamic_smem());
+  __shared__ double a[32], b[8];        (the macro __shared__ makes them statics)
+    -> the same, then on the same line
+       [[maybe_unused]] const bool tg_emu_shared_1 = ::tg_emu::shared_poison(a); (and b):
+       the first thread of each block to get there fills them with 0xff bytes (NaN), as
+       shared memory holds no earlier block's values on a GPU
 
 The kernel is a (qualified) name with optional template arguments, as in every cuda/*.cu.
 TG_EMU_KEY is the kernel's address for the dynamic shared memory opt-in check; it is null (no
@@ -197,10 +202,63 @@ def rewrite_dynamic_smem(src, code, path):
     return ''.join(out)
 
 
+STATIC_SMEM = re.compile(r'(?<!\w)__shared__(?!\w)')
+
+
+def split_top(text, sep=','):
+    """text split at `sep` outside (), [], {} and <>."""
+    parts, depth, cur = [], 0, ''
+    for ch in text:
+        if ch in '([{<':
+            depth += 1
+        elif ch in ')]}>':
+            depth -= 1
+        if ch == sep and depth == 0:
+            parts.append(cur)
+            cur = ''
+        else:
+            cur += ch
+    parts.append(cur)
+    return parts
+
+
+def declarator_name(decl):
+    """The variable a declarator names: the identifier before its first [ or =, else the last."""
+    head = re.split(r'[\[=]', decl, maxsplit=1)[0]
+    names = re.findall(r'[A-Za-z_]\w*', head)
+    return names[-1] if names else None
+
+
+def rewrite_static_smem(src, code, path):
+    out, pos, count = [], 0, 0
+    for m in STATIC_SMEM.finditer(code):
+        if re.search(r'extern\s*$', code[:m.start()]):
+            continue  # dynamic shared memory: rewritten before
+        end = code.find(';', m.end())
+        if end < 0:
+            raise RewriteError(f'{path}:{line_of(code, m.start())}: no ; after __shared__')
+        decl = ALIGN.sub(' ', code[m.end():end])
+        names = [declarator_name(d) for d in split_top(decl)]
+        if not all(names):
+            raise RewriteError(f'{path}:{line_of(code, m.start())}: cannot parse the __shared__ '
+                               'declaration')
+        poison = ''
+        for name in names:
+            count += 1
+            poison += (f' [[maybe_unused]] const bool tg_emu_shared_{count} = '
+                       f'::tg_emu::shared_poison({name});')
+        out.append(src[pos:end + 1])
+        out.append(poison)
+        pos = end + 1
+    out.append(src[pos:])
+    return ''.join(out)
+
+
 def rewrite(path):
     src = pathlib.Path(path).read_text()
     new, launches = rewrite_launches(src, mask_comments_and_strings(src), path)
     new = rewrite_dynamic_smem(new, mask_comments_and_strings(new), path)
+    new = rewrite_static_smem(new, mask_comments_and_strings(new), path)
     if '<<<' in mask_comments_and_strings(new):
         raise RewriteError(f'{path}: a <<< was left after rewriting')
     return new, launches

@@ -38,6 +38,21 @@
 constexpr int warpSize = 32;
 
 namespace tg_emu {
+// What rewrite_launches.py adds after each __shared__ declaration: the first thread of a block to
+// get there fills the variable with 0xff bytes (NaN), so a read of shared memory that this block
+// never wrote does not find the previous block's values. Outside a kernel (a __shared__ at
+// namespace scope, initialised at program start) it does nothing.
+template <typename T>
+bool shared_poison(T& v) {
+  if (!g_cur) return false;
+  std::vector<void*>& seen = launch_state().poisoned;
+  for (void* p : seen)
+    if (p == &v) return true;
+  seen.push_back(&v);
+  if constexpr (std::is_trivially_copyable_v<T>)
+    std::memset(static_cast<void*>(&v), 0xff, sizeof v);
+  return true;
+}
 inline void* dynamic_smem() {
   Launch& l = launch_state();
   return l.dyn_smem.empty() ? nullptr : l.dyn_smem.data();

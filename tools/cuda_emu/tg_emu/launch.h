@@ -14,8 +14,9 @@
 // Deliberately not modelled: timing, concurrency between blocks (a kernel that spins on another
 // block's progress hangs), memory-model races beyond what the shuffled order exposes, register
 // and occupancy limits, streams running concurrently (every launch completes before returning).
-// __shared__ variables are function statics: shared by the block as they should be, but they
-// keep their contents from the previous block instead of being undefined.
+// __shared__ variables are function statics, shared by the block as they should be; the first
+// thread of each block to reach the declaration fills them with NaN bytes (rewrite_launches.py,
+// device.h: shared_poison), and dynamic shared memory is refilled for each block.
 #pragma once
 
 #include <chrono>
@@ -96,7 +97,8 @@ struct Launch {
   void (*body)(void*) = nullptr;
   void* body_arg = nullptr;
   std::vector<unsigned char> dyn_smem;
-  std::string error;  // the first failure of this launch
+  std::vector<void*> poisoned;  // __shared__ variables already poisoned in this block (device.h)
+  std::string error;            // the first failure of this launch
   uint64_t rng = 0;
   int schedule = 2;  // 0 forward, 1 reverse, 2 shuffle
   bool trace = false;
@@ -401,6 +403,7 @@ inline bool run_block(Launch& l) {
                  l.stack_stride - memory().page, thread_main);
   }
   if (!l.dyn_smem.empty()) std::memset(l.dyn_smem.data(), 0xff, l.dyn_smem.size());
+  l.poisoned.clear();
   FaultContext& fc = fault_context();
   fc.block[0] = g_block_idx.x, fc.block[1] = g_block_idx.y, fc.block[2] = g_block_idx.z;
   for (;;) {

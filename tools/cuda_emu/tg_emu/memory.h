@@ -227,7 +227,8 @@ inline void install_fault_handler() {
     alt = true;
     stack_t ss{};
     ss.ss_size = 1 << 16;  // kept for the thread's lifetime
-    ss.ss_sp = mmap(nullptr, ss.ss_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ss.ss_sp =
+        mmap(nullptr, ss.ss_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (ss.ss_sp != MAP_FAILED) sigaltstack(&ss, nullptr);
   }
   struct sigaction cur {};
