@@ -178,7 +178,7 @@ bool empty_gemm(const Plan& p) { return p.M == 0 || p.N == 0 || p.K == 0 || p.ba
 Tensor matmul_impl(const char* op, const Tensor& a, const Tensor& b) {
   Plan p = make_plan(op, a, b);
   Tensor out = empty_gemm(p) ? zeros(p.out_shape, a.dtype(), p.dev)
-                              : Tensor::empty(p.out_shape, a.dtype(), p.dev);
+                             : Tensor::empty(p.out_shape, a.dtype(), p.dev);
   if (!empty_gemm(p)) {
     dispatch_float(a.dtype(), op, [&](auto tag) {
       using T = decltype(tag);
@@ -266,9 +266,8 @@ void linear_forward(Device dev, const T* x, const T* w, const T* b, T* y, int64_
 template <typename T>
 void bias_backward(Device dev, const T* dy, T* db, int64_t N, int64_t Cout) {
   if (dev.is_cuda()) {
-    on_device("linear backward", dev, [&] {
-      cuda::reduce(cuda::RedOp::Sum, cdt(dtype_of<T>::value), db, dy, 1, N, Cout);
-    });
+    on_device("linear backward", dev,
+              [&] { cuda::reduce(cuda::RedOp::Sum, cdt(dtype_of<T>::value), db, dy, 1, N, Cout); });
     return;
   }
   std::vector<double> acc(Cout, 0.0);
@@ -349,7 +348,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Site si
              };
              if (gx) dx = make(sx_shape);
              if (gw) dw = make(sw_shape);
-             if (gb) db = N == 0 ? zeros({Cout}, dy.dtype(), dev) : Tensor::empty({Cout}, dy.dtype(), dev);
+             if (gb)
+               db =
+                   N == 0 ? zeros({Cout}, dy.dtype(), dev) : Tensor::empty({Cout}, dy.dtype(), dev);
              dispatch_float(dy.dtype(), "linear backward", [&](auto tag) {
                using T = decltype(tag);
                const T* pdy = dptr<T>(dy);
