@@ -64,15 +64,74 @@ __device__ __forceinline__ scalar_t group16_sum(scalar_t v) {
 }
 
 // ---- tile shapes ----
-// D: the head size padded to 32 / 64 / 128 (q/k and v share it); BR query rows and BC keys per
-// tile; LD / LP the shared row strides of the (rows, D) and (BR, BC) tiles.
+// D is the head size padded to 32 / 64 / 128 (q/k and v share it). A thread's part of a tile
+// (tx = threadIdx % 16, ty = threadIdx / 16): TM "rows" in chunks of RC consecutive ones,
+// row(a) = (a / RC)·16·RC + ty·RC + a % RC, each chunk one vector load from a k-major tile (a
+// broadcast within the 16 lanes of a row group); TN "columns" col(b) = tx + 16b, read as scalars:
+// consecutive words, or rows of a tile with an odd stride. Both are free of bank conflicts.
 template <typename scalar_t, int D>
-struct Cfg {
-  static constexpr int BR = (sizeof(scalar_t) == 8 && D == 128) ? 32 : 64;
+struct FwdCfg {  // forward: BR query rows × BC keys per tile
+  static constexpr bool kF64 = sizeof(scalar_t) == 8;
+  static constexpr int BR = kF64 ? (D == 128 ? 32 : 64) : (D == 128 ? 64 : 128);
   static constexpr int BC = D == 128 ? 32 : 64;
-  static constexpr int LD = D + 1, LP = BC + 1;
-  static constexpr int TM = BR / 16, TN = BC / 16, TD = D / 16;  // per thread
+  static constexpr int LQ = BR + 4, LK = D + 1, LV = D;  // strides of Qt and Pt; Ks; Vs
+  static constexpr size_t kSmem =
+      (D * LQ + BC * LK + BC * LV + BC * LQ) * sizeof(scalar_t) + (2 * BR + BC) * sizeof(int);
 };
+template <typename scalar_t, int D>
+struct BwdCfg {  // backward: BR query rows × BC keys per tile (dkv_kernel: keys × rows)
+  static constexpr bool kF64 = sizeof(scalar_t) == 8;
+  static constexpr int BR = kF64 && D == 128 ? 32 : 64;
+  static constexpr int BC = D == 128 ? 32 : 64;
+  static constexpr int LQ = BR + 4, LC = BC + 4, LK = D + 1;
+  static constexpr size_t kSmemDq =
+      (2 * D * LQ + 2 * BC * LK + BC * LQ) * sizeof(scalar_t) + (2 * BR + BC) * sizeof(int);
+  static constexpr size_t kSmemDkv =
+      (2 * D * LC + 2 * BR * LK + 2 * BR * LC + 2 * BR) * sizeof(scalar_t) +
+      (2 * BR + BC) * sizeof(int);
+};
+constexpr size_t kMaxSmem = 227 * 1024;  // sm_90: dynamic shared memory per block (opt-in)
+
+template <int RC>
+__device__ __forceinline__ int row_of(int a, int ty) {
+  return (a / RC) * 16 * RC + ty * RC + a % RC;
+}
+
+// One chunk of RC (2 or 4) consecutive values, 16-byte (float2: 8-byte) aligned.
+template <int RC>
+__device__ __forceinline__ void ld_chunk(float* v, const float* p) {
+  static_assert(RC == 2 || RC == 4, "chunks of 2 or 4");
+  if constexpr (RC == 4) {
+    const float4 t = *reinterpret_cast<const float4*>(p);
+    v[0] = t.x, v[1] = t.y, v[2] = t.z, v[3] = t.w;
+  } else {
+    const float2 t = *reinterpret_cast<const float2*>(p);
+    v[0] = t.x, v[1] = t.y;
+  }
+}
+template <int RC>
+__device__ __forceinline__ void ld_chunk(double* v, const double* p) {
+  static_assert(RC == 2 || RC == 4, "chunks of 2 or 4");
+#pragma unroll
+  for (int r = 0; r < RC; r += 2) {
+    const double2 t = *reinterpret_cast<const double2*>(p + r);
+    v[r] = t.x, v[r + 1] = t.y;
+  }
+}
+template <int RC>
+__device__ __forceinline__ void st_chunk(float* p, const float* v) {
+  static_assert(RC == 2 || RC == 4, "chunks of 2 or 4");
+  if constexpr (RC == 4)
+    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+  else
+    *reinterpret_cast<float2*>(p) = make_float2(v[0], v[1]);
+}
+template <int RC>
+__device__ __forceinline__ void st_chunk(double* p, const double* v) {
+  static_assert(RC == 2 || RC == 4, "chunks of 2 or 4");
+#pragma unroll
+  for (int r = 0; r < RC; r += 2) *reinterpret_cast<double2*>(p + r) = make_double2(v[r], v[r + 1]);
+}
 
 // ---- the structural mask ----
 __device__ int64_t floor_div(int64_t a, int64_t b) {
@@ -98,8 +157,8 @@ __device__ void key_range(const MaskDesc& m, int64_t i, int64_t S, int64_t& lo, 
   }
 }
 
-// One block of BR threads per query tile: row_lo/row_hi (T) per row, and tile_lo/tile_hi the union
-// of the tile's non-empty rows (lo = S, hi = -1 when every row is empty).
+// One block of BR threads per query tile: row_lo/row_hi (T) per row, and tile_lo/tile_hi the
+// union of the tile's non-empty rows (lo = S, hi = -1 when every row is empty).
 template <int BR>
 __global__ void __launch_bounds__(BR)
     plan_kernel(int64_t* row_lo, int64_t* row_hi, int64_t* tile_lo, int64_t* tile_hi, MaskDesc m,
@@ -127,22 +186,34 @@ __global__ void __launch_bounds__(BR)
   }
 }
 
-// ---- shared-memory tiles ----
-// dst[r][c] (row stride D + 1) = src[(row0 + r)·width + c] for row0 + r < nrows and c < width, else
-// 0.
-template <typename scalar_t, int D, int ROWS>
+// ---- loading tiles into shared memory ----
+// dst[r][c] (row stride LDS) = src[(row0 + r)·width + c] for row0 + r < nrows and c < width, else
+// 0; kTransposed: dst[c][r] (k-major) instead.
+template <typename scalar_t, int D, int ROWS, int LDS, bool kTransposed = false>
 __device__ void load_rows(scalar_t* dst, const scalar_t* src, int64_t row0, int64_t nrows,
                           int width) {
   for (int e = threadIdx.x; e < ROWS * D; e += kThreads) {
     const int r = e / D, c = e % D;
     const int64_t row = row0 + r;
-    dst[r * (D + 1) + c] = (row < nrows && c < width) ? src[row * width + c] : scalar_t(0);
+    const scalar_t x = (row < nrows && c < width) ? src[row * width + c] : scalar_t(0);
+    dst[kTransposed ? c * LDS + r : r * LDS + c] = x;
   }
 }
 
-// Per key c0 + c of the tile: allowed by the key-only parts (j < S, padding, lengths)?
-template <int BC>
-__device__ void load_key_ok(int* kok, const MaskDesc& m, int64_t b, int64_t c0, int64_t S) {
+// For a tile of query rows r0.. and keys c0..: rl[r], rh[r] = row r's allowed keys [rl, rh)
+// relative to c0, clamped to [0, BC] (empty past T); kok[c] = key c0 + c passes the key-only
+// parts (j < S, padding, lengths).
+template <int BR, int BC>
+__device__ void load_bounds(int* rl, int* rh, int* kok, const int64_t* row_lo,
+                            const int64_t* row_hi, const MaskDesc& m, int64_t b, int64_t r0,
+                            int64_t c0, int64_t T, int64_t S) {
+  for (int r = threadIdx.x; r < BR; r += kThreads) {
+    const int64_t i = r0 + r;
+    const int64_t lo = i < T ? row_lo[i] : 1, hi = i < T ? row_hi[i] : 0;
+    const int64_t a = imin(imax(lo - c0, 0), BC);
+    rl[r] = static_cast<int>(a);
+    rh[r] = static_cast<int>(imin(imax(hi - c0 + 1, a), BC));
+  }
   for (int c = threadIdx.x; c < BC; c += kThreads) {
     const int64_t j = c0 + c;
     bool ok = j < S;
@@ -152,93 +223,65 @@ __device__ void load_key_ok(int* kok, const MaskDesc& m, int64_t b, int64_t c0, 
   }
 }
 
-// Per query row r0 + r of the tile: its key range (empty past T).
-template <int BR>
-__device__ void load_row_ranges(int64_t* rlo, int64_t* rhi, const int64_t* row_lo,
-                                const int64_t* row_hi, int64_t r0, int64_t T) {
-  for (int r = threadIdx.x; r < BR; r += kThreads) {
-    const int64_t i = r0 + r;
-    rlo[r] = i < T ? row_lo[i] : 1;
-    rhi[r] = i < T ? row_hi[i] : 0;
-  }
+// ---- the register-tiled product over shared tiles ----
+template <typename scalar_t, int TM, int TN>
+__device__ __forceinline__ void zero(scalar_t (&x)[TM][TN]) {
+#pragma unroll
+  for (int a = 0; a < TM; ++a)
+#pragma unroll
+    for (int b = 0; b < TN; ++b) x[a][b] = scalar_t(0);
 }
-
-// ---- register-tiled products over shared tiles (rows ra = ty + 16a, columns cb = tx + 16b) ----
-// acc[a][b] = Σ_k A[ra][k]·B[cb][k], k < NK (A·Bᵀ: scores, dP).
-template <typename scalar_t, int NA, int NB, int NK>
-__device__ __forceinline__ void mm_nt(scalar_t (&acc)[NA][NB], const scalar_t* A, int lda,
-                                      const scalar_t* B, int ldb, int ty, int tx) {
-#pragma unroll
-  for (int a = 0; a < NA; ++a)
-#pragma unroll
-    for (int b = 0; b < NB; ++b) acc[a][b] = scalar_t(0);
-#pragma unroll 4
-  for (int k = 0; k < NK; ++k) {
-    scalar_t av[NA], bv[NB];
-#pragma unroll
-    for (int a = 0; a < NA; ++a) av[a] = A[(ty + 16 * a) * lda + k];
-#pragma unroll
-    for (int b = 0; b < NB; ++b) bv[b] = B[(tx + 16 * b) * ldb + k];
-#pragma unroll
-    for (int a = 0; a < NA; ++a)
-#pragma unroll
-      for (int b = 0; b < NB; ++b) acc[a][b] += av[a] * bv[b];
-  }
-}
-// acc[a][b] += Σ_x A[ra][x]·B[x][cb], x < NX (A·B: P·V, dS·K).
-template <typename scalar_t, int NA, int NB, int NX>
-__device__ __forceinline__ void mm_nn(scalar_t (&acc)[NA][NB], const scalar_t* A, int lda,
-                                      const scalar_t* B, int ldb, int ty, int tx) {
+// acc[a][b] += Σ_x At[x][row(a)]·B(x, col(b)), x < NX: At k-major (row stride LA); B row-major
+// (stride LB), read at B[col(b)][x] (kBRows: the columns are B's rows) or at B[x][col(b)].
+template <typename scalar_t, int TM, int RC, int TN, int NX, int LA, int LB, bool kBRows>
+__device__ __forceinline__ void mm(scalar_t (&acc)[TM][TN], const scalar_t* At, const scalar_t* B,
+                                   int ty, int tx) {
 #pragma unroll 4
   for (int x = 0; x < NX; ++x) {
-    scalar_t av[NA], bv[NB];
+    scalar_t av[TM], bv[TN];
 #pragma unroll
-    for (int a = 0; a < NA; ++a) av[a] = A[(ty + 16 * a) * lda + x];
+    for (int g = 0; g < TM / RC; ++g)
+      ld_chunk<RC>(av + g * RC, At + x * LA + g * 16 * RC + ty * RC);
 #pragma unroll
-    for (int b = 0; b < NB; ++b) bv[b] = B[x * ldb + tx + 16 * b];
+    for (int b = 0; b < TN; ++b)
+      bv[b] = kBRows ? B[(tx + 16 * b) * LB + x] : B[x * LB + tx + 16 * b];
 #pragma unroll
-    for (int a = 0; a < NA; ++a)
+    for (int a = 0; a < TM; ++a)
 #pragma unroll
-      for (int b = 0; b < NB; ++b) acc[a][b] += av[a] * bv[b];
+      for (int b = 0; b < TN; ++b) acc[a][b] += av[a] * bv[b];
   }
 }
-// acc[a][b] += Σ_x A[x][ra]·B[x][cb], x < NX (Aᵀ·B: Pᵀ·dO, dSᵀ·Q).
-template <typename scalar_t, int NA, int NB, int NX>
-__device__ __forceinline__ void mm_tn(scalar_t (&acc)[NA][NB], const scalar_t* A, int lda,
-                                      const scalar_t* B, int ldb, int ty, int tx) {
-#pragma unroll 4
-  for (int x = 0; x < NX; ++x) {
-    scalar_t av[NA], bv[NB];
+// dst[col(b)][row(a) chunk] = x[a][b]: the thread's tile stored k-major (row stride L).
+template <typename scalar_t, int TM, int RC, int TN, int L>
+__device__ __forceinline__ void store_t(scalar_t* dst, const scalar_t (&x)[TM][TN], int ty,
+                                        int tx) {
 #pragma unroll
-    for (int a = 0; a < NA; ++a) av[a] = A[x * lda + ty + 16 * a];
+  for (int b = 0; b < TN; ++b)
 #pragma unroll
-    for (int b = 0; b < NB; ++b) bv[b] = B[x * ldb + tx + 16 * b];
+    for (int g = 0; g < TM / RC; ++g) {
+      scalar_t t[RC];
 #pragma unroll
-    for (int a = 0; a < NA; ++a)
-#pragma unroll
-      for (int b = 0; b < NB; ++b) acc[a][b] += av[a] * bv[b];
-  }
+      for (int r = 0; r < RC; ++r) t[r] = x[g * RC + r][b];
+      st_chunk<RC>(dst + (tx + 16 * b) * L + g * 16 * RC + ty * RC, t);
+    }
 }
 
-// Scores of rows r0 + ra, keys c0 + cb from the raw dot products s: scale·s (+ additive) where
-// the entry is allowed, -inf where it is not.
-template <typename scalar_t, int TM, int TN, int BC>
-__device__ void mask_scores(scalar_t (&s)[TM][TN], const MaskDesc& m, const int64_t* rlo,
-                            const int64_t* rhi, const int* kok, int64_t b, int64_t h, int64_t r0,
-                            int64_t c0, scalar_t scale, int ty, int tx) {
+// Masks the raw dot products s of a tile with query rows r0.. and keys c0..: scale·s (+ additive)
+// where the entry is allowed, -inf where not. Entry (a, b) is query row(a), key col(b); with
+// kKeyMajor key row(a), query col(b).
+template <bool kKeyMajor, typename scalar_t, int TM, int RC, int TN>
+__device__ void mask_scores(scalar_t (&s)[TM][TN], const MaskDesc& m, const int* rl, const int* rh,
+                            const int* kok, int64_t b, int64_t h, int64_t r0, int64_t c0,
+                            scalar_t scale, int ty, int tx) {
   const scalar_t* add = static_cast<const scalar_t*>(m.additive);
 #pragma unroll
-  for (int a = 0; a < TM; ++a) {
-    const int ra = ty + 16 * a;
-    const int64_t i = r0 + ra;
-    // the row's range relative to c0, clamped to the tile: allowed columns are [cl, ch)
-    const int64_t cl = imin(imax(rlo[ra] - c0, 0), BC);
-    const int64_t ch = imin(imax(rhi[ra] - c0 + 1, cl), BC);
+  for (int a = 0; a < TM; ++a)
 #pragma unroll
     for (int bb = 0; bb < TN; ++bb) {
-      const int cb = tx + 16 * bb;
-      const int64_t j = c0 + cb;
-      bool ok = cb >= cl && cb < ch && kok[cb];
+      const int x = row_of<RC>(a, ty), y = tx + 16 * bb;
+      const int r = kKeyMajor ? y : x, c = kKeyMajor ? x : y;
+      const int64_t i = r0 + r, j = c0 + c;
+      bool ok = c >= rl[r] && c < rh[r] && kok[c];
       if (ok && m.allowed)
         ok = m.allowed[b * m.allowed_stride[0] + h * m.allowed_stride[1] + i * m.allowed_stride[2] +
                        j * m.allowed_stride[3]];
@@ -248,31 +291,28 @@ __device__ void mask_scores(scalar_t (&s)[TM][TN], const MaskDesc& m, const int6
                  j * m.additive_stride[3]];
       s[a][bb] = ok ? v : neg_inf<scalar_t>();
     }
-  }
 }
 
-// Shared-memory bytes of each kernel (int64 arrays first, then scalar tiles, then int flags).
-template <typename scalar_t, int D>
-constexpr size_t fwd_smem() {
-  using C = Cfg<scalar_t, D>;
-  return 2 * C::BR * sizeof(int64_t) +
-         (C::BR * C::LD + 2 * C::BC * C::LD + C::BR * C::LP) * sizeof(scalar_t) +
-         C::BC * sizeof(int);
-}
-template <typename scalar_t, int D>
-constexpr size_t dq_smem() {
-  using C = Cfg<scalar_t, D>;
-  return 2 * C::BR * sizeof(int64_t) +
-         (2 * C::BR * C::LD + 2 * C::BC * C::LD + C::BR * C::LP) * sizeof(scalar_t) +
-         C::BC * sizeof(int);
-}
-template <typename scalar_t, int D>
-constexpr size_t dkv_smem() {
-  using C = Cfg<scalar_t, D>;
-  return 2 * C::BR * sizeof(int64_t) +
-         (2 * C::BR * C::LD + 2 * C::BC * C::LD + 2 * C::BR * C::LP + 2 * C::BR) *
-             sizeof(scalar_t) +
-         C::BC * sizeof(int);
+// One online-softmax step of a row over this thread's TN scores s of it: the running max m_run
+// takes the row's tile max (over the row's 16 lanes), s becomes P = exp(s − m) (0 for −inf) and
+// l_part = l_part·alpha + Σ P. Returns alpha = exp(m_old − m_new), 0 while the max is −inf.
+template <typename scalar_t, int TN>
+__device__ __forceinline__ scalar_t softmax_step(scalar_t (&s)[TN], scalar_t& m_run,
+                                                 scalar_t& l_part) {
+  scalar_t mx = neg_inf<scalar_t>();
+#pragma unroll
+  for (int b = 0; b < TN; ++b) mx = d_max(mx, s[b]);
+  const scalar_t m_new = d_max(m_run, group16_max(mx));
+  const scalar_t alpha = m_new == neg_inf<scalar_t>() ? scalar_t(0) : d_exp(m_run - m_new);
+  scalar_t sum = 0;
+#pragma unroll
+  for (int b = 0; b < TN; ++b) {
+    s[b] = s[b] == neg_inf<scalar_t>() ? scalar_t(0) : d_exp(s[b] - m_new);
+    sum += s[b];
+  }
+  l_part = l_part * alpha + sum;
+  m_run = m_new;
+  return alpha;
 }
 
 // Sizes every kernel reads.
@@ -289,71 +329,52 @@ __global__ void __launch_bounds__(kThreads)
     fwd_kernel(scalar_t* o, scalar_t* lse, const scalar_t* q, const scalar_t* k, const scalar_t* v,
                const int64_t* row_lo, const int64_t* row_hi, const int64_t* tile_lo,
                const int64_t* tile_hi, Dims d, scalar_t scale, MaskDesc m) {
-  using C = Cfg<scalar_t, D>;
-  constexpr int BR = C::BR, BC = C::BC, LD = C::LD, LP = C::LP;
-  constexpr int TM = C::TM, TN = C::TN, TD = C::TD;
+  using C = FwdCfg<scalar_t, D>;
+  constexpr int BR = C::BR, BC = C::BC, LQ = C::LQ, LK = C::LK, LV = C::LV;
+  constexpr int TM = BR / 16, RC = TM < 4 ? TM : 4, TN = BC / 16, TD = D / 16;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  int64_t* rlo = reinterpret_cast<int64_t*>(smem_raw);
-  int64_t* rhi = rlo + BR;
-  scalar_t* Qs = reinterpret_cast<scalar_t*>(rhi + BR);
-  scalar_t* Ks = Qs + BR * LD;
-  scalar_t* Vs = Ks + BC * LD;
-  scalar_t* Ps = Vs + BC * LD;
-  int* kok = reinterpret_cast<int*>(Ps + BR * LP);
+  scalar_t* Qt = reinterpret_cast<scalar_t*>(smem_raw);  // (D, LQ): the query tile, k-major
+  scalar_t* Ks = Qt + D * LQ;                            // (BC, LK)
+  scalar_t* Vs = Ks + BC * LK;                           // (BC, LV)
+  scalar_t* Pt = Vs + BC * LV;                           // (BC, LQ): P, key-major
+  int* rl = reinterpret_cast<int*>(Pt + BC * LQ);
+  int* rh = rl + BR;
+  int* kok = rh + BR;
 
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   const int64_t nqt = (d.T + BR - 1) / BR;
   const int64_t bh = blockIdx.x % d.BH, qt = nqt - 1 - blockIdx.x / d.BH;
   const int64_t b = bh / d.NH, h = bh % d.NH, r0 = qt * BR;
-  const scalar_t* kb = k + bh * d.S * d.hs;
-  const scalar_t* vb = v + bh * d.S * d.hsv;
-  load_rows<scalar_t, D, BR>(Qs, q + bh * d.T * d.hs, r0, d.T, d.hs);
-  load_row_ranges<BR>(rlo, rhi, row_lo, row_hi, r0, d.T);
-
-  scalar_t acc[TM][TD], m_run[TM], l_part[TM];  // l_part: this thread's columns only
+  load_rows<scalar_t, D, BR, LQ, true>(Qt, q + bh * d.T * d.hs, r0, d.T, d.hs);
+  scalar_t acc[TM][TD], m_run[TM], l_part[TM];  // l_part: over this thread's columns only
+  zero(acc);
 #pragma unroll
-  for (int a = 0; a < TM; ++a) {
-    m_run[a] = neg_inf<scalar_t>();
-    l_part[a] = 0;
-#pragma unroll
-    for (int c = 0; c < TD; ++c) acc[a][c] = 0;
-  }
+  for (int a = 0; a < TM; ++a) m_run[a] = neg_inf<scalar_t>(), l_part[a] = 0;
   const int64_t khi = tile_hi[qt];
   for (int64_t c0 = tile_lo[qt] / BC * BC; c0 <= khi; c0 += BC) {
-    load_rows<scalar_t, D, BC>(Ks, kb, c0, d.S, d.hs);
-    load_rows<scalar_t, D, BC>(Vs, vb, c0, d.S, d.hsv);
-    load_key_ok<BC>(kok, m, b, c0, d.S);
+    load_rows<scalar_t, D, BC, LK>(Ks, k + bh * d.S * d.hs, c0, d.S, d.hs);
+    load_rows<scalar_t, D, BC, LV>(Vs, v + bh * d.S * d.hsv, c0, d.S, d.hsv);
+    load_bounds<BR, BC>(rl, rh, kok, row_lo, row_hi, m, b, r0, c0, d.T, d.S);
     __syncthreads();
     scalar_t s[TM][TN];
-    mm_nt<scalar_t, TM, TN, D>(s, Qs, LD, Ks, LD, ty, tx);
-    mask_scores<scalar_t, TM, TN, BC>(s, m, rlo, rhi, kok, b, h, r0, c0, scale, ty, tx);
+    zero(s);
+    mm<scalar_t, TM, RC, TN, D, LQ, LK, true>(s, Qt, Ks, ty, tx);
+    mask_scores<false, scalar_t, TM, RC, TN>(s, m, rl, rh, kok, b, h, r0, c0, scale, ty, tx);
 #pragma unroll
-    for (int a = 0; a < TM; ++a) {  // online softmax: new max, rescale, P tile
-      scalar_t mx = neg_inf<scalar_t>();
-#pragma unroll
-      for (int bb = 0; bb < TN; ++bb) mx = d_max(mx, s[a][bb]);
-      const scalar_t m_new = d_max(m_run[a], group16_max(mx));
-      const scalar_t alpha = m_new == neg_inf<scalar_t>() ? scalar_t(0) : d_exp(m_run[a] - m_new);
-      scalar_t sum = 0;
-#pragma unroll
-      for (int bb = 0; bb < TN; ++bb) {
-        const scalar_t p = s[a][bb] == neg_inf<scalar_t>() ? scalar_t(0) : d_exp(s[a][bb] - m_new);
-        Ps[(ty + 16 * a) * LP + tx + 16 * bb] = p;
-        sum += p;
-      }
-      l_part[a] = l_part[a] * alpha + sum;
-      m_run[a] = m_new;
+    for (int a = 0; a < TM; ++a) {
+      const scalar_t alpha = softmax_step<scalar_t, TN>(s[a], m_run[a], l_part[a]);
 #pragma unroll
       for (int c = 0; c < TD; ++c) acc[a][c] *= alpha;
     }
+    store_t<scalar_t, TM, RC, TN, LQ>(Pt, s, ty, tx);
     __syncthreads();
-    mm_nn<scalar_t, TM, TD, BC>(acc, Ps, LP, Vs, LD, ty, tx);
+    mm<scalar_t, TM, RC, TD, BC, LQ, LV, false>(acc, Pt, Vs, ty, tx);
     __syncthreads();
   }
 #pragma unroll
   for (int a = 0; a < TM; ++a) {
     const scalar_t l = group16_sum(l_part[a]);
-    const int64_t i = r0 + ty + 16 * a;
+    const int64_t i = r0 + row_of<RC>(a, ty);
     if (i >= d.T) continue;
     const bool empty = l == scalar_t(0);  // no allowed key with a finite score
     const scalar_t inv = empty ? scalar_t(0) : scalar_t(1) / l;
@@ -382,8 +403,8 @@ __global__ void dot_kernel(scalar_t* Dv, const scalar_t* dout, const scalar_t* o
   }
 }
 
-// P and dS of one score entry: s the masked score, lse and Dr its row's. Entries that take no
-// part (s = -inf, masked or additive -inf) and rows with no allowed key (lse = -inf) give 0.
+// P and dS of one entry from its masked score s and dP: entries that take no part (s = -inf:
+// masked or additive -inf) and rows with no allowed key (lse = -inf) give 0.
 template <typename scalar_t>
 __device__ __forceinline__ void p_and_ds(scalar_t s, scalar_t dp, scalar_t lse, scalar_t Dr,
                                          scalar_t& p, scalar_t& ds) {
@@ -399,60 +420,60 @@ __global__ void __launch_bounds__(kThreads)
               const scalar_t* v, const scalar_t* lse, const scalar_t* Dv, const int64_t* row_lo,
               const int64_t* row_hi, const int64_t* tile_lo, const int64_t* tile_hi, Dims d,
               scalar_t scale, MaskDesc m) {
-  using C = Cfg<scalar_t, D>;
-  constexpr int BR = C::BR, BC = C::BC, LD = C::LD, LP = C::LP;
-  constexpr int TM = C::TM, TN = C::TN, TD = C::TD;
+  using C = BwdCfg<scalar_t, D>;
+  constexpr int BR = C::BR, BC = C::BC, LQ = C::LQ, LK = C::LK;
+  constexpr int TM = BR / 16, RC = TM < 4 ? TM : 4, TN = BC / 16, TD = D / 16;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  int64_t* rlo = reinterpret_cast<int64_t*>(smem_raw);
-  int64_t* rhi = rlo + BR;
-  scalar_t* Qs = reinterpret_cast<scalar_t*>(rhi + BR);
-  scalar_t* dOs = Qs + BR * LD;
-  scalar_t* Ks = dOs + BR * LD;
-  scalar_t* Vs = Ks + BC * LD;
-  scalar_t* dSs = Vs + BC * LD;
-  int* kok = reinterpret_cast<int*>(dSs + BR * LP);
+  scalar_t* Qt = reinterpret_cast<scalar_t*>(smem_raw);  // (D, LQ), k-major
+  scalar_t* dOt = Qt + D * LQ;                           // (D, LQ), k-major
+  scalar_t* Ks = dOt + D * LQ;                           // (BC, LK)
+  scalar_t* Vs = Ks + BC * LK;                           // (BC, LK)
+  scalar_t* dSt = Vs + BC * LK;                          // (BC, LQ): dS, key-major
+  int* rl = reinterpret_cast<int*>(dSt + BC * LQ);
+  int* rh = rl + BR;
+  int* kok = rh + BR;
 
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   const int64_t nqt = (d.T + BR - 1) / BR;
   const int64_t bh = blockIdx.x % d.BH, qt = nqt - 1 - blockIdx.x / d.BH;
   const int64_t b = bh / d.NH, h = bh % d.NH, r0 = qt * BR;
-  load_rows<scalar_t, D, BR>(Qs, q + bh * d.T * d.hs, r0, d.T, d.hs);
-  load_rows<scalar_t, D, BR>(dOs, dout + bh * d.T * d.hsv, r0, d.T, d.hsv);
-  load_row_ranges<BR>(rlo, rhi, row_lo, row_hi, r0, d.T);
+  load_rows<scalar_t, D, BR, LQ, true>(Qt, q + bh * d.T * d.hs, r0, d.T, d.hs);
+  load_rows<scalar_t, D, BR, LQ, true>(dOt, dout + bh * d.T * d.hsv, r0, d.T, d.hsv);
   scalar_t lse_r[TM], D_r[TM], acc[TM][TD];
+  zero(acc);
 #pragma unroll
   for (int a = 0; a < TM; ++a) {
-    const int64_t i = r0 + ty + 16 * a;
+    const int64_t i = r0 + row_of<RC>(a, ty);
     lse_r[a] = i < d.T ? lse[bh * d.T + i] : neg_inf<scalar_t>();
     D_r[a] = i < d.T ? Dv[bh * d.T + i] : scalar_t(0);
-#pragma unroll
-    for (int c = 0; c < TD; ++c) acc[a][c] = 0;
   }
   const int64_t khi = tile_hi[qt];
   for (int64_t c0 = tile_lo[qt] / BC * BC; c0 <= khi; c0 += BC) {
-    load_rows<scalar_t, D, BC>(Ks, k + bh * d.S * d.hs, c0, d.S, d.hs);
-    load_rows<scalar_t, D, BC>(Vs, v + bh * d.S * d.hsv, c0, d.S, d.hsv);
-    load_key_ok<BC>(kok, m, b, c0, d.S);
+    load_rows<scalar_t, D, BC, LK>(Ks, k + bh * d.S * d.hs, c0, d.S, d.hs);
+    load_rows<scalar_t, D, BC, LK>(Vs, v + bh * d.S * d.hsv, c0, d.S, d.hsv);
+    load_bounds<BR, BC>(rl, rh, kok, row_lo, row_hi, m, b, r0, c0, d.T, d.S);
     __syncthreads();
     scalar_t s[TM][TN], dp[TM][TN];
-    mm_nt<scalar_t, TM, TN, D>(s, Qs, LD, Ks, LD, ty, tx);
-    mask_scores<scalar_t, TM, TN, BC>(s, m, rlo, rhi, kok, b, h, r0, c0, scale, ty, tx);
-    mm_nt<scalar_t, TM, TN, D>(dp, dOs, LD, Vs, LD, ty, tx);
+    zero(s);
+    zero(dp);
+    mm<scalar_t, TM, RC, TN, D, LQ, LK, true>(s, Qt, Ks, ty, tx);
+    mask_scores<false, scalar_t, TM, RC, TN>(s, m, rl, rh, kok, b, h, r0, c0, scale, ty, tx);
+    mm<scalar_t, TM, RC, TN, D, LQ, LK, true>(dp, dOt, Vs, ty, tx);
 #pragma unroll
     for (int a = 0; a < TM; ++a)
 #pragma unroll
       for (int bb = 0; bb < TN; ++bb) {
-        scalar_t p, ds;
-        p_and_ds(s[a][bb], dp[a][bb], lse_r[a], D_r[a], p, ds);
-        dSs[(ty + 16 * a) * LP + tx + 16 * bb] = ds;
+        scalar_t p;
+        p_and_ds(s[a][bb], dp[a][bb], lse_r[a], D_r[a], p, dp[a][bb]);  // dp becomes dS
       }
+    store_t<scalar_t, TM, RC, TN, LQ>(dSt, dp, ty, tx);
     __syncthreads();
-    mm_nn<scalar_t, TM, TD, BC>(acc, dSs, LP, Ks, LD, ty, tx);
+    mm<scalar_t, TM, RC, TD, BC, LQ, LK, false>(acc, dSt, Ks, ty, tx);
     __syncthreads();
   }
 #pragma unroll
   for (int a = 0; a < TM; ++a) {
-    const int64_t i = r0 + ty + 16 * a;
+    const int64_t i = r0 + row_of<RC>(a, ty);
     if (i >= d.T) continue;
 #pragma unroll
     for (int c = 0; c < TD; ++c)
@@ -461,76 +482,75 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // Block: (b, h, key tile kt). dk (B, NH, S, hs) = scale · Σ_i dS_ijᵀ·q_i, dv (B, NH, S, hs_v) =
-// Σ_i P_ijᵀ·dO_i over the query tiles whose key range meets this key tile, in tile order.
+// Σ_i P_ijᵀ·dO_i over the query tiles whose key range meets this key tile, in tile order. A
+// thread owns keys row(a) and query rows (of a tile) / head columns col(b).
 template <typename scalar_t, int D>
 __global__ void __launch_bounds__(kThreads)
     dkv_kernel(scalar_t* dk, scalar_t* dv, const scalar_t* dout, const scalar_t* q,
                const scalar_t* k, const scalar_t* v, const scalar_t* lse, const scalar_t* Dv,
                const int64_t* row_lo, const int64_t* row_hi, const int64_t* tile_lo,
                const int64_t* tile_hi, Dims d, scalar_t scale, MaskDesc m) {
-  using C = Cfg<scalar_t, D>;
-  constexpr int BR = C::BR, BC = C::BC, LD = C::LD, LP = C::LP;
-  constexpr int TM = C::TM, TN = C::TN, TD = C::TD;
+  using C = BwdCfg<scalar_t, D>;
+  constexpr int BR = C::BR, BC = C::BC, LC = C::LC, LK = C::LK;
+  constexpr int TK = BC / 16, RC = TK < 4 ? TK : 4, TR = BR / 16, TD = D / 16;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  int64_t* rlo = reinterpret_cast<int64_t*>(smem_raw);
-  int64_t* rhi = rlo + BR;
-  scalar_t* Ks = reinterpret_cast<scalar_t*>(rhi + BR);
-  scalar_t* Vs = Ks + BC * LD;
-  scalar_t* Qs = Vs + BC * LD;
-  scalar_t* dOs = Qs + BR * LD;
-  scalar_t* Ps = dOs + BR * LD;
-  scalar_t* dSs = Ps + BR * LP;
-  scalar_t* lse_s = dSs + BR * LP;
+  scalar_t* Kt = reinterpret_cast<scalar_t*>(smem_raw);  // (D, LC): the key tile, k-major
+  scalar_t* Vt = Kt + D * LC;                            // (D, LC), k-major
+  scalar_t* Qs = Vt + D * LC;                            // (BR, LK)
+  scalar_t* dOs = Qs + BR * LK;                          // (BR, LK)
+  scalar_t* Ps = dOs + BR * LK;                          // (BR, LC): P, query-major
+  scalar_t* dSs = Ps + BR * LC;                          // (BR, LC)
+  scalar_t* lse_s = dSs + BR * LC;
   scalar_t* D_s = lse_s + BR;
-  int* kok = reinterpret_cast<int*>(D_s + BR);
+  int* rl = reinterpret_cast<int*>(D_s + BR);
+  int* rh = rl + BR;
+  int* kok = rh + BR;
 
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   const int64_t nqt = (d.T + BR - 1) / BR;
   const int64_t bh = blockIdx.x % d.BH, kt = blockIdx.x / d.BH;
   const int64_t b = bh / d.NH, h = bh % d.NH, c0 = kt * BC;
   const int64_t c_last = imin(c0 + BC, d.S) - 1;
-  load_rows<scalar_t, D, BC>(Ks, k + bh * d.S * d.hs, c0, d.S, d.hs);
-  load_rows<scalar_t, D, BC>(Vs, v + bh * d.S * d.hsv, c0, d.S, d.hsv);
-  load_key_ok<BC>(kok, m, b, c0, d.S);
-  scalar_t dk_acc[TN][TD], dv_acc[TN][TD];  // keys ty + 16a, columns tx + 16c
-#pragma unroll
-  for (int a = 0; a < TN; ++a)
-#pragma unroll
-    for (int c = 0; c < TD; ++c) dk_acc[a][c] = dv_acc[a][c] = 0;
+  load_rows<scalar_t, D, BC, LC, true>(Kt, k + bh * d.S * d.hs, c0, d.S, d.hs);
+  load_rows<scalar_t, D, BC, LC, true>(Vt, v + bh * d.S * d.hsv, c0, d.S, d.hsv);
+  scalar_t dk_acc[TK][TD], dv_acc[TK][TD];
+  zero(dk_acc);
+  zero(dv_acc);
   for (int64_t qt = 0; qt < nqt; ++qt) {
     if (tile_lo[qt] > c_last || tile_hi[qt] < c0) continue;  // uniform over the block
     const int64_t r0 = qt * BR;
-    load_rows<scalar_t, D, BR>(Qs, q + bh * d.T * d.hs, r0, d.T, d.hs);
-    load_rows<scalar_t, D, BR>(dOs, dout + bh * d.T * d.hsv, r0, d.T, d.hsv);
-    load_row_ranges<BR>(rlo, rhi, row_lo, row_hi, r0, d.T);
+    load_rows<scalar_t, D, BR, LK>(Qs, q + bh * d.T * d.hs, r0, d.T, d.hs);
+    load_rows<scalar_t, D, BR, LK>(dOs, dout + bh * d.T * d.hsv, r0, d.T, d.hsv);
+    load_bounds<BR, BC>(rl, rh, kok, row_lo, row_hi, m, b, r0, c0, d.T, d.S);
     for (int r = threadIdx.x; r < BR; r += kThreads) {
       const int64_t i = r0 + r;
       lse_s[r] = i < d.T ? lse[bh * d.T + i] : neg_inf<scalar_t>();
       D_s[r] = i < d.T ? Dv[bh * d.T + i] : scalar_t(0);
     }
     __syncthreads();
-    scalar_t s[TM][TN], dp[TM][TN];
-    mm_nt<scalar_t, TM, TN, D>(s, Qs, LD, Ks, LD, ty, tx);
-    mask_scores<scalar_t, TM, TN, BC>(s, m, rlo, rhi, kok, b, h, r0, c0, scale, ty, tx);
-    mm_nt<scalar_t, TM, TN, D>(dp, dOs, LD, Vs, LD, ty, tx);
+    scalar_t s[TK][TR], dp[TK][TR];  // transposed: keys × query rows
+    zero(s);
+    zero(dp);
+    mm<scalar_t, TK, RC, TR, D, LC, LK, true>(s, Kt, Qs, ty, tx);
+    mask_scores<true, scalar_t, TK, RC, TR>(s, m, rl, rh, kok, b, h, r0, c0, scale, ty, tx);
+    mm<scalar_t, TK, RC, TR, D, LC, LK, true>(dp, Vt, dOs, ty, tx);
 #pragma unroll
-    for (int a = 0; a < TM; ++a)
+    for (int a = 0; a < TK; ++a)
 #pragma unroll
-      for (int bb = 0; bb < TN; ++bb) {
-        const int ra = ty + 16 * a, cb = tx + 16 * bb;
-        scalar_t p, ds;
-        p_and_ds(s[a][bb], dp[a][bb], lse_s[ra], D_s[ra], p, ds);
-        Ps[ra * LP + cb] = p;
-        dSs[ra * LP + cb] = ds;
+      for (int bb = 0; bb < TR; ++bb) {
+        const int r = tx + 16 * bb;
+        p_and_ds(s[a][bb], dp[a][bb], lse_s[r], D_s[r], s[a][bb], dp[a][bb]);  // P, dS
       }
+    store_t<scalar_t, TK, RC, TR, LC>(Ps, s, ty, tx);
+    store_t<scalar_t, TK, RC, TR, LC>(dSs, dp, ty, tx);
     __syncthreads();
-    mm_tn<scalar_t, TN, TD, BR>(dv_acc, Ps, LP, dOs, LD, ty, tx);
-    mm_tn<scalar_t, TN, TD, BR>(dk_acc, dSs, LP, Qs, LD, ty, tx);
+    mm<scalar_t, TK, RC, TD, BR, LC, LK, false>(dv_acc, Ps, dOs, ty, tx);
+    mm<scalar_t, TK, RC, TD, BR, LC, LK, false>(dk_acc, dSs, Qs, ty, tx);
     __syncthreads();
   }
 #pragma unroll
-  for (int a = 0; a < TN; ++a) {
-    const int64_t j = c0 + ty + 16 * a;
+  for (int a = 0; a < TK; ++a) {
+    const int64_t j = c0 + row_of<RC>(a, ty);
     if (j > c_last) continue;
 #pragma unroll
     for (int c = 0; c < TD; ++c) {
@@ -592,6 +612,13 @@ unsigned grid_size(int64_t blocks, const char* what) {
   return static_cast<unsigned>(blocks);
 }
 
+// Lets kernel use `bytes` of dynamic shared memory (above the default 48 KiB).
+template <typename K>
+void allow_smem(K kernel, size_t bytes) {
+  TG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(bytes)));
+}
+
 // Calls f(std::integral_constant<int, D>) with D the padded head size for max(hs, hs_v).
 template <typename F>
 void dispatch_head(int64_t hs, int64_t hsv, const char* what, F&& f) {
@@ -610,15 +637,14 @@ void dispatch_head(int64_t hs, int64_t hsv, const char* what, F&& f) {
 template <typename scalar_t, int D>
 void run_forward(scalar_t* o, scalar_t* lse, const scalar_t* q, const scalar_t* k,
                  const scalar_t* v, const Dims& d, double scale, const MaskDesc& m) {
-  using C = Cfg<scalar_t, D>;
+  using C = FwdCfg<scalar_t, D>;
+  static_assert(C::kSmem <= kMaxSmem, "forward tiles exceed shared memory");
   const int64_t nqt = (d.T + C::BR - 1) / C::BR;
   Plan plan(d.T, nqt);
   launch_plan<C::BR>(plan, m, d.T, d.S, nqt);
-  constexpr size_t smem = fwd_smem<scalar_t, D>();
-  TG_CUDA_CHECK(cudaFuncSetAttribute(fwd_kernel<scalar_t, D>,
-                                     cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  allow_smem(fwd_kernel<scalar_t, D>, C::kSmem);
   fwd_kernel<scalar_t, D>
-      <<<grid_size(d.BH * nqt, "attention_forward"), kThreads, smem, detail::cur_stream()>>>(
+      <<<grid_size(d.BH * nqt, "attention_forward"), kThreads, C::kSmem, detail::cur_stream()>>>(
           o, lse, q, k, v, plan.row_lo, plan.row_hi, plan.tile_lo, plan.tile_hi, d,
           static_cast<scalar_t>(scale), m);
   TG_CUDA_LAUNCH_CHECK("attention fwd_kernel");
@@ -628,7 +654,8 @@ template <typename scalar_t, int D>
 void run_backward(scalar_t* dq, scalar_t* dk, scalar_t* dv, const scalar_t* dout, const scalar_t* q,
                   const scalar_t* k, const scalar_t* v, const scalar_t* o, const scalar_t* lse,
                   const Dims& d, double scale, const MaskDesc& m) {
-  using C = Cfg<scalar_t, D>;
+  using C = BwdCfg<scalar_t, D>;
+  static_assert(C::kSmemDq <= kMaxSmem && C::kSmemDkv <= kMaxSmem, "backward tiles too large");
   const int64_t nqt = (d.T + C::BR - 1) / C::BR, nkt = (d.S + C::BC - 1) / C::BC;
   const scalar_t sc = static_cast<scalar_t>(scale);
   Plan plan(d.T, nqt);
@@ -639,23 +666,18 @@ void run_backward(scalar_t* dq, scalar_t* dk, scalar_t* dv, const scalar_t* dout
     dot_kernel<scalar_t><<<detail::grid_for(d.BH * d.T, 8), 256, 0, detail::cur_stream()>>>(
         Dv, dout, o, d.BH * d.T, d.hsv);
     TG_CUDA_LAUNCH_CHECK("attention dot_kernel");
-    constexpr size_t smem = dq_smem<scalar_t, D>();
-    TG_CUDA_CHECK(cudaFuncSetAttribute(dq_kernel<scalar_t, D>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    dq_kernel<scalar_t, D>
-        <<<grid_size(d.BH * nqt, "attention_backward"), kThreads, smem, detail::cur_stream()>>>(
-            dq, dout, q, k, v, lse, Dv, plan.row_lo, plan.row_hi, plan.tile_lo, plan.tile_hi, d, sc,
-            m);
+    allow_smem(dq_kernel<scalar_t, D>, C::kSmemDq);
+    dq_kernel<scalar_t, D><<<grid_size(d.BH * nqt, "attention_backward"), kThreads, C::kSmemDq,
+                             detail::cur_stream()>>>(
+        dq, dout, q, k, v, lse, Dv, plan.row_lo, plan.row_hi, plan.tile_lo, plan.tile_hi, d, sc, m);
     TG_CUDA_LAUNCH_CHECK("attention dq_kernel");
   }
   if (d.S > 0) {
-    constexpr size_t smem = dkv_smem<scalar_t, D>();
-    TG_CUDA_CHECK(cudaFuncSetAttribute(dkv_kernel<scalar_t, D>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    dkv_kernel<scalar_t, D>
-        <<<grid_size(d.BH * nkt, "attention_backward"), kThreads, smem, detail::cur_stream()>>>(
-            dk, dv, dout, q, k, v, lse, Dv, plan.row_lo, plan.row_hi, plan.tile_lo, plan.tile_hi, d,
-            sc, m);
+    allow_smem(dkv_kernel<scalar_t, D>, C::kSmemDkv);
+    dkv_kernel<scalar_t, D><<<grid_size(d.BH * nkt, "attention_backward"), kThreads, C::kSmemDkv,
+                              detail::cur_stream()>>>(dk, dv, dout, q, k, v, lse, Dv, plan.row_lo,
+                                                      plan.row_hi, plan.tile_lo, plan.tile_hi, d,
+                                                      sc, m);
     TG_CUDA_LAUNCH_CHECK("attention dkv_kernel");
   }
 }
