@@ -69,6 +69,11 @@ __device__ __forceinline__ scalar_t group16_sum(scalar_t v) {
 // row(a) = (a / RC)·16·RC + ty·RC + a % RC, each chunk one vector load from a k-major tile (a
 // broadcast within the 16 lanes of a row group); TN "columns" col(b) = tx + 16b, read as scalars:
 // consecutive words, or rows of a tile with an odd stride. Both are free of bank conflicts.
+// Shared bytes of a tile's mask (TileMask below): 2·BR int64, then 2·BR + BC int.
+template <int BR, int BC>
+constexpr size_t mask_bytes() {
+  return 2 * BR * sizeof(int64_t) + (2 * BR + BC) * sizeof(int);
+}
 template <typename scalar_t, int D>
 struct FwdCfg {  // forward: BR query rows × BC keys per tile
   static constexpr bool kF64 = sizeof(scalar_t) == 8;
@@ -76,7 +81,7 @@ struct FwdCfg {  // forward: BR query rows × BC keys per tile
   static constexpr int BC = D == 128 ? 32 : 64;
   static constexpr int LQ = BR + 4, LK = D + 1, LV = D;  // strides of Qt and Pt; Ks; Vs
   static constexpr size_t kSmem =
-      (D * LQ + BC * LK + BC * LV + BC * LQ) * sizeof(scalar_t) + (2 * BR + BC) * sizeof(int);
+      (D * LQ + BC * LK + BC * LV + BC * LQ) * sizeof(scalar_t) + mask_bytes<BR, BC>();
 };
 template <typename scalar_t, int D>
 struct BwdCfg {  // backward: BR query rows × BC keys per tile (dkv_kernel: keys × rows)
@@ -85,10 +90,9 @@ struct BwdCfg {  // backward: BR query rows × BC keys per tile (dkv_kernel: key
   static constexpr int BC = D == 128 ? 32 : 64;
   static constexpr int LQ = BR + 4, LC = BC + 4, LK = D + 1;
   static constexpr size_t kSmemDq =
-      (2 * D * LQ + 2 * BC * LK + BC * LQ) * sizeof(scalar_t) + (2 * BR + BC) * sizeof(int);
+      (2 * D * LQ + 2 * BC * LK + BC * LQ) * sizeof(scalar_t) + mask_bytes<BR, BC>();
   static constexpr size_t kSmemDkv =
-      (2 * D * LC + 2 * BR * LK + 2 * BR * LC + 2 * BR) * sizeof(scalar_t) +
-      (2 * BR + BC) * sizeof(int);
+      (2 * D * LC + 2 * BR * LK + 2 * BR * LC + 2 * BR) * sizeof(scalar_t) + mask_bytes<BR, BC>();
 };
 constexpr size_t kMaxSmem = 227 * 1024;  // sm_90: dynamic shared memory per block (opt-in)
 
@@ -200,26 +204,41 @@ __device__ void load_rows(scalar_t* dst, const scalar_t* src, int64_t row0, int6
   }
 }
 
-// For a tile of query rows r0.. and keys c0..: rl[r], rh[r] = row r's allowed keys [rl, rh)
-// relative to c0, clamped to [0, BC] (empty past T); kok[c] = key c0 + c passes the key-only
-// parts (j < S, padding, lengths).
+// The mask of a tile with query rows r0.. and keys c0.., in shared memory: rl[r], rh[r] = row
+// r's allowed keys [rl, rh) relative to c0, clamped to [0, BC] (empty past T); roff[r] and
+// roff[BR + r] = the row's element offset in the bool and additive parts (at key 0); kok[c] = key
+// c0 + c passes the key-only parts (j < S, padding, lengths). Row offsets live in shared memory,
+// not registers, so that the key loop stays within the register budget.
+struct TileMask {
+  int *rl, *rh, *kok;
+  int64_t* roff;
+};
 template <int BR, int BC>
-__device__ void load_bounds(int* rl, int* rh, int* kok, const int64_t* row_lo,
-                            const int64_t* row_hi, const MaskDesc& m, int64_t b, int64_t r0,
-                            int64_t c0, int64_t T, int64_t S) {
+__device__ TileMask carve_mask(unsigned char* p) {  // 2·BR int64, then 2·BR + BC int
+  int64_t* roff = reinterpret_cast<int64_t*>(p);
+  int* rl = reinterpret_cast<int*>(roff + 2 * BR);
+  return {rl, rl + BR, rl + 2 * BR, roff};
+}
+template <int BR, int BC>
+__device__ void load_mask(const TileMask& tm, const int64_t* row_lo, const int64_t* row_hi,
+                          const MaskDesc& m, int64_t b, int64_t h, int64_t r0, int64_t c0,
+                          int64_t T, int64_t S) {
   for (int r = threadIdx.x; r < BR; r += kThreads) {
     const int64_t i = r0 + r;
     const int64_t lo = i < T ? row_lo[i] : 1, hi = i < T ? row_hi[i] : 0;
     const int64_t a = imin(imax(lo - c0, 0), BC);
-    rl[r] = static_cast<int>(a);
-    rh[r] = static_cast<int>(imin(imax(hi - c0 + 1, a), BC));
+    tm.rl[r] = static_cast<int>(a);
+    tm.rh[r] = static_cast<int>(imin(imax(hi - c0 + 1, a), BC));
+    const int64_t *sa = m.allowed_stride, *sd = m.additive_stride;
+    tm.roff[r] = b * sa[0] + h * sa[1] + i * sa[2];
+    tm.roff[BR + r] = b * sd[0] + h * sd[1] + i * sd[2];
   }
   for (int c = threadIdx.x; c < BC; c += kThreads) {
     const int64_t j = c0 + c;
     bool ok = j < S;
     if (ok && m.key_allowed) ok = m.key_allowed[b * S + j];
     if (ok && m.key_lengths) ok = j < m.key_lengths[b];
-    kok[c] = ok;
+    tm.kok[c] = ok;
   }
 }
 
@@ -269,10 +288,9 @@ __device__ __forceinline__ void store_t(scalar_t* dst, const scalar_t (&x)[TM][T
 // Masks the raw dot products s of a tile with query rows r0.. and keys c0..: scale·s (+ additive)
 // where the entry is allowed, -inf where not. Entry (a, b) is query row(a), key col(b); with
 // kKeyMajor key row(a), query col(b).
-template <bool kKeyMajor, typename scalar_t, int TM, int RC, int TN>
-__device__ void mask_scores(scalar_t (&s)[TM][TN], const MaskDesc& m, const int* rl, const int* rh,
-                            const int* kok, int64_t b, int64_t h, int64_t r0, int64_t c0,
-                            scalar_t scale, int ty, int tx) {
+template <bool kKeyMajor, int BR, typename scalar_t, int TM, int RC, int TN>
+__device__ void mask_scores(scalar_t (&s)[TM][TN], const MaskDesc& m, const TileMask& tm,
+                            int64_t c0, scalar_t scale, int ty, int tx) {
   const scalar_t* add = static_cast<const scalar_t*>(m.additive);
 #pragma unroll
   for (int a = 0; a < TM; ++a)
@@ -280,15 +298,10 @@ __device__ void mask_scores(scalar_t (&s)[TM][TN], const MaskDesc& m, const int*
     for (int bb = 0; bb < TN; ++bb) {
       const int x = row_of<RC>(a, ty), y = tx + 16 * bb;
       const int r = kKeyMajor ? y : x, c = kKeyMajor ? x : y;
-      const int64_t i = r0 + r, j = c0 + c;
-      bool ok = c >= rl[r] && c < rh[r] && kok[c];
-      if (ok && m.allowed)
-        ok = m.allowed[b * m.allowed_stride[0] + h * m.allowed_stride[1] + i * m.allowed_stride[2] +
-                       j * m.allowed_stride[3]];
+      bool ok = c >= tm.rl[r] && c < tm.rh[r] && tm.kok[c];
+      if (ok && m.allowed) ok = m.allowed[tm.roff[r] + (c0 + c) * m.allowed_stride[3]];
       scalar_t v = s[a][bb] * scale;
-      if (ok && add)
-        v += add[b * m.additive_stride[0] + h * m.additive_stride[1] + i * m.additive_stride[2] +
-                 j * m.additive_stride[3]];
+      if (ok && add) v += add[tm.roff[BR + r] + (c0 + c) * m.additive_stride[3]];
       s[a][bb] = ok ? v : neg_inf<scalar_t>();
     }
 }
@@ -337,9 +350,7 @@ __global__ void __launch_bounds__(kThreads)
   scalar_t* Ks = Qt + D * LQ;                            // (BC, LK)
   scalar_t* Vs = Ks + BC * LK;                           // (BC, LV)
   scalar_t* Pt = Vs + BC * LV;                           // (BC, LQ): P, key-major
-  int* rl = reinterpret_cast<int*>(Pt + BC * LQ);
-  int* rh = rl + BR;
-  int* kok = rh + BR;
+  const TileMask tm = carve_mask<BR, BC>(reinterpret_cast<unsigned char*>(Pt + BC * LQ));
 
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   const int64_t nqt = (d.T + BR - 1) / BR;
@@ -354,12 +365,12 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t c0 = tile_lo[qt] / BC * BC; c0 <= khi; c0 += BC) {
     load_rows<scalar_t, D, BC, LK>(Ks, k + bh * d.S * d.hs, c0, d.S, d.hs);
     load_rows<scalar_t, D, BC, LV>(Vs, v + bh * d.S * d.hsv, c0, d.S, d.hsv);
-    load_bounds<BR, BC>(rl, rh, kok, row_lo, row_hi, m, b, r0, c0, d.T, d.S);
+    load_mask<BR, BC>(tm, row_lo, row_hi, m, b, h, r0, c0, d.T, d.S);
     __syncthreads();
     scalar_t s[TM][TN];
     zero(s);
     mm<scalar_t, TM, RC, TN, D, LQ, LK, true>(s, Qt, Ks, ty, tx);
-    mask_scores<false, scalar_t, TM, RC, TN>(s, m, rl, rh, kok, b, h, r0, c0, scale, ty, tx);
+    mask_scores<false, BR, scalar_t, TM, RC, TN>(s, m, tm, c0, scale, ty, tx);
 #pragma unroll
     for (int a = 0; a < TM; ++a) {
       const scalar_t alpha = softmax_step<scalar_t, TN>(s[a], m_run[a], l_part[a]);
@@ -429,9 +440,7 @@ __global__ void __launch_bounds__(kThreads)
   scalar_t* Ks = dOt + D * LQ;                           // (BC, LK)
   scalar_t* Vs = Ks + BC * LK;                           // (BC, LK)
   scalar_t* dSt = Vs + BC * LK;                          // (BC, LQ): dS, key-major
-  int* rl = reinterpret_cast<int*>(dSt + BC * LQ);
-  int* rh = rl + BR;
-  int* kok = rh + BR;
+  const TileMask tm = carve_mask<BR, BC>(reinterpret_cast<unsigned char*>(dSt + BC * LQ));
 
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   const int64_t nqt = (d.T + BR - 1) / BR;
@@ -451,13 +460,13 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t c0 = tile_lo[qt] / BC * BC; c0 <= khi; c0 += BC) {
     load_rows<scalar_t, D, BC, LK>(Ks, k + bh * d.S * d.hs, c0, d.S, d.hs);
     load_rows<scalar_t, D, BC, LK>(Vs, v + bh * d.S * d.hsv, c0, d.S, d.hsv);
-    load_bounds<BR, BC>(rl, rh, kok, row_lo, row_hi, m, b, r0, c0, d.T, d.S);
+    load_mask<BR, BC>(tm, row_lo, row_hi, m, b, h, r0, c0, d.T, d.S);
     __syncthreads();
     scalar_t s[TM][TN], dp[TM][TN];
     zero(s);
     zero(dp);
     mm<scalar_t, TM, RC, TN, D, LQ, LK, true>(s, Qt, Ks, ty, tx);
-    mask_scores<false, scalar_t, TM, RC, TN>(s, m, rl, rh, kok, b, h, r0, c0, scale, ty, tx);
+    mask_scores<false, BR, scalar_t, TM, RC, TN>(s, m, tm, c0, scale, ty, tx);
     mm<scalar_t, TM, RC, TN, D, LQ, LK, true>(dp, dOt, Vs, ty, tx);
 #pragma unroll
     for (int a = 0; a < TM; ++a)
@@ -502,9 +511,7 @@ __global__ void __launch_bounds__(kThreads)
   scalar_t* dSs = Ps + BR * LC;                          // (BR, LC)
   scalar_t* lse_s = dSs + BR * LC;
   scalar_t* D_s = lse_s + BR;
-  int* rl = reinterpret_cast<int*>(D_s + BR);
-  int* rh = rl + BR;
-  int* kok = rh + BR;
+  const TileMask tm = carve_mask<BR, BC>(reinterpret_cast<unsigned char*>(D_s + BR));
 
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   const int64_t nqt = (d.T + BR - 1) / BR;
@@ -521,7 +528,7 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t r0 = qt * BR;
     load_rows<scalar_t, D, BR, LK>(Qs, q + bh * d.T * d.hs, r0, d.T, d.hs);
     load_rows<scalar_t, D, BR, LK>(dOs, dout + bh * d.T * d.hsv, r0, d.T, d.hsv);
-    load_bounds<BR, BC>(rl, rh, kok, row_lo, row_hi, m, b, r0, c0, d.T, d.S);
+    load_mask<BR, BC>(tm, row_lo, row_hi, m, b, h, r0, c0, d.T, d.S);
     for (int r = threadIdx.x; r < BR; r += kThreads) {
       const int64_t i = r0 + r;
       lse_s[r] = i < d.T ? lse[bh * d.T + i] : neg_inf<scalar_t>();
@@ -532,7 +539,7 @@ __global__ void __launch_bounds__(kThreads)
     zero(s);
     zero(dp);
     mm<scalar_t, TK, RC, TR, D, LC, LK, true>(s, Kt, Qs, ty, tx);
-    mask_scores<true, scalar_t, TK, RC, TR>(s, m, rl, rh, kok, b, h, r0, c0, scale, ty, tx);
+    mask_scores<true, BR, scalar_t, TK, RC, TR>(s, m, tm, c0, scale, ty, tx);
     mm<scalar_t, TK, RC, TR, D, LC, LK, true>(dp, Vt, dOs, ty, tx);
 #pragma unroll
     for (int a = 0; a < TK; ++a)
