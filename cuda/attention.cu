@@ -75,13 +75,11 @@ constexpr size_t mask_bytes() {
   return 2 * BR * sizeof(int64_t) + (2 * BR + BC) * sizeof(int);
 }
 template <typename scalar_t, int D>
-struct FwdCfg {  // forward: BR query rows × BC keys per tile
-  static constexpr bool kF64 = sizeof(scalar_t) == 8;
-  static constexpr int BR = kF64 ? (D == 128 ? 32 : 64) : (D == 128 ? 64 : 128);
-  static constexpr int BC = D == 128 ? 32 : 64;
-  static constexpr int LQ = BR + 4, LK = D + 1, LV = D;  // strides of Qt and Pt; Ks; Vs
+struct FwdCfg {  // forward: BR query rows × BC keys per tile, every operand k-major
+  static constexpr int BR = sizeof(scalar_t) == 8 && D == 128 ? 32 : 64;
+  static constexpr int BC = BR;
   static constexpr size_t kSmem =
-      (D * LQ + BC * LK + BC * LV + BC * LQ) * sizeof(scalar_t) + mask_bytes<BR, BC>();
+      (D * BR + D * BC + BC * D + BC * BR) * sizeof(scalar_t) + mask_bytes<BR, BC>();
 };
 template <typename scalar_t, int D>
 struct BwdCfg {  // backward: BR query rows × BC keys per tile (dkv_kernel: keys × rows)
@@ -95,6 +93,10 @@ struct BwdCfg {  // backward: BR query rows × BC keys per tile (dkv_kernel: key
       (2 * D * LC + 2 * BR * LK + 2 * BR * LC + 2 * BR) * sizeof(scalar_t) + mask_bytes<BR, BC>();
 };
 constexpr size_t kMaxSmem = 227 * 1024;  // sm_90: dynamic shared memory per block (opt-in)
+// Blocks per SM the F32 kernels are compiled for (__launch_bounds__: at most 128 registers); the
+// F64 ones take what they need (one block per SM, their tiles fill shared memory anyway).
+template <typename scalar_t>
+constexpr int kMinBlocks = sizeof(scalar_t) == 4 ? 2 : 1;
 
 template <int RC>
 __device__ __forceinline__ int row_of(int a, int ty) {
@@ -219,16 +221,20 @@ __device__ TileMask carve_mask(unsigned char* p) {  // 2·BR int64, then 2·BR +
   int* rl = reinterpret_cast<int*>(roff + 2 * BR);
   return {rl, rl + BR, rl + 2 * BR, roff};
 }
+// Returns whether this thread's rows and keys allow the whole tile (and no data part is set):
+// __syncthreads_and of it says the tile needs no per-entry checks.
 template <int BR, int BC>
-__device__ void load_mask(const TileMask& tm, const int64_t* row_lo, const int64_t* row_hi,
+__device__ bool load_mask(const TileMask& tm, const int64_t* row_lo, const int64_t* row_hi,
                           const MaskDesc& m, int64_t b, int64_t h, int64_t r0, int64_t c0,
                           int64_t T, int64_t S) {
+  bool full = !m.allowed && !m.additive;
   for (int r = threadIdx.x; r < BR; r += kThreads) {
     const int64_t i = r0 + r;
     const int64_t lo = i < T ? row_lo[i] : 1, hi = i < T ? row_hi[i] : 0;
     const int64_t a = imin(imax(lo - c0, 0), BC);
     tm.rl[r] = static_cast<int>(a);
     tm.rh[r] = static_cast<int>(imin(imax(hi - c0 + 1, a), BC));
+    full = full && tm.rl[r] == 0 && tm.rh[r] == BC;
     const int64_t *sa = m.allowed_stride, *sd = m.additive_stride;
     tm.roff[r] = b * sa[0] + h * sa[1] + i * sa[2];
     tm.roff[BR + r] = b * sd[0] + h * sd[1] + i * sd[2];
@@ -239,7 +245,9 @@ __device__ void load_mask(const TileMask& tm, const int64_t* row_lo, const int64
     if (ok && m.key_allowed) ok = m.key_allowed[b * S + j];
     if (ok && m.key_lengths) ok = j < m.key_lengths[b];
     tm.kok[c] = ok;
+    full = full && ok;
   }
+  return full;
 }
 
 // ---- the register-tiled product over shared tiles ----
@@ -288,15 +296,15 @@ __device__ __forceinline__ void store_t(scalar_t* dst, const scalar_t (&x)[TM][T
 // Masks the raw dot products s of a tile with query rows r0.. and keys c0..: scale·s (+ additive)
 // where the entry is allowed, -inf where not. Entry (a, b) is query row(a), key col(b); with
 // kKeyMajor key row(a), query col(b).
-template <bool kKeyMajor, int BR, typename scalar_t, int TM, int RC, int TN>
-__device__ void mask_scores(scalar_t (&s)[TM][TN], const MaskDesc& m, const TileMask& tm,
-                            int64_t c0, scalar_t scale, int ty, int tx) {
+template <bool kKeyMajor, int BR, typename scalar_t, int TM, int RC, int TN, int CC = 1>
+__device__ void mask_entries(scalar_t (&s)[TM][TN], const MaskDesc& m, const TileMask& tm,
+                             int64_t c0, scalar_t scale, int ty, int tx) {
   const scalar_t* add = static_cast<const scalar_t*>(m.additive);
 #pragma unroll
   for (int a = 0; a < TM; ++a)
 #pragma unroll
     for (int bb = 0; bb < TN; ++bb) {
-      const int x = row_of<RC>(a, ty), y = tx + 16 * bb;
+      const int x = row_of<RC>(a, ty), y = row_of<CC>(bb, tx);
       const int r = kKeyMajor ? y : x, c = kKeyMajor ? x : y;
       bool ok = c >= tm.rl[r] && c < tm.rh[r] && tm.kok[c];
       if (ok && m.allowed) ok = m.allowed[tm.roff[r] + (c0 + c) * m.allowed_stride[3]];
@@ -304,6 +312,18 @@ __device__ void mask_scores(scalar_t (&s)[TM][TN], const MaskDesc& m, const Tile
       if (ok && add) v += add[tm.roff[BR + r] + (c0 + c) * m.additive_stride[3]];
       s[a][bb] = ok ? v : neg_inf<scalar_t>();
     }
+}
+// The same for a tile the mask allows entirely (full): scale only.
+template <bool kKeyMajor, int BR, typename scalar_t, int TM, int RC, int TN, int CC = 1>
+__device__ __forceinline__ void mask_scores(scalar_t (&s)[TM][TN], bool full, const MaskDesc& m,
+                                            const TileMask& tm, int64_t c0, scalar_t scale, int ty,
+                                            int tx) {
+  if (!full)
+    return mask_entries<kKeyMajor, BR, scalar_t, TM, RC, TN, CC>(s, m, tm, c0, scale, ty, tx);
+#pragma unroll
+  for (int a = 0; a < TM; ++a)
+#pragma unroll
+    for (int bb = 0; bb < TN; ++bb) s[a][bb] *= scale;
 }
 
 // One online-softmax step of a row over this thread's TN scores s of it: the running max m_run
@@ -335,51 +355,100 @@ struct Dims {
 };
 
 // ---- forward ----
+// acc[a][b] += Σ_x A[x][row(a)]·B[x][col(b)], x < NX, both k-major (row strides LA, LB), rows in
+// chunks of RC (by ty) and columns in chunks of CC (by tx): per x, TM/RC + TN/CC vector loads for
+// TM·TN FMAs. SW > 0: A is a P tile stored by store_swz with key chunks of SW.
+template <typename scalar_t, int TM, int RC, int TN, int CC, int NX, int LA, int LB, int SW = 0>
+__device__ __forceinline__ void mm_kk(scalar_t (&acc)[TM][TN], const scalar_t* A, const scalar_t* B,
+                                      int ty, int tx) {
+#pragma unroll 4
+  for (int x = 0; x < NX; ++x) {
+    scalar_t av[TM], bv[TN];
+    const int sw = SW > 0 ? (x / (SW > 0 ? SW : 1)) % 16 : 0;
+#pragma unroll
+    for (int g = 0; g < TM / RC; ++g)
+      ld_chunk<RC>(av + g * RC, A + x * LA + ((g * 16 + ty) ^ sw) * RC);
+#pragma unroll
+    for (int g = 0; g < TN / CC; ++g) ld_chunk<CC>(bv + g * CC, B + x * LB + (g * 16 + tx) * CC);
+#pragma unroll
+    for (int a = 0; a < TM; ++a)
+#pragma unroll
+      for (int b = 0; b < TN; ++b) acc[a][b] += av[a] * bv[b];
+  }
+}
+// P[col(b)][row chunk] = x[a][b], key-major (row stride L), the row chunk index XOR-swizzled with
+// the key's chunk (x / CC) % 16 (= tx): conflict-free stores, broadcast reads in mm_kk.
+template <typename scalar_t, int TM, int RC, int TN, int CC, int L>
+__device__ __forceinline__ void store_swz(scalar_t* P, const scalar_t (&x)[TM][TN], int ty,
+                                          int tx) {
+#pragma unroll
+  for (int b = 0; b < TN; ++b)
+#pragma unroll
+    for (int g = 0; g < TM / RC; ++g) {
+      scalar_t t[RC];
+#pragma unroll
+      for (int r = 0; r < RC; ++r) t[r] = x[g * RC + r][b];
+      st_chunk<RC>(P + row_of<CC>(b, tx) * L + ((g * 16 + ty) ^ tx) * RC, t);
+    }
+}
+// dst[c][r] (row stride LDS) = src[(row0 + r)·width + c], 0 outside rows < nrows, c < width:
+// a (ROWS, D) tile stored k-major, lanes walking rows (conflict-free shared stores; each thread's
+// global reads of a row are reused from L1).
+template <typename scalar_t, int D, int ROWS, int LDS>
+__device__ void load_t(scalar_t* dst, const scalar_t* src, int64_t row0, int64_t nrows, int width) {
+  for (int e = threadIdx.x; e < ROWS * D; e += kThreads) {
+    const int r = e % ROWS, c = e / ROWS;
+    const int64_t row = row0 + r;
+    dst[c * LDS + r] = (row < nrows && c < width) ? src[row * width + c] : scalar_t(0);
+  }
+}
+
 // Block: (b, h, query tile qt), heaviest (last) query tiles first. o (B, NH, T, hs_v), lse
-// (B, NH, T).
+// (B, NH, T). A thread owns query rows row(a) (chunks of 4 by ty) and keys / head columns col(b)
+// (chunks of up to 4 by tx).
 template <typename scalar_t, int D>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kMinBlocks<scalar_t>)
     fwd_kernel(scalar_t* o, scalar_t* lse, const scalar_t* q, const scalar_t* k, const scalar_t* v,
                const int64_t* row_lo, const int64_t* row_hi, const int64_t* tile_lo,
                const int64_t* tile_hi, Dims d, scalar_t scale, MaskDesc m) {
   using C = FwdCfg<scalar_t, D>;
-  constexpr int BR = C::BR, BC = C::BC, LQ = C::LQ, LK = C::LK, LV = C::LV;
-  constexpr int TM = BR / 16, RC = TM < 4 ? TM : 4, TN = BC / 16, TD = D / 16;
+  constexpr int BR = C::BR, BC = C::BC, TM = BR / 16, TN = BC / 16, TD = D / 16;
+  constexpr int RC = TM < 4 ? TM : 4, CC = TN < 4 ? TN : 4, CD = TD < 4 ? TD : 4;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  scalar_t* Qt = reinterpret_cast<scalar_t*>(smem_raw);  // (D, LQ): the query tile, k-major
-  scalar_t* Ks = Qt + D * LQ;                            // (BC, LK)
-  scalar_t* Vs = Ks + BC * LK;                           // (BC, LV)
-  scalar_t* Pt = Vs + BC * LV;                           // (BC, LQ): P, key-major
-  const TileMask tm = carve_mask<BR, BC>(reinterpret_cast<unsigned char*>(Pt + BC * LQ));
+  scalar_t* Qt = reinterpret_cast<scalar_t*>(smem_raw);  // (D, BR): the query tile, k-major
+  scalar_t* Kt = Qt + D * BR;                            // (D, BC)
+  scalar_t* Vs = Kt + D * BC;                            // (BC, D)
+  scalar_t* Pt = Vs + BC * D;                            // (BC, BR): P, key-major, swizzled
+  const TileMask tm = carve_mask<BR, BC>(reinterpret_cast<unsigned char*>(Pt + BC * BR));
 
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   const int64_t nqt = (d.T + BR - 1) / BR;
   const int64_t bh = blockIdx.x % d.BH, qt = nqt - 1 - blockIdx.x / d.BH;
   const int64_t b = bh / d.NH, h = bh % d.NH, r0 = qt * BR;
-  load_rows<scalar_t, D, BR, LQ, true>(Qt, q + bh * d.T * d.hs, r0, d.T, d.hs);
+  load_t<scalar_t, D, BR, BR>(Qt, q + bh * d.T * d.hs, r0, d.T, d.hs);
   scalar_t acc[TM][TD], m_run[TM], l_part[TM];  // l_part: over this thread's columns only
   zero(acc);
 #pragma unroll
   for (int a = 0; a < TM; ++a) m_run[a] = neg_inf<scalar_t>(), l_part[a] = 0;
   const int64_t khi = tile_hi[qt];
   for (int64_t c0 = tile_lo[qt] / BC * BC; c0 <= khi; c0 += BC) {
-    load_rows<scalar_t, D, BC, LK>(Ks, k + bh * d.S * d.hs, c0, d.S, d.hs);
-    load_rows<scalar_t, D, BC, LV>(Vs, v + bh * d.S * d.hsv, c0, d.S, d.hsv);
-    load_mask<BR, BC>(tm, row_lo, row_hi, m, b, h, r0, c0, d.T, d.S);
-    __syncthreads();
+    load_t<scalar_t, D, BC, BC>(Kt, k + bh * d.S * d.hs, c0, d.S, d.hs);
+    load_rows<scalar_t, D, BC, D>(Vs, v + bh * d.S * d.hsv, c0, d.S, d.hsv);
+    const bool full =
+        __syncthreads_and(load_mask<BR, BC>(tm, row_lo, row_hi, m, b, h, r0, c0, d.T, d.S));
     scalar_t s[TM][TN];
     zero(s);
-    mm<scalar_t, TM, RC, TN, D, LQ, LK, true>(s, Qt, Ks, ty, tx);
-    mask_scores<false, BR, scalar_t, TM, RC, TN>(s, m, tm, c0, scale, ty, tx);
+    mm_kk<scalar_t, TM, RC, TN, CC, D, BR, BC>(s, Qt, Kt, ty, tx);
+    mask_scores<false, BR, scalar_t, TM, RC, TN, CC>(s, full, m, tm, c0, scale, ty, tx);
 #pragma unroll
     for (int a = 0; a < TM; ++a) {
       const scalar_t alpha = softmax_step<scalar_t, TN>(s[a], m_run[a], l_part[a]);
 #pragma unroll
       for (int c = 0; c < TD; ++c) acc[a][c] *= alpha;
     }
-    store_t<scalar_t, TM, RC, TN, LQ>(Pt, s, ty, tx);
+    store_swz<scalar_t, TM, RC, TN, CC, BR>(Pt, s, ty, tx);
     __syncthreads();
-    mm<scalar_t, TM, RC, TD, BC, LQ, LV, false>(acc, Pt, Vs, ty, tx);
+    mm_kk<scalar_t, TM, RC, TD, CD, BC, BR, D, CC>(acc, Pt, Vs, ty, tx);
     __syncthreads();
   }
 #pragma unroll
@@ -391,8 +460,10 @@ __global__ void __launch_bounds__(kThreads)
     const scalar_t inv = empty ? scalar_t(0) : scalar_t(1) / l;
     scalar_t* orow = o + (bh * d.T + i) * d.hsv;
 #pragma unroll
-    for (int c = 0; c < TD; ++c)
-      if (tx + 16 * c < d.hsv) orow[tx + 16 * c] = empty ? scalar_t(0) : acc[a][c] * inv;
+    for (int c = 0; c < TD; ++c) {
+      const int col = row_of<CD>(c, tx);
+      if (col < d.hsv) orow[col] = empty ? scalar_t(0) : acc[a][c] * inv;
+    }
     if (tx == 0) lse[bh * d.T + i] = empty ? neg_inf<scalar_t>() : m_run[a] + d_log(l);
   }
 }
@@ -426,7 +497,7 @@ __device__ __forceinline__ void p_and_ds(scalar_t s, scalar_t dp, scalar_t lse, 
 
 // Block: (b, h, query tile qt), as the forward. dq (B, NH, T, hs) = scale · Σ_j dS_ij·k_j.
 template <typename scalar_t, int D>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kMinBlocks<scalar_t>)
     dq_kernel(scalar_t* dq, const scalar_t* dout, const scalar_t* q, const scalar_t* k,
               const scalar_t* v, const scalar_t* lse, const scalar_t* Dv, const int64_t* row_lo,
               const int64_t* row_hi, const int64_t* tile_lo, const int64_t* tile_hi, Dims d,
@@ -460,13 +531,13 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t c0 = tile_lo[qt] / BC * BC; c0 <= khi; c0 += BC) {
     load_rows<scalar_t, D, BC, LK>(Ks, k + bh * d.S * d.hs, c0, d.S, d.hs);
     load_rows<scalar_t, D, BC, LK>(Vs, v + bh * d.S * d.hsv, c0, d.S, d.hsv);
-    load_mask<BR, BC>(tm, row_lo, row_hi, m, b, h, r0, c0, d.T, d.S);
-    __syncthreads();
+    const bool full =
+        __syncthreads_and(load_mask<BR, BC>(tm, row_lo, row_hi, m, b, h, r0, c0, d.T, d.S));
     scalar_t s[TM][TN], dp[TM][TN];
     zero(s);
     zero(dp);
     mm<scalar_t, TM, RC, TN, D, LQ, LK, true>(s, Qt, Ks, ty, tx);
-    mask_scores<false, BR, scalar_t, TM, RC, TN>(s, m, tm, c0, scale, ty, tx);
+    mask_scores<false, BR, scalar_t, TM, RC, TN>(s, full, m, tm, c0, scale, ty, tx);
     mm<scalar_t, TM, RC, TN, D, LQ, LK, true>(dp, dOt, Vs, ty, tx);
 #pragma unroll
     for (int a = 0; a < TM; ++a)
@@ -494,7 +565,7 @@ __global__ void __launch_bounds__(kThreads)
 // Σ_i P_ijᵀ·dO_i over the query tiles whose key range meets this key tile, in tile order. A
 // thread owns keys row(a) and query rows (of a tile) / head columns col(b).
 template <typename scalar_t, int D>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kMinBlocks<scalar_t>)
     dkv_kernel(scalar_t* dk, scalar_t* dv, const scalar_t* dout, const scalar_t* q,
                const scalar_t* k, const scalar_t* v, const scalar_t* lse, const scalar_t* Dv,
                const int64_t* row_lo, const int64_t* row_hi, const int64_t* tile_lo,
@@ -528,18 +599,18 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t r0 = qt * BR;
     load_rows<scalar_t, D, BR, LK>(Qs, q + bh * d.T * d.hs, r0, d.T, d.hs);
     load_rows<scalar_t, D, BR, LK>(dOs, dout + bh * d.T * d.hsv, r0, d.T, d.hsv);
-    load_mask<BR, BC>(tm, row_lo, row_hi, m, b, h, r0, c0, d.T, d.S);
+    const bool full_part = load_mask<BR, BC>(tm, row_lo, row_hi, m, b, h, r0, c0, d.T, d.S);
     for (int r = threadIdx.x; r < BR; r += kThreads) {
       const int64_t i = r0 + r;
       lse_s[r] = i < d.T ? lse[bh * d.T + i] : neg_inf<scalar_t>();
       D_s[r] = i < d.T ? Dv[bh * d.T + i] : scalar_t(0);
     }
-    __syncthreads();
+    const bool full = __syncthreads_and(full_part);
     scalar_t s[TK][TR], dp[TK][TR];  // transposed: keys × query rows
     zero(s);
     zero(dp);
     mm<scalar_t, TK, RC, TR, D, LC, LK, true>(s, Kt, Qs, ty, tx);
-    mask_scores<true, BR, scalar_t, TK, RC, TR>(s, m, tm, c0, scale, ty, tx);
+    mask_scores<true, BR, scalar_t, TK, RC, TR>(s, full, m, tm, c0, scale, ty, tx);
     mm<scalar_t, TK, RC, TR, D, LC, LK, true>(dp, Vt, dOs, ty, tx);
 #pragma unroll
     for (int a = 0; a < TK; ++a)
