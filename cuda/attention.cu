@@ -88,7 +88,7 @@ struct BwdCfg {  // backward: BR query rows × BC keys per tile (dkv_kernel: key
   static constexpr int BC = D == 128 ? 32 : 64;
   static constexpr int LQ = BR + 4, LC = BC + 4, LK = D + 1;
   static constexpr size_t kSmemDq =
-      (2 * D * LQ + 2 * BC * LK + BC * LQ) * sizeof(scalar_t) + mask_bytes<BR, BC>();
+      (2 * D * BR + 3 * D * BC + BC * BR) * sizeof(scalar_t) + mask_bytes<BR, BC>();
   static constexpr size_t kSmemDkv =
       (2 * D * LC + 2 * BR * LK + 2 * BR * LC + 2 * BR) * sizeof(scalar_t) + mask_bytes<BR, BC>();
 };
@@ -495,7 +495,8 @@ __device__ __forceinline__ void p_and_ds(scalar_t s, scalar_t dp, scalar_t lse, 
   ds = live ? p * (dp - Dr) : scalar_t(0);
 }
 
-// Block: (b, h, query tile qt), as the forward. dq (B, NH, T, hs) = scale · Σ_j dS_ij·k_j.
+// Block: (b, h, query tile qt), as the forward (same layout). dq (B, NH, T, hs) = scale ·
+// Σ_j dS_ij·k_j, with P recomputed from lse.
 template <typename scalar_t, int D>
 __global__ void __launch_bounds__(kThreads, kMinBlocks<scalar_t>)
     dq_kernel(scalar_t* dq, const scalar_t* dout, const scalar_t* q, const scalar_t* k,
@@ -503,22 +504,23 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<scalar_t>)
               const int64_t* row_hi, const int64_t* tile_lo, const int64_t* tile_hi, Dims d,
               scalar_t scale, MaskDesc m) {
   using C = BwdCfg<scalar_t, D>;
-  constexpr int BR = C::BR, BC = C::BC, LQ = C::LQ, LK = C::LK;
-  constexpr int TM = BR / 16, RC = TM < 4 ? TM : 4, TN = BC / 16, TD = D / 16;
+  constexpr int BR = C::BR, BC = C::BC, TM = BR / 16, TN = BC / 16, TD = D / 16;
+  constexpr int RC = TM < 4 ? TM : 4, CC = TN < 4 ? TN : 4, CD = TD < 4 ? TD : 4;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  scalar_t* Qt = reinterpret_cast<scalar_t*>(smem_raw);  // (D, LQ), k-major
-  scalar_t* dOt = Qt + D * LQ;                           // (D, LQ), k-major
-  scalar_t* Ks = dOt + D * LQ;                           // (BC, LK)
-  scalar_t* Vs = Ks + BC * LK;                           // (BC, LK)
-  scalar_t* dSt = Vs + BC * LK;                          // (BC, LQ): dS, key-major
-  const TileMask tm = carve_mask<BR, BC>(reinterpret_cast<unsigned char*>(dSt + BC * LQ));
+  scalar_t* Qt = reinterpret_cast<scalar_t*>(smem_raw);  // (D, BR), k-major
+  scalar_t* dOt = Qt + D * BR;                           // (D, BR), k-major
+  scalar_t* Kt = dOt + D * BR;                           // (D, BC), k-major
+  scalar_t* Vt = Kt + D * BC;                            // (D, BC), k-major
+  scalar_t* Ks = Vt + D * BC;                            // (BC, D)
+  scalar_t* dSt = Ks + BC * D;                           // (BC, BR): dS, key-major, swizzled
+  const TileMask tm = carve_mask<BR, BC>(reinterpret_cast<unsigned char*>(dSt + BC * BR));
 
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   const int64_t nqt = (d.T + BR - 1) / BR;
   const int64_t bh = blockIdx.x % d.BH, qt = nqt - 1 - blockIdx.x / d.BH;
   const int64_t b = bh / d.NH, h = bh % d.NH, r0 = qt * BR;
-  load_rows<scalar_t, D, BR, LQ, true>(Qt, q + bh * d.T * d.hs, r0, d.T, d.hs);
-  load_rows<scalar_t, D, BR, LQ, true>(dOt, dout + bh * d.T * d.hsv, r0, d.T, d.hsv);
+  load_t<scalar_t, D, BR, BR>(Qt, q + bh * d.T * d.hs, r0, d.T, d.hs);
+  load_t<scalar_t, D, BR, BR>(dOt, dout + bh * d.T * d.hsv, r0, d.T, d.hsv);
   scalar_t lse_r[TM], D_r[TM], acc[TM][TD];
   zero(acc);
 #pragma unroll
@@ -529,16 +531,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<scalar_t>)
   }
   const int64_t khi = tile_hi[qt];
   for (int64_t c0 = tile_lo[qt] / BC * BC; c0 <= khi; c0 += BC) {
-    load_rows<scalar_t, D, BC, LK>(Ks, k + bh * d.S * d.hs, c0, d.S, d.hs);
-    load_rows<scalar_t, D, BC, LK>(Vs, v + bh * d.S * d.hsv, c0, d.S, d.hsv);
+    load_t<scalar_t, D, BC, BC>(Kt, k + bh * d.S * d.hs, c0, d.S, d.hs);
+    load_t<scalar_t, D, BC, BC>(Vt, v + bh * d.S * d.hsv, c0, d.S, d.hsv);
+    load_rows<scalar_t, D, BC, D>(Ks, k + bh * d.S * d.hs, c0, d.S, d.hs);
     const bool full =
         __syncthreads_and(load_mask<BR, BC>(tm, row_lo, row_hi, m, b, h, r0, c0, d.T, d.S));
     scalar_t s[TM][TN], dp[TM][TN];
     zero(s);
     zero(dp);
-    mm<scalar_t, TM, RC, TN, D, LQ, LK, true>(s, Qt, Ks, ty, tx);
-    mask_scores<false, BR, scalar_t, TM, RC, TN>(s, full, m, tm, c0, scale, ty, tx);
-    mm<scalar_t, TM, RC, TN, D, LQ, LK, true>(dp, dOt, Vs, ty, tx);
+    mm_kk<scalar_t, TM, RC, TN, CC, D, BR, BC>(s, Qt, Kt, ty, tx);
+    mask_scores<false, BR, scalar_t, TM, RC, TN, CC>(s, full, m, tm, c0, scale, ty, tx);
+    mm_kk<scalar_t, TM, RC, TN, CC, D, BR, BC>(dp, dOt, Vt, ty, tx);
 #pragma unroll
     for (int a = 0; a < TM; ++a)
 #pragma unroll
@@ -546,9 +549,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<scalar_t>)
         scalar_t p;
         p_and_ds(s[a][bb], dp[a][bb], lse_r[a], D_r[a], p, dp[a][bb]);  // dp becomes dS
       }
-    store_t<scalar_t, TM, RC, TN, LQ>(dSt, dp, ty, tx);
+    store_swz<scalar_t, TM, RC, TN, CC, BR>(dSt, dp, ty, tx);
     __syncthreads();
-    mm<scalar_t, TM, RC, TD, BC, LQ, LK, false>(acc, dSt, Ks, ty, tx);
+    mm_kk<scalar_t, TM, RC, TD, CD, BC, BR, D, CC>(acc, dSt, Ks, ty, tx);
     __syncthreads();
   }
 #pragma unroll
@@ -556,8 +559,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<scalar_t>)
     const int64_t i = r0 + row_of<RC>(a, ty);
     if (i >= d.T) continue;
 #pragma unroll
-    for (int c = 0; c < TD; ++c)
-      if (tx + 16 * c < d.hs) dq[(bh * d.T + i) * d.hs + tx + 16 * c] = scale * acc[a][c];
+    for (int c = 0; c < TD; ++c) {
+      const int col = row_of<CD>(c, tx);
+      if (col < d.hs) dq[(bh * d.T + i) * d.hs + col] = scale * acc[a][c];
+    }
   }
 }
 
