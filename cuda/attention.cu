@@ -1,28 +1,28 @@
 // cuda/attention.cu — fused scaled-dot-product attention on the GPU, FlashAttention-2 style, for
-// F32 and F64: attention_forward (o and lse) and attention_backward (dq, dk, dv), with every part
-// of MaskDesc. Never a T×S buffer: the extra memory is the per-row key ranges (plan), and lse / D.
+// F32 and F64: attention_forward (o, lse) and attention_backward (dq, dk, dv), with every part of
+// MaskDesc. Never a T×S buffer: the extra memory is the plan (key range per query row and tile)
+// and lse / D, O(T).
 //
-// One source of truth for the structural mask: plan_kernel evaluates AttentionMask::key_range
-// (ops/attention_mask.cpp) per query row into row_lo/row_hi, and per query tile of BR rows the
-// union [tile_lo, tile_hi]. Key tiles outside a query tile's union are never visited (causal,
-// local and blocked masks cost only their band); inside a visited tile every entry (i, j) is
-// checked: j in [row_lo(i), row_hi(i)], the key flags (padding, lengths, j < S, loaded once per
-// key tile) and the per-entry bool / additive parts.
+// Masks. plan_kernel evaluates AttentionMask::key_range (ops/attention_mask.cpp) once per query row
+// into row_lo/row_hi, and per query tile the union [tile_lo, tile_hi]. Key tiles outside a query
+// tile's union are never visited (causal, local and blocked masks cost their band only). Per
+// visited tile, shared memory holds each row's range relative to the tile and one flag per key
+// (j < S, padding, lengths); a tile that every row allows whole, with no bool/additive part, skips
+// the per-entry checks (__syncthreads_and); otherwise each entry checks range, key flag, bool part,
+// and adds the additive part.
 //
-// Kernels (256 threads = 16 × 16; tx = threadIdx % 16 walks columns, ty rows; a thread owns rows
-// ty + 16a and columns tx + 16b of every tile; shared tiles are row-major with an odd row stride,
-// so every shared read is a broadcast or conflict-free):
-//   fwd_kernel   one block per (b, h, query tile): online softmax over key tiles (running max m
-//                and sum l per row), O in registers; o = acc / l, lse = m + log l.
-//   dot_kernel   D_i = Σ dO_i·O_i (double accumulation), one warp per row.
-//   dq_kernel    one block per (b, h, query tile): dQ = scale · Σ_tiles dS·K, recomputing P.
-//   dkv_kernel   one block per (b, h, key tile): over the query tiles that see it, dV += Pᵀ·dO,
-//                dK += scale · dSᵀ·Q. No atomics: deterministic.
-// Masked entries and rows with no allowed key get P = 0 and dS = 0 (output 0, lse = -inf, zero
-// gradient). Scores follow the CPU: s = scale·(q·k) (+ additive); -inf entries take no part;
-// NaN / +inf scores make the row NaN, as in the CPU's softmax.
-// Deliberately not here: dropout, need_weights and probes (ops/ takes the CPU path for those),
-// tensor cores (F32 stays IEEE float32 SIMT, so parity with the CPU is float rounding only).
+// Kernels: 256 threads, tx = threadIdx % 16, ty = threadIdx / 16; register tiles of up to 4×4 per
+// thread read from shared memory as vector chunks (see "tile shapes").
+//   fwd_kernel  block per (b, h, query tile): online softmax over the key tiles (running max m and
+//               sum l per row), O in registers; o = acc / l, lse = m + log l (-inf, o = 0: no key).
+//   dot_kernel  D_i = Σ dO_i·O_i (double accumulation), one warp per row.
+//   dq_kernel   block per (b, h, query tile): dQ = scale·Σ dS·K over its key tiles, P recomputed.
+//   dkv_kernel  block per (b, h, key tile): dV = Σ Pᵀ·dO, dK = scale·Σ dSᵀ·Q over the query tiles
+//               that see it. No atomics anywhere: deterministic.
+// Numerics follow the CPU: s = scale·(q·k) (+ additive); -inf scores take no part; masked entries
+// and rows with no allowed key give P = 0 and dS = 0 (zero gradient); NaN or +inf scores make the
+// row NaN, as the CPU's softmax does. F32 accumulates in float32 (plain FMA, no tensor cores).
+// Deliberately not here: dropout, need_weights and probes (ops/ takes the CPU path for those).
 #include "cuda/check.cuh"
 
 #include <cmath>
@@ -64,11 +64,14 @@ __device__ __forceinline__ scalar_t group16_sum(scalar_t v) {
 }
 
 // ---- tile shapes ----
-// D is the head size padded to 32 / 64 / 128 (q/k and v share it). A thread's part of a tile
-// (tx = threadIdx % 16, ty = threadIdx / 16): TM "rows" in chunks of RC consecutive ones,
-// row(a) = (a / RC)·16·RC + ty·RC + a % RC, each chunk one vector load from a k-major tile (a
-// broadcast within the 16 lanes of a row group); TN "columns" col(b) = tx + 16b, read as scalars:
-// consecutive words, or rows of a tile with an odd stride. Both are free of bank conflicts.
+// D is the head size padded to 32 / 64 / 128 (q/k and v share it). Every product is a sum of
+// outer products over shared tiles stored k-major (the summed index outermost). A thread owns TM
+// "rows" in chunks of RC consecutive ones, row(a) = (a / RC)·16·RC + ty·RC + a % RC (one vector
+// load per chunk, a broadcast within the 16 lanes of a row group), and TN "columns" in chunks of
+// CC by tx, col(b) = row_of<CC>(b, tx) (16 lanes read consecutive chunks). With 4×4 tiles that
+// is 3 shared wavefronts per 16 FMAs, no bank conflicts (P tiles are written XOR-swizzled).
+// dkv_kernel reads its columns as scalars (CC = 1) from row-major tiles with an odd stride: Q
+// and dO serve there both as rows and as columns, and a k-major copy of each would not fit.
 // Shared bytes of a tile's mask (TileMask below): 2·BR int64, then 2·BR + BC int.
 template <int BR, int BC>
 constexpr size_t mask_bytes() {
@@ -86,7 +89,7 @@ struct BwdCfg {  // backward: BR query rows × BC keys per tile (dkv_kernel: key
   static constexpr bool kF64 = sizeof(scalar_t) == 8;
   static constexpr int BR = kF64 && D == 128 ? 32 : 64;
   static constexpr int BC = D == 128 ? 32 : 64;
-  static constexpr int LQ = BR + 4, LC = BC + 4, LK = D + 1;
+  static constexpr int LC = BC + 4, LK = D + 1;  // dkv_kernel's strides
   static constexpr size_t kSmemDq =
       (2 * D * BR + 3 * D * BC + BC * BR) * sizeof(scalar_t) + mask_bytes<BR, BC>();
   static constexpr size_t kSmemDkv =
@@ -103,40 +106,54 @@ __device__ __forceinline__ int row_of(int a, int ty) {
   return (a / RC) * 16 * RC + ty * RC + a % RC;
 }
 
-// One chunk of RC (2 or 4) consecutive values, 16-byte (float2: 8-byte) aligned.
+// One chunk of RC (1, 2 or 4) consecutive values as vector accesses (aligned to the chunk; a
+// double chunk of 4 is two 16-byte accesses).
 template <int RC>
 __device__ __forceinline__ void ld_chunk(float* v, const float* p) {
-  static_assert(RC == 2 || RC == 4, "chunks of 2 or 4");
+  static_assert(RC == 1 || RC == 2 || RC == 4, "chunks of 1, 2 or 4");
   if constexpr (RC == 4) {
     const float4 t = *reinterpret_cast<const float4*>(p);
     v[0] = t.x, v[1] = t.y, v[2] = t.z, v[3] = t.w;
-  } else {
+  } else if constexpr (RC == 2) {
     const float2 t = *reinterpret_cast<const float2*>(p);
     v[0] = t.x, v[1] = t.y;
+  } else {
+    v[0] = p[0];
   }
 }
 template <int RC>
 __device__ __forceinline__ void ld_chunk(double* v, const double* p) {
-  static_assert(RC == 2 || RC == 4, "chunks of 2 or 4");
+  static_assert(RC == 1 || RC == 2 || RC == 4, "chunks of 1, 2 or 4");
+  if constexpr (RC == 1) {
+    v[0] = p[0];
+  } else {
 #pragma unroll
-  for (int r = 0; r < RC; r += 2) {
-    const double2 t = *reinterpret_cast<const double2*>(p + r);
-    v[r] = t.x, v[r + 1] = t.y;
+    for (int r = 0; r < RC; r += 2) {
+      const double2 t = *reinterpret_cast<const double2*>(p + r);
+      v[r] = t.x, v[r + 1] = t.y;
+    }
   }
 }
 template <int RC>
 __device__ __forceinline__ void st_chunk(float* p, const float* v) {
-  static_assert(RC == 2 || RC == 4, "chunks of 2 or 4");
+  static_assert(RC == 1 || RC == 2 || RC == 4, "chunks of 1, 2 or 4");
   if constexpr (RC == 4)
     *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
-  else
+  else if constexpr (RC == 2)
     *reinterpret_cast<float2*>(p) = make_float2(v[0], v[1]);
+  else
+    p[0] = v[0];
 }
 template <int RC>
 __device__ __forceinline__ void st_chunk(double* p, const double* v) {
-  static_assert(RC == 2 || RC == 4, "chunks of 2 or 4");
+  static_assert(RC == 1 || RC == 2 || RC == 4, "chunks of 1, 2 or 4");
+  if constexpr (RC == 1) {
+    p[0] = v[0];
+  } else {
 #pragma unroll
-  for (int r = 0; r < RC; r += 2) *reinterpret_cast<double2*>(p + r) = make_double2(v[r], v[r + 1]);
+    for (int r = 0; r < RC; r += 2)
+      *reinterpret_cast<double2*>(p + r) = make_double2(v[r], v[r + 1]);
+  }
 }
 
 // ---- the structural mask ----
@@ -194,15 +211,26 @@ __global__ void __launch_bounds__(BR)
 
 // ---- loading tiles into shared memory ----
 // dst[r][c] (row stride LDS) = src[(row0 + r)·width + c] for row0 + r < nrows and c < width, else
-// 0; kTransposed: dst[c][r] (k-major) instead.
-template <typename scalar_t, int D, int ROWS, int LDS, bool kTransposed = false>
+// 0: a (ROWS, D) tile, lanes walking columns (coalesced).
+template <typename scalar_t, int D, int ROWS, int LDS>
 __device__ void load_rows(scalar_t* dst, const scalar_t* src, int64_t row0, int64_t nrows,
                           int width) {
   for (int e = threadIdx.x; e < ROWS * D; e += kThreads) {
     const int r = e / D, c = e % D;
     const int64_t row = row0 + r;
-    const scalar_t x = (row < nrows && c < width) ? src[row * width + c] : scalar_t(0);
-    dst[kTransposed ? c * LDS + r : r * LDS + c] = x;
+    dst[r * LDS + c] = (row < nrows && c < width) ? src[row * width + c] : scalar_t(0);
+  }
+}
+
+// dst[c][r] (row stride LDS) = src[(row0 + r)·width + c], 0 outside rows < nrows, c < width:
+// a (ROWS, D) tile stored k-major, lanes walking rows (conflict-free shared stores; each thread's
+// global reads of a row are reused from L1).
+template <typename scalar_t, int D, int ROWS, int LDS>
+__device__ void load_t(scalar_t* dst, const scalar_t* src, int64_t row0, int64_t nrows, int width) {
+  for (int e = threadIdx.x; e < ROWS * D; e += kThreads) {
+    const int r = e % ROWS, c = e / ROWS;
+    const int64_t row = row0 + r;
+    dst[c * LDS + r] = (row < nrows && c < width) ? src[row * width + c] : scalar_t(0);
   }
 }
 
@@ -258,30 +286,40 @@ __device__ __forceinline__ void zero(scalar_t (&x)[TM][TN]) {
 #pragma unroll
     for (int b = 0; b < TN; ++b) x[a][b] = scalar_t(0);
 }
-// acc[a][b] += Σ_x At[x][row(a)]·B(x, col(b)), x < NX: At k-major (row stride LA); B row-major
-// (stride LB), read at B[col(b)][x] (kBRows: the columns are B's rows) or at B[x][col(b)].
-template <typename scalar_t, int TM, int RC, int TN, int NX, int LA, int LB, bool kBRows>
-__device__ __forceinline__ void mm(scalar_t (&acc)[TM][TN], const scalar_t* At, const scalar_t* B,
+
+// acc[a][b] += Σ_x A[x][row(a)]·B(x, col(b)), x < NX: A k-major (row stride LA), rows in chunks
+// of RC (by ty); with SW > 0 A is a tile written by store_t with kSwizzle for key chunks of SW. B
+// (row stride LB) is k-major too, read in chunks of CC (by tx) at B[x][col(b)], or with kBRows
+// (CC = 1) at B[col(b)][x]: its rows are the columns (odd stride: conflict-free scalar loads).
+template <typename scalar_t, int TM, int RC, int TN, int CC, int NX, int LA, int LB, int SW = 0,
+          bool kBRows = false>
+__device__ __forceinline__ void mm(scalar_t (&acc)[TM][TN], const scalar_t* A, const scalar_t* B,
                                    int ty, int tx) {
 #pragma unroll 4
   for (int x = 0; x < NX; ++x) {
     scalar_t av[TM], bv[TN];
+    const int sw = SW > 0 ? (x / (SW > 0 ? SW : 1)) % 16 : 0;
 #pragma unroll
     for (int g = 0; g < TM / RC; ++g)
-      ld_chunk<RC>(av + g * RC, At + x * LA + g * 16 * RC + ty * RC);
+      ld_chunk<RC>(av + g * RC, A + x * LA + ((g * 16 + ty) ^ sw) * RC);
 #pragma unroll
-    for (int b = 0; b < TN; ++b)
-      bv[b] = kBRows ? B[(tx + 16 * b) * LB + x] : B[x * LB + tx + 16 * b];
+    for (int g = 0; g < TN / CC; ++g) {
+      if constexpr (kBRows)
+        bv[g] = B[row_of<1>(g, tx) * LB + x];
+      else
+        ld_chunk<CC>(bv + g * CC, B + x * LB + (g * 16 + tx) * CC);
+    }
 #pragma unroll
     for (int a = 0; a < TM; ++a)
 #pragma unroll
       for (int b = 0; b < TN; ++b) acc[a][b] += av[a] * bv[b];
   }
 }
-// dst[col(b)][row(a) chunk] = x[a][b]: the thread's tile stored k-major (row stride L).
-template <typename scalar_t, int TM, int RC, int TN, int L>
-__device__ __forceinline__ void store_t(scalar_t* dst, const scalar_t (&x)[TM][TN], int ty,
-                                        int tx) {
+// P[col(b)][row chunk] = x[a][b] (row stride L), the thread's tile stored k-major for a later mm.
+// kSwizzle: the row chunk index is XORed with the key's chunk (col(b) / CC) % 16 = tx, which
+// makes the stores conflict-free and keeps mm's reads (SW = CC) broadcasts.
+template <typename scalar_t, int TM, int RC, int TN, int CC, int L, bool kSwizzle>
+__device__ __forceinline__ void store_t(scalar_t* P, const scalar_t (&x)[TM][TN], int ty, int tx) {
 #pragma unroll
   for (int b = 0; b < TN; ++b)
 #pragma unroll
@@ -289,7 +327,7 @@ __device__ __forceinline__ void store_t(scalar_t* dst, const scalar_t (&x)[TM][T
       scalar_t t[RC];
 #pragma unroll
       for (int r = 0; r < RC; ++r) t[r] = x[g * RC + r][b];
-      st_chunk<RC>(dst + (tx + 16 * b) * L + g * 16 * RC + ty * RC, t);
+      st_chunk<RC>(P + row_of<CC>(b, tx) * L + ((g * 16 + ty) ^ (kSwizzle ? tx : 0)) * RC, t);
     }
 }
 
@@ -355,54 +393,6 @@ struct Dims {
 };
 
 // ---- forward ----
-// acc[a][b] += Σ_x A[x][row(a)]·B[x][col(b)], x < NX, both k-major (row strides LA, LB), rows in
-// chunks of RC (by ty) and columns in chunks of CC (by tx): per x, TM/RC + TN/CC vector loads for
-// TM·TN FMAs. SW > 0: A is a P tile stored by store_swz with key chunks of SW.
-template <typename scalar_t, int TM, int RC, int TN, int CC, int NX, int LA, int LB, int SW = 0>
-__device__ __forceinline__ void mm_kk(scalar_t (&acc)[TM][TN], const scalar_t* A, const scalar_t* B,
-                                      int ty, int tx) {
-#pragma unroll 4
-  for (int x = 0; x < NX; ++x) {
-    scalar_t av[TM], bv[TN];
-    const int sw = SW > 0 ? (x / (SW > 0 ? SW : 1)) % 16 : 0;
-#pragma unroll
-    for (int g = 0; g < TM / RC; ++g)
-      ld_chunk<RC>(av + g * RC, A + x * LA + ((g * 16 + ty) ^ sw) * RC);
-#pragma unroll
-    for (int g = 0; g < TN / CC; ++g) ld_chunk<CC>(bv + g * CC, B + x * LB + (g * 16 + tx) * CC);
-#pragma unroll
-    for (int a = 0; a < TM; ++a)
-#pragma unroll
-      for (int b = 0; b < TN; ++b) acc[a][b] += av[a] * bv[b];
-  }
-}
-// P[col(b)][row chunk] = x[a][b], key-major (row stride L), the row chunk index XOR-swizzled with
-// the key's chunk (x / CC) % 16 (= tx): conflict-free stores, broadcast reads in mm_kk.
-template <typename scalar_t, int TM, int RC, int TN, int CC, int L>
-__device__ __forceinline__ void store_swz(scalar_t* P, const scalar_t (&x)[TM][TN], int ty,
-                                          int tx) {
-#pragma unroll
-  for (int b = 0; b < TN; ++b)
-#pragma unroll
-    for (int g = 0; g < TM / RC; ++g) {
-      scalar_t t[RC];
-#pragma unroll
-      for (int r = 0; r < RC; ++r) t[r] = x[g * RC + r][b];
-      st_chunk<RC>(P + row_of<CC>(b, tx) * L + ((g * 16 + ty) ^ tx) * RC, t);
-    }
-}
-// dst[c][r] (row stride LDS) = src[(row0 + r)·width + c], 0 outside rows < nrows, c < width:
-// a (ROWS, D) tile stored k-major, lanes walking rows (conflict-free shared stores; each thread's
-// global reads of a row are reused from L1).
-template <typename scalar_t, int D, int ROWS, int LDS>
-__device__ void load_t(scalar_t* dst, const scalar_t* src, int64_t row0, int64_t nrows, int width) {
-  for (int e = threadIdx.x; e < ROWS * D; e += kThreads) {
-    const int r = e % ROWS, c = e / ROWS;
-    const int64_t row = row0 + r;
-    dst[c * LDS + r] = (row < nrows && c < width) ? src[row * width + c] : scalar_t(0);
-  }
-}
-
 // Block: (b, h, query tile qt), heaviest (last) query tiles first. o (B, NH, T, hs_v), lse
 // (B, NH, T). A thread owns query rows row(a) (chunks of 4 by ty) and keys / head columns col(b)
 // (chunks of up to 4 by tx).
@@ -438,7 +428,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<scalar_t>)
         __syncthreads_and(load_mask<BR, BC>(tm, row_lo, row_hi, m, b, h, r0, c0, d.T, d.S));
     scalar_t s[TM][TN];
     zero(s);
-    mm_kk<scalar_t, TM, RC, TN, CC, D, BR, BC>(s, Qt, Kt, ty, tx);
+    mm<scalar_t, TM, RC, TN, CC, D, BR, BC>(s, Qt, Kt, ty, tx);
     mask_scores<false, BR, scalar_t, TM, RC, TN, CC>(s, full, m, tm, c0, scale, ty, tx);
 #pragma unroll
     for (int a = 0; a < TM; ++a) {
@@ -446,9 +436,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<scalar_t>)
 #pragma unroll
       for (int c = 0; c < TD; ++c) acc[a][c] *= alpha;
     }
-    store_swz<scalar_t, TM, RC, TN, CC, BR>(Pt, s, ty, tx);
+    store_t<scalar_t, TM, RC, TN, CC, BR, true>(Pt, s, ty, tx);
     __syncthreads();
-    mm_kk<scalar_t, TM, RC, TD, CD, BC, BR, D, CC>(acc, Pt, Vs, ty, tx);
+    mm<scalar_t, TM, RC, TD, CD, BC, BR, D, CC>(acc, Pt, Vs, ty, tx);
     __syncthreads();
   }
 #pragma unroll
@@ -539,9 +529,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<scalar_t>)
     scalar_t s[TM][TN], dp[TM][TN];
     zero(s);
     zero(dp);
-    mm_kk<scalar_t, TM, RC, TN, CC, D, BR, BC>(s, Qt, Kt, ty, tx);
+    mm<scalar_t, TM, RC, TN, CC, D, BR, BC>(s, Qt, Kt, ty, tx);
     mask_scores<false, BR, scalar_t, TM, RC, TN, CC>(s, full, m, tm, c0, scale, ty, tx);
-    mm_kk<scalar_t, TM, RC, TN, CC, D, BR, BC>(dp, dOt, Vt, ty, tx);
+    mm<scalar_t, TM, RC, TN, CC, D, BR, BC>(dp, dOt, Vt, ty, tx);
 #pragma unroll
     for (int a = 0; a < TM; ++a)
 #pragma unroll
@@ -549,9 +539,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<scalar_t>)
         scalar_t p;
         p_and_ds(s[a][bb], dp[a][bb], lse_r[a], D_r[a], p, dp[a][bb]);  // dp becomes dS
       }
-    store_swz<scalar_t, TM, RC, TN, CC, BR>(dSt, dp, ty, tx);
+    store_t<scalar_t, TM, RC, TN, CC, BR, true>(dSt, dp, ty, tx);
     __syncthreads();
-    mm_kk<scalar_t, TM, RC, TD, CD, BC, BR, D, CC>(acc, dSt, Ks, ty, tx);
+    mm<scalar_t, TM, RC, TD, CD, BC, BR, D, CC>(acc, dSt, Ks, ty, tx);
     __syncthreads();
   }
 #pragma unroll
@@ -594,8 +584,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<scalar_t>)
   const int64_t bh = blockIdx.x % d.BH, kt = blockIdx.x / d.BH;
   const int64_t b = bh / d.NH, h = bh % d.NH, c0 = kt * BC;
   const int64_t c_last = imin(c0 + BC, d.S) - 1;
-  load_rows<scalar_t, D, BC, LC, true>(Kt, k + bh * d.S * d.hs, c0, d.S, d.hs);
-  load_rows<scalar_t, D, BC, LC, true>(Vt, v + bh * d.S * d.hsv, c0, d.S, d.hsv);
+  load_t<scalar_t, D, BC, LC>(Kt, k + bh * d.S * d.hs, c0, d.S, d.hs);
+  load_t<scalar_t, D, BC, LC>(Vt, v + bh * d.S * d.hsv, c0, d.S, d.hsv);
   scalar_t dk_acc[TK][TD], dv_acc[TK][TD];
   zero(dk_acc);
   zero(dv_acc);
@@ -614,9 +604,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<scalar_t>)
     scalar_t s[TK][TR], dp[TK][TR];  // transposed: keys × query rows
     zero(s);
     zero(dp);
-    mm<scalar_t, TK, RC, TR, D, LC, LK, true>(s, Kt, Qs, ty, tx);
+    mm<scalar_t, TK, RC, TR, 1, D, LC, LK, 0, true>(s, Kt, Qs, ty, tx);
     mask_scores<true, BR, scalar_t, TK, RC, TR>(s, full, m, tm, c0, scale, ty, tx);
-    mm<scalar_t, TK, RC, TR, D, LC, LK, true>(dp, Vt, dOs, ty, tx);
+    mm<scalar_t, TK, RC, TR, 1, D, LC, LK, 0, true>(dp, Vt, dOs, ty, tx);
 #pragma unroll
     for (int a = 0; a < TK; ++a)
 #pragma unroll
@@ -624,11 +614,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<scalar_t>)
         const int r = tx + 16 * bb;
         p_and_ds(s[a][bb], dp[a][bb], lse_s[r], D_s[r], s[a][bb], dp[a][bb]);  // P, dS
       }
-    store_t<scalar_t, TK, RC, TR, LC>(Ps, s, ty, tx);
-    store_t<scalar_t, TK, RC, TR, LC>(dSs, dp, ty, tx);
+    store_t<scalar_t, TK, RC, TR, 1, LC, false>(Ps, s, ty, tx);
+    store_t<scalar_t, TK, RC, TR, 1, LC, false>(dSs, dp, ty, tx);
     __syncthreads();
-    mm<scalar_t, TK, RC, TD, BR, LC, LK, false>(dv_acc, Ps, dOs, ty, tx);
-    mm<scalar_t, TK, RC, TD, BR, LC, LK, false>(dk_acc, dSs, Qs, ty, tx);
+    mm<scalar_t, TK, RC, TD, 1, BR, LC, LK>(dv_acc, Ps, dOs, ty, tx);
+    mm<scalar_t, TK, RC, TD, 1, BR, LC, LK>(dk_acc, dSs, Qs, ty, tx);
     __syncthreads();
   }
 #pragma unroll
