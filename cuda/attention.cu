@@ -210,27 +210,54 @@ __global__ void __launch_bounds__(BR)
 }
 
 // ---- loading tiles into shared memory ----
+template <typename scalar_t>
+__device__ __forceinline__ void cp_async(scalar_t* dst, const scalar_t* src, bool valid) {
+  constexpr int kBytes = static_cast<int>(sizeof(scalar_t));
+  const unsigned sdst = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(sdst), "l"(src), "n"(kBytes),
+               "r"(valid ? kBytes : 0)
+               : "memory");
+}
+__device__ __forceinline__ void cp_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+// Waits until at most N of this thread's committed cp.async groups are still in flight.
+template <int N>
+__device__ __forceinline__ void cp_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// *dst = src[off] if valid, else 0. kAsync: an asynchronous cp.async copy (sm_80+; zero-filled
+// when not valid, src itself is then read nowhere): visible after cp_wait and a barrier.
+template <bool kAsync, typename scalar_t>
+__device__ __forceinline__ void put(scalar_t* dst, const scalar_t* src, int64_t off, bool valid) {
+  if constexpr (kAsync) {
+    cp_async(dst, src + (valid ? off : 0), valid);
+  } else {
+    *dst = valid ? src[off] : scalar_t(0);
+  }
+}
 // dst[r][c] (row stride LDS) = src[(row0 + r)·width + c] for row0 + r < nrows and c < width, else
 // 0: a (ROWS, D) tile, lanes walking columns (coalesced).
-template <typename scalar_t, int D, int ROWS, int LDS>
+template <typename scalar_t, int D, int ROWS, int LDS, bool kAsync = false>
 __device__ void load_rows(scalar_t* dst, const scalar_t* src, int64_t row0, int64_t nrows,
                           int width) {
   for (int e = threadIdx.x; e < ROWS * D; e += kThreads) {
     const int r = e / D, c = e % D;
     const int64_t row = row0 + r;
-    dst[r * LDS + c] = (row < nrows && c < width) ? src[row * width + c] : scalar_t(0);
+    put<kAsync>(dst + r * LDS + c, src, row * width + c, row < nrows && c < width);
   }
 }
 
 // dst[c][r] (row stride LDS) = src[(row0 + r)·width + c], 0 outside rows < nrows, c < width:
 // a (ROWS, D) tile stored k-major, lanes walking rows (conflict-free shared stores; each thread's
 // global reads of a row are reused from L1).
-template <typename scalar_t, int D, int ROWS, int LDS>
+template <typename scalar_t, int D, int ROWS, int LDS, bool kAsync = false>
 __device__ void load_t(scalar_t* dst, const scalar_t* src, int64_t row0, int64_t nrows, int width) {
   for (int e = threadIdx.x; e < ROWS * D; e += kThreads) {
     const int r = e % ROWS, c = e / ROWS;
     const int64_t row = row0 + r;
-    dst[c * LDS + r] = (row < nrows && c < width) ? src[row * width + c] : scalar_t(0);
+    put<kAsync>(dst + c * LDS + r, src, row * width + c, row < nrows && c < width);
   }
 }
 
@@ -420,10 +447,20 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<scalar_t>)
   zero(acc);
 #pragma unroll
   for (int a = 0; a < TM; ++a) m_run[a] = neg_inf<scalar_t>(), l_part[a] = 0;
-  const int64_t khi = tile_hi[qt];
-  for (int64_t c0 = tile_lo[qt] / BC * BC; c0 <= khi; c0 += BC) {
-    load_t<scalar_t, D, BC, BC>(Kt, k + bh * d.S * d.hs, c0, d.S, d.hs);
-    load_rows<scalar_t, D, BC, D>(Vs, v + bh * d.S * d.hsv, c0, d.S, d.hsv);
+  // Key tiles c0 = c_first, c_first + BC, .. <= khi. K and V arrive by cp.async, one tile ahead:
+  // K of the next tile loads during P·V, V during the next scores (groups: K, V, K, V, ...).
+  const scalar_t* kb = k + bh * d.S * d.hs;
+  const scalar_t* vb = v + bh * d.S * d.hsv;
+  const int64_t khi = tile_hi[qt], c_first = tile_lo[qt] / BC * BC;
+  if (c_first <= khi) {
+    load_t<scalar_t, D, BC, BC, true>(Kt, kb, c_first, d.S, d.hs);
+    cp_commit();
+    load_rows<scalar_t, D, BC, D, true>(Vs, vb, c_first, d.S, d.hsv);
+    cp_commit();
+  }
+  for (int64_t c0 = c_first; c0 <= khi; c0 += BC) {
+    const bool more = c0 + BC <= khi;
+    cp_wait<1>();  // this tile's K (its V may still be in flight)
     const bool full =
         __syncthreads_and(load_mask<BR, BC>(tm, row_lo, row_hi, m, b, h, r0, c0, d.T, d.S));
     scalar_t s[TM][TN];
@@ -437,9 +474,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<scalar_t>)
       for (int c = 0; c < TD; ++c) acc[a][c] *= alpha;
     }
     store_t<scalar_t, TM, RC, TN, CC, BR, true>(Pt, s, ty, tx);
+    cp_wait<0>();  // this tile's V
     __syncthreads();
+    if (more) load_t<scalar_t, D, BC, BC, true>(Kt, kb, c0 + BC, d.S, d.hs);
+    cp_commit();
     mm<scalar_t, TM, RC, TD, CD, BC, BR, D, CC>(acc, Pt, Vs, ty, tx);
     __syncthreads();
+    if (more) load_rows<scalar_t, D, BC, D, true>(Vs, vb, c0 + BC, d.S, d.hsv);
+    cp_commit();
   }
 #pragma unroll
   for (int a = 0; a < TM; ++a) {
@@ -519,11 +561,20 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<scalar_t>)
     lse_r[a] = i < d.T ? lse[bh * d.T + i] : neg_inf<scalar_t>();
     D_r[a] = i < d.T ? Dv[bh * d.T + i] : scalar_t(0);
   }
-  const int64_t khi = tile_hi[qt];
-  for (int64_t c0 = tile_lo[qt] / BC * BC; c0 <= khi; c0 += BC) {
-    load_t<scalar_t, D, BC, BC>(Kt, k + bh * d.S * d.hs, c0, d.S, d.hs);
-    load_t<scalar_t, D, BC, BC>(Vt, v + bh * d.S * d.hsv, c0, d.S, d.hsv);
-    load_rows<scalar_t, D, BC, D>(Ks, k + bh * d.S * d.hs, c0, d.S, d.hs);
+  // As the forward: the next tile's Kt, Vt load during dS·K, its Ks during the next S and dP.
+  const scalar_t* kb = k + bh * d.S * d.hs;
+  const scalar_t* vb = v + bh * d.S * d.hsv;
+  const int64_t khi = tile_hi[qt], c_first = tile_lo[qt] / BC * BC;
+  if (c_first <= khi) {
+    load_t<scalar_t, D, BC, BC, true>(Kt, kb, c_first, d.S, d.hs);
+    load_t<scalar_t, D, BC, BC, true>(Vt, vb, c_first, d.S, d.hsv);
+    cp_commit();
+    load_rows<scalar_t, D, BC, D, true>(Ks, kb, c_first, d.S, d.hs);
+    cp_commit();
+  }
+  for (int64_t c0 = c_first; c0 <= khi; c0 += BC) {
+    const bool more = c0 + BC <= khi;
+    cp_wait<1>();  // this tile's Kt and Vt
     const bool full =
         __syncthreads_and(load_mask<BR, BC>(tm, row_lo, row_hi, m, b, h, r0, c0, d.T, d.S));
     scalar_t s[TM][TN], dp[TM][TN];
@@ -540,9 +591,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<scalar_t>)
         p_and_ds(s[a][bb], dp[a][bb], lse_r[a], D_r[a], p, dp[a][bb]);  // dp becomes dS
       }
     store_t<scalar_t, TM, RC, TN, CC, BR, true>(dSt, dp, ty, tx);
+    cp_wait<0>();  // this tile's Ks
     __syncthreads();
+    if (more) {
+      load_t<scalar_t, D, BC, BC, true>(Kt, kb, c0 + BC, d.S, d.hs);
+      load_t<scalar_t, D, BC, BC, true>(Vt, vb, c0 + BC, d.S, d.hsv);
+    }
+    cp_commit();
     mm<scalar_t, TM, RC, TD, CD, BC, BR, D, CC>(acc, dSt, Ks, ty, tx);
     __syncthreads();
+    if (more) load_rows<scalar_t, D, BC, D, true>(Ks, kb, c0 + BC, d.S, d.hs);
+    cp_commit();
   }
 #pragma unroll
   for (int a = 0; a < TM; ++a) {
