@@ -162,16 +162,16 @@ __device__ int64_t floor_div(int64_t a, int64_t b) {
   return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
 }
 
-// AttentionMask::key_range, exactly: the inclusive key range [lo, hi] of query row i.
+// AttentionMask::key_range, exactly: the inclusive key range [lo, hi] of query row i. A negative
+// local left / right (kernels.cuh: "none"; the CPU rejects negative sizes) means no bound on that
+// side, as FlashAttention's window_size = -1.
 __device__ void key_range(const MaskDesc& m, int64_t i, int64_t S, int64_t& lo, int64_t& hi) {
   lo = 0;
   hi = S - 1;
   const int64_t ip = i + m.shift;
   if (m.causal) hi = imin(hi, ip);
-  if (m.has_local) {
-    lo = imax(lo, ip - m.left);
-    hi = imin(hi, ip + m.right);
-  }
+  if (m.has_local && m.left >= 0) lo = imax(lo, ip - m.left);
+  if (m.has_local && m.right >= 0) hi = imin(hi, ip + m.right);
   for (int k = 0; k < m.n_blocked; ++k) {
     const int64_t W = m.block_W[k], blk = floor_div(ip, W);
     lo = imax(lo, (blk - m.block_back[k]) * W);
