@@ -15,8 +15,10 @@
 // thread read from shared memory as vector chunks (see "tile shapes").
 //   fwd_kernel  block per (b, h, query tile): online softmax over the key tiles (running max m and
 //               sum l per row), O in registers; o = acc / l, lse = m + log l (-inf, o = 0: no key).
+//               K/V tiles arrive by cp.async one tile ahead (no extra shared memory).
 //   dot_kernel  D_i = Σ dO_i·O_i (double accumulation), one warp per row.
-//   dq_kernel   block per (b, h, query tile): dQ = scale·Σ dS·K over its key tiles, P recomputed.
+//   dq_kernel   block per (b, h, query tile): dQ = scale·Σ dS·K over its key tiles, P recomputed
+//               (same layout and pipelining as the forward).
 //   dkv_kernel  block per (b, h, key tile): dV = Σ Pᵀ·dO, dK = scale·Σ dSᵀ·Q over the query tiles
 //               that see it. No atomics anywhere: deterministic.
 // Numerics follow the CPU: s = scale·(q·k) (+ additive); -inf scores take no part; masked entries
