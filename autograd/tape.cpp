@@ -52,8 +52,8 @@ void add_into(const Tensor& dst, const Tensor& src) {
       st.shape[0] = n;
       st.stride[0][0] = st.stride[1][0] = st.stride[2][0] = 1;
       const auto dt = static_cast<tg::cuda::DT>(dst.dtype());
-      tg::cuda::binary(tg::cuda::BinOp::Add, dt, dt, dst.data_ptr(), dst.data_ptr(),
-                       src.data_ptr(), st);
+      tg::cuda::binary(tg::cuda::BinOp::Add, dt, dt, dst.data_ptr(), dst.data_ptr(), src.data_ptr(),
+                       st);
     } catch (const tg::cuda::Error& e) {
       throw Error(e.what());
     }

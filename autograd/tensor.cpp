@@ -93,7 +93,7 @@ void cuda_synchronize(int index) {
 CudaMemory cuda_memory(int index) {
   check_cuda_index(index, "cuda_memory");
   tg::cuda::MemoryStats s = cuda_call("cuda_memory", [&] { return tg::cuda::memory_stats(index); });
-  return CudaMemory{s.allocated,      s.peak_allocated, s.reserved,
+  return CudaMemory{s.allocated,     s.peak_allocated, s.reserved,
                     s.peak_reserved, s.device_mallocs, s.cache_hits};
 }
 void cuda_reset_peak_memory(int index) {
@@ -508,8 +508,7 @@ Tensor full(const Shape& shape, double v, DType dtype, Device device) {
   return t;
 }
 Tensor zeros(const Shape& shape, DType dtype, Device device) {
-  if (device.type == DeviceType::CPU)
-    return fill_with(shape, dtype, [](int64_t) { return 0.0; });
+  if (device.type == DeviceType::CPU) return fill_with(shape, dtype, [](int64_t) { return 0.0; });
   Tensor t = Tensor::empty(shape, dtype, device);
   cuda_call("zeros", [&] {
     tg::cuda::memset_zero(t.data_ptr(), t.numel() * dtype_size(dtype), device.index);

@@ -170,9 +170,9 @@ class Tensor {
   Tensor cuda(int index = 0, Site site = Site::here()) const;
   Tensor cpu(Site site = Site::here()) const;
   bool is_cuda() const { return device().type == DeviceType::CUDA; }
-  Tensor clone(Site site = Site::here()) const;            // differentiable copy
-  Tensor detach() const;                                   // shares storage, no grad history
-  Tensor contiguous() const { return *this; }              // storage is always contiguous
+  Tensor clone(Site site = Site::here()) const;  // differentiable copy
+  Tensor detach() const;                         // shares storage, no grad history
+  Tensor contiguous() const { return *this; }    // storage is always contiguous
 
   // ---- autograd ----
   bool requires_grad() const;
@@ -233,7 +233,7 @@ Tensor arange(double start, double end, double step = 1, DType dtype = kInt64);
 Tensor eye(int64_t n, DType dtype = kFloat32);
 // rand/randn/randint on a device draw on the CPU generator and copy: the same seed gives the
 // same numbers on every device.
-Tensor rand(const Shape& shape, DType dtype = kFloat32, Device device = kCPU);  // U[0, 1)
+Tensor rand(const Shape& shape, DType dtype = kFloat32, Device device = kCPU);   // U[0, 1)
 Tensor randn(const Shape& shape, DType dtype = kFloat32, Device device = kCPU);  // N(0, 1)
 Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype = kInt64);
 // A random permutation of 0 .. n-1 (int64), e.g. to shuffle a dataset each epoch.

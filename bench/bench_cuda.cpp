@@ -62,14 +62,18 @@ void attention(const std::vector<int64_t>& Ts) {
       Tensor g = randn({B, NH, T, hs}, kFloat32, cuda_device());
       const AttentionMask m = mask_of(kind);
       const int reps = T >= 8192 ? 3 : 10;
-      const double fwd = time_it([&] {
-        NoGradGuard ng;
-        scaled_dot_product_attention(q, k, v, m);
-      }, reps);
-      const double fb = time_it([&] {
-        Tensor o = scaled_dot_product_attention(q, k, v, m).output;
-        o.backward(g);
-      }, reps);
+      const double fwd = time_it(
+          [&] {
+            NoGradGuard ng;
+            scaled_dot_product_attention(q, k, v, m);
+          },
+          reps);
+      const double fb = time_it(
+          [&] {
+            Tensor o = scaled_dot_product_attention(q, k, v, m).output;
+            o.backward(g);
+          },
+          reps);
       const double f = 4.0 * B * NH * hs * pairs(kind, T);
       fmt::print("metric tg_attn_{}_T{}_fwd {:.6g} TFLOP/s\n", kind, T, f / fwd / 1e12);
       fmt::print("metric tg_attn_{}_T{}_fwdbwd {:.6g} TFLOP/s\n", kind, T, 3.5 * f / fb / 1e12);
@@ -97,13 +101,15 @@ void train_step() {
   nn::AdamW opt(params, nn::AdamWOptions(1e-3));
   Tensor x = randint(0, 6000, {32, 256}).to(cuda_device());
   Tensor y = randint(0, 2, {32}).to(cuda_device());
-  const double t = time_it([&] {
-    opt.zero_grad();
-    Tensor h = l2(l1(emb(x)));
-    Tensor loss = cross_entropy(head(mean(h, {1})), y);
-    loss.backward();
-    opt.step();
-  }, 20);
+  const double t = time_it(
+      [&] {
+        opt.zero_grad();
+        Tensor h = l2(l1(emb(x)));
+        Tensor loss = cross_entropy(head(mean(h, {1})), y);
+        loss.backward();
+        opt.step();
+      },
+      20);
   fmt::print("metric tg_train_classifier_step {:.6g} ms\n", t * 1e3);
 }
 }  // namespace

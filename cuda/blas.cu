@@ -27,10 +27,9 @@ void gemm(DT dt, bool transA, bool transB, int64_t M, int64_t N, int64_t K, doub
   if (dt == DT::F32) {
     const float a = static_cast<float>(alpha), b = static_cast<float>(beta);
     const cublasComputeType_t ct = g_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-    TG_CUBLAS_CHECK(cublasGemmStridedBatchedEx(h, opB, opA, m, n, k, &a, B, CUDA_R_32F, ldB,
-                                               strideB, A, CUDA_R_32F, ldA, strideA, &b, C,
-                                               CUDA_R_32F, ldC, strideC, nb, ct,
-                                               CUBLAS_GEMM_DEFAULT));
+    TG_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+        h, opB, opA, m, n, k, &a, B, CUDA_R_32F, ldB, strideB, A, CUDA_R_32F, ldA, strideA, &b, C,
+        CUDA_R_32F, ldC, strideC, nb, ct, CUBLAS_GEMM_DEFAULT));
   } else if (dt == DT::F64) {
     TG_CUBLAS_CHECK(cublasDgemmStridedBatched(h, opB, opA, m, n, k, &alpha,
                                               static_cast<const double*>(B), ldB, strideB,

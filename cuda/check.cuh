@@ -29,18 +29,17 @@ inline unsigned grid_for(int64_t n, int threads) {
 }  // namespace tg::cuda::detail
 
 // Checks a cudaError_t-returning call.
-#define TG_CUDA_CHECK(call)                                                         \
-  do {                                                                              \
-    cudaError_t tg_e_ = (call);                                                     \
-    if (tg_e_ != cudaSuccess)                                                       \
-      ::tg::cuda::detail::throw_cuda(tg_e_, #call, __FILE__, __LINE__);             \
+#define TG_CUDA_CHECK(call)                                                                     \
+  do {                                                                                          \
+    cudaError_t tg_e_ = (call);                                                                 \
+    if (tg_e_ != cudaSuccess) ::tg::cuda::detail::throw_cuda(tg_e_, #call, __FILE__, __LINE__); \
   } while (0)
 // Checks a cublasStatus_t-returning call.
-#define TG_CUBLAS_CHECK(call)                                                       \
-  do {                                                                              \
-    cublasStatus_t tg_s_ = (call);                                                  \
-    if (tg_s_ != CUBLAS_STATUS_SUCCESS)                                             \
-      ::tg::cuda::detail::throw_cublas(tg_s_, #call, __FILE__, __LINE__);           \
+#define TG_CUBLAS_CHECK(call)                                             \
+  do {                                                                    \
+    cublasStatus_t tg_s_ = (call);                                        \
+    if (tg_s_ != CUBLAS_STATUS_SUCCESS)                                   \
+      ::tg::cuda::detail::throw_cublas(tg_s_, #call, __FILE__, __LINE__); \
   } while (0)
 // After a <<<...>>> launch: reports a bad configuration or an earlier asynchronous fault.
 #define TG_CUDA_LAUNCH_CHECK(kernel_name) \
@@ -72,28 +71,28 @@ inline void check_launch(const char* kernel, const char* file, int line) {
     }                                                                               \
   } while (0)
 // Any dtype: float, double, int64_t, bool.
-#define TG_DISPATCH_ALL(dt, name, ...)   \
-  do {                                   \
-    switch (dt) {                        \
-      case ::tg::cuda::DT::F32: {        \
-        using scalar_t = float;          \
-        __VA_ARGS__();                   \
-        break;                           \
-      }                                  \
-      case ::tg::cuda::DT::F64: {        \
-        using scalar_t = double;         \
-        __VA_ARGS__();                   \
-        break;                           \
-      }                                  \
-      case ::tg::cuda::DT::I64: {        \
-        using scalar_t = int64_t;        \
-        __VA_ARGS__();                   \
-        break;                           \
-      }                                  \
-      default: {                         \
-        using scalar_t = bool;           \
-        __VA_ARGS__();                   \
-        break;                           \
-      }                                  \
-    }                                    \
+#define TG_DISPATCH_ALL(dt, name, ...) \
+  do {                                 \
+    switch (dt) {                      \
+      case ::tg::cuda::DT::F32: {      \
+        using scalar_t = float;        \
+        __VA_ARGS__();                 \
+        break;                         \
+      }                                \
+      case ::tg::cuda::DT::F64: {      \
+        using scalar_t = double;       \
+        __VA_ARGS__();                 \
+        break;                         \
+      }                                \
+      case ::tg::cuda::DT::I64: {      \
+        using scalar_t = int64_t;      \
+        __VA_ARGS__();                 \
+        break;                         \
+      }                                \
+      default: {                       \
+        using scalar_t = bool;         \
+        __VA_ARGS__();                 \
+        break;                         \
+      }                                \
+    }                                  \
   } while (0)

@@ -40,7 +40,15 @@ void binary(BinOp op, DT dt, DT out_dt, void* out, const void* a, const void* b,
 
 // Unary ops with up to two scalar parameters p0, p1 (computed in double, stored as dt):
 enum class UnOp : uint8_t {
-  Neg, Exp, Log, Sqrt, Rsqrt, Abs, Tanh, Sigmoid, Relu,
+  Neg,
+  Exp,
+  Log,
+  Sqrt,
+  Rsqrt,
+  Abs,
+  Tanh,
+  Sigmoid,
+  Relu,
   GeluErf,   // x·Φ(x)
   GeluTanh,  // 0.5·x·(1 + tanh(√(2/π)(x + 0.044715x³)))
   AddS,      // x + p0
@@ -76,8 +84,8 @@ void cast(DT from, DT to, void* out, const void* x, int64_t n);
 void strided_copy(DT dt, void* out, const void* x, const Strided& st);
 // out (outer, n_idx, inner) = x (outer, n_src, inner) picked at idx[k] along the middle dim.
 // idx are already checked to lie in [0, n_src).
-void index_select(DT dt, void* out, const void* x, const int64_t* idx, int64_t outer,
-                  int64_t n_src, int64_t n_idx, int64_t inner);
+void index_select(DT dt, void* out, const void* x, const int64_t* idx, int64_t outer, int64_t n_src,
+                  int64_t n_idx, int64_t inner);
 // dx (outer, n_src, inner) += g (outer, n_idx, inner) scattered at idx along the middle dim.
 // dx must be zeroed by the caller. deterministic: a fixed summation order (sorted by index,
 // then by position) instead of atomics.
@@ -145,9 +153,8 @@ void cross_entropy_forward(DT dt, double* loss, double* lse, const void* logits,
 // dlogits (N, C, inner) = grow[r]·(softmax − smoothed one-hot), with grow (N·inner) float64 per
 // row, or grow == null and every row gets grow_scalar; ignored rows get 0.
 void cross_entropy_backward(DT dt, void* dlogits, const double* grow, double grow_scalar,
-                            const void* logits, const int64_t* target, const double* lse,
-                            int64_t N, int64_t C, int64_t inner, int64_t ignore_index,
-                            double label_smoothing);
+                            const void* logits, const int64_t* target, const double* lse, int64_t N,
+                            int64_t C, int64_t inner, int64_t ignore_index, double label_smoothing);
 
 // ---- dropout (cuda/dropout.cu) ----
 // Counter-based RNG (Philox-4x32-10 keyed by seed, counter = element index + offset): keep[i] =
@@ -184,8 +191,7 @@ struct MaskDesc {
   bool has_local = false;
   int64_t left = 0, right = 0;
   int n_blocked = 0;
-  int64_t block_W[kMaxBlocked] = {}, block_back[kMaxBlocked] = {},
-          block_ahead[kMaxBlocked] = {};
+  int64_t block_W[kMaxBlocked] = {}, block_back[kMaxBlocked] = {}, block_ahead[kMaxBlocked] = {};
   bool block_causal[kMaxBlocked] = {};
   const bool* key_allowed = nullptr;     // (B, S) or null
   const int64_t* key_lengths = nullptr;  // (B) or null

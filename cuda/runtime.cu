@@ -29,8 +29,7 @@ int device_count() {
 const char* device_name(int index) {
   static thread_local std::string name;
   cudaDeviceProp p;
-  if (index < 0 || index >= device_count() ||
-      cudaGetDeviceProperties(&p, index) != cudaSuccess) {
+  if (index < 0 || index >= device_count() || cudaGetDeviceProperties(&p, index) != cudaSuccess) {
     cudaGetLastError();
     return "";
   }
@@ -145,8 +144,8 @@ size_t round_size(size_t bytes) {
 }
 struct Pool {
   std::mutex mu;
-  std::multimap<size_t, void*> free_blocks;   // size -> block, cached
-  std::unordered_map<void*, size_t> live;     // block -> size, in use
+  std::multimap<size_t, void*> free_blocks;  // size -> block, cached
+  std::unordered_map<void*, size_t> live;    // block -> size, in use
   MemoryStats stats;
   void release_cache() {
     for (auto& [size, p] : free_blocks) {
@@ -175,8 +174,8 @@ void* alloc(size_t bytes, int index) {
   std::lock_guard<std::mutex> lock(P.mu);
   // The smallest cached block that fits, and not more than twice as large for small blocks.
   auto it = P.free_blocks.lower_bound(size);
-  if (it != P.free_blocks.end() && (size >= (size_t(1) << 20) ? it->first < size + (size_t(32) << 20)
-                                                              : it->first <= 2 * size)) {
+  if (it != P.free_blocks.end() &&
+      (size >= (size_t(1) << 20) ? it->first < size + (size_t(32) << 20) : it->first <= 2 * size)) {
     void* p = it->second;
     const size_t have = it->first;
     P.free_blocks.erase(it);
@@ -271,8 +270,7 @@ void copy_on_device(void* dst, const void* src, size_t bytes, int index) {
   TG_CUDA_CHECK(
       cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, init_device(index).stream));
 }
-void copy_between_devices(void* dst, int dst_index, const void* src, int src_index,
-                          size_t bytes) {
+void copy_between_devices(void* dst, int dst_index, const void* src, int src_index, size_t bytes) {
   if (bytes == 0) return;
   synchronize(src_index);
   synchronize(dst_index);

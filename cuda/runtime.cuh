@@ -55,7 +55,8 @@ void synchronize(int index);
 // blocks), so a training loop stops calling cudaMalloc after its first step. When cudaMalloc
 // fails, the cache is released and the call retried once. Freeing is stream-ordered: the one
 // stream per device means a block freed after a launch is only reused by later launches.
-void* alloc(size_t bytes, int index);  // throws Error (naming the size and usage) when out of memory
+void* alloc(size_t bytes,
+            int index);  // throws Error (naming the size and usage) when out of memory
 void free(void* p, int index);
 struct MemoryStats {
   size_t allocated = 0;       // bytes in live tensors' blocks (rounded sizes)

@@ -75,8 +75,8 @@ void softmax_forward(DT, void*, const void*, int64_t, int64_t, int64_t, bool) {
 void softmax_backward(DT, void*, const void*, const void*, int64_t, int64_t, int64_t, bool) {
   no_cuda("softmax_backward");
 }
-void layer_norm_forward(DT, void*, double*, double*, const void*, const void*, const void*,
-                        int64_t, int64_t, double) {
+void layer_norm_forward(DT, void*, double*, double*, const void*, const void*, const void*, int64_t,
+                        int64_t, double) {
   no_cuda("layer_norm_forward");
 }
 void layer_norm_backward(DT, void*, void*, void*, const void*, const void*, const void*,
@@ -103,9 +103,9 @@ void attention_forward(DT, void*, void*, const void*, const void*, const void*, 
                        int64_t, int64_t, int64_t, int64_t, double, const MaskDesc&) {
   no_cuda("attention_forward");
 }
-void attention_backward(DT, void*, void*, void*, const void*, const void*, const void*,
-                        const void*, const void*, const void*, int64_t, int64_t, int64_t,
-                        int64_t, int64_t, int64_t, double, const MaskDesc&) {
+void attention_backward(DT, void*, void*, void*, const void*, const void*, const void*, const void*,
+                        const void*, const void*, int64_t, int64_t, int64_t, int64_t, int64_t,
+                        int64_t, double, const MaskDesc&) {
   no_cuda("attention_backward");
 }
 

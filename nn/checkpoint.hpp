@@ -66,7 +66,8 @@ struct SafetensorsFile {
   Metadata metadata;
 };
 
-// Every tensor must be defined (CUDA tensors are copied to the host); names must be non-empty, unique and not
+// Every tensor must be defined (CUDA tensors are copied to the host); names must be non-empty,
+// unique and not
 // "__metadata__".
 void save_safetensors(const std::string& path, const StateDict& tensors,
                       const Metadata& metadata = {});

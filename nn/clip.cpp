@@ -22,8 +22,8 @@ void each_grad(const std::vector<Tensor>& params, const char* op, F&& f) {
     Tensor g = params[i].grad();
     if (!g.defined()) continue;
     if (g.device().is_cuda())
-      throw Error(fmt::format("{}: internal: CUDA gradient of parameter {} reached the host loop",
-                              op, i));
+      throw Error(
+          fmt::format("{}: internal: CUDA gradient of parameter {} reached the host loop", op, i));
     if (g.dtype() == kFloat32)
       f(g.data<float>(), g.numel());
     else if (g.dtype() == kFloat64)

@@ -122,7 +122,8 @@ void Optimizer::load_state_dict(const OptimizerState& s) {
     const Tensor& p = *by_index[static_cast<size_t>(index)];
     ParamState& dst = state_[p.impl()];
     dst.numbers = ps.numbers;
-    for (const auto& [k, t] : ps.tensors) dst.tensors[k] = t.detach().to(p.dtype()).to(p.device()).clone();
+    for (const auto& [k, t] : ps.tensors)
+      dst.tensors[k] = t.detach().to(p.dtype()).to(p.device()).clone();
   }
   for (size_t gi = 0; gi < groups_.size(); ++gi) {
     groups_[gi].options = defaults_;
@@ -303,8 +304,9 @@ void Adam::step() {
       Tensor vmax = amsgrad ? st.tensors.at("max_exp_avg_sq") : Tensor();
       if (p.device().is_cuda()) {  // one fused kernel per parameter (cuda/optim.cu)
         if (amsgrad || s.maximize)
-          throw Error(fmt::format("{}: amsgrad and maximize are not implemented on {} yet (param {})",
-                                  name_, p.device().str(), shape_str(p.shape())));
+          throw Error(
+              fmt::format("{}: amsgrad and maximize are not implemented on {} yet (param {})",
+                          name_, p.device().str(), shape_str(p.shape())));
         if (g.device() != p.device() || m.device() != p.device())
           throw Error(fmt::format("{}: parameter {} is on {} but its gradient or state is on {}",
                                   name_, shape_str(p.shape()), p.device().str(),
@@ -313,8 +315,8 @@ void Adam::step() {
         try {
           tg::cuda::set_device(p.device().index);
           tg::cuda::adam_step(static_cast<tg::cuda::DT>(p.dtype()), p.data_ptr(), g.data_ptr(),
-                              m.data_ptr(), v.data_ptr(), p.numel(), s.lr, s.beta1, s.beta2,
-                              s.eps, s.wd, decoupled_, 1 - std::pow(s.beta1, step),
+                              m.data_ptr(), v.data_ptr(), p.numel(), s.lr, s.beta1, s.beta2, s.eps,
+                              s.wd, decoupled_, 1 - std::pow(s.beta1, step),
                               1 - std::pow(s.beta2, step));
         } catch (const tg::cuda::Error& e) {
           throw Error(e.what());

@@ -107,8 +107,8 @@ Dims check_sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Attenti
   else
     mask.check(kSdpa, d.B, d.NH, d.T, d.S);
   if (q.device() != k.device() || q.device() != v.device())
-    throw Error(fmt::format("{}: {}: q is on {}, k on {}, v on {}; move them to one device",
-                            kSdpa, shapes, q.device().str(), k.device().str(), v.device().str()));
+    throw Error(fmt::format("{}: {}: q is on {}, k on {}, v on {}; move them to one device", kSdpa,
+                            shapes, q.device().str(), k.device().str(), v.device().str()));
   return d;
 }
 
@@ -485,9 +485,9 @@ AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, c
   c->d = check_sdpa(q, k, v, mask, opts);
   const Dims& d = c->d;
   if (q.device().is_cuda())
-    return cuda_sdpa(q, k, v, mask, opts,
-                     opts.scale ? *opts.scale
-                                : (d.hs > 0 ? 1.0 / std::sqrt(static_cast<double>(d.hs)) : 1.0));
+    return cuda_sdpa(
+        q, k, v, mask, opts,
+        opts.scale ? *opts.scale : (d.hs > 0 ? 1.0 / std::sqrt(static_cast<double>(d.hs)) : 1.0));
   c->plan = make_plan(mask, d.T, d.S);
   c->scale =
       opts.scale ? *opts.scale : (d.hs > 0 ? 1.0 / std::sqrt(static_cast<double>(d.hs)) : 1.0);

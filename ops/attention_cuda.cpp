@@ -43,7 +43,8 @@ cuda::MaskDesc mask_desc(const AttentionMask& m, int64_t B, int64_t NH, int64_t 
     md.block_causal[i] = b.opts.causal;
   }
   const Shape full{B, NH, T, S};
-  if (m.key_allowed_.defined()) md.key_allowed = static_cast<const bool*>(m.key_allowed_.data_ptr());
+  if (m.key_allowed_.defined())
+    md.key_allowed = static_cast<const bool*>(m.key_allowed_.data_ptr());
   if (m.key_lengths_.defined())
     md.key_lengths = static_cast<const int64_t*>(m.key_lengths_.data_ptr());
   if (m.allowed_.defined()) {
@@ -65,9 +66,10 @@ void check_fully_masked(const Tensor& lse, int64_t NH, int64_t T) {
   for (size_t r = 0; r < l.size(); ++r)
     if (std::isinf(l[r]) && l[r] < 0) {
       const int64_t i = static_cast<int64_t>(r);
-      throw Error(fmt::format("{}: query row {} of batch {}, head {} has no allowed key "
-                              "(error_on_fully_masked is set)",
-                              kSdpa, i % T, i / T / NH, i / T % NH));
+      throw Error(
+          fmt::format("{}: query row {} of batch {}, head {} has no allowed key "
+                      "(error_on_fully_masked is set)",
+                      kSdpa, i % T, i / T / NH, i / T % NH));
     }
 }
 
@@ -103,9 +105,9 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
              if (g.numel() > 0 && S > 0)
                on_device("scaled_dot_product_attention backward", qd.device(), [&] {
                  cuda::attention_backward(cdt(qd.dtype()), dq.data_ptr(), dk.data_ptr(),
-                                          dv.data_ptr(), g.data_ptr(), qd.data_ptr(),
-                                          kd.data_ptr(), vd.data_ptr(), od.data_ptr(),
-                                          lse.data_ptr(), B, NH, T, S, hs, hsv, scale, *md);
+                                          dv.data_ptr(), g.data_ptr(), qd.data_ptr(), kd.data_ptr(),
+                                          vd.data_ptr(), od.data_ptr(), lse.data_ptr(), B, NH, T, S,
+                                          hs, hsv, scale, *md);
                });
              return {dq, dk, dv};
            });

@@ -32,6 +32,12 @@ void set_operand(cuda::Strided& st, int k, const Shape& strides, int64_t offset)
 }
 
 Tensor cuda_reduce(const Tensor& x, const std::vector<bool>& reduced, cuda::RedOp op) {
+  if (x.numel() == 0) {  // an empty input: a sum of nothing is 0 (max/min are refused earlier)
+    Shape keep = x.shape();
+    for (size_t d = 0; d < keep.size(); ++d)
+      if (reduced[d]) keep[d] = 1;
+    return zeros(keep, x.dtype(), x.device());
+  }
   Tensor cur = x;
   Shape shape = x.shape();
   const int64_t n = static_cast<int64_t>(shape.size());
@@ -66,9 +72,8 @@ Tensor cuda_gather(const Tensor& x, const Shape& shape, const Shape& strides, in
   if (out.numel() == 0) return out;
   cuda::Strided st = make_strided(shape, {});
   set_operand(st, 1, strides, offset);
-  on_device("copy", x.device(), [&] {
-    cuda::strided_copy(cdt(x.dtype()), out.data_ptr(), x.data_ptr(), st);
-  });
+  on_device("copy", x.device(),
+            [&] { cuda::strided_copy(cdt(x.dtype()), out.data_ptr(), x.data_ptr(), st); });
   return out;
 }
 

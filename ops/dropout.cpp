@@ -35,33 +35,34 @@ Tensor dropout(const Tensor& x, double p, bool training, Site site) {
                               x.numel(), p, seed, 0);
       });
   }
-  if (!on_cuda(x)) dispatch_float(x.dtype(), op, [&](auto tag) {
-    using T = decltype(tag);
-    const T* px = x.data<T>();
-    T* pk = keep.data<T>();
-    T* po = out.data<T>();
-    const int64_t n = x.numel();
-    if (p == 1.0) {
-      for (int64_t i = 0; i < n; ++i) pk[i] = po[i] = T(0);
-      return;
-    }
-    const T scale = static_cast<T>(1.0 / (1.0 - p));
-    Generator& gen = default_generator();
-    // Keep iff uniform() >= p, with uniform() = (u >> 11)·2⁻⁵³: the same test on the integer,
-    // (u >> 11) >= ceil(p·2⁵³) (exact: p·2⁵³ only scales the exponent), drawn in blocks.
-    const uint64_t threshold = static_cast<uint64_t>(std::ceil(std::ldexp(p, 53)));
-    constexpr int64_t kBlock = 1024;
-    uint64_t u[kBlock];
-    for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
-      const int64_t m = std::min(kBlock, n - i0);
-      gen.next_u64s(u, m);
-      for (int64_t j = 0; j < m; ++j) {
-        const T k = (u[j] >> 11) >= threshold ? scale : T(0);
-        pk[i0 + j] = k;
-        po[i0 + j] = px[i0 + j] * k;
+  if (!on_cuda(x))
+    dispatch_float(x.dtype(), op, [&](auto tag) {
+      using T = decltype(tag);
+      const T* px = x.data<T>();
+      T* pk = keep.data<T>();
+      T* po = out.data<T>();
+      const int64_t n = x.numel();
+      if (p == 1.0) {
+        for (int64_t i = 0; i < n; ++i) pk[i] = po[i] = T(0);
+        return;
       }
-    }
-  });
+      const T scale = static_cast<T>(1.0 / (1.0 - p));
+      Generator& gen = default_generator();
+      // Keep iff uniform() >= p, with uniform() = (u >> 11)·2⁻⁵³: the same test on the integer,
+      // (u >> 11) >= ceil(p·2⁵³) (exact: p·2⁵³ only scales the exponent), drawn in blocks.
+      const uint64_t threshold = static_cast<uint64_t>(std::ceil(std::ldexp(p, 53)));
+      constexpr int64_t kBlock = 1024;
+      uint64_t u[kBlock];
+      for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
+        const int64_t m = std::min(kBlock, n - i0);
+        gen.next_u64s(u, m);
+        for (int64_t j = 0; j < m; ++j) {
+          const T k = (u[j] >> 11) >= threshold ? scale : T(0);
+          pk[i0 + j] = k;
+          po[i0 + j] = px[i0 + j] * k;
+        }
+      }
+    });
   if (needs_record({&x})) {
     note_flops(static_cast<double>(x.numel()), static_cast<double>(x.numel()));
     note_saved(keep);

@@ -32,8 +32,8 @@ Tensor binary_kernel(const char* op, cuda::BinOp code, const Tensor& a, const Te
     if (out.numel() == 0) return out;
     cuda::Strided st = make_strided(os, {&a.shape(), &b.shape()});
     on_device(op, a.device(), [&] {
-      cuda::binary(code, cdt(a.dtype()), cdt(out_dtype), out.data_ptr(), a.data_ptr(),
-                   b.data_ptr(), st);
+      cuda::binary(code, cdt(a.dtype()), cdt(out_dtype), out.data_ptr(), a.data_ptr(), b.data_ptr(),
+                   st);
     });
     return out;
   }
@@ -190,7 +190,8 @@ Tensor sum_to(const Tensor& g, const Shape& shape) {
 Tensor add(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
   check_binary("add", a, b, true);
-  Tensor out = binary_kernel("add", cuda::BinOp::Add, a, b, a.dtype(), [](auto x, auto y) { return x + y; });
+  Tensor out =
+      binary_kernel("add", cuda::BinOp::Add, a, b, a.dtype(), [](auto x, auto y) { return x + y; });
   if (needs_record({&a, &b})) {
     Shape sa = a.shape(), sb = b.shape();
     note_elementwise(out, a.requires_grad() + b.requires_grad());
@@ -204,7 +205,8 @@ Tensor add(const Tensor& a, const Tensor& b, Site site) {
 Tensor sub(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
   check_binary("sub", a, b, true);
-  Tensor out = binary_kernel("sub", cuda::BinOp::Sub, a, b, a.dtype(), [](auto x, auto y) { return x - y; });
+  Tensor out =
+      binary_kernel("sub", cuda::BinOp::Sub, a, b, a.dtype(), [](auto x, auto y) { return x - y; });
   if (needs_record({&a, &b})) {
     Shape sa = a.shape(), sb = b.shape();
     note_elementwise(out, a.requires_grad() + b.requires_grad());
@@ -218,7 +220,8 @@ Tensor sub(const Tensor& a, const Tensor& b, Site site) {
 Tensor mul(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
   check_binary("mul", a, b, true);
-  Tensor out = binary_kernel("mul", cuda::BinOp::Mul, a, b, a.dtype(), [](auto x, auto y) { return x * y; });
+  Tensor out =
+      binary_kernel("mul", cuda::BinOp::Mul, a, b, a.dtype(), [](auto x, auto y) { return x * y; });
   if (needs_record({&a, &b})) {
     // Inputs are saved as they are (an input cannot hold this node); only outputs are detached.
     Tensor sa = a, sb = b;
@@ -235,7 +238,8 @@ Tensor mul(const Tensor& a, const Tensor& b, Site site) {
 Tensor div(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
   check_binary("div", a, b, false);
-  Tensor out = binary_kernel("div", cuda::BinOp::Div, a, b, a.dtype(), [](auto x, auto y) { return x / y; });
+  Tensor out =
+      binary_kernel("div", cuda::BinOp::Div, a, b, a.dtype(), [](auto x, auto y) { return x / y; });
   if (needs_record({&a, &b})) {
     Tensor sb = b.detach(), so = out.detach();
     Shape sa = a.shape();
@@ -285,10 +289,10 @@ Tensor extremum(const char* op, const Tensor& a, const Tensor& b, bool is_max) {
   check_binary(op, a, b, false);
   Tensor out = binary_kernel(op, is_max ? cuda::BinOp::Max : cuda::BinOp::Min, a, b, a.dtype(),
                              [is_max](auto x, auto y) {
-    using T = decltype(x);
-    if (x != x || y != y) return T(x + y);  // NaN propagates
-    return T(is_max ? (x > y ? x : y) : (x < y ? x : y));
-  });
+                               using T = decltype(x);
+                               if (x != x || y != y) return T(x + y);  // NaN propagates
+                               return T(is_max ? (x > y ? x : y) : (x < y ? x : y));
+                             });
   if (needs_record({&a, &b})) {
     Tensor sa = a.detach(), sb = b.detach();
     note_elementwise(out, 4);
@@ -330,12 +334,14 @@ Tensor minimum(const Tensor& a, const Tensor& b, Site site) {
 Tensor add(const Tensor& a, double b, Site site) {
   SiteScope scope(site);
   return unary_op(
-      "add", UnCode{cuda::UnOp::AddS, b}, a, false, false, [b](double x) { return x + b; }, [](double, double) { return 1.0; });
+      "add", UnCode{cuda::UnOp::AddS, b}, a, false, false, [b](double x) { return x + b; },
+      [](double, double) { return 1.0; });
 }
 Tensor sub(const Tensor& a, double b, Site site) {
   SiteScope scope(site);
   return unary_op(
-      "sub", UnCode{cuda::UnOp::AddS, -b}, a, false, false, [b](double x) { return x - b; }, [](double, double) { return 1.0; });
+      "sub", UnCode{cuda::UnOp::AddS, -b}, a, false, false, [b](double x) { return x - b; },
+      [](double, double) { return 1.0; });
 }
 Tensor rsub(double a, const Tensor& b, Site site) {
   SiteScope scope(site);
@@ -346,7 +352,8 @@ Tensor rsub(double a, const Tensor& b, Site site) {
 Tensor mul(const Tensor& a, double b, Site site) {
   SiteScope scope(site);
   return unary_op(
-      "mul", UnCode{cuda::UnOp::MulS, b}, a, false, false, [b](double x) { return x * b; }, [b](double, double) { return b; });
+      "mul", UnCode{cuda::UnOp::MulS, b}, a, false, false, [b](double x) { return x * b; },
+      [b](double, double) { return b; });
 }
 Tensor div(const Tensor& a, double b, Site site) {
   SiteScope scope(site);
@@ -372,7 +379,8 @@ Tensor pow(const Tensor& a, double p, Site site) {
 Tensor neg(const Tensor& a, Site site) {
   SiteScope scope(site);
   return unary_op(
-      "neg", UnCode{cuda::UnOp::Neg}, a, false, false, [](double x) { return -x; }, [](double, double) { return -1.0; });
+      "neg", UnCode{cuda::UnOp::Neg}, a, false, false, [](double x) { return -x; },
+      [](double, double) { return -1.0; });
 }
 Tensor exp(const Tensor& a, Site site) {
   SiteScope scope(site);
@@ -395,7 +403,8 @@ Tensor sqrt(const Tensor& a, Site site) {
 Tensor rsqrt(const Tensor& a, Site site) {
   SiteScope scope(site);
   return unary_op(
-      "rsqrt", UnCode{cuda::UnOp::Rsqrt}, a, false, true, [](double x) { return 1.0 / std::sqrt(x); },
+      "rsqrt", UnCode{cuda::UnOp::Rsqrt}, a, false, true,
+      [](double x) { return 1.0 / std::sqrt(x); },
       [](double, double y) { return -0.5 * y * y * y; });
 }
 Tensor abs(const Tensor& a, Site site) {
@@ -413,7 +422,8 @@ Tensor tanh(const Tensor& a, Site site) {
 Tensor sigmoid(const Tensor& a, Site site) {
   SiteScope scope(site);
   return unary_op(
-      "sigmoid", UnCode{cuda::UnOp::Sigmoid}, a, false, true, [](double x) { return 1 / (1 + std::exp(-x)); },
+      "sigmoid", UnCode{cuda::UnOp::Sigmoid}, a, false, true,
+      [](double x) { return 1 / (1 + std::exp(-x)); },
       [](double, double y) { return y * (1 - y); });
 }
 // relu has its own loops in T (not the generic double-precision unary path): branch-free, so
@@ -460,7 +470,8 @@ Tensor gelu(const Tensor& a, const std::string& approximate, Site site) {
   constexpr double kKappa = 0.044715;
   if (approximate == "none") {
     return unary_op(
-        "gelu", UnCode{cuda::UnOp::GeluErf}, a, true, false, [](double x) { return 0.5 * x * (1 + std::erf(x * kSqrt1_2)); },
+        "gelu", UnCode{cuda::UnOp::GeluErf}, a, true, false,
+        [](double x) { return 0.5 * x * (1 + std::erf(x * kSqrt1_2)); },
         [](double x, double) {
           return 0.5 * (1 + std::erf(x * kSqrt1_2)) + x * kInvSqrt2Pi * std::exp(-0.5 * x * x);
         });
@@ -483,7 +494,8 @@ Tensor clamp(const Tensor& a, double lo, double hi, Site site) {
     throw Error(fmt::format("clamp: min {} > max {} for input {}", lo, hi, shape_str(a.shape())));
   // The gradient passes where lo <= x <= hi (PyTorch's convention at the boundary).
   return unary_op(
-      "clamp", UnCode{cuda::UnOp::Clamp, lo, hi}, a, true, false, [lo, hi](double x) { return x < lo ? lo : (x > hi ? hi : x); },
+      "clamp", UnCode{cuda::UnOp::Clamp, lo, hi}, a, true, false,
+      [lo, hi](double x) { return x < lo ? lo : (x > hi ? hi : x); },
       [lo, hi](double x, double) { return (x >= lo && x <= hi) ? 1.0 : 0.0; });
 }
 Tensor clamp_min(const Tensor& a, double lo, Site site) {

@@ -83,18 +83,19 @@ Tensor cuda_embedding(const Tensor& indices, const Tensor& weight, int64_t pad, 
     note_flops(0, static_cast<double>(out.numel()));
     note_saved(si);
     const bool det = g_deterministic;
-    record(kOp, out, {indices, weight}, [si, pad, V, C, det](const Tensor& g) -> std::vector<Tensor> {
-      Tensor dw = zeros({V, C}, g.dtype(), g.device());
-      if (g.numel() == 0) return {Tensor(), dw};
-      on_device("embedding backward", g.device(), [&] {
-        cuda::index_add(cdt(g.dtype()), dw.data_ptr(), g.data_ptr(),
-                        static_cast<const int64_t*>(si.data_ptr()), 1, V, si.numel(), C, det);
-        if (pad >= 0)
-          cuda::memset_zero(static_cast<char*>(dw.data_ptr()) + pad * C * dtype_size(g.dtype()),
-                            C * dtype_size(g.dtype()), g.device().index);
-      });
-      return {Tensor(), dw};
-    });
+    record(
+        kOp, out, {indices, weight}, [si, pad, V, C, det](const Tensor& g) -> std::vector<Tensor> {
+          Tensor dw = zeros({V, C}, g.dtype(), g.device());
+          if (g.numel() == 0) return {Tensor(), dw};
+          on_device("embedding backward", g.device(), [&] {
+            cuda::index_add(cdt(g.dtype()), dw.data_ptr(), g.data_ptr(),
+                            static_cast<const int64_t*>(si.data_ptr()), 1, V, si.numel(), C, det);
+            if (pad >= 0)
+              cuda::memset_zero(static_cast<char*>(dw.data_ptr()) + pad * C * dtype_size(g.dtype()),
+                                C * dtype_size(g.dtype()), g.device().index);
+          });
+          return {Tensor(), dw};
+        });
   }
   return out;
 }

@@ -60,8 +60,8 @@ CeLayout check_cross_entropy(const Tensor& x, const Tensor& t, const CrossEntrop
     Tensor ign = full({}, static_cast<double>(o.ignore_index), kInt64, t.device());
     Tensor checked = where(eq(t, ign), zeros({}, kInt64, t.device()), t);
     const int64_t k = on_device(kOp, t.device(), [&] {
-      return cuda::first_out_of_range(static_cast<const int64_t*>(checked.data_ptr()), t.numel(),
-                                      0, l.C);
+      return cuda::first_out_of_range(static_cast<const int64_t*>(checked.data_ptr()), t.numel(), 0,
+                                      l.C);
     });
     if (k >= 0)
       throw Error(fmt::format(
@@ -160,11 +160,10 @@ Tensor cuda_cross_entropy(const Tensor& logits, const Tensor& target, const CeLa
   int64_t count = 0;
   if (rows > 0)
     on_device(kOp, dev, [&] {
-      cuda::cross_entropy_forward(
-          cdt(logits.dtype()), static_cast<double*>(loss.data_ptr()),
-          static_cast<double*>(lse.data_ptr()), logits.data_ptr(),
-          static_cast<const int64_t*>(target.data_ptr()), l.N, l.C, l.inner, opts.ignore_index,
-          opts.label_smoothing, &count);
+      cuda::cross_entropy_forward(cdt(logits.dtype()), static_cast<double*>(loss.data_ptr()),
+                                  static_cast<double*>(lse.data_ptr()), logits.data_ptr(),
+                                  static_cast<const int64_t*>(target.data_ptr()), l.N, l.C, l.inner,
+                                  opts.ignore_index, opts.label_smoothing, &count);
     });
   Tensor out;
   if (opts.reduction == Reduction::None) {
@@ -198,8 +197,8 @@ Tensor cuda_cross_entropy(const Tensor& logits, const Tensor& target, const CeLa
                      cdt(sx.dtype()), dx.data_ptr(),
                      grow.defined() ? static_cast<const double*>(grow.data_ptr()) : nullptr, gs,
                      sx.data_ptr(), static_cast<const int64_t*>(st.data_ptr()),
-                     static_cast<const double*>(lse.data_ptr()), l.N, l.C, l.inner,
-                     o.ignore_index, o.label_smoothing);
+                     static_cast<const double*>(lse.data_ptr()), l.N, l.C, l.inner, o.ignore_index,
+                     o.label_smoothing);
                });
              return {dx, Tensor()};
            });

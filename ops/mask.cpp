@@ -102,19 +102,20 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value, Site site)
   if (!ok)
     throw Error(fmt::format("{}: mask {} does not broadcast to input {}", op,
                             shape_str(mask.shape()), shape_str(x.shape())));
-  Tensor out = on_cuda(x) ? cuda_where(op, mask, full({}, value, x.dtype(), x.device()), x,
-                                       x.shape())
-                          : Tensor::empty(x.shape(), x.dtype());
-  if (!on_cuda(x)) dispatch_all(x.dtype(), [&](auto tag) {
-    const bool* pm = mask.data<bool>();
-    using T = decltype(tag);
-    const T* px = x.data<T>();
-    T* po = out.data<T>();
-    const T v = static_cast<T>(value);
-    Shape zero(x.dim(), 0);
-    broadcast_loop2(x.shape(), zero, broadcast_strides(mask.shape(), x.shape()),
-                    [&](int64_t o, int64_t, int64_t im) { po[o] = pm[im] ? v : px[o]; });
-  });
+  Tensor out = on_cuda(x)
+                   ? cuda_where(op, mask, full({}, value, x.dtype(), x.device()), x, x.shape())
+                   : Tensor::empty(x.shape(), x.dtype());
+  if (!on_cuda(x))
+    dispatch_all(x.dtype(), [&](auto tag) {
+      const bool* pm = mask.data<bool>();
+      using T = decltype(tag);
+      const T* px = x.data<T>();
+      T* po = out.data<T>();
+      const T v = static_cast<T>(value);
+      Shape zero(x.dim(), 0);
+      broadcast_loop2(x.shape(), zero, broadcast_strides(mask.shape(), x.shape()),
+                      [&](int64_t o, int64_t, int64_t im) { po[o] = pm[im] ? v : px[o]; });
+    });
   if (needs_record({&x})) {
     Tensor sm = mask.detach();  // the mask: gradient is zero where it is true
     note_flops(static_cast<double>(out.numel()), static_cast<double>(out.numel()));
@@ -149,16 +150,17 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, Site site) {
   }
   Tensor out = on_cuda(a) ? cuda_where(op, cond, a, b, os) : Tensor::empty(os, a.dtype());
   const Shape sc = broadcast_strides(cond.shape(), os);
-  if (!on_cuda(a)) dispatch_all(a.dtype(), [&](auto tag) {
-    const bool* pc = cond.data<bool>();
-    using T = decltype(tag);
-    const T* pa = a.data<T>();
-    const T* pb = b.data<T>();
-    T* po = out.data<T>();
-    broadcast_loop3(
-        os, sc, broadcast_strides(a.shape(), os), broadcast_strides(b.shape(), os),
-        [&](int64_t o, int64_t ic, int64_t ia, int64_t ib) { po[o] = pc[ic] ? pa[ia] : pb[ib]; });
-  });
+  if (!on_cuda(a))
+    dispatch_all(a.dtype(), [&](auto tag) {
+      const bool* pc = cond.data<bool>();
+      using T = decltype(tag);
+      const T* pa = a.data<T>();
+      const T* pb = b.data<T>();
+      T* po = out.data<T>();
+      broadcast_loop3(
+          os, sc, broadcast_strides(a.shape(), os), broadcast_strides(b.shape(), os),
+          [&](int64_t o, int64_t ic, int64_t ia, int64_t ib) { po[o] = pc[ic] ? pa[ia] : pb[ib]; });
+    });
   if (needs_record({&a, &b})) {
     Tensor sc_mask = cond.detach();  // the condition: a gets g where true, b where false
     Shape sa = a.shape(), sb = b.shape();

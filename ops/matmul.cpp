@@ -148,9 +148,25 @@ Plan make_plan(const char* op, const Tensor& a, const Tensor& b) {
   return p;
 }
 
+// On CUDA, a plan whose matrices all sit at regular strides (no broadcast batch dims) runs as
+// one strided-batched GEMM; false when it does not apply.
+template <typename T>
+bool cuda_batched(const Plan& p, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A,
+                  int64_t lda, int64_t sA, const T* B, int64_t ldb, int64_t sB, T* C, int64_t ldc,
+                  int64_t sC) {
+  if (!p.dev.is_cuda() || !p.off_a.empty() || !p.off_b.empty() || p.batch == 1) return false;
+  on_device("matmul", p.dev, [&] {
+    cuda::gemm(cdt(dtype_of<T>::value), ta, tb, M, N, K, 1.0, A, lda, sA, B, ldb, sB, 0.0, C, ldc,
+               sC, p.batch);
+  });
+  return true;
+}
+
 // C = A·B for every gemm of the plan.
 template <typename T>
 void matmul_forward(const Plan& p, const T* A, const T* B, T* C) {
+  const int64_t M = p.M, N = p.N, K = p.K;
+  if (cuda_batched(p, false, false, M, N, K, A, K, M * K, B, N, K * N, C, N, M * N)) return;
   for (int64_t i = 0; i < p.batch; ++i)
     gemm(p.dev, false, false, p.M, p.N, p.K, A + p.a_offset(i), p.K, B + p.b_offset(i), p.N, T(0),
          C + i * p.M * p.N, p.N);
@@ -159,6 +175,8 @@ void matmul_forward(const Plan& p, const T* A, const T* B, T* C) {
 template <typename T>
 void matmul_backward_a(const Plan& p, const T* dC, const T* B, T* dA) {
   const T beta = p.bcast_a ? T(1) : T(0);  // dA was zeroed when it accumulates
+  const int64_t M = p.M, N = p.N, K = p.K;
+  if (cuda_batched(p, false, true, M, K, N, dC, N, M * N, B, N, K * N, dA, K, M * K)) return;
   for (int64_t i = 0; i < p.batch; ++i)
     gemm(p.dev, false, true, p.M, p.K, p.N, dC + i * p.M * p.N, p.N, B + p.b_offset(i), p.N, beta,
          dA + p.a_offset(i), p.K);
@@ -167,6 +185,8 @@ void matmul_backward_a(const Plan& p, const T* dC, const T* B, T* dA) {
 template <typename T>
 void matmul_backward_b(const Plan& p, const T* A, const T* dC, T* dB) {
   const T beta = p.bcast_b ? T(1) : T(0);
+  const int64_t M = p.M, N = p.N, K = p.K;
+  if (cuda_batched(p, true, false, K, N, M, A, K, M * K, dC, N, M * N, dB, N, K * N)) return;
   for (int64_t i = 0; i < p.batch; ++i)
     gemm(p.dev, true, false, p.K, p.N, p.M, A + p.a_offset(i), p.K, dC + i * p.M * p.N, p.N, beta,
          dB + p.b_offset(i), p.N);
@@ -178,7 +198,7 @@ bool empty_gemm(const Plan& p) { return p.M == 0 || p.N == 0 || p.K == 0 || p.ba
 Tensor matmul_impl(const char* op, const Tensor& a, const Tensor& b) {
   Plan p = make_plan(op, a, b);
   Tensor out = empty_gemm(p) ? zeros(p.out_shape, a.dtype(), p.dev)
-                              : Tensor::empty(p.out_shape, a.dtype(), p.dev);
+                             : Tensor::empty(p.out_shape, a.dtype(), p.dev);
   if (!empty_gemm(p)) {
     dispatch_float(a.dtype(), op, [&](auto tag) {
       using T = decltype(tag);
@@ -266,9 +286,8 @@ void linear_forward(Device dev, const T* x, const T* w, const T* b, T* y, int64_
 template <typename T>
 void bias_backward(Device dev, const T* dy, T* db, int64_t N, int64_t Cout) {
   if (dev.is_cuda()) {
-    on_device("linear backward", dev, [&] {
-      cuda::reduce(cuda::RedOp::Sum, cdt(dtype_of<T>::value), db, dy, 1, N, Cout);
-    });
+    on_device("linear backward", dev,
+              [&] { cuda::reduce(cuda::RedOp::Sum, cdt(dtype_of<T>::value), db, dy, 1, N, Cout); });
     return;
   }
   std::vector<double> acc(Cout, 0.0);
@@ -349,7 +368,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Site si
              };
              if (gx) dx = make(sx_shape);
              if (gw) dw = make(sw_shape);
-             if (gb) db = N == 0 ? zeros({Cout}, dy.dtype(), dev) : Tensor::empty({Cout}, dy.dtype(), dev);
+             if (gb)
+               db =
+                   N == 0 ? zeros({Cout}, dy.dtype(), dev) : Tensor::empty({Cout}, dy.dtype(), dev);
              dispatch_float(dy.dtype(), "linear backward", [&](auto tag) {
                using T = decltype(tag);
                const T* pdy = dptr<T>(dy);

@@ -129,12 +129,13 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
                                ptr(bias), N, D, eps);
     });
   }
-  if (!on_cuda(x)) dispatch_float(x.dtype(), kOp, [&](auto tag) {
-    using T = decltype(tag);
-    layer_norm_forward(out.data<T>(), mean.data<double>(), rstd.data<double>(), x.data<T>(),
-                       weight.defined() ? weight.data<T>() : nullptr,
-                       bias.defined() ? bias.data<T>() : nullptr, N, D, eps);
-  });
+  if (!on_cuda(x))
+    dispatch_float(x.dtype(), kOp, [&](auto tag) {
+      using T = decltype(tag);
+      layer_norm_forward(out.data<T>(), mean.data<double>(), rstd.data<double>(), x.data<T>(),
+                         weight.defined() ? weight.data<T>() : nullptr,
+                         bias.defined() ? bias.data<T>() : nullptr, N, D, eps);
+    });
   if (needs_record({&x, &weight, &bias})) {
     Tensor sx = x.detach(), sw = weight.defined() ? weight.detach() : Tensor();
     const bool gx = x.requires_grad(), gw = weight.defined() && weight.requires_grad(),
@@ -149,14 +150,16 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
              Tensor dx = gx ? Tensor::empty(sx.shape(), sx.dtype(), dev) : Tensor();
              Tensor dw = gw ? zeros(ns, sx.dtype(), dev) : Tensor();
              Tensor db = gb ? zeros(ns, sx.dtype(), dev) : Tensor();
-             auto ptr = [](const Tensor& t) -> void* { return t.defined() ? t.data_ptr() : nullptr; };
+             auto ptr = [](const Tensor& t) -> void* {
+               return t.defined() ? t.data_ptr() : nullptr;
+             };
              if (on_cuda(sx)) {
                if (N > 0)
                  on_device("layer_norm backward", dev, [&] {
-                   cuda::layer_norm_backward(
-                       cdt(g.dtype()), ptr(dx), ptr(dw), ptr(db), g.data_ptr(), sx.data_ptr(),
-                       ptr(sw), static_cast<const double*>(mean.data_ptr()),
-                       static_cast<const double*>(rstd.data_ptr()), N, D);
+                   cuda::layer_norm_backward(cdt(g.dtype()), ptr(dx), ptr(dw), ptr(db),
+                                             g.data_ptr(), sx.data_ptr(), ptr(sw),
+                                             static_cast<const double*>(mean.data_ptr()),
+                                             static_cast<const double*>(rstd.data_ptr()), N, D);
                  });
                return {dx, dw, db};
              }

@@ -67,9 +67,8 @@ Tensor scatter(const Tensor& g, const Shape& in_shape, const Shape& st, int64_t 
     if (g.numel() == 0) return dx;
     cuda::Strided cs = make_strided(g.shape(), {&g.shape()});
     set_operand(cs, 0, st, offset);
-    on_device("scatter", g.device(), [&] {
-      cuda::strided_copy(cdt(g.dtype()), dx.data_ptr(), g.data_ptr(), cs);
-    });
+    on_device("scatter", g.device(),
+              [&] { cuda::strided_copy(cdt(g.dtype()), dx.data_ptr(), g.data_ptr(), cs); });
     return dx;
   }
   Tensor dx = zeros(in_shape, g.dtype());
@@ -334,10 +333,9 @@ Tensor cuda_index_select(const Tensor& x, int64_t d, const Tensor& index) {
   const int64_t outer = span(xs, 0, d), size = xs[d], inner = span(xs, d + 1, x.dim());
   const int64_t k = index.numel();
   const auto* pi = static_cast<const int64_t*>(index.data_ptr());
-  const int64_t bad =
-      k == 0 ? -1 : on_device("index_select", x.device(), [&] {
-        return cuda::first_out_of_range(pi, k, 0, size);
-      });
+  const int64_t bad = k == 0 ? -1 : on_device("index_select", x.device(), [&] {
+    return cuda::first_out_of_range(pi, k, 0, size);
+  });
   if (bad >= 0)
     throw Error(fmt::format(
         "index_select: index {} at position {} is out of range for dim {} of size {} (input {}, "
@@ -374,9 +372,8 @@ void cuda_copy_into(const Tensor& out, const Tensor& x, int64_t offset) {
   if (x.numel() == 0) return;
   cuda::Strided st = make_strided(x.shape(), {&x.shape()});
   set_operand(st, 0, contiguous_strides(out.shape()), offset);
-  on_device("cat", x.device(), [&] {
-    cuda::strided_copy(cdt(x.dtype()), out.data_ptr(), x.data_ptr(), st);
-  });
+  on_device("cat", x.device(),
+            [&] { cuda::strided_copy(cdt(x.dtype()), out.data_ptr(), x.data_ptr(), st); });
 }
 }  // namespace
 
@@ -434,7 +431,6 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, Site site
   }
   return out;
 }
-
 
 // ---- joining ----
 // xs[i] (D..., n_i, D...) -> (D..., Σ n_i, D...); dxs[i] = dout narrowed to xs[i]'s rows.

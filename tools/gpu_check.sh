@@ -34,6 +34,12 @@ fi
 { nvidia-smi; nvcc --version; g++ --version | head -1; cmake --version | head -1; } \
   > "$OUT/env.txt" 2>&1
 
+# ---- first, the attention kernels alone (no library build needed: a quick, independent check) ----
+timeout 120 nvcc -std=c++17 -arch=sm_90 -O2 -I. bench/attention_check.cu -o /tmp/attention_check \
+  > "$OUT/attention_check.log" 2>&1 &&
+timeout 120 /tmp/attention_check >> "$OUT/attention_check.log" 2>&1
+log "attention_check rc=$?: $(tail -3 "$OUT/attention_check.log" | tr '\n' ' ')"
+
 # ---- build ----
 gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
 timeout 300 cmake -S . -B build-gpu "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DTG_CUDA=ON \

@@ -177,13 +177,13 @@ tg::Device device_option(const std::string& s) {
     throw UserError("--device " + s + ": expected cpu, cuda or cuda:N");
   }
   if (d.is_cuda() && d.index >= tg::cuda_device_count())
-    throw UserError("--device " + s + ": " +
-                    (tg::cuda_device_count() == 0
-                         ? std::string("no CUDA device is available here (no GPU, no driver, or "
-                                       "tapegrad was built without CUDA: configure with nvcc on "
-                                       "PATH)")
-                         : "only " + std::to_string(tg::cuda_device_count()) +
-                               " CUDA device(s) are visible"));
+    throw UserError(
+        "--device " + s + ": " +
+        (tg::cuda_device_count() == 0
+             ? std::string("no CUDA device is available here (no GPU, no driver, or "
+                           "tapegrad was built without CUDA: configure with nvcc on "
+                           "PATH)")
+             : "only " + std::to_string(tg::cuda_device_count()) + " CUDA device(s) are visible"));
   return d;
 }
 

@@ -40,8 +40,8 @@ struct RunOptions {
   uint64_t seed = 0;
   ModelConfig model;  // vocab_size / num_classes are filled in from the data
   bool resume = false, quiet = false;
-  std::string metrics_out;  // "" = <out>/metrics.json only
-  std::string explain;      // "" = the first test example
+  std::string metrics_out;       // "" = <out>/metrics.json only
+  std::string explain;           // "" = the first test example
   tg::Device device = tg::kCPU;  // where the model trains (--device cpu | cuda | cuda:N)
 };
 

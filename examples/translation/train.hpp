@@ -58,7 +58,7 @@ std::vector<std::string> translate_tokens(Seq2Seq& model, const Vocabs& v,
                                           double length_penalty = 1.0);
 
 struct TrainOptions {
-  int64_t steps = 600;   // length of the schedule
+  int64_t steps = 600;    // length of the schedule
   int64_t max_steps = 0;  // > 0: stop this run after this many steps (smoke runs)
   int64_t batch_size = 128;
   double lr = 1e-3, weight_decay = 0.01, clip = 1.0, label_smoothing = 0.1;

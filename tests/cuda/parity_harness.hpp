@@ -111,8 +111,7 @@ inline void run_parity(const ParityCase& c, tg::DType dt) {
   ld.backward();
   for (size_t i = 0; i < ref.size(); ++i) {
     if (!ref[i].requires_grad()) continue;
-    check_close(fmt::format("{}: gradient of input {}", tag, i), dev[i].grad(), ref[i].grad(),
-                tol);
+    check_close(fmt::format("{}: gradient of input {}", tag, i), dev[i].grad(), ref[i].grad(), tol);
   }
 }
 

@@ -25,16 +25,15 @@ TEST_CASE("cuda device: to, cpu, cuda round trip and its gradient") {
   CHECK(x.grad().to_vector<float>() == std::vector<float>{2, -4, 7});
   CHECK(g.str().find("device=cuda:0") != std::string::npos);
   CHECK(zeros({2, 3}, kFloat64, cuda_device()).sum().item<double>() == 0);
-  CHECK(full({4}, 2.5, kFloat32, cuda_device()).to_vector<float>() ==
-        std::vector<float>(4, 2.5f));
+  CHECK(full({4}, 2.5, kFloat32, cuda_device()).to_vector<float>() == std::vector<float>(4, 2.5f));
   CHECK(randn({3}, kFloat32, cuda_device()).device() == cuda_device());
   CHECK(parse_device("cuda:0") == cuda_device(0));
 }
 
 TEST_CASE("cuda device: mixing devices is an error naming the op and both devices") {
   Tensor a = ones({2, 3}), b = ones({2, 3}).cuda();
-  CHECK_THROWS_WITH(add(a, b), Catch::Contains("add") && Catch::Contains("cpu") &&
-                                   Catch::Contains("cuda:0"));
+  CHECK_THROWS_WITH(add(a, b),
+                    Catch::Contains("add") && Catch::Contains("cpu") && Catch::Contains("cuda:0"));
   CHECK_THROWS_WITH(matmul(b, ones({3, 2})), Catch::Contains("matmul") &&
                                                  Catch::Contains("cuda:0") &&
                                                  Catch::Contains("cpu"));
@@ -83,9 +82,7 @@ struct Tiny : nn::Module {
     layer = register_module("layer", std::make_shared<nn::TransformerEncoderLayer>(32, 4, o));
     head = register_module("head", std::make_shared<nn::Linear>(32, 3));
   }
-  Tensor forward(const Tensor& tokens) {
-    return (*head)(mean((*layer)((*emb)(tokens)), {1}));
-  }
+  Tensor forward(const Tensor& tokens) { return (*head)(mean((*layer)((*emb)(tokens)), {1})); }
 };
 std::vector<double> train(Device dev, int steps) {
   manual_seed(7);

@@ -33,7 +33,7 @@ Tensor with_neg_inf_rows(Shape s) {
   Tensor x = rn(s);
   double* p = x.data<double>();
   const int64_t C = s.back();
-  for (int64_t c = 0; c < C; ++c) p[c] = -kInf;        // row 0: fully masked
+  for (int64_t c = 0; c < C; ++c) p[c] = -kInf;         // row 0: fully masked
   for (int64_t c = 0; c < C; c += 2) p[C + c] = -kInf;  // row 1: every other key
   return x;
 }
@@ -45,145 +45,255 @@ std::vector<ParityCase> cases() {
     v.push_back(ParityCase{std::move(name), std::move(i), std::move(f), tol32, 1e-10, bwd});
   };
   // ---- elementwise, broadcasting ----
-  add_case("add same shape", [] { return in({rn({37, 5}), rn({37, 5})}); },
-           [](const Inputs& x) { return out({add(x[0], x[1])}); });
-  add_case("add bias (N, C) + (C)", [] { return in({rn({33, 70}), rn({70})}); },
-           [](const Inputs& x) { return out({add(x[0], x[1])}); });
-  add_case("sub (2,1,4) - (3,1)", [] { return in({rn({2, 1, 4}), rn({3, 1})}); },
-           [](const Inputs& x) { return out({sub(x[0], x[1])}); });
-  add_case("mul (4,1,3,1) * (5,1,2)", [] { return in({rn({4, 1, 3, 1}), rn({5, 1, 2})}); },
-           [](const Inputs& x) { return out({mul(x[0], x[1])}); });
-  add_case("div by positive, scalar tensor", [] { return in({rn({6, 7}), pos({})}); },
-           [](const Inputs& x) { return out({div(x[0], x[1])}); });
-  add_case("pow tensor^tensor", [] { return in({pos({5, 4}), rn({4})}); },
-           [](const Inputs& x) { return out({pow(x[0], x[1])}); }, 1e-4);
-  add_case("maximum/minimum with ties",
-           [] {
-             Tensor a = rn({8, 9});
-             Tensor b = where(gt(a, zeros({}, kFloat64)), a, rn({8, 9}));  // ties where a > 0
-             return in({a, b});
-           },
-           [](const Inputs& x) { return out({maximum(x[0], x[1]), minimum(x[0], x[1])}); });
-  add_case("scalar forms", [] { return in({pos({3, 11})}); },
-           [](const Inputs& x) {
-             return out({add(x[0], 1.5), sub(x[0], 0.25), rsub(2.0, x[0]), mul(x[0], -3.0),
-                         div(x[0], 7.0), rdiv(1.0, x[0]), pow(x[0], 2.5), pow(x[0], 0.0)});
-           });
-  add_case("unary functions", [] { return in({rn({4, 33})}); },
-           [](const Inputs& x) {
-             return out({neg(x[0]), exp(x[0]), tanh(x[0]), sigmoid(x[0]), relu(x[0]), abs(x[0]),
-                         gelu(x[0]), gelu(x[0], "tanh"), clamp(x[0], -0.5, 0.7),
-                         clamp_min(x[0], 0.1), clamp_max(x[0], -0.1)});
-           });
-  add_case("unary on positives", [] { return in({pos({5, 17})}); },
-           [](const Inputs& x) { return out({log(x[0]), sqrt(x[0]), rsqrt(x[0])}); });
-  add_case("comparisons and logical_not", [] { return in({ints(3, {4, 5}), ints(3, {5})}); },
-           [](const Inputs& x) {
-             return out({eq(x[0], x[1]), ne(x[0], x[1]), lt(x[0], x[1]), le(x[0], x[1]),
-                         gt(x[0], x[1]), ge(x[0], x[1]), logical_not(eq(x[0], x[1])),
-                         add(x[0], x[1]), mul(x[0], x[1])});
-           },
-           2e-5, false);
-  add_case("where and masked_fill (broadcast masks)",
-           [] { return in({rn({3, 4, 5}), rn({4, 1}), gt(rn({4, 5}), zeros({}, kFloat64))}); },
-           [](const Inputs& x) {
-             return out({where(x[2], x[0], x[1]), masked_fill(x[0], x[2], -2.5),
-                         masked_fill(x[0], lt(x[1], zeros({}, x[1].dtype(), x[1].device())), -kInf)});
-           });
+  add_case(
+      "add same shape",
+      [] {
+        return in({rn({37, 5}), rn({37, 5})});
+      },
+      [](const Inputs& x) { return out({add(x[0], x[1])}); });
+  add_case(
+      "add bias (N, C) + (C)",
+      [] {
+        return in({rn({33, 70}), rn({70})});
+      },
+      [](const Inputs& x) { return out({add(x[0], x[1])}); });
+  add_case(
+      "sub (2,1,4) - (3,1)",
+      [] {
+        return in({rn({2, 1, 4}), rn({3, 1})});
+      },
+      [](const Inputs& x) { return out({sub(x[0], x[1])}); });
+  add_case(
+      "mul (4,1,3,1) * (5,1,2)",
+      [] {
+        return in({rn({4, 1, 3, 1}), rn({5, 1, 2})});
+      },
+      [](const Inputs& x) { return out({mul(x[0], x[1])}); });
+  add_case(
+      "div by positive, scalar tensor",
+      [] {
+        return in({rn({6, 7}), pos({})});
+      },
+      [](const Inputs& x) { return out({div(x[0], x[1])}); });
+  add_case(
+      "pow tensor^tensor",
+      [] {
+        return in({pos({5, 4}), rn({4})});
+      },
+      [](const Inputs& x) { return out({pow(x[0], x[1])}); }, 1e-4);
+  add_case(
+      "maximum/minimum with ties",
+      [] {
+        Tensor a = rn({8, 9});
+        Tensor b = where(gt(a, zeros({}, kFloat64)), a, rn({8, 9}));  // ties where a > 0
+        return in({a, b});
+      },
+      [](const Inputs& x) {
+        return out({maximum(x[0], x[1]), minimum(x[0], x[1])});
+      });
+  add_case(
+      "scalar forms",
+      [] {
+        return in({pos({3, 11})});
+      },
+      [](const Inputs& x) {
+        return out({add(x[0], 1.5), sub(x[0], 0.25), rsub(2.0, x[0]), mul(x[0], -3.0),
+                    div(x[0], 7.0), rdiv(1.0, x[0]), pow(x[0], 2.5), pow(x[0], 0.0)});
+      });
+  add_case(
+      "unary functions",
+      [] {
+        return in({rn({4, 33})});
+      },
+      [](const Inputs& x) {
+        return out({neg(x[0]), exp(x[0]), tanh(x[0]), sigmoid(x[0]), relu(x[0]), abs(x[0]),
+                    gelu(x[0]), gelu(x[0], "tanh"), clamp(x[0], -0.5, 0.7), clamp_min(x[0], 0.1),
+                    clamp_max(x[0], -0.1)});
+      });
+  add_case(
+      "unary on positives",
+      [] {
+        return in({pos({5, 17})});
+      },
+      [](const Inputs& x) {
+        return out({log(x[0]), sqrt(x[0]), rsqrt(x[0])});
+      });
+  add_case(
+      "comparisons and logical_not",
+      [] {
+        return in({ints(3, {4, 5}), ints(3, {5})});
+      },
+      [](const Inputs& x) {
+        return out({eq(x[0], x[1]), ne(x[0], x[1]), lt(x[0], x[1]), le(x[0], x[1]), gt(x[0], x[1]),
+                    ge(x[0], x[1]), logical_not(eq(x[0], x[1])), add(x[0], x[1]), mul(x[0], x[1])});
+      },
+      2e-5, false);
+  add_case(
+      "where and masked_fill (broadcast masks)",
+      [] {
+        return in({rn({3, 4, 5}), rn({4, 1}), gt(rn({4, 5}), zeros({}, kFloat64))});
+      },
+      [](const Inputs& x) {
+        return out({where(x[2], x[0], x[1]), masked_fill(x[0], x[2], -2.5),
+                    masked_fill(x[0], lt(x[1], zeros({}, x[1].dtype(), x[1].device())), -kInf)});
+      });
   // ---- reductions ----
-  add_case("sum/mean over dims", [] { return in({rn({3, 4, 5, 6})}); },
-           [](const Inputs& x) {
-             return out({sum(x[0]), sum(x[0], {1}), sum(x[0], {0, 2}, true), sum(x[0], {-1, 1}),
-                         mean(x[0], {3}), mean(x[0], {0, 1, 2, 3})});
-           });
-  add_case("sum of a long row and a long column", [] { return in({rn({2, 5000}), rn({3000, 3})}); },
-           [](const Inputs& x) { return out({sum(x[0], {1}), sum(x[1], {0}), sum(x[1])}); });
-  add_case("max (amax) with ties, var",
-           [] {
-             Tensor a = round_half(rn({4, 6, 5}));
-             return in({a});
-           },
-           [](const Inputs& x) {
-             return out({max(x[0], {1}), max(x[0], {0, 2}, true), max(x[0]), var(x[0], {2}),
-                         var(x[0], {0, 1}, false, 0)});
-           });
-  add_case("argmax and int sums", [] { return in({rn({5, 7, 3}), ints(9, {4, 6})}); },
-           [](const Inputs& x) {
-             return out({argmax(x[0], 1), argmax(x[0], -1, true), sum(x[1], {0}),
-                         sum(gt(x[1], full({}, 4, kInt64, x[1].device())))});
-           },
-           2e-5, false);
+  add_case(
+      "sum/mean over dims",
+      [] {
+        return in({rn({3, 4, 5, 6})});
+      },
+      [](const Inputs& x) {
+        return out({sum(x[0]), sum(x[0], {1}), sum(x[0], {0, 2}, true), sum(x[0], {-1, 1}),
+                    mean(x[0], {3}), mean(x[0], {0, 1, 2, 3})});
+      });
+  add_case(
+      "sum of a long row and a long column",
+      [] {
+        return in({rn({2, 5000}), rn({3000, 3})});
+      },
+      [](const Inputs& x) {
+        return out({sum(x[0], {1}), sum(x[1], {0}), sum(x[1])});
+      });
+  add_case(
+      "max (amax) with ties, var",
+      [] {
+        Tensor a = round_half(rn({4, 6, 5}));
+        return in({a});
+      },
+      [](const Inputs& x) {
+        return out({max(x[0], {1}), max(x[0], {0, 2}, true), max(x[0]), var(x[0], {2}),
+                    var(x[0], {0, 1}, false, 0)});
+      });
+  add_case(
+      "argmax and int sums",
+      [] {
+        return in({rn({5, 7, 3}), ints(9, {4, 6})});
+      },
+      [](const Inputs& x) {
+        return out({argmax(x[0], 1), argmax(x[0], -1, true), sum(x[1], {0}),
+                    sum(gt(x[1], full({}, 4, kInt64, x[1].device())))});
+      },
+      2e-5, false);
   // ---- matmul ----
-  add_case("matmul 2-D, odd sizes", [] { return in({rn({17, 33}), rn({33, 9})}); },
-           [](const Inputs& x) { return out({matmul(x[0], x[1])}); }, 1e-4);
-  add_case("matmul batched broadcast (2,1,5,4)x(3,4,6)",
-           [] { return in({rn({2, 1, 5, 4}), rn({3, 4, 6})}); },
-           [](const Inputs& x) { return out({matmul(x[0], x[1])}); }, 1e-4);
-  add_case("matmul 1-D cases", [] { return in({rn({4}), rn({3, 4, 5}), rn({5})}); },
-           [](const Inputs& x) { return out({matmul(x[0], x[1]), matmul(x[1], x[2])}); }, 1e-4);
-  add_case("bmm, mm, linear with and without bias",
-           [] { return in({rn({3, 4, 5}), rn({3, 5, 2}), rn({2, 7, 5}), rn({6, 5}), rn({6})}); },
-           [](const Inputs& x) {
-             return out({bmm(x[0], x[1]), mm(first(x[0]), first(x[1])), linear(x[2], x[3], x[4]),
-                         linear(x[2], x[3])});
-           },
-           1e-4);
+  add_case(
+      "matmul 2-D, odd sizes",
+      [] {
+        return in({rn({17, 33}), rn({33, 9})});
+      },
+      [](const Inputs& x) { return out({matmul(x[0], x[1])}); }, 1e-4);
+  add_case(
+      "matmul batched broadcast (2,1,5,4)x(3,4,6)",
+      [] {
+        return in({rn({2, 1, 5, 4}), rn({3, 4, 6})});
+      },
+      [](const Inputs& x) { return out({matmul(x[0], x[1])}); }, 1e-4);
+  add_case(
+      "matmul 1-D cases",
+      [] {
+        return in({rn({4}), rn({3, 4, 5}), rn({5})});
+      },
+      [](const Inputs& x) {
+        return out({matmul(x[0], x[1]), matmul(x[1], x[2])});
+      },
+      1e-4);
+  add_case(
+      "bmm, mm, linear with and without bias",
+      [] {
+        return in({rn({3, 4, 5}), rn({3, 5, 2}), rn({2, 7, 5}), rn({6, 5}), rn({6})});
+      },
+      [](const Inputs& x) {
+        return out({bmm(x[0], x[1]), mm(first(x[0]), first(x[1])), linear(x[2], x[3], x[4]),
+                    linear(x[2], x[3])});
+      },
+      1e-4);
   // ---- shape ----
-  add_case("transpose, permute, expand, narrow, slice", [] { return in({rn({3, 4, 5})}); },
-           [](const Inputs& x) {
-             return out({transpose(x[0], 0, 2), permute(x[0], {1, 2, 0}),
-                         expand(narrow(x[0], 0, 0, 1), {2, 4, 5}), narrow(x[0], 1, 1, 2),
-                         slice(x[0], 2, 1, 5, 2), reshape(x[0], {5, -1}), squeeze(x[0].unsqueeze(1))});
-           });
-  add_case("cat, stack, split, chunk", [] { return in({rn({2, 3, 4}), rn({2, 5, 4}), rn({2, 3, 4})}); },
-           [](const Inputs& x) {
-             std::vector<Tensor> parts = split(x[1], {2, 3}, 1);
-             return out({cat({x[0], x[1], x[2]}, 1), stack({x[0], x[2]}, 0), parts[0], parts[1],
-                         chunk(x[0], 2, 2)[1], rearrange(x[0], "b t c -> c (b t)")});
-           });
-  add_case("index_select with repeats",
-           [] { return in({rn({5, 6, 3}), tensor(std::vector<int64_t>{4, 0, 4, 2, 4})}); },
-           [](const Inputs& x) {
-             return out({index_select(x[0], 0, x[1]), index_select(x[0], 1, x[1])});
-           });
+  add_case(
+      "transpose, permute, expand, narrow, slice",
+      [] {
+        return in({rn({3, 4, 5})});
+      },
+      [](const Inputs& x) {
+        return out({transpose(x[0], 0, 2), permute(x[0], {1, 2, 0}),
+                    expand(narrow(x[0], 0, 0, 1), {2, 4, 5}), narrow(x[0], 1, 1, 2),
+                    slice(x[0], 2, 1, 5, 2), reshape(x[0], {5, -1}), squeeze(x[0].unsqueeze(1))});
+      });
+  add_case(
+      "cat, stack, split, chunk",
+      [] {
+        return in({rn({2, 3, 4}), rn({2, 5, 4}), rn({2, 3, 4})});
+      },
+      [](const Inputs& x) {
+        std::vector<Tensor> parts = split(x[1], {2, 3}, 1);
+        return out({cat({x[0], x[1], x[2]}, 1), stack({x[0], x[2]}, 0), parts[0], parts[1],
+                    chunk(x[0], 2, 2)[1], rearrange(x[0], "b t c -> c (b t)")});
+      });
+  add_case(
+      "index_select with repeats",
+      [] {
+        return in({rn({5, 6, 3}), tensor(std::vector<int64_t>{4, 0, 4, 2, 4})});
+      },
+      [](const Inputs& x) {
+        return out({index_select(x[0], 0, x[1]), index_select(x[0], 1, x[1])});
+      });
   // ---- neural-network functions ----
-  add_case("softmax / log_softmax, last dim, with -inf rows",
-           [] { return in({with_neg_inf_rows({5, 40})}); },
-           [](const Inputs& x) { return out({softmax(x[0], -1), log_softmax(x[0], 1)}); });
-  add_case("softmax long rows (block path) and inner dim",
-           [] { return in({rn({3, 3000}), rn({4, 7, 6})}); },
-           [](const Inputs& x) {
-             return out({softmax(x[0], 1), log_softmax(x[0], 1), softmax(x[1], 1),
-                         log_softmax(x[1], 0)});
-           });
-  add_case("layer_norm: affine, plain, 2-D normalized shape, wide rows",
-           [] { return in({rn({6, 10, 32}), rn({32}), rn({32}), rn({3, 2000})}); },
-           [](const Inputs& x) {
-             return out({layer_norm(x[0], {32}, x[1], x[2]), layer_norm(x[0], {10, 32}),
-                         layer_norm(x[3], {2000})});
-           },
-           1e-4);
-  add_case("embedding with padding_idx and repeats",
-           [] { return in({tensor(std::vector<int64_t>{1, 3, 3, 0, 7, 3}, {2, 3}), rn({8, 5})}); },
-           [](const Inputs& x) { return out({embedding(x[0], x[1]), embedding(x[0], x[1], 3)}); });
-  add_case("cross_entropy mean, sum, none, ignore_index, smoothing",
-           [] {
-             Tensor t = tensor(std::vector<int64_t>{2, -100, 0, 4, 1, 4, -100, 3}, {8});
-             return in({rn({8, 5}), t});
-           },
-           [](const Inputs& x) {
-             CrossEntropyOptions sum_o, none_o, sm;
-             sum_o.reduction = Reduction::Sum;
-             none_o.reduction = Reduction::None;
-             sm.label_smoothing = 0.1;
-             return out({cross_entropy(x[0], x[1]), cross_entropy(x[0], x[1], sum_o),
-                         cross_entropy(x[0], x[1], none_o), cross_entropy(x[0], x[1], sm)});
-           });
-  add_case("cross_entropy (N, C, d) and a wide vocabulary",
-           [] { return in({rn({3, 6, 4}), ints(6, {3, 4}), rn({4, 3000}), ints(3000, {4})}); },
-           [](const Inputs& x) {
-             return out({cross_entropy(x[0], x[1]), cross_entropy(x[2], x[3])});
-           });
+  add_case(
+      "softmax / log_softmax, last dim, with -inf rows",
+      [] {
+        return in({with_neg_inf_rows({5, 40})});
+      },
+      [](const Inputs& x) {
+        return out({softmax(x[0], -1), log_softmax(x[0], 1)});
+      });
+  add_case(
+      "softmax long rows (block path) and inner dim",
+      [] {
+        return in({rn({3, 3000}), rn({4, 7, 6})});
+      },
+      [](const Inputs& x) {
+        return out(
+            {softmax(x[0], 1), log_softmax(x[0], 1), softmax(x[1], 1), log_softmax(x[1], 0)});
+      });
+  add_case(
+      "layer_norm: affine, plain, 2-D normalized shape, wide rows",
+      [] {
+        return in({rn({6, 10, 32}), rn({32}), rn({32}), rn({3, 2000})});
+      },
+      [](const Inputs& x) {
+        return out({layer_norm(x[0], {32}, x[1], x[2]), layer_norm(x[0], {10, 32}),
+                    layer_norm(x[3], {2000})});
+      },
+      1e-4);
+  add_case(
+      "embedding with padding_idx and repeats",
+      [] {
+        return in({tensor(std::vector<int64_t>{1, 3, 3, 0, 7, 3}, {2, 3}), rn({8, 5})});
+      },
+      [](const Inputs& x) {
+        return out({embedding(x[0], x[1]), embedding(x[0], x[1], 3)});
+      });
+  add_case(
+      "cross_entropy mean, sum, none, ignore_index, smoothing",
+      [] {
+        Tensor t = tensor(std::vector<int64_t>{2, -100, 0, 4, 1, 4, -100, 3}, {8});
+        return in({rn({8, 5}), t});
+      },
+      [](const Inputs& x) {
+        CrossEntropyOptions sum_o, none_o, sm;
+        sum_o.reduction = Reduction::Sum;
+        none_o.reduction = Reduction::None;
+        sm.label_smoothing = 0.1;
+        return out({cross_entropy(x[0], x[1]), cross_entropy(x[0], x[1], sum_o),
+                    cross_entropy(x[0], x[1], none_o), cross_entropy(x[0], x[1], sm)});
+      });
+  add_case(
+      "cross_entropy (N, C, d) and a wide vocabulary",
+      [] {
+        return in({rn({3, 6, 4}), ints(6, {3, 4}), rn({4, 3000}), ints(3000, {4})});
+      },
+      [](const Inputs& x) {
+        return out({cross_entropy(x[0], x[1]), cross_entropy(x[2], x[3])});
+      });
   return v;
 }
 }  // namespace
