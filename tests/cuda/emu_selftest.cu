@@ -85,6 +85,29 @@ __global__ void reverse_kernel(float* out, const float* x) {
   out[blockIdx.x * n + t] = buf[n - 1 - t];
 }
 
+// cp.async (inline PTX, as cuda/attention.cu writes it): two groups of copies into dynamic
+// shared memory; out records what thread t sees before any wait, after wait_group 1 (the first
+// group only) and after wait_group 0.
+__device__ void copy_async(float* dst, const float* src) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(s), "l"(src), "n"(4), "r"(4)
+               : "memory");
+}
+__global__ void cp_async_kernel(float* out, const float* x) {
+  extern __shared__ float sm[];
+  const int t = threadIdx.x;
+  copy_async(sm + t, x + t);
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+  copy_async(sm + 32 + t, x + 32 + t);
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+  out[t] = sm[t];
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(1) : "memory");
+  out[32 + t] = sm[t];
+  out[64 + t] = sm[32 + t];
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+  out[96 + t] = sm[32 + t];
+}
+
 template <typename T>
 __global__ void fill_kernel(T* out, T v) {
   out[threadIdx.x] = v;
@@ -180,6 +203,22 @@ void correct_kernels() {
   expect_error("... and accepted after cudaFuncSetAttribute", cudaSuccess);
   cudaFree(dx);
   cudaFree(dy);
+
+  std::vector<float> src(64);
+  for (int i = 0; i < 64; ++i) src[i] = float(i);
+  float* dsrc = to_device(src);
+  float* dout = nullptr;
+  cudaMalloc(&dout, 128 * sizeof(float));
+  cp_async_kernel<<<1, 32, 64 * sizeof(float)>>>(dout, dsrc);
+  expect_error("cp.async launch", cudaSuccess);
+  const std::vector<float> seen = to_host(dout, 128);
+  bool async_ok = true;
+  for (int t = 0; t < 32; ++t)
+    async_ok = async_ok && std::isnan(seen[t]) && seen[32 + t] == float(t) &&
+               std::isnan(seen[64 + t]) && seen[96 + t] == float(32 + t);
+  expect("cp.async lands only at the wait_group that covers its group", async_ok);
+  cudaFree(dsrc);
+  cudaFree(dout);
 }
 
 void launch_checks() {

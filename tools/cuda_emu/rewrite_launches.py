@@ -4,7 +4,7 @@
     rewrite_launches.py SRC.cu OUT.cpp      write the rewritten copy (CMake runs this)
     rewrite_launches.py --list SRC.cu ...   print every launch found, change nothing
 
-Three rewrites, everything else is copied as it is (a `#line` directive keeps compiler messages
+Four rewrites, everything else is copied as it is (a `#line` directive keeps compiler messages
 and __FILE__/__LINE__ pointing at SRC, and each rewrite keeps the line count):
 
   kernel<T, 128>  <<<grid, block, smem, stream>>>  (a, b);
@@ -18,6 +18,9 @@ and __FILE__/__LINE__ pointing at SRC, and each rewrite keeps the line count):
        [[maybe_unused]] const bool tg_emu_shared_1 = ::tg_emu::shared_poison(a); (and b):
        the first thread of each block to get there fills them with 0xff bytes (NaN), as
        shared memory holds no earlier block's values on a GPU
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;" :: "r"(d), "l"(s), "n"(4), "r"(n));
+    -> ::tg_emu::cp_async(d, s, 4, n);   (and commit_group, wait_group N, wait_all: PTX_TABLE)
+       inline PTX the table does not know is an error naming it
 
 The kernel is a (qualified) name with optional template arguments, as in every cuda/*.cu.
 TG_EMU_KEY is the kernel's address for the dynamic shared memory opt-in check; it is null (no
@@ -166,14 +169,14 @@ def rewrite_launches(src, code, path):
         name_text = src[start:i]
         name = collapse(code[start:i])
         cfg = src[i + 3:cfg_end]
-        args = src[k + 1:close].strip()
+        args = src[k + 1:close]  # verbatim, newlines included
         # Newlines of the parts that do not survive verbatim, to keep the line count.
         gap = '\n' * (name_text.count('\n') + src.count('\n', cfg_end, k + 1) +
                       src.count('\n', close, semi + 1))
         quoted = name.replace('\\', '\\\\').replace('"', '\\"')
         call = (f'::tg_emu::launch("{quoted}", TG_EMU_KEY({name}), ::tg_emu::Cfg({cfg}), '
                 f'[](auto... tg_a) {{ {name}(tg_a...); }}')
-        call += (', ' + args if args else '') + ');' + gap
+        call += (', ' + args if args.strip() else args) + ');' + gap
         out.append(src[pos:start])
         out.append(call)
         pos = semi + 1
@@ -254,8 +257,75 @@ def rewrite_static_smem(src, code, path):
     return ''.join(out)
 
 
+# Inline PTX the emulator runs: (regex over the instruction text, whitespace collapsed; the call,
+# with {0}, {1}... the asm operands in order and {g1}... the regex groups).
+PTX_TABLE = [
+    (r'cp\.async\.c[ag]\.shared\.global(?:\.L2::\d+B)? \[%0\], \[%1\], %2, %3;',
+     '::tg_emu::cp_async({0}, {1}, {2}, {3});'),
+    (r'cp\.async\.c[ag]\.shared\.global(?:\.L2::\d+B)? \[%0\], \[%1\], %2;',
+     '::tg_emu::cp_async({0}, {1}, {2}, {2});'),
+    (r'cp\.async\.commit_group;', '::tg_emu::cp_async_commit();'),
+    (r'cp\.async\.wait_group %0;', '::tg_emu::cp_async_wait({0});'),
+    (r'cp\.async\.wait_group (\d+);', '::tg_emu::cp_async_wait({g1});'),
+    (r'cp\.async\.wait_all;', '::tg_emu::cp_async_wait(0);'),
+]
+ASM = re.compile(r'(?<!\w)(?:asm|__asm__)(?:\s+(?:volatile|__volatile__))?\s*\(')
+
+
+def split_ranges(code, lo, hi, sep):
+    """[lo, hi) of code split at `sep` outside brackets, as (start, end) pairs."""
+    out, depth, start = [], 0, lo
+    for k in range(lo, hi):
+        ch = code[k]
+        if ch in '([{':
+            depth += 1
+        elif ch in ')]}':
+            depth -= 1
+        elif ch == sep and depth == 0:
+            out.append((start, k))
+            start = k + 1
+    out.append((start, hi))
+    return out
+
+
+def rewrite_asm(src, code, path):
+    out, pos = [], 0
+    for m in ASM.finditer(code):
+        line = line_of(code, m.start())
+        close = matching_paren(code, m.end() - 1)
+        semi = close + 1 if close is not None else -1
+        while 0 <= semi < len(code) and code[semi].isspace():
+            semi += 1
+        if close is None or semi >= len(code) or code[semi] != ';':
+            raise RewriteError(f'{path}:{line}: cannot parse the asm statement')
+        sections = split_ranges(code, m.end(), close, ':')
+        ptx = ''.join(re.findall(r'"((?:[^"\\]|\\.)*)"', src[sections[0][0]:sections[0][1]]))
+        ptx = ' '.join(ptx.replace('\\n', ' ').replace('\\t', ' ').split())
+        operands = []
+        for lo, hi in sections[1:3]:
+            for a, b in split_ranges(code, lo, hi, ','):
+                text = src[a:b].strip()
+                if text:
+                    operands.append(re.sub(r'^"[^"]*"\s*\((.*)\)$', r'\1', text, flags=re.S))
+        for pattern, call in PTX_TABLE:
+            pm = re.fullmatch(pattern, ptx)
+            if pm:
+                groups = {f'g{i}': g for i, g in enumerate(pm.groups(), 1)}
+                stmt = call.format(*operands, **groups)
+                break
+        else:
+            raise RewriteError(f'{path}:{line}: inline PTX "{ptx}" is not emulated '
+                               '(add it to PTX_TABLE in tools/cuda_emu/rewrite_launches.py)')
+        out.append(src[pos:m.start()])
+        out.append(stmt + '\n' * src.count('\n', m.start(), semi + 1))
+        pos = semi + 1
+    out.append(src[pos:])
+    return ''.join(out)
+
+
 def rewrite(path):
     src = pathlib.Path(path).read_text()
+    src = rewrite_asm(src, mask_comments_and_strings(src), path)
     new, launches = rewrite_launches(src, mask_comments_and_strings(src), path)
     new = rewrite_dynamic_smem(new, mask_comments_and_strings(new), path)
     new = rewrite_static_smem(new, mask_comments_and_strings(new), path)

@@ -1,7 +1,8 @@
 // tools/cuda_emu/tg_emu/device.h — what device code sees: the CUDA qualifiers (as no-ops or
 // statics), threadIdx / blockIdx / blockDim / gridDim, barriers, warp shuffles and votes (through
-// the scheduler in launch.h, which checks that they are reached uniformly), atomics and the CUDA
-// math functions that the C library lacks. Add an intrinsic here when a cuda/*.cu file starts
+// the scheduler in launch.h, which checks that they are reached uniformly), atomics, cp.async
+// with its group semantics (the PTX rewrite_launches.py translates), and the CUDA math functions
+// that the C library lacks. Add an intrinsic here when a cuda/*.cu file starts
 // using it.
 // Deliberately not modelled: atomics are plain read-modify-writes (threads never run at the same
 // time), memory fences and volatile are no-ops, fast-math intrinsics (__expf, __fdividef) are the
@@ -49,6 +50,7 @@ bool shared_poison(T& v) {
   for (void* p : seen)
     if (p == &v) return true;
   seen.push_back(&v);
+  launch_state().windows.push_back({reinterpret_cast<char*>(&v), sizeof v});
   if constexpr (std::is_trivially_copyable_v<T>)
     std::memset(static_cast<void*>(&v), 0xff, sizeof v);
   return true;
@@ -198,6 +200,54 @@ T atomicCAS(T* p, T compare, T v) {
   if (old == compare) *p = v;
   return old;
 }
+
+// ---- shared addresses and cp.async (the PTX that rewrite_launches.py translates) ----
+// A generic pointer into shared memory as a 32-bit shared address (see Launch::windows).
+inline size_t __cvta_generic_to_shared(const void* p) {
+  const auto& w = tg_emu::launch_state().windows;
+  const char* c = static_cast<const char*>(p);
+  for (size_t i = 0; i < w.size(); ++i)
+    if (c >= w[i].first && c < w[i].first + w[i].second)
+      return (i + 1) << 24 | size_t(c - w[i].first);
+  tg_emu::device_fail("__cvta_generic_to_shared: the pointer is not shared memory of this block");
+}
+namespace tg_emu {
+inline char* shared_pointer(uint64_t a, int bytes) {
+  const auto& w = launch_state().windows;
+  const uint64_t i = (a >> 24) - 1, off = a & 0xffffff;
+  if (a >> 24 == 0 || i >= w.size() || off + bytes > w[i].second)
+    device_fail("cp.async: shared address 0x" + std::to_string(a) + " is outside shared memory");
+  return w[i].first + off;
+}
+// cp.async.{ca,cg}.shared.global [dst], [src], bytes, src_bytes: recorded now, performed when a
+// cp.async.wait_group covers its group, so data read before the wait is still the old (poisoned)
+// shared memory, as the hardware allows.
+inline void cp_async(uint64_t dst, const void* src, int bytes, int src_bytes) {
+  if (bytes != 4 && bytes != 8 && bytes != 16)
+    device_fail("cp.async: copy size " + std::to_string(bytes) + " is not 4, 8 or 16");
+  char* d = shared_pointer(dst, bytes);
+  if (reinterpret_cast<uintptr_t>(d) % bytes ||
+      (src_bytes && reinterpret_cast<uintptr_t>(src) % bytes))
+    device_fail("cp.async: a " + std::to_string(bytes) + "-byte copy needs aligned addresses");
+  if (src_bytes < 0 || src_bytes > bytes) device_fail("cp.async: bad source size");
+  g_cur->cp_pending.push_back({d, src, bytes, src_bytes, g_cur->committed});
+}
+inline void cp_async_commit() { ++g_cur->committed; }
+// Completes every copy of the committed groups but the newest n (uncommitted copies wait).
+inline void cp_async_wait(int n) {
+  auto& q = g_cur->cp_pending;
+  size_t kept = 0;
+  for (const Thread::CpAsync& c : q) {
+    if (c.group < g_cur->committed - n) {
+      std::memcpy(c.dst, c.src, size_t(c.src_bytes));
+      std::memset(static_cast<char*>(c.dst) + c.src_bytes, 0, size_t(c.bytes - c.src_bytes));
+    } else {
+      q[kept++] = c;
+    }
+  }
+  q.resize(kept);
+}
+}  // namespace tg_emu
 
 // ---- integer and bit intrinsics ----
 inline int __popc(unsigned x) { return __builtin_popcount(x); }

@@ -83,6 +83,15 @@ struct Thread {
   int arg = 0, width = 32, line = 0;
   const char* file = "";
   uint64_t in = 0, out = 0;
+  // cp.async copies issued and not yet completed (device.h), and the number of commits so far:
+  // a copy belongs to group `group`; groups below `committed` are committed.
+  struct CpAsync {
+    void* dst;
+    const void* src;
+    int bytes, src_bytes, group;
+  };
+  std::vector<CpAsync> cp_pending;
+  int committed = 0;
 };
 
 // The state of the running launch (one at a time: memory().lock is held).
@@ -98,7 +107,11 @@ struct Launch {
   void* body_arg = nullptr;
   std::vector<unsigned char> dyn_smem;
   std::vector<void*> poisoned;  // __shared__ variables already poisoned in this block (device.h)
-  std::string error;            // the first failure of this launch
+  // Shared memory of this block as (start, bytes): the dynamic buffer, then each __shared__
+  // variable once reached. A 32-bit shared address (__cvta_generic_to_shared) is
+  // (window + 1) << 24 | offset.
+  std::vector<std::pair<char*, size_t>> windows;
+  std::string error;  // the first failure of this launch
   uint64_t rng = 0;
   int schedule = 2;  // 0 forward, 1 reverse, 2 shuffle
   bool trace = false;
@@ -398,12 +411,15 @@ inline bool run_block(Launch& l) {
     Thread& t = l.threads[i];
     t.wait = Wait::Ready;
     t.lin = i;
+    t.cp_pending.clear();
+    t.committed = 0;
     t.idx = {i % l.block.x, (i / l.block.x) % l.block.y, i / (l.block.x * l.block.y)};
     context_init(t.ctx, l.stacks + i * l.stack_stride + memory().page,
                  l.stack_stride - memory().page, thread_main);
   }
   if (!l.dyn_smem.empty()) std::memset(l.dyn_smem.data(), 0xff, l.dyn_smem.size());
   l.poisoned.clear();
+  l.windows.assign(1, {reinterpret_cast<char*>(l.dyn_smem.data()), l.dyn_smem.size()});
   FaultContext& fc = fault_context();
   fc.block[0] = g_block_idx.x, fc.block[1] = g_block_idx.y, fc.block[2] = g_block_idx.z;
   for (;;) {
