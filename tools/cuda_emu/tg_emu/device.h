@@ -2,8 +2,7 @@
 // statics), threadIdx / blockIdx / blockDim / gridDim, barriers, warp shuffles and votes (through
 // the scheduler in launch.h, which checks that they are reached uniformly), atomics, cp.async
 // with its group semantics (the PTX rewrite_launches.py translates), and the CUDA math functions
-// that the C library lacks. Add an intrinsic here when a cuda/*.cu file starts
-// using it.
+// that the C library lacks. Add an intrinsic here when a cuda/*.cu file starts using it.
 // Deliberately not modelled: atomics are plain read-modify-writes (threads never run at the same
 // time), memory fences and volatile are no-ops, fast-math intrinsics (__expf, __fdividef) are the
 // exact functions, __CUDA_ARCH__ is not defined (code under #ifdef __CUDA_ARCH__ is not used),
