@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # tools/test.sh — installs missing dependencies, builds tapegrad and runs the whole test suite.
 #   bash tools/test.sh              Release build in build/
-#   bash tools/test.sh --sanitize   ASan + UBSan build in build-san/ (-fno-sanitize-recover=all)
+#   bash tools/test.sh --sanitize   ASan + UBSan build in build-san/ (-fno-sanitize-recover=all),
+#                                   with cuda/ on the host CUDA emulator (tools/cuda_emu): every
+#                                   CUDA path and the GPU parity suite run on the CPU there
 # ctest prints "100% tests passed, 0 tests failed out of N"; an empty run is an error.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +13,7 @@ jobs=${TG_JOBS:-$(nproc)}
 if [[ "${1:-}" == "--sanitize" ]]; then
   dir=build-san
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DTG_SANITIZE=ON -DTG_BUILD_BENCH=OFF \
-        -DTG_BUILD_EXAMPLES=ON -DTG_CUDA=OFF >/dev/null
+        -DTG_BUILD_EXAMPLES=ON -DTG_CUDA=OFF -DTG_CUDA_EMU=ON >/dev/null
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 else

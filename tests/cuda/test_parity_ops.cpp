@@ -294,6 +294,24 @@ std::vector<ParityCase> cases() {
       [](const Inputs& x) {
         return out({cross_entropy(x[0], x[1]), cross_entropy(x[2], x[3])});
       });
+  // Kernels the cases above do not reach: argmax's row kernel (a last dim >= 32), where on
+  // same-shape operands, embedding's atomic backward.
+  add_case("argmax over a long last dim, where on equal shapes",
+           [] { return in({rn({3, 70}), rn({3, 70})}); },
+           [](const Inputs& x) {
+             Tensor z = zeros({}, x[0].dtype(), x[0].device());
+             return out({argmax(x[0], 1), where(gt(x[0], x[1]), x[0], x[1]),
+                         where(gt(x[0], expand(z, x[0].shape())), x[1], x[0])});
+           },
+           2e-5, false);
+  add_case("embedding backward with atomics (deterministic off)",
+           [] { return in({tensor(std::vector<int64_t>{1, 3, 3, 0, 7, 3}, {2, 3}), rn({8, 5})}); },
+           [](const Inputs& x) {
+             embedding_set_deterministic(false);
+             Tensor e = embedding(x[0], x[1], 0);
+             embedding_set_deterministic(true);
+             return out({e});
+           });
   return v;
 }
 }  // namespace
