@@ -26,6 +26,29 @@ inline unsigned grid_for(int64_t n, int threads) {
   return static_cast<unsigned>(g);
 }
 
+// Temporary device memory from the caching allocator, freed (stream-ordered) at scope exit.
+class DeviceTemp {
+ public:
+  explicit DeviceTemp(size_t bytes)
+      : dev_(::tg::cuda::current_device()), p_(bytes ? ::tg::cuda::alloc(bytes, dev_) : nullptr) {}
+  ~DeviceTemp() {
+    try {
+      if (p_) ::tg::cuda::free(p_, dev_);
+    } catch (...) {  // a destructor must not throw; the block is lost at worst
+    }
+  }
+  DeviceTemp(const DeviceTemp&) = delete;
+  DeviceTemp& operator=(const DeviceTemp&) = delete;
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(p_);
+  }
+
+ private:
+  int dev_;
+  void* p_;
+};
+
 }  // namespace tg::cuda::detail
 
 // Checks a cudaError_t-returning call.

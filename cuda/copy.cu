@@ -20,6 +20,7 @@
 
 namespace tg::cuda {
 namespace {
+using detail::DeviceTemp;
 
 constexpr int kThreads = 256;
 constexpr unsigned kMaxBlocks = 8192;  // grid-stride beyond 2M threads
@@ -28,29 +29,6 @@ unsigned blocks_for(int64_t n) {
   unsigned g = detail::grid_for(n, kThreads);
   return g < kMaxBlocks ? g : kMaxBlocks;
 }
-
-// Temporary device memory from the caching allocator, freed (stream-ordered) at scope exit.
-class DeviceTemp {
- public:
-  explicit DeviceTemp(size_t bytes)
-      : dev_(current_device()), p_(bytes ? alloc(bytes, dev_) : nullptr) {}
-  ~DeviceTemp() {
-    try {
-      if (p_) free(p_, dev_);
-    } catch (...) {  // a destructor must not throw; the block is lost at worst
-    }
-  }
-  DeviceTemp(const DeviceTemp&) = delete;
-  DeviceTemp& operator=(const DeviceTemp&) = delete;
-  template <typename T>
-  T* as() const {
-    return static_cast<T*>(p_);
-  }
-
- private:
-  int dev_;
-  void* p_;
-};
 
 // ---- fill, cast ----
 template <typename T>

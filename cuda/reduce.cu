@@ -29,6 +29,7 @@
 
 namespace tg::cuda {
 namespace {
+using detail::DeviceTemp;
 
 constexpr int kThreads = 256;
 constexpr int kWarpsPerBlock = kThreads / 32;
@@ -115,28 +116,6 @@ __global__ void col_reduce_kernel(Out* out, const In* x, int64_t total, int64_t 
     out[t] = static_cast<Out>(a);
   }
 }
-
-// Temporary device memory from the caching allocator, freed (stream-ordered) at scope exit.
-class DeviceTemp {
- public:
-  explicit DeviceTemp(size_t bytes) : dev_(current_device()), p_(alloc(bytes, dev_)) {}
-  ~DeviceTemp() {
-    try {
-      free(p_, dev_);
-    } catch (...) {  // a destructor must not throw; the block is lost at worst
-    }
-  }
-  DeviceTemp(const DeviceTemp&) = delete;
-  DeviceTemp& operator=(const DeviceTemp&) = delete;
-  template <typename T>
-  T* as() const {
-    return static_cast<T*>(p_);
-  }
-
- private:
-  int dev_;
-  void* p_;
-};
 
 // out (outer, inner) = reduce of x (outer, r, inner), accumulating in A; may split r (then a
 // second pass reduces the partials, without splitting again).

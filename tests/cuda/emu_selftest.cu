@@ -23,7 +23,9 @@ int g_failures = 0;
 // The child died of the fault: SIGSEGV, or a sanitizer's report and exit code (its handler
 // comes after ours).
 bool died_of_fault(int status) {
-  return WIFSIGNALED(status) ? WTERMSIG(status) == SIGSEGV : WEXITSTATUS(status) != 0;
+  // With ASAN_OPTIONS=abort_on_error=1 the sanitizer's handler ends the child with SIGABRT.
+  return WIFSIGNALED(status) ? (WTERMSIG(status) == SIGSEGV || WTERMSIG(status) == SIGABRT)
+                             : WEXITSTATUS(status) != 0;
 }
 void expect(const char* what, bool ok) {
   std::printf("%s %s\n", ok ? "ok  " : "FAIL", what);
