@@ -24,7 +24,7 @@ Tensor pad_key_column(const Tensor& m) {
   if (!m.defined()) return m;
   Shape s = m.shape();
   s.back() = 1;
-  return cat({m, zeros(s, m.dtype())}, -1);
+  return cat({m, zeros(s, m.dtype(), m.device())}, -1);
 }
 
 void check_float_input(const Tensor& t, const char* name, DType want) {
@@ -188,8 +188,8 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
   Tensor kh = rearrange(kp_, "b s (h d) -> b h s d", {{"h", NH}});
   Tensor vh = rearrange(vp, "b s (h d) -> b h s d", {{"h", NH}});
   if (options.add_zero_attn) {  // a zero key/value position after the projections
-    kh = cat({kh, zeros({B, NH, 1, hd}, dt)}, 2);
-    vh = cat({vh, zeros({B, NH, 1, hd}, dt)}, 2);
+    kh = cat({kh, zeros({B, NH, 1, hd}, dt, kh.device())}, 2);
+    vh = cat({vh, zeros({B, NH, 1, hd}, dt, vh.device())}, 2);
     kp = pad_key_column(kp);
     am = pad_key_column(am);
     ++S;

@@ -47,8 +47,12 @@ void check_broadcast_4d(const Tensor& t, const char* part, const char* op, int64
                             shape_str(t.shape()), shape_str(full)));
 }
 
-// a AND b with broadcasting (bool).
+// a AND b with broadcasting (bool). On a CUDA device (either operand there): where(a, b, false).
 Tensor bool_and(const Tensor& a, const Tensor& b) {
+  if (a.device().is_cuda() || b.device().is_cuda()) {
+    const Device d = a.device().is_cuda() ? a.device() : b.device();
+    return where(a.to(d), b.to(d), zeros({}, kBool, d));
+  }
   Shape os = broadcast_shapes(a.shape(), b.shape(), "attention_mask &");
   Tensor out = Tensor::empty(os, kBool);
   const bool* pa = a.data<bool>();
@@ -113,7 +117,7 @@ AttentionMask AttentionMask::blocked(int64_t W, BlockedOptions opts, CausalAlign
 
 // ---- data parts ----
 AttentionMask AttentionMask::key_padding(const Tensor& mask, MaskPolarity polarity) {
-  check_dtype(mask, kBool, "AttentionMask::key_padding", "mask");
+  check_dtype(mask, kBool, "AttentionMask::key_padding", "mask", true);
   if (mask.dim() != 2)
     throw Error(fmt::format("AttentionMask::key_padding: mask must be (B, S), got {}",
                             shape_str(mask.shape())));
@@ -122,14 +126,15 @@ AttentionMask AttentionMask::key_padding(const Tensor& mask, MaskPolarity polari
   return m;
 }
 AttentionMask AttentionMask::key_lengths(const Tensor& lengths) {
-  check_dtype(lengths, kInt64, "AttentionMask::key_lengths", "lengths");
+  check_dtype(lengths, kInt64, "AttentionMask::key_lengths", "lengths", true);
   if (lengths.dim() != 1)
     throw Error(fmt::format("AttentionMask::key_lengths: lengths must be (B), got {}",
                             shape_str(lengths.shape())));
-  for (int64_t b = 0; b < lengths.numel(); ++b)
-    if (lengths.data<int64_t>()[b] < 0)
+  const Tensor host = lengths.device().is_cuda() ? lengths.cpu() : lengths;
+  for (int64_t b = 0; b < host.numel(); ++b)
+    if (host.data<int64_t>()[b] < 0)
       throw Error(fmt::format("AttentionMask::key_lengths: lengths[{}] = {} is negative", b,
-                              lengths.data<int64_t>()[b]));
+                              host.data<int64_t>()[b]));
   AttentionMask m;
   m.key_lengths_ = lengths.clone();
   return m;
@@ -151,11 +156,11 @@ AttentionMask AttentionMask::from_bool(const Tensor& mask, MaskPolarity polarity
 }
 AttentionMask AttentionMask::from_seed(const Tensor& mask) {
   check_defined(mask, "AttentionMask::from_seed", "mask");
-  Tensor nz = mask.dtype() == kBool ? mask : ne(mask, zeros({}, mask.dtype()));
+  Tensor nz = mask.dtype() == kBool ? mask : ne(mask, zeros({}, mask.dtype(), mask.device()));
   return from_bool(nz, MaskPolarity::TrueAllowed);
 }
 AttentionMask AttentionMask::additive(const Tensor& mask) {
-  check_float(mask, "AttentionMask::additive", "mask");
+  check_float(mask, "AttentionMask::additive", "mask", true);
   if (mask.dim() < 2 || mask.dim() > 4)
     throw Error(
         fmt::format("AttentionMask::additive: mask must be (T, S) up to (B, NH, T, S), got {}",

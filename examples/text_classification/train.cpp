@@ -344,6 +344,7 @@ Json final_report(const RunOptions& o, const Data& d, TextClassifier& model,
 
   const int64_t explain_idx = d.split.test.front();
   const std::string explain_text = o.explain.empty() ? d.ds.examples[explain_idx].text : o.explain;
+  model.to(tg::kCPU);  // the attention pictures are drawn from host tensors
   int pictures = write_attention_pictures(o.out + "/attention", model, d.bpe, explain_text);
   write_loss_curve(o.out + "/loss_curve.png", st.hist);
 

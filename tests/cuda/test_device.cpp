@@ -82,7 +82,10 @@ struct Tiny : nn::Module {
     layer = register_module("layer", std::make_shared<nn::TransformerEncoderLayer>(32, 4, o));
     head = register_module("head", std::make_shared<nn::Linear>(32, 3));
   }
-  Tensor forward(const Tensor& tokens) { return (*head)(mean((*layer)((*emb)(tokens)), {1})); }
+  // pad (B, T) bool, True = padding: the key padding mask of the self-attention.
+  Tensor forward(const Tensor& tokens, const Tensor& pad) {
+    return (*head)(mean(layer->forward((*emb)(tokens), Tensor(), pad), {1}));
+  }
 };
 std::vector<double> train(Device dev, int steps) {
   manual_seed(7);
@@ -92,10 +95,14 @@ std::vector<double> train(Device dev, int steps) {
   manual_seed(8);
   Tensor x = randint(0, 50, {16, 12}).to(dev);
   Tensor y = randint(0, 3, {16}).to(dev);
+  std::vector<bool> pv(16 * 12);
+  for (int64_t b = 0; b < 16; ++b)
+    for (int64_t t = 0; t < 12; ++t) pv[b * 12 + t] = t >= 12 - b % 4;  // 0 to 3 padded keys
+  Tensor pad = tensor(pv, {16, 12}).to(dev);
   std::vector<double> losses;
   for (int s = 0; s < steps; ++s) {
     opt.zero_grad();
-    Tensor loss = cross_entropy(m.forward(x), y);
+    Tensor loss = cross_entropy(m.forward(x, pad), y);
     loss.backward();
     nn::clip_grad_norm_(m.parameters(), 1.0);
     opt.step();
@@ -105,7 +112,7 @@ std::vector<double> train(Device dev, int steps) {
 }
 }  // namespace
 
-TEST_CASE("cuda training smoke: the loss falls and matches the CPU run") {
+TEST_CASE("cuda training smoke: the loss falls and matches the CPU run (with key padding)") {
   std::vector<double> cpu = train(kCPU, 30), gpu = train(cuda_device(), 30);
   CHECK(gpu.back() < 0.5 * gpu.front());
   for (size_t i = 0; i < cpu.size(); ++i) {
