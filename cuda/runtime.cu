@@ -119,8 +119,11 @@ class DeviceGuard {
 };
 }  // namespace
 
+// Called before every op's kernels: cudaSetDevice only when the thread's device changes (a new
+// thread starts on device 0 in CUDA and here alike).
 void set_device(int index) {
   init_device(index);
+  if (index == g_device) return;
   TG_CUDA_CHECK(cudaSetDevice(index));
   g_device = index;
 }
