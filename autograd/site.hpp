@@ -40,18 +40,10 @@ struct Site {
 enum TraceMode : uint8_t { kTraceAnomaly = 1, kTraceInspect = 2, kTraceProfile = 4 };
 
 namespace detail {
-// What an op notes for its next record() (tape.hpp: note_saved, note_flops, note_rows).
-struct PendingNotes {
-  int64_t saved = -1;
-  double fwd_flops = -1, bwd_flops = -1;
-  int row_dim = -1;
-  const char* row_labels = nullptr;
-};
 struct TraceState {
   Site site;          // the current (outermost) user call; unknown outside any op
   uint8_t modes = 0;  // TraceMode bits
   int64_t t0_ns = 0;  // entry time of the innermost op (profiler only)
-  PendingNotes notes;
 };
 inline thread_local TraceState g_trace;
 inline int64_t now_ns() {

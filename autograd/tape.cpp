@@ -329,7 +329,7 @@ namespace {
 // The study tools at record time (only when one is on): input shapes (inspect), flops and
 // forward time (inspect, profiler), the profiler event, the anomaly check of the output.
 void trace_record(Node& node, const Tensor& out, const Tensor* inputs, size_t n,
-                  const detail::PendingNotes& p, uint8_t modes) {
+                  const RecordInfo& p, uint8_t modes) {
   if (modes & (kTraceInspect | kTraceProfile)) {
     NodeExtra& x = extra_of(node);
     if (modes & kTraceInspect) {
@@ -355,10 +355,9 @@ void trace_record(Node& node, const Tensor& out, const Tensor* inputs, size_t n,
   if (modes & kTraceAnomaly) detail::anomaly_check_forward(node, out);
 }
 
-void record_impl(const char* op, Tensor& out, const Tensor* inputs, size_t n, BackwardFn& fn) {
+void record_impl(const char* op, Tensor& out, const Tensor* inputs, size_t n, const RecordInfo& p,
+                 BackwardFn& fn) {
   detail::TraceState& st = detail::g_trace;
-  const detail::PendingNotes p = st.notes;  // the op's notes are for this record only
-  st.notes = detail::PendingNotes();
   if (!grad_enabled()) return;
   bool any = false;
   for (size_t i = 0; i < n; ++i) any = any || (inputs[i].defined() && inputs[i].requires_grad());
@@ -370,7 +369,7 @@ void record_impl(const char* op, Tensor& out, const Tensor* inputs, size_t n, Ba
   node->op = op;
   node->seq = g_next_seq++;
   node->site = st.site;
-  node->saved_bytes = p.saved;
+  node->saved_bytes = p.saved_bytes;
   node->row_dim = p.row_dim;
   node->row_labels = p.row_labels;
   node->backward = std::move(fn);
@@ -393,11 +392,13 @@ void record_impl(const char* op, Tensor& out, const Tensor* inputs, size_t n, Ba
 }
 }  // namespace
 
-void record(const char* op, Tensor& out, std::initializer_list<Tensor> inputs, BackwardFn fn) {
-  record_impl(op, out, inputs.begin(), inputs.size(), fn);
+void record(const char* op, Tensor& out, std::initializer_list<Tensor> inputs,
+            const RecordInfo& info, BackwardFn fn) {
+  record_impl(op, out, inputs.begin(), inputs.size(), info, fn);
 }
-void record(const char* op, Tensor& out, const std::vector<Tensor>& inputs, BackwardFn fn) {
-  record_impl(op, out, inputs.data(), inputs.size(), fn);
+void record(const char* op, Tensor& out, const std::vector<Tensor>& inputs, const RecordInfo& info,
+            BackwardFn fn) {
+  record_impl(op, out, inputs.data(), inputs.size(), info, fn);
 }
 
 void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,

@@ -100,35 +100,59 @@ inline bool needs_record(std::initializer_list<const Tensor*> inputs) {
 }
 bool needs_record(const std::vector<Tensor>& inputs);
 
-// Records `out` as produced by op from `inputs`. No-op unless needs_record(inputs). Inputs that do
-// not require grad get an inactive edge and their gradient from fn is ignored.
-void record(const char* op, Tensor& out, std::initializer_list<Tensor> inputs, BackwardFn fn);
-void record(const char* op, Tensor& out, const std::vector<Tensor>& inputs, BackwardFn fn);
-
-// Notes for the next record() on this thread (each is consumed by it; call them right before):
-// bytes of the tensors the backward closure keeps (what the inspect table and profiler show as
-// "saved"; tensors shared with live inputs count too)...
-inline void note_saved_bytes(int64_t bytes) { detail::g_trace.notes.saved = bytes; }
+// What a node keeps besides its closure, passed to record() by the op: the bytes of the tensors
+// the backward closure holds (what the inspect table and profiler show as "saved"; tensors shared
+// with live inputs count too), the cost model (floating-point operations of forward and
+// backward; unset: one per output element and per input gradient) and, for anomaly reports, the
+// dim a "row" runs along (softmax: the reduced dim; attention output (B, NH, T, hs): dim 3) with
+// optional labels, '|'-separated for the output and then each input gradient, e.g.
+// "b,h,t|b,h,t|b,h,s|b,h,s" (null: "row (i, j, ...)"). Built fluently at the record site:
+//   record("mul", out, {a, b}, RecordInfo().saved(sa, sb).flops(n, 2 * n), backward_fn);
 inline int64_t tensor_bytes(const Tensor& t) {
   return t.defined() ? t.numel() * static_cast<int64_t>(dtype_size(t.dtype())) : 0;
 }
-// note_saved(sx, sy): the sum of their bytes (undefined tensors count 0; no arguments: 0 bytes).
-// Variadic, not an initializer_list: copying Tensor handles would cost atomic reference counts.
-template <typename... Ts>
-void note_saved(const Ts&... saved) {
-  note_saved_bytes((int64_t(0) + ... + tensor_bytes(saved)));
+struct RecordInfo {
+  int64_t saved_bytes = -1;  // -1: not reported
+  double fwd_flops = -1, bwd_flops = -1;
+  int row_dim = -1;
+  const char* row_labels = nullptr;
+  // saved(sx, sy): the sum of their bytes (undefined tensors count 0; no arguments: 0 bytes).
+  // Variadic, not an initializer_list: copying Tensor handles would cost atomic reference counts.
+  template <typename... Ts>
+  RecordInfo& saved(const Ts&... t) {
+    saved_bytes = (int64_t(0) + ... + tensor_bytes(t));
+    return *this;
+  }
+  RecordInfo& saved_plus(int64_t extra_bytes) {  // host-side buffers the closure also holds
+    saved_bytes = (saved_bytes < 0 ? 0 : saved_bytes) + extra_bytes;
+    return *this;
+  }
+  RecordInfo& flops(double fwd, double bwd) {
+    fwd_flops = fwd;
+    bwd_flops = bwd;
+    return *this;
+  }
+  RecordInfo& rows(int dim, const char* labels = nullptr) {
+    row_dim = dim;
+    row_labels = labels;
+    return *this;
+  }
+};
+
+// Records `out` as produced by op from `inputs`, with `info` for the study tools. No-op unless
+// needs_record(inputs). Inputs that do not require grad get an inactive edge and their gradient
+// from fn is ignored.
+void record(const char* op, Tensor& out, std::initializer_list<Tensor> inputs,
+            const RecordInfo& info, BackwardFn fn);
+void record(const char* op, Tensor& out, const std::vector<Tensor>& inputs, const RecordInfo& info,
+            BackwardFn fn);
+// The same without notes (a user-defined op: saved bytes unreported, cost estimated).
+inline void record(const char* op, Tensor& out, std::initializer_list<Tensor> inputs,
+                   BackwardFn fn) {
+  record(op, out, inputs, RecordInfo(), std::move(fn));
 }
-// ...the cost model: floating-point operations of the forward and of the backward...
-inline void note_flops(double fwd, double bwd) {
-  detail::g_trace.notes.fwd_flops = fwd;
-  detail::g_trace.notes.bwd_flops = bwd;
-}
-// ...and, for anomaly reports, the dim that a "row" runs along (softmax: the reduced dim;
-// attention output (B, NH, T, hs): dim 3) with optional labels, '|'-separated for the output
-// and then each input gradient, e.g. "b,h,t|b,h,t|b,h,s|b,h,s" (null: "row (i, j, ...)").
-inline void note_rows(int dim, const char* labels = nullptr) {
-  detail::g_trace.notes.row_dim = dim;
-  detail::g_trace.notes.row_labels = labels;
+inline void record(const char* op, Tensor& out, const std::vector<Tensor>& inputs, BackwardFn fn) {
+  record(op, out, inputs, RecordInfo(), std::move(fn));
 }
 
 // ---- the engine ----

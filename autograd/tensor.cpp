@@ -346,10 +346,10 @@ Tensor Tensor::to(DType dtype, Site site) const {
   Tensor out = convert_tensor(*this, dtype);
   if (is_floating(dtype) && is_floating(this->dtype())) {
     DType in_dtype = this->dtype();
-    note_saved();
-    record("to", out, {*this}, [in_dtype](const Tensor& g) -> std::vector<Tensor> {
-      return {convert_tensor(g, in_dtype)};
-    });
+    record("to", out, {*this}, RecordInfo().saved(),
+           [in_dtype](const Tensor& g) -> std::vector<Tensor> {
+             return {convert_tensor(g, in_dtype)};
+           });
   }
   return out;
 }
@@ -384,8 +384,7 @@ Tensor Tensor::to(Device device, Site site) const {
   Tensor out = copy_to(*this, device);
   if (is_floating(dtype())) {
     const Device back = this->device();
-    note_saved();
-    record("to", out, {*this},
+    record("to", out, {*this}, RecordInfo().saved(),
            [back](const Tensor& g) -> std::vector<Tensor> { return {copy_to(g, back)}; });
   }
   return out;
@@ -397,8 +396,8 @@ Tensor Tensor::clone(Site site) const {
   SiteScope scope(site);
   check_defined("clone");
   Tensor out = copy_to(*this, device());
-  note_saved();
-  record("clone", out, {*this}, [](const Tensor& g) -> std::vector<Tensor> { return {g}; });
+  record("clone", out, {*this}, RecordInfo().saved(),
+         [](const Tensor& g) -> std::vector<Tensor> { return {g}; });
   return out;
 }
 Tensor Tensor::detach() const {

@@ -102,7 +102,10 @@ struct Storage {
   size_t nbytes = 0;
   Device device;
   // Tensors of up to 64 bytes keep their data here: one allocation less for scalars and tiny ops.
-  alignas(16) unsigned char small[64];
+  // Every CPU buffer starts on a 64-byte boundary (this one and the block cache's): vectorised
+  // kernels then split every tensor the same way, so equal inputs give bit-equal outputs
+  // wherever they live.
+  alignas(64) unsigned char small[64];
   explicit Storage(size_t nbytes, Device device = kCPU);
   ~Storage();
   Storage(const Storage&) = delete;

@@ -525,12 +525,15 @@ AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, c
     // local masks compute fewer than T·S): forward QKᵀ 2·hs, softmax ~5, P·V 2·hs_v; backward
     // dV and dP 2·hs_v each, softmax ~3, dQ and dK 2·hs each.
     const double pairs = static_cast<double>(d.B) * d.NH * c->plan.per_bh;
-    note_flops(pairs * (2.0 * d.hs + 2.0 * d.hsv + 5), pairs * (4.0 * d.hs + 4.0 * d.hsv + 3));
-    note_saved(q, k, v, c->P, c->keep);
-    note_rows(3, "b,h,t|b,h,t|b,h,s|b,h,s");  // anomaly reports: output/dq rows are (b, h, t)
-    record(kSdpa, res.output, {q, k, v},
-           [cc, qd = q.detach(), kd = k.detach(), vd = v.detach()](const Tensor& g)
-               -> std::vector<Tensor> { return sdpa_backward(*cc, qd, kd, vd, g); });
+    // anomaly reports: output/dq rows are (b, h, t)
+    record(
+        kSdpa, res.output, {q, k, v},
+        RecordInfo()
+            .flops(pairs * (2.0 * d.hs + 2.0 * d.hsv + 5), pairs * (4.0 * d.hs + 4.0 * d.hsv + 3))
+            .saved(q, k, v, c->P, c->keep)
+            .rows(3, "b,h,t|b,h,t|b,h,s|b,h,s"),
+        [cc, qd = q.detach(), kd = k.detach(), vd = v.detach()](
+            const Tensor& g) -> std::vector<Tensor> { return sdpa_backward(*cc, qd, kd, vd, g); });
   }
   return res;
 }

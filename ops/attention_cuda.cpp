@@ -90,11 +90,12 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
   if (m.errors_on_fully_masked()) check_fully_masked(lse, NH, T);
   if (needs_record({&q, &k, &v})) {
     const double pairs = static_cast<double>(B) * NH * T * S;
-    note_flops(pairs * (2.0 * hs + 2.0 * hsv + 5), pairs * (4.0 * hs + 4.0 * hsv + 3));
-    note_saved(q, k, v, res.output, lse);
-    note_rows(3, "b,h,t|b,h,t|b,h,s|b,h,s");
     // The mask's tensors stay alive with the node: md points into them.
     record(kSdpa, res.output, {q, k, v},
+           RecordInfo()
+               .flops(pairs * (2.0 * hs + 2.0 * hsv + 5), pairs * (4.0 * hs + 4.0 * hsv + 3))
+               .saved(q, k, v, res.output, lse)
+               .rows(3, "b,h,t|b,h,t|b,h,s|b,h,s"),
            [m, md, scale, lse, qd = q.detach(), kd = k.detach(), vd = v.detach(),
             od = res.output.detach()](const Tensor& g) -> std::vector<Tensor> {
              const int64_t B = qd.size(0), NH = qd.size(1), T = qd.size(2), S = kd.size(2),

@@ -64,9 +64,11 @@ Tensor dropout(const Tensor& x, double p, bool training, Site site) {
       }
     });
   if (needs_record({&x})) {
-    note_flops(static_cast<double>(x.numel()), static_cast<double>(x.numel()));
-    note_saved(keep);
-    record(op, out, {x}, [keep](const Tensor& g) -> std::vector<Tensor> { return {mul(g, keep)}; });
+    record(op, out, {x},
+           RecordInfo()
+               .flops(static_cast<double>(x.numel()), static_cast<double>(x.numel()))
+               .saved(keep),
+           [keep](const Tensor& g) -> std::vector<Tensor> { return {mul(g, keep)}; });
   }
   return out;
 }

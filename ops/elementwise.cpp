@@ -1,6 +1,7 @@
 // ops/elementwise.cpp — elementwise math with NumPy broadcasting, forward and backward side by
 // side; the one generic unbroadcast (sum_to); comparisons; C++ operators and Tensor methods.
 // Binary ops need both operands of one dtype (no implicit promotion: an error says so).
+#include "ops/cpu/kernels.hpp"
 #include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"
@@ -13,9 +14,9 @@ using namespace detail;
 namespace {
 // Cost model of elementwise ops: one FLOP per output element forward, bwd_per_element backward
 // (about one per input gradient; transcendental functions count as one).
-void note_elementwise(const Tensor& out, int bwd_per_element) {
+RecordInfo elementwise_info(const Tensor& out, int bwd_per_element) {
   const double n = static_cast<double>(out.numel());
-  note_flops(n, n * bwd_per_element);
+  return RecordInfo().flops(n, n * bwd_per_element);
 }
 
 // ---- binary kernels ----
@@ -73,38 +74,35 @@ void check_binary(const char* op, const Tensor& a, const Tensor& b, bool allow_i
 }
 
 // ---- unary kernels ----
-// The CUDA kernel of a unary op and its scalar parameters.
+// The kernel code of a unary op (the same table on both backends: cuda/kernels.cuh) and its
+// scalar parameters.
 struct UnCode {
   cuda::UnOp op;
   double p0 = 0, p1 = 0;
 };
-// out = f(x) elementwise, same dtype.
-template <typename F>
-Tensor unary_kernel(const char* op, UnCode code, const Tensor& x, F f) {
-  check_float(x, op, "input", true);
+// out = f(x) elementwise, same dtype and device: cpu::unary or cuda::unary.
+Tensor unary_forward(const char* op, UnCode code, const Tensor& x) {
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  if (x.numel() == 0) return out;
   if (on_cuda(x)) {
-    Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
     on_device(op, x.device(), [&] {
       cuda::unary(code.op, cdt(x.dtype()), out.data_ptr(), x.data_ptr(), x.numel(), code.p0,
                   code.p1);
     });
     return out;
   }
-  Tensor out = Tensor::empty(x.shape(), x.dtype());
   dispatch_float(x.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
-    const T* px = x.data<T>();
-    T* po = out.data<T>();
-    const int64_t n = x.numel();
-    parallel_for(n, n, [&](int64_t i) { po[i] = static_cast<T>(f(static_cast<double>(px[i]))); });
+    cpu::unary<T>(code.op, out.data<T>(), x.data<T>(), x.numel(), code.p0, code.p1);
   });
   return out;
 }
-// dx = g * d(x, y) elementwise, where y = f(x) is the forward output.
-template <typename D>
-Tensor unary_backward(UnCode code, const Tensor& g, const Tensor& x, const Tensor& y, D d) {
+// dx = g · f'(x) elementwise, where y = f(x) is the forward output (x, y undefined when the
+// derivative does not read them).
+Tensor unary_backward(UnCode code, const Tensor& g, const Tensor& x, const Tensor& y) {
+  Tensor dx = Tensor::empty(g.shape(), g.dtype(), g.device());
+  if (g.numel() == 0) return dx;
   if (on_cuda(g)) {
-    Tensor dx = Tensor::empty(g.shape(), g.dtype(), g.device());
     on_device("backward", g.device(), [&] {
       cuda::unary_backward(code.op, cdt(g.dtype()), dx.data_ptr(), g.data_ptr(),
                            x.defined() ? x.data_ptr() : nullptr,
@@ -112,33 +110,25 @@ Tensor unary_backward(UnCode code, const Tensor& g, const Tensor& x, const Tenso
     });
     return dx;
   }
-  Tensor dx = Tensor::empty(g.shape(), g.dtype());
   dispatch_float(g.dtype(), "backward", [&](auto tag) {
     using T = decltype(tag);
-    const T* pg = g.data<T>();
-    const T* px = x.defined() ? x.data<T>() : nullptr;
-    const T* py = y.defined() ? y.data<T>() : nullptr;
-    T* pd = dx.data<T>();
-    const int64_t n = g.numel();
-    parallel_for(n, n, [&](int64_t i) {
-      pd[i] = static_cast<T>(
-          pg[i] * d(px ? static_cast<double>(px[i]) : 0.0, py ? static_cast<double>(py[i]) : 0.0));
-    });
+    cpu::unary_backward<T>(code.op, dx.data<T>(), g.data<T>(), x.defined() ? x.data<T>() : nullptr,
+                           y.defined() ? y.data<T>() : nullptr, g.numel(), code.p0, code.p1);
   });
   return dx;
 }
-// A unary op whose backward reads x and/or y = f(x) (save_x / save_y say which).
-template <typename F, typename D>
-Tensor unary_op(const char* op, UnCode code, const Tensor& x, bool save_x, bool save_y, F f, D d) {
-  Tensor out = unary_kernel(op, code, x, f);
+// A unary op whose backward reads x and/or y = f(x) (save_x / save_y say which): check →
+// allocate + kernel → record.
+Tensor unary_op(const char* op, UnCode code, const Tensor& x, bool save_x, bool save_y) {
+  check_float(x, op, "input", true);
+  Tensor out = unary_forward(op, code, x);
   if (needs_record({&x})) {
     Tensor sx = save_x ? x.detach() : Tensor();
     Tensor sy = save_y ? out.detach() : Tensor();
-    note_elementwise(out, 1);
-    note_saved(sx, sy);
-    record(op, out, {x}, [sx, sy, d, code](const Tensor& g) -> std::vector<Tensor> {
-      return {unary_backward(code, g, sx, sy, d)};
-    });
+    record(op, out, {x}, elementwise_info(out, 1).saved(sx, sy),
+           [sx, sy, code](const Tensor& g) -> std::vector<Tensor> {
+             return {unary_backward(code, g, sx, sy)};
+           });
   }
   return out;
 }
@@ -194,11 +184,10 @@ Tensor add(const Tensor& a, const Tensor& b, Site site) {
       binary_kernel("add", cuda::BinOp::Add, a, b, a.dtype(), [](auto x, auto y) { return x + y; });
   if (needs_record({&a, &b})) {
     Shape sa = a.shape(), sb = b.shape();
-    note_elementwise(out, a.requires_grad() + b.requires_grad());
-    note_saved();
-    record("add", out, {a, b}, [sa, sb](const Tensor& g) -> std::vector<Tensor> {
-      return {sum_to(g, sa), sum_to(g, sb)};
-    });
+    record("add", out, {a, b}, elementwise_info(out, a.requires_grad() + b.requires_grad()).saved(),
+           [sa, sb](const Tensor& g) -> std::vector<Tensor> {
+             return {sum_to(g, sa), sum_to(g, sb)};
+           });
   }
   return out;
 }
@@ -209,11 +198,10 @@ Tensor sub(const Tensor& a, const Tensor& b, Site site) {
       binary_kernel("sub", cuda::BinOp::Sub, a, b, a.dtype(), [](auto x, auto y) { return x - y; });
   if (needs_record({&a, &b})) {
     Shape sa = a.shape(), sb = b.shape();
-    note_elementwise(out, a.requires_grad() + b.requires_grad());
-    note_saved();
-    record("sub", out, {a, b}, [sa, sb](const Tensor& g) -> std::vector<Tensor> {
-      return {sum_to(g, sa), sum_to(neg(g), sb)};
-    });
+    record("sub", out, {a, b}, elementwise_info(out, a.requires_grad() + b.requires_grad()).saved(),
+           [sa, sb](const Tensor& g) -> std::vector<Tensor> {
+             return {sum_to(g, sa), sum_to(neg(g), sb)};
+           });
   }
   return out;
 }
@@ -226,12 +214,11 @@ Tensor mul(const Tensor& a, const Tensor& b, Site site) {
     // Inputs are saved as they are (an input cannot hold this node); only outputs are detached.
     Tensor sa = a, sb = b;
     bool ga = a.requires_grad(), gb = b.requires_grad();
-    note_elementwise(out, ga + gb);
-    note_saved(sa, sb);
-    record("mul", out, {a, b}, [sa, sb, ga, gb](const Tensor& g) -> std::vector<Tensor> {
-      return {ga ? sum_to(mul(g, sb), sa.shape()) : Tensor(),
-              gb ? sum_to(mul(g, sa), sb.shape()) : Tensor()};
-    });
+    record("mul", out, {a, b}, elementwise_info(out, ga + gb).saved(sa, sb),
+           [sa, sb, ga, gb](const Tensor& g) -> std::vector<Tensor> {
+             return {ga ? sum_to(mul(g, sb), sa.shape()) : Tensor(),
+                     gb ? sum_to(mul(g, sa), sb.shape()) : Tensor()};
+           });
   }
   return out;
 }
@@ -244,14 +231,13 @@ Tensor div(const Tensor& a, const Tensor& b, Site site) {
     Tensor sb = b.detach(), so = out.detach();
     Shape sa = a.shape();
     bool gb = b.requires_grad();
-    note_elementwise(out, 1 + 2 * gb);
-    note_saved(sb, so);
-    record("div", out, {a, b}, [sa, sb, so, gb](const Tensor& g) -> std::vector<Tensor> {
-      Tensor ga = div(g, sb);  // d(a/b)/da = 1/b
-      // d(a/b)/db = -a/b² = -out/b
-      Tensor db = gb ? sum_to(neg(mul(ga, so)), sb.shape()) : Tensor();
-      return {sum_to(ga, sa), db};
-    });
+    record("div", out, {a, b}, elementwise_info(out, 1 + 2 * gb).saved(sb, so),
+           [sa, sb, so, gb](const Tensor& g) -> std::vector<Tensor> {
+             Tensor ga = div(g, sb);  // d(a/b)/da = 1/b
+             // d(a/b)/db = -a/b² = -out/b
+             Tensor db = gb ? sum_to(neg(mul(ga, so)), sb.shape()) : Tensor();
+             return {sum_to(ga, sa), db};
+           });
   }
   return out;
 }
@@ -263,23 +249,22 @@ Tensor pow(const Tensor& a, const Tensor& b, Site site) {
   if (needs_record({&a, &b})) {
     Tensor sa = a.detach(), sb = b.detach(), so = out.detach();
     bool gb = b.requires_grad();
-    note_elementwise(out, 3 + 3 * gb);
-    note_saved(sa, sb, so);
-    record("pow", out, {a, b}, [sa, sb, so, gb](const Tensor& g) -> std::vector<Tensor> {
-      // d/da = b·a^(b-1) (0 where b == 0); d/db = out·log(a)
-      Tensor da_local;
-      if (on_cuda(sa)) {  // b·a^(b-1), 0 where b == 0, composed from kernels
-        Tensor z = zeros({}, sa.dtype(), sa.device());
-        da_local = where(eq(sb, z), z, mul(sb, pow(sa, sub(sb, 1.0))));
-      } else {
-        da_local = binary_kernel("pow", cuda::BinOp::Pow, sa, sb, sa.dtype(), [](auto x, auto y) {
-          return y == 0 ? decltype(x)(0) : y * std::pow(x, y - 1);
-        });
-      }
-      Tensor da = sum_to(mul(g, da_local), sa.shape());
-      Tensor db = gb ? sum_to(mul(g, mul(so, log(sa))), sb.shape()) : Tensor();
-      return {da, db};
-    });
+    record("pow", out, {a, b}, elementwise_info(out, 3 + 3 * gb).saved(sa, sb, so),
+           [sa, sb, so, gb](const Tensor& g) -> std::vector<Tensor> {
+             // d/da = b·a^(b-1) (0 where b == 0); d/db = out·log(a)
+             Tensor da_local;
+             if (on_cuda(sa)) {  // b·a^(b-1), 0 where b == 0, composed from kernels
+               Tensor z = zeros({}, sa.dtype(), sa.device());
+               da_local = where(eq(sb, z), z, mul(sb, pow(sa, sub(sb, 1.0))));
+             } else {
+               da_local = binary_kernel(
+                   "pow", cuda::BinOp::Pow, sa, sb, sa.dtype(),
+                   [](auto x, auto y) { return y == 0 ? decltype(x)(0) : y * std::pow(x, y - 1); });
+             }
+             Tensor da = sum_to(mul(g, da_local), sa.shape());
+             Tensor db = gb ? sum_to(mul(g, mul(so, log(sa))), sb.shape()) : Tensor();
+             return {da, db};
+           });
   }
   return out;
 }
@@ -295,28 +280,27 @@ Tensor extremum(const char* op, const Tensor& a, const Tensor& b, bool is_max) {
                              });
   if (needs_record({&a, &b})) {
     Tensor sa = a.detach(), sb = b.detach();
-    note_elementwise(out, 4);
-    note_saved(sa, sb);
-    record(op, out, {a, b}, [sa, sb, is_max](const Tensor& g) -> std::vector<Tensor> {
-      auto weight = [is_max](bool first) {
-        return [is_max, first](auto x, auto y) {
-          using T = decltype(x);
-          if (x == y) return T(0.5);
-          bool a_wins = is_max ? x > y : x < y;
-          return T(a_wins == first ? 1 : 0);
-        };
-      };
-      Tensor wa, wb;
-      if (on_cuda(sa)) {  // the same weights composed from comparisons: 0.5 on ties
-        Tensor tie = mul(eq(sa, sb).to(sa.dtype()), 0.5);
-        wa = add(tie, (is_max ? gt(sa, sb) : lt(sa, sb)).to(sa.dtype()));
-        wb = add(tie, (is_max ? lt(sa, sb) : gt(sa, sb)).to(sa.dtype()));
-      } else {
-        wa = binary_kernel("maximum", cuda::BinOp::Max, sa, sb, sa.dtype(), weight(true));
-        wb = binary_kernel("maximum", cuda::BinOp::Max, sa, sb, sa.dtype(), weight(false));
-      }
-      return {sum_to(mul(g, wa), sa.shape()), sum_to(mul(g, wb), sb.shape())};
-    });
+    record(op, out, {a, b}, elementwise_info(out, 4).saved(sa, sb),
+           [sa, sb, is_max](const Tensor& g) -> std::vector<Tensor> {
+             auto weight = [is_max](bool first) {
+               return [is_max, first](auto x, auto y) {
+                 using T = decltype(x);
+                 if (x == y) return T(0.5);
+                 bool a_wins = is_max ? x > y : x < y;
+                 return T(a_wins == first ? 1 : 0);
+               };
+             };
+             Tensor wa, wb;
+             if (on_cuda(sa)) {  // the same weights composed from comparisons: 0.5 on ties
+               Tensor tie = mul(eq(sa, sb).to(sa.dtype()), 0.5);
+               wa = add(tie, (is_max ? gt(sa, sb) : lt(sa, sb)).to(sa.dtype()));
+               wb = add(tie, (is_max ? lt(sa, sb) : gt(sa, sb)).to(sa.dtype()));
+             } else {
+               wa = binary_kernel("maximum", cuda::BinOp::Max, sa, sb, sa.dtype(), weight(true));
+               wb = binary_kernel("maximum", cuda::BinOp::Max, sa, sb, sa.dtype(), weight(false));
+             }
+             return {sum_to(mul(g, wa), sa.shape()), sum_to(mul(g, wb), sb.shape())};
+           });
   }
   return out;
 }
@@ -331,160 +315,78 @@ Tensor minimum(const Tensor& a, const Tensor& b, Site site) {
 }
 
 // ---- scalar forms (no broadcast tensor is made) ----
+// The definitions of every unary op and its derivative are the CPU kernels (ops/cpu/unary.cpp).
 Tensor add(const Tensor& a, double b, Site site) {
   SiteScope scope(site);
-  return unary_op(
-      "add", UnCode{cuda::UnOp::AddS, b}, a, false, false, [b](double x) { return x + b; },
-      [](double, double) { return 1.0; });
+  return unary_op("add", {cuda::UnOp::AddS, b}, a, false, false);
 }
 Tensor sub(const Tensor& a, double b, Site site) {
   SiteScope scope(site);
-  return unary_op(
-      "sub", UnCode{cuda::UnOp::AddS, -b}, a, false, false, [b](double x) { return x - b; },
-      [](double, double) { return 1.0; });
+  return unary_op("sub", {cuda::UnOp::AddS, -b}, a, false, false);
 }
 Tensor rsub(double a, const Tensor& b, Site site) {
   SiteScope scope(site);
-  return unary_op(
-      "rsub", UnCode{cuda::UnOp::RSubS, a}, b, false, false, [a](double x) { return a - x; },
-      [](double, double) { return -1.0; });
+  return unary_op("rsub", {cuda::UnOp::RSubS, a}, b, false, false);
 }
 Tensor mul(const Tensor& a, double b, Site site) {
   SiteScope scope(site);
-  return unary_op(
-      "mul", UnCode{cuda::UnOp::MulS, b}, a, false, false, [b](double x) { return x * b; },
-      [b](double, double) { return b; });
+  return unary_op("mul", {cuda::UnOp::MulS, b}, a, false, false);
 }
 Tensor div(const Tensor& a, double b, Site site) {
   SiteScope scope(site);
-  return unary_op(
-      "div", UnCode{cuda::UnOp::MulS, 1.0 / b}, a, false, false, [b](double x) { return x / b; },
-      [b](double, double) { return 1.0 / b; });
+  return unary_op("div", {cuda::UnOp::MulS, 1.0 / b}, a, false, false);
 }
-Tensor rdiv(double a, const Tensor& b, Site site) {
+Tensor rdiv(double a, const Tensor& b, Site site) {  // d(a/x)/dx = -a/x² = -y/x
   SiteScope scope(site);
-  // d(a/x)/dx = -a/x² = -y/x
-  return unary_op(
-      "rdiv", UnCode{cuda::UnOp::RDivS, a}, b, true, true, [a](double x) { return a / x; },
-      [](double x, double y) { return -y / x; });
+  return unary_op("rdiv", {cuda::UnOp::RDivS, a}, b, true, true);
 }
 Tensor pow(const Tensor& a, double p, Site site) {
   SiteScope scope(site);
-  return unary_op(
-      "pow", UnCode{cuda::UnOp::PowS, p}, a, true, false, [p](double x) { return std::pow(x, p); },
-      [p](double x, double) { return p == 0 ? 0.0 : p * std::pow(x, p - 1); });
+  return unary_op("pow", {cuda::UnOp::PowS, p}, a, true, false);
 }
 
 // ---- unary ops ----
 Tensor neg(const Tensor& a, Site site) {
   SiteScope scope(site);
-  return unary_op(
-      "neg", UnCode{cuda::UnOp::Neg}, a, false, false, [](double x) { return -x; },
-      [](double, double) { return -1.0; });
+  return unary_op("neg", {cuda::UnOp::Neg}, a, false, false);
 }
-Tensor exp(const Tensor& a, Site site) {
+Tensor exp(const Tensor& a, Site site) {  // d/dx = y
   SiteScope scope(site);
-  return unary_op(
-      "exp", UnCode{cuda::UnOp::Exp}, a, false, true, [](double x) { return std::exp(x); },
-      [](double, double y) { return y; });
+  return unary_op("exp", {cuda::UnOp::Exp}, a, false, true);
 }
-Tensor log(const Tensor& a, Site site) {
+Tensor log(const Tensor& a, Site site) {  // d/dx = 1/x
   SiteScope scope(site);
-  return unary_op(
-      "log", UnCode{cuda::UnOp::Log}, a, true, false, [](double x) { return std::log(x); },
-      [](double x, double) { return 1.0 / x; });
+  return unary_op("log", {cuda::UnOp::Log}, a, true, false);
 }
-Tensor sqrt(const Tensor& a, Site site) {
+Tensor sqrt(const Tensor& a, Site site) {  // d/dx = 0.5/y
   SiteScope scope(site);
-  return unary_op(
-      "sqrt", UnCode{cuda::UnOp::Sqrt}, a, false, true, [](double x) { return std::sqrt(x); },
-      [](double, double y) { return 0.5 / y; });
+  return unary_op("sqrt", {cuda::UnOp::Sqrt}, a, false, true);
 }
-Tensor rsqrt(const Tensor& a, Site site) {
+Tensor rsqrt(const Tensor& a, Site site) {  // d/dx = -0.5·y³
   SiteScope scope(site);
-  return unary_op(
-      "rsqrt", UnCode{cuda::UnOp::Rsqrt}, a, false, true,
-      [](double x) { return 1.0 / std::sqrt(x); },
-      [](double, double y) { return -0.5 * y * y * y; });
+  return unary_op("rsqrt", {cuda::UnOp::Rsqrt}, a, false, true);
 }
-Tensor abs(const Tensor& a, Site site) {
+Tensor abs(const Tensor& a, Site site) {  // d/dx = sign(x), 0 at 0
   SiteScope scope(site);
-  return unary_op(
-      "abs", UnCode{cuda::UnOp::Abs}, a, true, false, [](double x) { return std::fabs(x); },
-      [](double x, double) { return x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0); });
+  return unary_op("abs", {cuda::UnOp::Abs}, a, true, false);
 }
-Tensor tanh(const Tensor& a, Site site) {
+Tensor tanh(const Tensor& a, Site site) {  // d/dx = 1 - y²
   SiteScope scope(site);
-  return unary_op(
-      "tanh", UnCode{cuda::UnOp::Tanh}, a, false, true, [](double x) { return std::tanh(x); },
-      [](double, double y) { return 1 - y * y; });
+  return unary_op("tanh", {cuda::UnOp::Tanh}, a, false, true);
 }
-Tensor sigmoid(const Tensor& a, Site site) {
+Tensor sigmoid(const Tensor& a, Site site) {  // d/dx = y(1 - y)
   SiteScope scope(site);
-  return unary_op(
-      "sigmoid", UnCode{cuda::UnOp::Sigmoid}, a, false, true,
-      [](double x) { return 1 / (1 + std::exp(-x)); },
-      [](double, double y) { return y * (1 - y); });
+  return unary_op("sigmoid", {cuda::UnOp::Sigmoid}, a, false, true);
 }
-// relu has its own loops in T (not the generic double-precision unary path): branch-free, so
-// they vectorise; it runs on every feed-forward activation of a Transformer.
-Tensor relu(const Tensor& a, Site site) {
+Tensor relu(const Tensor& a, Site site) {  // d/dx = 1 where x > 0
   SiteScope scope(site);
-  if (on_cuda(a))  // the generic path: relu's derivative reads x > 0, the same as y > 0
-    return unary_op(
-        "relu", UnCode{cuda::UnOp::Relu}, a, true, false, [](double x) { return x > 0 ? x : 0.0; },
-        [](double x, double) { return x > 0 ? 1.0 : 0.0; });
-  check_float(a, "relu", "input");
-  Tensor out = Tensor::empty(a.shape(), a.dtype());
-  const int64_t n = a.numel();
-  dispatch_float(a.dtype(), "relu", [&](auto tag) {
-    using T = decltype(tag);
-    const T* px = a.data<T>();
-    T* po = out.data<T>();
-    parallel_for(n, n, [&](int64_t i) { po[i] = px[i] > T(0) ? px[i] : T(0); });
-  });
-  if (needs_record({&a})) {
-    Tensor y = out.detach();
-    note_elementwise(out, 1);
-    note_saved(y);
-    record("relu", out, {a}, [y](const Tensor& g) -> std::vector<Tensor> {
-      Tensor dx = Tensor::empty(g.shape(), g.dtype());
-      const int64_t n = g.numel();
-      dispatch_float(g.dtype(), "relu backward", [&](auto tag) {
-        using T = decltype(tag);
-        const T* pg = g.data<T>();
-        const T* py = y.data<T>();
-        T* pd = dx.data<T>();
-        parallel_for(n, n, [&](int64_t i) { pd[i] = pg[i] * static_cast<T>(py[i] > T(0)); });
-      });
-      return {dx};
-    });
-  }
-  return out;
+  return unary_op("relu", {cuda::UnOp::Relu}, a, true, false);
 }
+// GELU, exact (x·Φ(x)) or PyTorch's tanh approximation.
 Tensor gelu(const Tensor& a, const std::string& approximate, Site site) {
   SiteScope scope(site);
-  constexpr double kSqrt1_2 = 0.70710678118654752440;
-  constexpr double kInvSqrt2Pi = 0.39894228040143267794;
-  constexpr double kBeta = 0.79788456080286535588;  // sqrt(2/pi)
-  constexpr double kKappa = 0.044715;
-  if (approximate == "none") {
-    return unary_op(
-        "gelu", UnCode{cuda::UnOp::GeluErf}, a, true, false,
-        [](double x) { return 0.5 * x * (1 + std::erf(x * kSqrt1_2)); },
-        [](double x, double) {
-          return 0.5 * (1 + std::erf(x * kSqrt1_2)) + x * kInvSqrt2Pi * std::exp(-0.5 * x * x);
-        });
-  }
-  if (approximate == "tanh") {
-    return unary_op(
-        "gelu_tanh", UnCode{cuda::UnOp::GeluTanh}, a, true, false,
-        [](double x) { return 0.5 * x * (1 + std::tanh(kBeta * (x + kKappa * x * x * x))); },
-        [](double x, double) {
-          double t = std::tanh(kBeta * (x + kKappa * x * x * x));
-          return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * kBeta * (1 + 3 * kKappa * x * x);
-        });
-  }
+  if (approximate == "none") return unary_op("gelu", {cuda::UnOp::GeluErf}, a, true, false);
+  if (approximate == "tanh") return unary_op("gelu_tanh", {cuda::UnOp::GeluTanh}, a, true, false);
   throw Error(
       fmt::format("gelu: approximate must be \"none\" or \"tanh\", got \"{}\"", approximate));
 }
@@ -493,10 +395,7 @@ Tensor clamp(const Tensor& a, double lo, double hi, Site site) {
   if (lo > hi)
     throw Error(fmt::format("clamp: min {} > max {} for input {}", lo, hi, shape_str(a.shape())));
   // The gradient passes where lo <= x <= hi (PyTorch's convention at the boundary).
-  return unary_op(
-      "clamp", UnCode{cuda::UnOp::Clamp, lo, hi}, a, true, false,
-      [lo, hi](double x) { return x < lo ? lo : (x > hi ? hi : x); },
-      [lo, hi](double x, double) { return (x >= lo && x <= hi) ? 1.0 : 0.0; });
+  return unary_op("clamp", {cuda::UnOp::Clamp, lo, hi}, a, true, false);
 }
 Tensor clamp_min(const Tensor& a, double lo, Site site) {
   SiteScope scope(site);

@@ -80,11 +80,11 @@ Tensor cuda_embedding(const Tensor& indices, const Tensor& weight, int64_t pad, 
     });
   if (needs_record({&weight})) {
     Tensor si = indices.detach();
-    note_flops(0, static_cast<double>(out.numel()));
-    note_saved(si);
     const bool det = g_deterministic;
     record(
-        kOp, out, {indices, weight}, [si, pad, V, C, det](const Tensor& g) -> std::vector<Tensor> {
+        kOp, out, {indices, weight},
+        RecordInfo().flops(0, static_cast<double>(out.numel())).saved(si),
+        [si, pad, V, C, det](const Tensor& g) -> std::vector<Tensor> {
           Tensor dw = zeros({V, C}, g.dtype(), g.device());
           if (g.numel() == 0) return {Tensor(), dw};
           on_device("embedding backward", g.device(), [&] {
@@ -121,24 +121,24 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int6
   if (needs_record({&weight})) {
     Tensor si = indices.detach();  // indices: which dweight row each dout row adds into
     // Cost model: a gather forward (0 FLOPs), one add per output element backward.
-    note_flops(0, static_cast<double>(out.numel()));
-    note_saved(si);
-    record(kOp, out, {indices, weight}, [si, pad, V, C](const Tensor& g) -> std::vector<Tensor> {
-      Tensor dw = zeros({V, C}, g.dtype());
-      dispatch_float(g.dtype(), kOp, [&](auto tag) {
-        using T = decltype(tag);
-        const int64_t* idx = si.data<int64_t>();
-        const T* pg = g.data<T>();
-        T* pd = dw.data<T>();
-        for (int64_t k = 0; k < si.numel(); ++k) {
-          if (idx[k] == pad) continue;
-          T* drow = pd + idx[k] * C;
-          const T* grow = pg + k * C;
-          for (int64_t c = 0; c < C; ++c) drow[c] += grow[c];
-        }
-      });
-      return {Tensor(), dw};
-    });
+    record(kOp, out, {indices, weight},
+           RecordInfo().flops(0, static_cast<double>(out.numel())).saved(si),
+           [si, pad, V, C](const Tensor& g) -> std::vector<Tensor> {
+             Tensor dw = zeros({V, C}, g.dtype());
+             dispatch_float(g.dtype(), kOp, [&](auto tag) {
+               using T = decltype(tag);
+               const int64_t* idx = si.data<int64_t>();
+               const T* pg = g.data<T>();
+               T* pd = dw.data<T>();
+               for (int64_t k = 0; k < si.numel(); ++k) {
+                 if (idx[k] == pad) continue;
+                 T* drow = pd + idx[k] * C;
+                 const T* grow = pg + k * C;
+                 for (int64_t c = 0; c < C; ++c) drow[c] += grow[c];
+               }
+             });
+             return {Tensor(), dw};
+           });
   }
   return out;
 }

@@ -177,10 +177,11 @@ Tensor cuda_cross_entropy(const Tensor& logits, const Tensor& target, const CeLa
   if (needs_record({&logits})) {
     Tensor sx = logits.detach(), st = target.detach();
     const CrossEntropyOptions o = opts;
-    note_flops(4.0 * static_cast<double>(logits.numel()),
-               3.0 * static_cast<double>(logits.numel()));
-    note_saved(sx, st, lse);
     record(kOp, out, {logits, target},
+           RecordInfo()
+               .flops(4.0 * static_cast<double>(logits.numel()),
+                      3.0 * static_cast<double>(logits.numel()))
+               .saved(sx, st, lse),
            [sx, st, lse, l, o, rows, count](const Tensor& g) -> std::vector<Tensor> {
              Tensor dx = Tensor::empty(sx.shape(), sx.dtype(), sx.device());
              Tensor grow;  // per row (reduction None) or one scalar for every row
@@ -241,10 +242,11 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntr
     Tensor sx = logits.detach(), st = target.detach();
     const CrossEntropyOptions o = opts;
     // Cost model per logit: ~4 forward (max, exp, sum, log), ~3 backward.
-    note_flops(4.0 * static_cast<double>(logits.numel()),
-               3.0 * static_cast<double>(logits.numel()));
-    note_saved(sx, st, lse);
     record(kOp, out, {logits, target},
+           RecordInfo()
+               .flops(4.0 * static_cast<double>(logits.numel()),
+                      3.0 * static_cast<double>(logits.numel()))
+               .saved(sx, st, lse),
            [sx, st, lse, l, o, rows, count](const Tensor& g) -> std::vector<Tensor> {
              std::vector<double> grow = row_grads(g, rows, count, o.reduction);
              Tensor dx = Tensor::empty(sx.shape(), sx.dtype());

@@ -118,9 +118,10 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value, Site site)
     });
   if (needs_record({&x})) {
     Tensor sm = mask.detach();  // the mask: gradient is zero where it is true
-    note_flops(static_cast<double>(out.numel()), static_cast<double>(out.numel()));
-    note_saved(sm);
     record(op, out, {x},
+           RecordInfo()
+               .flops(static_cast<double>(out.numel()), static_cast<double>(out.numel()))
+               .saved(sm),
            [sm](const Tensor& g) -> std::vector<Tensor> { return {mask_grad(g, sm, true)}; });
   }
   return out;
@@ -165,13 +166,16 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, Site site) {
     Tensor sc_mask = cond.detach();  // the condition: a gets g where true, b where false
     Shape sa = a.shape(), sb = b.shape();
     bool ga = a.requires_grad(), gb = b.requires_grad();
-    note_flops(static_cast<double>(out.numel()), static_cast<double>(out.numel()) * (ga + gb));
-    note_saved(sc_mask);
-    record(op, out, {a, b}, [sc_mask, sa, sb, ga, gb](const Tensor& g) -> std::vector<Tensor> {
-      Tensor da = ga ? sum_to(mask_grad(g, sc_mask, false), sa) : Tensor();
-      Tensor db = gb ? sum_to(mask_grad(g, sc_mask, true), sb) : Tensor();
-      return {da, db};
-    });
+    record(
+        op, out, {a, b},
+        RecordInfo()
+            .flops(static_cast<double>(out.numel()), static_cast<double>(out.numel()) * (ga + gb))
+            .saved(sc_mask),
+        [sc_mask, sa, sb, ga, gb](const Tensor& g) -> std::vector<Tensor> {
+          Tensor da = ga ? sum_to(mask_grad(g, sc_mask, false), sa) : Tensor();
+          Tensor db = gb ? sum_to(mask_grad(g, sc_mask, true), sb) : Tensor();
+          return {da, db};
+        });
   }
   return out;
 }

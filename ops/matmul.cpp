@@ -212,9 +212,7 @@ Tensor matmul_impl(const char* op, const Tensor& a, const Tensor& b) {
     Shape shape_a = a.shape(), shape_b = b.shape();
     // Cost model: 2·M·N·K per batch forward, the same again for each input gradient.
     const double mnk2 = 2.0 * static_cast<double>(p.batch) * p.M * p.N * p.K;
-    note_flops(mnk2, mnk2 * (ga + gb));
-    note_saved(sa, sb);
-    record(op, out, {a, b},
+    record(op, out, {a, b}, RecordInfo().flops(mnk2, mnk2 * (ga + gb)).saved(sa, sb),
            [p = std::move(p), sa, sb, shape_a, shape_b, ga,
             gb](const Tensor& dC) -> std::vector<Tensor> {
              const bool skip = empty_gemm(p);
@@ -357,9 +355,10 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Site si
     // Cost model: 2·N·Cin·Cout (+ N·Cout bias) forward; 2·N·Cin·Cout per dx/dW, N·Cout for db.
     const double nmk2 = 2.0 * static_cast<double>(N) * Cin * Cout,
                  nc = static_cast<double>(N) * Cout;
-    note_flops(nmk2 + (bias.defined() ? nc : 0), nmk2 * (gx + gw) + (gb ? nc : 0));
-    note_saved(sx, sw);
     record("linear", out, {x, weight, bias},
+           RecordInfo()
+               .flops(nmk2 + (bias.defined() ? nc : 0), nmk2 * (gx + gw) + (gb ? nc : 0))
+               .saved(sx, sw),
            [sx, sw, sx_shape, sw_shape, gx, gw, gb, skip, N, Cin, Cout,
             dev](const Tensor& dy) -> std::vector<Tensor> {
              Tensor dx, dw, db;

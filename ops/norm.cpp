@@ -142,9 +142,10 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
                gb = bias.defined() && bias.requires_grad();
     const Shape ns = normalized_shape;
     // Cost model per element: ~8 forward (mean, variance, normalise, affine), ~10 backward.
-    note_flops(8.0 * static_cast<double>(x.numel()), 10.0 * static_cast<double>(x.numel()));
-    note_saved(sx, sw, mean, rstd);
     record(kOp, out, {x, weight, bias},
+           RecordInfo()
+               .flops(8.0 * static_cast<double>(x.numel()), 10.0 * static_cast<double>(x.numel()))
+               .saved(sx, sw, mean, rstd),
            [sx, sw, mean, rstd, gx, gw, gb, ns, N, D](const Tensor& g) -> std::vector<Tensor> {
              const Device dev = sx.device();
              Tensor dx = gx ? Tensor::empty(sx.shape(), sx.dtype(), dev) : Tensor();

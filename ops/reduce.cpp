@@ -150,10 +150,10 @@ Tensor cuda_sum(const Tensor& x, const ReducePlan& p) {
     return cuda_reduced(x.to(kInt64), p, cuda::RedOp::Sum);  // int64 and bool sum to int64
   Tensor out = cuda_reduced(x, p, cuda::RedOp::Sum);
   if (needs_record({&x})) {
-    note_flops(static_cast<double>(x.numel()), static_cast<double>(x.numel()));
-    note_saved();
-    record("sum", out, {x},
-           [p](const Tensor& g) -> std::vector<Tensor> { return {cuda_spread(g, p).clone()}; });
+    record(
+        "sum", out, {x},
+        RecordInfo().flops(static_cast<double>(x.numel()), static_cast<double>(x.numel())).saved(),
+        [p](const Tensor& g) -> std::vector<Tensor> { return {cuda_spread(g, p).clone()}; });
   }
   return out;
 }
@@ -162,13 +162,15 @@ Tensor cuda_max(const Tensor& x, const ReducePlan& p) {
   Tensor out = cuda_reduced(x, p, cuda::RedOp::Max);
   if (needs_record({&x})) {
     Tensor sx = x.detach(), sm = out.detach();
-    note_flops(static_cast<double>(x.numel()), 2 * static_cast<double>(x.numel()));
-    note_saved(sx, sm);
-    record("max", out, {x}, [p, sx, sm](const Tensor& g) -> std::vector<Tensor> {
-      Tensor hit = eq(sx, cuda_spread(sm, p)).to(sx.dtype());
-      Tensor ties = reshape(cuda_reduce(hit, p.reduced, cuda::RedOp::Sum), p.out_shape);
-      return {mul(hit, cuda_spread(div(g, ties), p))};
-    });
+    record("max", out, {x},
+           RecordInfo()
+               .flops(static_cast<double>(x.numel()), 2 * static_cast<double>(x.numel()))
+               .saved(sx, sm),
+           [p, sx, sm](const Tensor& g) -> std::vector<Tensor> {
+             Tensor hit = eq(sx, cuda_spread(sm, p)).to(sx.dtype());
+             Tensor ties = reshape(cuda_reduce(hit, p.reduced, cuda::RedOp::Sum), p.out_shape);
+             return {mul(hit, cuda_spread(div(g, ties), p))};
+           });
   }
   return out;
 }
@@ -202,14 +204,15 @@ Tensor sum(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Site site) 
     return from_values<T>(sums<T>(x, p), p.out_shape);
   });
   if (needs_record({&x})) {
-    note_flops(static_cast<double>(x.numel()),
-               static_cast<double>(x.numel()));  // adds; backward broadcasts
-    note_saved();
-    record("sum", out, {x}, [p](const Tensor& g) -> std::vector<Tensor> {
-      return {dispatch_float(g.dtype(), "sum", [&](auto tag) {
-        return spread<decltype(tag)>(g, p, [](int64_t, int64_t) { return 1.0; });
-      })};
-    });
+    // adds; backward broadcasts
+    record(
+        "sum", out, {x},
+        RecordInfo().flops(static_cast<double>(x.numel()), static_cast<double>(x.numel())).saved(),
+        [p](const Tensor& g) -> std::vector<Tensor> {
+          return {dispatch_float(g.dtype(), "sum", [&](auto tag) {
+            return spread<decltype(tag)>(g, p, [](int64_t, int64_t) { return 1.0; });
+          })};
+        });
   }
   return out;
 }
@@ -227,13 +230,14 @@ Tensor mean(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Site site)
     return from_values<T>(acc, p.out_shape);
   });
   if (needs_record({&x})) {
-    note_flops(static_cast<double>(x.numel()), static_cast<double>(x.numel()));
-    note_saved();
-    record("mean", out, {x}, [p, n](const Tensor& g) -> std::vector<Tensor> {
-      return {dispatch_float(g.dtype(), "mean", [&](auto tag) {
-        return spread<decltype(tag)>(g, p, [n](int64_t, int64_t) { return 1.0 / n; });
-      })};
-    });
+    record(
+        "mean", out, {x},
+        RecordInfo().flops(static_cast<double>(x.numel()), static_cast<double>(x.numel())).saved(),
+        [p, n](const Tensor& g) -> std::vector<Tensor> {
+          return {dispatch_float(g.dtype(), "mean", [&](auto tag) {
+            return spread<decltype(tag)>(g, p, [n](int64_t, int64_t) { return 1.0 / n; });
+          })};
+        });
   }
   return out;
 }
@@ -262,20 +266,22 @@ Tensor max(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Site site) 
   });
   if (needs_record({&x})) {
     Tensor sx = x.detach(), sm = out.detach();
-    note_flops(static_cast<double>(x.numel()), 2 * static_cast<double>(x.numel()));
-    note_saved(sx, sm);
-    record("max", out, {x}, [p, sx, sm](const Tensor& g) -> std::vector<Tensor> {
-      return {dispatch_float(g.dtype(), "max", [&](auto tag) {
-        using T = decltype(tag);
-        const T* px = sx.data<T>();
-        const T* pm = sm.data<T>();
-        std::vector<int64_t> ties(p.out_numel, 0);
-        for_each_pair(p, [&](int64_t i, int64_t o) { ties[o] += px[i] == pm[o]; });
-        return spread<T>(g, p, [&](int64_t i, int64_t o) {
-          return px[i] == pm[o] ? 1.0 / static_cast<double>(ties[o]) : 0.0;
-        });
-      })};
-    });
+    record("max", out, {x},
+           RecordInfo()
+               .flops(static_cast<double>(x.numel()), 2 * static_cast<double>(x.numel()))
+               .saved(sx, sm),
+           [p, sx, sm](const Tensor& g) -> std::vector<Tensor> {
+             return {dispatch_float(g.dtype(), "max", [&](auto tag) {
+               using T = decltype(tag);
+               const T* px = sx.data<T>();
+               const T* pm = sm.data<T>();
+               std::vector<int64_t> ties(p.out_numel, 0);
+               for_each_pair(p, [&](int64_t i, int64_t o) { ties[o] += px[i] == pm[o]; });
+               return spread<T>(g, p, [&](int64_t i, int64_t o) {
+                 return px[i] == pm[o] ? 1.0 / static_cast<double>(ties[o]) : 0.0;
+               });
+             })};
+           });
   }
   return out;
 }
@@ -312,17 +318,19 @@ Tensor var(const Tensor& x, std::vector<int64_t> dims, bool keepdim, int64_t cor
   });
   if (needs_record({&x})) {
     Tensor sx = x.detach();
-    note_flops(3 * static_cast<double>(x.numel()), 3 * static_cast<double>(x.numel()));
-    note_saved_bytes(tensor_bytes(sx) + static_cast<int64_t>(sizeof(double) * mu.size()));
-    record("var", out, {x}, [p, sx, mu, denom](const Tensor& g) -> std::vector<Tensor> {
-      return {dispatch_float(g.dtype(), "var", [&](auto tag) {
-        using T = decltype(tag);
-        const T* px = sx.data<T>();
-        return spread<T>(g, p, [&](int64_t i, int64_t o) {
-          return 2.0 * (static_cast<double>(px[i]) - mu[o]) / denom;
-        });
-      })};
-    });
+    record("var", out, {x},
+           RecordInfo()
+               .flops(3 * static_cast<double>(x.numel()), 3 * static_cast<double>(x.numel()))
+               .saved_plus(tensor_bytes(sx) + static_cast<int64_t>(sizeof(double) * mu.size())),
+           [p, sx, mu, denom](const Tensor& g) -> std::vector<Tensor> {
+             return {dispatch_float(g.dtype(), "var", [&](auto tag) {
+               using T = decltype(tag);
+               const T* px = sx.data<T>();
+               return spread<T>(g, p, [&](int64_t i, int64_t o) {
+                 return 2.0 * (static_cast<double>(px[i]) - mu[o]) / denom;
+               });
+             })};
+           });
   }
   return out;
 }

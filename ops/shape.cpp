@@ -40,9 +40,9 @@ Tensor view_op(const char* op, const Tensor& x, const Shape& shape) {
   Tensor out = alias(x, shape);
   if (needs_record({&x})) {
     Shape xs = x.shape();
-    note_flops(0, 0);  // data movement only
-    note_saved();
-    record(op, out, {x}, [xs](const Tensor& g) -> std::vector<Tensor> { return {alias(g, xs)}; });
+    // data movement only
+    record(op, out, {x}, RecordInfo().flops(0, 0).saved(),
+           [xs](const Tensor& g) -> std::vector<Tensor> { return {alias(g, xs)}; });
   }
   return out;
 }
@@ -100,11 +100,11 @@ Tensor slice_copy(const char* op, const Tensor& x, int64_t d, int64_t start, int
   Tensor out = gather(x, os, st, offset);
   if (needs_record({&x})) {
     Shape xs = x.shape();
-    note_flops(0, 0);  // data movement only
-    note_saved();
-    record(op, out, {x}, [xs, st, offset](const Tensor& g) -> std::vector<Tensor> {
-      return {scatter(g, xs, st, offset)};
-    });
+    // data movement only
+    record(op, out, {x}, RecordInfo().flops(0, 0).saved(),
+           [xs, st, offset](const Tensor& g) -> std::vector<Tensor> {
+             return {scatter(g, xs, st, offset)};
+           });
   }
   return out;
 }
@@ -222,9 +222,8 @@ Tensor permute(const Tensor& x, std::vector<int64_t> dims, Site site) {
   }
   Tensor out = gather(x, os, st, 0);
   if (needs_record({&x})) {
-    note_flops(0, 0);  // data movement only
-    note_saved();
-    record("permute", out, {x},
+    // data movement only
+    record("permute", out, {x}, RecordInfo().flops(0, 0).saved(),
            [inv](const Tensor& g) -> std::vector<Tensor> { return {permute(g, inv)}; });
   }
   return out;
@@ -283,9 +282,8 @@ Tensor expand(const Tensor& x, Shape shape, Site site) {
   }
   Tensor out = gather(x, os, st, 0);
   if (needs_record({&x})) {
-    note_flops(0, 0);  // data movement only
-    note_saved();
-    record("expand", out, {x},
+    // data movement only
+    record("expand", out, {x}, RecordInfo().flops(0, 0).saved(),
            [xs](const Tensor& g) -> std::vector<Tensor> { return {sum_to(g, xs)}; });
   }
   return out;
@@ -351,19 +349,18 @@ Tensor cuda_index_select(const Tensor& x, int64_t d, const Tensor& index) {
     });
   if (needs_record({&x})) {
     Tensor si = index.detach();
-    note_flops(0, 0);
-    note_saved(si);
-    record("index_select", out, {x}, [xs, d, si](const Tensor& g) -> std::vector<Tensor> {
-      Tensor dx = zeros(xs, g.dtype(), g.device());
-      const int64_t outer = span(xs, 0, d), size = xs[d], inner = span(xs, d + 1, xs.size());
-      if (g.numel() > 0)
-        on_device("index_select backward", g.device(), [&] {
-          cuda::index_add(cdt(g.dtype()), dx.data_ptr(), g.data_ptr(),
-                          static_cast<const int64_t*>(si.data_ptr()), outer, size, si.numel(),
-                          inner, true);
-        });
-      return {dx};
-    });
+    record("index_select", out, {x}, RecordInfo().flops(0, 0).saved(si),
+           [xs, d, si](const Tensor& g) -> std::vector<Tensor> {
+             Tensor dx = zeros(xs, g.dtype(), g.device());
+             const int64_t outer = span(xs, 0, d), size = xs[d], inner = span(xs, d + 1, xs.size());
+             if (g.numel() > 0)
+               on_device("index_select backward", g.device(), [&] {
+                 cuda::index_add(cdt(g.dtype()), dx.data_ptr(), g.data_ptr(),
+                                 static_cast<const int64_t*>(si.data_ptr()), outer, size,
+                                 si.numel(), inner, true);
+               });
+             return {dx};
+           });
   }
   return out;
 }
@@ -408,26 +405,26 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, Site site
       std::memcpy(po + (o * k + j) * inner * es, px + (o * size + pi[j]) * inner * es, inner * es);
   if (needs_record({&x})) {
     Tensor si = index.detach();
-    note_flops(0, 0);  // data movement only
-    note_saved(si);
-    record("index_select", out, {x}, [xs, d, si](const Tensor& g) -> std::vector<Tensor> {
-      Tensor dx = zeros(xs, g.dtype());
-      const int64_t outer = span(xs, 0, d), size = xs[d], inner = span(xs, d + 1, xs.size());
-      const int64_t k = si.numel();
-      const int64_t* pi = si.data<int64_t>();
-      dispatch_float(g.dtype(), "index_select", [&](auto tag) {
-        using T = decltype(tag);
-        const T* pg = g.data<T>();
-        T* pd = dx.data<T>();
-        for (int64_t o = 0; o < outer; ++o)
-          for (int64_t j = 0; j < k; ++j) {
-            const T* src = pg + (o * k + j) * inner;
-            T* dst = pd + (o * size + pi[j]) * inner;
-            for (int64_t i = 0; i < inner; ++i) dst[i] += src[i];
-          }
-      });
-      return {dx};
-    });
+    // data movement only
+    record("index_select", out, {x}, RecordInfo().flops(0, 0).saved(si),
+           [xs, d, si](const Tensor& g) -> std::vector<Tensor> {
+             Tensor dx = zeros(xs, g.dtype());
+             const int64_t outer = span(xs, 0, d), size = xs[d], inner = span(xs, d + 1, xs.size());
+             const int64_t k = si.numel();
+             const int64_t* pi = si.data<int64_t>();
+             dispatch_float(g.dtype(), "index_select", [&](auto tag) {
+               using T = decltype(tag);
+               const T* pg = g.data<T>();
+               T* pd = dx.data<T>();
+               for (int64_t o = 0; o < outer; ++o)
+                 for (int64_t j = 0; j < k; ++j) {
+                   const T* src = pg + (o * k + j) * inner;
+                   T* dst = pd + (o * size + pi[j]) * inner;
+                   for (int64_t i = 0; i < inner; ++i) dst[i] += src[i];
+                 }
+             });
+             return {dx};
+           });
   }
   return out;
 }
@@ -479,17 +476,17 @@ Tensor cat(const std::vector<Tensor>& xs, int64_t dim, Site site) {
   if (needs_record(xs)) {
     std::vector<bool> want;
     for (const Tensor& x : xs) want.push_back(x.requires_grad());
-    note_flops(0, 0);  // data movement only
-    note_saved();
-    record("cat", out, xs, [sizes, want, d](const Tensor& g) -> std::vector<Tensor> {
-      std::vector<Tensor> dxs;
-      int64_t off = 0;
-      for (size_t i = 0; i < sizes.size(); ++i) {
-        dxs.push_back(want[i] ? narrow(g, d, off, sizes[i]) : Tensor());
-        off += sizes[i];
-      }
-      return dxs;
-    });
+    // data movement only
+    record("cat", out, xs, RecordInfo().flops(0, 0).saved(),
+           [sizes, want, d](const Tensor& g) -> std::vector<Tensor> {
+             std::vector<Tensor> dxs;
+             int64_t off = 0;
+             for (size_t i = 0; i < sizes.size(); ++i) {
+               dxs.push_back(want[i] ? narrow(g, d, off, sizes[i]) : Tensor());
+               off += sizes[i];
+             }
+             return dxs;
+           });
   }
   return out;
 }

@@ -124,25 +124,27 @@ Tensor softmax_op(const char* op, const Tensor& x, int64_t dim, bool is_log) {
     Tensor sy = y.detach();  // y: the saved output
     // Cost model per element: ~5 forward (max, subtract, exp, sum, scale), ~4 backward.
     const double n = static_cast<double>(x.numel());
-    note_flops(5 * n, 4 * n);
-    note_saved(sy);
-    note_rows(static_cast<int>(x.dim() == 0 ? 0 : norm_dim(dim, x.dim(), op, x.shape())));
-    record(op, y, {x}, [sy, l, is_log, op](const Tensor& g) -> std::vector<Tensor> {
-      Tensor dx = Tensor::empty(g.shape(), g.dtype(), g.device());
-      if (on_cuda(g)) {
-        if (g.numel() > 0)
-          on_device(op, g.device(), [&] {
-            cuda::softmax_backward(cdt(g.dtype()), dx.data_ptr(), g.data_ptr(), sy.data_ptr(),
-                                   l.outer, l.n, l.inner, is_log);
-          });
-        return {dx};
-      }
-      dispatch_float(g.dtype(), op, [&](auto tag) {
-        using T = decltype(tag);
-        softmax_backward(dx.data<T>(), g.data<T>(), sy.data<T>(), l, is_log);
-      });
-      return {dx};
-    });
+    record(op, y, {x},
+           RecordInfo()
+               .flops(5 * n, 4 * n)
+               .saved(sy)
+               .rows(static_cast<int>(x.dim() == 0 ? 0 : norm_dim(dim, x.dim(), op, x.shape()))),
+           [sy, l, is_log, op](const Tensor& g) -> std::vector<Tensor> {
+             Tensor dx = Tensor::empty(g.shape(), g.dtype(), g.device());
+             if (on_cuda(g)) {
+               if (g.numel() > 0)
+                 on_device(op, g.device(), [&] {
+                   cuda::softmax_backward(cdt(g.dtype()), dx.data_ptr(), g.data_ptr(),
+                                          sy.data_ptr(), l.outer, l.n, l.inner, is_log);
+                 });
+               return {dx};
+             }
+             dispatch_float(g.dtype(), op, [&](auto tag) {
+               using T = decltype(tag);
+               softmax_backward(dx.data<T>(), g.data<T>(), sy.data<T>(), l, is_log);
+             });
+             return {dx};
+           });
   }
   return y;
 }

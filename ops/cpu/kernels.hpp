@@ -1,0 +1,34 @@
+// ops/cpu/kernels.hpp — the plain C++ face of tapegrad's CPU kernels (ops/cpu/*.cpp): raw
+// pointers, sizes and the op codes of cuda/kernels.cuh, so both backends of an op read one table
+// of codes and the op families (ops/*.cpp) dispatch with one switch. No xtensor here: it stays in
+// the kernel translation units. ops/ checks every argument and shape first; these trust them.
+//
+// Conventions, as in cuda/kernels.cuh: outputs, inputs, saved buffers, sizes, options; every
+// pointer contiguous row-major unless strides say otherwise; T is float or double unless stated.
+// float32 computes in float32 with vectorised math (xsimd), as PyTorch does; sums over long rows
+// accumulate in double. These kernels are the specification the CUDA kernels are tested against.
+// Shape vocabulary: N rows, D a trailing size, (outer, r, inner) a tensor seen around one dim.
+#pragma once
+
+#include "autograd/tensor.hpp"
+#include "cuda/kernels.cuh"
+
+#include <cstdint>
+
+namespace tg::cpu {
+
+using cuda::BinOp;
+using cuda::RedOp;
+using cuda::UnOp;
+
+// ---- elementwise (ops/cpu/unary.cpp, ops/cpu/binary.cpp) ----
+// out[i] = f(x[i]) for i < n, f as documented for cuda::UnOp (p0, p1 its scalar parameters).
+template <typename T>
+void unary(UnOp op, T* out, const T* x, int64_t n, double p0 = 0, double p1 = 0);
+// dx[i] = g[i] · f'(x[i]) where y = f(x); the same reads as cuda::unary_backward (x or y may be
+// null when the op does not read it).
+template <typename T>
+void unary_backward(UnOp op, T* dx, const T* g, const T* x, const T* y, int64_t n, double p0 = 0,
+                    double p1 = 0);
+
+}  // namespace tg::cpu

@@ -1,0 +1,70 @@
+// ops/cpu/xt.hpp — internal to the CPU kernel translation units (ops/cpu/*.cpp, never a header
+// of the library): xtensor + xsimd views of tapegrad's own storage, and the row/chunk loops the
+// kernels parallelise with. Every view is an adaptor over a raw pointer (no copy, no allocation);
+// kernels assign with xt::noalias (without it xtensor evaluates into a temporary first).
+// Idioms measured on these machines (shared notes, XTENSOR.md): 1-D adaptors per row rather than
+// 2-D expressions with an (N, 1) operand (those fall back to scalar code); immediate reducers;
+// no transposed-view assignment; xt::blas::gemm with transpose flags, never xt::linalg::dot.
+#pragma once
+
+#ifndef XTENSOR_USE_XSIMD
+#error "ops/cpu kernels are compiled with XTENSOR_USE_XSIMD (see ops/CMakeLists.txt)"
+#endif
+
+#include "ops/detail.hpp"
+
+#include <xtensor/xadapt.hpp>
+#include <xtensor/xmath.hpp>
+#include <xtensor/xnoalias.hpp>
+#include <xtensor/xoperation.hpp>
+#include <xtensor/xtensor.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+
+namespace tg::cpu::xtd {
+
+// n elements at p as a 1-D xtensor (static rank 1: the fast, fully vectorised path).
+template <typename T>
+auto vec(T* p, int64_t n) {
+  return xt::adapt(p, static_cast<size_t>(n), xt::no_ownership(),
+                   std::array<size_t, 1>{static_cast<size_t>(n)});
+}
+
+// A row-major (rows, cols) matrix at p whose rows are ld elements apart (ld >= cols): a rank-2
+// adaptor with static row-major layout, so xt::blas::gemm reads ld as the leading dimension and
+// never copies.
+template <typename T>
+auto mat(T* p, int64_t rows, int64_t cols, int64_t ld) {
+  using S = std::remove_const_t<T>;
+  using buffer = xt::xbuffer_adaptor<T*, xt::no_ownership>;
+  using adaptor = xt::xtensor_adaptor<buffer, 2, xt::layout_type::row_major>;
+  const size_t size = rows == 0 ? 0 : static_cast<size_t>((rows - 1) * ld + cols);
+  static_assert(sizeof(S) > 0);
+  return adaptor(buffer(p, size),
+                 std::array<size_t, 2>{static_cast<size_t>(rows), static_cast<size_t>(cols)},
+                 std::array<std::ptrdiff_t, 2>{static_cast<std::ptrdiff_t>(ld), 1});
+}
+
+// Calls f(lo, hi) over [0, n) split into one chunk per thread when n is large (elementwise work:
+// each thread runs one xtensor expression on its slice), else once. Chunks start on multiples
+// of 64 bytes: xtensor computes an unaligned head and the tail with scalar math (std::exp, not
+// xsimd's), so aligned chunks give the same bits at every thread count.
+template <typename F>
+void chunks(int64_t n, F&& f, int64_t elem_bytes = 4) {
+  const int nt = get_num_threads();
+  if (n < detail::kParallelMin || nt <= 1) {
+    if (n > 0) f(int64_t(0), n);
+    return;
+  }
+  const int64_t align = 64 / elem_bytes;
+  const int64_t step = ((n + nt - 1) / nt + align - 1) / align * align;
+#pragma omp parallel for schedule(static) num_threads(nt)
+  for (int t = 0; t < nt; ++t) {
+    const int64_t lo = std::min<int64_t>(n, t * step), hi = std::min<int64_t>(n, lo + step);
+    if (lo < hi) f(lo, hi);
+  }
+}
+
+}  // namespace tg::cpu::xtd
