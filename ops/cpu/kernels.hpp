@@ -31,4 +31,21 @@ template <typename T>
 void unary_backward(UnOp op, T* dx, const T* g, const T* x, const T* y, int64_t n, double p0 = 0,
                     double p1 = 0);
 
+// ---- broadcasting binary ops, comparisons, where (ops/cpu/binary.cpp) ----
+
+// ---- reductions: sum/mean/var/max/min/argmax (ops/cpu/reduce.cpp) ----
+
+// ---- row softmax / log_softmax with the fully-masked/NaN rule, shared by softmax and SDPA
+// (ops/cpu/softmax.cpp) ----
+
+// ---- layer norm (ops/cpu/norm.cpp) ----
+
+// ---- cross-entropy (ops/cpu/loss.cpp) ----
+
+// ---- dropout, embedding (ops/cpu/dropout.cpp, ops/cpu/embedding.cpp) ----
+
+// ---- GEMM through xt::blas::gemm (ops/cpu/blas.cpp) ----
+
+// ---- copies: cat/stack/split, permutes (ops/cpu/copy.cpp) ----
+
 }  // namespace tg::cpu
