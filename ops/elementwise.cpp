@@ -7,6 +7,7 @@
 #include "ops/ops.hpp"
 
 #include <cmath>
+#include <type_traits>
 
 namespace tg {
 using namespace detail;
@@ -20,17 +21,14 @@ RecordInfo elementwise_info(const Tensor& out, int bwd_per_element) {
 }
 
 // ---- binary kernels ----
-// out = f(a, b) over the broadcast shape.
-// On CUDA: the kernel `code` (f is the CPU's definition of the same function).
-template <typename F>
+// out = a op b over the broadcast shape, of dtype out_dtype (a's, or bool for comparisons):
+// cpu::binary or cuda::binary.
 Tensor binary_kernel(const char* op, cuda::BinOp code, const Tensor& a, const Tensor& b,
-                     DType out_dtype, F f) {
-  const bool same = a.shape() == b.shape();
-  Shape bs = same ? Shape() : broadcast_shapes(a.shape(), b.shape(), op);
-  const Shape& os = same ? a.shape() : bs;
+                     DType out_dtype) {
+  const Shape os = a.shape() == b.shape() ? a.shape() : broadcast_shapes(a.shape(), b.shape(), op);
+  Tensor out = Tensor::empty(os, out_dtype, a.device());
+  if (out.numel() == 0) return out;
   if (on_cuda(a)) {
-    Tensor out = Tensor::empty(os, out_dtype, a.device());
-    if (out.numel() == 0) return out;
     cuda::Strided st = make_strided(os, {&a.shape(), &b.shape()});
     on_device(op, a.device(), [&] {
       cuda::binary(code, cdt(a.dtype()), cdt(out_dtype), out.data_ptr(), a.data_ptr(), b.data_ptr(),
@@ -38,26 +36,14 @@ Tensor binary_kernel(const char* op, cuda::BinOp code, const Tensor& a, const Te
     });
     return out;
   }
-  Tensor out = Tensor::empty(os, out_dtype);
   dispatch_all(a.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    const T* pa = a.data<T>();
-    const T* pb = b.data<T>();
-    dispatch_all(out_dtype, [&](auto otag) {
-      using O = decltype(otag);
-      O* po = out.data<O>();
-      const int64_t n = out.numel();
-      if (same) {
-        parallel_for(n, n, [&](int64_t i) { po[i] = static_cast<O>(f(pa[i], pb[i])); });
-      } else if (b.numel() == 1 && a.shape() == os) {
-        const T vb = pb[0];
-        parallel_for(n, n, [&](int64_t i) { po[i] = static_cast<O>(f(pa[i], vb)); });
-      } else {
-        broadcast_loop2(
-            os, broadcast_strides(a.shape(), os), broadcast_strides(b.shape(), os),
-            [&](int64_t o, int64_t ia, int64_t ib) { po[o] = static_cast<O>(f(pa[ia], pb[ib])); });
-      }
-    });
+    if (out_dtype == kBool) {
+      cpu::binary<T, bool>(code, out.data<bool>(), a.data<T>(), b.data<T>(), os, a.shape(),
+                           b.shape());
+    } else if constexpr (!std::is_same_v<T, bool>) {
+      cpu::binary<T, T>(code, out.data<T>(), a.data<T>(), b.data<T>(), os, a.shape(), b.shape());
+    }
   });
   return out;
 }
@@ -157,31 +143,22 @@ Tensor sum_to(const Tensor& g, const Shape& shape) {
   if (bs != g.shape())
     throw Error(fmt::format("sum_to: gradient {} cannot be summed to {}", shape_str(g.shape()),
                             shape_str(shape)));
-  if (on_cuda(g)) {  // sum over the broadcast dims (leading ones and size-1 ones), then drop
-    const size_t lead = g.shape().size() - shape.size();
-    std::vector<bool> red(g.shape().size(), false);
-    for (size_t d = 0; d < red.size(); ++d)
-      red[d] = d < lead || (shape[d - lead] == 1 && g.shape()[d] != 1);
-    return reshape(cuda_reduce(g, red, cuda::RedOp::Sum), shape);
-  }
-  Tensor out = zeros(shape, g.dtype());
-  dispatch_float(g.dtype(), "sum_to", [&](auto tag) {
-    using T = decltype(tag);
-    const T* pg = g.data<T>();
-    T* po = out.data<T>();
-    Shape zero(g.dim(), 0);
-    broadcast_loop2(g.shape(), broadcast_strides(shape, g.shape()), zero,
-                    [&](int64_t o, int64_t io, int64_t) { po[io] += pg[o]; });
-  });
-  return out;
+  // Sum over the broadcast dims (leading ones and size-1 ones), then drop them: the reduction
+  // kernels of either device (ops/reduce.cpp).
+  const size_t lead = g.shape().size() - shape.size();
+  std::vector<int64_t> dims;
+  for (size_t d = 0; d < g.shape().size(); ++d)
+    if (d < lead || (shape[d - lead] == 1 && g.shape()[d] != 1))
+      dims.push_back(static_cast<int64_t>(d));
+  if (dims.empty()) return reshape(g, shape);
+  return reshape(sum(g, dims, false), shape);
 }
 
 // ---- binary ops ----
 Tensor add(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
   check_binary("add", a, b, true);
-  Tensor out =
-      binary_kernel("add", cuda::BinOp::Add, a, b, a.dtype(), [](auto x, auto y) { return x + y; });
+  Tensor out = binary_kernel("add", cuda::BinOp::Add, a, b, a.dtype());
   if (needs_record({&a, &b})) {
     Shape sa = a.shape(), sb = b.shape();
     record("add", out, {a, b}, elementwise_info(out, a.requires_grad() + b.requires_grad()).saved(),
@@ -194,8 +171,7 @@ Tensor add(const Tensor& a, const Tensor& b, Site site) {
 Tensor sub(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
   check_binary("sub", a, b, true);
-  Tensor out =
-      binary_kernel("sub", cuda::BinOp::Sub, a, b, a.dtype(), [](auto x, auto y) { return x - y; });
+  Tensor out = binary_kernel("sub", cuda::BinOp::Sub, a, b, a.dtype());
   if (needs_record({&a, &b})) {
     Shape sa = a.shape(), sb = b.shape();
     record("sub", out, {a, b}, elementwise_info(out, a.requires_grad() + b.requires_grad()).saved(),
@@ -208,8 +184,7 @@ Tensor sub(const Tensor& a, const Tensor& b, Site site) {
 Tensor mul(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
   check_binary("mul", a, b, true);
-  Tensor out =
-      binary_kernel("mul", cuda::BinOp::Mul, a, b, a.dtype(), [](auto x, auto y) { return x * y; });
+  Tensor out = binary_kernel("mul", cuda::BinOp::Mul, a, b, a.dtype());
   if (needs_record({&a, &b})) {
     // Inputs are saved as they are (an input cannot hold this node); only outputs are detached.
     Tensor sa = a, sb = b;
@@ -225,8 +200,7 @@ Tensor mul(const Tensor& a, const Tensor& b, Site site) {
 Tensor div(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
   check_binary("div", a, b, false);
-  Tensor out =
-      binary_kernel("div", cuda::BinOp::Div, a, b, a.dtype(), [](auto x, auto y) { return x / y; });
+  Tensor out = binary_kernel("div", cuda::BinOp::Div, a, b, a.dtype());
   if (needs_record({&a, &b})) {
     Tensor sb = b.detach(), so = out.detach();
     Shape sa = a.shape();
@@ -244,23 +218,15 @@ Tensor div(const Tensor& a, const Tensor& b, Site site) {
 Tensor pow(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
   check_binary("pow", a, b, false);
-  Tensor out = binary_kernel("pow", cuda::BinOp::Pow, a, b, a.dtype(),
-                             [](auto x, auto y) { return std::pow(x, y); });
+  Tensor out = binary_kernel("pow", cuda::BinOp::Pow, a, b, a.dtype());
   if (needs_record({&a, &b})) {
     Tensor sa = a.detach(), sb = b.detach(), so = out.detach();
     bool gb = b.requires_grad();
     record("pow", out, {a, b}, elementwise_info(out, 3 + 3 * gb).saved(sa, sb, so),
            [sa, sb, so, gb](const Tensor& g) -> std::vector<Tensor> {
              // d/da = b·a^(b-1) (0 where b == 0); d/db = out·log(a)
-             Tensor da_local;
-             if (on_cuda(sa)) {  // b·a^(b-1), 0 where b == 0, composed from kernels
-               Tensor z = zeros({}, sa.dtype(), sa.device());
-               da_local = where(eq(sb, z), z, mul(sb, pow(sa, sub(sb, 1.0))));
-             } else {
-               da_local = binary_kernel(
-                   "pow", cuda::BinOp::Pow, sa, sb, sa.dtype(),
-                   [](auto x, auto y) { return y == 0 ? decltype(x)(0) : y * std::pow(x, y - 1); });
-             }
+             Tensor z = zeros({}, sa.dtype(), sa.device());
+             Tensor da_local = where(eq(sb, z), z, mul(sb, pow(sa, sub(sb, 1.0))));
              Tensor da = sum_to(mul(g, da_local), sa.shape());
              Tensor db = gb ? sum_to(mul(g, mul(so, log(sa))), sb.shape()) : Tensor();
              return {da, db};
@@ -272,33 +238,16 @@ namespace {
 // maximum/minimum: the gradient goes to the selected operand; ties share it equally (PyTorch).
 Tensor extremum(const char* op, const Tensor& a, const Tensor& b, bool is_max) {
   check_binary(op, a, b, false);
-  Tensor out = binary_kernel(op, is_max ? cuda::BinOp::Max : cuda::BinOp::Min, a, b, a.dtype(),
-                             [is_max](auto x, auto y) {
-                               using T = decltype(x);
-                               if (x != x || y != y) return T(x + y);  // NaN propagates
-                               return T(is_max ? (x > y ? x : y) : (x < y ? x : y));
-                             });
+  // NaN propagates (cpu/binary.cpp).
+  Tensor out = binary_kernel(op, is_max ? cuda::BinOp::Max : cuda::BinOp::Min, a, b, a.dtype());
   if (needs_record({&a, &b})) {
     Tensor sa = a.detach(), sb = b.detach();
     record(op, out, {a, b}, elementwise_info(out, 4).saved(sa, sb),
            [sa, sb, is_max](const Tensor& g) -> std::vector<Tensor> {
-             auto weight = [is_max](bool first) {
-               return [is_max, first](auto x, auto y) {
-                 using T = decltype(x);
-                 if (x == y) return T(0.5);
-                 bool a_wins = is_max ? x > y : x < y;
-                 return T(a_wins == first ? 1 : 0);
-               };
-             };
-             Tensor wa, wb;
-             if (on_cuda(sa)) {  // the same weights composed from comparisons: 0.5 on ties
-               Tensor tie = mul(eq(sa, sb).to(sa.dtype()), 0.5);
-               wa = add(tie, (is_max ? gt(sa, sb) : lt(sa, sb)).to(sa.dtype()));
-               wb = add(tie, (is_max ? lt(sa, sb) : gt(sa, sb)).to(sa.dtype()));
-             } else {
-               wa = binary_kernel("maximum", cuda::BinOp::Max, sa, sb, sa.dtype(), weight(true));
-               wb = binary_kernel("maximum", cuda::BinOp::Max, sa, sb, sa.dtype(), weight(false));
-             }
+             // The weights, composed from comparisons: 1 to the winner, 0.5 each on ties.
+             Tensor tie = mul(eq(sa, sb).to(sa.dtype()), 0.5);
+             Tensor wa = add(tie, (is_max ? gt(sa, sb) : lt(sa, sb)).to(sa.dtype()));
+             Tensor wb = add(tie, (is_max ? lt(sa, sb) : gt(sa, sb)).to(sa.dtype()));
              return {sum_to(mul(g, wa), sa.shape()), sum_to(mul(g, wb), sb.shape())};
            });
   }
@@ -408,38 +357,37 @@ Tensor clamp_max(const Tensor& a, double hi, Site site) {
 
 // ---- comparisons ----
 namespace {
-template <typename F>
-Tensor compare(const char* op, cuda::BinOp code, const Tensor& a, const Tensor& b, F f) {
+Tensor compare(const char* op, cuda::BinOp code, const Tensor& a, const Tensor& b) {
   check_defined(a, op, "self");
   check_defined(b, op, "other");
   check_same_device(a, b, op, "self", "other");
   check_same_dtype(a, b, op, "self", "other");
-  return binary_kernel(op, code, a, b, kBool, f);
+  return binary_kernel(op, code, a, b, kBool);
 }
 }  // namespace
 Tensor eq(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
-  return compare("eq", cuda::BinOp::Eq, a, b, [](auto x, auto y) { return x == y; });
+  return compare("eq", cuda::BinOp::Eq, a, b);
 }
 Tensor ne(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
-  return compare("ne", cuda::BinOp::Ne, a, b, [](auto x, auto y) { return x != y; });
+  return compare("ne", cuda::BinOp::Ne, a, b);
 }
 Tensor lt(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
-  return compare("lt", cuda::BinOp::Lt, a, b, [](auto x, auto y) { return x < y; });
+  return compare("lt", cuda::BinOp::Lt, a, b);
 }
 Tensor le(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
-  return compare("le", cuda::BinOp::Le, a, b, [](auto x, auto y) { return x <= y; });
+  return compare("le", cuda::BinOp::Le, a, b);
 }
 Tensor gt(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
-  return compare("gt", cuda::BinOp::Gt, a, b, [](auto x, auto y) { return x > y; });
+  return compare("gt", cuda::BinOp::Gt, a, b);
 }
 Tensor ge(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
-  return compare("ge", cuda::BinOp::Ge, a, b, [](auto x, auto y) { return x >= y; });
+  return compare("ge", cuda::BinOp::Ge, a, b);
 }
 Tensor logical_not(const Tensor& a, Site site) {
   SiteScope scope(site);

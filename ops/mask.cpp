@@ -5,6 +5,7 @@
 // a where cond is true and b elsewhere, all three broadcasting to one output shape. Gradients flow
 // only through the elements that were taken and are summed back to each input's shape (sum_to).
 // Deliberately not here: the comparisons that make masks (eq, lt, ...: elementwise.cpp).
+#include "ops/cpu/kernels.hpp"
 #include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"
@@ -22,65 +23,34 @@ void check_mask(const Tensor& m, const char* op, const char* arg, const Tensor& 
                             shape_str(m.shape()), dtype_name(m.dtype()), shape_str(x.shape())));
 }
 
-// Calls f(out_index, i0, i1, i2) for every element of `out` (row-major), with three operands
-// indexed through their broadcast strides s0, s1, s2.
-template <typename F>
-void broadcast_loop3(const Shape& out, const Shape& s0, const Shape& s1, const Shape& s2, F&& f) {
-  const int64_t n = shape_numel(out);
-  if (n == 0) return;
-  const size_t nd = out.size();
-  std::vector<int64_t> idx(nd, 0);
-  int64_t o0 = 0, o1 = 0, o2 = 0;
-  for (int64_t o = 0; o < n; ++o) {
-    f(o, o0, o1, o2);
-    for (size_t d = nd; d-- > 0;) {
-      if (++idx[d] < out[d]) {
-        o0 += s0[d];
-        o1 += s1[d];
-        o2 += s2[d];
-        break;
-      }
-      o0 -= s0[d] * (out[d] - 1);
-      o1 -= s1[d] * (out[d] - 1);
-      o2 -= s2[d] * (out[d] - 1);
-      idx[d] = 0;
-    }
-  }
-}
-
-// On CUDA: out (os) = cond ? a : b, all three broadcast to os.
-Tensor cuda_where(const char* op, const Tensor& cond, const Tensor& a, const Tensor& b,
-                  const Shape& os) {
+// out (os) = cond ? a : b, all three broadcast to os, on the device of a (cpu::where or
+// cuda::where). A 0-dim a or b on the CPU may stand for a scalar on either device.
+Tensor where_kernel(const char* op, const Tensor& cond, const Tensor& a, const Tensor& b,
+                    const Shape& os) {
   Tensor out = Tensor::empty(os, a.dtype(), a.device());
   if (out.numel() == 0) return out;
-  cuda::Strided st = make_strided(os, {&a.shape(), &b.shape()});
-  const Shape sc = broadcast_strides(cond.shape(), os);
-  on_device(op, a.device(), [&] {
-    cuda::where(cdt(a.dtype()), out.data_ptr(), static_cast<const bool*>(cond.data_ptr()),
-                sc.data(), 0, a.data_ptr(), b.data_ptr(), st);
+  if (on_cuda(a)) {
+    cuda::Strided st = make_strided(os, {&a.shape(), &b.shape()});
+    const Shape sc = broadcast_strides(cond.shape(), os);
+    on_device(op, a.device(), [&] {
+      cuda::where(cdt(a.dtype()), out.data_ptr(), static_cast<const bool*>(cond.data_ptr()),
+                  sc.data(), 0, a.data_ptr(), b.data_ptr(), st);
+    });
+    return out;
+  }
+  dispatch_all(a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    cpu::where<T>(out.data<T>(), cond.data<bool>(), a.data<T>(), b.data<T>(), os, cond.shape(),
+                  a.shape(), b.shape());
   });
   return out;
 }
 
 // g with zeros where `mask` (broadcast to g's shape) is `zero_where`; the rest copied.
 Tensor mask_grad(const Tensor& g, const Tensor& mask, bool zero_where) {
-  if (on_cuda(g)) {
-    Tensor z = zeros({}, g.dtype(), g.device());
-    return zero_where ? cuda_where("backward", mask, z, g, g.shape())
-                      : cuda_where("backward", mask, g, z, g.shape());
-  }
-  Tensor out = Tensor::empty(g.shape(), g.dtype());
-  const bool* pm = mask.data<bool>();
-  dispatch_float(g.dtype(), "backward", [&](auto tag) {
-    using T = decltype(tag);
-    const T* pg = g.data<T>();
-    T* po = out.data<T>();
-    Shape zero(g.dim(), 0);
-    broadcast_loop2(
-        g.shape(), zero, broadcast_strides(mask.shape(), g.shape()),
-        [&](int64_t o, int64_t, int64_t im) { po[o] = pm[im] == zero_where ? T(0) : pg[o]; });
-  });
-  return out;
+  Tensor z = zeros({}, g.dtype(), g.device());
+  return zero_where ? where_kernel("backward", mask, z, g, g.shape())
+                    : where_kernel("backward", mask, g, z, g.shape());
 }
 
 }  // namespace
@@ -102,20 +72,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value, Site site)
   if (!ok)
     throw Error(fmt::format("{}: mask {} does not broadcast to input {}", op,
                             shape_str(mask.shape()), shape_str(x.shape())));
-  Tensor out = on_cuda(x)
-                   ? cuda_where(op, mask, full({}, value, x.dtype(), x.device()), x, x.shape())
-                   : Tensor::empty(x.shape(), x.dtype());
-  if (!on_cuda(x))
-    dispatch_all(x.dtype(), [&](auto tag) {
-      const bool* pm = mask.data<bool>();
-      using T = decltype(tag);
-      const T* px = x.data<T>();
-      T* po = out.data<T>();
-      const T v = static_cast<T>(value);
-      Shape zero(x.dim(), 0);
-      broadcast_loop2(x.shape(), zero, broadcast_strides(mask.shape(), x.shape()),
-                      [&](int64_t o, int64_t, int64_t im) { po[o] = pm[im] ? v : px[o]; });
-    });
+  Tensor out = where_kernel(op, mask, full({}, value, x.dtype(), x.device()), x, x.shape());
   if (needs_record({&x})) {
     Tensor sm = mask.detach();  // the mask: gradient is zero where it is true
     record(op, out, {x},
@@ -149,19 +106,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, Site site) {
                             op, shape_str(cond.shape()), shape_str(a.shape()),
                             shape_str(b.shape())));
   }
-  Tensor out = on_cuda(a) ? cuda_where(op, cond, a, b, os) : Tensor::empty(os, a.dtype());
-  const Shape sc = broadcast_strides(cond.shape(), os);
-  if (!on_cuda(a))
-    dispatch_all(a.dtype(), [&](auto tag) {
-      const bool* pc = cond.data<bool>();
-      using T = decltype(tag);
-      const T* pa = a.data<T>();
-      const T* pb = b.data<T>();
-      T* po = out.data<T>();
-      broadcast_loop3(
-          os, sc, broadcast_strides(a.shape(), os), broadcast_strides(b.shape(), os),
-          [&](int64_t o, int64_t ic, int64_t ia, int64_t ib) { po[o] = pc[ic] ? pa[ia] : pb[ib]; });
-    });
+  Tensor out = where_kernel(op, cond, a, b, os);
   if (needs_record({&a, &b})) {
     Tensor sc_mask = cond.detach();  // the condition: a gets g where true, b where false
     Shape sa = a.shape(), sb = b.shape();

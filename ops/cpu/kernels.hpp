@@ -32,6 +32,17 @@ void unary_backward(UnOp op, T* dx, const T* g, const T* x, const T* y, int64_t 
                     double p1 = 0);
 
 // ---- broadcasting binary ops, comparisons, where (ops/cpu/binary.cpp) ----
+// out (so) = a (sa) op b (sb), NumPy broadcasting (so is the broadcast shape). T: float, double,
+// int64_t (arithmetic; no Div/Pow for int64) or bool (comparisons only); O: T for arithmetic,
+// bool for comparisons. Max/Min propagate NaN like torch.maximum.
+template <typename T, typename O>
+void binary(BinOp op, O* out, const T* a, const T* b, const Shape& so, const Shape& sa,
+            const Shape& sb);
+// out (so) = cond (sc) ? a (sa) : b (sb), all broadcast to so; T any of float, double, int64_t,
+// bool. masked_fill is where(mask, value, x) with a one-element value.
+template <typename T>
+void where(T* out, const bool* cond, const T* a, const T* b, const Shape& so, const Shape& sc,
+           const Shape& sa, const Shape& sb);
 
 // ---- reductions: sum/mean/var/max/min/argmax (ops/cpu/reduce.cpp) ----
 

@@ -1,0 +1,250 @@
+// ops/cpu/binary.cpp — CPU kernels of the broadcasting ops: arithmetic (add … min), comparisons
+// and where (which masked_fill and the masks' gradients use). One broadcast walk for all of them:
+// the output's dims are merged where every operand is laid out alike, which leaves `outer` rows
+// of `inner` elements; each operand's row is either a full contiguous row or one broadcast
+// element, and each row is one xtensor + xsimd expression over 1-D adaptors. (xtensor's own N-d
+// broadcasting falls back to scalar code when an operand is broadcast along the last dim, the
+// (N, 1) case that per-row statistics and masks hit; rows keep every case vectorised.)
+// Deliberately not here: unary ops (unary.cpp), the op bodies and their checks (ops/*.cpp).
+#include "ops/cpu/kernels.hpp"
+#include "ops/cpu/xt.hpp"
+
+#include <cmath>
+#include <type_traits>
+
+namespace tg::cpu {
+using xtd::vec;
+
+namespace {
+
+// Up to three operands broadcast to `out`, dims merged: rows of `inner` elements, each operand
+// advancing through its own strides over the outer dims (inner stride 1, or 0 when broadcast).
+struct Walk {
+  Shape dims;                  // merged output dims; the last one is the row
+  std::vector<Shape> strides;  // per operand, per merged dim (0 where broadcast)
+  int64_t inner = 1, outer = 1;
+};
+
+Walk make_walk(const Shape& out, std::initializer_list<const Shape*> ins) {
+  Walk w;
+  const size_t nd = out.size(), k = ins.size();
+  std::vector<Shape> st;
+  for (const Shape* s : ins) st.push_back(detail::broadcast_strides(*s, out));
+  // Merge from the innermost dim outwards, skipping size-1 dims of the output.
+  for (size_t d = nd; d-- > 0;) {
+    if (out[d] == 1) continue;
+    bool merge = !w.dims.empty();
+    for (size_t i = 0; merge && i < k; ++i)
+      merge = st[i][d] == w.strides[i].front() * w.dims.front();
+    if (merge) {
+      w.dims.front() *= out[d];
+      continue;
+    }
+    w.dims.insert(w.dims.begin(), out[d]);
+    if (w.strides.empty()) w.strides.resize(k);
+    for (size_t i = 0; i < k; ++i) w.strides[i].insert(w.strides[i].begin(), st[i][d]);
+  }
+  if (w.dims.empty()) {  // one element
+    w.dims = {1};
+    w.strides.assign(k, Shape{1});
+  }
+  w.inner = w.dims.back();
+  for (size_t d = 0; d + 1 < w.dims.size(); ++d) w.outer *= w.dims[d];
+  return w;
+}
+
+// Calls row(r, off) for each row r with the operands' element offsets off[i]; rows in parallel
+// when the work is large (each row's result does not depend on the thread that computes it).
+template <size_t K, typename F>
+void for_rows(const Walk& w, F&& row) {
+  const size_t od = w.dims.size() - 1;
+  auto offsets = [&](int64_t r) {
+    std::array<int64_t, K> off{};
+    for (size_t d = od; d-- > 0;) {
+      const int64_t i = r % w.dims[d];
+      r /= w.dims[d];
+      for (size_t k = 0; k < K; ++k) off[k] += i * w.strides[k][d];
+    }
+    return off;
+  };
+  detail::parallel_for(w.outer, w.outer * w.inner, [&](int64_t r) { row(r, offsets(r)); });
+}
+
+// The value of op at one pair (also the reference the vectorised forms must match).
+template <typename O, typename X, typename Y>
+void apply(BinOp op, O&& out, const X& a, const Y& b) {
+  switch (op) {
+    case BinOp::Add:
+      xt::noalias(out) = a + b;
+      break;
+    case BinOp::Sub:
+      xt::noalias(out) = a - b;
+      break;
+    case BinOp::Mul:
+      xt::noalias(out) = a * b;
+      break;
+    case BinOp::Div:
+      xt::noalias(out) = a / b;
+      break;
+    case BinOp::Pow:
+      xt::noalias(out) = xt::pow(a, b);
+      break;
+    // NaN propagates (a + b is NaN when either is), like torch.maximum.
+    case BinOp::Max:
+      xt::noalias(out) = xt::where(a != a || b != b, a + b, xt::where(a > b, a, b));
+      break;
+    case BinOp::Min:
+      xt::noalias(out) = xt::where(a != a || b != b, a + b, xt::where(a < b, a, b));
+      break;
+    case BinOp::Eq:
+      xt::noalias(out) = xt::equal(a, b);
+      break;
+    case BinOp::Ne:
+      xt::noalias(out) = xt::not_equal(a, b);
+      break;
+    case BinOp::Lt:
+      xt::noalias(out) = a < b;
+      break;
+    case BinOp::Le:
+      xt::noalias(out) = a <= b;
+      break;
+    case BinOp::Gt:
+      xt::noalias(out) = a > b;
+      break;
+    case BinOp::Ge:
+      xt::noalias(out) = a >= b;
+      break;
+  }
+}
+
+}  // namespace
+
+template <typename T, typename O>
+void binary(BinOp op, O* out, const T* a, const T* b, const Shape& so, const Shape& sa,
+            const Shape& sb) {
+  if (shape_numel(so) == 0) return;
+  if constexpr (std::is_same_v<T, bool>) {
+    // bool operands (comparisons only): plain loops, xsimd has no bool arithmetic batches.
+    const Walk w = make_walk(so, {&sa, &sb});
+    for_rows<2>(w, [&](int64_t r, const std::array<int64_t, 2>& off) {
+      O* o = out + r * w.inner;
+      const T *pa = a + off[0], *pb = b + off[1];
+      const int64_t ia = w.strides[0].back() != 0, ib = w.strides[1].back() != 0;
+      for (int64_t j = 0; j < w.inner; ++j) {
+        const bool x = pa[j * ia], y = pb[j * ib];
+        bool v = false;
+        switch (op) {
+          case BinOp::Eq:
+            v = x == y;
+            break;
+          case BinOp::Ne:
+            v = x != y;
+            break;
+          case BinOp::Lt:
+            v = x < y;
+            break;
+          case BinOp::Le:
+            v = x <= y;
+            break;
+          case BinOp::Gt:
+            v = x > y;
+            break;
+          case BinOp::Ge:
+            v = x >= y;
+            break;
+          default:
+            v = false;
+        }
+        o[j] = static_cast<O>(v);
+      }
+    });
+  } else {
+    const Walk w = make_walk(so, {&sa, &sb});
+    const bool ra = w.strides[0].back() != 0, rb = w.strides[1].back() != 0;
+    // n outputs at o from a row (or one broadcast element) of each operand.
+    auto span = [&](O* o, const T* pa, const T* pb, int64_t n) {
+      auto vo = vec(o, n);
+      if (ra && rb)
+        apply(op, vo, vec(pa, n), vec(pb, n));
+      else if (ra)
+        apply(op, vo, vec(pa, n), pb[0]);
+      else if (rb)
+        apply(op, vo, pa[0], vec(pb, n));
+      else {  // both broadcast along the row: one value, repeated
+        apply(op, vec(o, 1), vec(pa, 1), vec(pb, 1));
+        std::fill(o + 1, o + n, o[0]);
+      }
+    };
+    if (w.outer == 1) {  // one long row (same shapes, or a scalar operand): split it per thread
+      xtd::chunks(
+          w.inner,
+          [&](int64_t lo, int64_t hi) {
+            span(out + lo, ra ? a + lo : a, rb ? b + lo : b, hi - lo);
+          },
+          sizeof(T));
+    } else {
+      for_rows<2>(w, [&](int64_t r, const std::array<int64_t, 2>& off) {
+        span(out + r * w.inner, a + off[0], b + off[1], w.inner);
+      });
+    }
+  }
+}
+
+template <typename T>
+void where(T* out, const bool* cond, const T* a, const T* b, const Shape& so, const Shape& sc,
+           const Shape& sa, const Shape& sb) {
+  if (shape_numel(so) == 0) return;
+  const Walk w = make_walk(so, {&sc, &sa, &sb});
+  const bool rc = w.strides[0].back() != 0, ra = w.strides[1].back() != 0,
+             rb = w.strides[2].back() != 0;
+  for_rows<3>(w, [&](int64_t r, const std::array<int64_t, 3>& off) {
+    T* o = out + r * w.inner;
+    const bool* c = cond + off[0];
+    const T *pa = a + off[1], *pb = b + off[2];
+    if (!rc) {  // one condition for the whole row: a copy of one side
+      const T* src = c[0] ? pa : pb;
+      const bool full = c[0] ? ra : rb;
+      if (full)
+        xt::noalias(vec(o, w.inner)) = vec(src, w.inner);
+      else
+        std::fill(o, o + w.inner, src[0]);
+      return;
+    }
+    if constexpr (std::is_same_v<T, bool>) {  // xsimd has no bool batches: a plain loop
+      for (int64_t j = 0; j < w.inner; ++j) o[j] = c[j] ? pa[ra ? j : 0] : pb[rb ? j : 0];
+    } else {  // bool → T select: xtensor's where over a bool adaptor, rows of T
+      auto C = vec(c, w.inner);
+      auto O = vec(o, w.inner);
+      if (ra && rb)
+        xt::noalias(O) = xt::where(C, vec(pa, w.inner), vec(pb, w.inner));
+      else if (ra)
+        xt::noalias(O) = xt::where(C, vec(pa, w.inner), pb[0]);
+      else if (rb)
+        xt::noalias(O) = xt::where(C, pa[0], vec(pb, w.inner));
+      else
+        xt::noalias(O) = xt::where(C, pa[0], pb[0]);
+    }
+  });
+}
+
+#define TG_BINARY(T, O)                                                                 \
+  template void binary<T, O>(BinOp, O*, const T*, const T*, const Shape&, const Shape&, \
+                             const Shape&);
+TG_BINARY(float, float)
+TG_BINARY(double, double)
+TG_BINARY(int64_t, int64_t)
+TG_BINARY(float, bool)
+TG_BINARY(double, bool)
+TG_BINARY(int64_t, bool)
+TG_BINARY(bool, bool)
+#undef TG_BINARY
+template void where<float>(float*, const bool*, const float*, const float*, const Shape&,
+                           const Shape&, const Shape&, const Shape&);
+template void where<double>(double*, const bool*, const double*, const double*, const Shape&,
+                            const Shape&, const Shape&, const Shape&);
+template void where<int64_t>(int64_t*, const bool*, const int64_t*, const int64_t*, const Shape&,
+                             const Shape&, const Shape&, const Shape&);
+template void where<bool>(bool*, const bool*, const bool*, const bool*, const Shape&, const Shape&,
+                          const Shape&, const Shape&);
+
+}  // namespace tg::cpu
