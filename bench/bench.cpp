@@ -23,6 +23,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 extern "C" char* openblas_get_corename();  // OpenBLAS: the kernel set it picked at load
@@ -369,15 +370,92 @@ int run_steps(const std::string& kind, int64_t n) {
   return 0;
 }
 
+// ---- (f) unary elementwise ops on one (16, 256, 1024) float32 tensor ----
+// Forward alone (under NoGradGuard: nothing recorded) and forward + backward (y = f(x),
+// y.backward(g) with a fixed random g, x's grad reset per call); the two alternate batch by batch.
+void bench_unary(const Options& o) {
+  using Fn = std::function<tg::Tensor(const tg::Tensor&)>;
+  const std::pair<const char*, Fn> ops[] = {
+      {"gelu", [](const tg::Tensor& t) { return tg::gelu(t); }},
+      {"gelu_tanh", [](const tg::Tensor& t) { return tg::gelu(t, "tanh"); }},
+      {"tanh", [](const tg::Tensor& t) { return tg::tanh(t); }},
+      {"exp", [](const tg::Tensor& t) { return tg::exp(t); }},
+      {"sigmoid", [](const tg::Tensor& t) { return tg::sigmoid(t); }},
+  };
+  const tg::Shape shape = {16, 256, 1024};
+  tg::Tensor x = tg::randn(shape).requires_grad_();
+  tg::Tensor g = tg::randn(shape);  // fixed upstream gradient
+  for (const auto& [name, f] : ops) {
+    auto fwd = [&] {
+      tg::NoGradGuard no_grad;
+      tg::Tensor y = f(x);
+    };
+    auto fwd_bwd = [&] {
+      x.reset_grad();
+      tg::Tensor y = f(x);
+      y.backward(g);
+    };
+    std::vector<double> s = interleaved({fwd, fwd_bwd}, o.budget);
+    emit(fmt::format("unary.{}.fwd.tg", name), s[0] * 1e3, "ms");
+    emit(fmt::format("unary.{}.fwd_bwd.tg", name), s[1] * 1e3, "ms");
+  }
+}
+
+// ---- (g) row-wise ops over the last dim of (N, C) float32 ----
+// softmax and layer_norm (nn::LayerNorm(C): weight 1, bias 0) forward + backward with a fixed
+// random g, the grads of x, weight and bias reset per call, alternating batch by batch; then sum
+// over the last dim and over dim 0 of (4096, 128), forward under NoGradGuard.
+struct RowSize {
+  int64_t N, C;
+};
+const RowSize kRowSizes[] = {{4096, 128}, {512, 1024}};
+
+void bench_rowwise(const Options& o) {
+  for (const RowSize& z : kRowSizes) {
+    tg::Tensor x = tg::randn({z.N, z.C}).requires_grad_();
+    tg::Tensor g = tg::randn({z.N, z.C});
+    tg::nn::LayerNorm ln(z.C);
+    auto softmax = [&] {
+      x.reset_grad();
+      tg::Tensor y = tg::softmax(x, -1);
+      y.backward(g);
+    };
+    auto layer_norm = [&] {
+      x.reset_grad();
+      ln.zero_grad(true);
+      tg::Tensor y = ln.forward(x);
+      y.backward(g);
+    };
+    std::vector<double> s = interleaved({softmax, layer_norm}, o.budget);
+    const std::string tag = fmt::format("{}x{}", z.N, z.C);
+    emit(fmt::format("rowwise.softmax.tg.{}", tag), s[0] * 1e3, "ms");
+    emit(fmt::format("rowwise.layer_norm.tg.{}", tag), s[1] * 1e3, "ms");
+  }
+  tg::Tensor x = tg::randn({4096, 128});
+  auto sum_last = [&] {
+    tg::NoGradGuard no_grad;
+    tg::Tensor y = tg::sum(x, {-1});
+  };
+  auto sum_first = [&] {
+    tg::NoGradGuard no_grad;
+    tg::Tensor y = tg::sum(x, {0});
+  };
+  std::vector<double> s = interleaved({sum_last, sum_first}, o.budget);
+  emit("rowwise.sum_last.tg.4096x128", s[0] * 1e6, "us");
+  emit("rowwise.sum_first.tg.4096x128", s[1] * 1e6, "us");
+}
+
 struct Group {
   const char* name;
   void (*run)(const Options&);
 };
 const Group kGroups[] = {
-    {"matmul", bench_matmul},
-    {"tiny", bench_tiny},
-    {"mha", bench_mha},
-    {"train", bench_train},
+    {"matmul", bench_matmul},    // tg::matmul vs raw sgemm
+    {"tiny", bench_tiny},        // per-op overhead
+    {"mha", bench_mha},          // nn::MultiheadAttention
+    {"train", bench_train},      // encoder-classifier and seq2seq training steps
+    {"unary", bench_unary},      // gelu, tanh, exp, sigmoid
+    {"rowwise", bench_rowwise},  // softmax, layer_norm, sum
 };
 
 }  // namespace
@@ -403,8 +481,8 @@ int main(int argc, char** argv) {
                  "usage: bench_tapegrad [--budget SECONDS] [--filter GROUP] [--blas-core]\n"
                  "       bench_tapegrad [--budget SECONDS] --one local|dense T\n"
                  "       bench_tapegrad --steps enc|s2s N   (N training steps, for a profiler)\n"
-                 "groups: matmul, tiny, mha, train (local runs only through --one, one process "
-                 "each)\n");
+                 "groups: matmul, tiny, mha, train, unary, rowwise (local runs only through --one, "
+                 "one process each)\n");
       return 2;
     }
   }

@@ -298,7 +298,73 @@ def bench_train(opts):
     emit("train.s2s.torch", s[1] * 1e3, "ms")
 
 
-GROUPS = {"matmul": bench_matmul, "tiny": bench_tiny, "mha": bench_mha, "train": bench_train}
+UNARY_SHAPE = (16, 256, 1024)
+
+
+def bench_unary(opts):
+    """Unary ops on one (16, 256, 1024) f32 tensor: forward alone under torch.no_grad(), and
+    forward + backward with a fixed g, x.grad reset per call; the two alternate batch by batch."""
+    F = torch.nn.functional
+    ops = (("gelu", F.gelu), ("gelu_tanh", lambda t: F.gelu(t, approximate="tanh")),
+           ("tanh", torch.tanh), ("exp", torch.exp), ("sigmoid", torch.sigmoid))
+    x = torch.randn(*UNARY_SHAPE, requires_grad=True)
+    g = torch.randn(*UNARY_SHAPE)  # fixed upstream gradient
+    for name, f in ops:
+        def fwd():
+            with torch.no_grad():
+                f(x)
+
+        def fwd_bwd():
+            x.grad = None
+            f(x).backward(g)
+
+        s = interleaved([fwd, fwd_bwd], opts.budget)
+        emit(f"unary.{name}.fwd.torch", s[0] * 1e3, "ms")
+        emit(f"unary.{name}.fwd_bwd.torch", s[1] * 1e3, "ms")
+
+
+ROW_SIZES = ((4096, 128), (512, 1024))
+
+
+def bench_rowwise(opts):
+    """softmax and F.layer_norm (weight 1, bias 0, requiring grad) over the last dim, forward +
+    backward with a fixed g, grads reset per call; then sums of (4096, 128) under no_grad."""
+    F = torch.nn.functional
+    for (N, C) in ROW_SIZES:
+        x = torch.randn(N, C, requires_grad=True)
+        g = torch.randn(N, C)
+        w = torch.ones(C, requires_grad=True)
+        b = torch.zeros(C, requires_grad=True)
+
+        def softmax():
+            x.grad = None
+            torch.softmax(x, dim=-1).backward(g)
+
+        def layer_norm():
+            x.grad = w.grad = b.grad = None
+            F.layer_norm(x, (C,), w, b).backward(g)
+
+        s = interleaved([softmax, layer_norm], opts.budget)
+        tag = f"{N}x{C}"
+        emit(f"rowwise.softmax.torch.{tag}", s[0] * 1e3, "ms")
+        emit(f"rowwise.layer_norm.torch.{tag}", s[1] * 1e3, "ms")
+    x = torch.randn(4096, 128)
+
+    def sum_last():
+        with torch.no_grad():
+            x.sum(dim=-1)
+
+    def sum_first():
+        with torch.no_grad():
+            x.sum(dim=0)
+
+    s = interleaved([sum_last, sum_first], opts.budget)
+    emit("rowwise.sum_last.torch.4096x128", s[0] * 1e6, "us")
+    emit("rowwise.sum_first.torch.4096x128", s[1] * 1e6, "us")
+
+
+GROUPS = {"matmul": bench_matmul, "tiny": bench_tiny, "mha": bench_mha, "train": bench_train,
+          "unary": bench_unary, "rowwise": bench_rowwise}
 
 
 def main():
