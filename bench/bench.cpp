@@ -307,10 +307,12 @@ struct TrainRig {
   std::shared_ptr<tg::nn::Module> model;
   std::unique_ptr<tg::nn::AdamW> opt;
   std::function<tg::Tensor()> loss;
+  double max_grad_norm = 0;  // > 0: clip_grad_norm_(parameters, max_grad_norm) before the step
   void step() {
     opt->zero_grad(true);
     tg::Tensor l = loss();
     l.backward();
+    if (max_grad_norm > 0) tg::nn::clip_grad_norm_(model->parameters(), max_grad_norm);
     opt->step();
   }
 };
@@ -353,14 +355,74 @@ void bench_train(const Options& o) {
   emit("train.s2s.tg", s[1] * 1e3, "ms");
 }
 
-// `--steps enc|s2s N`: N training steps of one model and nothing else (for perf record).
+// ---- (f) a GPT-style language model's training step ----
+// Token Embedding(256, 256) + learned positions (GPT-2's wpe), 4 pre-norm
+// TransformerEncoderLayer(256, 8 heads, FF 1024, GELU (erf), dropout 0, batch_first,
+// norm_first) with causal self-attention as the structural AttentionMask::causal() (no dense
+// (T, T) mask), a final LayerNorm, Linear(256, 256) head. B 16, T 256; cross_entropy over the
+// (B·T, 256) logits against random targets; AdamW (lr 3e-4, weight decay 0.1) after
+// clip_grad_norm_(1.0).
+struct GPT : tg::nn::Module {
+  static constexpr int64_t V = 256, B = 16, T = 256, E = 256, NH = 8, FF = 1024, L = 4;
+  std::shared_ptr<tg::nn::Embedding> tok;
+  std::shared_ptr<tg::nn::LearnedPositionalEmbedding> pos;
+  std::shared_ptr<tg::nn::TransformerEncoder> blocks;
+  std::shared_ptr<tg::nn::Linear> head;
+  GPT() : Module("GPT") {
+    tok = register_module("tok", std::make_shared<tg::nn::Embedding>(V, E));
+    pos = register_module("pos", std::make_shared<tg::nn::LearnedPositionalEmbedding>(T, E));
+    tg::nn::TransformerLayerOptions lo;
+    lo.dim_feedforward = FF;
+    lo.dropout = 0.0;
+    lo.activation = "gelu";
+    lo.batch_first = true;
+    lo.norm_first = true;
+    lo.self_attn_structure = tg::AttentionMask::causal();
+    tg::nn::TransformerEncoderLayer layer(E, NH, lo);
+    blocks = register_module(
+        "blocks", std::make_shared<tg::nn::TransformerEncoder>(
+                      layer, L, std::make_shared<tg::nn::LayerNorm>(E), tg::nn::LayerClone::Fresh));
+    head = register_module("head", std::make_shared<tg::nn::Linear>(E, V));
+  }
+  tg::Tensor forward(const tg::Tensor& tokens) {  // (B, T) int64 -> logits (B, T, V)
+    return head->forward(blocks->forward(pos->forward(tok->forward(tokens))));
+  }
+};
+
+TrainRig make_gpt_rig() {
+  auto m = std::make_shared<GPT>();
+  tg::Tensor tokens = tg::randint(0, GPT::V, {GPT::B, GPT::T});
+  tg::Tensor gold = tg::randint(0, GPT::V, {GPT::B * GPT::T});
+  tg::nn::AdamWOptions ao(3e-4);
+  ao.weight_decay = 0.1;
+  TrainRig r;
+  r.model = m;
+  r.opt = std::make_unique<tg::nn::AdamW>(m->parameters(), ao);
+  r.max_grad_norm = 1.0;
+  r.loss = [m, tokens, gold] {
+    return tg::cross_entropy(m->forward(tokens).reshape({GPT::B * GPT::T, GPT::V}), gold);
+  };
+  return r;
+}
+
+void bench_gpt(const Options& o) {
+  TrainRig r = make_gpt_rig();
+  fmt::print("# train {}: {} parameters, first loss {:.4f}\n", r.model->type_name(),
+             r.model->num_parameters(), r.loss().item<float>());
+  std::vector<double> s = interleaved({[&] { r.step(); }}, o.budget * 3, 3);
+  emit("train.gpt.tg", s[0] * 1e3, "ms");
+}
+
+// `--steps enc|s2s|gpt N`: N training steps of one model and nothing else (for perf record).
 int run_steps(const std::string& kind, int64_t n) {
-  if (kind != "enc" && kind != "s2s") {
-    fmt::print(stderr, "bench_tapegrad --steps: kind must be enc or s2s, got '{}'\n", kind);
+  if (kind != "enc" && kind != "s2s" && kind != "gpt") {
+    fmt::print(stderr, "bench_tapegrad --steps: kind must be enc, s2s or gpt, got '{}'\n", kind);
     return 2;
   }
   tg::manual_seed(0);
-  TrainRig r = kind == "enc" ? make_encoder_rig() : make_seq2seq_rig();
+  TrainRig r = kind == "enc"   ? make_encoder_rig()
+               : kind == "s2s" ? make_seq2seq_rig()
+                               : make_gpt_rig();
   r.step();  // warm-up
   auto t0 = Clock::now();
   for (int64_t i = 0; i < n; ++i) r.step();
@@ -370,7 +432,7 @@ int run_steps(const std::string& kind, int64_t n) {
   return 0;
 }
 
-// ---- (f) unary elementwise ops on one (16, 256, 1024) float32 tensor ----
+// ---- (g) unary elementwise ops on one (16, 256, 1024) float32 tensor ----
 // Forward alone (under NoGradGuard: nothing recorded) and forward + backward (y = f(x),
 // y.backward(g) with a fixed random g, x's grad reset per call); the two alternate batch by batch.
 void bench_unary(const Options& o) {
@@ -401,7 +463,7 @@ void bench_unary(const Options& o) {
   }
 }
 
-// ---- (g) row-wise ops over the last dim of (N, C) float32 ----
+// ---- (h) row-wise ops over the last dim of (N, C) float32 ----
 // softmax and layer_norm (nn::LayerNorm(C): weight 1, bias 0) forward + backward with a fixed
 // random g, the grads of x, weight and bias reset per call, alternating batch by batch; then sum
 // over the last dim and over dim 0 of (4096, 128), forward under NoGradGuard.
@@ -456,6 +518,7 @@ const Group kGroups[] = {
     {"train", bench_train},      // encoder-classifier and seq2seq training steps
     {"unary", bench_unary},      // gelu, tanh, exp, sigmoid
     {"rowwise", bench_rowwise},  // softmax, layer_norm, sum
+    {"gpt", bench_gpt},          // a GPT-style training step
 };
 
 }  // namespace
@@ -480,9 +543,9 @@ int main(int argc, char** argv) {
       fmt::print(stderr,
                  "usage: bench_tapegrad [--budget SECONDS] [--filter GROUP] [--blas-core]\n"
                  "       bench_tapegrad [--budget SECONDS] --one local|dense T\n"
-                 "       bench_tapegrad --steps enc|s2s N   (N training steps, for a profiler)\n"
-                 "groups: matmul, tiny, mha, train, unary, rowwise (local runs only through --one, "
-                 "one process each)\n");
+                 "       bench_tapegrad --steps enc|s2s|gpt N   (N steps, for a profiler)\n"
+                 "groups: matmul, tiny, mha, train, unary, rowwise, gpt (local runs only through "
+                 "--one, one process each)\n");
       return 2;
     }
   }

@@ -265,9 +265,45 @@ class Seq2Seq(torch.nn.Module):
         return self.out(self.transformer(s, t, tgt_mask=self.tgt_mask))
 
 
+class GPT(torch.nn.Module):
+    """GPT-style language model as users of 1.13 write it: token and position nn.Embedding
+    (wte, wpe), 4 pre-norm TransformerEncoderLayer(256, 8, 1024, dropout 0, GELU, batch_first,
+    norm_first) under a bool causal attn_mask (triu True = blocked), a final LayerNorm and a
+    Linear head."""
+    V, B, T, E, NH, FF, L = 256, 16, 256, 256, 8, 1024, 4
+
+    def __init__(self):
+        super().__init__()
+        self.tok = torch.nn.Embedding(self.V, self.E)
+        self.pos = torch.nn.Embedding(self.T, self.E)
+        layer = torch.nn.TransformerEncoderLayer(self.E, self.NH, self.FF, dropout=0.0,
+                                                 activation="gelu", batch_first=True,
+                                                 norm_first=True)
+        self.blocks = torch.nn.TransformerEncoder(layer, self.L, norm=torch.nn.LayerNorm(self.E),
+                                                  enable_nested_tensor=False)
+        self.head = torch.nn.Linear(self.E, self.V)
+        causal = torch.triu(torch.ones(self.T, self.T, dtype=torch.bool), diagonal=1)
+        self.register_buffer("causal", causal)
+        self.register_buffer("positions", torch.arange(self.T))
+
+    def forward(self, tokens):  # (B, T) -> (B, T, V)
+        T = tokens.size(1)
+        x = self.tok(tokens) + self.pos(self.positions[:T])
+        return self.head(self.blocks(x, mask=self.causal[:T, :T]))
+
+
 def make_train_step(kind):
     F = torch.nn.functional
-    if kind == "enc":
+    clip = None
+    if kind == "gpt":
+        M = GPT
+        m = M().train()
+        tokens = torch.randint(0, M.V, (M.B, M.T))
+        gold = torch.randint(0, M.V, (M.B * M.T,))
+        loss = lambda: F.cross_entropy(m(tokens).reshape(M.B * M.T, M.V), gold)
+        opt = torch.optim.AdamW(m.parameters(), lr=3e-4, weight_decay=0.1)
+        clip = 1.0
+    elif kind == "enc":
         M = EncoderClassifier
         m = M().train()
         tokens = torch.randint(0, M.V, (M.B, M.T))
@@ -280,13 +316,16 @@ def make_train_step(kind):
         tgt = torch.randint(0, M.V, (M.B, M.T))
         gold = torch.randint(0, M.V, (M.B * M.T,))
         loss = lambda: F.cross_entropy(m(src, tgt).reshape(M.B * M.T, M.V), gold)
-    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+    if kind != "gpt":
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
     n = sum(p.numel() for p in m.parameters())  # same models as bench.cpp: compare these lines
     print(f"# train {type(m).__name__}: {n} parameters, first loss {loss().item():.4f}")
 
     def step():
         opt.zero_grad(set_to_none=True)
         loss().backward()
+        if clip is not None:
+            torch.nn.utils.clip_grad_norm_(m.parameters(), clip)
         opt.step()
     return step
 
@@ -296,6 +335,12 @@ def bench_train(opts):
     s = interleaved([enc, s2s], opts.budget * 3)
     emit("train.enc.torch", s[0] * 1e3, "ms")
     emit("train.s2s.torch", s[1] * 1e3, "ms")
+
+
+def bench_gpt(opts):
+    step = make_train_step("gpt")
+    (s,) = interleaved([step], opts.budget * 3, 3)
+    emit("train.gpt.torch", s * 1e3, "ms")
 
 
 UNARY_SHAPE = (16, 256, 1024)
@@ -364,7 +409,7 @@ def bench_rowwise(opts):
 
 
 GROUPS = {"matmul": bench_matmul, "tiny": bench_tiny, "mha": bench_mha, "train": bench_train,
-          "unary": bench_unary, "rowwise": bench_rowwise}
+          "unary": bench_unary, "rowwise": bench_rowwise, "gpt": bench_gpt}
 
 
 def main():

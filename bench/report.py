@@ -26,6 +26,7 @@ for tag in MHA_SIZES:
 ROWS += [
     ("train step enc-classifier ms", "train.enc.tg", "train.enc.torch", "torch", ("ratio", "<=", 0.8), None),
     ("train step seq2seq ms", "train.s2s.tg", "train.s2s.torch", "torch", ("ratio", "<=", 0.8), None),
+    ("train step gpt ms", "train.gpt.tg", "train.gpt.torch", "torch", ("ratio", "<=", 0.75), None),
     ("mul 4 elems fwd us", "tiny.fwd.tg", "tiny.fwd.torch", "torch", None, None),
     ("mul 4 elems fwd+bwd us", "tiny.fwd_bwd.tg", "tiny.fwd_bwd.torch", "torch", ("value", "<=", 1.0), None),
     ("10 chained mul fwd+bwd us", "chain10.fwd_bwd.tg", "chain10.fwd_bwd.torch", "torch", None, None),

@@ -52,7 +52,7 @@ have_torch=1
 raw="$build/bench_raw.txt"
 : >"$raw"
 in_process=0
-for g in matmul tiny mha train unary rowwise; do want $g && in_process=1; done
+for g in matmul tiny mha train unary rowwise gpt; do want $g && in_process=1; done
 for ((r = 0; in_process && r <= rounds; r++)); do
   echo "round $r/$rounds$([[ $r == 0 ]] && echo ' (warm-up, dropped)')" >&2
   "$build/bench/bench_tapegrad" --budget "$budget" ${filter:+--filter "$filter"} | sed "s/^/$r /" >>"$raw"
