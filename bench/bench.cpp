@@ -23,6 +23,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 extern "C" char* openblas_get_corename();  // OpenBLAS: the kernel set it picked at load
@@ -306,10 +307,12 @@ struct TrainRig {
   std::shared_ptr<tg::nn::Module> model;
   std::unique_ptr<tg::nn::AdamW> opt;
   std::function<tg::Tensor()> loss;
+  double max_grad_norm = 0;  // > 0: clip_grad_norm_(parameters, max_grad_norm) before the step
   void step() {
     opt->zero_grad(true);
     tg::Tensor l = loss();
     l.backward();
+    if (max_grad_norm > 0) tg::nn::clip_grad_norm_(model->parameters(), max_grad_norm);
     opt->step();
   }
 };
@@ -352,14 +355,74 @@ void bench_train(const Options& o) {
   emit("train.s2s.tg", s[1] * 1e3, "ms");
 }
 
-// `--steps enc|s2s N`: N training steps of one model and nothing else (for perf record).
+// ---- (f) a GPT-style language model's training step ----
+// Token Embedding(256, 256) + learned positions (GPT-2's wpe), 4 pre-norm
+// TransformerEncoderLayer(256, 8 heads, FF 1024, GELU (erf), dropout 0, batch_first,
+// norm_first) with causal self-attention as the structural AttentionMask::causal() (no dense
+// (T, T) mask), a final LayerNorm, Linear(256, 256) head. B 16, T 256; cross_entropy over the
+// (B·T, 256) logits against random targets; AdamW (lr 3e-4, weight decay 0.1) after
+// clip_grad_norm_(1.0).
+struct GPT : tg::nn::Module {
+  static constexpr int64_t V = 256, B = 16, T = 256, E = 256, NH = 8, FF = 1024, L = 4;
+  std::shared_ptr<tg::nn::Embedding> tok;
+  std::shared_ptr<tg::nn::LearnedPositionalEmbedding> pos;
+  std::shared_ptr<tg::nn::TransformerEncoder> blocks;
+  std::shared_ptr<tg::nn::Linear> head;
+  GPT() : Module("GPT") {
+    tok = register_module("tok", std::make_shared<tg::nn::Embedding>(V, E));
+    pos = register_module("pos", std::make_shared<tg::nn::LearnedPositionalEmbedding>(T, E));
+    tg::nn::TransformerLayerOptions lo;
+    lo.dim_feedforward = FF;
+    lo.dropout = 0.0;
+    lo.activation = "gelu";
+    lo.batch_first = true;
+    lo.norm_first = true;
+    lo.self_attn_structure = tg::AttentionMask::causal();
+    tg::nn::TransformerEncoderLayer layer(E, NH, lo);
+    blocks = register_module(
+        "blocks", std::make_shared<tg::nn::TransformerEncoder>(
+                      layer, L, std::make_shared<tg::nn::LayerNorm>(E), tg::nn::LayerClone::Fresh));
+    head = register_module("head", std::make_shared<tg::nn::Linear>(E, V));
+  }
+  tg::Tensor forward(const tg::Tensor& tokens) {  // (B, T) int64 -> logits (B, T, V)
+    return head->forward(blocks->forward(pos->forward(tok->forward(tokens))));
+  }
+};
+
+TrainRig make_gpt_rig() {
+  auto m = std::make_shared<GPT>();
+  tg::Tensor tokens = tg::randint(0, GPT::V, {GPT::B, GPT::T});
+  tg::Tensor gold = tg::randint(0, GPT::V, {GPT::B * GPT::T});
+  tg::nn::AdamWOptions ao(3e-4);
+  ao.weight_decay = 0.1;
+  TrainRig r;
+  r.model = m;
+  r.opt = std::make_unique<tg::nn::AdamW>(m->parameters(), ao);
+  r.max_grad_norm = 1.0;
+  r.loss = [m, tokens, gold] {
+    return tg::cross_entropy(m->forward(tokens).reshape({GPT::B * GPT::T, GPT::V}), gold);
+  };
+  return r;
+}
+
+void bench_gpt(const Options& o) {
+  TrainRig r = make_gpt_rig();
+  fmt::print("# train {}: {} parameters, first loss {:.4f}\n", r.model->type_name(),
+             r.model->num_parameters(), r.loss().item<float>());
+  std::vector<double> s = interleaved({[&] { r.step(); }}, o.budget * 3, 3);
+  emit("train.gpt.tg", s[0] * 1e3, "ms");
+}
+
+// `--steps enc|s2s|gpt N`: N training steps of one model and nothing else (for perf record).
 int run_steps(const std::string& kind, int64_t n) {
-  if (kind != "enc" && kind != "s2s") {
-    fmt::print(stderr, "bench_tapegrad --steps: kind must be enc or s2s, got '{}'\n", kind);
+  if (kind != "enc" && kind != "s2s" && kind != "gpt") {
+    fmt::print(stderr, "bench_tapegrad --steps: kind must be enc, s2s or gpt, got '{}'\n", kind);
     return 2;
   }
   tg::manual_seed(0);
-  TrainRig r = kind == "enc" ? make_encoder_rig() : make_seq2seq_rig();
+  TrainRig r = kind == "enc"   ? make_encoder_rig()
+               : kind == "s2s" ? make_seq2seq_rig()
+                               : make_gpt_rig();
   r.step();  // warm-up
   auto t0 = Clock::now();
   for (int64_t i = 0; i < n; ++i) r.step();
@@ -369,15 +432,93 @@ int run_steps(const std::string& kind, int64_t n) {
   return 0;
 }
 
+// ---- (g) unary elementwise ops on one (16, 256, 1024) float32 tensor ----
+// Forward alone (under NoGradGuard: nothing recorded) and forward + backward (y = f(x),
+// y.backward(g) with a fixed random g, x's grad reset per call); the two alternate batch by batch.
+void bench_unary(const Options& o) {
+  using Fn = std::function<tg::Tensor(const tg::Tensor&)>;
+  const std::pair<const char*, Fn> ops[] = {
+      {"gelu", [](const tg::Tensor& t) { return tg::gelu(t); }},
+      {"gelu_tanh", [](const tg::Tensor& t) { return tg::gelu(t, "tanh"); }},
+      {"tanh", [](const tg::Tensor& t) { return tg::tanh(t); }},
+      {"exp", [](const tg::Tensor& t) { return tg::exp(t); }},
+      {"sigmoid", [](const tg::Tensor& t) { return tg::sigmoid(t); }},
+  };
+  const tg::Shape shape = {16, 256, 1024};
+  tg::Tensor x = tg::randn(shape).requires_grad_();
+  tg::Tensor g = tg::randn(shape);  // fixed upstream gradient
+  for (const auto& [name, f] : ops) {
+    auto fwd = [&] {
+      tg::NoGradGuard no_grad;
+      tg::Tensor y = f(x);
+    };
+    auto fwd_bwd = [&] {
+      x.reset_grad();
+      tg::Tensor y = f(x);
+      y.backward(g);
+    };
+    std::vector<double> s = interleaved({fwd, fwd_bwd}, o.budget);
+    emit(fmt::format("unary.{}.fwd.tg", name), s[0] * 1e3, "ms");
+    emit(fmt::format("unary.{}.fwd_bwd.tg", name), s[1] * 1e3, "ms");
+  }
+}
+
+// ---- (h) row-wise ops over the last dim of (N, C) float32 ----
+// softmax and layer_norm (nn::LayerNorm(C): weight 1, bias 0) forward + backward with a fixed
+// random g, the grads of x, weight and bias reset per call, alternating batch by batch; then sum
+// over the last dim and over dim 0 of (4096, 128), forward under NoGradGuard.
+struct RowSize {
+  int64_t N, C;
+};
+const RowSize kRowSizes[] = {{4096, 128}, {512, 1024}};
+
+void bench_rowwise(const Options& o) {
+  for (const RowSize& z : kRowSizes) {
+    tg::Tensor x = tg::randn({z.N, z.C}).requires_grad_();
+    tg::Tensor g = tg::randn({z.N, z.C});
+    tg::nn::LayerNorm ln(z.C);
+    auto softmax = [&] {
+      x.reset_grad();
+      tg::Tensor y = tg::softmax(x, -1);
+      y.backward(g);
+    };
+    auto layer_norm = [&] {
+      x.reset_grad();
+      ln.zero_grad(true);
+      tg::Tensor y = ln.forward(x);
+      y.backward(g);
+    };
+    std::vector<double> s = interleaved({softmax, layer_norm}, o.budget);
+    const std::string tag = fmt::format("{}x{}", z.N, z.C);
+    emit(fmt::format("rowwise.softmax.tg.{}", tag), s[0] * 1e3, "ms");
+    emit(fmt::format("rowwise.layer_norm.tg.{}", tag), s[1] * 1e3, "ms");
+  }
+  tg::Tensor x = tg::randn({4096, 128});
+  auto sum_last = [&] {
+    tg::NoGradGuard no_grad;
+    tg::Tensor y = tg::sum(x, {-1});
+  };
+  auto sum_first = [&] {
+    tg::NoGradGuard no_grad;
+    tg::Tensor y = tg::sum(x, {0});
+  };
+  std::vector<double> s = interleaved({sum_last, sum_first}, o.budget);
+  emit("rowwise.sum_last.tg.4096x128", s[0] * 1e6, "us");
+  emit("rowwise.sum_first.tg.4096x128", s[1] * 1e6, "us");
+}
+
 struct Group {
   const char* name;
   void (*run)(const Options&);
 };
 const Group kGroups[] = {
-    {"matmul", bench_matmul},
-    {"tiny", bench_tiny},
-    {"mha", bench_mha},
-    {"train", bench_train},
+    {"matmul", bench_matmul},    // tg::matmul vs raw sgemm
+    {"tiny", bench_tiny},        // per-op overhead
+    {"mha", bench_mha},          // nn::MultiheadAttention
+    {"train", bench_train},      // encoder-classifier and seq2seq training steps
+    {"unary", bench_unary},      // gelu, tanh, exp, sigmoid
+    {"rowwise", bench_rowwise},  // softmax, layer_norm, sum
+    {"gpt", bench_gpt},          // a GPT-style training step
 };
 
 }  // namespace
@@ -402,9 +543,9 @@ int main(int argc, char** argv) {
       fmt::print(stderr,
                  "usage: bench_tapegrad [--budget SECONDS] [--filter GROUP] [--blas-core]\n"
                  "       bench_tapegrad [--budget SECONDS] --one local|dense T\n"
-                 "       bench_tapegrad --steps enc|s2s N   (N training steps, for a profiler)\n"
-                 "groups: matmul, tiny, mha, train (local runs only through --one, one process "
-                 "each)\n");
+                 "       bench_tapegrad --steps enc|s2s|gpt N   (N steps, for a profiler)\n"
+                 "groups: matmul, tiny, mha, train, unary, rowwise, gpt (local runs only through "
+                 "--one, one process each)\n");
       return 2;
     }
   }

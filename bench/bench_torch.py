@@ -265,9 +265,45 @@ class Seq2Seq(torch.nn.Module):
         return self.out(self.transformer(s, t, tgt_mask=self.tgt_mask))
 
 
+class GPT(torch.nn.Module):
+    """GPT-style language model as users of 1.13 write it: token and position nn.Embedding
+    (wte, wpe), 4 pre-norm TransformerEncoderLayer(256, 8, 1024, dropout 0, GELU, batch_first,
+    norm_first) under a bool causal attn_mask (triu True = blocked), a final LayerNorm and a
+    Linear head."""
+    V, B, T, E, NH, FF, L = 256, 16, 256, 256, 8, 1024, 4
+
+    def __init__(self):
+        super().__init__()
+        self.tok = torch.nn.Embedding(self.V, self.E)
+        self.pos = torch.nn.Embedding(self.T, self.E)
+        layer = torch.nn.TransformerEncoderLayer(self.E, self.NH, self.FF, dropout=0.0,
+                                                 activation="gelu", batch_first=True,
+                                                 norm_first=True)
+        self.blocks = torch.nn.TransformerEncoder(layer, self.L, norm=torch.nn.LayerNorm(self.E),
+                                                  enable_nested_tensor=False)
+        self.head = torch.nn.Linear(self.E, self.V)
+        causal = torch.triu(torch.ones(self.T, self.T, dtype=torch.bool), diagonal=1)
+        self.register_buffer("causal", causal)
+        self.register_buffer("positions", torch.arange(self.T))
+
+    def forward(self, tokens):  # (B, T) -> (B, T, V)
+        T = tokens.size(1)
+        x = self.tok(tokens) + self.pos(self.positions[:T])
+        return self.head(self.blocks(x, mask=self.causal[:T, :T]))
+
+
 def make_train_step(kind):
     F = torch.nn.functional
-    if kind == "enc":
+    clip = None
+    if kind == "gpt":
+        M = GPT
+        m = M().train()
+        tokens = torch.randint(0, M.V, (M.B, M.T))
+        gold = torch.randint(0, M.V, (M.B * M.T,))
+        loss = lambda: F.cross_entropy(m(tokens).reshape(M.B * M.T, M.V), gold)
+        opt = torch.optim.AdamW(m.parameters(), lr=3e-4, weight_decay=0.1)
+        clip = 1.0
+    elif kind == "enc":
         M = EncoderClassifier
         m = M().train()
         tokens = torch.randint(0, M.V, (M.B, M.T))
@@ -280,13 +316,16 @@ def make_train_step(kind):
         tgt = torch.randint(0, M.V, (M.B, M.T))
         gold = torch.randint(0, M.V, (M.B * M.T,))
         loss = lambda: F.cross_entropy(m(src, tgt).reshape(M.B * M.T, M.V), gold)
-    opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
+    if kind != "gpt":
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-4)
     n = sum(p.numel() for p in m.parameters())  # same models as bench.cpp: compare these lines
     print(f"# train {type(m).__name__}: {n} parameters, first loss {loss().item():.4f}")
 
     def step():
         opt.zero_grad(set_to_none=True)
         loss().backward()
+        if clip is not None:
+            torch.nn.utils.clip_grad_norm_(m.parameters(), clip)
         opt.step()
     return step
 
@@ -298,7 +337,79 @@ def bench_train(opts):
     emit("train.s2s.torch", s[1] * 1e3, "ms")
 
 
-GROUPS = {"matmul": bench_matmul, "tiny": bench_tiny, "mha": bench_mha, "train": bench_train}
+def bench_gpt(opts):
+    step = make_train_step("gpt")
+    (s,) = interleaved([step], opts.budget * 3, 3)
+    emit("train.gpt.torch", s * 1e3, "ms")
+
+
+UNARY_SHAPE = (16, 256, 1024)
+
+
+def bench_unary(opts):
+    """Unary ops on one (16, 256, 1024) f32 tensor: forward alone under torch.no_grad(), and
+    forward + backward with a fixed g, x.grad reset per call; the two alternate batch by batch."""
+    F = torch.nn.functional
+    ops = (("gelu", F.gelu), ("gelu_tanh", lambda t: F.gelu(t, approximate="tanh")),
+           ("tanh", torch.tanh), ("exp", torch.exp), ("sigmoid", torch.sigmoid))
+    x = torch.randn(*UNARY_SHAPE, requires_grad=True)
+    g = torch.randn(*UNARY_SHAPE)  # fixed upstream gradient
+    for name, f in ops:
+        def fwd():
+            with torch.no_grad():
+                f(x)
+
+        def fwd_bwd():
+            x.grad = None
+            f(x).backward(g)
+
+        s = interleaved([fwd, fwd_bwd], opts.budget)
+        emit(f"unary.{name}.fwd.torch", s[0] * 1e3, "ms")
+        emit(f"unary.{name}.fwd_bwd.torch", s[1] * 1e3, "ms")
+
+
+ROW_SIZES = ((4096, 128), (512, 1024))
+
+
+def bench_rowwise(opts):
+    """softmax and F.layer_norm (weight 1, bias 0, requiring grad) over the last dim, forward +
+    backward with a fixed g, grads reset per call; then sums of (4096, 128) under no_grad."""
+    F = torch.nn.functional
+    for (N, C) in ROW_SIZES:
+        x = torch.randn(N, C, requires_grad=True)
+        g = torch.randn(N, C)
+        w = torch.ones(C, requires_grad=True)
+        b = torch.zeros(C, requires_grad=True)
+
+        def softmax():
+            x.grad = None
+            torch.softmax(x, dim=-1).backward(g)
+
+        def layer_norm():
+            x.grad = w.grad = b.grad = None
+            F.layer_norm(x, (C,), w, b).backward(g)
+
+        s = interleaved([softmax, layer_norm], opts.budget)
+        tag = f"{N}x{C}"
+        emit(f"rowwise.softmax.torch.{tag}", s[0] * 1e3, "ms")
+        emit(f"rowwise.layer_norm.torch.{tag}", s[1] * 1e3, "ms")
+    x = torch.randn(4096, 128)
+
+    def sum_last():
+        with torch.no_grad():
+            x.sum(dim=-1)
+
+    def sum_first():
+        with torch.no_grad():
+            x.sum(dim=0)
+
+    s = interleaved([sum_last, sum_first], opts.budget)
+    emit("rowwise.sum_last.torch.4096x128", s[0] * 1e6, "us")
+    emit("rowwise.sum_first.torch.4096x128", s[1] * 1e6, "us")
+
+
+GROUPS = {"matmul": bench_matmul, "tiny": bench_tiny, "mha": bench_mha, "train": bench_train,
+          "unary": bench_unary, "rowwise": bench_rowwise, "gpt": bench_gpt}
 
 
 def main():

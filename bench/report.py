@@ -26,10 +26,25 @@ for tag in MHA_SIZES:
 ROWS += [
     ("train step enc-classifier ms", "train.enc.tg", "train.enc.torch", "torch", ("ratio", "<=", 0.8), None),
     ("train step seq2seq ms", "train.s2s.tg", "train.s2s.torch", "torch", ("ratio", "<=", 0.8), None),
+    ("train step gpt ms", "train.gpt.tg", "train.gpt.torch", "torch", ("ratio", "<=", 0.75), None),
     ("mul 4 elems fwd us", "tiny.fwd.tg", "tiny.fwd.torch", "torch", None, None),
     ("mul 4 elems fwd+bwd us", "tiny.fwd_bwd.tg", "tiny.fwd_bwd.torch", "torch", ("value", "<=", 1.0), None),
     ("10 chained mul fwd+bwd us", "chain10.fwd_bwd.tg", "chain10.fwd_bwd.torch", "torch", None, None),
 ]
+UNARY_TAG = "16x256x1024"
+for op, label in (("gelu", "gelu"), ("gelu_tanh", "gelu tanh"), ("tanh", "tanh"), ("exp", "exp"),
+                  ("sigmoid", "sigmoid")):
+    for m, what in (("fwd", "fwd"), ("fwd_bwd", "fwd+bwd")):
+        ROWS.append((f"{label} {what} {UNARY_TAG} ms", f"unary.{op}.{m}.tg", f"unary.{op}.{m}.torch", "torch",
+                     ("ratio", "<=", 1.0), None))
+ROW_SIZES = ("4096x128", "512x1024")  # N x C, over the last dim
+for tag in ROW_SIZES:
+    for op in ("softmax", "layer_norm"):
+        ROWS.append((f"{op} fwd+bwd {tag} ms", f"rowwise.{op}.tg.{tag}", f"rowwise.{op}.torch.{tag}", "torch",
+                     ("ratio", "<=", 0.8), None))
+for op, label in (("sum_last", "sum dim -1"), ("sum_first", "sum dim 0")):
+    ROWS.append((f"{label} fwd 4096x128 us", f"rowwise.{op}.tg.4096x128", f"rowwise.{op}.torch.4096x128",
+                 "torch", None, None))
 
 
 def load(path):

@@ -6,9 +6,12 @@
 #   FILTER=tiny bash bench/run.sh     only the groups whose name contains "tiny"
 #   FILTER=mha / FILTER=local         only the MHA rows / only the local-attention table
 #   FILTER=train                      only the two training-step rows (~1–2 min)
-# Groups: matmul, tiny, mha, train (in-process, interleaved rounds) and local (one fresh process per
-# configuration, LROUNDS rounds, each round all T interleaved: tg local, tg dense, torch blockwise
-# (unfold, and a Python loop), torch dense). Raw lines are kept in $BUILD/bench_raw.txt.
+#   FILTER=unary / FILTER=rowwise     only gelu, tanh, exp, sigmoid / softmax, layer_norm, sum
+#   FILTER=gpt                        only the GPT-style training step
+# Groups: matmul, tiny, mha, train, unary, rowwise, gpt (in-process, interleaved rounds) and local
+# (one fresh process per configuration, LROUNDS rounds, each round all T interleaved: tg local, tg
+# dense, torch blockwise (unfold, and a Python loop), torch dense). FILTER matches group names.
+# Raw lines are kept in $BUILD/bench_raw.txt.
 # Environment: BUILD (default build-bench), JOBS, ROUNDS, BUDGET, FILTER, LROUNDS (default 3),
 # LOCAL_T (default "1024 2048 4096 8192 16384"), LBUDGET (seconds per local process, default 1).
 set -euo pipefail
@@ -52,7 +55,7 @@ have_torch=1
 raw="$build/bench_raw.txt"
 : >"$raw"
 in_process=0
-for g in matmul tiny mha train; do want $g && in_process=1; done
+for g in matmul tiny mha train unary rowwise gpt; do want $g && in_process=1; done
 for ((r = 0; in_process && r <= rounds; r++)); do
   echo "round $r/$rounds$([[ $r == 0 ]] && echo ' (warm-up, dropped)')" >&2
   "$build/bench/bench_tapegrad" --budget "$budget" ${filter:+--filter "$filter"} | sed "s/^/$r /" >>"$raw"
