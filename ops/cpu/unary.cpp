@@ -7,6 +7,12 @@
 #include "ops/cpu/kernels.hpp"
 #include "ops/cpu/xt.hpp"
 
+#include <xsimd/xsimd.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+
 namespace tg::cpu {
 using xtd::chunks;
 using xtd::vec;
@@ -16,6 +22,55 @@ constexpr double kSqrt1_2 = 0.70710678118654752440;
 constexpr double kInvSqrt2Pi = 0.39894228040143267794;
 constexpr double kBeta = 0.79788456080286535588;  // sqrt(2/pi)
 constexpr double kKappa = 0.044715;
+
+// ---- the exact GELU in float32, on xsimd batches ----
+// erf as PyTorch's vectorised float kernels compute it (Abramowitz & Stegun 7.1.26, absolute
+// error <= 1.5e-7): with z = x/√2, t = 1/(1 + p|z|) and e = exp(-z²), 1 + erf(z) is q = t·poly(t)·e
+// for x < 0 and 2 - q otherwise. One exp and one division against xsimd's two-branch erf: 1.8x
+// faster (3.0 against 5.3 ms on 4M elements, AVX2). The backward shares e with the density
+// φ(x) = e/√(2π). An xtensor expression cannot hold t and e once (a lazy expression keeps its
+// named sub-expressions by reference), so these two are explicit batch loops; float64 keeps
+// scalar std::erfc below: xsimd's double erf/erfc are off by up to 4e-12 relative (1 + erf: 2e-8,
+// measured), and float64 is the gradcheck dtype, where exactness beats speed.
+using FB = xsimd::batch<float>;
+inline FB gelu_cdf2(FB x, FB e) {  // 2Φ(x) = 1 + erf(x/√2), given e = exp(-x²/2)
+  const FB az = xsimd::abs(x) * FB(static_cast<float>(kSqrt1_2));
+  const FB t = FB(1.f) / xsimd::fma(FB(0.3275911f), az, FB(1.f));
+  FB poly = xsimd::fma(FB(1.061405429f), t, FB(-1.453152027f));
+  poly = xsimd::fma(poly, t, FB(1.421413741f));
+  poly = xsimd::fma(poly, t, FB(-0.284496736f));
+  poly = xsimd::fma(poly, t, FB(0.254829592f));
+  const FB q = t * poly * e;
+  return xsimd::select(x < FB(0.f), q, FB(2.f) - q);
+}
+inline FB gelu_fwd_b(FB x) {
+  const FB e = xsimd::exp(FB(-0.5f) * x * x);
+  return FB(0.5f) * x * gelu_cdf2(x, e);
+}
+inline FB gelu_bwd_b(FB x, FB g) {  // g · (Φ(x) + x φ(x))
+  const FB e = xsimd::exp(FB(-0.5f) * x * x);
+  return g * xsimd::fma(x * FB(static_cast<float>(kInvSqrt2Pi)), e, FB(0.5f) * gelu_cdf2(x, e));
+}
+inline double gelu_f64(double x) { return 0.5 * x * std::erfc(-x * kSqrt1_2); }
+inline double gelu_grad_f64(double x) {
+  return 0.5 * std::erfc(-x * kSqrt1_2) + x * kInvSqrt2Pi * std::exp(-0.5 * x * x);
+}
+// out[i] = f(batch of in[i…]) for i < n; the tail goes through a padded batch, so every element
+// is computed by the same vector code wherever it sits.
+template <typename F>
+void batch_map(float* out, const float* a, const float* b, int64_t n, F f) {
+  constexpr int64_t W = FB::size;
+  int64_t i = 0;
+  for (; i + W <= n; i += W)
+    f(FB::load_unaligned(a + i), b ? FB::load_unaligned(b + i) : FB(0.f)).store_unaligned(out + i);
+  if (i < n) {
+    alignas(64) float ta[W] = {}, tb[W] = {}, to[W];
+    std::copy(a + i, a + n, ta);
+    if (b) std::copy(b + i, b + n, tb);
+    f(FB::load_aligned(ta), FB::load_aligned(tb)).store_aligned(to);
+    std::copy(to, to + (n - i), out + i);
+  }
+}
 }  // namespace
 
 template <typename T>
@@ -56,7 +111,10 @@ void unary(UnOp op, T* out, const T* x, int64_t n, double p0, double p1) {
             xt::noalias(O) = xt::where(X > zero, X, zero);
             break;
           case UnOp::GeluErf:
-            xt::noalias(O) = half * X * (one + xt::erf(X * static_cast<T>(kSqrt1_2)));
+            if constexpr (std::is_same_v<T, float>)
+              batch_map(out + lo, x + lo, nullptr, hi - lo, [](FB v, FB) { return gelu_fwd_b(v); });
+            else
+              for (int64_t i = lo; i < hi; ++i) out[i] = gelu_f64(x[i]);
             break;
           case UnOp::GeluTanh:
             xt::noalias(O) =
@@ -134,8 +192,11 @@ void unary_backward(UnOp op, T* dx, const T* g, const T* x, const T* y, int64_t 
             xt::noalias(D) = xt::where(X > zero, G, zero);
             break;
           case UnOp::GeluErf:
-            xt::noalias(D) = G * (half * (one + xt::erf(X * static_cast<T>(kSqrt1_2))) +
-                                  X * static_cast<T>(kInvSqrt2Pi) * xt::exp(-half * X * X));
+            if constexpr (std::is_same_v<T, float>)
+              batch_map(dx + lo, x + lo, g + lo, hi - lo,
+                        [](FB v, FB gv) { return gelu_bwd_b(v, gv); });
+            else
+              for (int64_t i = lo; i < hi; ++i) dx[i] = g[i] * gelu_grad_f64(x[i]);
             break;
           case UnOp::GeluTanh:
             // t = tanh(β(x + κx³)) first into dx, then the derivative reads it (same index).
