@@ -3,9 +3,11 @@
 // Storage is always contiguous, so ops that keep the memory order (reshape, view, flatten,
 // squeeze, unsqueeze) are views: a new TensorImpl on the same storage and offset (one helper,
 // alias). Ops that reorder or select (transpose, permute, expand, narrow, slice, index_select,
-// cat) copy through one strided gather. Composed ops (stack, split, chunk) get their backward
+// cat) copy through one strided gather (cpu::strided_copy, ops/cpu/copy.cpp); cat copies whole
+// contiguous blocks with memcpy. Composed ops (stack, split, chunk) get their backward
 // from the primitives they call.
 // Deliberately not here: einops-style rearrange (rearrange.cpp), reductions (reduce.cpp).
+#include "ops/cpu/kernels.hpp"
 #include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"
@@ -53,10 +55,8 @@ Tensor gather(const Tensor& x, const Shape& out_shape, const Shape& st, int64_t 
   Tensor out = Tensor::empty(out_shape, x.dtype());
   dispatch_all(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    const T* px = x.data<T>() + offset;
-    T* po = out.data<T>();
-    broadcast_loop2(out_shape, st, Shape(out_shape.size(), 0),
-                    [&](int64_t o, int64_t i, int64_t) { po[o] = px[i]; });
+    cpu::strided_copy<T>(out.data<T>(), contiguous_strides(out_shape), x.data<T>() + offset, st,
+                         out_shape);
   });
   return out;
 }
@@ -74,10 +74,8 @@ Tensor scatter(const Tensor& g, const Shape& in_shape, const Shape& st, int64_t 
   Tensor dx = zeros(in_shape, g.dtype());
   dispatch_float(g.dtype(), "scatter", [&](auto tag) {
     using T = decltype(tag);
-    const T* pg = g.data<T>();
-    T* pd = dx.data<T>() + offset;
-    broadcast_loop2(g.shape(), st, Shape(g.dim(), 0),
-                    [&](int64_t o, int64_t i, int64_t) { pd[i] = pg[o]; });
+    cpu::strided_copy<T>(dx.data<T>() + offset, st, g.data<T>(), contiguous_strides(g.shape()),
+                         g.shape());
   });
   return dx;
 }

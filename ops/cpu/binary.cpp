@@ -14,60 +14,14 @@
 
 namespace tg::cpu {
 using xtd::vec;
+using xtd::Walk;
 
 namespace {
 
-// Up to three operands broadcast to `out`, dims merged: rows of `inner` elements, each operand
-// advancing through its own strides over the outer dims (inner stride 1, or 0 when broadcast).
-struct Walk {
-  Shape dims;                  // merged output dims; the last one is the row
-  std::vector<Shape> strides;  // per operand, per merged dim (0 where broadcast)
-  int64_t inner = 1, outer = 1;
-};
-
 Walk make_walk(const Shape& out, std::initializer_list<const Shape*> ins) {
-  Walk w;
-  const size_t nd = out.size(), k = ins.size();
   std::vector<Shape> st;
   for (const Shape* s : ins) st.push_back(detail::broadcast_strides(*s, out));
-  // Merge from the innermost dim outwards, skipping size-1 dims of the output.
-  for (size_t d = nd; d-- > 0;) {
-    if (out[d] == 1) continue;
-    bool merge = !w.dims.empty();
-    for (size_t i = 0; merge && i < k; ++i)
-      merge = st[i][d] == w.strides[i].front() * w.dims.front();
-    if (merge) {
-      w.dims.front() *= out[d];
-      continue;
-    }
-    w.dims.insert(w.dims.begin(), out[d]);
-    if (w.strides.empty()) w.strides.resize(k);
-    for (size_t i = 0; i < k; ++i) w.strides[i].insert(w.strides[i].begin(), st[i][d]);
-  }
-  if (w.dims.empty()) {  // one element
-    w.dims = {1};
-    w.strides.assign(k, Shape{1});
-  }
-  w.inner = w.dims.back();
-  for (size_t d = 0; d + 1 < w.dims.size(); ++d) w.outer *= w.dims[d];
-  return w;
-}
-
-// Calls row(r, off) for each row r with the operands' element offsets off[i]; rows in parallel
-// when the work is large (each row's result does not depend on the thread that computes it).
-template <size_t K, typename F>
-void for_rows(const Walk& w, F&& row) {
-  const size_t od = w.dims.size() - 1;
-  auto offsets = [&](int64_t r) {
-    std::array<int64_t, K> off{};
-    for (size_t d = od; d-- > 0;) {
-      const int64_t i = r % w.dims[d];
-      r /= w.dims[d];
-      for (size_t k = 0; k < K; ++k) off[k] += i * w.strides[k][d];
-    }
-    return off;
-  };
-  detail::parallel_for(w.outer, w.outer * w.inner, [&](int64_t r) { row(r, offsets(r)); });
+  return Walk(out, st);
 }
 
 // The value of op at one pair (also the reference the vectorised forms must match).
@@ -126,7 +80,7 @@ void binary(BinOp op, O* out, const T* a, const T* b, const Shape& so, const Sha
   if constexpr (std::is_same_v<T, bool>) {
     // bool operands (comparisons only): plain loops, xsimd has no bool arithmetic batches.
     const Walk w = make_walk(so, {&sa, &sb});
-    for_rows<2>(w, [&](int64_t r, const std::array<int64_t, 2>& off) {
+    xtd::for_rows<2>(w, [&](int64_t r, const std::array<int64_t, 2>& off) {
       O* o = out + r * w.inner;
       const T *pa = a + off[0], *pb = b + off[1];
       const int64_t ia = w.strides[0].back() != 0, ib = w.strides[1].back() != 0;
@@ -183,7 +137,7 @@ void binary(BinOp op, O* out, const T* a, const T* b, const Shape& so, const Sha
           },
           sizeof(T));
     } else {
-      for_rows<2>(w, [&](int64_t r, const std::array<int64_t, 2>& off) {
+      xtd::for_rows<2>(w, [&](int64_t r, const std::array<int64_t, 2>& off) {
         span(out + r * w.inner, a + off[0], b + off[1], w.inner);
       });
     }
@@ -197,7 +151,7 @@ void where(T* out, const bool* cond, const T* a, const T* b, const Shape& so, co
   const Walk w = make_walk(so, {&sc, &sa, &sb});
   const bool rc = w.strides[0].back() != 0, ra = w.strides[1].back() != 0,
              rb = w.strides[2].back() != 0;
-  for_rows<3>(w, [&](int64_t r, const std::array<int64_t, 3>& off) {
+  xtd::for_rows<3>(w, [&](int64_t r, const std::array<int64_t, 3>& off) {
     T* o = out + r * w.inner;
     const bool* c = cond + off[0];
     const T *pa = a + off[1], *pb = b + off[2];

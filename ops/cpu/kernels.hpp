@@ -58,5 +58,11 @@ void where(T* out, const bool* cond, const T* a, const T* b, const Shape& so, co
 // ---- GEMM through xt::blas::gemm (ops/cpu/blas.cpp) ----
 
 // ---- copies: cat/stack/split, permutes (ops/cpu/copy.cpp) ----
+// out[Σ i_d·out_strides[d]] = x[Σ i_d·x_strides[d]] for every index i of `shape` (element
+// strides, 0 where x is broadcast; the pointers already at their offsets). T: float, double,
+// int64_t, bool. The gather of transpose/permute/expand/narrow and the scatter of their backward.
+template <typename T>
+void strided_copy(T* out, const Shape& out_strides, const T* x, const Shape& x_strides,
+                  const Shape& shape);
 
 }  // namespace tg::cpu

@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <vector>
 
 namespace tg::cpu::xtd {
 
@@ -65,6 +66,55 @@ void chunks(int64_t n, F&& f, int64_t elem_bytes = 4) {
     const int64_t lo = std::min<int64_t>(n, t * step), hi = std::min<int64_t>(n, lo + step);
     if (lo < hi) f(lo, hi);
   }
+}
+
+// Operands laid over one index space `out` through element strides (0 where broadcast), with
+// dims merged wherever every operand is laid out alike and size-1 dims dropped: what is left is
+// `outer` rows of `inner` elements, each operand advancing through its own strides over the
+// outer dims. The one N-d walk of the CPU kernels (broadcasting, where, strided copies).
+struct Walk {
+  Shape dims;                  // merged dims; the last one is the row
+  std::vector<Shape> strides;  // per operand, per merged dim
+  int64_t inner = 1, outer = 1;
+  Walk(const Shape& out, const std::vector<Shape>& st) {
+    const size_t nd = out.size(), k = st.size();
+    strides.resize(k);
+    for (size_t d = nd; d-- > 0;) {  // from the innermost dim outwards
+      if (out[d] == 1) continue;
+      bool merge = !dims.empty();
+      for (size_t i = 0; merge && i < k; ++i) merge = st[i][d] == strides[i].front() * dims.front();
+      if (merge) {
+        dims.front() *= out[d];
+        continue;
+      }
+      dims.insert(dims.begin(), out[d]);
+      for (size_t i = 0; i < k; ++i) strides[i].insert(strides[i].begin(), st[i][d]);
+    }
+    if (dims.empty()) {  // one element
+      dims = {1};
+      strides.assign(k, Shape{1});
+    }
+    inner = dims.back();
+    for (size_t d = 0; d + 1 < dims.size(); ++d) outer *= dims[d];
+  }
+  int64_t inner_stride(size_t k) const { return strides[k].back(); }
+};
+
+// Calls row(r, off) for each row r of w with the operands' element offsets off[k]; rows in
+// parallel when the work is large (a row's result never depends on the thread computing it).
+template <size_t K, typename F>
+void for_rows(const Walk& w, F&& row) {
+  const size_t od = w.dims.size() - 1;
+  auto offsets = [&](int64_t r) {
+    std::array<int64_t, K> off{};
+    for (size_t d = od; d-- > 0;) {
+      const int64_t i = r % w.dims[d];
+      r /= w.dims[d];
+      for (size_t k = 0; k < K; ++k) off[k] += i * w.strides[k][d];
+    }
+    return off;
+  };
+  detail::parallel_for(w.outer, w.outer * w.inner, [&](int64_t r) { row(r, offsets(r)); });
 }
 
 }  // namespace tg::cpu::xtd
