@@ -9,7 +9,10 @@
 
 namespace tg {
 
-// Loads float32, float64, int64 and bool arrays (C order, little endian).
+// Loads C-order arrays of every dtype xtensor's xnpy reads: float32/float64, bool, and signed or
+// unsigned integers of 1, 2, 4 or 8 bytes (uint8/uint16/int32 token files...), which load as
+// int64 (a uint64 above INT64_MAX is refused); either byte order. Other dtypes (float16,
+// complex, strings) and Fortran order are refused with the file and dtype named.
 Tensor load_npy(const std::string& path);
 void save_npy(const std::string& path, const Tensor& t);
 

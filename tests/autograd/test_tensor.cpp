@@ -4,6 +4,8 @@
 #include "autograd/io.hpp"
 #include "autograd/xtensor.hpp"
 
+#include <xtensor/xnpy.hpp>
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -132,6 +134,53 @@ TEST_CASE("npy round trip and xtensor interop") {
   REQUIRE(x(1, 2) == 42);
   Tensor back = from_xarray(x);
   REQUIRE(back.to_vector<double>() == t.to_vector<double>());
+}
+
+namespace {
+// An .npy file with a hand-written header: typestring ts, shape (n,), the given data bytes.
+void write_npy_raw(const std::string& path, const std::string& ts, size_t n,
+                   const std::string& data) {
+  std::string header =
+      "{'descr': '" + ts + "', 'fortran_order': False, 'shape': (" + std::to_string(n) + ",), }";
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::ofstream f(path, std::ios::binary);
+  f << "\x93NUMPY" << char(1) << char(0) << char(header.size() & 0xff) << char(header.size() >> 8)
+    << header << data;
+}
+template <typename T>
+void check_int_npy(const std::string& path, std::vector<T> v) {
+  xt::xarray<T> a = xt::adapt(v, {v.size()});
+  {
+    std::ofstream f(path, std::ios::binary);
+    f << xt::dump_npy(a);
+  }
+  Tensor u = load_npy(path);
+  REQUIRE(u.dtype() == kInt64);
+  std::vector<int64_t> want(v.begin(), v.end());
+  REQUIRE(u.to_vector<int64_t>() == want);
+}
+}  // namespace
+
+TEST_CASE("npy: integer token files of every width load as int64; others refused") {
+  const std::string path = "tg_test_ints.npy";
+  check_int_npy<uint8_t>(path, {0, 1, 200, 255});
+  check_int_npy<int8_t>(path, {-128, -1, 0, 127});
+  check_int_npy<uint16_t>(path, {0, 50256, 65535});
+  check_int_npy<int16_t>(path, {-32768, 7, 32767});
+  check_int_npy<int32_t>(path, {-2147483647 - 1, 5, 2147483647});
+  check_int_npy<uint32_t>(path, {0, 4294967295u});
+  check_int_npy<uint64_t>(path, {0, uint64_t(1) << 62});
+  // Big-endian int32 (1, -2) and float32 (1.5).
+  write_npy_raw(path, ">i4", 2, std::string("\0\0\0\x01\xff\xff\xff\xfe", 8));
+  REQUIRE(load_npy(path).to_vector<int64_t>() == std::vector<int64_t>{1, -2});
+  write_npy_raw(path, ">f4", 1, std::string("\x3f\xc0\0\0", 4));
+  REQUIRE(load_npy(path).to_vector<float>() == std::vector<float>{1.5f});
+  write_npy_raw(path, "<u8", 1, std::string(8, '\xff'));
+  REQUIRE_ERROR(load_npy(path), "does not fit int64");
+  write_npy_raw(path, "<f2", 2, std::string(4, '\0'));
+  REQUIRE_ERROR(load_npy(path), "has dtype '<f2'; supported: float32/64");
+  std::remove(path.c_str());
 }
 
 TEST_CASE("set_num_threads governs one setting") {
