@@ -34,6 +34,39 @@ void unary_backward(UnOp op, T* dx, const T* g, const T* x, const T* y, int64_t 
 // ---- broadcasting binary ops, comparisons, where (ops/cpu/binary.cpp) ----
 
 // ---- reductions: sum/mean/var/max/min/argmax (ops/cpu/reduce.cpp) ----
+// x is seen as (outer, r, inner): output (o, i) reduces x[o, 0 .. r, i]; out is (outer, inner).
+// T is float, double or int64_t for the forward kernels, float or double for the backward ones.
+// Results do not depend on the thread count.
+//
+// out = Σ_r x / divisor (mean: divisor = r). Floating T accumulates in double and rounds once;
+// int64 sums in int64 (divisor unused). r == 0 gives 0 / divisor.
+template <typename T>
+void reduce_sum(T* out, const T* x, int64_t outer, int64_t r, int64_t inner, double divisor = 1);
+// out = max (RedOp::Max) or min (RedOp::Min) over r >= 1; NaN propagates.
+template <typename T>
+void reduce_extreme(RedOp op, T* out, const T* x, int64_t outer, int64_t r, int64_t inner);
+// out int64 = the first index of the maximum over r >= 1 (NaN counts as the maximum: the first NaN
+// wins), like torch.argmax.
+template <typename T>
+void argmax(int64_t* out, const T* x, int64_t outer, int64_t r, int64_t inner);
+// out = Σ_r (x - mean)² / denom, and mean (outer, inner) float64 = Σ_r x / r (saved for backward),
+// both accumulated in double.
+template <typename T>
+void reduce_var(T* out, double* mean, const T* x, int64_t outer, int64_t r, int64_t inner,
+                double denom);
+// Backward spreads, dx (outer, r, inner) from dout (outer, inner):
+// dx = dout·scale (sum: 1, mean: 1/r), the product in double.
+template <typename T>
+void reduce_sum_backward(T* dx, const T* dout, int64_t outer, int64_t r, int64_t inner,
+                         double scale = 1);
+// dx = dout / ties where x equals m (the forward max/min output, ties share it evenly), else 0.
+template <typename T>
+void reduce_extreme_backward(T* dx, const T* dout, const T* x, const T* m, int64_t outer, int64_t r,
+                             int64_t inner);
+// dx = dout·2(x - mean)/denom, in double.
+template <typename T>
+void reduce_var_backward(T* dx, const T* dout, const T* x, const double* mean, int64_t outer,
+                         int64_t r, int64_t inner, double denom);
 
 // ---- row softmax / log_softmax with the fully-masked/NaN rule, shared by softmax and SDPA
 // (ops/cpu/softmax.cpp) ----
