@@ -72,6 +72,19 @@ void reduce_var_backward(T* dx, const T* dout, const T* x, const double* mean, i
 // (ops/cpu/softmax.cpp) ----
 
 // ---- layer norm (ops/cpu/norm.cpp) ----
+// x (N, D) -> out (N, D); mean and rstd (N) float64, saved for backward; w, b (D) or null.
+//   mean = Σx/D, var = Σ(x - mean)²/D (two passes, in double), rstd = 1/sqrt(var + eps),
+//   out = (x - mean)·rstd·w + b (in T).
+template <typename T>
+void layer_norm_forward(T* out, double* mean, double* rstd, const T* x, const T* w, const T* b,
+                        int64_t N, int64_t D, double eps);
+// dx (N, D) or null; dw, db (D) or null, written (not accumulated); reads dout, x, w (or null),
+// mean, rstd. With norm = (x - mean)·rstd and dnorm = dout·w:
+//   dx = rstd·(dnorm - mean_D(dnorm) - norm·mean_D(dnorm·norm)), dw = Σ_N dout·norm, db = Σ_N dout
+// (row means and Σ_N in double, in an order fixed by N and D).
+template <typename T>
+void layer_norm_backward(T* dx, T* dw, T* db, const T* dout, const T* x, const T* w,
+                         const double* mean, const double* rstd, int64_t N, int64_t D);
 
 // ---- cross-entropy (ops/cpu/loss.cpp) ----
 
