@@ -87,6 +87,20 @@ void layer_norm_backward(T* dx, T* dw, T* db, const T* dout, const T* x, const T
                          const double* mean, const double* rstd, int64_t N, int64_t D);
 
 // ---- cross-entropy (ops/cpu/loss.cpp) ----
+// logits (N, C, inner) (inner = 1 for (N, C)), target (N·inner) int64 already checked to lie in
+// [0, C) or equal ignore_index. Per row r = n·inner + i, with lse = logsumexp_c(x) and
+// ε = label_smoothing: loss[r] = (1-ε)·(lse - x_t) + ε/C·Σ_c(lse - x_c) and lse[r] (both float64,
+// lse saved for backward); ignored rows get 0 and 0. Returns the number of rows not ignored.
+template <typename T>
+int64_t cross_entropy_forward(double* loss, double* lse, const T* logits, const int64_t* target,
+                              int64_t N, int64_t C, int64_t inner, int64_t ignore_index,
+                              double label_smoothing);
+// dlogits (N, C, inner) = g_r·(softmax - (1-ε)·onehot(t) - ε/C), g_r = grow[r] (float64 per row)
+// or, when grow is null, grow_scalar for every row; ignored rows get 0.
+template <typename T>
+void cross_entropy_backward(T* dlogits, const double* grow, double grow_scalar, const T* logits,
+                            const int64_t* target, const double* lse, int64_t N, int64_t C,
+                            int64_t inner, int64_t ignore_index, double label_smoothing);
 
 // ---- dropout, embedding (ops/cpu/dropout.cpp, ops/cpu/embedding.cpp) ----
 
