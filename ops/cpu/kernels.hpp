@@ -103,6 +103,20 @@ void cross_entropy_backward(T* dlogits, const double* grow, double grow_scalar, 
                             int64_t inner, int64_t ignore_index, double label_smoothing);
 
 // ---- dropout, embedding (ops/cpu/dropout.cpp, ops/cpu/embedding.cpp) ----
+// Inverted dropout on n elements: keep[i] = scale = 1/(1-p) when element i is kept, else 0, and
+// out[i] = x[i]·keep[i]. Element i is kept iff its uniform (u >> 11)·2⁻⁵³ >= p, u the i-th of n
+// draws from gen in row-major order (gen.next_u64s: the stream of n next_u64()). p == 1 drops
+// everything and draws nothing.
+template <typename T>
+void dropout_forward(T* out, T* keep, const T* x, int64_t n, double p, Generator& gen);
+// out (n, C) = weight (V, C) rows idx[k], idx already checked to lie in [0, V).
+template <typename T>
+void embedding_forward(T* out, const T* weight, const int64_t* idx, int64_t n, int64_t C);
+// dweight (V, C, zeroed by the caller) += dout (n, C) row k into row idx[k], skipping
+// idx[k] == pad (pass -1 for no padding row); each element sums in k order (deterministic).
+template <typename T>
+void embedding_backward(T* dweight, const T* dout, const int64_t* idx, int64_t n, int64_t C,
+                        int64_t pad);
 
 // ---- GEMM through xt::blas::gemm (ops/cpu/blas.cpp) ----
 
