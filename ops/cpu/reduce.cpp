@@ -12,8 +12,10 @@
 // against 149 µs for xt::where(v > m || xt::isnan(v), v, m). Elementwise spreads that read one
 // dtype (max and var backward) are xtensor expressions over 1-D adaptors.
 //
-// Threads split the outer rows, or (few outer rows, long inner) the inner elements; each output is
-// computed by the same code whatever the split, so results are bit-identical at any thread count.
+// Threads split the work into (outer row, block of up to kBlock inner outputs) tasks; each output
+// is computed by the same code whatever the split, so results are bit-identical at any thread
+// count. (A single long row, e.g. a full sum, runs on one thread: splitting r would make the
+// order of its additions depend on the split.)
 // Deliberately not here: softmax (softmax.cpp), layer norm statistics (norm.cpp).
 #include "ops/cpu/kernels.hpp"
 #include "ops/cpu/simd.hpp"
@@ -31,9 +33,8 @@ namespace {
 // Outputs handled per block when inner > 1 (the accumulators live on the stack).
 constexpr int64_t kBlock = 256;
 
-// Calls f(o, lo, hi) over every outer row o and slices [lo, hi) covering [0, inner), hi - lo <=
-// kBlock. Threads take whole rows when there are enough of them; otherwise each row's inner
-// range is split into slices across threads.
+// Calls f(o, lo, hi) for every outer row o and every slice [lo, hi) of [0, inner) with
+// hi - lo <= kBlock, the (o, slice) tasks split across threads when the work is large.
 template <typename F>
 void for_blocks(int64_t outer, int64_t r, int64_t inner, F&& f) {
   const int64_t nb = (inner + kBlock - 1) / kBlock;  // blocks per row
