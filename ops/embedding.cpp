@@ -5,14 +5,14 @@
 // padding_idx: rows equal to it get no gradient (the forward still reads them, like PyTorch).
 // std::nullopt (the default) means no padding row, like PyTorch's None; negative values count
 // from V like PyTorch (-1 is row V-1). Values outside [-V, V) are an error.
+// The CPU kernels (row gather, index_add) are in ops/cpu/embedding.cpp, the CUDA ones in cuda/.
 // Deliberately not here: max_norm renormalisation, sparse gradients.
+#include "ops/cpu/kernels.hpp"
 #include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"
 
 #include <fmt/ranges.h>
-
-#include <cstring>
 
 namespace tg {
 using namespace detail;
@@ -67,37 +67,47 @@ int64_t check_embedding(const Tensor& indices, const Tensor& weight,
         padding_idx, shape_str(weight.shape()), V));
   return padding_idx < 0 ? padding_idx + V : padding_idx;
 }
-// The CUDA path: a row gather forward; backward adds dout rows into dweight (in a fixed order
-// unless embedding_set_deterministic(false)) and clears the padding row.
+// On CUDA, backward adds dout rows in a fixed order unless embedding_set_deterministic(false)
+// (the CPU's order is always fixed).
 bool g_deterministic = true;
-Tensor cuda_embedding(const Tensor& indices, const Tensor& weight, int64_t pad, const Shape& os) {
+
+// out (indices..., C) = weight rows at indices: cpu::embedding_forward or cuda::index_select.
+void forward_kernel(const Tensor& out, const Tensor& indices, const Tensor& weight) {
   const int64_t V = weight.size(0), C = weight.size(1), n = indices.numel();
-  Tensor out = Tensor::empty(os, weight.dtype(), weight.device());
-  const auto* pi = static_cast<const int64_t*>(indices.data_ptr());
-  if (out.numel() > 0)
+  if (out.numel() == 0) return;
+  if (on_cuda(weight)) {
     on_device(kOp, weight.device(), [&] {
-      cuda::index_select(cdt(weight.dtype()), out.data_ptr(), weight.data_ptr(), pi, 1, V, n, C);
+      cuda::index_select(cdt(weight.dtype()), out.data_ptr(), weight.data_ptr(),
+                         static_cast<const int64_t*>(indices.data_ptr()), 1, V, n, C);
     });
-  if (needs_record({&weight})) {
-    Tensor si = indices.detach();
-    const bool det = g_deterministic;
-    record(
-        kOp, out, {indices, weight},
-        RecordInfo().flops(0, static_cast<double>(out.numel())).saved(si),
-        [si, pad, V, C, det](const Tensor& g) -> std::vector<Tensor> {
-          Tensor dw = zeros({V, C}, g.dtype(), g.device());
-          if (g.numel() == 0) return {Tensor(), dw};
-          on_device("embedding backward", g.device(), [&] {
-            cuda::index_add(cdt(g.dtype()), dw.data_ptr(), g.data_ptr(),
-                            static_cast<const int64_t*>(si.data_ptr()), 1, V, si.numel(), C, det);
-            if (pad >= 0)
-              cuda::memset_zero(static_cast<char*>(dw.data_ptr()) + pad * C * dtype_size(g.dtype()),
-                                C * dtype_size(g.dtype()), g.device().index);
-          });
-          return {Tensor(), dw};
-        });
+    return;
   }
-  return out;
+  dispatch_float(weight.dtype(), kOp, [&](auto tag) {
+    using T = decltype(tag);
+    cpu::embedding_forward<T>(out.data<T>(), weight.data<T>(), indices.data<int64_t>(), n, C);
+  });
+}
+
+// dw (V, C, zeroed) += dout rows at indices, the padding row (pad >= 0) left at zero:
+// cpu::embedding_backward or cuda::index_add (deterministic: a fixed order on the GPU).
+void backward_kernel(const Tensor& dw, const Tensor& g, const Tensor& indices, int64_t pad,
+                     bool deterministic) {
+  const int64_t V = dw.size(0), C = dw.size(1), n = indices.numel();
+  if (g.numel() == 0) return;
+  if (on_cuda(g)) {
+    on_device("embedding backward", g.device(), [&] {
+      cuda::index_add(cdt(g.dtype()), dw.data_ptr(), g.data_ptr(),
+                      static_cast<const int64_t*>(indices.data_ptr()), 1, V, n, C, deterministic);
+      if (pad >= 0)
+        cuda::memset_zero(static_cast<char*>(dw.data_ptr()) + pad * C * dtype_size(g.dtype()),
+                          C * dtype_size(g.dtype()), g.device().index);
+    });
+    return;
+  }
+  dispatch_float(g.dtype(), kOp, [&](auto tag) {
+    using T = decltype(tag);
+    cpu::embedding_backward<T>(dw.data<T>(), g.data<T>(), indices.data<int64_t>(), n, C, pad);
+  });
 }
 }  // namespace
 
@@ -107,36 +117,20 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int6
                  Site site) {
   SiteScope scope(site);
   const int64_t pad = check_embedding(indices, weight, padding_idx);
-  const int64_t V = weight.size(0), C = weight.size(1), n = indices.numel();
+  const int64_t V = weight.size(0), C = weight.size(1);
   Shape os = indices.shape();
   os.push_back(C);
-  if (on_cuda(weight)) return cuda_embedding(indices, weight, pad, os);
-  Tensor out = Tensor::empty(os, weight.dtype());
-  const int64_t* pi = indices.data<int64_t>();
-  const size_t row_bytes = static_cast<size_t>(C) * dtype_size(weight.dtype());
-  const char* pw = static_cast<const char*>(weight.data_ptr());
-  char* po = static_cast<char*>(out.data_ptr());
-  for (int64_t k = 0; k < n && row_bytes > 0; ++k)
-    std::memcpy(po + k * row_bytes, pw + pi[k] * row_bytes, row_bytes);
+  Tensor out = Tensor::empty(os, weight.dtype(), weight.device());
+  forward_kernel(out, indices, weight);
   if (needs_record({&weight})) {
     Tensor si = indices.detach();  // indices: which dweight row each dout row adds into
+    const bool det = g_deterministic;
     // Cost model: a gather forward (0 FLOPs), one add per output element backward.
     record(kOp, out, {indices, weight},
            RecordInfo().flops(0, static_cast<double>(out.numel())).saved(si),
-           [si, pad, V, C](const Tensor& g) -> std::vector<Tensor> {
-             Tensor dw = zeros({V, C}, g.dtype());
-             dispatch_float(g.dtype(), kOp, [&](auto tag) {
-               using T = decltype(tag);
-               const int64_t* idx = si.data<int64_t>();
-               const T* pg = g.data<T>();
-               T* pd = dw.data<T>();
-               for (int64_t k = 0; k < si.numel(); ++k) {
-                 if (idx[k] == pad) continue;
-                 T* drow = pd + idx[k] * C;
-                 const T* grow = pg + k * C;
-                 for (int64_t c = 0; c < C; ++c) drow[c] += grow[c];
-               }
-             });
+           [si, pad, V, C, det](const Tensor& g) -> std::vector<Tensor> {
+             Tensor dw = zeros({V, C}, g.dtype(), g.device());
+             backward_kernel(dw, g, si, pad, det);
              return {Tensor(), dw};
            });
   }

@@ -10,13 +10,12 @@
 // zero gradient, as PyTorch 1.13 does); Sum sums; None keeps target's shape.
 // Backward reads the saved logits and lse per row:
 //   dx_c = dloss_row·(softmax_c - (1-ε)·[c == t] - ε/C)   (0 for ignored rows)
-// Deliberately not here: class weights, probability targets.
+// The op: check → allocate → kernel pair (cpu:: in ops/cpu/loss.cpp, or cuda::) → reduction by
+// ops → record. Deliberately not here: the kernels, class weights, probability targets.
+#include "ops/cpu/kernels.hpp"
 #include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"
-
-#include <cmath>
-#include <limits>
 
 namespace tg {
 using namespace detail;
@@ -83,88 +82,64 @@ CeLayout check_cross_entropy(const Tensor& x, const Tensor& t, const CrossEntrop
   return l;
 }
 
-// loss (rows) and lse (rows) from logits (N, C, inner); returns the count of non-ignored rows.
-template <typename T>
-int64_t ce_forward(double* loss, double* lse, const T* x, const int64_t* t, const CeLayout& l,
-                   const CrossEntropyOptions& o) {
-  const int64_t C = l.C, st = l.inner;
-  const double eps = o.label_smoothing;
-  int64_t count = 0;
-  for (int64_t n = 0; n < l.N; ++n) {
-    for (int64_t i = 0; i < l.inner; ++i) {
-      const int64_t r = n * l.inner + i;
-      const T* xr = x + n * C * st + i;
-      if (t[r] == o.ignore_index) {
-        loss[r] = 0;
-        lse[r] = 0;
-        continue;
-      }
-      ++count;
-      double mx = -std::numeric_limits<double>::infinity(), sx = 0;
-      for (int64_t c = 0; c < C; ++c) mx = std::max(mx, static_cast<double>(xr[c * st]));
-      double s = 0;
-      for (int64_t c = 0; c < C; ++c) {
-        s += std::exp(xr[c * st] - mx);
-        sx += xr[c * st];
-      }
-      const double z = mx + std::log(s);
-      const double nll = z - xr[t[r] * st];
-      loss[r] = eps == 0 ? nll : (1 - eps) * nll + eps / C * (C * z - sx);
-      lse[r] = z;
-    }
+// loss and lse (rows, float64, allocated) from logits (N, C, inner) and target: the CPU or CUDA
+// kernel. Returns the number of rows not ignored.
+int64_t forward_kernel(const Tensor& loss, const Tensor& lse, const Tensor& x, const Tensor& t,
+                       const CeLayout& l, const CrossEntropyOptions& o) {
+  if (l.rows() == 0) return 0;
+  if (on_cuda(x)) {
+    int64_t count = 0;
+    on_device(kOp, x.device(), [&] {
+      cuda::cross_entropy_forward(cdt(x.dtype()), static_cast<double*>(loss.data_ptr()),
+                                  static_cast<double*>(lse.data_ptr()), x.data_ptr(),
+                                  static_cast<const int64_t*>(t.data_ptr()), l.N, l.C, l.inner,
+                                  o.ignore_index, o.label_smoothing, &count);
+    });
+    return count;
   }
-  return count;
+  return dispatch_float(x.dtype(), kOp, [&](auto tag) {
+    using T = decltype(tag);
+    return cpu::cross_entropy_forward<T>(loss.data<double>(), lse.data<double>(), x.data<T>(),
+                                         t.data<int64_t>(), l.N, l.C, l.inner, o.ignore_index,
+                                         o.label_smoothing);
+  });
 }
 
-// dx (N, C, inner) from the per-row upstream gradient grow (rows) and the saved logits and lse.
-template <typename T>
-void ce_backward(T* dx, const double* grow, const T* x, const int64_t* t, const double* lse,
-                 const CeLayout& l, const CrossEntropyOptions& o) {
-  const int64_t C = l.C, st = l.inner;
-  const double eps = o.label_smoothing;
-  for (int64_t n = 0; n < l.N; ++n) {
-    for (int64_t i = 0; i < l.inner; ++i) {
-      const int64_t r = n * l.inner + i;
-      const T* xr = x + n * C * st + i;
-      T* dr = dx + n * C * st + i;
-      if (t[r] == o.ignore_index) {
-        for (int64_t c = 0; c < C; ++c) dr[c * st] = T(0);
-        continue;
-      }
-      const double g = grow[r];
-      for (int64_t c = 0; c < C; ++c) {
-        const double target = (c == t[r] ? 1 - eps : 0) + eps / C;
-        dr[c * st] = static_cast<T>(g * (std::exp(xr[c * st] - lse[r]) - target));
-      }
-    }
+// dx (N, C, inner, allocated) from the per-row upstream gradient — grow (rows, float64) or, when
+// undefined, gs for every row — and the saved logits, target and lse: the CPU or CUDA kernel.
+void backward_kernel(const Tensor& dx, const Tensor& grow, double gs, const Tensor& x,
+                     const Tensor& t, const Tensor& lse, const CeLayout& l,
+                     const CrossEntropyOptions& o) {
+  if (l.rows() == 0) return;
+  const double* pg = grow.defined() ? static_cast<const double*>(grow.data_ptr()) : nullptr;
+  if (on_cuda(x)) {
+    on_device("cross_entropy backward", x.device(), [&] {
+      cuda::cross_entropy_backward(cdt(x.dtype()), dx.data_ptr(), pg, gs, x.data_ptr(),
+                                   static_cast<const int64_t*>(t.data_ptr()),
+                                   static_cast<const double*>(lse.data_ptr()), l.N, l.C, l.inner,
+                                   o.ignore_index, o.label_smoothing);
+    });
+    return;
   }
+  dispatch_float(x.dtype(), kOp, [&](auto tag) {
+    using T = decltype(tag);
+    cpu::cross_entropy_backward<T>(dx.data<T>(), pg, gs, x.data<T>(), t.data<int64_t>(),
+                                   lse.data<double>(), l.N, l.C, l.inner, o.ignore_index,
+                                   o.label_smoothing);
+  });
 }
 
-// Per-row upstream gradient (rows) from dout: None reads dout per row, Sum broadcasts the scalar,
-// Mean divides it by count (0 when every row is ignored, like PyTorch).
-std::vector<double> row_grads(const Tensor& g, int64_t rows, int64_t count, Reduction red) {
-  std::vector<double> gv = g.to_vector<double>();
-  if (red == Reduction::None) return gv;
-  const double s =
-      red == Reduction::Sum ? gv[0] : (count > 0 ? gv[0] / static_cast<double>(count) : 0.0);
-  return std::vector<double>(rows, s);
-}
+}  // namespace
 
-// The CUDA path: per-row losses and log-sum-exp in float64 on the device, the reduction by ops,
-// backward fused (softmax minus the smoothed one-hot, times the row's gradient).
-Tensor cuda_cross_entropy(const Tensor& logits, const Tensor& target, const CeLayout& l,
-                          const CrossEntropyOptions& opts) {
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyOptions& opts,
+                     Site site) {
+  SiteScope scope(site);
+  const CeLayout l = check_cross_entropy(logits, target, opts);
   const Device dev = logits.device();
   const int64_t rows = l.rows();
-  Tensor loss = Tensor::empty({rows}, kFloat64, dev), lse = Tensor::empty({rows}, kFloat64, dev);
-  int64_t count = 0;
-  if (rows > 0)
-    on_device(kOp, dev, [&] {
-      cuda::cross_entropy_forward(cdt(logits.dtype()), static_cast<double*>(loss.data_ptr()),
-                                  static_cast<double*>(lse.data_ptr()), logits.data_ptr(),
-                                  static_cast<const int64_t*>(target.data_ptr()), l.N, l.C, l.inner,
-                                  opts.ignore_index, opts.label_smoothing, &count);
-    });
+  Tensor loss = Tensor::empty({rows}, kFloat64, dev);  // per row
+  Tensor lse = Tensor::empty({rows}, kFloat64, dev);   // saved: logsumexp per row
+  const int64_t count = forward_kernel(loss, lse, logits, target, l, opts);
   Tensor out;
   if (opts.reduction == Reduction::None) {
     out = reshape(loss, target.shape()).to(logits.dtype());
@@ -177,6 +152,7 @@ Tensor cuda_cross_entropy(const Tensor& logits, const Tensor& target, const CeLa
   if (needs_record({&logits})) {
     Tensor sx = logits.detach(), st = target.detach();
     const CrossEntropyOptions o = opts;
+    // Cost model per logit: ~4 forward (max, exp, sum, log), ~3 backward.
     record(kOp, out, {logits, target},
            RecordInfo()
                .flops(4.0 * static_cast<double>(logits.numel()),
@@ -190,71 +166,10 @@ Tensor cuda_cross_entropy(const Tensor& logits, const Tensor& target, const CeLa
                grow = reshape(g, {rows}).to(kFloat64);
              } else {
                gs = g.item<double>();
+               // Mean: 0 when every row is ignored, like PyTorch.
                if (o.reduction == Reduction::Mean) gs = count > 0 ? gs / count : 0.0;
              }
-             if (rows > 0)
-               on_device("cross_entropy backward", sx.device(), [&] {
-                 cuda::cross_entropy_backward(
-                     cdt(sx.dtype()), dx.data_ptr(),
-                     grow.defined() ? static_cast<const double*>(grow.data_ptr()) : nullptr, gs,
-                     sx.data_ptr(), static_cast<const int64_t*>(st.data_ptr()),
-                     static_cast<const double*>(lse.data_ptr()), l.N, l.C, l.inner, o.ignore_index,
-                     o.label_smoothing);
-               });
-             return {dx, Tensor()};
-           });
-  }
-  return out;
-}
-
-}  // namespace
-
-Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyOptions& opts,
-                     Site site) {
-  SiteScope scope(site);
-  const CeLayout l = check_cross_entropy(logits, target, opts);
-  if (on_cuda(logits)) return cuda_cross_entropy(logits, target, l, opts);
-  const int64_t rows = l.rows();
-  std::vector<double> loss(rows);
-  Tensor lse = Tensor::empty({rows}, kFloat64);  // saved: logsumexp per row
-  int64_t count = 0;
-  dispatch_float(logits.dtype(), kOp, [&](auto tag) {
-    using T = decltype(tag);
-    count = ce_forward(loss.data(), lse.data<double>(), logits.data<T>(), target.data<int64_t>(), l,
-                       opts);
-  });
-  Tensor out;
-  if (opts.reduction == Reduction::None) {
-    out = Tensor::empty(target.shape(), logits.dtype());
-    dispatch_float(logits.dtype(), kOp, [&](auto tag) {
-      using T = decltype(tag);
-      T* po = out.data<T>();
-      for (int64_t r = 0; r < rows; ++r) po[r] = static_cast<T>(loss[r]);
-    });
-  } else {
-    double total = 0;
-    for (double v : loss) total += v;
-    // Mean over non-ignored rows; 0/0 gives NaN when every row is ignored, like PyTorch.
-    if (opts.reduction == Reduction::Mean) total /= static_cast<double>(count);
-    out = scalar_tensor(total, logits.dtype());
-  }
-  if (needs_record({&logits})) {
-    Tensor sx = logits.detach(), st = target.detach();
-    const CrossEntropyOptions o = opts;
-    // Cost model per logit: ~4 forward (max, exp, sum, log), ~3 backward.
-    record(kOp, out, {logits, target},
-           RecordInfo()
-               .flops(4.0 * static_cast<double>(logits.numel()),
-                      3.0 * static_cast<double>(logits.numel()))
-               .saved(sx, st, lse),
-           [sx, st, lse, l, o, rows, count](const Tensor& g) -> std::vector<Tensor> {
-             std::vector<double> grow = row_grads(g, rows, count, o.reduction);
-             Tensor dx = Tensor::empty(sx.shape(), sx.dtype());
-             dispatch_float(sx.dtype(), kOp, [&](auto tag) {
-               using T = decltype(tag);
-               ce_backward(dx.data<T>(), grow.data(), sx.data<T>(), st.data<int64_t>(),
-                           lse.data<double>(), l, o);
-             });
+             backward_kernel(dx, grow, gs, sx, st, lse, l, o);
              return {dx, Tensor()};
            });
   }

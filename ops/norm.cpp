@@ -8,7 +8,9 @@
 //   dnorm = dout·w
 //   dx = rstd·(dnorm - mean_D(dnorm) - norm·mean_D(dnorm·norm))
 //   dw = Σ_N dout·norm, db = Σ_N dout
-// Deliberately not here: batch/group norm, RMSNorm.
+// The op: check → allocate → kernel (cpu::layer_norm_forward/backward in ops/cpu/norm.cpp, or
+// cuda::) → record. Deliberately not here: the kernels themselves, batch/group norm, RMSNorm.
+#include "ops/cpu/kernels.hpp"
 #include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"
@@ -51,66 +53,53 @@ int64_t check_layer_norm(const Tensor& x, const Shape& ns, const Tensor& w, cons
   return shape_numel(ns);
 }
 
-// out (N, D), mean (N), rstd (N) from x (N, D), w (D) or null, b (D) or null.
+void* ptr(const Tensor& t) { return t.defined() ? t.data_ptr() : nullptr; }
 template <typename T>
-void layer_norm_forward(T* out, double* mean, double* rstd, const T* x, const T* w, const T* b,
-                        int64_t N, int64_t D, double eps) {
-  for (int64_t r = 0; r < N; ++r) {
-    const T* xr = x + r * D;
-    T* orow = out + r * D;
-    double m = 0;
-    for (int64_t i = 0; i < D; ++i) m += xr[i];
-    m /= static_cast<double>(D);
-    double v = 0;
-    for (int64_t i = 0; i < D; ++i) {
-      const double d = xr[i] - m;
-      v += d * d;
-    }
-    v /= static_cast<double>(D);
-    const double rs = 1.0 / std::sqrt(v + eps);
-    for (int64_t i = 0; i < D; ++i) {
-      double n = (xr[i] - m) * rs;
-      if (w) n *= w[i];
-      if (b) n += b[i];
-      orow[i] = static_cast<T>(n);
-    }
-    mean[r] = m;
-    rstd[r] = rs;
-  }
+T* ptr_as(const Tensor& t) {
+  return t.defined() ? t.data<T>() : nullptr;
 }
 
-// dx (N, D), dw (D) or null, db (D) or null (both zero-initialised) from dout (N, D) and the
-// saved x, w, mean, rstd.
-template <typename T>
-void layer_norm_backward(T* dx, T* dw, T* db, const T* dout, const T* x, const T* w,
-                         const double* mean, const double* rstd, int64_t N, int64_t D) {
-  std::vector<double> dwacc(dw ? D : 0, 0.0), dbacc(db ? D : 0, 0.0);
-  for (int64_t r = 0; r < N; ++r) {
-    const T* xr = x + r * D;
-    const T* gr = dout + r * D;
-    const double m = mean[r], rs = rstd[r];
-    // The two row means the closed form needs.
-    double dnorm_mean = 0, dnorm_norm_mean = 0;
-    for (int64_t i = 0; i < D; ++i) {
-      const double norm = (xr[i] - m) * rs;
-      const double dnorm = w ? static_cast<double>(w[i]) * gr[i] : static_cast<double>(gr[i]);
-      dnorm_mean += dnorm;
-      dnorm_norm_mean += dnorm * norm;
-    }
-    dnorm_mean /= static_cast<double>(D);
-    dnorm_norm_mean /= static_cast<double>(D);
-    for (int64_t i = 0; i < D; ++i) {
-      const double norm = (xr[i] - m) * rs;
-      const double dnorm = w ? static_cast<double>(w[i]) * gr[i] : static_cast<double>(gr[i]);
-      if (dx) dx[r * D + i] = static_cast<T>(rs * (dnorm - dnorm_mean - norm * dnorm_norm_mean));
-      if (dw) dwacc[i] += gr[i] * norm;
-      if (db) dbacc[i] += gr[i];
-    }
+// out (N, D), mean and rstd (N) float64, all allocated, from x (N, D) and w, b (D) or undefined:
+// cpu::layer_norm_forward or cuda::layer_norm_forward.
+void forward_kernel(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& x,
+                    const Tensor& w, const Tensor& b, int64_t N, int64_t D, double eps) {
+  if (N == 0) return;
+  if (on_cuda(x)) {
+    on_device(kOp, x.device(), [&] {
+      cuda::layer_norm_forward(cdt(x.dtype()), out.data_ptr(), static_cast<double*>(ptr(mean)),
+                               static_cast<double*>(ptr(rstd)), x.data_ptr(), ptr(w), ptr(b), N, D,
+                               eps);
+    });
+    return;
   }
-  for (int64_t i = 0; dw && i < D; ++i) dw[i] = static_cast<T>(dwacc[i]);
-  for (int64_t i = 0; db && i < D; ++i) db[i] = static_cast<T>(dbacc[i]);
+  dispatch_float(x.dtype(), kOp, [&](auto tag) {
+    using T = decltype(tag);
+    cpu::layer_norm_forward<T>(out.data<T>(), mean.data<double>(), rstd.data<double>(), x.data<T>(),
+                               ptr_as<T>(w), ptr_as<T>(b), N, D, eps);
+  });
 }
 
+// dx (N, D), dw and db (D) — each allocated or undefined, dw and db zeroed — from dout and the
+// saved x, w (or undefined), mean and rstd: cpu::layer_norm_backward or cuda::.
+void backward_kernel(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& g,
+                     const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd,
+                     int64_t N, int64_t D) {
+  if (N == 0) return;
+  if (on_cuda(x)) {
+    on_device("layer_norm backward", x.device(), [&] {
+      cuda::layer_norm_backward(cdt(g.dtype()), ptr(dx), ptr(dw), ptr(db), g.data_ptr(),
+                                x.data_ptr(), ptr(w), static_cast<const double*>(mean.data_ptr()),
+                                static_cast<const double*>(rstd.data_ptr()), N, D);
+    });
+    return;
+  }
+  dispatch_float(g.dtype(), kOp, [&](auto tag) {
+    using T = decltype(tag);
+    cpu::layer_norm_backward<T>(ptr_as<T>(dx), ptr_as<T>(dw), ptr_as<T>(db), g.data<T>(),
+                                x.data<T>(), ptr_as<T>(w), mean.data<double>(), rstd.data<double>(),
+                                N, D);
+  });
+}
 }  // namespace
 
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
@@ -121,21 +110,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
   const Device dev = x.device();
   Tensor out = Tensor::empty(x.shape(), x.dtype(), dev);
   Tensor mean = Tensor::empty({N}, kFloat64, dev), rstd = Tensor::empty({N}, kFloat64, dev);
-  auto ptr = [](const Tensor& t) -> void* { return t.defined() ? t.data_ptr() : nullptr; };
-  if (on_cuda(x) && N > 0) {
-    on_device(kOp, dev, [&] {
-      cuda::layer_norm_forward(cdt(x.dtype()), out.data_ptr(), static_cast<double*>(ptr(mean)),
-                               static_cast<double*>(ptr(rstd)), x.data_ptr(), ptr(weight),
-                               ptr(bias), N, D, eps);
-    });
-  }
-  if (!on_cuda(x))
-    dispatch_float(x.dtype(), kOp, [&](auto tag) {
-      using T = decltype(tag);
-      layer_norm_forward(out.data<T>(), mean.data<double>(), rstd.data<double>(), x.data<T>(),
-                         weight.defined() ? weight.data<T>() : nullptr,
-                         bias.defined() ? bias.data<T>() : nullptr, N, D, eps);
-    });
+  forward_kernel(out, mean, rstd, x, weight, bias, N, D, eps);
   if (needs_record({&x, &weight, &bias})) {
     Tensor sx = x.detach(), sw = weight.defined() ? weight.detach() : Tensor();
     const bool gx = x.requires_grad(), gw = weight.defined() && weight.requires_grad(),
@@ -151,27 +126,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
              Tensor dx = gx ? Tensor::empty(sx.shape(), sx.dtype(), dev) : Tensor();
              Tensor dw = gw ? zeros(ns, sx.dtype(), dev) : Tensor();
              Tensor db = gb ? zeros(ns, sx.dtype(), dev) : Tensor();
-             auto ptr = [](const Tensor& t) -> void* {
-               return t.defined() ? t.data_ptr() : nullptr;
-             };
-             if (on_cuda(sx)) {
-               if (N > 0)
-                 on_device("layer_norm backward", dev, [&] {
-                   cuda::layer_norm_backward(cdt(g.dtype()), ptr(dx), ptr(dw), ptr(db),
-                                             g.data_ptr(), sx.data_ptr(), ptr(sw),
-                                             static_cast<const double*>(mean.data_ptr()),
-                                             static_cast<const double*>(rstd.data_ptr()), N, D);
-                 });
-               return {dx, dw, db};
-             }
-             dispatch_float(g.dtype(), kOp, [&](auto tag) {
-               using T = decltype(tag);
-               layer_norm_backward(dx.defined() ? dx.data<T>() : nullptr,
-                                   dw.defined() ? dw.data<T>() : nullptr,
-                                   db.defined() ? db.data<T>() : nullptr, g.data<T>(), sx.data<T>(),
-                                   sw.defined() ? sw.data<T>() : nullptr, mean.data<double>(),
-                                   rstd.data<double>(), N, D);
-             });
+             backward_kernel(dx, dw, db, g, sx, sw, mean, rstd, N, D);
              return {dx, dw, db};
            });
   }

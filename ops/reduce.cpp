@@ -1,19 +1,21 @@
 // ops/reduce.cpp — reductions over one or several dims (sum, mean, max with amax semantics, var,
 // argmax), forward and backward side by side, and the Tensor methods that call them.
 //
-// Kernels are loops over contiguous .data(): when the reduced dims are adjacent (size-1 dims in
-// between do not count) the input is viewed as (outer, reduced, inner); otherwise it is walked
-// row-major with an output offset built from strides that are 0 on the reduced dims. float32
-// accumulates in double. Every backward spreads dout back over the reduced dims with the same walk.
-// Deliberately not here: softmax/log_softmax (softmax.cpp), layer_norm's statistics (norm.cpp).
+// Each op: check → plan → allocate → kernel → record. The plan views the input as (outer,
+// reduced, inner) when the reduced dims are adjacent (size-1 dims in between do not count); the
+// CPU kernels (ops/cpu/reduce.cpp: float32 accumulates in double) read that view. Reduced dims
+// that are not adjacent are first gathered by a permuted copy, kept dims first, reduced dims last:
+// (out_numel, count, 1); each backward writes dx in that layout and permutes it back. On CUDA the
+// same reductions are composed from cuda::reduce and broadcasting ops.
+// Deliberately not here: softmax/log_softmax (softmax.cpp), layer_norm's statistics (norm.cpp),
+// sum_to's unbroadcast (elementwise.cpp).
+#include "ops/cpu/kernels.hpp"
 #include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"
 
 #include <fmt/ranges.h>
 
-#include <cmath>
-#include <limits>
 #include <type_traits>
 
 namespace tg {
@@ -21,26 +23,24 @@ using namespace detail;
 
 namespace {
 
-template <typename T>
-bool is_nan(T v) {
-  if constexpr (std::is_floating_point_v<T>) return std::isnan(v);
-  return false;
-}
-
 std::string dims_str(const std::vector<int64_t>& dims) {
   return fmt::format("[{}]", fmt::join(dims, ","));
 }
 
-// Which dims a reduction removes and how input elements map to output elements.
+// Which dims a reduction removes and how the kernels see the input.
 struct ReducePlan {
   Shape in_shape;
   std::vector<bool> reduced;  // per input dim
   Shape out_shape;            // as returned (reduced dims dropped unless keepdim)
   Shape keep_shape;           // reduced dims as 1
   int64_t out_numel = 1;
-  int64_t count = 1;     // input elements per output element
-  bool adjacent = true;  // reduced dims form one block: the (outer, red, inner) view applies
+  int64_t count = 1;  // input elements per output element
+  // The kernels' (outer, red, inner) view. perm is empty when the reduced dims are adjacent (the
+  // input is read as it is); otherwise the input is permuted by perm (kept dims, then reduced
+  // dims) into (out_numel, count, 1), and inv permutes a gradient in that layout back.
   int64_t outer = 1, red = 1, inner = 1;
+  std::vector<int64_t> perm, inv;
+  Shape kernel_shape;  // the input's shape in the kernels' layout
 };
 
 // Normalises dims (negative allowed, duplicates rejected, empty = all) against shape.
@@ -64,7 +64,7 @@ std::vector<bool> reduced_dims(const char* op, const Shape& shape,
 ReducePlan make_plan(const char* op, const Shape& shape, const std::vector<int64_t>& dims,
                      bool keepdim) {
   ReducePlan p;
-  p.in_shape = shape;
+  p.in_shape = p.kernel_shape = shape;
   p.reduced = reduced_dims(op, shape, dims);
   const int64_t n = static_cast<int64_t>(shape.size());
   int64_t lo = n, hi = -1;
@@ -82,59 +82,50 @@ ReducePlan make_plan(const char* op, const Shape& shape, const std::vector<int64
     }
   }
   if (hi < 0) lo = hi = n;  // nothing reduced: (numel, 1, 1)
+  bool adjacent = true;
   for (int64_t d = lo; d <= hi && d < n; ++d)
-    if (!p.reduced[d] && shape[d] != 1) p.adjacent = false;
-  for (int64_t d = 0; d < n; ++d) (d < lo ? p.outer : d <= hi ? p.red : p.inner) *= shape[d];
+    if (!p.reduced[d] && shape[d] != 1) adjacent = false;
+  if (adjacent) {
+    for (int64_t d = 0; d < n; ++d) (d < lo ? p.outer : d <= hi ? p.red : p.inner) *= shape[d];
+    return p;
+  }
+  for (int pass = 0; pass < 2; ++pass)
+    for (int64_t d = 0; d < n; ++d)
+      if (p.reduced[d] == (pass == 1)) p.perm.push_back(d);
+  p.inv.resize(n);
+  p.kernel_shape.clear();
+  for (int64_t k = 0; k < n; ++k) {
+    p.inv[p.perm[k]] = k;
+    p.kernel_shape.push_back(shape[p.perm[k]]);
+  }
+  p.outer = p.out_numel;
+  p.red = p.count;
+  p.inner = 1;
   return p;
 }
 
-// Calls f(in_index, out_index) for every input element.
-template <typename F>
-void for_each_pair(const ReducePlan& p, F&& f) {
-  if (p.adjacent) {
-    const int64_t outer = p.outer, red = p.red, inner = p.inner;
-    parallel_for(outer, outer * red * inner, [&](int64_t o) {
-      for (int64_t r = 0; r < red; ++r)
-        for (int64_t i = 0; i < inner; ++i) f((o * red + r) * inner + i, o * inner + i);
-    });
-    return;
-  }
-  // General walk: the input row-major, the output through strides that are 0 on reduced dims.
-  Shape ost = contiguous_strides(p.keep_shape);
-  for (size_t d = 0; d < ost.size(); ++d)
-    if (p.reduced[d]) ost[d] = 0;
-  broadcast_loop2(p.in_shape, ost, Shape(p.in_shape.size(), 0),
-                  [&](int64_t i, int64_t o, int64_t) { f(i, o); });
+// x as the kernels read it: itself, or the permuted copy (one gather) when the reduced dims are
+// not adjacent. Detached either way (the op records its own node).
+Tensor kernel_input(const Tensor& x, const ReducePlan& p) {
+  return p.perm.empty() ? x.detach() : permute(x.detach(), p.perm);
 }
-
-// Sum of each output's inputs, in double.
-template <typename T>
-std::vector<double> sums(const Tensor& x, const ReducePlan& p) {
-  std::vector<double> acc(p.out_numel, 0.0);
-  const T* px = x.data<T>();
-  for_each_pair(p, [&](int64_t i, int64_t o) { acc[o] += static_cast<double>(px[i]); });
-  return acc;
-}
-
-template <typename T, typename A>
-Tensor from_values(const std::vector<A>& v, const Shape& shape) {
-  Tensor out = Tensor::empty(shape, dtype_of<T>::value);
-  T* po = out.data<T>();
-  for (size_t i = 0; i < v.size(); ++i) po[i] = static_cast<T>(v[i]);
-  return out;
-}
-
-// dx[i] = dout[o] * w(i, o) over the reduction's walk; T is dout's dtype.
-template <typename T, typename W>
-Tensor spread(const Tensor& g, const ReducePlan& p, W w) {
-  Tensor dx = Tensor::empty(p.in_shape, g.dtype());
-  const T* pg = g.data<T>();
-  T* pd = dx.data<T>();
-  for_each_pair(p, [&](int64_t i, int64_t o) { pd[i] = static_cast<T>(pg[o] * w(i, o)); });
-  return dx;
+// A gradient the kernels wrote in their layout (kernel_shape), back in the input's layout.
+Tensor input_layout(const Tensor& d, const ReducePlan& p) {
+  return p.perm.empty() ? d : permute(d, p.inv);
 }
 
 void check_input(const Tensor& x, const char* op) { check_defined(x, op, "input"); }
+
+// ---- CPU backward spreads: dx (input shape) from dout (out_shape) ----
+// dx = dout·scale over the reduced dims (sum: 1, mean: 1/count).
+Tensor spread_sum(const Tensor& g, const ReducePlan& p, double scale) {
+  Tensor d = Tensor::empty(p.kernel_shape, g.dtype());
+  dispatch_float(g.dtype(), "sum", [&](auto tag) {
+    using T = decltype(tag);
+    cpu::reduce_sum_backward<T>(d.data<T>(), g.data<T>(), p.outer, p.red, p.inner, scale);
+  });
+  return input_layout(d, p);
+}
 
 // ---- CUDA: the same reductions, composed from the reduce kernel and broadcasting ops ----
 // The reduction of x on its CUDA device, shaped as the op returns it.
@@ -174,8 +165,7 @@ Tensor cuda_max(const Tensor& x, const ReducePlan& p) {
   }
   return out;
 }
-}  // namespace
-namespace {
+
 void check_nonempty(const ReducePlan& p, const char* op, const std::vector<int64_t>& dims) {
   if (p.count == 0 && p.out_numel > 0)
     throw Error(fmt::format("{}: cannot reduce input {} over dims {}: the reduced size is 0", op,
@@ -190,29 +180,24 @@ Tensor sum(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Site site) 
   check_input(x, "sum");
   ReducePlan p = make_plan("sum", x.shape(), dims, keepdim);
   if (on_cuda(x)) return cuda_sum(x, p);
+  Tensor xk = kernel_input(x, p);
   if (!is_floating(x.dtype())) {
-    std::vector<int64_t> acc(p.out_numel, 0);
-    dispatch_all(x.dtype(), [&](auto tag) {
-      using T = decltype(tag);
-      const T* px = x.data<T>();
-      for_each_pair(p, [&](int64_t i, int64_t o) { acc[o] += static_cast<int64_t>(px[i]); });
-    });
-    return from_values<int64_t>(acc, p.out_shape);
+    if (xk.dtype() != kInt64) xk = xk.to(kInt64);  // bool
+    Tensor out = Tensor::empty(p.out_shape, kInt64);
+    cpu::reduce_sum<int64_t>(out.data<int64_t>(), xk.data<int64_t>(), p.outer, p.red, p.inner);
+    return out;
   }
-  Tensor out = dispatch_float(x.dtype(), "sum", [&](auto tag) {
+  Tensor out = Tensor::empty(p.out_shape, x.dtype());
+  dispatch_float(x.dtype(), "sum", [&](auto tag) {
     using T = decltype(tag);
-    return from_values<T>(sums<T>(x, p), p.out_shape);
+    cpu::reduce_sum<T>(out.data<T>(), xk.data<T>(), p.outer, p.red, p.inner);
   });
   if (needs_record({&x})) {
     // adds; backward broadcasts
     record(
         "sum", out, {x},
         RecordInfo().flops(static_cast<double>(x.numel()), static_cast<double>(x.numel())).saved(),
-        [p](const Tensor& g) -> std::vector<Tensor> {
-          return {dispatch_float(g.dtype(), "sum", [&](auto tag) {
-            return spread<decltype(tag)>(g, p, [](int64_t, int64_t) { return 1.0; });
-          })};
-        });
+        [p](const Tensor& g) -> std::vector<Tensor> { return {spread_sum(g, p, 1.0)}; });
   }
   return out;
 }
@@ -223,21 +208,17 @@ Tensor mean(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Site site)
   ReducePlan p = make_plan("mean", x.shape(), dims, keepdim);
   const double n = static_cast<double>(p.count);
   if (on_cuda(x)) return div(cuda_sum(x, p), n);
-  Tensor out = dispatch_float(x.dtype(), "mean", [&](auto tag) {
+  Tensor xk = kernel_input(x, p);
+  Tensor out = Tensor::empty(p.out_shape, x.dtype());
+  dispatch_float(x.dtype(), "mean", [&](auto tag) {
     using T = decltype(tag);
-    std::vector<double> acc = sums<T>(x, p);
-    for (double& v : acc) v /= n;
-    return from_values<T>(acc, p.out_shape);
+    cpu::reduce_sum<T>(out.data<T>(), xk.data<T>(), p.outer, p.red, p.inner, n);
   });
   if (needs_record({&x})) {
     record(
         "mean", out, {x},
         RecordInfo().flops(static_cast<double>(x.numel()), static_cast<double>(x.numel())).saved(),
-        [p, n](const Tensor& g) -> std::vector<Tensor> {
-          return {dispatch_float(g.dtype(), "mean", [&](auto tag) {
-            return spread<decltype(tag)>(g, p, [n](int64_t, int64_t) { return 1.0 / n; });
-          })};
-        });
+        [p, n](const Tensor& g) -> std::vector<Tensor> { return {spread_sum(g, p, 1.0 / n)}; });
   }
   return out;
 }
@@ -253,34 +234,27 @@ Tensor max(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Site site) 
   ReducePlan p = make_plan("max", x.shape(), dims, keepdim);
   check_nonempty(p, "max", dims);
   if (on_cuda(x)) return cuda_max(x, p);
-  Tensor out = dispatch_all(x.dtype(), [&](auto tag) {
+  Tensor xk = kernel_input(x, p);
+  Tensor out = Tensor::empty(p.out_shape, x.dtype());
+  dispatch_all(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    std::vector<T> best(p.out_numel, std::numeric_limits<T>::lowest());
-    if constexpr (std::is_floating_point_v<T>) best.assign(p.out_numel, -INFINITY);
-    const T* px = x.data<T>();
-    for_each_pair(p, [&](int64_t i, int64_t o) {
-      T v = px[i];
-      if (v > best[o] || is_nan(v)) best[o] = v;  // once NaN, stays NaN (v > NaN is false)
-    });
-    return from_values<T>(best, p.out_shape);
+    if constexpr (!std::is_same_v<T, bool>)
+      cpu::reduce_extreme<T>(cpu::RedOp::Max, out.data<T>(), xk.data<T>(), p.outer, p.red, p.inner);
   });
   if (needs_record({&x})) {
-    Tensor sx = x.detach(), sm = out.detach();
+    Tensor sm = out.detach();  // the kernels' layout: xk, not x
     record("max", out, {x},
            RecordInfo()
                .flops(static_cast<double>(x.numel()), 2 * static_cast<double>(x.numel()))
-               .saved(sx, sm),
-           [p, sx, sm](const Tensor& g) -> std::vector<Tensor> {
-             return {dispatch_float(g.dtype(), "max", [&](auto tag) {
+               .saved(xk, sm),
+           [p, xk, sm](const Tensor& g) -> std::vector<Tensor> {
+             Tensor d = Tensor::empty(p.kernel_shape, g.dtype());
+             dispatch_float(g.dtype(), "max", [&](auto tag) {
                using T = decltype(tag);
-               const T* px = sx.data<T>();
-               const T* pm = sm.data<T>();
-               std::vector<int64_t> ties(p.out_numel, 0);
-               for_each_pair(p, [&](int64_t i, int64_t o) { ties[o] += px[i] == pm[o]; });
-               return spread<T>(g, p, [&](int64_t i, int64_t o) {
-                 return px[i] == pm[o] ? 1.0 / static_cast<double>(ties[o]) : 0.0;
-               });
-             })};
+               cpu::reduce_extreme_backward<T>(d.data<T>(), g.data<T>(), xk.data<T>(), sm.data<T>(),
+                                               p.outer, p.red, p.inner);
+             });
+             return {input_layout(d, p)};
            });
   }
   return out;
@@ -302,34 +276,27 @@ Tensor var(const Tensor& x, std::vector<int64_t> dims, bool keepdim, int64_t cor
     Tensor d = sub(x, cuda_spread(div(cuda_sum(x, p), static_cast<double>(p.count)), p));
     return div(cuda_sum(mul(d, d), p), denom);
   }
-  std::vector<double> mu;
-  Tensor out = dispatch_float(x.dtype(), "var", [&](auto tag) {
+  Tensor xk = kernel_input(x, p);
+  Tensor out = Tensor::empty(p.out_shape, x.dtype());
+  Tensor mu = Tensor::empty({p.out_numel}, kFloat64);  // the means, saved for backward
+  dispatch_float(x.dtype(), "var", [&](auto tag) {
     using T = decltype(tag);
-    mu = sums<T>(x, p);
-    for (double& v : mu) v /= static_cast<double>(p.count);
-    std::vector<double> ss(p.out_numel, 0.0);
-    const T* px = x.data<T>();
-    for_each_pair(p, [&](int64_t i, int64_t o) {
-      double d = static_cast<double>(px[i]) - mu[o];
-      ss[o] += d * d;
-    });
-    for (double& v : ss) v /= denom;
-    return from_values<T>(ss, p.out_shape);
+    cpu::reduce_var<T>(out.data<T>(), mu.data<double>(), xk.data<T>(), p.outer, p.red, p.inner,
+                       denom);
   });
   if (needs_record({&x})) {
-    Tensor sx = x.detach();
     record("var", out, {x},
            RecordInfo()
                .flops(3 * static_cast<double>(x.numel()), 3 * static_cast<double>(x.numel()))
-               .saved_plus(tensor_bytes(sx) + static_cast<int64_t>(sizeof(double) * mu.size())),
-           [p, sx, mu, denom](const Tensor& g) -> std::vector<Tensor> {
-             return {dispatch_float(g.dtype(), "var", [&](auto tag) {
+               .saved(xk, mu),
+           [p, xk, mu, denom](const Tensor& g) -> std::vector<Tensor> {
+             Tensor d = Tensor::empty(p.kernel_shape, g.dtype());
+             dispatch_float(g.dtype(), "var", [&](auto tag) {
                using T = decltype(tag);
-               const T* px = sx.data<T>();
-               return spread<T>(g, p, [&](int64_t i, int64_t o) {
-                 return 2.0 * (static_cast<double>(px[i]) - mu[o]) / denom;
-               });
-             })};
+               cpu::reduce_var_backward<T>(d.data<T>(), g.data<T>(), xk.data<T>(),
+                                           mu.data<double>(), p.outer, p.red, p.inner, denom);
+             });
+             return {input_layout(d, p)};
            });
   }
   return out;
@@ -343,33 +310,20 @@ Tensor argmax(const Tensor& x, int64_t dim, bool keepdim, Site site) {
   if (x.dtype() == kBool)
     throw Error(fmt::format("argmax: input {} has dtype bool, expected float32, float64 or int64",
                             shape_str(x.shape())));
-  ReducePlan p = make_plan("argmax", x.shape(), {dim}, keepdim);
+  ReducePlan p = make_plan("argmax", x.shape(), {dim}, keepdim);  // one dim: always adjacent
   check_nonempty(p, "argmax", {dim});
+  Tensor out = Tensor::empty(p.out_shape, kInt64, x.device());
   if (on_cuda(x)) {
-    Tensor out = Tensor::empty(p.out_shape, kInt64, x.device());
     on_device("argmax", x.device(), [&] {
       cuda::argmax(cdt(x.dtype()), static_cast<int64_t*>(out.data_ptr()), x.data_ptr(), p.outer,
                    p.red, p.inner);
     });
     return out;
   }
-  Tensor out = Tensor::empty(p.out_shape, kInt64);
-  int64_t* po = out.data<int64_t>();
   dispatch_all(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    const T* px = x.data<T>();
-    const int64_t red = p.red, inner = p.inner;  // one dim: always the adjacent layout
-    for (int64_t o = 0; o < p.outer; ++o) {
-      for (int64_t i = 0; i < inner; ++i) {
-        const T* row = px + o * red * inner + i;
-        int64_t bi = 0;
-        for (int64_t r = 1; r < red; ++r) {
-          T v = row[r * inner], b = row[bi * inner];
-          if (!is_nan(b) && (v > b || is_nan(v))) bi = r;
-        }
-        po[o * inner + i] = bi;
-      }
-    }
+    if constexpr (!std::is_same_v<T, bool>)
+      cpu::argmax<T>(out.data<int64_t>(), x.data<T>(), p.outer, p.red, p.inner);
   });
   return out;
 }

@@ -45,15 +45,89 @@ void where(T* out, const bool* cond, const T* a, const T* b, const Shape& so, co
            const Shape& sa, const Shape& sb);
 
 // ---- reductions: sum/mean/var/max/min/argmax (ops/cpu/reduce.cpp) ----
+// x is seen as (outer, r, inner): output (o, i) reduces x[o, 0 .. r, i]; out is (outer, inner).
+// T is float, double or int64_t for the forward kernels, float or double for the backward ones.
+// Results do not depend on the thread count.
+//
+// out = Σ_r x / divisor (mean: divisor = r). Floating T accumulates in double and rounds once;
+// int64 sums in int64 (divisor unused). r == 0 gives 0 / divisor.
+template <typename T>
+void reduce_sum(T* out, const T* x, int64_t outer, int64_t r, int64_t inner, double divisor = 1);
+// out = max (RedOp::Max) or min (RedOp::Min) over r >= 1; NaN propagates.
+template <typename T>
+void reduce_extreme(RedOp op, T* out, const T* x, int64_t outer, int64_t r, int64_t inner);
+// out int64 = the first index of the maximum over r >= 1 (NaN counts as the maximum: the first NaN
+// wins), like torch.argmax.
+template <typename T>
+void argmax(int64_t* out, const T* x, int64_t outer, int64_t r, int64_t inner);
+// out = Σ_r (x - mean)² / denom, and mean (outer, inner) float64 = Σ_r x / r (saved for backward),
+// both accumulated in double.
+template <typename T>
+void reduce_var(T* out, double* mean, const T* x, int64_t outer, int64_t r, int64_t inner,
+                double denom);
+// Backward spreads, dx (outer, r, inner) from dout (outer, inner):
+// dx = dout·scale (sum: 1, mean: 1/r), the product in double.
+template <typename T>
+void reduce_sum_backward(T* dx, const T* dout, int64_t outer, int64_t r, int64_t inner,
+                         double scale = 1);
+// dx = dout / ties where x equals m (the forward max/min output, ties share it evenly), else 0.
+template <typename T>
+void reduce_extreme_backward(T* dx, const T* dout, const T* x, const T* m, int64_t outer, int64_t r,
+                             int64_t inner);
+// dx = dout·2(x - mean)/denom, in double.
+template <typename T>
+void reduce_var_backward(T* dx, const T* dout, const T* x, const double* mean, int64_t outer,
+                         int64_t r, int64_t inner, double denom);
 
 // ---- row softmax / log_softmax with the fully-masked/NaN rule, shared by softmax and SDPA
 // (ops/cpu/softmax.cpp) ----
 
 // ---- layer norm (ops/cpu/norm.cpp) ----
+// x (N, D) -> out (N, D); mean and rstd (N) float64, saved for backward; w, b (D) or null.
+//   mean = Σx/D, var = Σ(x - mean)²/D (two passes, in double), rstd = 1/sqrt(var + eps),
+//   out = (x - mean)·rstd·w + b (in T).
+template <typename T>
+void layer_norm_forward(T* out, double* mean, double* rstd, const T* x, const T* w, const T* b,
+                        int64_t N, int64_t D, double eps);
+// dx (N, D) or null; dw, db (D) or null, written (not accumulated); reads dout, x, w (or null),
+// mean, rstd. With norm = (x - mean)·rstd and dnorm = dout·w:
+//   dx = rstd·(dnorm - mean_D(dnorm) - norm·mean_D(dnorm·norm)), dw = Σ_N dout·norm, db = Σ_N dout
+// (row means and Σ_N in double, in an order fixed by N and D).
+template <typename T>
+void layer_norm_backward(T* dx, T* dw, T* db, const T* dout, const T* x, const T* w,
+                         const double* mean, const double* rstd, int64_t N, int64_t D);
 
 // ---- cross-entropy (ops/cpu/loss.cpp) ----
+// logits (N, C, inner) (inner = 1 for (N, C)), target (N·inner) int64 already checked to lie in
+// [0, C) or equal ignore_index. Per row r = n·inner + i, with lse = logsumexp_c(x) and
+// ε = label_smoothing: loss[r] = (1-ε)·(lse - x_t) + ε/C·Σ_c(lse - x_c) and lse[r] (both float64,
+// lse saved for backward); ignored rows get 0 and 0. Returns the number of rows not ignored.
+template <typename T>
+int64_t cross_entropy_forward(double* loss, double* lse, const T* logits, const int64_t* target,
+                              int64_t N, int64_t C, int64_t inner, int64_t ignore_index,
+                              double label_smoothing);
+// dlogits (N, C, inner) = g_r·(softmax - (1-ε)·onehot(t) - ε/C), g_r = grow[r] (float64 per row)
+// or, when grow is null, grow_scalar for every row; ignored rows get 0.
+template <typename T>
+void cross_entropy_backward(T* dlogits, const double* grow, double grow_scalar, const T* logits,
+                            const int64_t* target, const double* lse, int64_t N, int64_t C,
+                            int64_t inner, int64_t ignore_index, double label_smoothing);
 
 // ---- dropout, embedding (ops/cpu/dropout.cpp, ops/cpu/embedding.cpp) ----
+// Inverted dropout on n elements: keep[i] = scale = 1/(1-p) when element i is kept, else 0, and
+// out[i] = x[i]·keep[i]. Element i is kept iff its uniform (u >> 11)·2⁻⁵³ >= p, u the i-th of n
+// draws from gen in row-major order (gen.next_u64s: the stream of n next_u64()). p == 1 drops
+// everything and draws nothing.
+template <typename T>
+void dropout_forward(T* out, T* keep, const T* x, int64_t n, double p, Generator& gen);
+// out (n, C) = weight (V, C) rows idx[k], idx already checked to lie in [0, V).
+template <typename T>
+void embedding_forward(T* out, const T* weight, const int64_t* idx, int64_t n, int64_t C);
+// dweight (V, C, zeroed by the caller) += dout (n, C) row k into row idx[k], skipping
+// idx[k] == pad (pass -1 for no padding row); each element sums in k order (deterministic).
+template <typename T>
+void embedding_backward(T* dweight, const T* dout, const int64_t* idx, int64_t n, int64_t C,
+                        int64_t pad);
 
 // ---- GEMM through xt::blas::gemm (ops/cpu/blas.cpp) ----
 
