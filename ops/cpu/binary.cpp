@@ -43,18 +43,19 @@ void apply(BinOp op, O&& out, const X& a, const Y& b) {
     case BinOp::Pow:
       xt::noalias(out) = xt::pow(a, b);
       break;
-    // NaN propagates (a + b is NaN when either is), like torch.maximum.
+    // NaN propagates (a + b is NaN when either is), like torch.maximum. xt::isnan, not a != a:
+    // xsimd's != is an ordered compare (false for NaN).
     case BinOp::Max:
-      xt::noalias(out) = xt::where(a != a || b != b, a + b, xt::where(a > b, a, b));
+      xt::noalias(out) = xt::where(xt::isnan(a) || xt::isnan(b), a + b, xt::where(a > b, a, b));
       break;
     case BinOp::Min:
-      xt::noalias(out) = xt::where(a != a || b != b, a + b, xt::where(a < b, a, b));
+      xt::noalias(out) = xt::where(xt::isnan(a) || xt::isnan(b), a + b, xt::where(a < b, a, b));
       break;
     case BinOp::Eq:
       xt::noalias(out) = xt::equal(a, b);
       break;
     case BinOp::Ne:
-      xt::noalias(out) = xt::not_equal(a, b);
+      xt::noalias(out) = !xt::equal(a, b);  // xsimd != is ordered: false for NaN
       break;
     case BinOp::Lt:
       xt::noalias(out) = a < b;
@@ -121,9 +122,9 @@ void binary(BinOp op, O* out, const T* a, const T* b, const Shape& so, const Sha
       if (ra && rb)
         apply(op, vo, vec(pa, n), vec(pb, n));
       else if (ra)
-        apply(op, vo, vec(pa, n), pb[0]);
+        apply(op, vo, vec(pa, n), xt::xscalar<T>(pb[0]));
       else if (rb)
-        apply(op, vo, pa[0], vec(pb, n));
+        apply(op, vo, xt::xscalar<T>(pa[0]), vec(pb, n));
       else {  // both broadcast along the row: one value, repeated
         apply(op, vec(o, 1), vec(pa, 1), vec(pb, 1));
         std::fill(o + 1, o + n, o[0]);

@@ -286,7 +286,11 @@ void check_binary(BinOp op, bool compare) {
                                                   : (op == BinOp::Pow ? std::fabs(db[i]) : db[i]));
     if (op == BinOp::Pow)
       for (auto& v : a) v = static_cast<T>(std::fabs(static_cast<double>(v)) + 0.1);
-    if (na > 2) a[1] = nb > 1 ? b[1] : b[0];  // a tie for eq / max
+    if (na > 2) a[1] = nb > 1 ? b[1] : b[0];      // a tie for eq / max
+    if constexpr (std::is_floating_point_v<T>) {  // NaN on either side, in row bodies and tails
+      if (na > 3) a[3] = std::numeric_limits<T>::quiet_NaN();
+      if (nb > 2) b[nb - 1] = std::numeric_limits<T>::quiet_NaN();
+    }
     std::vector<double> want(no);
     for (int64_t o = 0; o < no; ++o)
       want[o] = ref_binary<T>(op, a[bcast_index(o, so, sa)], b[bcast_index(o, so, sb)]);
