@@ -1,5 +1,5 @@
 // ops/attention.cpp — functional attention: scaled_dot_product_attention (one fused tape node,
-// tiled by query rows, BLAS gemm on raw pointers, forward and backward side by side), the seed
+// tiled by query rows, cpu::gemm on raw pointers, forward and backward side by side), the seed
 // articles' attention(Q, K, V, mask) on top of it, and additive (Bahdanau) attention composed from
 // ops (its backward is the ops' own).
 //
@@ -14,10 +14,10 @@
 // T×S matrix is stored only when the mask really is full. Without a tape, one tile buffer is
 // reused. Deliberately not here: the mask description (attention_mask.cpp), CUDA kernels, modules.
 #include "ops/attention.hpp"
+#include "ops/cpu/kernels.hpp"
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"
 
-#include <cblas.h>
 #include <xsimd/xsimd.hpp>
 
 #include <climits>
@@ -43,29 +43,18 @@ constexpr int64_t kRowTileFull = 256;  // without structure every tile spans all
                                        // tiles mean fewer, larger gemms
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// ---- BLAS ----
-int blas_int(int64_t v) {
+// ---- GEMM ----
+// BLAS takes 32-bit sizes; larger ones are refused rather than silently truncated.
+void check_blas_int(int64_t v) {
   if (v > INT_MAX)
     throw Error(fmt::format("{}: dimension {} exceeds the BLAS limit {}", kSdpa, v, INT_MAX));
-  return static_cast<int>(v);
 }
 // C (M, N) = alpha·op(A)·op(B) + beta·C, row-major; lda/ldb/ldc are the stored row lengths.
 template <typename T>
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,
           const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
-  if (M == 0 || N == 0) return;
-  if (K == 0) {  // empty product: C = beta·C
-    for (int64_t i = 0; i < M; ++i)
-      for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == T(0) ? T(0) : beta * C[i * ldc + j];
-    return;
-  }
-  const auto opa = ta ? CblasTrans : CblasNoTrans, opb = tb ? CblasTrans : CblasNoTrans;
-  if constexpr (std::is_same_v<T, float>)
-    cblas_sgemm(CblasRowMajor, opa, opb, blas_int(M), blas_int(N), blas_int(K), alpha, A,
-                blas_int(lda), B, blas_int(ldb), beta, C, blas_int(ldc));
-  else
-    cblas_dgemm(CblasRowMajor, opa, opb, blas_int(M), blas_int(N), blas_int(K), alpha, A,
-                blas_int(lda), B, blas_int(ldb), beta, C, blas_int(ldc));
+  for (int64_t v : {M, N, K, lda, ldb, ldc}) check_blas_int(v);
+  cpu::gemm<T>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 // ---- validation ----

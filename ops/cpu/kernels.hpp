@@ -45,6 +45,15 @@ void unary_backward(UnOp op, T* dx, const T* g, const T* x, const T* y, int64_t 
 // ---- dropout, embedding (ops/cpu/dropout.cpp, ops/cpu/embedding.cpp) ----
 
 // ---- GEMM through xt::blas::gemm (ops/cpu/blas.cpp) ----
+// C (M, N) = alpha·op(A)·op(B) + beta·C, every matrix row-major with the given leading dimension
+// (the stored row length: A is (M, K), or (K, M) when ta, with rows lda apart; B is (K, N), or
+// (N, K) when tb; C rows ldc apart, ld >= the stored row length). No copy, no allocation: BLAS
+// reads the buffers themselves. M or N == 0: nothing; K == 0: C = beta·C (0 when beta == 0, even
+// over NaN). beta == 0 never reads C. Sizes and leading dimensions must fit BLAS's int: callers
+// check (with their own op's message).
+template <typename T>
+void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,
+          const T* B, int64_t ldb, T beta, T* C, int64_t ldc);
 
 // ---- copies: cat/stack/split, permutes (ops/cpu/copy.cpp) ----
 
