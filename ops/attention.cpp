@@ -1,7 +1,7 @@
 // ops/attention.cpp — functional attention: scaled_dot_product_attention (one fused tape node,
-// tiled by query rows, cpu::gemm on raw pointers, forward and backward side by side), the seed
-// articles' attention(Q, K, V, mask) on top of it, and additive (Bahdanau) attention composed from
-// ops (its backward is the ops' own).
+// tiled by query rows, cpu::gemm and cpu::softmax_row on raw pointers, forward and backward side by
+// side), the seed articles' attention(Q, K, V, mask) on top of it, and additive (Bahdanau)
+// attention composed from ops (its backward is the ops' own).
 //
 // SDPA, per (b, h) and per tile of kRowTile query rows [r0, r1): the tile's key range
 // [klo, khi] is the union of the rows' structural ranges (AttentionMask::key_range; the same for
@@ -17,8 +17,6 @@
 #include "ops/cpu/kernels.hpp"
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"
-
-#include <xsimd/xsimd.hpp>
 
 #include <climits>
 #include <cmath>
@@ -200,102 +198,6 @@ void mask_row(const RowMask& m, int64_t b, int64_t h, int64_t i, int64_t lo, int
   }
 }
 
-// A row whose every score is NaN or -inf (e.g. a NaN query) would look fully masked to the max
-// in softmax_row; it becomes all NaN instead, so that the error stays visible (and anomaly mode
-// can name the row). Returns whether it did.
-template <typename T>
-bool nan_row(T* s, int64_t n) {
-  for (int64_t j = 0; j < n; ++j)
-    if (std::isnan(s[j])) {
-      std::fill(s, s + n, std::numeric_limits<T>::quiet_NaN());
-      return true;
-    }
-  return false;
-}
-
-// Stable softmax of one row in place: one exp per entry in T's precision, the sum in double.
-// All -inf: P = 0, returns false.
-
-template <typename T>
-bool softmax_row(T* s, int64_t n) {
-  T mx = static_cast<T>(-kInf);
-  for (int64_t j = 0; j < n; ++j) mx = std::max(mx, s[j]);
-  if (mx == static_cast<T>(-kInf)) {
-    if (nan_row(s, n)) return true;  // NaN scores stay NaN (std::max skips them)
-    for (int64_t j = 0; j < n; ++j) s[j] = T(0);
-    return false;
-  }
-  double sum = 0;
-  for (int64_t j = 0; j < n; ++j) {
-    s[j] = std::exp(s[j] - mx);
-    sum += s[j];
-  }
-  const T inv = static_cast<T>(1.0 / sum);
-  for (int64_t j = 0; j < n; ++j) s[j] *= inv;
-  return true;
-}
-
-// float rows: the same softmax on xsimd batches (8 lanes with AVX2): vector max, xsimd::exp
-// (exp(-inf) = 0), partial sums per lane, summed in double at the end.
-template <>
-bool softmax_row<float>(float* s, int64_t n) {
-  using V = xsimd::batch<float>;
-  constexpr int64_t L = static_cast<int64_t>(V::size);
-  const float ninf = -std::numeric_limits<float>::infinity();
-  float mx = ninf;
-  int64_t j = 0;
-  if (n >= L) {
-    V m(ninf);
-    for (; j + L <= n; j += L) m = xsimd::max(m, V::load_unaligned(s + j));
-    alignas(64) float lanes[64];
-    m.store_aligned(lanes);
-    for (int64_t u = 0; u < L; ++u) mx = std::max(mx, lanes[u]);
-  }
-  for (; j < n; ++j) mx = std::max(mx, s[j]);
-  if (mx == ninf) {
-    if (nan_row(s, n)) return true;  // NaN scores stay NaN (max skips them)
-    std::fill(s, s + n, 0.0f);
-    return false;
-  }
-  V acc(0.0f), vmx(mx);
-  for (j = 0; j + L <= n; j += L) {
-    V e = xsimd::exp(V::load_unaligned(s + j) - vmx);
-    e.store_unaligned(s + j);
-    acc += e;
-  }
-  double sum = xsimd::hadd(acc);
-  for (; j < n; ++j) {
-    s[j] = std::exp(s[j] - mx);
-    sum += s[j];
-  }
-  const V inv(static_cast<float>(1.0 / sum));
-  for (j = 0; j + L <= n; j += L) (V::load_unaligned(s + j) * inv).store_unaligned(s + j);
-  for (; j < n; ++j) s[j] *= inv.get(0);
-  return true;
-}
-
-// dS = P ⊙ (dP − rowsum(dP ⊙ P)) for one row, in place in dp.
-template <typename T>
-void softmax_backward_row(T* dp, const T* p, int64_t n) {
-  double dot = 0;
-  for (int64_t j = 0; j < n; ++j) dot += static_cast<double>(dp[j]) * p[j];
-  for (int64_t j = 0; j < n; ++j) dp[j] = static_cast<T>(p[j] * (dp[j] - dot));
-}
-template <>
-void softmax_backward_row<float>(float* dp, const float* p, int64_t n) {
-  using V = xsimd::batch<float>;
-  constexpr int64_t L = static_cast<int64_t>(V::size);
-  V acc(0.0f);
-  int64_t j = 0;
-  for (; j + L <= n; j += L) acc += V::load_unaligned(dp + j) * V::load_unaligned(p + j);
-  double dot = xsimd::hadd(acc);
-  for (; j < n; ++j) dot += static_cast<double>(dp[j]) * p[j];
-  const V vd(static_cast<float>(dot));
-  for (j = 0; j + L <= n; j += L)
-    (V::load_unaligned(p + j) * (V::load_unaligned(dp + j) - vd)).store_unaligned(dp + j);
-  for (; j < n; ++j) dp[j] = p[j] * (dp[j] - static_cast<float>(dot));
-}
-
 // Everything forward and backward share. P and keep hold B·NH·per_bh elements (tile blocks) when
 // backward will run; keep is undefined without dropout.
 struct Ctx {
@@ -347,7 +249,9 @@ void forward_tile(const Ctx& c, const RowMask& rm, int64_t b, int64_t h, const T
     T* s = Pt + r * width;
     mask_row(rm, b, h, i, c.plan.lo[i], c.plan.hi[i], t.klo, width, d.S, s);
     if (dense.scores) std::copy(s, s + width, dense.scores + (bh * d.T + i) * d.S + t.klo);
-    if (!softmax_row(s, width) && c.mask.errors_on_fully_masked()) throw_fully_masked(c, b, h, i);
+    // the rule for fully masked and NaN rows: cpu::softmax_row (a NaN query gives a NaN row)
+    if (!cpu::softmax_row(s, s, width) && c.mask.errors_on_fully_masked())
+      throw_fully_masked(c, b, h, i);
   }
   const T* Pv = Pt;  // what multiplies V: P, or P ⊙ keep with dropout
   if (c.dropout) {
@@ -426,7 +330,7 @@ void backward_tile(const Ctx& c, const RowMask& rm, int64_t b, int64_t h, const 
       T* out = dense.dprobs + (bh * d.T + i) * d.S + t.klo;
       for (int64_t j = 0; j < width; ++j) out[j] = std::isinf(blocked[j]) ? T(0) : dp[j];
     }
-    softmax_backward_row(dp, p, width);  // dS
+    cpu::softmax_backward_row(dp, dp, p, width);  // dS
   }
   if (dense.dscores) scatter_tile(dense.dscores, dP, d, bh, t);
   const T sc = static_cast<T>(c.scale);

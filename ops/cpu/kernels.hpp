@@ -37,6 +37,26 @@ void unary_backward(UnOp op, T* dx, const T* g, const T* x, const T* y, int64_t 
 
 // ---- row softmax / log_softmax with the fully-masked/NaN rule, shared by softmax and SDPA
 // (ops/cpu/softmax.cpp) ----
+// The rule, coded once here for the CPU (cuda/softmax.cu and cuda/attention.cu mirror it): a row
+// whose entries are all -inf (a fully masked attention row) gives 0 (log_softmax: -inf) and a zero
+// gradient; a row holding a NaN gives NaN everywhere (the max skips NaN, so without the check an
+// all NaN/-inf row would pass for fully masked); otherwise y = exp(x - max) / sum exp(x - max),
+// exponentials in T's precision (float32 math for float32, as PyTorch), the sum in double.
+// One contiguous row of n: y = softmax(x) (log_softmax when is_log); y may be x. Returns false for
+// a fully masked row (all -inf), true otherwise (NaN rows included).
+template <typename T>
+bool softmax_row(T* y, const T* x, int64_t n, bool is_log = false);
+// Backward of one contiguous row from the upstream g and the saved output y; dx may be g.
+// softmax: dx = y ⊙ (g − Σ g⊙y); log_softmax: dx = g − exp(y)·Σ g, and 0 on a fully masked row.
+template <typename T>
+void softmax_backward_row(T* dx, const T* g, const T* y, int64_t n, bool is_log = false);
+// The same over an (outer, n, inner) tensor, softmax along n: element (o, j, i) at
+// (o·n + j)·inner + i; inner == 1 is contiguous rows, else columns are gathered in blocks.
+template <typename T>
+void softmax_forward(T* y, const T* x, int64_t outer, int64_t n, int64_t inner, bool is_log);
+template <typename T>
+void softmax_backward(T* dx, const T* g, const T* y, int64_t outer, int64_t n, int64_t inner,
+                      bool is_log);
 
 // ---- layer norm (ops/cpu/norm.cpp) ----
 
