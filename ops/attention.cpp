@@ -139,9 +139,12 @@ struct RowMask {
   const double* additive = nullptr;   // broadcast to (B, NH, T, S) through additive_st
   Shape allowed_st, additive_st;
   Tensor additive64;  // keeps the float64 copy alive
+  // Padding and lengths together, in q's dtype: (B, S), 0 where the key is allowed, -inf where
+  // not. Defined when they are the only data parts (the common case: a vectorised select per row).
+  Tensor key_block;
 };
 
-RowMask make_row_mask(const AttentionMask& m, const Dims& d) {
+RowMask make_row_mask(const AttentionMask& m, const Dims& d, DType dt) {
   RowMask r;
   const Shape full{d.B, d.NH, d.T, d.S};
   if (m.key_allowed_.defined()) r.key_allowed = m.key_allowed_.data<bool>();
@@ -155,22 +158,48 @@ RowMask make_row_mask(const AttentionMask& m, const Dims& d) {
     r.additive = r.additive64.data<double>();
     r.additive_st = broadcast_strides(m.additive_.shape(), full);
   }
+  if ((r.key_allowed || r.lengths) && !r.allowed && !r.additive) {
+    r.key_block = Tensor::empty({d.B, d.S}, dt);
+    dispatch_float(dt, kSdpa, [&](auto tag) {
+      using T = decltype(tag);
+      T* kb = r.key_block.data<T>();
+      for (int64_t b = 0; b < d.B; ++b)
+        for (int64_t j = 0; j < d.S; ++j) {
+          const bool ok =
+              (!r.lengths || j < r.lengths[b]) && (!r.key_allowed || r.key_allowed[b * d.S + j]);
+          kb[b * d.S + j] = ok ? T(0) : static_cast<T>(-kInf);
+        }
+    });
+  }
   return r;
 }
 
-// Row i of (b, h), keys klo .. klo+width-1 in s: -inf where blocked (outside [lo, hi] or refused
-// by a data part), + the additive term elsewhere.
+// The span [a, e) of a tile's keys klo .. klo+width-1 that row range [lo, hi] covers.
+struct Span {
+  int64_t a, e;
+};
+Span row_span(int64_t lo, int64_t hi, int64_t klo, int64_t width) {
+  const int64_t a = std::clamp<int64_t>(lo - klo, 0, width);
+  return {a, std::clamp<int64_t>(hi - klo + 1, a, width)};
+}
+
+// Row i of (b, h), keys klo .. klo+width-1 in s: inside the row's structural span (returned),
+// -inf where a data part refuses the key, + the additive term elsewhere; outside the span s is
+// left as it is (the caller zeroes P there), or set to -inf when fill_outside.
 template <typename T>
-void mask_row(const RowMask& m, int64_t b, int64_t h, int64_t i, int64_t lo, int64_t hi,
-              int64_t klo, int64_t width, int64_t S, T* s) {
-  if (!m.key_allowed && !m.lengths && !m.allowed && !m.additive) {
-    // Structure only: block the keys of the tile outside this row's own range [lo, hi].
-    const int64_t a = std::clamp<int64_t>(lo - klo, 0, width);
-    const int64_t e = std::clamp<int64_t>(hi - klo + 1, a, width);
-    std::fill(s, s + a, static_cast<T>(-kInf));
-    std::fill(s + e, s + width, static_cast<T>(-kInf));
-    return;
+Span mask_row(const RowMask& m, int64_t b, int64_t h, int64_t i, int64_t lo, int64_t hi,
+              int64_t klo, int64_t width, int64_t S, T* s, bool fill_outside) {
+  const Span sp = row_span(lo, hi, klo, width);
+  if (fill_outside) {
+    std::fill(s, s + sp.a, static_cast<T>(-kInf));
+    std::fill(s + sp.e, s + width, static_cast<T>(-kInf));
   }
+  if (m.key_block.defined()) {  // padding / lengths only: a select the compiler vectorises
+    const T* kb = m.key_block.data<T>() + b * S + klo;
+    for (int64_t j = sp.a; j < sp.e; ++j) s[j] = kb[j] == T(0) ? s[j] : kb[j];
+    return sp;
+  }
+  if (!m.key_allowed && !m.lengths && !m.allowed && !m.additive) return sp;  // structure only
   const bool* ka = m.key_allowed ? m.key_allowed + b * S : nullptr;
   const int64_t len = m.lengths ? m.lengths[b] : S;
   const bool* al = nullptr;
@@ -186,13 +215,14 @@ void mask_row(const RowMask& m, int64_t b, int64_t h, int64_t i, int64_t lo, int
     ad = m.additive + b * st[0] + h * st[1] + i * st[2];
     adj = st[3];
   }
-  for (int64_t j = 0; j < width; ++j) {
+  for (int64_t j = sp.a; j < sp.e; ++j) {
     const int64_t kj = klo + j;
-    if (kj < lo || kj > hi || kj >= len || (ka && !ka[kj]) || (al && !al[kj * alj]))
+    if (kj >= len || (ka && !ka[kj]) || (al && !al[kj * alj]))
       s[j] = static_cast<T>(-kInf);
     else if (ad)
       s[j] = static_cast<T>(s[j] + ad[kj * adj]);
   }
+  return sp;
 }
 
 // Everything forward and backward share. P and keep hold B·NH·per_bh elements (tile blocks) when
@@ -235,8 +265,9 @@ void forward_tile(const Ctx& c, const RowMask& rm, int64_t b, int64_t h, const T
                   const T* k, const T* v, T* o, T* Pt, T* Kt, T* Pd, const DenseOut<T>& dense) {
   const Dims& d = c.d;
   const int64_t bh = b * d.NH + h, rows = t.rows(), width = t.width();
-  if (width == 0) {  // output rows stay 0
+  if (width == 0) {  // no key: output rows 0
     if (c.mask.errors_on_fully_masked()) throw_fully_masked(c, b, h, t.r0);
+    std::fill_n(o + (bh * d.T + t.r0) * d.hsv, rows * d.hsv, T(0));
     return;
   }
   gemm<T>(false, true, rows, width, d.hs, static_cast<T>(c.scale), q + (bh * d.T + t.r0) * d.hs,
@@ -244,11 +275,15 @@ void forward_tile(const Ctx& c, const RowMask& rm, int64_t b, int64_t h, const T
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t i = t.r0 + r;
     T* s = Pt + r * width;
-    mask_row(rm, b, h, i, c.plan.lo[i], c.plan.hi[i], t.klo, width, d.S, s);
-    if (dense.scores) std::copy(s, s + width, dense.scores + (bh * d.T + i) * d.S + t.klo);
+    // Only the row's structural span takes part: P = 0 outside it, as for keys outside the tile.
+    const Span sp = mask_row(rm, b, h, i, c.plan.lo[i], c.plan.hi[i], t.klo, width, d.S, s, false);
+    if (dense.scores)  // pre-filled with -inf
+      std::copy(s + sp.a, s + sp.e, dense.scores + (bh * d.T + i) * d.S + t.klo + sp.a);
     // the rule for fully masked and NaN rows: cpu::softmax_row (a NaN query gives a NaN row)
-    if (!cpu::softmax_row(s, s, width) && c.mask.errors_on_fully_masked())
+    if (!cpu::softmax_row(s + sp.a, s + sp.a, sp.e - sp.a) && c.mask.errors_on_fully_masked())
       throw_fully_masked(c, b, h, i);
+    std::fill(s, s + sp.a, T(0));
+    std::fill(s + sp.e, s + width, T(0));
   }
   const T* Pv = Pt;  // what multiplies V: P, or P ⊙ keep with dropout
   if (c.dropout) {
@@ -300,7 +335,10 @@ void backward_tile(const Ctx& c, const RowMask& rm, int64_t b, int64_t h, const 
                    const DenseGrad<T>& dense) {
   const Dims& d = c.d;
   const int64_t bh = b * d.NH + h, rows = t.rows(), width = t.width();
-  if (width == 0) return;  // no key: dQ rows stay 0
+  if (width == 0) {  // no key: dQ rows 0
+    std::fill_n(dq + (bh * d.T + t.r0) * d.hs, rows * d.hs, T(0));
+    return;
+  }
   const int64_t base = bh * c.plan.per_bh + t.off;
   const T* Pt = c.P.data<T>() + base;
   const T* Kt = c.dropout ? c.keep.data<T>() + base : nullptr;
@@ -323,11 +361,15 @@ void backward_tile(const Ctx& c, const RowMask& rm, int64_t b, int64_t h, const 
     const T* p = Pt + r * width;
     if (dense.dprobs) {  // dP as the probe sees it: 0 where blocked
       std::fill(blocked.begin(), blocked.end(), T(0));
-      mask_row(rm, b, h, i, c.plan.lo[i], c.plan.hi[i], t.klo, width, d.S, blocked.data());
+      mask_row(rm, b, h, i, c.plan.lo[i], c.plan.hi[i], t.klo, width, d.S, blocked.data(), true);
       T* out = dense.dprobs + (bh * d.T + i) * d.S + t.klo;
       for (int64_t j = 0; j < width; ++j) out[j] = std::isinf(blocked[j]) ? T(0) : dp[j];
     }
-    cpu::softmax_backward_row(dp, dp, p, width);  // dS
+    // dS over the row's structural span (P = 0, hence dS = 0, outside it, as in the forward)
+    const Span sp = row_span(c.plan.lo[i], c.plan.hi[i], t.klo, width);
+    cpu::softmax_backward_row(dp + sp.a, dp + sp.a, p + sp.a, sp.e - sp.a);
+    std::fill(dp, dp + sp.a, T(0));
+    std::fill(dp + sp.e, dp + width, T(0));
   }
   if (dense.dscores) scatter_tile(dense.dscores, dP, d, bh, t);
   const T sc = static_cast<T>(c.scale);
@@ -340,14 +382,15 @@ void backward_tile(const Ctx& c, const RowMask& rm, int64_t b, int64_t h, const 
 std::vector<Tensor> sdpa_backward(const Ctx& c, const Tensor& q, const Tensor& k, const Tensor& v,
                                   const Tensor& g) {
   const Dims& d = c.d;
-  Tensor dq = zeros(q.shape(), q.dtype()), dk = zeros(k.shape(), k.dtype()),
+  // Every tile writes its dQ rows (beta = 0); dK and dV accumulate over tiles.
+  Tensor dq = Tensor::empty(q.shape(), q.dtype()), dk = zeros(k.shape(), k.dtype()),
          dv = zeros(v.shape(), v.dtype());
   Tensor dprobs, dscores;
   if (c.probe && c.probe->on_backward) {
     dprobs = zeros({d.B, d.NH, d.T, d.S}, q.dtype());
     dscores = zeros({d.B, d.NH, d.T, d.S}, q.dtype());
   }
-  const RowMask rm = make_row_mask(c.mask, d);
+  const RowMask rm = make_row_mask(c.mask, d, q.dtype());
   dispatch_float(q.dtype(), kSdpa, [&](auto tag) {
     using T = decltype(tag);
     std::vector<T> Pd(c.dropout ? c.plan.max_tile : 0), dP(c.plan.max_tile);
@@ -391,7 +434,7 @@ AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, c
     if (c->dropout) c->keep = Tensor::empty({d.B * d.NH * c->plan.per_bh}, q.dtype());
   }
   AttentionResult res;
-  res.output = zeros({d.B, d.NH, d.T, d.hsv}, q.dtype());
+  res.output = Tensor::empty({d.B, d.NH, d.T, d.hsv}, q.dtype());  // every tile writes its rows
   const Shape dense_shape{d.B, d.NH, d.T, d.S};
   if (opts.need_weights) res.weights = zeros(dense_shape, q.dtype());
   Tensor scores, probs;
@@ -399,7 +442,7 @@ AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, c
     scores = full(dense_shape, -kInf, q.dtype());
     probs = zeros(dense_shape, q.dtype());
   }
-  const RowMask rm = make_row_mask(mask, d);
+  const RowMask rm = make_row_mask(mask, d, q.dtype());
   dispatch_float(q.dtype(), kSdpa, [&](auto tag) {
     using T = decltype(tag);
     DenseOut<T> dense;
