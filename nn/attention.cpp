@@ -183,13 +183,14 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
     am = pad_key_column(am);
     ++S;
   }
-  // Split heads: (B, NH, T, hd), (B, NH, S, hd).
-  Tensor qh = rearrange(qp, "b t (h d) -> b h t d", {{"h", NH}});
-  Tensor kh = rearrange(kp_, "b s (h d) -> b h s d", {{"h", NH}});
-  Tensor vh = rearrange(vp, "b s (h d) -> b h s d", {{"h", NH}});
+  // Heads, last: (B, T, NH, hd), (B, S, NH, hd) are views of the projections (no head-split copy);
+  // scaled_dot_product_attention reads them in place (heads_last).
+  Tensor qh = reshape(qp, {B, T, NH, hd});
+  Tensor kh = reshape(kp_, {B, S, NH, hd});
+  Tensor vh = reshape(vp, {B, S, NH, hd});
   if (options.add_zero_attn) {  // a zero key/value position after the projections
-    kh = cat({kh, zeros({B, NH, 1, hd}, dt, kh.device())}, 2);
-    vh = cat({vh, zeros({B, NH, 1, hd}, dt, vh.device())}, 2);
+    kh = cat({kh, zeros({B, 1, NH, hd}, dt, kh.device())}, 1);
+    vh = cat({vh, zeros({B, 1, NH, hd}, dt, vh.device())}, 1);
     kp = pad_key_column(kp);
     am = pad_key_column(am);
     ++S;
@@ -208,10 +209,11 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
   so.dropout_p = options.dropout;
   so.training = is_training();
   so.need_weights = f.need_weights;
+  so.heads_last = true;
   AttentionResult r = scaled_dot_product_attention(qh, kh, vh, mask, so);
 
-  // Merge heads and project: (B, T, E).
-  Tensor out = out_proj->forward(rearrange(r.output, "b h t d -> b t (h d)"));
+  // Merge heads (a view: the output is (B, T, NH, hd)) and project: (B, T, E).
+  Tensor out = out_proj->forward(reshape(r.output, {B, T, E}));
   Tensor w = r.weights;
   if (w.defined() && f.average_attn_weights) w = mean(w, {1});  // (B, T, S)
   if (!batched) {
@@ -246,16 +248,16 @@ std::pair<Tensor, Tensor> SeedMultiHeadAttention::forward(const Tensor& Q, const
     if (!t->defined() || t->dim() != 3 || t->size(-1) != d_model)
       throw Error(fmt::format("SeedMultiHeadAttention: Q, K, V must be (B, T, {}), got {}", d_model,
                               t->defined() ? shape_str(t->shape()) : "undefined"));
-  const std::vector<std::pair<std::string, int64_t>> h{{"h", n_heads}};
-  Tensor q = rearrange(W_q->forward(Q), "b t (h d) -> b h t d", h);
-  Tensor k = rearrange(W_k->forward(K), "b s (h d) -> b h s d", h);
-  Tensor v = rearrange(W_v->forward(V), "b s (h d) -> b h s d", h);
+  // Heads last, as views of the projections: (B, T, h, d_k), (B, S, h, d_k).
+  auto heads = [&](const Tensor& x) { return reshape(x, {x.size(0), x.size(1), n_heads, d_k}); };
+  Tensor q = heads(W_q->forward(Q)), k = heads(W_k->forward(K)), v = heads(W_v->forward(V));
   AttentionMask m = structure;
   if (mask.defined()) m = m & AttentionMask::from_seed(mask);
   SDPAOptions so;
   so.need_weights = true;
+  so.heads_last = true;
   AttentionResult r = scaled_dot_product_attention(q, k, v, m, so);
-  Tensor out = W_o->forward(rearrange(r.output, "b h t d -> b t (h d)"));
+  Tensor out = W_o->forward(reshape(r.output, {Q.size(0), Q.size(1), d_model}));
   return {hooked({Q, K, V}, out), r.weights};
 }
 

@@ -55,6 +55,13 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T* A
 // ---- validation ----
 struct Dims {
   int64_t B, NH, T, S, hs, hsv;
+  bool heads_last = false;  // q, k, v, output (B, T, NH, hs) instead of (B, NH, T, hs)
+  // Offset of row t of head (b, h) in a tensor of n rows per head of w elements, and the
+  // distance between its rows (a GEMM's leading dimension).
+  int64_t row(int64_t b, int64_t h, int64_t t, int64_t n, int64_t w) const {
+    return heads_last ? ((b * n + t) * NH + h) * w : ((b * NH + h) * n + t) * w;
+  }
+  int64_t ld(int64_t w) const { return heads_last ? NH * w : w; }
 };
 
 Dims check_sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionMask& mask,
@@ -64,28 +71,31 @@ Dims check_sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Attenti
   check_float(v, kSdpa, "v", true);
   const std::string shapes = fmt::format("q {}, k {}, v {}", shape_str(q.shape()),
                                          shape_str(k.shape()), shape_str(v.shape()));
+  const bool hl = opts.heads_last;
   if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4)
-    throw Error(
-        fmt::format("{}: {}: expected 4-D q (B, NH, T, hs), k (B, NH, S, hs), v (B, NH, S, "
-                    "hs_v)",
-                    kSdpa, shapes));
+    throw Error(fmt::format("{}: {}: expected 4-D q {}, k {}, v {}", kSdpa, shapes,
+                            hl ? "(B, T, NH, hs)" : "(B, NH, T, hs)",
+                            hl ? "(B, S, NH, hs)" : "(B, NH, S, hs)",
+                            hl ? "(B, S, NH, hs_v) (heads_last)" : "(B, NH, S, hs_v)"));
   check_same_dtype(q, k, kSdpa, "q", "k");
   check_same_dtype(q, v, kSdpa, "q", "v");
-  if (k.size(0) != q.size(0) || v.size(0) != q.size(0) || k.size(1) != q.size(1) ||
-      v.size(1) != q.size(1))
-    throw Error(fmt::format("{}: {}: batch and head dims (B, NH) differ", kSdpa, shapes));
+  const int dh = hl ? 2 : 1, dt = hl ? 1 : 2;  // the head and the length dims
+  if (k.size(0) != q.size(0) || v.size(0) != q.size(0) || k.size(dh) != q.size(dh) ||
+      v.size(dh) != q.size(dh))
+    throw Error(fmt::format("{}: {}: batch and head dims (B, NH) differ{}", kSdpa, shapes,
+                            hl ? " (heads_last: (B, T, NH, hs))" : ""));
   if (k.size(3) != q.size(3))
     throw Error(fmt::format("{}: {}: head size hs of q ({}) and k ({}) differ", kSdpa, shapes,
                             q.size(3), k.size(3)));
-  if (v.size(2) != k.size(2))
+  if (v.size(dt) != k.size(dt))
     throw Error(fmt::format("{}: {}: key length S of k ({}) and v ({}) differ", kSdpa, shapes,
-                            k.size(2), v.size(2)));
+                            k.size(dt), v.size(dt)));
   if (!(opts.dropout_p >= 0.0 && opts.dropout_p < 1.0))
     throw Error(
         fmt::format("{}: dropout_p must be in [0, 1), got {} ({})", kSdpa, opts.dropout_p, shapes));
   if (opts.scale && !std::isfinite(*opts.scale))
     throw Error(fmt::format("{}: scale must be finite, got {} ({})", kSdpa, *opts.scale, shapes));
-  Dims d{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3), v.size(3)};
+  Dims d{q.size(0), q.size(dh), q.size(dt), k.size(dt), q.size(3), v.size(3), hl};
   if (q.device().is_cuda())  // the checks read the mask's tensors on the host
     attention_mask_on(mask, kCPU).check(kSdpa, d.B, d.NH, d.T, d.S);
   else
@@ -267,11 +277,12 @@ void forward_tile(const Ctx& c, const RowMask& rm, int64_t b, int64_t h, const T
   const int64_t bh = b * d.NH + h, rows = t.rows(), width = t.width();
   if (width == 0) {  // no key: output rows 0
     if (c.mask.errors_on_fully_masked()) throw_fully_masked(c, b, h, t.r0);
-    std::fill_n(o + (bh * d.T + t.r0) * d.hsv, rows * d.hsv, T(0));
+    for (int64_t r = 0; r < rows; ++r)
+      std::fill_n(o + d.row(b, h, t.r0 + r, d.T, d.hsv), d.hsv, T(0));
     return;
   }
-  gemm<T>(false, true, rows, width, d.hs, static_cast<T>(c.scale), q + (bh * d.T + t.r0) * d.hs,
-          d.hs, k + (bh * d.S + t.klo) * d.hs, d.hs, T(0), Pt, width);
+  gemm<T>(false, true, rows, width, d.hs, static_cast<T>(c.scale), q + d.row(b, h, t.r0, d.T, d.hs),
+          d.ld(d.hs), k + d.row(b, h, t.klo, d.S, d.hs), d.ld(d.hs), T(0), Pt, width);
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t i = t.r0 + r;
     T* s = Pt + r * width;
@@ -295,8 +306,8 @@ void forward_tile(const Ctx& c, const RowMask& rm, int64_t b, int64_t h, const T
     }
     Pv = Pd;
   }
-  gemm<T>(false, false, rows, d.hsv, width, T(1), Pv, width, v + (bh * d.S + t.klo) * d.hsv, d.hsv,
-          T(0), o + (bh * d.T + t.r0) * d.hsv, d.hsv);
+  gemm<T>(false, false, rows, d.hsv, width, T(1), Pv, width, v + d.row(b, h, t.klo, d.S, d.hsv),
+          d.ld(d.hsv), T(0), o + d.row(b, h, t.r0, d.T, d.hsv), d.ld(d.hsv));
   if (dense.weights) scatter_tile(dense.weights, Pv, d, bh, t);
   if (dense.probs) scatter_tile(dense.probs, Pt, d, bh, t);
 }
@@ -336,7 +347,8 @@ void backward_tile(const Ctx& c, const RowMask& rm, int64_t b, int64_t h, const 
   const Dims& d = c.d;
   const int64_t bh = b * d.NH + h, rows = t.rows(), width = t.width();
   if (width == 0) {  // no key: dQ rows 0
-    std::fill_n(dq + (bh * d.T + t.r0) * d.hs, rows * d.hs, T(0));
+    for (int64_t r = 0; r < rows; ++r)
+      std::fill_n(dq + d.row(b, h, t.r0 + r, d.T, d.hs), d.hs, T(0));
     return;
   }
   const int64_t base = bh * c.plan.per_bh + t.off;
@@ -347,11 +359,12 @@ void backward_tile(const Ctx& c, const RowMask& rm, int64_t b, int64_t h, const 
     for (int64_t e = 0; e < rows * width; ++e) Pd[e] = Pt[e] * Kt[e];
     Pv = Pd;
   }
-  const T* gt = g + (bh * d.T + t.r0) * d.hsv;
-  const T* vt = v + (bh * d.S + t.klo) * d.hsv;
-  gemm<T>(true, false, width, d.hsv, rows, T(1), Pv, width, gt, d.hsv, T(1),
-          dv + (bh * d.S + t.klo) * d.hsv, d.hsv);
-  gemm<T>(false, true, rows, width, d.hsv, T(1), gt, d.hsv, vt, d.hsv, T(0), dP, width);
+  const T* gt = g + d.row(b, h, t.r0, d.T, d.hsv);
+  const T* vt = v + d.row(b, h, t.klo, d.S, d.hsv);
+  const int64_t ldv = d.ld(d.hsv), ldq = d.ld(d.hs);
+  gemm<T>(true, false, width, d.hsv, rows, T(1), Pv, width, gt, ldv, T(1),
+          dv + d.row(b, h, t.klo, d.S, d.hsv), ldv);
+  gemm<T>(false, true, rows, width, d.hsv, T(1), gt, ldv, vt, ldv, T(0), dP, width);
   if (Kt)
     for (int64_t e = 0; e < rows * width; ++e) dP[e] *= Kt[e];
   std::vector<T> blocked(dense.dprobs ? width : 0);
@@ -373,10 +386,10 @@ void backward_tile(const Ctx& c, const RowMask& rm, int64_t b, int64_t h, const 
   }
   if (dense.dscores) scatter_tile(dense.dscores, dP, d, bh, t);
   const T sc = static_cast<T>(c.scale);
-  gemm<T>(false, false, rows, d.hs, width, sc, dP, width, k + (bh * d.S + t.klo) * d.hs, d.hs, T(0),
-          dq + (bh * d.T + t.r0) * d.hs, d.hs);
-  gemm<T>(true, false, width, d.hs, rows, sc, dP, width, q + (bh * d.T + t.r0) * d.hs, d.hs, T(1),
-          dk + (bh * d.S + t.klo) * d.hs, d.hs);
+  gemm<T>(false, false, rows, d.hs, width, sc, dP, width, k + d.row(b, h, t.klo, d.S, d.hs), ldq,
+          T(0), dq + d.row(b, h, t.r0, d.T, d.hs), ldq);
+  gemm<T>(true, false, width, d.hs, rows, sc, dP, width, q + d.row(b, h, t.r0, d.T, d.hs), ldq,
+          T(1), dk + d.row(b, h, t.klo, d.S, d.hs), ldq);
 }
 
 std::vector<Tensor> sdpa_backward(const Ctx& c, const Tensor& q, const Tensor& k, const Tensor& v,
@@ -417,10 +430,16 @@ AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, c
   auto c = std::make_shared<Ctx>();
   c->d = check_sdpa(q, k, v, mask, opts);
   const Dims& d = c->d;
-  if (q.device().is_cuda())
-    return cuda_sdpa(
-        q, k, v, mask, opts,
-        opts.scale ? *opts.scale : (d.hs > 0 ? 1.0 / std::sqrt(static_cast<double>(d.hs)) : 1.0));
+  if (q.device().is_cuda()) {
+    const double scale =
+        opts.scale ? *opts.scale : (d.hs > 0 ? 1.0 / std::sqrt(static_cast<double>(d.hs)) : 1.0);
+    if (!d.heads_last) return cuda_sdpa(q, k, v, mask, opts, scale);
+    // The CUDA kernels read (B, NH, T, hs): transpose there and back (recorded copies).
+    AttentionResult r =
+        cuda_sdpa(transpose(q, 1, 2), transpose(k, 1, 2), transpose(v, 1, 2), mask, opts, scale);
+    r.output = transpose(r.output, 1, 2);
+    return r;
+  }
   c->plan = make_plan(mask, d.T, d.S);
   c->scale =
       opts.scale ? *opts.scale : (d.hs > 0 ? 1.0 / std::sqrt(static_cast<double>(d.hs)) : 1.0);
@@ -434,7 +453,9 @@ AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, c
     if (c->dropout) c->keep = Tensor::empty({d.B * d.NH * c->plan.per_bh}, q.dtype());
   }
   AttentionResult res;
-  res.output = Tensor::empty({d.B, d.NH, d.T, d.hsv}, q.dtype());  // every tile writes its rows
+  // every tile writes its rows
+  res.output = Tensor::empty(
+      d.heads_last ? Shape{d.B, d.T, d.NH, d.hsv} : Shape{d.B, d.NH, d.T, d.hsv}, q.dtype());
   const Shape dense_shape{d.B, d.NH, d.T, d.S};
   if (opts.need_weights) res.weights = zeros(dense_shape, q.dtype());
   Tensor scores, probs;
@@ -458,13 +479,13 @@ AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, c
     // local masks compute fewer than T·S): forward QKᵀ 2·hs, softmax ~5, P·V 2·hs_v; backward
     // dV and dP 2·hs_v each, softmax ~3, dQ and dK 2·hs each.
     const double pairs = static_cast<double>(d.B) * d.NH * c->plan.per_bh;
-    // anomaly reports: output/dq rows are (b, h, t)
+    // anomaly reports: output/dq rows are (b, h, t), or (b, t, h) with heads last
     record(
         kSdpa, res.output, {q, k, v},
         RecordInfo()
             .flops(pairs * (2.0 * d.hs + 2.0 * d.hsv + 5), pairs * (4.0 * d.hs + 4.0 * d.hsv + 3))
             .saved(q, k, v, c->P, c->keep)
-            .rows(3, "b,h,t|b,h,t|b,h,s|b,h,s"),
+            .rows(3, d.heads_last ? "b,t,h|b,t,h|b,s,h|b,s,h" : "b,h,t|b,h,t|b,h,s|b,h,s"),
         [cc, qd = q.detach(), kd = k.detach(), vd = v.detach()](
             const Tensor& g) -> std::vector<Tensor> { return sdpa_backward(*cc, qd, kd, vd, g); });
   }

@@ -136,6 +136,11 @@ struct SDPAOptions {
   std::optional<double> scale;  // default 1/sqrt(hs)
   bool need_weights = false;    // also return P (B, NH, T, S), after dropout
   const AttentionProbe* probe = nullptr;
+  // Layout of q, k, v and the output: false, (B, NH, T, hs) as PyTorch's SDPA; true, heads last,
+  // (B, T, NH, hs) as FlashAttention: what a (B, T, NH·hs) projection is, reshaped, without a
+  // head-split copy (the CPU kernel reads the rows in place). Weights and the probe stay
+  // (B, NH, T, S).
+  bool heads_last = false;
 };
 
 struct AttentionResult {
@@ -143,10 +148,11 @@ struct AttentionResult {
   Tensor weights;  // (B, NH, T, S) when need_weights, else undefined
 };
 
-// q (B, NH, T, hs), k (B, NH, S, hs), v (B, NH, S, hs_v) -> (B, NH, T, hs_v). One fused tape node:
-// only the structural key range of each row tile is computed (causal upper triangle and keys
-// outside a local/blocked window cost nothing), scores are masked, softmaxed (fully masked rows
-// give 0), optionally dropped out, and multiplied by V; backward computes dQ, dK, dV directly.
+// q (B, NH, T, hs), k (B, NH, S, hs), v (B, NH, S, hs_v) -> (B, NH, T, hs_v), or with
+// opts.heads_last (B, T, NH, hs), (B, S, NH, hs), (B, S, NH, hs_v) -> (B, T, NH, hs_v). One fused
+// tape node: only the structural key range of each row tile is computed (causal upper triangle and
+// keys outside a local/blocked window cost nothing), scores are masked, softmaxed (fully masked
+// rows give 0), optionally dropped out, and multiplied by V; backward computes dQ, dK, dV directly.
 AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                              const AttentionMask& mask = {},
                                              const SDPAOptions& opts = {},
