@@ -115,9 +115,10 @@ struct Tile {
 };
 struct Plan {
   std::vector<Tile> tiles;
-  std::vector<int64_t> lo, hi;  // each row's structural key range (empty when lo > hi)
-  int64_t per_bh = 0;           // P elements per (b, h)
-  int64_t max_tile = 0;         // the largest rows·width
+  std::vector<int64_t> lo, hi;   // each row's structural key range (empty when lo > hi)
+  int64_t per_bh = 0;            // P elements per (b, h)
+  int64_t max_tile = 0;          // the largest rows·width
+  bool first_spans_all = false;  // tile 0 covers every key: it writes dK, dV (beta = 0)
 };
 
 Plan make_plan(const AttentionMask& m, int64_t T, int64_t S) {
@@ -138,6 +139,7 @@ Plan make_plan(const AttentionMask& m, int64_t T, int64_t S) {
     p.max_tile = std::max(p.max_tile, t.rows() * t.width());
     p.tiles.push_back(t);
   }
+  p.first_spans_all = S > 0 && !p.tiles.empty() && p.tiles[0].klo == 0 && p.tiles[0].khi == S - 1;
   return p;
 }
 
@@ -362,7 +364,9 @@ void backward_tile(const Ctx& c, const RowMask& rm, int64_t b, int64_t h, const 
   const T* gt = g + d.row(b, h, t.r0, d.T, d.hsv);
   const T* vt = v + d.row(b, h, t.klo, d.S, d.hsv);
   const int64_t ldv = d.ld(d.hsv), ldq = d.ld(d.hs);
-  gemm<T>(true, false, width, d.hsv, rows, T(1), Pv, width, gt, ldv, T(1),
+  // dK and dV accumulate over tiles; the first one sets them when it spans every key
+  const T acc = &t == &c.plan.tiles.front() && c.plan.first_spans_all ? T(0) : T(1);
+  gemm<T>(true, false, width, d.hsv, rows, T(1), Pv, width, gt, ldv, acc,
           dv + d.row(b, h, t.klo, d.S, d.hsv), ldv);
   gemm<T>(false, true, rows, width, d.hsv, T(1), gt, ldv, vt, ldv, T(0), dP, width);
   if (Kt)
@@ -388,16 +392,20 @@ void backward_tile(const Ctx& c, const RowMask& rm, int64_t b, int64_t h, const 
   const T sc = static_cast<T>(c.scale);
   gemm<T>(false, false, rows, d.hs, width, sc, dP, width, k + d.row(b, h, t.klo, d.S, d.hs), ldq,
           T(0), dq + d.row(b, h, t.r0, d.T, d.hs), ldq);
-  gemm<T>(true, false, width, d.hs, rows, sc, dP, width, q + d.row(b, h, t.r0, d.T, d.hs), ldq,
-          T(1), dk + d.row(b, h, t.klo, d.S, d.hs), ldq);
+  gemm<T>(true, false, width, d.hs, rows, sc, dP, width, q + d.row(b, h, t.r0, d.T, d.hs), ldq, acc,
+          dk + d.row(b, h, t.klo, d.S, d.hs), ldq);
 }
 
 std::vector<Tensor> sdpa_backward(const Ctx& c, const Tensor& q, const Tensor& k, const Tensor& v,
                                   const Tensor& g) {
   const Dims& d = c.d;
-  // Every tile writes its dQ rows (beta = 0); dK and dV accumulate over tiles.
-  Tensor dq = Tensor::empty(q.shape(), q.dtype()), dk = zeros(k.shape(), k.dtype()),
-         dv = zeros(v.shape(), v.dtype());
+  // Every tile writes its dQ rows (beta = 0); dK and dV accumulate over tiles, from 0 unless the
+  // first tile spans every key.
+  auto acc_grad = [&](const Tensor& x) {
+    return c.plan.first_spans_all ? Tensor::empty(x.shape(), x.dtype())
+                                  : zeros(x.shape(), x.dtype());
+  };
+  Tensor dq = Tensor::empty(q.shape(), q.dtype()), dk = acc_grad(k), dv = acc_grad(v);
   Tensor dprobs, dscores;
   if (c.probe && c.probe->on_backward) {
     dprobs = zeros({d.B, d.NH, d.T, d.S}, q.dtype());
