@@ -56,13 +56,33 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T* A
 struct Dims {
   int64_t B, NH, T, S, hs, hsv;
   bool heads_last = false;  // q, k, v, output (B, T, NH, hs) instead of (B, NH, T, hs)
-  // Offset of row t of head (b, h) in a tensor of n rows per head of w elements, and the
+  bool packed = false;      // q, k, v: one (B, T, 3, NH, hs) tensor (heads last, S = T)
+  // Operands: kQ (q, dq), kK (k, dk), kV (v, dv), kO (output, dO).
+  // Offset of row t of head (b, h) of an operand with n rows per head of w elements, and the
   // distance between its rows (a GEMM's leading dimension).
-  int64_t row(int64_t b, int64_t h, int64_t t, int64_t n, int64_t w) const {
-    return heads_last ? ((b * n + t) * NH + h) * w : ((b * NH + h) * n + t) * w;
+  int64_t row(int which, int64_t b, int64_t h, int64_t t, int64_t n, int64_t w) const {
+    if (!heads_last) return ((b * NH + h) * n + t) * w;
+    return (b * n + t) * ld(which, w) + (packed && which != kO ? which * NH * w : 0) + h * w;
   }
-  int64_t ld(int64_t w) const { return heads_last ? NH * w : w; }
+  int64_t ld(int which, int64_t w) const {
+    return heads_last ? (packed && which != kO ? 3 : 1) * NH * w : w;
+  }
+  static constexpr int kQ = 0, kK = 1, kV = 2, kO = 3;
 };
+
+// Options and the mask against the dims (`shapes` names the inputs in errors).
+void check_options(const Dims& d, const AttentionMask& mask, const SDPAOptions& opts,
+                   const std::string& shapes, Device dev) {
+  if (!(opts.dropout_p >= 0.0 && opts.dropout_p < 1.0))
+    throw Error(
+        fmt::format("{}: dropout_p must be in [0, 1), got {} ({})", kSdpa, opts.dropout_p, shapes));
+  if (opts.scale && !std::isfinite(*opts.scale))
+    throw Error(fmt::format("{}: scale must be finite, got {} ({})", kSdpa, *opts.scale, shapes));
+  if (dev.is_cuda())  // the checks read the mask's tensors on the host
+    attention_mask_on(mask, kCPU).check(kSdpa, d.B, d.NH, d.T, d.S);
+  else
+    mask.check(kSdpa, d.B, d.NH, d.T, d.S);
+}
 
 Dims check_sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionMask& mask,
                 const SDPAOptions& opts) {
@@ -90,19 +110,11 @@ Dims check_sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Attenti
   if (v.size(dt) != k.size(dt))
     throw Error(fmt::format("{}: {}: key length S of k ({}) and v ({}) differ", kSdpa, shapes,
                             k.size(dt), v.size(dt)));
-  if (!(opts.dropout_p >= 0.0 && opts.dropout_p < 1.0))
-    throw Error(
-        fmt::format("{}: dropout_p must be in [0, 1), got {} ({})", kSdpa, opts.dropout_p, shapes));
-  if (opts.scale && !std::isfinite(*opts.scale))
-    throw Error(fmt::format("{}: scale must be finite, got {} ({})", kSdpa, *opts.scale, shapes));
-  Dims d{q.size(0), q.size(dh), q.size(dt), k.size(dt), q.size(3), v.size(3), hl};
-  if (q.device().is_cuda())  // the checks read the mask's tensors on the host
-    attention_mask_on(mask, kCPU).check(kSdpa, d.B, d.NH, d.T, d.S);
-  else
-    mask.check(kSdpa, d.B, d.NH, d.T, d.S);
   if (q.device() != k.device() || q.device() != v.device())
     throw Error(fmt::format("{}: {}: q is on {}, k on {}, v on {}; move them to one device", kSdpa,
                             shapes, q.device().str(), k.device().str(), v.device().str()));
+  const Dims d{q.size(0), q.size(dh), q.size(dt), k.size(dt), q.size(3), v.size(3), hl};
+  check_options(d, mask, opts, shapes, q.device());
   return d;
 }
 
@@ -288,16 +300,21 @@ struct Rows {
 template <typename T>
 struct HeadRows {
   const Dims& d;
+  int which;  // the operand (Dims::kQ ...)
   bool copy;  // heads last and worth a copy
   std::vector<T> buf;
   int64_t ld;  // distance between the rows handed out
-  HeadRows(const Dims& dims, int64_t n, int64_t w, bool worth)
-      : d(dims), copy(dims.heads_last && worth), buf(copy ? n * w : 0), ld(copy ? w : dims.ld(w)) {}
+  HeadRows(const Dims& dims, int op, int64_t n, int64_t w, bool worth)
+      : d(dims),
+        which(op),
+        copy(dims.heads_last && worth),
+        buf(copy ? n * w : 0),
+        ld(copy ? w : dims.ld(op, w)) {}
   // Rows of head (b, h) of x (n rows of w) to read.
   Rows<const T> in(const T* x, int64_t b, int64_t h, int64_t n, int64_t w) {
-    if (!copy) return {x + d.row(b, h, 0, n, w), ld};
+    if (!copy) return {x + d.row(which, b, h, 0, n, w), ld};
     for (int64_t t = 0; t < n; ++t) {
-      const T* src = x + d.row(b, h, t, n, w);
+      const T* src = x + d.row(which, b, h, t, n, w);
       T* dst = buf.data() + t * w;
       for (int64_t j = 0; j < w; ++j) dst[j] = src[j];
     }
@@ -305,13 +322,13 @@ struct HeadRows {
   }
   // Rows of head (b, h) of x to write; done() puts them in place.
   Rows<T> out(T* x, int64_t b, int64_t h, int64_t n, int64_t w) {
-    return {copy ? buf.data() : x + d.row(b, h, 0, n, w), ld};
+    return {copy ? buf.data() : x + d.row(which, b, h, 0, n, w), ld};
   }
   void done(T* x, int64_t b, int64_t h, int64_t n, int64_t w) const {
     if (!copy) return;
     for (int64_t t = 0; t < n; ++t) {
       const T* src = buf.data() + t * w;
-      T* dst = x + d.row(b, h, t, n, w);
+      T* dst = x + d.row(which, b, h, t, n, w);
       for (int64_t j = 0; j < w; ++j) dst[j] = src[j];
     }
   }
@@ -372,8 +389,8 @@ void sdpa_forward(const Ctx& c, const RowMask& rm, const T* q, const T* k, const
     if (!keep_all) scratch_k.resize(c.plan.max_tile);
   }
   const bool reread = c.plan.tiles.size() > 1;  // K and V rows are read by several tiles
-  HeadRows<T> hq(d, d.T, d.hs, false), hk(d, d.S, d.hs, reread), hv(d, d.S, d.hsv, reread),
-      ho(d, d.T, d.hsv, false);
+  HeadRows<T> hq(d, Dims::kQ, d.T, d.hs, false), hk(d, Dims::kK, d.S, d.hs, reread),
+      hv(d, Dims::kV, d.S, d.hsv, reread), ho(d, Dims::kO, d.T, d.hsv, false);
   for (int64_t b = 0; b < d.B; ++b)
     for (int64_t h = 0; h < d.NH; ++h) {
       const Rows<const T> qh = hq.in(q, b, h, d.T, d.hs), kh = hk.in(k, b, h, d.S, d.hs),
@@ -461,7 +478,9 @@ std::vector<Tensor> sdpa_backward(const Ctx& c, const Tensor& q, const Tensor& k
     return zero_kv && !kv_scratch ? zeros(x.shape(), x.dtype())
                                   : Tensor::empty(x.shape(), x.dtype());
   };
-  Tensor dq = Tensor::empty(q.shape(), q.dtype()), dk = grad_for(k), dv = grad_for(v);
+  // Packed: q, k and v are one tensor, and so are their gradients (dq, dk, dv at its offsets).
+  Tensor dq = d.packed ? grad_for(q) : Tensor::empty(q.shape(), q.dtype());
+  Tensor dk = d.packed ? dq : grad_for(k), dv = d.packed ? dq : grad_for(v);
   Tensor dprobs, dscores;
   if (c.probe && c.probe->on_backward) {
     dprobs = zeros({d.B, d.NH, d.T, d.S}, q.dtype());
@@ -473,9 +492,10 @@ std::vector<Tensor> sdpa_backward(const Ctx& c, const Tensor& q, const Tensor& k
     std::vector<T> Pd(c.dropout ? c.plan.max_tile : 0), dP(c.plan.max_tile);
     DenseGrad<T> dense;
     if (dprobs.defined()) dense = {dprobs.data<T>(), dscores.data<T>()};
-    HeadRows<T> hq(d, d.T, d.hs, false), hk(d, d.S, d.hs, reread), hv(d, d.S, d.hsv, reread),
-        hg(d, d.T, d.hsv, false), hdq(d, d.T, d.hs, false), hdk(d, d.S, d.hs, reread),
-        hdv(d, d.S, d.hsv, reread);
+    HeadRows<T> hq(d, Dims::kQ, d.T, d.hs, false), hk(d, Dims::kK, d.S, d.hs, reread),
+        hv(d, Dims::kV, d.S, d.hsv, reread), hg(d, Dims::kO, d.T, d.hsv, false),
+        hdq(d, Dims::kQ, d.T, d.hs, false), hdk(d, Dims::kK, d.S, d.hs, reread),
+        hdv(d, Dims::kV, d.S, d.hsv, reread);
     T *pdq = dq.data<T>(), *pdk = dk.data<T>(), *pdv = dv.data<T>();
     for (int64_t b = 0; b < d.B; ++b)
       for (int64_t h = 0; h < d.NH; ++h) {
@@ -497,33 +517,24 @@ std::vector<Tensor> sdpa_backward(const Ctx& c, const Tensor& q, const Tensor& k
       }
   });
   if (dprobs.defined()) c.probe->on_backward(dprobs, dscores);
+  if (d.packed) return {dq};
   return {dq, dk, dv};
 }
 
-}  // namespace
+double default_scale(const SDPAOptions& opts, int64_t hs) {
+  return opts.scale ? *opts.scale : (hs > 0 ? 1.0 / std::sqrt(static_cast<double>(hs)) : 1.0);
+}
 
-// The weights tensor (need_weights) is an output only: it carries no gradient (the tape node
-// differentiates `output`). Differentiate through weights with the dense reference if needed.
-AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                                             const AttentionMask& mask, const SDPAOptions& opts,
-                                             Site site) {
-  SiteScope scope(site);
+// The fused CPU path, after the checks: q, k, v are the inputs (one tensor three times when
+// d.packed); the tape node differentiates `inputs`.
+AttentionResult sdpa_cpu(const Dims& dims, const Tensor& q, const Tensor& k, const Tensor& v,
+                         const std::vector<Tensor>& inputs, const AttentionMask& mask,
+                         const SDPAOptions& opts) {
   auto c = std::make_shared<Ctx>();
-  c->d = check_sdpa(q, k, v, mask, opts);
+  c->d = dims;
   const Dims& d = c->d;
-  if (q.device().is_cuda()) {
-    const double scale =
-        opts.scale ? *opts.scale : (d.hs > 0 ? 1.0 / std::sqrt(static_cast<double>(d.hs)) : 1.0);
-    if (!d.heads_last) return cuda_sdpa(q, k, v, mask, opts, scale);
-    // The CUDA kernels read (B, NH, T, hs): transpose there and back (recorded copies).
-    AttentionResult r =
-        cuda_sdpa(transpose(q, 1, 2), transpose(k, 1, 2), transpose(v, 1, 2), mask, opts, scale);
-    r.output = transpose(r.output, 1, 2);
-    return r;
-  }
   c->plan = make_plan(mask, d.T, d.S);
-  c->scale =
-      opts.scale ? *opts.scale : (d.hs > 0 ? 1.0 / std::sqrt(static_cast<double>(d.hs)) : 1.0);
+  c->scale = default_scale(opts, d.hs);
   c->dropout = opts.training && opts.dropout_p > 0;
   c->p = c->dropout ? opts.dropout_p : 0.0;
   c->mask = mask;
@@ -560,17 +571,67 @@ AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, c
     // local masks compute fewer than T·S): forward QKᵀ 2·hs, softmax ~5, P·V 2·hs_v; backward
     // dV and dP 2·hs_v each, softmax ~3, dQ and dK 2·hs each.
     const double pairs = static_cast<double>(d.B) * d.NH * c->plan.per_bh;
-    // anomaly reports: output/dq rows are (b, h, t), or (b, t, h) with heads last
-    record(
-        kSdpa, res.output, {q, k, v},
+    // anomaly reports: output/dq rows are (b, h, t), or (b, t, h) with heads last (packed: the
+    // output's only; d(qkv) falls back to indices)
+    const char* rows = d.packed       ? "b,t,h"
+                       : d.heads_last ? "b,t,h|b,t,h|b,s,h|b,s,h"
+                                      : "b,h,t|b,h,t|b,h,s|b,h,s";
+    RecordInfo info =
         RecordInfo()
             .flops(pairs * (2.0 * d.hs + 2.0 * d.hsv + 5), pairs * (4.0 * d.hs + 4.0 * d.hsv + 3))
-            .saved(q, k, v, c->P, c->keep)
-            .rows(3, d.heads_last ? "b,t,h|b,t,h|b,s,h|b,s,h" : "b,h,t|b,h,t|b,h,s|b,h,s"),
-        [cc, qd = q.detach(), kd = k.detach(), vd = v.detach()](
-            const Tensor& g) -> std::vector<Tensor> { return sdpa_backward(*cc, qd, kd, vd, g); });
+            .rows(3, rows);
+    if (d.packed)
+      info.saved(q, c->P, c->keep);
+    else
+      info.saved(q, k, v, c->P, c->keep);
+    record(kSdpa, res.output, inputs, info,
+           [cc, qd = q.detach(), kd = k.detach(), vd = v.detach()](const Tensor& g)
+               -> std::vector<Tensor> { return sdpa_backward(*cc, qd, kd, vd, g); });
   }
   return res;
+}
+
+}  // namespace
+
+// The weights tensor (need_weights) is an output only: it carries no gradient (the tape node
+// differentiates `output`). Differentiate through weights with the dense reference if needed.
+AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                             const AttentionMask& mask, const SDPAOptions& opts,
+                                             Site site) {
+  SiteScope scope(site);
+  const Dims d = check_sdpa(q, k, v, mask, opts);
+  if (q.device().is_cuda()) {
+    const double scale = default_scale(opts, d.hs);
+    if (!d.heads_last) return cuda_sdpa(q, k, v, mask, opts, scale);
+    // The CUDA kernels read (B, NH, T, hs): transpose there and back (recorded copies).
+    AttentionResult r =
+        cuda_sdpa(transpose(q, 1, 2), transpose(k, 1, 2), transpose(v, 1, 2), mask, opts, scale);
+    r.output = transpose(r.output, 1, 2);
+    return r;
+  }
+  return sdpa_cpu(d, q, k, v, {q, k, v}, mask, opts);
+}
+
+AttentionResult scaled_dot_product_attention_packed(const Tensor& qkv, const AttentionMask& mask,
+                                                    const SDPAOptions& opts, Site site) {
+  SiteScope scope(site);
+  check_float(qkv, kSdpa, "qkv", true);
+  if (qkv.dim() != 5 || qkv.size(2) != 3)
+    throw Error(fmt::format("{}: qkv {}: expected (B, T, 3, NH, hs), q, k, v for every position",
+                            kSdpa, shape_str(qkv.shape())));
+  const int64_t B = qkv.size(0), T = qkv.size(1), NH = qkv.size(3), hs = qkv.size(4);
+  if (qkv.device().is_cuda()) {  // three heads-last views (recorded copies) for the CUDA path
+    SDPAOptions o = opts;
+    o.heads_last = true;
+    auto part = [&](int64_t i) { return reshape(narrow(qkv, 2, i, 1), {B, T, NH, hs}); };
+    return scaled_dot_product_attention(part(0), part(1), part(2), mask, o);
+  }
+  SDPAOptions o = opts;
+  o.heads_last = true;
+  Dims d{B, NH, T, T, hs, hs, true};
+  d.packed = true;
+  check_options(d, mask, o, fmt::format("qkv {}", shape_str(qkv.shape())), qkv.device());
+  return sdpa_cpu(d, qkv, qkv, qkv, {qkv}, mask, o);
 }
 
 }  // namespace tg

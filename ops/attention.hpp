@@ -158,6 +158,15 @@ AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, c
                                              const SDPAOptions& opts = {},
                                              Site site = Site::here());
 
+// Self-attention on one packed projection: qkv (B, T, 3, NH, hs) holds q, k and v of every
+// position, heads last: a (B, T, 3·NH·hs) in-projection (PyTorch's packed in_proj_weight)
+// reshaped. Returns (B, T, NH, hs) (S = T, hs_v = hs; opts.heads_last is implied); one tape node
+// differentiates qkv, so the projection's backward is one GEMM. Masks and options as above.
+AttentionResult scaled_dot_product_attention_packed(const Tensor& qkv,
+                                                    const AttentionMask& mask = {},
+                                                    const SDPAOptions& opts = {},
+                                                    Site site = Site::here());
+
 // The seed articles' functional form: Q (..., T, hs), K (..., S, hs), V (..., S, hs_v) with
 // 2 to 4 dims, mask broadcastable to (..., T, S) where mask == 0 is blocked (undefined: none).
 // Returns (output, weights).

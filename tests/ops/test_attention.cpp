@@ -214,6 +214,47 @@ TEST_CASE("SDPA with heads last (B, T, NH, hs) equals the (B, NH, T, hs) layout 
                 "batch and head dims (B, NH) differ (heads_last: (B, T, NH, hs))");
 }
 
+TEST_CASE("packed SDPA on qkv (B, T, 3, NH, hs) equals three heads-last tensors", "[attention]") {
+  manual_seed(110);
+  using A = AttentionMask;
+  Tensor pad = tensor(std::vector<bool>{false, false, true, false, true, false, false, false, false,
+                                        false, false, true},
+                      {2, 6});
+  for (DType dt : {kFloat64, kFloat32})
+    for (const Case& c : {Case{"none", A(), 6, 6}, Case{"causal", A::causal(), 6, 6},
+                          Case{"key_padding", A::key_padding(pad, MaskPolarity::TrueBlocked), 6, 6},
+                          Case{"local(2,1)", A::local(2, 1), 6, 6},
+                          Case{"causal, several tiles", A::causal(), 150, 150},
+                          Case{"none, several tiles", A(), 300, 300}}) {
+      const int64_t B = 2, T = c.T, NH = 3, hs = 4;
+      Tensor qkv = randn({B, T, 3, NH, hs}, dt).requires_grad_();
+      Tensor dO = randn({B, T, NH, hs}, dt);
+      SDPAOptions o;
+      o.need_weights = true;
+      AttentionResult a = scaled_dot_product_attention_packed(qkv, c.mask, o);
+      Tensor ga = tg::grad({a.output}, {qkv}, {dO})[0];
+      o.heads_last = true;
+      auto part = [&](int64_t i) { return reshape(narrow(qkv, 2, i, 1), {B, T, NH, hs}); };
+      AttentionResult b = scaled_dot_product_attention(part(0), part(1), part(2), c.mask, o);
+      Tensor gb = tg::grad({b.output}, {qkv}, {dO})[0];
+      const std::string what = c.name + (dt == kFloat32 ? " float32" : " float64");
+      const double tol = dt == kFloat32 ? 1e-6 : 1e-13;
+      REQUIRE(a.output.shape() == Shape{B, T, NH, hs});
+      tgt::require_close(a.output, b.output, tol, 0, what + ": output");
+      tgt::require_close(a.weights, b.weights, tol, 0, what + ": weights");
+      tgt::require_close(ga, gb, tol, 0, what + ": d(qkv)");
+    }
+  manual_seed(111);
+  Tensor qkv = tgt::leaf({2, 5, 3, 2, 3});
+  tgt::check_grad(
+      [](const std::vector<Tensor>& in) {
+        return scaled_dot_product_attention_packed(in[0], AttentionMask::causal()).output;
+      },
+      {qkv}, "packed sdpa causal");
+  REQUIRE_ERROR(scaled_dot_product_attention_packed(zeros({2, 5, 2, 2, 3}, kFloat64)),
+                "scaled_dot_product_attention: qkv (2,5,2,2,3): expected (B, T, 3, NH, hs)");
+}
+
 TEST_CASE("SDPA gradcheck w.r.t. q, k, v for every mask kind", "[attention]") {
   manual_seed(103);
   for (const Case& c : mask_cases()) {
