@@ -1,7 +1,9 @@
-// ops/attention.cpp — scaled_dot_product_attention: its checks, and the fused CPU kernel (one
-// tape node, tiled by query rows, cpu::gemm on raw pointers, the row softmax of
-// ops/cpu/softmax.cpp, forward and backward side by side). A call on a CUDA device goes, after the
-// checks, to ops/attention_cuda.cpp (through ops/attention_cuda.hpp).
+// ops/attention.cpp — scaled_dot_product_attention (and its packed self-attention form): the
+// checks, and the fused CPU kernel (one tape node, tiled by query rows, cpu::gemm on raw pointers,
+// the row softmax of ops/cpu/softmax.cpp, forward and backward side by side). q, k, v come as
+// (B, NH, T, hs), heads last (B, T, NH, hs), or packed (B, T, 3, NH, hs): every head's rows are
+// addressed with an offset and a leading dimension (Dims::row), never permuted by an op. A call on
+// a CUDA device goes, after the checks, to ops/attention_cuda.cpp (through ops/attention_cuda.hpp).
 //
 // SDPA, per (b, h) and per tile of kRowTile query rows [r0, r1): the tile's key range
 // [klo, khi] is the union of the rows' structural ranges (AttentionMask::key_range; the same for
