@@ -209,6 +209,16 @@ Span row_span(int64_t lo, int64_t hi, int64_t klo, int64_t width) {
   return {a, std::clamp<int64_t>(hi - klo + 1, a, width)};
 }
 
+// The span grown to a multiple of kBatch keys (16: whole xsimd batches of float or double)
+// inside [0, width) where the tile has room.
+constexpr int64_t kBatch = 16;
+Span widen(Span sp, int64_t width) {
+  if (sp.e == sp.a) return sp;
+  const int64_t want = std::min(width, (sp.e - sp.a + kBatch - 1) / kBatch * kBatch);
+  const int64_t e = std::min(width, sp.a + want);
+  return {std::min(sp.a, e - want), e};
+}
+
 // Row i of (b, h), keys klo .. klo+width-1 in s: inside the row's structural span (returned),
 // -inf where a data part refuses the key, + the additive term elsewhere; outside the span s is
 // left as it is (the caller zeroes P there), or set to -inf when fill_outside.
@@ -358,11 +368,17 @@ void forward_tile(const Ctx& c, const RowMask& rm, int64_t b, int64_t h, const T
     const Span sp = mask_row(rm, b, h, i, c.plan.lo[i], c.plan.hi[i], t.klo, width, d.S, s, false);
     if (dense.scores)  // pre-filled with -inf
       std::copy(s + sp.a, s + sp.e, dense.scores + (bh * d.T + i) * d.S + t.klo + sp.a);
+    // The softmax runs over the span widened to whole SIMD batches where the tile allows: the
+    // widening's keys are structurally blocked (-inf, so P = 0 exactly), and the kernel then has
+    // no scalar exp tail (which made causal rows, of every length, slower than full ones).
+    const Span w = widen(sp, width);
+    std::fill(s + w.a, s + sp.a, static_cast<T>(-kInf));
+    std::fill(s + sp.e, s + w.e, static_cast<T>(-kInf));
     // the rule for fully masked and NaN rows: cpu::softmax_row (a NaN query gives a NaN row)
-    if (!cpu::softmax_row(s + sp.a, s + sp.a, sp.e - sp.a) && c.mask.errors_on_fully_masked())
+    if (!cpu::softmax_row(s + w.a, s + w.a, w.e - w.a) && c.mask.errors_on_fully_masked())
       throw_fully_masked(c, b, h, i);
-    std::fill(s, s + sp.a, T(0));
-    std::fill(s + sp.e, s + width, T(0));
+    std::fill(s, s + w.a, T(0));
+    std::fill(s + w.e, s + width, T(0));
   }
   const T* Pv = Pt;  // what multiplies V: P, or P ⊙ keep with dropout
   if (c.dropout) {
