@@ -125,7 +125,9 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
     if (!batched) return unsqueeze(x, 0);
     return bf ? x : transpose(x, 0, 1);
   };
-  Tensor q = to_bf(query), k = to_bf(key), v = to_bf(value);
+  Tensor q = to_bf(query);  // one tensor given twice is converted once
+  Tensor k = key.impl() == query.impl() ? q : to_bf(key);
+  Tensor v = value.impl() == key.impl() ? k : to_bf(value);
   const int64_t B = q.size(0), T = q.size(1);
   int64_t S = k.size(1);
   if (k.size(0) != B || v.size(0) != B || v.size(1) != S)
@@ -161,38 +163,48 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
                       kOp, shape_str(f.attn_mask.shape()), dtype_name(dt), dtype_name(am.dtype())));
   }
 
-  // In-projections: (B, T, E), (B, S, E), (B, S, E).
-  Tensor Wq, Wk, Wv, bq, bk, bv;
-  if (same_embed) {
-    Wq = narrow(in_proj_weight, 0, 0, E);
-    Wk = narrow(in_proj_weight, 0, E, E);
-    Wv = narrow(in_proj_weight, 0, 2 * E, E);
+  // Self-attention (one tensor as query, key and value) with the packed in_proj_weight: one
+  // (B, T, 3E) projection, one GEMM, read in place by the packed attention (PyTorch packs too).
+  const bool packed = same_embed && !options.add_bias_kv && !options.add_zero_attn &&
+                      query.impl() == key.impl() && key.impl() == value.impl();
+  Tensor qkv, qh, kh, vh;
+  if (packed) {
+    qkv = reshape(linear(q, in_proj_weight, in_proj_bias), {B, T, 3, NH, hd});
   } else {
-    Wq = q_proj_weight, Wk = k_proj_weight, Wv = v_proj_weight;
-  }
-  if (in_proj_bias.defined()) {
-    bq = narrow(in_proj_bias, 0, 0, E);
-    bk = narrow(in_proj_bias, 0, E, E);
-    bv = narrow(in_proj_bias, 0, 2 * E, E);
-  }
-  Tensor qp = linear(q, Wq, bq), kp_ = linear(k, Wk, bk), vp = linear(v, Wv, bv);
-  if (options.add_bias_kv) {  // one more key/value position, allowed by every mask
-    kp_ = cat({kp_, expand(bias_k, {B, 1, E})}, 1);
-    vp = cat({vp, expand(bias_v, {B, 1, E})}, 1);
-    kp = pad_key_column(kp);
-    am = pad_key_column(am);
-    ++S;
-  }
-  // Split heads: (B, NH, T, hd), (B, NH, S, hd).
-  Tensor qh = rearrange(qp, "b t (h d) -> b h t d", {{"h", NH}});
-  Tensor kh = rearrange(kp_, "b s (h d) -> b h s d", {{"h", NH}});
-  Tensor vh = rearrange(vp, "b s (h d) -> b h s d", {{"h", NH}});
-  if (options.add_zero_attn) {  // a zero key/value position after the projections
-    kh = cat({kh, zeros({B, NH, 1, hd}, dt, kh.device())}, 2);
-    vh = cat({vh, zeros({B, NH, 1, hd}, dt, vh.device())}, 2);
-    kp = pad_key_column(kp);
-    am = pad_key_column(am);
-    ++S;
+    // In-projections: (B, T, E), (B, S, E), (B, S, E).
+    Tensor Wq, Wk, Wv, bq, bk, bv;
+    if (same_embed) {
+      Wq = narrow(in_proj_weight, 0, 0, E);
+      Wk = narrow(in_proj_weight, 0, E, E);
+      Wv = narrow(in_proj_weight, 0, 2 * E, E);
+    } else {
+      Wq = q_proj_weight, Wk = k_proj_weight, Wv = v_proj_weight;
+    }
+    if (in_proj_bias.defined()) {
+      bq = narrow(in_proj_bias, 0, 0, E);
+      bk = narrow(in_proj_bias, 0, E, E);
+      bv = narrow(in_proj_bias, 0, 2 * E, E);
+    }
+    Tensor qp = linear(q, Wq, bq), kp_ = linear(k, Wk, bk), vp = linear(v, Wv, bv);
+    if (options.add_bias_kv) {  // one more key/value position, allowed by every mask
+      kp_ = cat({kp_, expand(bias_k, {B, 1, E})}, 1);
+      vp = cat({vp, expand(bias_v, {B, 1, E})}, 1);
+      kp = pad_key_column(kp);
+      am = pad_key_column(am);
+      ++S;
+    }
+    // Heads, last: (B, T, NH, hd), (B, S, NH, hd) are views of the projections (no head-split
+    // copy); scaled_dot_product_attention reads them in place (heads_last).
+    qh = reshape(qp, {B, T, NH, hd});
+    kh = reshape(kp_, {B, S, NH, hd});
+    vh = reshape(vp, {B, S, NH, hd});
+    if (options.add_zero_attn) {  // a zero key/value position after the projections
+      kh = cat({kh, zeros({B, 1, NH, hd}, dt, kh.device())}, 1);
+      vh = cat({vh, zeros({B, 1, NH, hd}, dt, vh.device())}, 1);
+      kp = pad_key_column(kp);
+      am = pad_key_column(am);
+      ++S;
+    }
   }
 
   AttentionMask mask = options.structure;
@@ -208,10 +220,12 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
   so.dropout_p = options.dropout;
   so.training = is_training();
   so.need_weights = f.need_weights;
-  AttentionResult r = scaled_dot_product_attention(qh, kh, vh, mask, so);
+  so.heads_last = true;
+  AttentionResult r = packed ? scaled_dot_product_attention_packed(qkv, mask, so)
+                             : scaled_dot_product_attention(qh, kh, vh, mask, so);
 
-  // Merge heads and project: (B, T, E).
-  Tensor out = out_proj->forward(rearrange(r.output, "b h t d -> b t (h d)"));
+  // Merge heads (a view: the output is (B, T, NH, hd)) and project: (B, T, E).
+  Tensor out = out_proj->forward(reshape(r.output, {B, T, E}));
   Tensor w = r.weights;
   if (w.defined() && f.average_attn_weights) w = mean(w, {1});  // (B, T, S)
   if (!batched) {
@@ -246,16 +260,16 @@ std::pair<Tensor, Tensor> SeedMultiHeadAttention::forward(const Tensor& Q, const
     if (!t->defined() || t->dim() != 3 || t->size(-1) != d_model)
       throw Error(fmt::format("SeedMultiHeadAttention: Q, K, V must be (B, T, {}), got {}", d_model,
                               t->defined() ? shape_str(t->shape()) : "undefined"));
-  const std::vector<std::pair<std::string, int64_t>> h{{"h", n_heads}};
-  Tensor q = rearrange(W_q->forward(Q), "b t (h d) -> b h t d", h);
-  Tensor k = rearrange(W_k->forward(K), "b s (h d) -> b h s d", h);
-  Tensor v = rearrange(W_v->forward(V), "b s (h d) -> b h s d", h);
+  // Heads last, as views of the projections: (B, T, h, d_k), (B, S, h, d_k).
+  auto heads = [&](const Tensor& x) { return reshape(x, {x.size(0), x.size(1), n_heads, d_k}); };
+  Tensor q = heads(W_q->forward(Q)), k = heads(W_k->forward(K)), v = heads(W_v->forward(V));
   AttentionMask m = structure;
   if (mask.defined()) m = m & AttentionMask::from_seed(mask);
   SDPAOptions so;
   so.need_weights = true;
+  so.heads_last = true;
   AttentionResult r = scaled_dot_product_attention(q, k, v, m, so);
-  Tensor out = W_o->forward(rearrange(r.output, "b h t d -> b t (h d)"));
+  Tensor out = W_o->forward(reshape(r.output, {Q.size(0), Q.size(1), d_model}));
   return {hooked({Q, K, V}, out), r.weights};
 }
 

@@ -136,6 +136,11 @@ struct SDPAOptions {
   std::optional<double> scale;  // default 1/sqrt(hs)
   bool need_weights = false;    // also return P (B, NH, T, S), after dropout
   const AttentionProbe* probe = nullptr;
+  // Layout of q, k, v and the output: false, (B, NH, T, hs) as PyTorch's SDPA; true, heads last,
+  // (B, T, NH, hs) as FlashAttention: what a (B, T, NH·hs) projection is, reshaped, without a
+  // head-split copy (the CPU kernel reads the rows in place). Weights and the probe stay
+  // (B, NH, T, S).
+  bool heads_last = false;
 };
 
 struct AttentionResult {
@@ -143,14 +148,24 @@ struct AttentionResult {
   Tensor weights;  // (B, NH, T, S) when need_weights, else undefined
 };
 
-// q (B, NH, T, hs), k (B, NH, S, hs), v (B, NH, S, hs_v) -> (B, NH, T, hs_v). One fused tape node:
-// only the structural key range of each row tile is computed (causal upper triangle and keys
-// outside a local/blocked window cost nothing), scores are masked, softmaxed (fully masked rows
-// give 0), optionally dropped out, and multiplied by V; backward computes dQ, dK, dV directly.
+// q (B, NH, T, hs), k (B, NH, S, hs), v (B, NH, S, hs_v) -> (B, NH, T, hs_v), or with
+// opts.heads_last (B, T, NH, hs), (B, S, NH, hs), (B, S, NH, hs_v) -> (B, T, NH, hs_v). One fused
+// tape node: only the structural key range of each row tile is computed (causal upper triangle and
+// keys outside a local/blocked window cost nothing), scores are masked, softmaxed (fully masked
+// rows give 0), optionally dropped out, and multiplied by V; backward computes dQ, dK, dV directly.
 AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                              const AttentionMask& mask = {},
                                              const SDPAOptions& opts = {},
                                              Site site = Site::here());
+
+// Self-attention on one packed projection: qkv (B, T, 3, NH, hs) holds q, k and v of every
+// position, heads last: a (B, T, 3·NH·hs) in-projection (PyTorch's packed in_proj_weight)
+// reshaped. Returns (B, T, NH, hs) (S = T, hs_v = hs; opts.heads_last is implied); one tape node
+// differentiates qkv, so the projection's backward is one GEMM. Masks and options as above.
+AttentionResult scaled_dot_product_attention_packed(const Tensor& qkv,
+                                                    const AttentionMask& mask = {},
+                                                    const SDPAOptions& opts = {},
+                                                    Site site = Site::here());
 
 // The seed articles' functional form: Q (..., T, hs), K (..., S, hs), V (..., S, hs_v) with
 // 2 to 4 dims, mask broadcastable to (..., T, S) where mask == 0 is blocked (undefined: none).

@@ -6,8 +6,9 @@
 //   composed: QKᵀ, the dense mask, softmax, dropout and P·V as ops (their own backward), for
 //     dropout, attention weights, the introspection probe and large heads.
 // Mask tensors may live on the CPU or on q's device: they are copied where each path reads them.
-// Deliberately not here: the kernels (cuda/attention.cu), the mask description.
-#include "ops/attention.hpp"
+// ops/attention.cpp reaches it through ops/attention_cuda.hpp after the op's checks.
+// Deliberately not here: the kernels (cuda/attention.cu), the mask description, the CPU path.
+#include "ops/attention_cuda.hpp"
 #include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"

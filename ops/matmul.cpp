@@ -1,17 +1,16 @@
 // ops/matmul.cpp — matmul (PyTorch's rank rules and batch broadcasting), mm, bmm and linear,
-// forward and backward side by side, all on BLAS gemm over raw pointers.
+// forward and backward side by side, all on one GEMM over raw pointers (cpu::gemm, cuBLAS on CUDA).
 //
 // Every product is a batch of row-major gemms C[i] (M, N) = A[i] (M, K) · B[i] (K, N), where
 // operand batches are addressed by element offsets (the same offset repeated where a batch dim
-// is broadcast). Transposes are never materialised: backward passes CblasTrans with the original
-// leading dimensions (dA = dC·Bᵀ, dB = Aᵀ·dC), and linear multiplies by Wᵀ the same way.
+// is broadcast). Transposes are never materialised: backward passes transpose flags with the
+// original leading dimensions (dA = dC·Bᵀ, dB = Aᵀ·dC), and linear multiplies by Wᵀ the same way.
 // Broadcast operands accumulate their gradient with beta = 1 into one zeroed buffer.
-// Deliberately not here: xtensor-blas (it cannot share a TU with <cblas.h>), other dtypes.
+// Deliberately not here: the GEMM kernels (ops/cpu/blas.cpp, cuda/blas.cu), other dtypes.
+#include "ops/cpu/kernels.hpp"
 #include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"
-
-#include <cblas.h>
 
 #include <climits>
 #include <cstring>
@@ -21,37 +20,27 @@ using namespace detail;
 
 namespace {
 
-// ---- BLAS ----
+// ---- GEMM ----
 // BLAS takes 32-bit sizes; larger ones are refused rather than silently truncated.
-int blas_int(int64_t v) {
+void check_blas_int(int64_t v) {
   if (v > INT_MAX)
     throw Error(fmt::format("matmul: dimension {} exceeds the BLAS limit {}", v, INT_MAX));
-  return static_cast<int>(v);
 }
 // C (M, N) = op(A) · op(B) + beta · C, row-major; lda/ldb/ldc are the row lengths of A, B and C
-// as stored (op = transpose when ta/tb).
-// On a CUDA device: one cuBLAS call (cuda/blas.cu), same arguments.
+// as stored (op = transpose when ta/tb). On the CPU: cpu::gemm (xt::blas::gemm over the buffers);
+// on a CUDA device: one cuBLAS call (cuda/blas.cu), same arguments.
 template <typename T>
-void cuda_gemm(Device dev, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A,
-               int64_t lda, const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
-  on_device("matmul", dev, [&] {
-    cuda::gemm(cdt(dtype_of<T>::value), ta, tb, M, N, K, 1.0, A, lda, 0, B, ldb, 0,
-               static_cast<double>(beta), C, ldc, 0, 1);
-  });
-}
-void gemm(Device dev, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A,
-          int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  if (dev.is_cuda()) return cuda_gemm(dev, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-              blas_int(M), blas_int(N), blas_int(K), 1.0f, A, blas_int(lda), B, blas_int(ldb), beta,
-              C, blas_int(ldc));
-}
-void gemm(Device dev, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* A,
-          int64_t lda, const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {
-  if (dev.is_cuda()) return cuda_gemm(dev, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-              blas_int(M), blas_int(N), blas_int(K), 1.0, A, blas_int(lda), B, blas_int(ldb), beta,
-              C, blas_int(ldc));
+void gemm(Device dev, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A, int64_t lda,
+          const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
+  if (dev.is_cuda()) {
+    on_device("matmul", dev, [&] {
+      cuda::gemm(cdt(dtype_of<T>::value), ta, tb, M, N, K, 1.0, A, lda, 0, B, ldb, 0,
+                 static_cast<double>(beta), C, ldc, 0, 1);
+    });
+    return;
+  }
+  for (int64_t v : {M, N, K, lda, ldb, ldc}) check_blas_int(v);
+  cpu::gemm<T>(ta, tb, M, N, K, T(1), A, lda, B, ldb, beta, C, ldc);
 }
 
 // ---- the plan: how a product maps onto a batch of gemms ----

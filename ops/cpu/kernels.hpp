@@ -81,6 +81,26 @@ void reduce_var_backward(T* dx, const T* dout, const T* x, const double* mean, i
 
 // ---- row softmax / log_softmax with the fully-masked/NaN rule, shared by softmax and SDPA
 // (ops/cpu/softmax.cpp) ----
+// The rule, coded once here for the CPU (cuda/softmax.cu and cuda/attention.cu mirror it): a row
+// whose entries are all -inf (a fully masked attention row) gives 0 (log_softmax: -inf) and a zero
+// gradient; a row holding a NaN gives NaN everywhere (the max skips NaN, so without the check an
+// all NaN/-inf row would pass for fully masked); otherwise y = exp(x - max) / sum exp(x - max),
+// exponentials in T's precision (float32 math for float32, as PyTorch), the sum in double.
+// One contiguous row of n: y = softmax(x) (log_softmax when is_log); y may be x. Returns false for
+// a fully masked row (all -inf), true otherwise (NaN rows included).
+template <typename T>
+bool softmax_row(T* y, const T* x, int64_t n, bool is_log = false);
+// Backward of one contiguous row from the upstream g and the saved output y; dx may be g.
+// softmax: dx = y ⊙ (g − Σ g⊙y); log_softmax: dx = g − exp(y)·Σ g, and 0 on a fully masked row.
+template <typename T>
+void softmax_backward_row(T* dx, const T* g, const T* y, int64_t n, bool is_log = false);
+// The same over an (outer, n, inner) tensor, softmax along n: element (o, j, i) at
+// (o·n + j)·inner + i; inner == 1 is contiguous rows, else columns are gathered in blocks.
+template <typename T>
+void softmax_forward(T* y, const T* x, int64_t outer, int64_t n, int64_t inner, bool is_log);
+template <typename T>
+void softmax_backward(T* dx, const T* g, const T* y, int64_t outer, int64_t n, int64_t inner,
+                      bool is_log);
 
 // ---- layer norm (ops/cpu/norm.cpp) ----
 // x (N, D) -> out (N, D); mean and rstd (N) float64, saved for backward; w, b (D) or null.
@@ -130,6 +150,15 @@ void embedding_backward(T* dweight, const T* dout, const int64_t* idx, int64_t n
                         int64_t pad);
 
 // ---- GEMM through xt::blas::gemm (ops/cpu/blas.cpp) ----
+// C (M, N) = alpha·op(A)·op(B) + beta·C, every matrix row-major with the given leading dimension
+// (the stored row length: A is (M, K), or (K, M) when ta, with rows lda apart; B is (K, N), or
+// (N, K) when tb; C rows ldc apart, ld >= the stored row length). No copy, no allocation: BLAS
+// reads the buffers themselves. M or N == 0: nothing; K == 0: C = beta·C (0 when beta == 0, even
+// over NaN). beta == 0 never reads C. Sizes and leading dimensions must fit BLAS's int: callers
+// check (with their own op's message).
+template <typename T>
+void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,
+          const T* B, int64_t ldb, T beta, T* C, int64_t ldc);
 
 // ---- copies: cat/stack/split, permutes (ops/cpu/copy.cpp) ----
 // out[Σ i_d·out_strides[d]] = x[Σ i_d·x_strides[d]] for every index i of `shape` (element

@@ -22,6 +22,8 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <memory>
+#include <type_traits>
 #include <vector>
 
 namespace tg::cpu::xtd {
@@ -33,20 +35,32 @@ auto vec(T* p, int64_t n) {
                    std::array<size_t, 1>{static_cast<size_t>(n)});
 }
 
-// A row-major (rows, cols) matrix at p whose rows are ld elements apart (ld >= cols): a rank-2
-// adaptor with static row-major layout, so xt::blas::gemm reads ld as the leading dimension and
-// never copies.
+// A row-major (rows, cols) matrix at p whose rows are ld elements apart (ld >= cols), for
+// xt::blas::gemm only: a rank-2 adaptor with STATIC row-major layout whose leading stride is ld.
+// Why this form (checked with a counting allocator: 0 allocations, BLAS reads p itself):
+// xt::blas::gemm passes A and B through view_eval<row_major>, which returns a static row-major
+// container as it is but copies anything else into a contiguous temporary (2 allocations per call
+// with xt::adapt(p, size, no_ownership, shape, strides), whose layout is dynamic); and xtensor
+// refuses custom strides on a static layout (resize(shape, strides) throws "Cannot resize with
+// custom strides when layout() is != layout_type::dynamic"). So the adaptor is built contiguous
+// (rows, cols) and its leading stride then set to ld. Its static layout claims contiguity, so
+// never assign an xtensor expression to it when ld > cols (the linear assigner would fill the
+// gaps between rows): it exists to hand BLAS a pointer, a shape and a leading dimension.
 template <typename T>
-auto mat(T* p, int64_t rows, int64_t cols, int64_t ld) {
-  using S = std::remove_const_t<T>;
-  using buffer = xt::xbuffer_adaptor<T*, xt::no_ownership>;
-  using adaptor = xt::xtensor_adaptor<buffer, 2, xt::layout_type::row_major>;
-  const size_t size = rows == 0 ? 0 : static_cast<size_t>((rows - 1) * ld + cols);
-  static_assert(sizeof(S) > 0);
-  return adaptor(buffer(p, size),
-                 std::array<size_t, 2>{static_cast<size_t>(rows), static_cast<size_t>(cols)},
-                 std::array<std::ptrdiff_t, 2>{static_cast<std::ptrdiff_t>(ld), 1});
-}
+class mat : public xt::xtensor_adaptor<
+                xt::xbuffer_adaptor<T*, xt::no_ownership, std::allocator<std::remove_const_t<T>>>,
+                2, xt::layout_type::row_major> {
+  using buffer = xt::xbuffer_adaptor<T*, xt::no_ownership, std::allocator<std::remove_const_t<T>>>;
+  using base = xt::xtensor_adaptor<buffer, 2, xt::layout_type::row_major>;
+
+ public:
+  mat(T* p, int64_t rows, int64_t cols, int64_t ld)
+      : base(buffer(p, static_cast<size_t>(rows * cols)),
+             std::array<size_t, 2>{static_cast<size_t>(rows), static_cast<size_t>(cols)}) {
+    this->strides_impl()[0] = static_cast<std::ptrdiff_t>(ld);
+    this->backstrides_impl()[0] = static_cast<std::ptrdiff_t>(rows > 0 ? (rows - 1) * ld : 0);
+  }
+};
 
 // Calls f(lo, hi) over [0, n) split into one chunk per thread when n is large (elementwise work:
 // each thread runs one xtensor expression on its slice), else once. Chunks start on multiples

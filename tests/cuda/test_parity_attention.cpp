@@ -124,6 +124,35 @@ TEST_CASE("cuda parity: scaled_dot_product_attention, every mask kind") {
   }
 }
 
+TEST_CASE("cuda parity: heads-last and packed (B, T, 3, NH, hs) layouts") {
+  // On CUDA both go through the kernels' (B, NH, T, hs) layout with recorded transposes.
+  for (DType dt : {kFloat64, kFloat32}) {
+    ParityCase c;
+    c.name = "heads_last, causal";
+    c.tol32 = 1e-4;
+    c.inputs = [] {
+      return Inputs{randn({2, 19, 3, 16}, kFloat64), randn({2, 23, 3, 16}, kFloat64),
+                    randn({2, 23, 3, 8}, kFloat64)};
+    };
+    c.fn = [](const Inputs& x) {
+      SDPAOptions o;
+      o.heads_last = true;
+      return std::vector<Tensor>{
+          scaled_dot_product_attention(x[0], x[1], x[2], AttentionMask::causal(), o).output};
+    };
+    tgt::run_parity(c, dt);
+    ParityCase p;
+    p.name = "packed, local(3, 1)";
+    p.tol32 = 1e-4;
+    p.inputs = [] { return Inputs{randn({2, 21, 3, 2, 16}, kFloat64)}; };
+    p.fn = [](const Inputs& x) {
+      return std::vector<Tensor>{
+          scaled_dot_product_attention_packed(x[0], AttentionMask::local(3, 1)).output};
+    };
+    tgt::run_parity(p, dt);
+  }
+}
+
 TEST_CASE("cuda parity: additive float mask with -inf entries") {
   for (DType dt : {kFloat64, kFloat32}) {
     ParityCase c;

@@ -69,6 +69,21 @@ void run_parity(const std::string& name, DType dt, double atol, double rtol) {
   tgt::require_close(v.grad(), fx(name, "d_value"), atol, rtol, what + " d_value");
   for (auto& [pname, p] : mha.named_parameters())
     tgt::require_close(p.grad(), fx(name, "d_" + pname), atol, rtol, what + " d_" + pname);
+  if (cfg.count("same_qkv") && I("same_qkv")) {
+    // mha(x, x, x): one tensor as query, key and value takes the packed in-projection and
+    // attention; the gradient of x is d_query + d_key + d_value.
+    mha.zero_grad(true);
+    Tensor x = fx(name, "query").to(dt).detach().requires_grad_();
+    auto [xout, xw] = mha.forward(x, x, x, f);
+    tgt::require_close(xout, fx(name, "out"), atol, rtol, what + " packed out");
+    if (f.need_weights)
+      tgt::require_close(xw, fx(name, "weights"), atol, rtol, what + " packed weights");
+    xout.backward(fx(name, "d_out").to(dt));
+    Tensor dx = fx(name, "d_query") + fx(name, "d_key") + fx(name, "d_value");
+    tgt::require_close(x.grad(), dx, atol, rtol, what + " packed d_x");
+    for (auto& [pname, p] : mha.named_parameters())
+      tgt::require_close(p.grad(), fx(name, "d_" + pname), atol, rtol, what + " packed d_" + pname);
+  }
 }
 }  // namespace
 

@@ -151,6 +151,110 @@ TEST_CASE("SDPA over several row tiles (T > 64) matches the reference", "[attent
   }
 }
 
+TEST_CASE("SDPA with heads last (B, T, NH, hs) equals the (B, NH, T, hs) layout exactly",
+          "[attention]") {
+  // The same rows through other leading dimensions: the same numbers, bit for bit, for outputs,
+  // gradients, weights, the probe and dropout (drawn in the same order), float64 and float32.
+  manual_seed(109);
+  std::vector<Case> cases = mask_cases();
+  cases.push_back({"causal, several tiles", AttentionMask::causal(), 70, 70});
+  cases.push_back({"none, several tiles", AttentionMask(), 300, 20});
+  for (DType dt : {kFloat64, kFloat32})
+    for (const Case& c : cases) {
+      const int64_t NH = c.mask.has_data() ? 2 : 3;  // mask tensors are made for B = NH = 2
+      Tensor q = randn({2, NH, c.T, 4}, dt).requires_grad_(),
+             k = randn({2, NH, c.S, 4}, dt).requires_grad_(),
+             v = randn({2, NH, c.S, 5}, dt).requires_grad_();
+      Tensor dO = randn({2, NH, c.T, 5}, dt);
+      AttentionProbe probe;
+      Tensor S1, P1, dP1, dS1;
+      probe.on_forward = [&](const Tensor& s, const Tensor& p) { S1 = s, P1 = p; };
+      probe.on_backward = [&](const Tensor& dp, const Tensor& ds) { dP1 = dp, dS1 = ds; };
+      SDPAOptions o;
+      o.need_weights = true;
+      o.probe = &probe;
+      o.dropout_p = 0.25;
+      manual_seed(7);
+      AttentionResult a = scaled_dot_product_attention(q, k, v, c.mask, o);
+      std::vector<Tensor> ga = tg::grad({a.output}, {q, k, v}, {dO});
+      const Tensor S0 = S1, P0 = P1, dP0 = dP1, dS0 = dS1;
+      o.heads_last = true;
+      manual_seed(7);
+      AttentionResult b = scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
+                                                       v.transpose(1, 2), c.mask, o);
+      REQUIRE(b.output.shape() == Shape{2, c.T, NH, 5});
+      std::vector<Tensor> gb = tg::grad({b.output.transpose(1, 2)}, {q, k, v}, {dO});
+      const std::string what = c.name + (dt == kFloat32 ? " float32" : " float64");
+      // bit for bit (-inf scores included, which require_close cannot compare)
+      auto same = [&](const Tensor& x, const Tensor& y, const std::string& name) {
+        INFO(what << ": " << name << " " << shape_str(x.shape()));
+        REQUIRE(x.shape() == y.shape());
+        std::vector<double> xv = x.to_vector<double>(), yv = y.to_vector<double>();
+        size_t bad = 0;
+        for (size_t e = 0; e < xv.size(); ++e)
+          bad += !(xv[e] == yv[e] || (std::isnan(xv[e]) && std::isnan(yv[e])));
+        REQUIRE(bad == 0);
+      };
+      same(b.output.transpose(1, 2), a.output, "output");
+      same(b.weights, a.weights, "weights");
+      for (int i = 0; i < 3; ++i) same(gb[i], ga[i], "grad " + std::to_string(i));
+      same(S1, S0, "probe scores");
+      same(P1, P0, "probe probs");
+      same(dP1, dP0, "probe dprobs");
+      same(dS1, dS0, "probe dscores");
+    }
+  // Shapes are read in that layout, and errors say so.
+  SDPAOptions hl;
+  hl.heads_last = true;
+  Tensor q = zeros({2, 4, 2, 3}, kFloat64), k = zeros({2, 5, 2, 3}, kFloat64);
+  REQUIRE_ERROR(scaled_dot_product_attention(q, k, zeros({2, 6, 2, 3}, kFloat64), {}, hl),
+                "key length S of k (5) and v (6) differ");
+  REQUIRE_ERROR(scaled_dot_product_attention(q, zeros({2, 5, 1, 3}, kFloat64),
+                                             zeros({2, 5, 2, 3}, kFloat64), {}, hl),
+                "batch and head dims (B, NH) differ (heads_last: (B, T, NH, hs))");
+}
+
+TEST_CASE("packed SDPA on qkv (B, T, 3, NH, hs) equals three heads-last tensors", "[attention]") {
+  manual_seed(110);
+  using A = AttentionMask;
+  Tensor pad = tensor(std::vector<bool>{false, false, true, false, true, false, false, false, false,
+                                        false, false, true},
+                      {2, 6});
+  for (DType dt : {kFloat64, kFloat32})
+    for (const Case& c : {Case{"none", A(), 6, 6}, Case{"causal", A::causal(), 6, 6},
+                          Case{"key_padding", A::key_padding(pad, MaskPolarity::TrueBlocked), 6, 6},
+                          Case{"local(2,1)", A::local(2, 1), 6, 6},
+                          Case{"causal, several tiles", A::causal(), 150, 150},
+                          Case{"none, several tiles", A(), 300, 300}}) {
+      const int64_t B = 2, T = c.T, NH = 3, hs = 4;
+      Tensor qkv = randn({B, T, 3, NH, hs}, dt).requires_grad_();
+      Tensor dO = randn({B, T, NH, hs}, dt);
+      SDPAOptions o;
+      o.need_weights = true;
+      AttentionResult a = scaled_dot_product_attention_packed(qkv, c.mask, o);
+      Tensor ga = tg::grad({a.output}, {qkv}, {dO})[0];
+      o.heads_last = true;
+      auto part = [&](int64_t i) { return reshape(narrow(qkv, 2, i, 1), {B, T, NH, hs}); };
+      AttentionResult b = scaled_dot_product_attention(part(0), part(1), part(2), c.mask, o);
+      Tensor gb = tg::grad({b.output}, {qkv}, {dO})[0];
+      const std::string what = c.name + (dt == kFloat32 ? " float32" : " float64");
+      const double tol = dt == kFloat32 ? 1e-6 : 1e-13;
+      REQUIRE(a.output.shape() == Shape{B, T, NH, hs});
+      tgt::require_close(a.output, b.output, tol, 0, what + ": output");
+      tgt::require_close(a.weights, b.weights, tol, 0, what + ": weights");
+      tgt::require_close(ga, gb, tol, 0, what + ": d(qkv)");
+    }
+  manual_seed(111);
+  Tensor qkv = tgt::leaf({2, 5, 3, 2, 3});
+  tgt::check_grad(
+      [](const std::vector<Tensor>& in) {
+        return scaled_dot_product_attention_packed(in[0], AttentionMask::causal()).output;
+      },
+      {qkv}, "packed sdpa causal");
+  REQUIRE_ERROR(scaled_dot_product_attention_packed(zeros({2, 5, 2, 2, 3}, kFloat64)),
+                "scaled_dot_product_attention: qkv (2,5,2,2,3): expected (B, T, 3, NH, hs)");
+}
+
 TEST_CASE("SDPA gradcheck w.r.t. q, k, v for every mask kind", "[attention]") {
   manual_seed(103);
   for (const Case& c : mask_cases()) {

@@ -34,3 +34,34 @@ TEST_CASE("scaled_dot_product_attention: a NaN query row gives a NaN output row 
     for (int64_t i = 0; i < 12; ++i) REQUIRE(std::isnan(out[i]) == (i >= 4 && i < 8));
   }
 }
+
+TEST_CASE("scaled_dot_product_attention: NaN or inf keys at padded positions take no part") {
+  // Padding is a select, not an added -inf: a NaN score at a blocked key must not leak into the
+  // row (NaN + -inf is NaN), and +inf must not either (inf + -inf is NaN).
+  manual_seed(10);
+  for (DType dt : {kFloat32, kFloat64}) {
+    Tensor q = randn({2, 2, 5, 4}, dt), k = randn({2, 2, 7, 4}, dt), v = randn({2, 2, 7, 4}, dt);
+    Tensor pad = zeros({2, 7}, kBool);  // TrueBlocked: keys 5, 6 of batch 0, key 6 of batch 1
+    pad.data<bool>()[5] = pad.data<bool>()[6] = pad.data<bool>()[13] = true;
+    for (AttentionMask m : {AttentionMask::key_padding(pad, MaskPolarity::TrueBlocked),
+                            AttentionMask::key_lengths(tensor(std::vector<int64_t>{5, 6}))}) {
+      const std::vector<double> clean =
+          scaled_dot_product_attention(q, k, v, m).output.to_vector<double>();
+      Tensor kbad = k.clone();
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t c = 0; c < 4; ++c) {
+          const int64_t b0 = ((0 * 2 + h) * 7 + 5) * 4 + c, b1 = ((1 * 2 + h) * 7 + 6) * 4 + c;
+          const double nan = std::numeric_limits<double>::quiet_NaN(),
+                       inf = std::numeric_limits<double>::infinity();
+          if (dt == kFloat32)
+            kbad.data<float>()[b0] = static_cast<float>(nan),
+            kbad.data<float>()[b1] = static_cast<float>(inf);
+          else
+            kbad.data<double>()[b0] = nan, kbad.data<double>()[b1] = inf;
+        }
+      const std::vector<double> got =
+          scaled_dot_product_attention(q, kbad, v, m).output.to_vector<double>();
+      REQUIRE(got == clean);
+    }
+  }
+}
