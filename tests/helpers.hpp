@@ -9,6 +9,7 @@
 #include "autograd/tape.hpp"
 #include "ops/ops.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -32,6 +33,30 @@ inline void check_grad(const tg::GradcheckFn& fn, const std::vector<tg::Tensor>&
   tg::GradcheckReport r = tg::gradcheck(fn, inputs, opts);
   INFO(what << "\n" << r.str());
   REQUIRE(r.passed);
+}
+
+// got[k] equals want[k] (also both NaN, or the same infinity) or is within atol + rtol·|want|;
+// on failure prints `what`, the first differences and the max difference. For kernel tests that
+// compare raw buffers with a double reference.
+template <typename T>
+void require_near(const std::vector<T>& got, const std::vector<double>& want, double rtol,
+                  double atol, const std::string& what) {
+  INFO(what);
+  REQUIRE(got.size() == want.size());
+  std::string first;
+  int bad = 0;
+  double maxd = 0;
+  for (size_t k = 0; k < got.size(); ++k) {
+    const double a = static_cast<double>(got[k]), b = want[k];
+    const bool same = a == b || (std::isnan(a) && std::isnan(b));
+    const double d = std::fabs(a - b);
+    if (!same && !(d <= atol + rtol * std::fabs(b))) {
+      if (bad++ < 5) first += fmt::format("  [{}] got {:.17g} want {:.17g}\n", k, a, b);
+      maxd = std::max(maxd, d);
+    }
+  }
+  INFO("first differences:\n" << first << "max |diff| " << maxd);
+  REQUIRE(bad == 0);
 }
 
 // Elementwise |a - b| <= atol + rtol·|b|; prints op, shapes, first differences and max diff.

@@ -13,6 +13,7 @@
 #include <random>
 
 using namespace tg;
+using tgt::require_near;
 
 namespace {
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -55,24 +56,6 @@ Ref reference(const std::vector<double>& x, const std::vector<int64_t>& t,
     }
   }
   return r;
-}
-
-template <typename T>
-void require_near(const std::vector<T>& got, const std::vector<double>& want, double rtol,
-                  double atol, const std::string& what) {
-  INFO(what);
-  REQUIRE(got.size() == want.size());
-  std::string first;
-  int bad = 0;
-  for (size_t j = 0; j < got.size(); ++j) {
-    const double a = static_cast<double>(got[j]), b = want[j];
-    if (a == b || (std::isnan(a) && std::isnan(b)) ||
-        std::fabs(a - b) <= atol + rtol * std::fabs(b))
-      continue;
-    if (bad++ < 5) first += fmt::format("  [{}] got {:.17g} want {:.17g}\n", j, a, b);
-  }
-  INFO("first differences:\n" << first);
-  REQUIRE(bad == 0);
 }
 
 template <typename T>

@@ -13,6 +13,7 @@
 #include <cstring>
 
 using namespace tg;
+using tgt::require_near;
 
 namespace {
 struct Ref {
@@ -55,25 +56,6 @@ Ref reference(const std::vector<double>& x, const std::vector<double>& w,
     }
   }
   return r;
-}
-
-// got ≈ want: equal (also both NaN or the same infinity) or within atol + rtol·|want|.
-template <typename T>
-void require_near(const std::vector<T>& got, const std::vector<double>& want, double rtol,
-                  double atol, const std::string& what) {
-  INFO(what);
-  REQUIRE(got.size() == want.size());
-  std::string first;
-  int bad = 0;
-  for (size_t k = 0; k < got.size(); ++k) {
-    const double a = static_cast<double>(got[k]), b = want[k];
-    if (a == b || (std::isnan(a) && std::isnan(b)) ||
-        std::fabs(a - b) <= atol + rtol * std::fabs(b))
-      continue;
-    if (bad++ < 5) first += fmt::format("  [{}] got {:.17g} want {:.17g}\n", k, a, b);
-  }
-  INFO("first differences:\n" << first);
-  REQUIRE(bad == 0);
 }
 
 enum class Rows { Plain, Specials, FarFromZero };

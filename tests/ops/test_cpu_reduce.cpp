@@ -14,6 +14,7 @@
 #include <random>
 
 using namespace tg;
+using tgt::require_near;
 
 namespace {
 struct Geo {
@@ -46,28 +47,6 @@ std::vector<T> make_x(const Geo& g, unsigned seed, bool specials) {
       for (int64_t i = 0; i < g.inner; ++i) at(1, j, i) = static_cast<T>(-kInf);
   if (g.outer > 2) at(2, g.r - 1, g.inner - 1) = static_cast<T>(kInf);
   return x;
-}
-
-// got[k] equals want[k] (also both NaN, or the same infinity) or is within atol + rtol·|want|.
-template <typename T>
-void require_near(const std::vector<T>& got, const std::vector<double>& want, double rtol,
-                  double atol, const std::string& what) {
-  INFO(what);
-  REQUIRE(got.size() == want.size());
-  std::string first;
-  int bad = 0;
-  double maxd = 0;
-  for (size_t k = 0; k < got.size(); ++k) {
-    const double a = static_cast<double>(got[k]), b = want[k];
-    const bool same = a == b || (std::isnan(a) && std::isnan(b));
-    const double d = std::fabs(a - b);
-    if (!same && !(d <= atol + rtol * std::fabs(b))) {
-      if (bad++ < 5) first += fmt::format("  [{}] got {:.17g} want {:.17g}\n", k, a, b);
-      maxd = std::max(maxd, d);
-    }
-  }
-  INFO("first differences:\n" << first << "max |diff| " << maxd);
-  REQUIRE(bad == 0);
 }
 
 // The reference reductions: for output (o, i), v(j) = x[o, j, i].
