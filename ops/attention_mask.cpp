@@ -47,20 +47,10 @@ void check_broadcast_4d(const Tensor& t, const char* part, const char* op, int64
                             shape_str(t.shape()), shape_str(full)));
 }
 
-// a AND b with broadcasting (bool). On a CUDA device (either operand there): where(a, b, false).
+// a AND b with broadcasting (bool): where(a, b, false) on the device of either operand.
 Tensor bool_and(const Tensor& a, const Tensor& b) {
-  if (a.device().is_cuda() || b.device().is_cuda()) {
-    const Device d = a.device().is_cuda() ? a.device() : b.device();
-    return where(a.to(d), b.to(d), zeros({}, kBool, d));
-  }
-  Shape os = broadcast_shapes(a.shape(), b.shape(), "attention_mask &");
-  Tensor out = Tensor::empty(os, kBool);
-  const bool* pa = a.data<bool>();
-  const bool* pb = b.data<bool>();
-  bool* po = out.data<bool>();
-  broadcast_loop2(os, broadcast_strides(a.shape(), os), broadcast_strides(b.shape(), os),
-                  [&](int64_t o, int64_t ia, int64_t ib) { po[o] = pa[ia] && pb[ib]; });
-  return out;
+  const Device d = a.device().is_cuda() ? a.device() : b.device();
+  return where(a.to(d), b.to(d), zeros({}, kBool, d));
 }
 
 void check_nonneg(int64_t v, const char* what, const char* ctor) {

@@ -1,6 +1,6 @@
 // ops/detail.hpp — internal helpers shared by the op families (not installed): argument checks
-// that produce our error messages, dtype dispatch, dim normalisation and a strided N-d loop for
-// broadcasting. Deliberately no xtensor here: kernels are loops over contiguous .data().
+// that produce our error messages, dtype dispatch, dim normalisation, the parallel loop and
+// broadcast strides. Deliberately no xtensor and no kernels here: they live in ops/cpu/.
 #pragma once
 
 #include "autograd/tape.hpp"
@@ -106,36 +106,6 @@ inline Shape broadcast_strides(const Shape& in, const Shape& out) {
   size_t off = out.size() - in.size();
   for (size_t i = 0; i < in.size(); ++i) st[off + i] = in[i] == 1 ? 0 : cs[i];
   return st;
-}
-
-// Calls f(out_index, a_index, b_index) for every element of `out` (row-major), with a and b
-// indexed through their broadcast strides. The innermost dim is a tight loop.
-template <typename F>
-void broadcast_loop2(const Shape& out, const Shape& sa, const Shape& sb, F&& f) {
-  const int64_t n = shape_numel(out);
-  if (n == 0) return;
-  const size_t nd = out.size();
-  if (nd == 0) {
-    f(0, 0, 0);
-    return;
-  }
-  const int64_t inner = out[nd - 1], ia = sa[nd - 1], ib = sb[nd - 1];
-  std::vector<int64_t> idx(nd, 0);
-  int64_t oa = 0, ob = 0;
-  for (int64_t o = 0; o < n; o += inner) {
-    for (int64_t k = 0; k < inner; ++k) f(o + k, oa + k * ia, ob + k * ib);
-    // Advance the outer index (dims 0 .. nd-2).
-    for (size_t d = nd - 1; d-- > 0;) {
-      if (++idx[d] < out[d]) {
-        oa += sa[d];
-        ob += sb[d];
-        break;
-      }
-      oa -= sa[d] * (out[d] - 1);
-      ob -= sb[d] * (out[d] - 1);
-      idx[d] = 0;
-    }
-  }
 }
 
 }  // namespace tg::detail
