@@ -188,8 +188,9 @@ Storage::Storage(size_t n, Device dev) : nbytes(n), device(dev) {
     data = cuda_call(tg::cuda::current_op(), [&] { return tg::cuda::alloc(n, dev.index); });
     return;
   }
-  if (n <= sizeof(small)) {
-    data = small;
+  if (n <= kSmallBytes) {  // the first 64-byte boundary inside small (16-byte aligned: <= 48 in)
+    const auto p = reinterpret_cast<uintptr_t>(small);
+    data = small + ((64 - p % 64) % 64);
     return;
   }
   data = block_cache().get(block_bytes(n));
@@ -200,7 +201,8 @@ Storage::~Storage() {
     tg::cuda::free(data, device.index);
     return;
   }
-  if (data != small) block_cache().put(data, block_bytes(nbytes));
+  const auto* d = static_cast<unsigned char*>(data);
+  if (d < small || d >= small + sizeof(small)) block_cache().put(data, block_bytes(nbytes));
 }
 
 // ---- tensor metadata ----

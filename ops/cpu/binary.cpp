@@ -114,8 +114,13 @@ void binary(BinOp op, O* out, const T* a, const T* b, const Shape& so, const Sha
       }
     });
   } else {
-    const Walk w = make_walk(so, {&sa, &sb});
-    const bool ra = w.strides[0].back() != 0, rb = w.strides[1].back() != 0;
+    // Same shapes or a one-element operand (most calls, tiny ones included) need no walk: its
+    // bookkeeping allocates, which a 4-element op would pay twice over.
+    const int64_t no = shape_numel(so), na = shape_numel(sa), nb = shape_numel(sb);
+    const bool flat = (na == no || na == 1) && (nb == no || nb == 1);
+    const Walk w = flat ? Walk() : make_walk(so, {&sa, &sb});
+    const bool ra = flat ? na == no : w.strides[0].back() != 0,
+               rb = flat ? nb == no : w.strides[1].back() != 0;
     // n outputs at o from a row (or one broadcast element) of each operand.
     auto span = [&](O* o, const T* pa, const T* pb, int64_t n) {
       auto vo = vec(o, n);
@@ -130,9 +135,9 @@ void binary(BinOp op, O* out, const T* a, const T* b, const Shape& so, const Sha
         std::fill(o + 1, o + n, o[0]);
       }
     };
-    if (w.outer == 1) {  // one long row (same shapes, or a scalar operand): split it per thread
+    if (flat || w.outer == 1) {  // one long row (same shapes, or a scalar operand): per thread
       xtd::chunks(
-          w.inner,
+          flat ? no : w.inner,
           [&](int64_t lo, int64_t hi) {
             span(out + lo, ra ? a + lo : a, rb ? b + lo : b, hi - lo);
           },
@@ -148,37 +153,55 @@ void binary(BinOp op, O* out, const T* a, const T* b, const Shape& so, const Sha
 template <typename T>
 void where(T* out, const bool* cond, const T* a, const T* b, const Shape& so, const Shape& sc,
            const Shape& sa, const Shape& sb) {
-  if (shape_numel(so) == 0) return;
-  const Walk w = make_walk(so, {&sc, &sa, &sb});
-  const bool rc = w.strides[0].back() != 0, ra = w.strides[1].back() != 0,
-             rb = w.strides[2].back() != 0;
-  xtd::for_rows<3>(w, [&](int64_t r, const std::array<int64_t, 3>& off) {
-    T* o = out + r * w.inner;
-    const bool* c = cond + off[0];
-    const T *pa = a + off[1], *pb = b + off[2];
+  const int64_t no = shape_numel(so), nc = shape_numel(sc), na = shape_numel(sa),
+                nb = shape_numel(sb);
+  if (no == 0) return;
+  // Each operand full (laid out like out) or one element: no walk (its bookkeeping allocates).
+  const bool flat = (nc == no || nc == 1) && (na == no || na == 1) && (nb == no || nb == 1);
+  const Walk w = flat ? Walk() : make_walk(so, {&sc, &sa, &sb});
+  const bool rc = flat ? nc == no : w.strides[0].back() != 0,
+             ra = flat ? na == no : w.strides[1].back() != 0,
+             rb = flat ? nb == no : w.strides[2].back() != 0;
+  // n outputs at o from a row (or one broadcast element) of each operand.
+  auto span = [&](T* o, const bool* c, const T* pa, const T* pb, int64_t n) {
     if (!rc) {  // one condition for the whole row: a copy of one side
       const T* src = c[0] ? pa : pb;
-      const bool full = c[0] ? ra : rb;
-      if (full)
-        xt::noalias(vec(o, w.inner)) = vec(src, w.inner);
-      else
-        std::fill(o, o + w.inner, src[0]);
+      if (c[0] ? ra : rb) {
+        if constexpr (std::is_same_v<T, bool>)
+          std::copy(src, src + n, o);
+        else
+          xt::noalias(vec(o, n)) = vec(src, n);
+      } else {
+        std::fill(o, o + n, src[0]);
+      }
       return;
     }
     if constexpr (std::is_same_v<T, bool>) {  // xsimd has no bool batches: a plain loop
-      for (int64_t j = 0; j < w.inner; ++j) o[j] = c[j] ? pa[ra ? j : 0] : pb[rb ? j : 0];
+      for (int64_t j = 0; j < n; ++j) o[j] = c[j] ? pa[ra ? j : 0] : pb[rb ? j : 0];
     } else {  // bool → T select: xtensor's where over a bool adaptor, rows of T
-      auto C = vec(c, w.inner);
-      auto O = vec(o, w.inner);
+      auto C = vec(c, n);
+      auto O = vec(o, n);
       if (ra && rb)
-        xt::noalias(O) = xt::where(C, vec(pa, w.inner), vec(pb, w.inner));
+        xt::noalias(O) = xt::where(C, vec(pa, n), vec(pb, n));
       else if (ra)
-        xt::noalias(O) = xt::where(C, vec(pa, w.inner), pb[0]);
+        xt::noalias(O) = xt::where(C, vec(pa, n), pb[0]);
       else if (rb)
-        xt::noalias(O) = xt::where(C, pa[0], vec(pb, w.inner));
+        xt::noalias(O) = xt::where(C, pa[0], vec(pb, n));
       else
         xt::noalias(O) = xt::where(C, pa[0], pb[0]);
     }
+  };
+  if (flat) {
+    xtd::chunks(
+        no,
+        [&](int64_t lo, int64_t hi) {
+          span(out + lo, rc ? cond + lo : cond, ra ? a + lo : a, rb ? b + lo : b, hi - lo);
+        },
+        sizeof(T));
+    return;
+  }
+  xtd::for_rows<3>(w, [&](int64_t r, const std::array<int64_t, 3>& off) {
+    span(out + r * w.inner, cond + off[0], a + off[1], b + off[2], w.inner);
   });
 }
 

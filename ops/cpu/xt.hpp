@@ -90,6 +90,7 @@ struct Walk {
   Shape dims;                  // merged dims; the last one is the row
   std::vector<Shape> strides;  // per operand, per merged dim
   int64_t inner = 1, outer = 1;
+  Walk() = default;  // empty: for callers that take a flat path instead
   Walk(const Shape& out, const std::vector<Shape>& st) {
     const size_t nd = out.size(), k = st.size();
     strides.resize(k);
