@@ -86,6 +86,7 @@ Tensor unary_forward(const char* op, UnCode code, const Tensor& x) {
 // dx = g · f'(x) elementwise, where y = f(x) is the forward output (x, y undefined when the
 // derivative does not read them).
 Tensor unary_backward(UnCode code, const Tensor& g, const Tensor& x, const Tensor& y) {
+  if (code.op == cuda::UnOp::AddS) return g;  // d(x + c)/dx = 1: pass dout on, as add does
   Tensor dx = Tensor::empty(g.shape(), g.dtype(), g.device());
   if (g.numel() == 0) return dx;
   if (on_cuda(g)) {
