@@ -182,9 +182,78 @@ void after_backward(Node& n, const std::vector<Tensor>& in_grads, uint8_t modes)
   }
 }
 
+// ---- post-accumulate-grad hooks and backward callbacks ----
+std::atomic<bool> g_any_post_hooks{false};  // set by the first registration; never cleared
+thread_local std::vector<std::function<void(bool)>> g_callbacks;
+thread_local int g_backward_depth = 0;
+
+// Leaves with post-accumulate hooks that one backward reaches, in the order first found, with
+// how many gradients that backward still owes each (one per edge into the leaf).
+struct PostHooks {
+  struct Entry {
+    std::shared_ptr<TensorImpl> leaf;
+    int remaining = 0;
+    bool received = false;
+  };
+  std::vector<Entry> entries;
+  std::unordered_map<const TensorImpl*, size_t> index;
+  bool active = false;
+  void add(const std::shared_ptr<TensorImpl>& leaf) {
+    auto [it, fresh] = index.emplace(leaf.get(), entries.size());
+    if (fresh) entries.push_back({leaf, 0, false});
+    ++entries[it->second].remaining;
+  }
+  static void fire(Entry& e) {
+    Tensor t(e.leaf);
+    for (const PostAccumulateGradHook& h : e.leaf->post_acc_hooks) h(t);
+  }
+  // One gradient for leaf arrived (received) or was skipped (an undefined gradient).
+  void done(const TensorImpl* leaf, bool received) {
+    if (!active) return;
+    auto it = index.find(leaf);
+    if (it == index.end()) return;
+    Entry& e = entries[it->second];
+    e.received |= received;
+    if (--e.remaining == 0 && e.received) fire(e);
+  }
+  // After the walk: leaves whose remaining uses never sent a gradient but that got one earlier.
+  void finish() {
+    for (Entry& e : entries)
+      if (e.remaining > 0 && e.received) {
+        e.remaining = 0;
+        fire(e);
+      }
+  }
+};
+
+// Counts, before the walk, the edges from the reachable graph into leaves that have hooks (what
+// PyTorch's engine computes as dependencies); only once some hook was ever registered.
+void count_post_hooks(const Tensor* roots, size_t n_roots, PostHooks& post) {
+  post.active = true;
+  std::vector<Node*> stack;
+  std::unordered_map<const Node*, bool> seen;
+  for (size_t r = 0; r < n_roots; ++r) {
+    const Tensor& root = roots[r];
+    if (!root.defined()) continue;
+    if (Node* n = root.grad_fn()) {
+      if (seen.emplace(n, true).second) stack.push_back(n);
+    } else if (!root.impl()->post_acc_hooks.empty()) {
+      post.add(root.impl_ptr());
+    }
+  }
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    for (const Edge& e : n->next) {
+      if (e.leaf && !e.leaf->post_acc_hooks.empty()) post.add(e.leaf);
+      if (e.node && seen.emplace(e.node.get(), true).second) stack.push_back(e.node.get());
+    }
+  }
+}
+
 // roots[0..n) with grads[0..n) (an undefined grad means ones for a one-element root).
-void run(const Tensor* roots, const Tensor* grads, size_t n_roots, bool retain_graph,
-         Capture& cap) {
+void walk(const Tensor* roots, const Tensor* grads, size_t n_roots, bool retain_graph, Capture& cap,
+          PostHooks& post) {
   NoGradGuard no_grad;
   WalkState walk;
   const uint8_t modes = detail::g_trace.modes;  // the study tools on for this backward
@@ -232,10 +301,12 @@ void run(const Tensor* roots, const Tensor* grads, size_t n_roots, bool retain_g
       throw Error(fmt::format("backward: gradient {} {} does not match output {} {}",
                               shape_str(g.shape()), dtype_name(g.dtype()), shape_str(root.shape()),
                               dtype_name(root.dtype())));
-    if (root.grad_fn())
+    if (root.grad_fn()) {
       send_to_node(root.grad_fn(), std::move(g));
-    else
+    } else {
       accumulate_leaf(root.impl_ptr(), std::move(g), cap);
+      post.done(root.impl(), true);
+    }
   }
 
   while (!buf.empty()) {
@@ -264,12 +335,18 @@ void run(const Tensor* roots, const Tensor* grads, size_t n_roots, bool retain_g
     if (modes) after_backward(*n, in_grads, modes);
     for (size_t i = 0; i < in_grads.size(); ++i) {
       const Edge& e = n->next[i];
-      if (!e.active() || !in_grads[i].defined()) continue;
+      if (!e.active()) continue;
+      if (!in_grads[i].defined()) {
+        if (e.leaf) post.done(e.leaf.get(), false);
+        continue;
+      }
       check_grad(*n, i, in_grads[i]);
-      if (e.node)
+      if (e.node) {
         send_to_node(e.node.get(), std::move(in_grads[i]));
-      else
+      } else {
         accumulate_leaf(e.leaf, std::move(in_grads[i]), cap);
+        post.done(e.leaf.get(), true);
+      }
     }
     if (!retain_graph) {
       n->backward = nullptr;  // frees the saved values
@@ -277,7 +354,50 @@ void run(const Tensor* roots, const Tensor* grads, size_t n_roots, bool retain_g
     }
   }
 }
+
+// One backward: the walk, then the post hooks it still owes, then the callbacks queued meanwhile.
+void run(const Tensor* roots, const Tensor* grads, size_t n_roots, bool retain_graph,
+         Capture& cap) {
+  const size_t cb_base = g_callbacks.size();
+  struct Depth {
+    Depth() { ++g_backward_depth; }
+    ~Depth() { --g_backward_depth; }
+  } depth;
+  auto drain = [&](bool ok) {
+    while (g_callbacks.size() > cb_base) {
+      std::vector<std::function<void(bool)>> fns(g_callbacks.begin() + cb_base, g_callbacks.end());
+      g_callbacks.resize(cb_base);
+      for (auto& fn : fns) fn(ok);
+    }
+  };
+  try {
+    PostHooks post;
+    if (!cap.active && g_any_post_hooks.load(std::memory_order_relaxed))
+      count_post_hooks(roots, n_roots, post);
+    walk(roots, grads, n_roots, retain_graph, cap, post);
+    NoGradGuard no_grad;
+    post.finish();
+  } catch (...) {
+    try {
+      drain(false);
+    } catch (...) {  // the first error is the one to report
+    }
+    throw;
+  }
+  NoGradGuard no_grad;
+  drain(true);
+}
 }  // namespace
+
+namespace detail {
+void note_post_accumulate_hook() { g_any_post_hooks.store(true); }
+}  // namespace detail
+
+void queue_backward_callback(std::function<void(bool ok)> fn) {
+  if (g_backward_depth == 0)
+    throw Error("queue_backward_callback: no backward is running (call it from a hook)");
+  g_callbacks.push_back(std::move(fn));
+}
 
 Node::Node() { ++g_live_nodes; }
 

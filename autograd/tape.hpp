@@ -164,6 +164,11 @@ struct GradOptions {
   bool retain_graph = false;
   bool allow_unused = true;  // unused inputs get an undefined tensor; false: throw
 };
+// Queues fn to run once the backward now running has walked its whole graph (PyTorch's
+// Engine.queue_callback): fn(true) after a walk that finished, fn(false) when it threw. Only
+// valid inside a backward (from a hook); throws otherwise. Callbacks run in the order queued.
+void queue_backward_callback(std::function<void(bool ok)> fn);
+
 // Gradients of outputs with respect to inputs, without touching any .grad().
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
                          const std::vector<Tensor>& grad_outputs = {}, GradOptions opts = {});

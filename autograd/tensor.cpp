@@ -467,6 +467,19 @@ void Tensor::register_hook(GradHook hook) {
     impl_->leaf_hooks.push_back(std::move(hook));
 }
 
+namespace detail {
+void note_post_accumulate_hook();  // autograd/tape.cpp: backward counts uses from now on
+}
+void Tensor::register_post_accumulate_grad_hook(PostAccumulateGradHook hook) {
+  check_defined("register_post_accumulate_grad_hook");
+  if (!requires_grad() || impl_->grad_fn)
+    throw Error(fmt::format(
+        "register_post_accumulate_grad_hook: tensor {} is not a leaf that requires grad",
+        shape_str(shape())));
+  impl_->post_acc_hooks.push_back(std::move(hook));
+  detail::note_post_accumulate_hook();
+}
+
 // ---- creation ----
 namespace {
 template <typename F>

@@ -119,6 +119,9 @@ class Tensor;
 struct Node;
 // A gradient hook reads the incoming gradient; returning a defined tensor replaces it.
 using GradHook = std::function<Tensor(const Tensor&)>;
+// A post-accumulate-grad hook sees a leaf once per backward, after every gradient that backward
+// sends to it has been summed into leaf.grad() (PyTorch's register_post_accumulate_grad_hook).
+using PostAccumulateGradHook = std::function<void(const Tensor& leaf)>;
 
 struct TensorImpl {
   std::shared_ptr<Storage> storage;
@@ -130,6 +133,7 @@ struct TensorImpl {
   std::shared_ptr<TensorImpl> grad;  // accumulated gradient of a leaf
   std::shared_ptr<Node> grad_fn;     // node that produced this tensor (null for leaves)
   std::vector<GradHook> leaf_hooks;  // hooks of a leaf (a non-leaf keeps them on its node)
+  std::vector<PostAccumulateGradHook> post_acc_hooks;  // leaves only
 };
 
 struct BackwardOptions {
@@ -192,6 +196,10 @@ class Tensor {
   void backward(const Tensor& grad = Tensor(), BackwardOptions opts = {}) const;
   void backward(BackwardOptions opts) const { backward(Tensor(), opts); }
   void register_hook(GradHook hook);
+  // Leaves only: runs hook(*this) once per backward that reaches this leaf, after its gradient
+  // for that backward is complete (all uses summed). Not run by tg::grad. Data-parallel training
+  // (nn/dist) starts its gradient all-reduce from here.
+  void register_post_accumulate_grad_hook(PostAccumulateGradHook hook);
 
   // ---- ops as methods (defined in ops/); each records its caller's site like the free op ----
   Tensor operator-() const;

@@ -229,13 +229,11 @@ Options adam_defaults(const AdamOptions& o) {
           {"amsgrad", o.amsgrad ? 1.0 : 0.0},
           {"maximize", o.maximize ? 1.0 : 0.0}};
 }
-struct AdamScalars {
-  double lr, beta1, beta2, eps, wd, step_size, bc2_sqrt;
-  bool decoupled, maximize;
-};
+}  // namespace
+namespace detail {
 // m, v: moments; vmax: running max of v (amsgrad) or null.
 template <typename T>
-void adam_update(T* p, const T* g, T* m, T* v, T* vmax, int64_t n, const AdamScalars& s) {
+void adam_update_t(T* p, const T* g, T* m, T* v, T* vmax, int64_t n, const AdamScalars& s) {
   const T b1 = static_cast<T>(s.beta1), b2 = static_cast<T>(s.beta2), eps = static_cast<T>(s.eps);
   const T wd = static_cast<T>(s.wd), decay = static_cast<T>(1 - s.lr * s.wd);
   const T bc2 = static_cast<T>(s.bc2_sqrt), step = static_cast<T>(-s.step_size);
@@ -254,7 +252,23 @@ void adam_update(T* p, const T* g, T* m, T* v, T* vmax, int64_t n, const AdamSca
     p[i] = p[i] + step * m[i] / denom;  // addcdiv: p + value·m / denom
   }
 }
-}  // namespace
+void adam_update(float* p, const float* g, float* m, float* v, float* vmax, int64_t n,
+                 const AdamScalars& s) {
+  adam_update_t(p, g, m, v, vmax, n, s);
+}
+void adam_update(double* p, const double* g, double* m, double* v, double* vmax, int64_t n,
+                 const AdamScalars& s) {
+  adam_update_t(p, g, m, v, vmax, n, s);
+}
+AdamScalars adam_scalars(const Options& o, double step, bool decoupled) {
+  AdamScalars s{
+      o.at("lr"), o.at("beta1"), o.at("beta2"),        o.at("eps"), o.at("weight_decay"), 0,
+      0,          decoupled,     o.at("maximize") != 0};
+  s.step_size = s.lr / (1 - std::pow(s.beta1, step));
+  s.bc2_sqrt = std::sqrt(1 - std::pow(s.beta2, step));
+  return s;
+}
+}  // namespace detail
 
 Adam::Adam(const std::vector<Tensor>& params, AdamOptions opts)
     : Adam("Adam", std::vector<ParamGroup>{ParamGroup(params)}, opts, false) {}
@@ -295,11 +309,7 @@ void Adam::step() {
       if (amsgrad && !st.tensors.count("max_exp_avg_sq"))
         st.tensors["max_exp_avg_sq"] = zeros_as(p);
       double step = st.numbers["step"] += 1;
-      AdamScalars s{o.at("lr"),  o.at("beta1"),        o.at("beta2"),
-                    o.at("eps"), o.at("weight_decay"), 0,
-                    0,           decoupled_,           o.at("maximize") != 0};
-      s.step_size = s.lr / (1 - std::pow(s.beta1, step));
-      s.bc2_sqrt = std::sqrt(1 - std::pow(s.beta2, step));
+      const detail::AdamScalars s = detail::adam_scalars(o, step, decoupled_);
       Tensor m = st.tensors.at("exp_avg"), v = st.tensors.at("exp_avg_sq");
       Tensor vmax = amsgrad ? st.tensors.at("max_exp_avg_sq") : Tensor();
       if (p.device().is_cuda()) {  // one fused kernel per parameter (cuda/optim.cu)
@@ -325,8 +335,8 @@ void Adam::step() {
       }
       by_dtype(p, [&](auto t) {
         using T = decltype(t);
-        adam_update(p.data<T>(), g.data<T>(), m.data<T>(), v.data<T>(),
-                    vmax.defined() ? vmax.data<T>() : nullptr, p.numel(), s);
+        detail::adam_update(p.data<T>(), g.data<T>(), m.data<T>(), v.data<T>(),
+                            vmax.defined() ? vmax.data<T>() : nullptr, p.numel(), s);
       });
     }
   }

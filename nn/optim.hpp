@@ -144,4 +144,18 @@ class AdamW : public Adam {
   AdamW(const std::vector<ParamGroup>& groups, AdamWOptions opts = AdamWOptions());
 };
 
+// ---- the Adam update on raw buffers (ZeroRedundancyAdamW in nn/dist steps shards with it) ----
+namespace detail {
+struct AdamScalars {
+  double lr, beta1, beta2, eps, wd, step_size, bc2_sqrt;
+  bool decoupled, maximize;
+};
+// From a group's options at step `step` (1-based).
+AdamScalars adam_scalars(const Options& o, double step, bool decoupled);
+void adam_update(float* p, const float* g, float* m, float* v, float* vmax, int64_t n,
+                 const AdamScalars& s);
+void adam_update(double* p, const double* g, double* m, double* v, double* vmax, int64_t n,
+                 const AdamScalars& s);
+}  // namespace detail
+
 }  // namespace tg::nn

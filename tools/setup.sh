@@ -10,6 +10,7 @@
 set -euo pipefail
 
 pkgs=(cmake g++ make pkg-config ccache xtensor-dev libxsimd-dev libxtensor-blas-dev
+      libopenmpi-dev openmpi-bin
       libopenblas-dev catch2 libfmt-dev nlohmann-json3-dev libpng-dev zlib1g-dev
       python3)  # python3: tools/cuda_emu's launch rewrite (the sanitizer build's CUDA emulator)
 data=0

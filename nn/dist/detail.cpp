@@ -1,0 +1,52 @@
+// nn/dist/detail.cpp — element copies for nn/dist (memcpy on the host, stream-ordered device
+// copies on a GPU).
+#include "nn/dist/detail.hpp"
+
+#include "cuda/runtime.cuh"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace tg::dist::detail {
+
+namespace {
+char* base(const Tensor& t, int64_t off) {
+  return static_cast<char*>(t.data_ptr()) + off * static_cast<int64_t>(dtype_size(t.dtype()));
+}
+}  // namespace
+
+void copy_elems(const Tensor& dst, int64_t doff, const Tensor& src, int64_t soff, int64_t n) {
+  if (n == 0) return;
+  if (dst.dtype() != src.dtype() || dst.device() != src.device() || doff < 0 || soff < 0 ||
+      doff + n > dst.numel() || soff + n > src.numel())
+    throw Error(fmt::format("dist copy: {} elements from {} {} {} at {} to {} {} {} at {}", n,
+                            dtype_name(src.dtype()), shape_str(src.shape()), src.device().str(),
+                            soff, dtype_name(dst.dtype()), shape_str(dst.shape()),
+                            dst.device().str(), doff));
+  const size_t bytes = static_cast<size_t>(n) * dtype_size(dst.dtype());
+  if (dst.is_cuda()) {
+    try {
+      tg::cuda::copy_on_device(base(dst, doff), base(src, soff), bytes, dst.device().index);
+    } catch (const tg::cuda::Error& e) {
+      throw Error(e.what());
+    }
+  } else {
+    std::memcpy(base(dst, doff), base(src, soff), bytes);
+  }
+}
+
+void fill_zeros(const Tensor& dst, int64_t off, int64_t n) {
+  if (n == 0) return;
+  if (dst.is_cuda()) {
+    Tensor z = zeros({n}, dst.dtype(), dst.device());
+    copy_elems(dst, off, z, 0, n);
+  } else {
+    if (off < 0 || off + n > dst.numel())
+      throw Error(
+          fmt::format("dist zeros: {} elements at {} of {}", n, off, shape_str(dst.shape())));
+    std::memset(base(dst, off), 0, static_cast<size_t>(n) * dtype_size(dst.dtype()));
+  }
+}
+
+}  // namespace tg::dist::detail
