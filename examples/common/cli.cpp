@@ -1,6 +1,8 @@
 // examples/common/cli.cpp — the argument parser and run_main (see cli.hpp).
 #include "common/cli.hpp"
 
+#include "nn/dist/dist.hpp"
+
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -142,16 +144,21 @@ std::string ArgParser::usage() const {
 }
 
 int run_main(const std::string& program, const std::function<int()>& body) {
+  // In a data-parallel run (mpirun) an error on one rank stops every rank: the others would
+  // otherwise wait in their next collective.
+  auto fail = [&](const char* what, int code) {
+    std::fflush(stdout);
+    if (tg::dist::is_initialized() && tg::dist::world_size() > 1)
+      tg::dist::abort(program + ": error: " + what, code);
+    std::cerr << program << ": error: " << what << "\n";
+    return code;
+  };
   try {
     return body();
   } catch (const UserError& e) {
-    std::fflush(stdout);
-    std::cerr << program << ": error: " << e.what() << "\n";
-    return 2;
+    return fail(e.what(), 2);
   } catch (const std::exception& e) {
-    std::fflush(stdout);
-    std::cerr << program << ": error: " << e.what() << "\n";
-    return 1;
+    return fail(e.what(), 1);
   }
 }
 

@@ -2,6 +2,8 @@
 // --predict (a text, or lines on stdin with "-") on a saved run. See app.hpp.
 #include "text_classification/app.hpp"
 
+#include "nn/dist/dist.hpp"
+
 #include "autograd/tensor.hpp"
 #include "common/cli.hpp"
 #include "common/text.hpp"
@@ -127,8 +129,16 @@ int run(const std::vector<std::string>& args) {
   if (!p.parse(static_cast<int>(argv.size()), argv.data())) return 0;  // --help
   int64_t threads = p.integer("threads");
   if (threads < 0) throw UserError(fmt::format("--threads {}: must be >= 0", threads));
-  if (threads > 0) tg::set_num_threads(static_cast<int>(threads));
-  if (p.given("predict")) return run_predict(p.str("out"), p.str("predict"));
+  if (p.given("predict")) {
+    if (threads > 0) tg::set_num_threads(static_cast<int>(threads));
+    return run_predict(p.str("out"), p.str("predict"));
+  }
+  // Started by mpirun -np N: N data-parallel ranks (tg::dist), each with its share of the cores.
+  if (tg::dist::launched_by_mpirun()) tg::dist::init();
+  if (threads > 0)
+    tg::set_num_threads(static_cast<int>(threads));
+  else if (tg::dist::local_world_size() > 1)
+    tg::set_num_threads(std::max(1, tg::get_num_threads() / tg::dist::local_world_size()));
   train_and_evaluate(options_from(p));
   return 0;
 }

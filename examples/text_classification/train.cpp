@@ -10,6 +10,9 @@
 #include "common/progress.hpp"
 #include "common/text.hpp"
 #include "nn/checkpoint.hpp"
+#include "nn/dist/checkpoint.hpp"
+#include "nn/dist/ddp.hpp"
+#include "nn/dist/dist.hpp"
 #include "nn/clip.hpp"
 #include "nn/optim.hpp"
 #include "nn/schedule.hpp"
@@ -73,8 +76,8 @@ Data prepare(const RunOptions& o) {
     for (int64_t i : d.split.train) texts.push_back(utf8_prefix(d.ds.examples[i].text, kBpeChars));
     Bpe::Options bo;
     bo.vocab_size = o.vocab_size;
-    d.bpe = Bpe::train(texts, bo);
-    d.bpe.save(tok_path);
+    d.bpe = Bpe::train(texts, bo);  // every rank trains the same one; rank 0 writes it
+    if (tg::dist::rank() == 0) d.bpe.save(tok_path);
   }
   for (const Example& e : d.ds.examples) {
     d.tokens.push_back(d.bpe.encode(e.text, o.model.max_len));
@@ -154,6 +157,7 @@ Json run_identity(const RunOptions& o, const Data& d, const ModelConfig& cfg) {
           {"limit", o.limit},
           {"epochs", o.epochs},
           {"batch_size", o.batch_size},
+          {"world_size", tg::dist::world_size()},
           {"lr", o.lr},
           {"classes", d.ds.class_names},
           {"model", cfg.to_json()}};
@@ -226,8 +230,11 @@ struct TrainState {
 void save_last(const RunOptions& o, TextClassifier& model, tg::nn::Optimizer& opt,
                tg::nn::LRScheduler& sched, const TrainState& st, const Json& identity) {
   const std::string last = o.out + "/last", fresh = o.out + "/last.new", old = o.out + "/last.old";
-  fs::remove_all(fresh);
-  tg::nn::save_checkpoint(fresh, model, opt, &sched, st.global_step, st.to_meta(identity));
+  const bool writer = tg::dist::rank() == 0;  // a data-parallel run: rank 0 writes, all gather
+  if (writer) fs::remove_all(fresh);
+  tg::nn::save_checkpoint_distributed(fresh, model, opt, &sched, st.global_step,
+                                      st.to_meta(identity));
+  if (!writer) return;
   fs::remove_all(old);
   if (fs::exists(last)) fs::rename(last, old);
   fs::rename(fresh, last);
@@ -235,6 +242,7 @@ void save_last(const RunOptions& o, TextClassifier& model, tg::nn::Optimizer& op
 }
 
 void save_best(const RunOptions& o, TextClassifier& model, const Json& identity, double val_acc) {
+  if (tg::dist::rank() != 0) return;
   fs::create_directories(o.out + "/best");
   tg::nn::save_safetensors(
       o.out + "/best/model.safetensors", model.state_dict(),
@@ -263,19 +271,35 @@ struct Loop {
   const Json& identity;
   Progress& prog;
   std::vector<tg::Tensor> params;
-  int64_t spe;  // steps per epoch
+  int64_t spe;              // steps per epoch
+  int world = 1, rank = 0;  // data parallel (mpirun): the model is wrapped in a DDP
 
   void step(const Batch& b) {
     tg::Tensor loss = tg::cross_entropy(model.forward(b.ids, b.pad), b.labels);
     opt.zero_grad();
-    loss.backward();
+    loss.backward();  // under DDP: gradients averaged across ranks as they are produced
     tg::nn::clip_grad_norm_(params, o.clip);
     opt.step();
     sched.step();
-    const double lv = loss.item<double>();
+    tg::Tensor lt = loss.detach().to(tg::kCPU).to(tg::kFloat64).clone();
+    if (world > 1) tg::dist::all_reduce(lt, tg::dist::ReduceOp::Avg);  // the global batch's loss
+    const double lv = lt.item<double>();
     st.hist.train_loss.push_back(lv);
     ++st.global_step;
-    prog.step(lv, b.labels.numel());
+    prog.step(lv, b.labels.numel() * world);
+  }
+
+  // Rank r's part of global step s: examples [s·B·N + r·B, +B) of the epoch's order. With more
+  // than one rank the last step wraps around to the start, so every rank has B examples (as
+  // DistributedSampler pads); one process keeps its short last batch.
+  Batch rank_batch(const std::vector<int64_t>& order, int64_t s) const {
+    const size_t B = static_cast<size_t>(o.batch_size);
+    const size_t b0 = static_cast<size_t>(s) * B * static_cast<size_t>(world);
+    if (world == 1) return make_batch(d, order, b0, std::min(order.size(), b0 + B), o.device);
+    std::vector<int64_t> idx;
+    for (size_t i = 0; i < B; ++i)
+      idx.push_back(order[(b0 + static_cast<size_t>(rank) * B + i) % order.size()]);
+    return make_batch(d, idx, 0, idx.size(), o.device);
   }
 
   // Trains the rest of the current epoch (from st.step_in_epoch; the order is a function of the
@@ -287,8 +311,7 @@ struct Loop {
     const auto t0 = Clock::now();
     bool stop = false;
     for (int64_t s = st.step_in_epoch; s < spe && !stop; ++s) {
-      size_t b0 = static_cast<size_t>(s * o.batch_size);
-      step(make_batch(d, order, b0, std::min(order.size(), b0 + o.batch_size), o.device));
+      step(rank_batch(order, s));
       st.step_in_epoch = s + 1;
       stop = o.max_steps > 0 && st.global_step >= o.max_steps;
       if (!stop && o.save_every > 0 && st.global_step % o.save_every == 0 && s + 1 < spe)
@@ -305,6 +328,24 @@ struct Loop {
 
   // End of an epoch: validation, best model, resumable checkpoint, early stopping.
   bool validate() {
+    if (world == 1) return validate_here();
+    // Rank 0 validates (and writes best/); every rank continues from its state and decision.
+    bool go = true;
+    std::string shared;
+    if (rank == 0) {
+      go = validate_here(false);
+      shared = Json({{"go", go}, {"meta", st.to_meta(identity)}}).dump();
+    }
+    Json j = Json::parse(tg::dist::broadcast_object(shared, 0));
+    if (rank != 0) {
+      st.from_meta(j["meta"].get<tg::nn::Metadata>(), "rank 0's training state");
+      model.train();
+    }
+    save_last(o, model, opt, sched, st, identity);
+    return j["go"].get<bool>();
+  }
+
+  bool validate_here(bool write_last = true) {
     Eval ev = evaluate(model, d, d.split.val, o.device);
     const double acc = ev.cm.accuracy();
     st.hist.val_step.push_back(st.global_step);
@@ -322,7 +363,7 @@ struct Loop {
     }
     ++st.epoch;
     st.step_in_epoch = 0;
-    save_last(o, model, opt, sched, st, identity);
+    if (write_last) save_last(o, model, opt, sched, st, identity);
     prog.end_epoch(fmt::format("epoch {}/{}: train loss {:.4f}  val loss {:.4f}  val acc {:.2f}%{}",
                                st.epoch, o.epochs, prog.epoch_mean_loss(), ev.loss, 100 * acc,
                                improved ? "  (best so far)" : ""));
@@ -392,7 +433,9 @@ Json train_and_evaluate(const RunOptions& o) {
   fs::create_directories(o.out);
   if (o.resume && !file_exists(tg::nn::checkpoint_model_path(o.out + "/last")))
     throw UserError(fmt::format("--resume: {}/last holds no checkpoint to resume", o.out));
-  Progress prog(o.quiet ? Progress::Mode::kQuiet : Progress::Mode::kAuto);
+  const int world = tg::dist::world_size(), rank = tg::dist::rank();
+  // Only rank 0 of a data-parallel run prints, plots and writes.
+  Progress prog(o.quiet || rank != 0 ? Progress::Mode::kQuiet : Progress::Mode::kAuto);
   Data d = prepare(o);
   prog.line(
       fmt::format("{}: {} examples ({} train, {} validation, {} test), {} classes; BPE "
@@ -413,9 +456,15 @@ Json train_and_evaluate(const RunOptions& o) {
   std::vector<tg::Tensor> params = model.parameters();
   tg::nn::AdamWOptions ao(o.lr);
   ao.weight_decay = o.weight_decay;
+  // mpirun -np N: rank 0's weights everywhere, gradients averaged (global batch = N x batch).
+  std::unique_ptr<tg::nn::DistributedDataParallel> ddp;
+  if (world > 1)
+    ddp = std::make_unique<tg::nn::DistributedDataParallel>(
+        std::shared_ptr<tg::nn::Module>(std::shared_ptr<tg::nn::Module>(), &model));
   tg::nn::AdamW opt(param_groups(model), ao);
   const int64_t n_train = static_cast<int64_t>(d.split.train.size());
-  const int64_t spe = (n_train + o.batch_size - 1) / o.batch_size, total = spe * o.epochs;
+  const int64_t global_batch = o.batch_size * world;
+  const int64_t spe = (n_train + global_batch - 1) / global_batch, total = spe * o.epochs;
   const int64_t warmup = std::max<int64_t>(1, std::llround(o.warmup_frac * total));
   tg::nn::CosineWithWarmupLR sched(opt, warmup, total, 0.05);
 
@@ -424,18 +473,24 @@ Json train_and_evaluate(const RunOptions& o) {
     const std::string last = o.out + "/last";
     auto saved = tg::nn::load_safetensors(tg::nn::checkpoint_model_path(last));
     check_same_run(meta_json(saved.metadata, "cls.run", last), identity, last);
-    tg::nn::CheckpointInfo info = tg::nn::load_checkpoint(last, model, opt, &sched);
+    tg::nn::CheckpointInfo info = tg::nn::load_checkpoint_distributed(last, model, opt, &sched);
     st.from_meta(info.extra, last);
     prog.line(fmt::format("resumed {} at step {} (epoch {}, step {} of {})", last, st.global_step,
                           st.epoch + 1, st.step_in_epoch, spe));
   }
   prog.line(fmt::format("model: {} parameters; {} steps per epoch, {} epochs, warmup {} steps",
                         model.num_parameters(), spe, o.epochs, warmup));
+  if (world > 1)
+    prog.line(
+        fmt::format("data parallel: {} ranks x batch {} = global batch {} ({} gradient "
+                    "buckets)",
+                    world, o.batch_size, global_batch, ddp->num_buckets()));
 
-  Loop loop{o, d, model, opt, sched, st, identity, prog, params, spe};
+  Loop loop{o, d, model, opt, sched, st, identity, prog, params, spe, world, rank};
   while (st.epoch < o.epochs && loop.epoch()) {
   }
-  if (st.best_epoch < 0) {  // stopped before any validation: the current model is the best one
+  if (rank != 0) return Json();  // rank 0 reports
+  if (st.best_epoch < 0) {       // stopped before any validation: the current model is the best one
     Eval ev = evaluate(model, d, d.split.val, o.device);
     save_best(o, model, identity, ev.cm.accuracy());
   }

@@ -3,6 +3,8 @@
 // freedict), metrics JSON, pictures, and --translate from a saved checkpoint.
 #include "translation/app.hpp"
 
+#include "nn/dist/dist.hpp"
+
 #include "autograd/io.hpp"
 #include "common/cli.hpp"
 #include "common/metrics.hpp"
@@ -127,7 +129,7 @@ void print(bool quiet, const std::string& s) {
 }
 
 int train_mode(const ArgParser& a) {
-  bool quiet = a.flag("quiet");
+  bool quiet = a.flag("quiet") || tg::dist::rank() != 0;  // rank 0 of a data-parallel run prints
   tg::manual_seed(static_cast<uint64_t>(a.integer("seed")));
   Dataset d = load_dataset(a);
   Vocabs v = Vocabs::build(d);
@@ -140,8 +142,10 @@ int train_mode(const ArgParser& a) {
                            "{}; model {} parameters",
                            d.name, d.train.size(), d.valid.size(), d.heldout.size(), v.src.size(),
                            v.tgt.size(), model.num_parameters()));
-  Progress progress(quiet ? Progress::Mode::kQuiet : Progress::Mode::kAuto);
+  Progress progress(quiet || tg::dist::rank() != 0 ? Progress::Mode::kQuiet
+                                                   : Progress::Mode::kAuto);
   TrainLog log = train(model, d, v, to, progress);
+  if (tg::dist::rank() != 0) return 0;  // rank 0 reports
 
   // The final report uses the best validation model.
   std::string best = best_dir(to.out_dir) + "/model.safetensors";
@@ -250,6 +254,8 @@ int run(const std::vector<std::string>& args) {
   if (threads < 1) throw UserError("--threads must be at least 1");
   tg::set_num_threads(static_cast<int>(threads));
   if (a.given("translate")) return translate_mode(a);
+  // Started by mpirun -np N: N data-parallel ranks (tg::dist); --threads is per rank.
+  if (tg::dist::launched_by_mpirun()) tg::dist::init();
   return train_mode(a);
 }
 

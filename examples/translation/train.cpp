@@ -7,6 +7,9 @@
 #include "common/metrics.hpp"
 #include "common/text.hpp"
 #include "nn/clip.hpp"
+#include "nn/dist/checkpoint.hpp"
+#include "nn/dist/ddp.hpp"
+#include "nn/dist/dist.hpp"
 #include "nn/schedule.hpp"
 #include "ops/ops.hpp"
 #include "translation/decode.hpp"
@@ -245,7 +248,9 @@ double train_step(Seq2Seq& model, const Encoded& tr, const std::vector<size_t>& 
   loss.backward();
   if (o.clip > 0) tg::nn::clip_grad_norm_(model.parameters(), o.clip);
   opt.step();
-  return loss.item<double>();
+  Tensor lt = loss.detach().to(tg::kCPU).to(tg::kFloat64).clone();
+  if (tg::dist::world_size() > 1) tg::dist::all_reduce(lt, tg::dist::ReduceOp::Avg);
+  return lt.item<double>();  // the global batch's loss under data parallelism
 }
 
 void save_model_files(const std::string& dir, const Vocabs& v) {
@@ -261,11 +266,17 @@ TrainLog train(Seq2Seq& model, const Dataset& d, const Vocabs& v, const TrainOpt
   std::vector<Example> valid(d.valid.begin(),
                              d.valid.begin() + std::min<int64_t>(o.valid_subset, d.valid.size()));
   model.to(o.device);  // the optimizer's state follows the parameters
+  // mpirun -np N: data parallel, global batch = N x --batch-size; rank 0 validates and writes.
+  const int world = tg::dist::world_size(), rank = tg::dist::rank();
+  std::unique_ptr<tg::nn::DistributedDataParallel> ddp;
+  if (world > 1)
+    ddp = std::make_unique<tg::nn::DistributedDataParallel>(
+        std::shared_ptr<tg::nn::Module>(std::shared_ptr<tg::nn::Module>(), &model));
   tg::nn::AdamWOptions ao(o.lr);
   ao.weight_decay = o.weight_decay;
   tg::nn::AdamW opt(param_groups(model), ao);
   tg::nn::CosineWithWarmupLR sched(opt, std::min(o.warmup, o.steps), o.steps, 0.05);
-  Batcher batcher(tr.src.size(), o.batch_size, o.seed);
+  Batcher batcher(tr.src.size(), o.batch_size * world, o.seed);
   tg::nn::Metadata meta = {{"translation.config", model.cfg.to_json()},
                            {"translation.vocab", v.to_json()}};
   std::string ckpt = checkpoint_dir(o.out_dir), best = best_dir(o.out_dir);
@@ -277,7 +288,7 @@ TrainLog train(Seq2Seq& model, const Dataset& d, const Vocabs& v, const TrainOpt
     check_saved_model(tg::nn::checkpoint_model_path(ckpt), model.cfg, v);
     tg::nn::CheckpointInfo info;
     try {
-      info = tg::nn::load_checkpoint(ckpt, model, opt, &sched);
+      info = tg::nn::load_checkpoint_distributed(ckpt, model, opt, &sched);
     } catch (const tg::Error& e) {
       throw UserError(fmt::format("--resume: {}", e.what()));
     }
@@ -302,34 +313,51 @@ TrainLog train(Seq2Seq& model, const Dataset& d, const Vocabs& v, const TrainOpt
   progress.start_epoch(1, 1, std::max<int64_t>(end - step, 0));
   while (step < end) {
     model.train();
-    double loss = train_step(model, tr, batcher.indices(step), opt, o);
+    std::vector<size_t> global = batcher.indices(step);  // rank r takes block r of the step
+    std::vector<size_t> mine(global.begin() + rank * o.batch_size,
+                             global.begin() + (rank + 1) * o.batch_size);
+    double loss = train_step(model, tr, mine, opt, o);
     sched.step();
     ++step;
     log.steps.push_back(static_cast<double>(step));
     log.losses.push_back(loss);
-    progress.step(loss, o.batch_size);
+    progress.step(loss, o.batch_size * world);
     double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
     bool out_of_time = o.time_limit_s > 0 && elapsed >= o.time_limit_s;
-    if (step % o.eval_every != 0 && step != end && !out_of_time) continue;
-    model.to(tg::kCPU);  // decoding reads logits on the host: validate on the CPU
-    EvalResult r = evaluate(model, valid, v, 1);
-    model.to(o.device);
-    log.valid_steps.push_back(static_cast<double>(step));
-    log.valid_exact.push_back(r.exact_match);
-    bool better = r.exact_match > log.best_valid;
-    if (better) {
-      log.best_valid = r.exact_match;
-      log.best_step = step;
-      std::filesystem::create_directories(best);
-      tg::nn::Metadata m = meta;
-      m["translation.step"] = std::to_string(step);
-      tg::nn::save_safetensors(best + "/model.safetensors", model.state_dict(), m);
-      save_model_files(best, v);
+    if (world > 1 && o.time_limit_s > 0) {  // rank 0's clock decides for every rank
+      Tensor flag = tg::tensor(std::vector<int64_t>{out_of_time ? 1 : 0});
+      tg::dist::broadcast(flag, 0);
+      out_of_time = flag.item<int64_t>() != 0;
     }
+    if (step % o.eval_every != 0 && step != end && !out_of_time) continue;
     tg::nn::Metadata m = meta;
-    m["translation.best_valid"] = fmt::format("{}", log.best_valid);
-    m["translation.best_step"] = std::to_string(log.best_step);
-    tg::nn::save_checkpoint(ckpt, model, opt, &sched, step, m);
+    EvalResult r;
+    bool better = false;
+    if (rank == 0) {
+      model.to(tg::kCPU);  // decoding reads logits on the host: validate on the CPU
+      r = evaluate(model, valid, v, 1);
+      model.to(o.device);
+      log.valid_steps.push_back(static_cast<double>(step));
+      log.valid_exact.push_back(r.exact_match);
+      better = r.exact_match > log.best_valid;
+      if (better) {
+        log.best_valid = r.exact_match;
+        log.best_step = step;
+        std::filesystem::create_directories(best);
+        tg::nn::Metadata bm = meta;
+        bm["translation.step"] = std::to_string(step);
+        tg::nn::save_safetensors(best + "/model.safetensors", model.state_dict(), bm);
+        save_model_files(best, v);
+      }
+      m["translation.best_valid"] = fmt::format("{}", log.best_valid);
+      m["translation.best_step"] = std::to_string(log.best_step);
+    }
+    // Collective: every rank's generator state travels with it; rank 0 writes.
+    tg::nn::save_checkpoint_distributed(ckpt, model, opt, &sched, step, m);
+    if (rank != 0) {
+      if (out_of_time) break;
+      continue;
+    }
     save_model_files(ckpt, v);
     write_history(ckpt + "/history.json", log);
     progress.line(
