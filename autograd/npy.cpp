@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <xtensor/xnpy.hpp>
 
+#include <algorithm>
+#include <cerrno>
 #include <climits>
 #include <cstdint>
 #include <cstdio>
@@ -48,9 +50,75 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
   }
 }
 
+namespace {
+// Reads the NPY header (format 1.0-3.0) and checks, before anything is allocated, that the shape
+// it declares fits int64 and that the file holds that many bytes: xnpy multiplies the shape
+// without overflow checks (a header of shape (2^61, 8) wraps to 0 bytes and loads "fine").
+void check_npy_header(std::istream& in, const std::string& path) {
+  in.seekg(0, std::ios::end);
+  const int64_t file_size = static_cast<int64_t>(in.tellg());
+  in.seekg(0);
+  char magic[8] = {};
+  in.read(magic, 8);
+  if (!in || std::memcmp(magic, "\x93NUMPY", 6) != 0)
+    throw Error(fmt::format("load_npy: {} is not a valid .npy file (no \\x93NUMPY magic)", path));
+  const int major = static_cast<unsigned char>(magic[6]);
+  int64_t header_len = 0;
+  unsigned char len[4] = {};
+  in.read(reinterpret_cast<char*>(len), major == 1 ? 2 : 4);
+  if (!in) throw Error(fmt::format("load_npy: {}: truncated header", path));
+  header_len = major == 1 ? (len[0] | (len[1] << 8))
+                          : (int64_t(len[0]) | (int64_t(len[1]) << 8) | (int64_t(len[2]) << 16) |
+                             (int64_t(len[3]) << 24));
+  const int64_t data_start = 8 + (major == 1 ? 2 : 4) + header_len;
+  if (header_len > 1000000 || data_start > file_size)
+    throw Error(fmt::format("load_npy: {}: header of {} bytes in a file of {}", path, header_len,
+                            file_size));
+  std::string header(static_cast<size_t>(header_len), '\0');
+  in.read(header.data(), header_len);
+  const size_t sp = header.find("'shape'");
+  const size_t open = header.find('(', sp), close = header.find(')', open);
+  const size_t dp = header.find("'descr'");
+  const size_t q1 = header.find('\'', header.find(':', dp)), q2 = header.find('\'', q1 + 1);
+  if (sp == std::string::npos || open == std::string::npos || close == std::string::npos ||
+      dp == std::string::npos || q1 == std::string::npos || q2 == std::string::npos)
+    throw Error(fmt::format("load_npy: {}: malformed header {}", path, header));
+  const std::string descr = header.substr(q1 + 1, q2 - q1 - 1);
+  const int64_t width = descr.size() > 2 ? std::atoll(descr.c_str() + 2) : 0;
+  int64_t count = 1;
+  bool overflow = false, zero = false;
+  std::string dims;
+  std::stringstream ss(header.substr(open + 1, close - open - 1));
+  for (std::string item; std::getline(ss, item, ',');) {
+    if (item.find_first_not_of(" ") == std::string::npos) continue;
+    char* end = nullptr;
+    errno = 0;
+    const long long d = std::strtoll(item.c_str(), &end, 10);
+    if (errno != 0 || d < 0)
+      throw Error(fmt::format("load_npy: {}: bad dimension '{}' in shape ({})", path, item,
+                              header.substr(open + 1, close - open - 1)));
+    zero |= d == 0;
+    overflow |= __builtin_mul_overflow(count, static_cast<int64_t>(d), &count);
+  }
+  int64_t bytes = 0;
+  overflow |= __builtin_mul_overflow(count, std::max<int64_t>(width, 1), &bytes);
+  const std::string shape = "(" + header.substr(open + 1, close - open - 1) + ")";
+  if (overflow && !zero)
+    throw Error(fmt::format("load_npy: {}: shape {} of '{}' has more elements than int64 holds",
+                            path, shape, descr));
+  if (!zero && bytes > file_size - data_start)
+    throw Error(
+        fmt::format("load_npy: {}: shape {} of '{}' needs {} data bytes but the file holds "
+                    "{}",
+                    path, shape, descr, bytes, file_size - data_start));
+  in.seekg(0);
+}
+}  // namespace
+
 Tensor load_npy(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(fmt::format("load_npy: cannot open {}", path));
+  check_npy_header(in, path);
   try {
     xt::detail::npy_file f = xt::detail::load_npy_file(in);
     if (!in)

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include <limits>
+
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -113,7 +115,14 @@ std::string shape_str(const Shape& s) {
 }
 int64_t shape_numel(const Shape& s) {
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  bool overflow = false;
+  for (int64_t d : s) overflow |= __builtin_mul_overflow(n, d, &n);
+  if (overflow) {  // unless a dimension is 0: then there are no elements at all
+    for (int64_t d : s)
+      if (d == 0) return 0;
+    throw Error(fmt::format("shape {}: the element count overflows int64 (max {})", shape_str(s),
+                            std::numeric_limits<int64_t>::max()));
+  }
   return n;
 }
 Shape contiguous_strides(const Shape& s) {
@@ -220,6 +229,9 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   impl->shape = shape;
   impl->numel = shape_numel(shape);
   impl->dtype = dtype;
+  if (impl->numel > std::numeric_limits<int64_t>::max() / static_cast<int64_t>(dtype_size(dtype)))
+    throw Error(fmt::format("empty: shape {} of {} needs more than 2^63 bytes", shape_str(shape),
+                            dtype_name(dtype)));
   impl->storage = std::make_shared<Storage>(impl->numel * dtype_size(dtype), device);
   return Tensor(std::move(impl));
 }

@@ -89,6 +89,9 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
                        bool error_if_nonfinite) {
   if (!(norm_type > 0))
     throw Error(fmt::format("clip_grad_norm_: norm_type must be positive, got {}", norm_type));
+  // A negative max_norm would flip every gradient (training ascends); NaN would poison them.
+  if (!(max_norm >= 0))
+    throw Error(fmt::format("clip_grad_norm_: max_norm must be >= 0, got {}", max_norm));
   bool inf = std::isinf(norm_type);
   const std::vector<Tensor> dev_grads = cuda_grads(params);
   double acc = dev_grads.empty() ? 0.0 : cuda_norm_part(dev_grads, norm_type);

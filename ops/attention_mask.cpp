@@ -320,10 +320,20 @@ std::string AttentionMask::name() const {
                     b.opts.look_back ? fmt::format(", back {}", b.opts.look_back) : "",
                     b.opts.look_ahead ? fmt::format(", ahead {}", b.opts.look_ahead) : "",
                     b.opts.causal ? ", causal" : "", al));
+  // Sizes are named (B=, S=) and lengths listed, so "key_lengths(B=1: 5)" cannot be read as
+  // "every length is 1".
   if (key_allowed_.defined())
-    parts.push_back(fmt::format("key_padding{}", shape_str(key_allowed_.shape())));
-  if (key_lengths_.defined())
-    parts.push_back(fmt::format("key_lengths{}", shape_str(key_lengths_.shape())));
+    parts.push_back(
+        fmt::format("key_padding(B={}, S={})", key_allowed_.size(0), key_allowed_.size(1)));
+  if (key_lengths_.defined()) {
+    const Tensor l = key_lengths_.cpu();
+    const int64_t B = l.numel();
+    std::string vals;
+    for (int64_t b = 0; b < std::min<int64_t>(B, 8); ++b)
+      vals += fmt::format("{}{}", b ? "," : "", l.data<int64_t>()[b]);
+    if (B > 8) vals += ",...";
+    parts.push_back(fmt::format("key_lengths(B={}: {})", B, vals));
+  }
   if (allowed_.defined()) parts.push_back(fmt::format("bool{}", shape_str(allowed_.shape())));
   if (additive_.defined()) parts.push_back(fmt::format("additive{}", shape_str(additive_.shape())));
   if (parts.empty()) return "none";

@@ -311,12 +311,10 @@ int64_t to_int(const std::string& s, const std::string& what) {
 
 Config parse(const ArgParser& p) {
   Config c;
-  c.B = p.integer("batch"), c.T = p.integer("len"), c.E = p.integer("embed"),
-  c.NH = p.integer("heads");
+  c.B = int_option(p, "batch", 1, 64), c.T = int_option(p, "len", 1, 512),
+  c.E = int_option(p, "embed", 1, 4096), c.NH = int_option(p, "heads", 1, 256);
   c.seed = uint64_t(p.integer("seed"));
   c.out = p.str("out");
-  if (c.B < 1 || c.T < 1 || c.E < 1 || c.NH < 1)
-    throw UserError("--batch, --len, --embed and --heads must be >= 1");
   int structures = int(p.flag("causal")) + int(p.given("local")) + int(p.given("blocked"));
   if (structures > 1) throw UserError("choose at most one of --causal, --local, --blocked");
   if (p.flag("causal")) c.structure = tg::AttentionMask::causal();
@@ -378,7 +376,13 @@ int run(const std::vector<std::string>& args) {
     c.E = w.w_out.size(0), c.NH = a.heads, c.B = 1, c.T = x.size(1);
     if (!p.given("tokens")) c.tokens = a.tokens;
   } else if (p.given("checkpoint")) {
-    w = checkpoint_weights(p.str("checkpoint"), p.str("layer"));
+    const std::string ck = p.str("checkpoint");
+    if (file_exists(ck + "/best/model.safetensors") && file_exists(ck + "/tokenizer.json"))
+      throw UserError(fmt::format(
+          "--checkpoint {} is a text_classification run folder: give --text \"some text\" (and "
+          "--layer N) to study one of its attention layers on that text",
+          ck));
+    w = checkpoint_weights(ck, p.str("layer"));
     c.E = w.w_out.size(0);
     if (!p.given("heads"))
       throw UserError(
@@ -399,6 +403,9 @@ int run(const std::vector<std::string>& args) {
       throw UserError(fmt::format("--input: x is {}, expected (T, E) or (B, T, E) with E = {}",
                                   shape_str(x.shape()), c.E));
     c.B = x.size(0), c.T = x.size(1);
+    if (!std::isfinite(tg::sum(tg::abs(x)).item<double>()))
+      throw UserError(fmt::format("--input {}: x {} holds NaN or infinite values", p.str("input"),
+                                  shape_str(x.shape())));
   } else if (!x.defined()) {
     tg::manual_seed(c.seed + 2);
     x = tg::randn({c.B, c.T, c.E}, tg::kFloat64);
@@ -437,7 +444,14 @@ int run(const std::vector<std::string>& args) {
       max_row_err, diff);
   std::printf("wrote %s/{S,P,dP,dS}_b<batch>_h<head>.png and {S,P,dP,dS,x,dx}.npy\n",
               c.out.c_str());
-  return diff < 1e-9 ? 0 : 1;
+  if (!(diff < 1e-9)) {
+    std::fprintf(stderr,
+                 "attention_lab: error: the step-by-step layer and nn::MultiheadAttention differ "
+                 "by %.3g (more than 1e-9)\n",
+                 diff);
+    return 1;
+  }
+  return 0;
 }
 
 }  // namespace tgx::lab

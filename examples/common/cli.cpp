@@ -3,13 +3,18 @@
 
 #include "nn/dist/dist.hpp"
 
+#include <fmt/format.h>
+
 #include <cerrno>
+#include <filesystem>
+#include <unistd.h>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 namespace tgx {
 
@@ -157,6 +162,12 @@ int run_main(const std::string& program, const std::function<int()>& body) {
     return body();
   } catch (const UserError& e) {
     return fail(e.what(), 2);
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A folder or file the user named that cannot be made or written: a user error, said plainly.
+    const std::string what = fmt::format(
+        "cannot {} {}{}: {}", "use", e.path1().string(),
+        e.path2().empty() ? "" : " (and " + e.path2().string() + ")", e.code().message());
+    return fail(what.c_str(), 2);
   } catch (const std::exception& e) {
     return fail(e.what(), 1);
   }
@@ -192,6 +203,57 @@ tg::Device device_option(const std::string& s) {
                            "PATH)")
              : "only " + std::to_string(tg::cuda_device_count()) + " CUDA device(s) are visible"));
   return d;
+}
+
+void require_writable(const std::string& path, const std::string& flag) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || ::access(dir.c_str(), W_OK) != 0 || (fs::exists(path) && fs::is_directory(path)))
+    throw UserError(fmt::format("{} {}: cannot write there ({})", flag, path,
+                                ec                       ? ec.message()
+                                : fs::is_directory(path) ? "it is a folder"
+                                                         : "the folder is not writable"));
+}
+
+int64_t int_option(const ArgParser& p, const std::string& name, int64_t lo, int64_t hi,
+                   const std::string& note) {
+  const int64_t v = p.integer(name);
+  if (v < lo || v > hi) {
+    const std::string range = hi == std::numeric_limits<int64_t>::max()
+                                  ? fmt::format(">= {}", lo)
+                                  : fmt::format("in [{}, {}]", lo, hi);
+    throw UserError(fmt::format("--{} {}: must be {}{}", name, v, range,
+                                note.empty() ? "" : " (" + note + ")"));
+  }
+  return v;
+}
+
+double number_option(const ArgParser& p, const std::string& name, double lo, double hi,
+                     const std::string& note) {
+  const double v = p.number(name);
+  if (!(v >= lo && v <= hi)) {
+    const std::string range =
+        std::isinf(hi) ? fmt::format(">= {}", lo) : fmt::format("in [{}, {}]", lo, hi);
+    throw UserError(fmt::format("--{} {}: must be {}{}", name, p.str(name), range,
+                                note.empty() ? "" : " (" + note + ")"));
+  }
+  return v;
+}
+
+int threads_option(const ArgParser& p) {
+  const int64_t n = int_option(p, "threads", 0, std::numeric_limits<int64_t>::max(),
+                               "0: OMP_NUM_THREADS or all cores");
+  const int64_t hw = std::max<int64_t>(1, std::thread::hardware_concurrency());
+  if (n > hw) {
+    std::fprintf(stderr,
+                 "warning: --threads %lld is more than the %lld hardware threads; using %lld\n",
+                 static_cast<long long>(n), static_cast<long long>(hw), static_cast<long long>(hw));
+    return static_cast<int>(hw);
+  }
+  return static_cast<int>(n);
 }
 
 }  // namespace tgx

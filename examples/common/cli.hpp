@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -76,5 +77,21 @@ tg::Device device_option(const std::string& s);
 
 // Splits "a,b,c" (no empty parts allowed; `what` names the option in the error).
 std::vector<std::string> split_list(const std::string& s, char sep, const std::string& what);
+
+// p.integer(name) / p.number(name), refused unless lo <= value <= hi, with a message naming the
+// allowed range ("--patience -1: must be >= 0 (0: off)"); `note` says what special values mean.
+int64_t int_option(const ArgParser& p, const std::string& name, int64_t lo,
+                   int64_t hi = std::numeric_limits<int64_t>::max(), const std::string& note = "");
+double number_option(const ArgParser& p, const std::string& name, double lo,
+                     double hi = std::numeric_limits<double>::infinity(),
+                     const std::string& note = "");
+// --threads: 0 means OMP_NUM_THREADS or every hardware thread; more than the hardware threads is
+// capped to them with a warning on stderr (oversubscribed threads only slow down). Returns the
+// count to pass to tg::set_num_threads, or 0 to keep the default.
+int threads_option(const ArgParser& p);
+
+// UserError naming `flag` unless a file can be created at `path` (its folder exists or can be
+// made, and is writable): checked before the work, not after it.
+void require_writable(const std::string& path, const std::string& flag);
 
 }  // namespace tgx

@@ -42,6 +42,20 @@ const uint8_t kFont[95][5] = {
     {0x00, 0x41, 0x36, 0x08, 0x00}, {0x08, 0x04, 0x08, 0x10, 0x08},
 };
 
+// The letters with descenders, redrawn on 9 rows (the cell's two spare rows below the
+// baseline): in the 7-row font g reads as 9 and q as a. Bit r = row r, top first.
+struct Descender {
+  char c;
+  uint16_t cols[5];
+};
+const Descender kDescenders[] = {
+    {'g', {0x038, 0x144, 0x144, 0x144, 0x0FC}},  // bowl, stem down, hook to the left
+    {'j', {0x000, 0x100, 0x100, 0x0FD, 0x000}},  // dot, stem, hook
+    {'p', {0x1FC, 0x044, 0x044, 0x044, 0x038}},  // stem down on the left
+    {'q', {0x038, 0x044, 0x044, 0x044, 0x3FC}},  // stem down on the right, no hook
+    {'y', {0x03C, 0x140, 0x140, 0x140, 0x0FC}},  // cup, stem down, hook to the left
+};
+
 // Latin-1 letters U+00C0..U+00FF drawn as their base letter (é -> e); others as '?'.
 char fold_latin1(uint32_t cp) {
   static const char* kBase = "AAAAAAACEEEEIIIIDNOOOOOxOUUUUYTsaaaaaaaceeeeiiiidnooooo/ouuuuyty";
@@ -76,10 +90,14 @@ void draw_text(Image& img, int x, int y, const std::string& text, RGB color, int
                bool vertical) {
   std::string s = drawable(text);
   for (size_t k = 0; k < s.size(); ++k) {
-    const uint8_t* g = kFont[s[k] - 0x20];
+    uint16_t cols[5];
+    for (int col = 0; col < 5; ++col) cols[col] = kFont[s[k] - 0x20][col];
+    for (const Descender& d : kDescenders)
+      if (d.c == s[k])
+        for (int col = 0; col < 5; ++col) cols[col] = d.cols[col];
     for (int col = 0; col < 5; ++col)
-      for (int row = 0; row < 7; ++row) {
-        if (!((g[col] >> row) & 1)) continue;
+      for (int row = 0; row < kGlyphH; ++row) {
+        if (!((cols[col] >> row) & 1)) continue;
         for (int dy = 0; dy < scale; ++dy)
           for (int dx = 0; dx < scale; ++dx) {
             int gx = int(k) * kGlyphW * scale + col * scale + dx;  // along the text

@@ -238,37 +238,120 @@ Image heatmap(const std::vector<double>& values, int rows, int cols, const Heatm
 
 // ---- line plot
 // ------------------------------------------------------------------------------------
+namespace {
+// A 1-2-5 step near range / target.
+double nice_step(double range, int target) {
+  const double raw = range / std::max(1, target);
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (raw <= m * mag * 1.0000001) return m * mag;
+  return 10 * mag;
+}
+// A tick label with as many decimals as the step needs (0.5 -> "0.5", 200 -> "200").
+std::string tick_label(double v, double step) {
+  if (std::fabs(v) < step * 1e-9) v = 0;
+  const int decimals = std::max(0, static_cast<int>(-std::floor(std::log10(step) + 1e-9)));
+  char buf[32];
+  if (std::fabs(v) >= 1e6 && decimals == 0)
+    std::snprintf(buf, sizeof buf, "%.3g", v);
+  else
+    std::snprintf(buf, sizeof buf, "%.*f", std::min(decimals, 6), v);
+  return buf;
+}
+struct Axis {
+  double lo = 0, hi = 1;
+  std::vector<double> ticks;  // in axis units (log10 of the value on a log axis)
+  std::vector<std::string> labels;
+};
+// Linear axis over [lo, hi] widened to whole ticks; integer: ticks on whole numbers.
+Axis linear_axis(double lo, double hi, int target, bool integer) {
+  Axis ax;
+  if (!(hi > lo)) hi = lo + 1;
+  double step = nice_step(hi - lo, target);
+  if (integer) step = std::max(1.0, std::round(step));
+  ax.lo = std::floor(lo / step + 1e-9) * step;
+  ax.hi = std::ceil(hi / step - 1e-9) * step;
+  for (double t = ax.lo; t <= ax.hi + step * 1e-6; t += step) {
+    ax.ticks.push_back(t);
+    ax.labels.push_back(tick_label(t, step));
+  }
+  return ax;
+}
+// Log axis (values > 0): ticks at 10^k, and at 2 and 5 x 10^k when it spans under 2 decades.
+Axis log_axis(double lo_val, double hi_val) {
+  Axis ax;
+  ax.lo = std::floor(std::log10(lo_val));
+  ax.hi = std::ceil(std::log10(hi_val));
+  if (ax.hi <= ax.lo) ax.hi = ax.lo + 1;
+  const bool fine = ax.hi - ax.lo < 2;
+  for (double k = ax.lo; k <= ax.hi; ++k)
+    for (double m : {1.0, 2.0, 5.0}) {
+      if (m != 1.0 && (!fine || k == ax.hi)) continue;
+      const double v = m * std::pow(10.0, k);
+      ax.ticks.push_back(std::log10(v));
+      ax.labels.push_back(tick_label(v, std::pow(10.0, std::min(k, 0.0))));
+    }
+  return ax;
+}
+}  // namespace
+
 Image line_plot(const std::vector<Series>& series, const PlotOptions& opt) {
   Image img(std::max(200, opt.width), std::max(150, opt.height));
   const RGB black{0, 0, 0}, grid{225, 225, 225};
-  int left = 70, right = 20, top = 30, bottom = 45;
+  // The legend goes in rows between the title and the plot: never over a line.
+  std::vector<std::vector<const Series*>> legend_rows(1);
+  int row_w = 0;
+  for (const auto& s : series) {
+    const int w = 26 + text_width(s.name);
+    if (row_w + w > img.width - 90 && !legend_rows.back().empty()) {
+      legend_rows.emplace_back();
+      row_w = 0;
+    }
+    legend_rows.back().push_back(&s);
+    row_w += w;
+  }
+  int left = 70, right = 24, top = 30 + 12 * static_cast<int>(legend_rows.size()), bottom = 45;
   int pw = img.width - left - right, ph = img.height - top - bottom;
   double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
   auto ty = [&](double y) { return opt.log_y ? (y > 0 ? std::log10(y) : NAN) : y; };
+  bool integer_x = true;
   for (const auto& s : series)
     for (size_t i = 0; i < std::min(s.x.size(), s.y.size()); ++i) {
-      double y = ty(s.y[i]);
-      if (!std::isfinite(s.x[i]) || !std::isfinite(y)) continue;
+      if (!std::isfinite(s.x[i]) || !std::isfinite(ty(s.y[i]))) continue;
       x0 = std::min(x0, s.x[i]), x1 = std::max(x1, s.x[i]);
-      y0 = std::min(y0, y), y1 = std::max(y1, y);
+      y0 = std::min(y0, s.y[i]), y1 = std::max(y1, s.y[i]);
+      integer_x = integer_x && s.x[i] == std::round(s.x[i]);
     }
-  if (!(x0 <= x1)) x0 = 0, x1 = 1, y0 = 0, y1 = 1;
-  if (x1 == x0) x1 = x0 + 1;
-  if (y1 == y0) y1 = y0 + 1;
-  double pad = 0.05 * (y1 - y0);
-  y0 -= pad, y1 += pad;
-  auto px = [&](double x) { return left + (x - x0) / (x1 - x0) * pw; };
-  auto py = [&](double y) { return top + ph - (y - y0) / (y1 - y0) * ph; };
-  for (int k = 0; k <= 5; ++k) {  // grid and tick labels
-    double yv = y0 + (y1 - y0) * k / 5, xv = x0 + (x1 - x0) * k / 5;
-    int yy = int(py(yv)), xx = int(px(xv));
-    img.fill_rect(left, yy, pw, 1, grid);
-    img.fill_rect(xx, top, 1, ph, grid);
-    std::string yl = fmt_num(opt.log_y ? std::pow(10.0, yv) : yv), xl = fmt_num(xv);
-    draw_text(img, left - 4 - text_width(yl), yy - 3, yl, black);
-    draw_text(img, xx - text_width(xl) / 2, top + ph + 5, xl, black);
+  if (!(x0 <= x1)) x0 = 0, x1 = 1, y0 = opt.log_y ? 0.1 : 0, y1 = 1;
+  // Losses and other non-negative series start at 0 on a linear axis; a cap (100 %) is kept.
+  if (!opt.log_y && y0 >= 0 && opt.y_from_zero) y0 = 0;
+  if (!std::isnan(opt.y_max)) y1 = std::min(std::max(y1, y0), opt.y_max);
+  if (!std::isnan(opt.y_min)) y0 = std::max(std::min(y0, y1), opt.y_min);
+  if (!std::isnan(opt.x_min)) x0 = opt.x_min;
+  if (!std::isnan(opt.x_max)) x1 = std::max(opt.x_max, x0 + 1e-9);
+  const Axis ax = linear_axis(x0, x1, 6, integer_x);
+  Axis ay = opt.log_y ? log_axis(y0, y1) : linear_axis(y0, y1, 5, false);
+  if (!opt.log_y && !std::isnan(opt.y_max) && ay.hi > opt.y_max) {  // never beyond the cap
+    while (!ay.ticks.empty() && ay.ticks.back() > opt.y_max + 1e-9) {
+      ay.ticks.pop_back();
+      ay.labels.pop_back();
+    }
+    ay.hi = opt.y_max;
   }
-  img.fill_rect(left, top, 1, ph, black);
+  auto px = [&](double x) { return left + (x - ax.lo) / (ax.hi - ax.lo) * pw; };
+  auto py = [&](double y) { return top + ph - (y - ay.lo) / (ay.hi - ay.lo) * ph; };
+  for (size_t k = 0; k < ay.ticks.size(); ++k) {
+    const int yy = static_cast<int>(py(ay.ticks[k]));
+    img.fill_rect(left, yy, pw, 1, grid);
+    draw_text(img, left - 6 - text_width(ay.labels[k]), yy - 3, ay.labels[k], black);
+  }
+  for (size_t k = 0; k < ax.ticks.size(); ++k) {
+    const int xx = static_cast<int>(px(ax.ticks[k]));
+    img.fill_rect(xx, top, 1, ph, grid);
+    img.fill_rect(xx, top + ph, 1, 4, black);
+    draw_text(img, xx - text_width(ax.labels[k]) / 2, top + ph + 7, ax.labels[k], black);
+  }
+  img.fill_rect(left, top, 1, ph + 1, black);
   img.fill_rect(left, top + ph, pw, 1, black);
   for (const auto& s : series) {  // segments between consecutive finite points
     bool have = false;
@@ -279,7 +362,7 @@ Image line_plot(const std::vector<Series>& series, const PlotOptions& opt) {
         have = false;
         continue;
       }
-      double cx = px(s.x[i]), cy = py(y);
+      double cx = px(s.x[i]), cy = py(std::clamp(y, ay.lo, ay.hi));
       if (have) {
         int n = int(std::max(std::fabs(cx - lx), std::fabs(cy - ly))) + 1;
         for (int k = 0; k <= n; ++k)
@@ -289,18 +372,42 @@ Image line_plot(const std::vector<Series>& series, const PlotOptions& opt) {
       }
       lx = cx, ly = cy, have = true;
     }
+    if (std::min(s.x.size(), s.y.size()) <= 50)  // few points: mark each one
+      for (size_t i = 0; i < std::min(s.x.size(), s.y.size()); ++i) {
+        const double y = ty(s.y[i]);
+        if (std::isfinite(s.x[i]) && std::isfinite(y))
+          img.fill_rect(int(px(s.x[i])) - 2, int(py(std::clamp(y, ay.lo, ay.hi))) - 2, 5, 5,
+                        s.color);
+      }
   }
   draw_text(img, left, 8, opt.title, black, 2);
   draw_text(img, left + pw / 2 - text_width(opt.xlabel) / 2, img.height - 14, opt.xlabel, black);
-  draw_text(img, 6, top + ph / 2 + text_width(opt.ylabel) / 2, opt.ylabel, black, 1, true);
-  int ly = top + 6;  // legend
-  for (const auto& s : series) {
-    int lx = left + pw - text_width(s.name) - 30;
-    img.fill_rect(lx, ly + 3, 16, 3, s.color);
-    draw_text(img, lx + 20, ly, s.name, black);
+  const std::string ylabel = opt.log_y ? opt.ylabel + " (log scale)" : opt.ylabel;
+  draw_text(img, 6, top + ph / 2 + text_width(ylabel) / 2, ylabel, black, 1, true);
+  int ly = 28;  // legend rows, between the title and the plot
+  for (const auto& row : legend_rows) {
+    int lx = left;
+    for (const Series* s : row) {
+      img.fill_rect(lx, ly + 3, 16, 3, s->color);
+      draw_text(img, lx + 20, ly, s->name, black);
+      lx += 26 + text_width(s->name);
+    }
     ly += 12;
   }
   return img;
+}
+
+Image stack_vertical(const std::vector<Image>& parts) {
+  int w = 0, h = 0;
+  for (const Image& p : parts) w = std::max(w, p.width), h += p.height;
+  Image out(w, h);
+  int y0 = 0;
+  for (const Image& p : parts) {
+    for (int y = 0; y < p.height; ++y)
+      for (int x = 0; x < p.width; ++x) out.set(x, y0 + y, p.get(x, y));
+    y0 += p.height;
+  }
+  return out;
 }
 
 }  // namespace tgx

@@ -6,6 +6,7 @@
 // as '?'. Labels longer than the room they have are cut with '~'.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -60,10 +61,17 @@ struct Series {
 };
 struct PlotOptions {
   std::string title, xlabel, ylabel;
-  bool log_y = false;
+  bool log_y = false;               // the y label then says "(log scale)"; ticks at 1, 2, 5 x 10^k
+  bool y_from_zero = true;          // a linear axis over non-negative data starts at 0
+  double y_min = NAN, y_max = NAN;  // clamps of the axis range (e.g. y_max = 100 for percents)
+  double x_min = NAN, x_max = NAN;  // fixed x range (panels of one figure share it)
   int width = 800, height = 500;
 };
-// Line plot with axes, tick labels and a legend; non-finite points are skipped.
+// Line plot with axes, ticks at round numbers (1-2-5 steps; whole numbers when every x is whole)
+// and a legend in rows above the plot area (never over the data); non-finite points skipped;
+// a series of at most 50 points also gets a marker at each point.
 Image line_plot(const std::vector<Series>& series, const PlotOptions& opt);
+// Images one above the other (panels of one figure), left-aligned on white.
+Image stack_vertical(const std::vector<Image>& parts);
 
 }  // namespace tgx

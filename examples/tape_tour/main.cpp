@@ -90,9 +90,13 @@ int main(int argc, char** argv) {
     p.option("out", "runs/tape_tour", "where graph.dot and graph.json go")
         .option("len", "1024", "T for the profiler");
     if (!p.parse(argc, argv)) return 0;
+    // Checked before any work: the full-attention pass keeps about 32·T² bytes (T = 4096:
+    // 0.5 GB; T = 20000 took 12.9 GB).
+    const int64_t len =
+        tgx::int_option(p, "len", 1, 4096, "memory grows as T^2: T = 4096 needs about 0.5 GB");
     std::filesystem::create_directories(p.str("out"));
     inspect_tour(p.str("out"));
-    profile_tour(p.integer("len"));
+    profile_tour(len);
     anomaly_tour();
     return 0;
   });

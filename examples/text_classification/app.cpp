@@ -32,7 +32,7 @@ ArgParser make_parser() {
       .option("batch-size", std::to_string(d.batch_size), "examples per step")
       .option("lr", "1e-3", "peak learning rate (AdamW, linear warmup + cosine decay)")
       .option("weight-decay", "0.01", "AdamW weight decay (matrices only)")
-      .option("clip", "1.0", "gradient norm clipping")
+      .option("clip", "1.0", "gradient norm clipping (0: off)")
       .option("max-len", std::to_string(d.model.max_len), "tokens per example (truncated)")
       .option("d-model", std::to_string(d.model.d_model), "embedding width")
       .option("layers", std::to_string(d.model.layers), "encoder layers")
@@ -50,7 +50,9 @@ ArgParser make_parser() {
       .option("threads", "0", "CPU threads (0: OMP_NUM_THREADS or all cores)")
       .option("device", "cpu", "where the model trains: cpu, cuda or cuda:N")
       .option("metrics-out", "", "also write the metrics JSON here")
-      .option("explain", "", "text whose attention maps are drawn (default: first test example)")
+      .option("explain", "",
+              "draw the attention maps of the saved run in --out for this text (into "
+              "<out>/explain/, no training)")
       .option("predict", "", "classify this text with the saved run in --out ('-': lines on stdin)")
       .flag("resume", "continue the run saved in --out/last")
       .flag("quiet", "no progress output");
@@ -62,32 +64,32 @@ RunOptions options_from(const ArgParser& p) {
   o.dataset = p.str("dataset");
   o.data_dir = p.str("data-dir");
   o.out = p.str("out");
-  o.epochs = p.integer("epochs");
-  o.batch_size = p.integer("batch-size");
+  o.epochs = int_option(p, "epochs", 1);
+  o.batch_size = int_option(p, "batch-size", 1);
   o.lr = p.number("lr");
-  o.weight_decay = p.number("weight-decay");
-  o.clip = p.number("clip");
+  o.weight_decay = number_option(p, "weight-decay", 0);
+  o.clip = number_option(p, "clip", 0, INFINITY, "0: no clipping");
   o.model.max_len = p.integer("max-len");
   o.model.d_model = p.integer("d-model");
   o.model.layers = p.integer("layers");
   o.model.heads = p.integer("heads");
   o.model.ff = p.integer("ff");
-  o.model.dropout = p.number("dropout");
+  o.model.dropout = number_option(p, "dropout", 0, 0.999);
   o.vocab_size = p.integer("vocab-size");
-  o.patience = p.integer("patience");
+  o.patience = int_option(p, "patience", 0, std::numeric_limits<int64_t>::max(), "0: off");
   int64_t seed = p.integer("seed");
   if (seed < 0) throw UserError(fmt::format("--seed {}: must be >= 0", seed));
   o.seed = static_cast<uint64_t>(seed);
-  o.max_steps = p.integer("max-steps");
-  o.limit = p.integer("limit");
-  o.save_every = p.integer("save-every");
+  o.max_steps = int_option(p, "max-steps", 0, std::numeric_limits<int64_t>::max(), "0: no limit");
+  o.limit = int_option(p, "limit", 0, std::numeric_limits<int64_t>::max(), "0: all");
+  o.save_every =
+      int_option(p, "save-every", 0, std::numeric_limits<int64_t>::max(), "0: at epoch ends only");
   o.metrics_out = p.str("metrics-out");
-  o.explain = p.str("explain");
+  if (!o.metrics_out.empty()) require_writable(o.metrics_out, "--metrics-out");
   o.resume = p.flag("resume");
   o.quiet = p.flag("quiet");
   o.device = device_option(p.str("device"));
   if (o.out.empty()) throw UserError("--out: must not be empty");
-  if (!o.explain.empty()) require_utf8(o.explain, "--explain text");
   // Unknown data sets fail before anything is written.
   bool known = false;
   for (const std::string& n : dataset_names()) known = known || n == o.dataset;
@@ -127,16 +129,22 @@ int run(const std::vector<std::string>& args) {
   std::vector<const char*> argv = {"text_classification"};
   for (const std::string& a : args) argv.push_back(a.c_str());
   if (!p.parse(static_cast<int>(argv.size()), argv.data())) return 0;  // --help
-  int64_t threads = p.integer("threads");
-  if (threads < 0) throw UserError(fmt::format("--threads {}: must be >= 0", threads));
+  const int threads = threads_option(p);
   if (p.given("predict")) {
-    if (threads > 0) tg::set_num_threads(static_cast<int>(threads));
+    if (threads > 0) tg::set_num_threads(threads);
     return run_predict(p.str("out"), p.str("predict"));
+  }
+  if (p.given("explain")) {
+    if (threads > 0) tg::set_num_threads(threads);
+    const std::string out = p.str("out");
+    const int n = explain(out, p.str("explain"));
+    fmt::print("wrote {} attention pictures (layer<L>_head<H>.png) in {}/explain/\n", n, out);
+    return 0;
   }
   // Started by mpirun -np N: N data-parallel ranks (tg::dist), each with its share of the cores.
   if (tg::dist::launched_by_mpirun()) tg::dist::init();
   if (threads > 0)
-    tg::set_num_threads(static_cast<int>(threads));
+    tg::set_num_threads(threads);
   else if (tg::dist::local_world_size() > 1)
     tg::set_num_threads(std::max(1, tg::get_num_threads() / tg::dist::local_world_size()));
   train_and_evaluate(options_from(p));

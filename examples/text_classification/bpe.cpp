@@ -206,14 +206,42 @@ std::vector<int64_t> Bpe::encode_piece(const std::string& piece) const {
 }
 
 std::vector<int64_t> Bpe::encode(const std::string& text, int64_t max_len) const {
-  std::vector<int64_t> ids;
-  for (const std::string& p : pretokenize(text)) {
-    for (int64_t id : encode_piece(p)) {
-      if (max_len >= 0 && static_cast<int64_t>(ids.size()) >= max_len) return ids;
-      ids.push_back(id);
+  // A "word" longer than kMaxPiece bytes (a base64 blob, a 50 MB line of one letter) is cut
+  // there: merging is quadratic in the piece length, and no real word is that long.
+  constexpr size_t kMaxPiece = 1024;
+  auto capped = [&](const std::string& p) {
+    if (p.size() <= kMaxPiece) return p;
+    size_t cut = kMaxPiece;
+    while (cut > 0 && (static_cast<unsigned char>(p[cut]) & 0xC0) == 0x80) --cut;
+    return p.substr(0, cut);
+  };
+  auto encode_pieces = [&](const std::vector<std::string>& pieces) {
+    std::vector<int64_t> ids;
+    for (const std::string& p : pieces) {
+      for (int64_t id : encode_piece(capped(p))) {
+        if (max_len >= 0 && static_cast<int64_t>(ids.size()) >= max_len) return ids;
+        ids.push_back(id);
+      }
     }
+    return ids;
+  };
+  if (max_len < 0) return encode_pieces(pretokenize(text));
+  // Only the first max_len tokens are wanted: pretokenize a prefix (growing until it yields
+  // them), not a 50 MB line. The prefix's last piece may be cut, so it is left out unless the
+  // prefix is the whole text; the pieces before it are those of the whole text.
+  size_t window = std::max<size_t>(4096, 64 * static_cast<size_t>(max_len));
+  for (;;) {
+    const bool whole = window >= text.size();
+    size_t cut = std::min(window, text.size());
+    while (!whole && cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+    std::vector<std::string> pieces = pretokenize(whole ? text : text.substr(0, cut));
+    // A cut last piece is left out unless it already exceeds the cap (then cut or not, it
+    // encodes the same).
+    if (!whole && !pieces.empty() && pieces.back().size() <= kMaxPiece) pieces.pop_back();
+    std::vector<int64_t> ids = encode_pieces(pieces);
+    if (whole || static_cast<int64_t>(ids.size()) >= max_len) return ids;
+    window *= 2;
   }
-  return ids;
 }
 
 const std::string& Bpe::token(int64_t id) const {
@@ -239,14 +267,22 @@ std::string Bpe::decode(const std::vector<int64_t>& ids) const {
   return out;
 }
 
-void Bpe::save(const std::string& path) const {
+std::string Bpe::serialize() const {
   nlohmann::json j;
   j["format"] = "tapegrad-bpe/1";
   j["vocab"] = vocab_;
   nlohmann::json merges = nlohmann::json::array();
   for (const Merge& m : merges_) merges.push_back({m.a, m.b, m.merged});
   j["merges"] = merges;
-  tg::write_file_atomic(path, j.dump() + "\n");
+  return j.dump() + "\n";
+}
+
+void Bpe::save(const std::string& path) const { tg::write_file_atomic(path, serialize()); }
+
+std::string Bpe::fingerprint() const {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the serialised vocabulary and merges
+  for (unsigned char c : serialize()) h = (h ^ c) * 1099511628211ull;
+  return fmt::format("{:016x}", h);
 }
 
 Bpe Bpe::load(const std::string& path) {

@@ -49,6 +49,8 @@ class Bpe {
   // JSON {"format": "tapegrad-bpe/1", "vocab": [...], "merges": [[a, b, merged], ...]}, written
   // atomically. load() throws UserError naming the file for anything malformed.
   void save(const std::string& path) const;
+  std::string serialize() const;    // what save() writes
+  std::string fingerprint() const;  // 16 hex digits of a hash of the vocabulary and merges
   static Bpe load(const std::string& path);
   bool operator==(const Bpe& o) const { return vocab_ == o.vocab_ && merges_ == o.merges_; }
 

@@ -51,11 +51,25 @@ void write_loss_curve(const std::string& path, const History& h) {
     vacc.x.push_back(static_cast<double>(h.val_step[i]));
     vacc.y.push_back(h.val_acc[i]);
   }
+  for (double& a : vacc.y) a *= 100;  // percent, on its own panel
+  const double last_step = static_cast<double>(h.train_loss.size());
   PlotOptions o;
-  o.title = "text classification: loss and validation accuracy";
+  o.title = "text classification: cross-entropy loss";
   o.xlabel = "optimizer step";
-  o.ylabel = "loss / accuracy";
-  write_png(path, line_plot({raw, smooth, vloss, vacc}, o));
+  o.ylabel = "loss (nats)";
+  o.height = 400;
+  o.x_min = 0;
+  o.x_max = last_step;
+  PlotOptions a;
+  a.title = "validation accuracy";
+  a.xlabel = "optimizer step";
+  a.ylabel = "accuracy %";
+  a.y_from_zero = false;
+  a.y_max = 100;
+  a.height = 300;
+  a.x_min = 0;
+  a.x_max = last_step;
+  write_png(path, stack_vertical({line_plot({raw, smooth, vloss}, o), line_plot({vacc}, a)}));
 }
 
 namespace {

@@ -8,6 +8,7 @@
 #include "common/cli.hpp"
 #include "common/metrics.hpp"
 #include "common/progress.hpp"
+#include "common/run_folder.hpp"
 #include "common/text.hpp"
 #include "nn/checkpoint.hpp"
 #include "nn/dist/checkpoint.hpp"
@@ -160,6 +161,7 @@ Json run_identity(const RunOptions& o, const Data& d, const ModelConfig& cfg) {
           {"world_size", tg::dist::world_size()},
           {"lr", o.lr},
           {"classes", d.ds.class_names},
+          {"tokenizer", d.bpe.fingerprint()},
           {"model", cfg.to_json()}};
 }
 
@@ -226,19 +228,13 @@ struct TrainState {
   }
 };
 
-// Writes <out>/last through a fresh folder swapped in, so a crash leaves the old one whole.
+// Writes <out>/last through a fresh folder swapped in (common/run_folder.hpp).
 void save_last(const RunOptions& o, TextClassifier& model, tg::nn::Optimizer& opt,
                tg::nn::LRScheduler& sched, const TrainState& st, const Json& identity) {
-  const std::string last = o.out + "/last", fresh = o.out + "/last.new", old = o.out + "/last.old";
-  const bool writer = tg::dist::rank() == 0;  // a data-parallel run: rank 0 writes, all gather
-  if (writer) fs::remove_all(fresh);
-  tg::nn::save_checkpoint_distributed(fresh, model, opt, &sched, st.global_step,
-                                      st.to_meta(identity));
-  if (!writer) return;
-  fs::remove_all(old);
-  if (fs::exists(last)) fs::rename(last, old);
-  fs::rename(fresh, last);
-  fs::remove_all(old);
+  tgx::save_last(o.out, [&](const std::string& dir) {
+    tg::nn::save_checkpoint_distributed(dir, model, opt, &sched, st.global_step,
+                                        st.to_meta(identity));
+  });
 }
 
 void save_best(const RunOptions& o, TextClassifier& model, const Json& identity, double val_acc) {
@@ -276,14 +272,20 @@ struct Loop {
 
   void step(const Batch& b) {
     tg::Tensor loss = tg::cross_entropy(model.forward(b.ids, b.pad), b.labels);
-    opt.zero_grad();
-    loss.backward();  // under DDP: gradients averaged across ranks as they are produced
-    tg::nn::clip_grad_norm_(params, o.clip);
-    opt.step();
-    sched.step();
     tg::Tensor lt = loss.detach().to(tg::kCPU).to(tg::kFloat64).clone();
     if (world > 1) tg::dist::all_reduce(lt, tg::dist::ReduceOp::Avg);  // the global batch's loss
     const double lv = lt.item<double>();
+    // A diverged run stops here, before the step, with the last good checkpoint on disk.
+    if (!std::isfinite(lv))
+      throw tg::Error(fmt::format(
+          "training diverged: the loss is {} at step {} (epoch {}); the last checkpoint in {}/last "
+          "is from before it. Lower --lr (now {}) or clip harder (--clip, now {})",
+          lv, st.global_step + 1, st.epoch + 1, o.out, o.lr, o.clip));
+    opt.zero_grad();
+    loss.backward();  // under DDP: gradients averaged across ranks as they are produced
+    if (o.clip > 0) tg::nn::clip_grad_norm_(params, o.clip);  // --clip 0: off
+    opt.step();
+    sched.step();
     st.hist.train_loss.push_back(lv);
     ++st.global_step;
     prog.step(lv, b.labels.numel() * world);
@@ -383,8 +385,7 @@ Json final_report(const RunOptions& o, const Data& d, TextClassifier& model,
   const std::string what = o.dataset == "spam" ? "emails" : "fortunes";
   fmt::print("\n{}\n", comparison(test.cm, nb, what));
 
-  const int64_t explain_idx = d.split.test.front();
-  const std::string explain_text = o.explain.empty() ? d.ds.examples[explain_idx].text : o.explain;
+  const std::string explain_text = d.ds.examples[d.split.test.front()].text;
   model.to(tg::kCPU);  // the attention pictures are drawn from host tensors
   int pictures = write_attention_pictures(o.out + "/attention", model, d.bpe, explain_text);
   write_loss_curve(o.out + "/loss_curve.png", st.hist);
@@ -431,6 +432,8 @@ Json train_and_evaluate(const RunOptions& o) {
                     "--vocab-size >= 16 (have {}, {}, {}, {})",
                     o.epochs, o.batch_size, o.lr, o.vocab_size));
   fs::create_directories(o.out);
+  if (tg::dist::rank() == 0) recover_run_folder(o.out);
+  if (tg::dist::world_size() > 1) tg::dist::barrier();  // the others read what rank 0 restored
   if (o.resume && !file_exists(tg::nn::checkpoint_model_path(o.out + "/last")))
     throw UserError(fmt::format("--resume: {}/last holds no checkpoint to resume", o.out));
   const int world = tg::dist::world_size(), rank = tg::dist::rank();
@@ -517,12 +520,28 @@ TrainedRun load_run(const std::string& out) {
       static_cast<int64_t>(run["classes"].size()) != cfg.num_classes)
     throw UserError(
         fmt::format("{}: class names missing or not {} of them", path, cfg.num_classes));
+  // The run's fingerprint: the tokenizer the model was trained with (older runs carry none).
+  if (run.contains("tokenizer") && run["tokenizer"].is_string() &&
+      run["tokenizer"].get<std::string>() != r.bpe.fingerprint())
+    throw UserError(fmt::format(
+        "{}/tokenizer.json (fingerprint {}) is not the tokenizer {} was trained with ({}): they "
+        "are from different runs",
+        out, r.bpe.fingerprint(), path, run["tokenizer"].get<std::string>()));
   r.class_names = run["classes"].get<std::vector<std::string>>();
   r.model = std::make_shared<TextClassifier>(cfg);
   try {
     r.model->load_state_dict(f.tensors);
   } catch (const tg::Error& e) {
     throw UserError(fmt::format("{}: does not fit the model it names: {}", path, e.what()));
+  }
+  for (const auto& [name, t] : f.tensors) {
+    if (!tg::is_floating(t.dtype())) continue;
+    const double s = tg::sum(tg::abs(t.to(tg::kFloat64))).item<double>();
+    if (!std::isfinite(s))
+      throw UserError(fmt::format(
+          "{}: weight {} holds NaN or infinite values (a diverged run or a corrupt file); "
+          "refusing to predict with it",
+          path, name));
   }
   r.model->eval();
   return r;
@@ -534,6 +553,14 @@ std::vector<int64_t> TrainedRun::encode(const std::string& text, const std::stri
   std::vector<int64_t> ids = bpe.encode(text, model->cfg.max_len);
   if (ids.empty()) ids.push_back(Bpe::kUnk);
   return ids;
+}
+
+int explain(const std::string& out, const std::string& text) {
+  require_utf8(text, "--explain text");
+  if (trim(text).empty()) throw UserError("--explain: the text is empty");
+  TrainedRun run = load_run(out);
+  tg::NoGradGuard ng;
+  return write_attention_pictures(out + "/explain", *run.model, run.bpe, text);
 }
 
 Prediction predict(const std::string& out, const std::vector<std::string>& texts) {

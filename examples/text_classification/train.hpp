@@ -41,12 +41,15 @@ struct RunOptions {
   ModelConfig model;  // vocab_size / num_classes are filled in from the data
   bool resume = false, quiet = false;
   std::string metrics_out;       // "" = <out>/metrics.json only
-  std::string explain;           // "" = the first test example
   tg::Device device = tg::kCPU;  // where the model trains (--device cpu | cuda | cuda:N)
 };
 
 // Trains, evaluates and writes the report; returns the metrics (also written as JSON).
 nlohmann::json train_and_evaluate(const RunOptions& opts);
+
+// --explain: the attention maps of the saved run in `out` for `text`, written to <out>/explain/
+// (nothing else in the run folder changes); returns the number of pictures.
+int explain(const std::string& out, const std::string& text);
 
 struct Prediction {
   std::vector<std::string> class_names;

@@ -49,26 +49,28 @@ ArgParser make_parser() {
       .option("heldout-size", "2000", "numbers task: held-out numbers (final report only)")
       .option("valid-size", "500", "validation sentences decoded at each validation")
       .option("eval-every", "100", "steps between validations and checkpoints")
+      .option("patience", "3",
+              "stop after this many validations without a better exact match (0: off)")
       .option("beam", "4", "beam size for the final report and --translate (1: greedy)")
       .option("length-penalty", "1.0", "beam score = log-probability / length^this")
-      .option("threads", "2", "CPU threads")
+      .option("threads", "0", "CPU threads per process (0: OMP_NUM_THREADS or all cores)")
       .option("device", "cpu", "where training steps run: cpu, cuda or cuda:N")
       .option("out", "runs/translation", "output directory (checkpoints, pictures)")
       .option("metrics-out", "", "write the final metrics as JSON to this file")
       .option("translate", "", "translate this sentence with the checkpoint in --out")
-      .flag("resume", "continue training from --out/checkpoint")
+      .flag("resume", "continue training from --out/last")
       .flag("quiet", "no progress output");
   return p;
 }
 
 Dataset load_dataset(const ArgParser& a) {
   std::string name = a.str("dataset");
-  uint64_t seed = static_cast<uint64_t>(a.integer("seed"));
+  uint64_t seed = static_cast<uint64_t>(int_option(a, "seed", 0));
   if (name == "numbers") {
     NumbersOptions o;
     o.seed = seed;
-    o.train_size = a.integer("train-size");
-    o.heldout_size = a.integer("heldout-size");
+    o.train_size = int_option(a, "train-size", 1);
+    o.heldout_size = int_option(a, "heldout-size", 1);
     o.valid_size = std::max<int64_t>(1000, a.integer("valid-size"));
     return make_numbers_dataset(o);
   }
@@ -101,23 +103,24 @@ ModelConfig model_config(const ArgParser& a, const std::string& dataset, const V
 
 TrainOptions train_options(const ArgParser& a) {
   TrainOptions o;
-  o.steps = a.integer("steps");
+  o.steps = int_option(a, "steps", 1);
   if (a.str("dataset") == "freedict-eng-fra" && !a.given("steps")) o.steps = 2000;
-  o.max_steps = a.integer("max-steps");
-  o.time_limit_s = a.number("time-limit") * 60.0;
-  o.batch_size = a.integer("batch-size");
+  o.max_steps =
+      int_option(a, "max-steps", 0, std::numeric_limits<int64_t>::max(), "0: run to --steps");
+  o.time_limit_s = number_option(a, "time-limit", 0, INFINITY, "0: no limit") * 60.0;
+  o.batch_size = int_option(a, "batch-size", 1);
   o.lr = a.number("lr");
-  o.warmup = a.integer("warmup");
-  o.weight_decay = a.number("weight-decay");
-  o.clip = a.number("clip");
+  o.warmup = int_option(a, "warmup", 0);
+  o.weight_decay = number_option(a, "weight-decay", 0);
+  o.clip = number_option(a, "clip", 0, INFINITY, "0: no clipping");
   o.label_smoothing = a.number("label-smoothing");
-  o.eval_every = a.integer("eval-every");
-  o.valid_subset = a.integer("valid-size");
+  o.eval_every = int_option(a, "eval-every", 1);
+  o.patience = int_option(a, "patience", 0, std::numeric_limits<int64_t>::max(), "0: off");
+  o.valid_subset = int_option(a, "valid-size", 1);
   o.seed = static_cast<uint64_t>(a.integer("seed"));
   o.out_dir = a.str("out");
   o.resume = a.flag("resume");
   o.device = device_option(a.str("device"));
-  if (o.eval_every < 1) throw UserError("--eval-every must be at least 1");
   if (!(o.lr > 0)) throw UserError("--lr must be positive");
   if (!(o.label_smoothing >= 0 && o.label_smoothing < 1))
     throw UserError("--label-smoothing must be in [0, 1)");
@@ -135,7 +138,8 @@ int train_mode(const ArgParser& a) {
   Vocabs v = Vocabs::build(d);
   ModelConfig cfg = model_config(a, d.name, v, longest_sequence(d));
   TrainOptions to = train_options(a);
-  int64_t beam = a.integer("beam");
+  if (!a.str("metrics-out").empty()) require_writable(a.str("metrics-out"), "--metrics-out");
+  int64_t beam = int_option(a, "beam", 1, 64, "1: greedy");
   double lp = a.number("length-penalty");
   Seq2Seq model(cfg);
   print(quiet, fmt::format("{}: {} train / {} validation / {} held-out pairs; vocabularies {} / "
@@ -153,7 +157,7 @@ int train_mode(const ArgParser& a) {
   tg::nn::load_model(best, model);
   EvalResult greedy = evaluate(model, d.heldout, v, 1);
   EvalResult bs = beam > 1 ? evaluate(model, d.heldout, v, beam, lp) : greedy;
-  print(quiet, fmt::format("held-out ({} pairs): exact match greedy {:.2f}% ({:.1f}s), beam {} "
+  print(false, fmt::format("held-out ({} pairs): exact match greedy {:.2f}% ({:.1f}s), beam {} "
                            "{:.2f}% ({:.1f}s); chrF greedy {:.2f}, beam {:.2f}",
                            d.heldout.size(), greedy.exact_match, greedy.seconds, beam,
                            bs.exact_match, bs.seconds, greedy.chrf, bs.chrf));
@@ -168,6 +172,7 @@ int train_mode(const ArgParser& a) {
                       {"heldout_pairs", d.heldout.size()},
                       {"best_valid_exact_match", log.best_valid},
                       {"best_step", log.best_step},
+                      {"early_stopped", log.early_stopped},
                       {"beam", beam},
                       {"heldout_exact_match", beam > 1 ? bs.exact_match : greedy.exact_match},
                       {"heldout_exact_match_greedy", greedy.exact_match},
@@ -183,12 +188,12 @@ int train_mode(const ArgParser& a) {
     for (size_t i = 0; i < copy.size(); ++i) exact += copy[i] == d.heldout[i].tgt_text;
     m["baseline_copy_exact_match"] = 100.0 * exact / static_cast<double>(copy.size());
     m["baseline_copy_chrf"] = chrf(copy, greedy.references);
-    print(quiet, fmt::format("copy-the-source baseline: exact match {:.2f}%, chrF {:.2f}",
+    print(false, fmt::format("copy-the-source baseline: exact match {:.2f}%, chrF {:.2f}",
                              m["baseline_copy_exact_match"].get<double>(),
                              m["baseline_copy_chrf"].get<double>()));
   }
   for (size_t i = 0; i < std::min<size_t>(5, d.heldout.size()); ++i)
-    print(quiet, fmt::format("  {} -> {}{}", d.heldout[i].src_text, bs.hypotheses[i],
+    print(false, fmt::format("  {} -> {}{}", d.heldout[i].src_text, bs.hypotheses[i],
                              bs.hypotheses[i] == d.heldout[i].tgt_text
                                  ? ""
                                  : fmt::format("   (want {})", d.heldout[i].tgt_text)));
@@ -198,10 +203,11 @@ int train_mode(const ArgParser& a) {
   auto att = write_attention(model, v, ex.src, out, to.out_dir + "/attention");
   print(quiet, fmt::format("wrote {} and {} attention maps in {}/attention (for \"{}\")",
                            fmt::join(pics, ", "), att.size(), to.out_dir, ex.src_text));
-  if (a.given("metrics-out") && !a.str("metrics-out").empty()) {
+  tg::write_file_atomic(to.out_dir + "/metrics.json", m.dump(2) + "\n");
+  if (a.given("metrics-out") && !a.str("metrics-out").empty())
     tg::write_file_atomic(a.str("metrics-out"), m.dump(2) + "\n");
-    print(quiet, "metrics: " + a.str("metrics-out"));
-  }
+  print(false, fmt::format("metrics: {}/metrics.json{}", to.out_dir,
+                           a.str("metrics-out").empty() ? "" : ", " + a.str("metrics-out")));
   return 0;
 }
 
@@ -234,7 +240,8 @@ int translate_mode(const ArgParser& a) {
   std::string input = v.level == Level::Word ? to_lower_ascii(squeeze_spaces(text)) : trim(text);
   std::vector<std::string> src = tokenize(input, v.level);
   if (src.empty()) throw UserError("--translate: the sentence is empty");
-  auto out = translate_tokens(model, v, src, a.integer("beam"), a.number("length-penalty"));
+  auto out = translate_tokens(model, v, src, int_option(a, "beam", 1, 64, "1: greedy"),
+                              a.number("length-penalty"));
   fmt::print("{}\n", detokenize(out, v.level));
   auto att = write_attention(model, v, src, out, a.str("out") + "/translate");
   if (!a.flag("quiet"))
@@ -250,9 +257,8 @@ int run(const std::vector<std::string>& args) {
   std::vector<const char*> argv = {"translation"};
   for (const std::string& s : args) argv.push_back(s.c_str());
   if (!a.parse(static_cast<int>(argv.size()), argv.data())) return 0;
-  int64_t threads = a.integer("threads");
-  if (threads < 1) throw UserError("--threads must be at least 1");
-  tg::set_num_threads(static_cast<int>(threads));
+  const int threads = threads_option(a);
+  if (threads > 0) tg::set_num_threads(threads);
   if (a.given("translate")) return translate_mode(a);
   // Started by mpirun -np N: N data-parallel ranks (tg::dist); --threads is per rank.
   if (tg::dist::launched_by_mpirun()) tg::dist::init();

@@ -29,6 +29,9 @@ std::vector<std::string> write_curves(const TrainLog& log, const std::string& ou
     o.title = "translation: validation exact match (greedy)";
     o.xlabel = "step";
     o.ylabel = "exact match %";
+    o.y_max = 100;
+    o.x_min = 0;  // the same step axis as the loss plot
+    o.x_max = log.steps.empty() ? NAN : log.steps.back();
     paths.push_back(out_dir + "/validation.png");
     write_png(
         paths.back(),

@@ -5,6 +5,7 @@
 #include "autograd/tape.hpp"
 #include "common/cli.hpp"
 #include "common/metrics.hpp"
+#include "common/run_folder.hpp"
 #include "common/text.hpp"
 #include "nn/clip.hpp"
 #include "nn/dist/checkpoint.hpp"
@@ -132,7 +133,7 @@ std::vector<std::string> translate_tokens(Seq2Seq& model, const Vocabs& v,
 // ---- checkpoints
 // ---------------------------------------------------------------------------------
 
-std::string checkpoint_dir(const std::string& out_dir) { return out_dir + "/checkpoint"; }
+std::string checkpoint_dir(const std::string& out_dir) { return tgx::last_dir(out_dir); }
 std::string best_dir(const std::string& out_dir) { return out_dir + "/best"; }
 
 tg::nn::Metadata check_saved_model(const std::string& model_path, const ModelConfig& cfg,
@@ -227,7 +228,7 @@ class Batcher {
 
 // One teacher-forced step; returns the loss.
 double train_step(Seq2Seq& model, const Encoded& tr, const std::vector<size_t>& idx,
-                  tg::nn::Optimizer& opt, const TrainOptions& o) {
+                  tg::nn::Optimizer& opt, const TrainOptions& o, int64_t step) {
   std::vector<std::vector<int64_t>> src, tin, tout;
   for (size_t i : idx) {
     src.push_back(tr.src[i]);
@@ -244,13 +245,20 @@ double train_step(Seq2Seq& model, const Encoded& tr, const std::vector<size_t>& 
   ce.label_smoothing = o.label_smoothing;
   int64_t BT = logits.size(0) * logits.size(1);
   Tensor loss = tg::cross_entropy(logits.reshape({BT, logits.size(2)}), target.reshape({BT}), ce);
+  Tensor lt = loss.detach().to(tg::kCPU).to(tg::kFloat64).clone();
+  if (tg::dist::world_size() > 1) tg::dist::all_reduce(lt, tg::dist::ReduceOp::Avg);
+  const double lv = lt.item<double>();  // the global batch's loss under data parallelism
+  // A diverged run stops here, before the step, with the last good checkpoint on disk.
+  if (!std::isfinite(lv))
+    throw tg::Error(fmt::format(
+        "training diverged: the loss is {} at step {}; the last checkpoint in {} is from before "
+        "it. Lower --lr (now {}) or clip (--clip, now {})",
+        lv, step + 1, o.out_dir, o.lr, o.clip));
   opt.zero_grad();
   loss.backward();
   if (o.clip > 0) tg::nn::clip_grad_norm_(model.parameters(), o.clip);
   opt.step();
-  Tensor lt = loss.detach().to(tg::kCPU).to(tg::kFloat64).clone();
-  if (tg::dist::world_size() > 1) tg::dist::all_reduce(lt, tg::dist::ReduceOp::Avg);
-  return lt.item<double>();  // the global batch's loss under data parallelism
+  return lv;
 }
 
 void save_model_files(const std::string& dir, const Vocabs& v) {
@@ -282,6 +290,8 @@ TrainLog train(Seq2Seq& model, const Dataset& d, const Vocabs& v, const TrainOpt
   std::string ckpt = checkpoint_dir(o.out_dir), best = best_dir(o.out_dir);
   TrainLog log;
   int64_t step = 0;
+  if (rank == 0) tgx::recover_run_folder(o.out_dir);
+  if (world > 1) tg::dist::barrier();  // the others read what rank 0 restored
   if (o.resume) {
     if (!file_exists(tg::nn::checkpoint_model_path(ckpt)))
       throw UserError(fmt::format("--resume: no checkpoint in {}", ckpt));
@@ -316,7 +326,7 @@ TrainLog train(Seq2Seq& model, const Dataset& d, const Vocabs& v, const TrainOpt
     std::vector<size_t> global = batcher.indices(step);  // rank r takes block r of the step
     std::vector<size_t> mine(global.begin() + rank * o.batch_size,
                              global.begin() + (rank + 1) * o.batch_size);
-    double loss = train_step(model, tr, mine, opt, o);
+    double loss = train_step(model, tr, mine, opt, o, step);
     sched.step();
     ++step;
     log.steps.push_back(static_cast<double>(step));
@@ -352,18 +362,42 @@ TrainLog train(Seq2Seq& model, const Dataset& d, const Vocabs& v, const TrainOpt
       m["translation.best_valid"] = fmt::format("{}", log.best_valid);
       m["translation.best_step"] = std::to_string(log.best_step);
     }
-    // Collective: every rank's generator state travels with it; rank 0 writes.
-    tg::nn::save_checkpoint_distributed(ckpt, model, opt, &sched, step, m);
+    // Collective: every rank's generator state travels with it; rank 0 writes, and swaps the
+    // folder in as <out>/last (common/run_folder.hpp: no instant without a complete one).
+    tgx::save_last(o.out_dir, [&](const std::string& dir) {
+      tg::nn::save_checkpoint_distributed(dir, model, opt, &sched, step, m);
+      if (rank != 0) return;
+      save_model_files(dir, v);
+      write_history(dir + "/history.json", log);
+    });
+    // Early stopping: --patience validations in a row without a better exact match.
+    bool plateau = false;
+    if (rank == 0) {
+      int64_t since = 0;
+      for (double vs : log.valid_steps) since += vs > static_cast<double>(log.best_step);
+      plateau = o.patience > 0 && since >= o.patience && step < end;
+    }
+    if (world > 1) {  // rank 0's decision for every rank
+      Tensor flag = tg::tensor(std::vector<int64_t>{plateau ? 1 : 0});
+      tg::dist::broadcast(flag, 0);
+      plateau = flag.item<int64_t>() != 0;
+    }
     if (rank != 0) {
-      if (out_of_time) break;
+      if (out_of_time || plateau) break;
       continue;
     }
-    save_model_files(ckpt, v);
-    write_history(ckpt + "/history.json", log);
     progress.line(
         fmt::format("step {}: loss {:.4f}, validation exact match {:.1f}% ({} "
                     "sentences){}",
                     step, loss, r.exact_match, valid.size(), better ? " (best)" : ""));
+    if (plateau) {
+      log.early_stopped = true;
+      progress.line(
+          fmt::format("early stop at step {}: no better validation exact match in {} "
+                      "validations (--patience); best {:.1f}% at step {}",
+                      step, o.patience, log.best_valid, log.best_step));
+      break;
+    }
     if (out_of_time) {
       progress.line(fmt::format("time limit reached after {:.0f}s at step {}", elapsed, step));
       break;

@@ -4,7 +4,7 @@
 // validation subset), the best model kept, and checkpoints that --resume continues bit for bit.
 //
 // On disk (under TrainOptions::out_dir):
-//   checkpoint/  model.safetensors + training_state.safetensors (tg::nn::save_checkpoint),
+//   last/        model.safetensors + training_state.safetensors (tg::nn::save_checkpoint),
 //                vocab.json, history.json (loss and validation curves so far)
 //   best/        model.safetensors (the best validation exact match) + vocab.json
 // Both model files carry metadata translation.config (ModelConfig JSON) and translation.vocab
@@ -65,6 +65,7 @@ struct TrainOptions {
   int64_t warmup = 100;
   int64_t eval_every = 100;    // validation and checkpoint period, in steps
   int64_t valid_subset = 500;  // validation sentences decoded each time
+  int64_t patience = 3;        // stop after this many validations without a better one (0: off)
   double time_limit_s = 0;     // > 0: stop (and keep the best) after this much training time
   uint64_t seed = 1;
   std::string out_dir = "runs/translation";
@@ -77,6 +78,7 @@ struct TrainLog {
   std::vector<double> valid_steps, valid_exact;  // each validation
   int64_t start_step = 0, final_step = 0, best_step = 0;
   double best_valid = -1;
+  bool early_stopped = false;
   double seconds = 0;  // this run's wall time in the training loop (validation included)
 };
 

@@ -196,3 +196,34 @@ TEST_CASE("fmt prints tensors with their repr") {
   REQUIRE(fmt::format("{}", t) == t.str());
   REQUIRE(fmt::format("x = {}", Tensor()) == "x = tensor(undefined)");
 }
+
+TEST_CASE("element counts that overflow int64 are refused, not wrapped") {
+  REQUIRE_ERROR(zeros({int64_t(1) << 32, int64_t(1) << 32}), "the element count overflows int64");
+  REQUIRE_ERROR(zeros({3037000500, 3037000500}), "(3037000500,3037000500): the element count");
+  REQUIRE_ERROR(zeros({int64_t(1) << 62}, kFloat64), "needs more than 2^63 bytes");
+  // A zero dimension means no elements, whatever the others are.
+  REQUIRE(zeros({int64_t(1) << 40, int64_t(1) << 40, 0}).numel() == 0);
+  Tensor x = zeros({4});
+  REQUIRE_ERROR(x.reshape({int64_t(1) << 32, int64_t(1) << 32}), "overflows int64");
+}
+
+TEST_CASE("npy: a header whose shape overflows or exceeds the file is refused before allocating") {
+  const std::string path = "tg_test_npy_header.npy";
+  auto write = [&](const std::string& shape, const std::string& data) {
+    std::string header = "{'descr': '<f8', 'fortran_order': False, 'shape': " + shape + ", }";
+    while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+    header += '\n';
+    std::ofstream f(path, std::ios::binary);
+    f << "\x93NUMPY" << char(1) << char(0) << char(header.size() & 0xff) << char(header.size() >> 8)
+      << header << data;
+  };
+  write("(2305843009213693952, 8)", "");  // (2^61, 8): 2^64 elements, no data
+  REQUIRE_ERROR(load_npy(path), "shape (2305843009213693952, 8) of '<f8' has more elements than");
+  write("(1000,)", std::string(8, '\0'));
+  REQUIRE_ERROR(load_npy(path), "needs 8000 data bytes but the file holds 8");
+  write("(0, 2305843009213693952)", "");  // no elements: fine
+  REQUIRE(load_npy(path).numel() == 0);
+  write("(2,)", std::string(16, '\0'));
+  REQUIRE(load_npy(path).to_vector<double>() == std::vector<double>{0, 0});
+  std::remove(path.c_str());
+}

@@ -120,3 +120,15 @@ TEST_CASE("clip_grad_norm_ and clip_grad_value_ match PyTorch", "[clip]") {
                 "clip_grad_norm_: norm_type must be positive, got 0");
   REQUIRE_ERROR(nn::clip_grad_value_({q}, -1), "clip_grad_value_: clip_value must be >= 0, got -1");
 }
+
+TEST_CASE("clip_grad_norm_ refuses a negative or NaN max_norm (it would flip the gradients)",
+          "[clip]") {
+  Tensor q = zeros({2}).requires_grad_();
+  q.set_grad(tensor(std::vector<float>{3, 4}));
+  REQUIRE_ERROR(nn::clip_grad_norm_({q}, -1.0), "max_norm must be >= 0, got -1");
+  REQUIRE_ERROR(nn::clip_grad_norm_({q}, NAN), "max_norm must be >= 0, got nan");
+  tgt::require_close(q.grad(), std::vector<double>{3, 4}, 0, 0);  // untouched
+  // max_norm 0 is PyTorch's: every gradient scaled to 0.
+  REQUIRE(nn::clip_grad_norm_({q}, 0.0) == Approx(5.0));
+  tgt::require_close(q.grad(), std::vector<double>{0, 0}, 0, 0);
+}

@@ -311,7 +311,7 @@ TEST_CASE("fully masked rows give output 0 and zero gradients, or the error", "[
   strict.error_on_fully_masked();
   REQUIRE_ERROR(scaled_dot_product_attention(q, k, v, strict),
                 "scaled_dot_product_attention: row 4 of batch 0, head 0 has no allowed key (mask: "
-                "local(1,0) & key_padding(1,6))");
+                "local(1,0) & key_padding(B=1, S=6))");
   // A structurally empty tile (causal bottom-right, T > S) names its first row.
   Tensor q2 = randn({2, 1, 5, 3}, kFloat64), k2 = randn({2, 1, 3, 3}, kFloat64);
   AttentionMask br = AttentionMask::causal(CausalAlign::BottomRight);

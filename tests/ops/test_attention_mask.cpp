@@ -107,7 +107,12 @@ TEST_CASE("masks combine by intersection - fully masked rows show as 0 keys", "[
   AttentionMask m =
       AttentionMask::local(1, 0) & AttentionMask::key_padding(pad, MaskPolarity::TrueBlocked);
   REQUIRE(m.keys_per_row(6) == V{1, 2, 2, 1, 0, 0});  // rows 4, 5: padding + window = no key
-  REQUIRE(m.name() == "local(1,0) & key_padding(1,6)");
+  REQUIRE(m.name() == "local(1,0) & key_padding(B=1, S=6)");
+  // key_lengths names B and lists the lengths: "(1)" alone read as "length 1".
+  REQUIRE(AttentionMask::key_lengths(tensor(std::vector<int64_t>{5})).name() ==
+          "key_lengths(B=1: 5)");
+  REQUIRE(AttentionMask::key_lengths(tensor(std::vector<int64_t>{3, 7})).name() ==
+          "key_lengths(B=2: 3,7)");
   AttentionMask c =
       AttentionMask::causal() & AttentionMask::local(5, 5) & AttentionMask::blocked(4);
   REQUIRE(c.keys_per_row(6) == V{1, 2, 3, 4, 1, 2});

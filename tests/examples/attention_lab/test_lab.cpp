@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <fstream>
 
 using Catch::Matchers::Contains;
 
@@ -130,4 +131,23 @@ TEST_CASE("attention lab: a trained classifier's layer on a text, tokens on the 
   CHECK_THAT(error_of({"--checkpoint", run_dir, "--text", "  ", "--out", out}),
              Contains("--text: the text is empty"));
   CHECK_THAT(error_of({"--text", "x", "--out", out}), Contains("--text needs --checkpoint"));
+}
+
+TEST_CASE("attention lab: a NaN input, a run folder without --text, sizes out of range",
+          "[examples][lab]") {
+  std::string out = out_dir("hard");
+  const std::string nan_path = out + "/nan.npy";
+  std::filesystem::create_directories(out);
+  tg::save_npy(nan_path, tg::full({4, 8}, NAN, tg::kFloat64));
+  CHECK_THAT(error_of({"--input", nan_path, "--out", out}),
+             Contains("holds NaN or infinite values"));
+  // A text_classification run folder (best/ + tokenizer.json) without --text.
+  const std::string run_dir = out + "/run";
+  std::filesystem::create_directories(run_dir + "/best");
+  std::ofstream(run_dir + "/best/model.safetensors") << "x";
+  std::ofstream(run_dir + "/tokenizer.json") << "{}";
+  CHECK_THAT(error_of({"--checkpoint", run_dir, "--heads", "2", "--out", out}),
+             Contains("is a text_classification run folder: give --text"));
+  CHECK_THAT(error_of({"--len", "-5", "--out", out}), Contains("--len -5: must be in [1, 512]"));
+  CHECK_THAT(error_of({"--heads", "0", "--out", out}), Contains("--heads 0: must be in [1, 256]"));
 }

@@ -127,10 +127,19 @@ TEST_CASE("heatmap: cells take the colormap's ends, labels fit, bad sizes are er
                tgx::heatmap({0, 0.5, 1, 1, 0.25, 0}, 2, 3, o);
              }),
              Contains("1 row labels for 2 rows"));
-  tgx::Image plot = tgx::line_plot({{"loss", {0, 1, 2}, {3, 2, NAN}, {200, 0, 0}}},
-                                   {"t", "step", "loss", false, 320, 200});
+  tgx::PlotOptions po;
+  po.title = "t";
+  po.xlabel = "step";
+  po.ylabel = "loss";
+  po.width = 320;
+  po.height = 200;
+  tgx::Image plot = tgx::line_plot({{"loss", {0, 1, 2}, {3, 2, NAN}, {200, 0, 0}}}, po);
   CHECK(plot.width == 320);
   CHECK(plot.height == 200);
+  // The legend sits above the plot area: no series colour below its row except the data's.
+  tgx::Image two = tgx::stack_vertical({plot, plot});
+  CHECK(two.height == 400);
+  CHECK(two.width == 320);
 }
 
 TEST_CASE("ConfusionMatrix: accuracy, precision, recall, F1", "[examples][common]") {

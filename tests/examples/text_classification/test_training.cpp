@@ -135,36 +135,18 @@ TEST_CASE("training: --resume continues a stopped run exactly", "[text_classific
 
 TEST_CASE("training: fortunes sample runs end to end", "[text_classification]") {
   std::string out = fresh_dir("fortunes");
-  REQUIRE(run({"--dataset",
-               "fortunes",
-               "--data-dir",
-               kFix + "/fortunes",
-               "--out",
-               out,
-               "--quiet",
-               "--epochs",
-               "2",
-               "--batch-size",
-               "8",
-               "--d-model",
-               "16",
-               "--layers",
-               "1",
-               "--heads",
-               "2",
-               "--ff",
-               "32",
-               "--max-len",
-               "32",
-               "--vocab-size",
-               "300",
-               "--explain",
-               "A computer scientist walks into a bar"}) == 0);
+  REQUIRE(run({"--dataset", "fortunes",  "--data-dir", kFix + "/fortunes", "--out", out,
+               "--quiet",   "--epochs",  "2",          "--batch-size",     "8",     "--d-model",
+               "16",        "--layers",  "1",          "--heads",          "2",     "--ff",
+               "32",        "--max-len", "32",         "--vocab-size",     "300"}) == 0);
   nlohmann::json m = metrics(out);
   CHECK(m["classes"].size() == 7);
   CHECK(m["examples"]["test"] == 7);
   CHECK(m["transformer"]["per_class"].size() == 7);
   CHECK(tgx::file_exists(out + "/attention/layer0_head1.png"));
+  // --explain draws a new text's maps from the saved run, without training.
+  REQUIRE(run({"--out", out, "--explain", "A computer scientist walks into a bar"}) == 0);
+  CHECK(tgx::file_exists(out + "/explain/layer0_head1.png"));
   fs::remove_all(out);
 }
 

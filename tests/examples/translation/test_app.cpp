@@ -80,8 +80,8 @@ double mean(const std::vector<double>& v, size_t from, size_t to) {
 TEST_CASE("translation: smoke run trains, resumes, translates and rejects bad checkpoints") {
   std::string out = fresh_dir("smoke"), full = fresh_dir("full");
   REQUIRE(run(with(tiny_args(out), {"--max-steps", "20"})) == 0);
-  CHECK(tgx::file_exists(out + "/checkpoint/model.safetensors"));
-  CHECK(tgx::file_exists(out + "/checkpoint/training_state.safetensors"));
+  CHECK(tgx::file_exists(out + "/last/model.safetensors"));
+  CHECK(tgx::file_exists(out + "/last/training_state.safetensors"));
   CHECK(tgx::file_exists(out + "/best/model.safetensors"));
   CHECK(tgx::file_exists(out + "/best/vocab.json"));
   CHECK(tgx::file_exists(out + "/loss.png"));
@@ -92,7 +92,7 @@ TEST_CASE("translation: smoke run trains, resumes, translates and rejects bad ch
   CHECK(m["steps_done"] == 20);
   CHECK(m.contains("heldout_exact_match"));
   CHECK(m["heldout_chrf_greedy"].get<double>() > 0);
-  nlohmann::json h = read_json(out + "/checkpoint/history.json");
+  nlohmann::json h = read_json(out + "/last/history.json");
   auto losses = h["losses"].get<std::vector<double>>();
   REQUIRE(losses.size() == 20);
   CHECK(mean(losses, 15, 20) < 0.9 * mean(losses, 0, 5));  // the loss falls (3.47 -> 2.80)
@@ -101,11 +101,11 @@ TEST_CASE("translation: smoke run trains, resumes, translates and rejects bad ch
   REQUIRE(run(with(tiny_args(out), {"--resume"})) == 0);
   m = read_json(out + "/metrics.json");
   CHECK(m["steps_done"] == 40);
-  auto resumed = read_json(out + "/checkpoint/history.json")["losses"].get<std::vector<double>>();
+  auto resumed = read_json(out + "/last/history.json")["losses"].get<std::vector<double>>();
   REQUIRE(resumed.size() == 40);
   CHECK(std::equal(losses.begin(), losses.end(), resumed.begin()));
   REQUIRE(run(tiny_args(full)) == 0);
-  auto straight = read_json(full + "/checkpoint/history.json")["losses"].get<std::vector<double>>();
+  auto straight = read_json(full + "/last/history.json")["losses"].get<std::vector<double>>();
   REQUIRE(straight.size() == 40);
   CHECK(straight.back() == Approx(resumed.back()).epsilon(1e-6));
 
