@@ -50,6 +50,9 @@ ArgParser make_parser() {
       .option("threads", "0", "CPU threads (0: OMP_NUM_THREADS or all cores)")
       .option("device", "cpu", "where the model trains: cpu, cuda or cuda:N")
       .option("metrics-out", "", "also write the metrics JSON here")
+      .option("headers", "from",
+              "spam: email headers the model reads before subject and body (comma list, "
+              "'none' for subject + body only)")
       .option("explain", "",
               "draw the attention maps of the saved run in --out for this text (into "
               "<out>/explain/, no training)")
@@ -85,6 +88,11 @@ RunOptions options_from(const ArgParser& p) {
   o.save_every =
       int_option(p, "save-every", 0, std::numeric_limits<int64_t>::max(), "0: at epoch ends only");
   o.metrics_out = p.str("metrics-out");
+  if (!p.str("headers").empty() && p.str("headers") != "none")
+    o.headers = split_list(p.str("headers"), ',', "--headers");
+  for (const std::string& h : o.headers)
+    if (h.empty() || h.find_first_of(" :\t") != std::string::npos)
+      throw UserError(fmt::format("--headers: '{}' is not a header name", h));
   if (!o.metrics_out.empty()) require_writable(o.metrics_out, "--metrics-out");
   o.resume = p.flag("resume");
   o.quiet = p.flag("quiet");

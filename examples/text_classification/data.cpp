@@ -68,7 +68,7 @@ std::string find_spam_dir(const std::string& data_dir) {
                               fmt::join(tried, ", "), kSpamHint));
 }
 
-Dataset load_spam(const std::string& dir) {
+Dataset load_spam(const std::string& dir, const std::vector<std::string>& headers) {
   Dataset ds{"spam", {"ham", "spam"}, {}};
   const std::vector<std::pair<std::string, int64_t>> folders = {
       {"easy-ham-1", 0}, {"easy-ham-2", 0}, {"hard-ham-1", 0}, {"spam-1", 1}, {"spam-2", 1}};
@@ -80,7 +80,7 @@ Dataset load_spam(const std::string& dir) {
     for (const std::string& f : list_files(path)) {
       if (!ends_with(f, ".txt")) continue;
       std::string file = f.find('/') == std::string::npos ? path + "/" + f : f;
-      ds.examples.push_back({email_to_text(read_file(file)), label});
+      ds.examples.push_back({email_to_text(read_file(file), headers), label});
     }
   }
   if (ds.examples.empty())
@@ -156,8 +156,9 @@ Dataset load_fortunes(const std::string& dir_in) {
   return ds;
 }
 
-Dataset load_dataset(const std::string& name, const std::string& data_dir) {
-  if (name == "spam") return load_spam(find_spam_dir(data_dir));
+Dataset load_dataset(const std::string& name, const std::string& data_dir,
+                     const std::vector<std::string>& headers) {
+  if (name == "spam") return load_spam(find_spam_dir(data_dir), headers);
   if (name == "fortunes") return load_fortunes(data_dir);
   throw UserError(fmt::format("--dataset {}: unknown data set (valid: {})", name,
                               fmt::join(dataset_names(), ", ")));

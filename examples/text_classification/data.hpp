@@ -39,8 +39,10 @@ const std::vector<std::string>& dataset_names();
 std::string find_spam_dir(const std::string& data_dir);
 // Loads a data set by name from data_dir ("" = its default place). UserError for an unknown
 // name (listing the valid ones), a missing folder/file or a data set without examples.
-Dataset load_dataset(const std::string& name, const std::string& data_dir);
-Dataset load_spam(const std::string& dir);
+// headers: the email headers the spam texts start with (email_to_text); ignored by fortunes.
+Dataset load_dataset(const std::string& name, const std::string& data_dir,
+                     const std::vector<std::string>& headers = {});
+Dataset load_spam(const std::string& dir, const std::vector<std::string>& headers = {});
 Dataset load_fortunes(const std::string& dir);
 
 // One fortune file's items; `what` names the file in errors. Resolves overstrikes (a character,

@@ -344,11 +344,16 @@ std::string decode_header_words(std::string_view v) {
   return latin1_fallback_to_utf8(out);
 }
 
-std::string email_to_text(std::string_view raw) {
+std::string email_to_text(std::string_view raw, const std::vector<std::string>& headers) {
   Part top = parse_part(raw);
+  std::string lines;
+  for (const std::string& h : headers) {  // "from: Jane <jane@example.com>\n" per wanted header
+    std::string v = squeeze_spaces(decode_header_words(header(top, lower(h))));
+    if (!v.empty()) lines += lower(h) + ": " + v + "\n";
+  }
   std::string subject = squeeze_spaces(decode_header_words(header(top, "subject")));
   std::string body = squeeze_spaces(text_of(top, 0));
-  return subject + "\n" + body;
+  return lines + subject + "\n" + body;
 }
 
 }  // namespace tgx::cls

@@ -15,11 +15,14 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tgx::cls {
 
-// The classifier's text for one raw email: "<subject>\n<body text>".
-std::string email_to_text(std::string_view raw);
+// The classifier's text for one raw email: "<subject>\n<body text>", after one line
+// "<name>: <value>" per header named in `headers` that the email has (e.g. from, x-mailer,
+// content-type; names case-insensitive, values decoded like Subject).
+std::string email_to_text(std::string_view raw, const std::vector<std::string>& headers = {});
 
 // Building blocks (exposed for tests).
 std::string decode_quoted_printable(std::string_view s);

@@ -60,7 +60,7 @@ struct Data {
 
 Data prepare(const RunOptions& o) {
   Data d;
-  d.ds = load_dataset(o.dataset, o.data_dir);
+  d.ds = load_dataset(o.dataset, o.data_dir, o.headers);
   limit_examples(d.ds, o.limit, o.seed);
   for (const Example& e : d.ds.examples) d.labels.push_back(e.label);
   const int64_t C = static_cast<int64_t>(d.ds.class_names.size());
@@ -159,6 +159,7 @@ Json run_identity(const RunOptions& o, const Data& d, const ModelConfig& cfg) {
           {"epochs", o.epochs},
           {"batch_size", o.batch_size},
           {"world_size", tg::dist::world_size()},
+          {"headers", o.headers},
           {"lr", o.lr},
           {"classes", d.ds.class_names},
           {"tokenizer", d.bpe.fingerprint()},

@@ -40,8 +40,9 @@ struct RunOptions {
   uint64_t seed = 0;
   ModelConfig model;  // vocab_size / num_classes are filled in from the data
   bool resume = false, quiet = false;
-  std::string metrics_out;       // "" = <out>/metrics.json only
-  tg::Device device = tg::kCPU;  // where the model trains (--device cpu | cuda | cuda:N)
+  std::string metrics_out;           // "" = <out>/metrics.json only
+  std::vector<std::string> headers;  // spam: email headers prepended to subject + body
+  tg::Device device = tg::kCPU;      // where the model trains (--device cpu | cuda | cuda:N)
 };
 
 // Trains, evaluates and writes the report; returns the metrics (also written as JSON).

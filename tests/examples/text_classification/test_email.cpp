@@ -111,3 +111,15 @@ TEST_CASE("email: HTML comments, scripts, styles and entities", "[text_classific
   CHECK(tgx::cls::strip_html("x &lt; 3 &unknown; &#x41;&#66; <unclosed") == "x < 3 &unknown; AB  ");
   CHECK(tgx::cls::strip_html("1 < 2") == "1 < 2");
 }
+
+TEST_CASE("email: chosen headers are read first, decoded, one line each", "[text_classification]") {
+  const std::string raw =
+      "From: =?utf-8?Q?Jos=C3=A9?= <jose@example.com>\n"
+      "X-Mailer: Mutt 1.2\n"
+      "Subject: hello\n"
+      "\n"
+      "body text\n";
+  CHECK(email_to_text(raw) == "hello\nbody text");
+  CHECK(email_to_text(raw, {"from", "X-Mailer", "content-type"}) ==
+        "from: Jos\xc3\xa9 <jose@example.com>\nx-mailer: Mutt 1.2\nhello\nbody text");
+}
