@@ -1,0 +1,338 @@
+// nn/safetensors.cpp — safetensors reading (with full validation) and writing, and load_model.
+// The layout is described in nn/checkpoint.hpp. JSON goes through nlohmann::json (here and in
+// nn/checkpoint.cpp only).
+#include "nn/checkpoint.hpp"
+
+#include "autograd/io.hpp"
+#include "autograd/tape.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <sstream>
+
+namespace tg::nn {
+
+namespace {
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors data is little endian");
+
+constexpr uint64_t kMaxHeader = 100'000'000;  // the Rust crate's MAX_HEADER_SIZE
+
+const char* st_dtype(DType t) {
+  switch (t) {
+    case kFloat32:
+      return "F32";
+    case kFloat64:
+      return "F64";
+    case kInt64:
+      return "I64";
+    case kBool:
+      return "BOOL";
+  }
+  return "?";
+}
+
+// ---- writing ----------------------------------------------------------------------------------
+
+std::string u64_le(uint64_t v) {
+  std::string s(8, '\0');
+  for (int i = 0; i < 8; ++i) s[static_cast<size_t>(i)] = static_cast<char>((v >> (8 * i)) & 0xff);
+  return s;
+}
+
+void check_writable(const StateDict& tensors, const std::string& what) {
+  for (const auto& [name, t] : tensors) {
+    if (name.empty()) throw Error(fmt::format("save_safetensors: {}: empty tensor name", what));
+    if (name == "__metadata__")
+      throw Error(fmt::format(
+          "save_safetensors: {}: \"__metadata__\" is reserved, not a tensor name", what));
+    if (!t.defined())
+      throw Error(fmt::format("save_safetensors: {}: tensor \"{}\" is undefined", what, name));
+  }
+}
+
+}  // namespace
+
+std::string safetensors_bytes(const StateDict& tensors, const Metadata& metadata,
+                              const std::string& what) {
+  check_writable(tensors, what);  // any string -> string map is valid metadata
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  uint64_t offset = 0;
+  for (const auto& [name, t] : tensors) {
+    uint64_t n = static_cast<uint64_t>(t.numel()) * dtype_size(t.dtype());
+    nlohmann::ordered_json e = nlohmann::ordered_json::object();
+    e["dtype"] = st_dtype(t.dtype());
+    e["shape"] = t.shape();
+    e["data_offsets"] = {offset, offset + n};
+    header[name] = std::move(e);
+    offset += n;
+  }
+  std::string json = header.dump();
+  json.append((8 - json.size() % 8) % 8, ' ');
+  std::string out = u64_le(json.size()) + json;
+  out.reserve(out.size() + offset);
+  for (const auto& [name, t] : tensors) {
+    size_t n = static_cast<size_t>(t.numel()) * dtype_size(t.dtype());
+    Tensor h = t.device().type == DeviceType::CPU ? t : t.detach().to(kCPU);  // GPU: host copy
+    if (n) out.append(static_cast<const char*>(h.data_ptr()), n);
+  }
+  return out;
+}
+
+void save_safetensors(const std::string& path, const StateDict& tensors, const Metadata& metadata) {
+  write_file_atomic(path, safetensors_bytes(tensors, metadata, path));
+}
+
+// ---- reading ----------------------------------------------------------------------------------
+
+namespace {
+
+struct Entry {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  uint64_t begin = 0, end = 0;
+};
+
+struct Reader {
+  const std::string& what;
+  [[noreturn]] void fail(const std::string& msg) const {
+    throw Error(fmt::format("load_safetensors: {}: {}", what, msg));
+  }
+  [[noreturn]] void fail(const std::string& tensor, const std::string& msg) const {
+    throw Error(fmt::format("load_safetensors: {}: tensor \"{}\": {}", what, tensor, msg));
+  }
+
+  // JSON with a check for duplicate keys at every level (the parser would keep the last one).
+  nlohmann::json parse_header(const std::string& text) const {
+    std::vector<std::set<std::string>> seen;
+    std::string top_key, dup, dup_owner;
+    auto cb = [&](int depth, nlohmann::json::parse_event_t ev, nlohmann::json& parsed) {
+      using E = nlohmann::json::parse_event_t;
+      if (ev == E::object_start) seen.emplace_back();
+      if (ev == E::object_end && !seen.empty()) seen.pop_back();
+      if (ev == E::key && !seen.empty()) {
+        const std::string& k = parsed.get_ref<const std::string&>();
+        if (depth == 1) top_key = k;
+        if (!seen.back().insert(k).second && dup.empty()) {
+          dup = k;
+          dup_owner = depth == 1 ? "" : top_key;
+        }
+      }
+      return true;
+    };
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(text, cb);
+    } catch (const nlohmann::json::exception& e) {
+      fail(fmt::format("header is not valid JSON: {}", e.what()));
+    }
+    if (!dup.empty()) {
+      if (dup_owner.empty()) fail(dup, "appears twice in the header (duplicate JSON key)");
+      if (dup_owner == "__metadata__")
+        fail(fmt::format("__metadata__ has the key \"{}\" twice (duplicate JSON key)", dup));
+      fail(dup_owner,
+           fmt::format("key \"{}\" appears twice in its entry (duplicate JSON key)", dup));
+    }
+    if (!j.is_object()) fail(fmt::format("header is a JSON {}, not an object", j.type_name()));
+    return j;
+  }
+
+  Metadata read_metadata(const nlohmann::json& m) const {
+    if (!m.is_object())
+      fail(fmt::format("__metadata__ must be an object mapping strings to strings, got a {}",
+                       m.type_name()));
+    Metadata out;
+    for (const auto& [k, v] : m.items()) {
+      if (!v.is_string())
+        fail(fmt::format("__metadata__ must map strings to strings; \"{}\" is a {}", k,
+                         v.type_name()));
+      out[k] = v.get<std::string>();
+    }
+    return out;
+  }
+
+  // A non-negative integer that fits in u64.
+  uint64_t read_uint(const std::string& name, const nlohmann::json& v, const char* field) const {
+    if (v.is_number_unsigned()) return v.get<uint64_t>();
+    if (v.is_number_integer())
+      fail(name, fmt::format("{} holds a negative number {}", field, v.dump()));
+    fail(name, fmt::format("{} holds {}, not a non-negative integer", field, v.dump()));
+  }
+
+  DType read_dtype(const std::string& name, const nlohmann::json& v) const {
+    if (!v.is_string()) fail(name, fmt::format("dtype must be a string, got {}", v.dump()));
+    const std::string s = v.get<std::string>();
+    if (s == "F32") return kFloat32;
+    if (s == "F64") return kFloat64;
+    if (s == "I64") return kInt64;
+    if (s == "BOOL") return kBool;
+    static const std::set<std::string> known{"F16", "BF16", "I8",  "U8",      "I16",    "U16",
+                                             "I32", "U32",  "U64", "F8_E5M2", "F8_E4M3"};
+    if (known.count(s))
+      fail(name, fmt::format("dtype {} is not supported (tapegrad reads F32, F64, I64, BOOL)", s));
+    fail(name, fmt::format("unknown dtype \"{}\" (tapegrad reads F32, F64, I64, BOOL)", s));
+  }
+
+  Entry read_entry(const std::string& name, const nlohmann::json& e, uint64_t data_size) const {
+    if (!e.is_object()) fail(name, fmt::format("entry must be an object, got a {}", e.type_name()));
+    for (const char* k : {"dtype", "shape", "data_offsets"})
+      if (!e.contains(k)) fail(name, fmt::format("entry has no \"{}\"", k));
+    Entry out;
+    out.name = name;
+    out.dtype = read_dtype(name, e["dtype"]);
+    const nlohmann::json& sh = e["shape"];
+    if (!sh.is_array()) fail(name, fmt::format("shape must be an array, got {}", sh.dump()));
+    uint64_t numel = 1;
+    bool overflow = false;
+    for (const auto& d : sh) {
+      uint64_t v = read_uint(name, d, "shape");
+      if (v > static_cast<uint64_t>(INT64_MAX)) overflow = true;
+      out.shape.push_back(static_cast<int64_t>(std::min<uint64_t>(v, INT64_MAX)));
+      overflow = overflow || __builtin_mul_overflow(numel, v, &numel);
+    }
+    const nlohmann::json& off = e["data_offsets"];
+    if (!off.is_array() || off.size() != 2)
+      fail(name, fmt::format("data_offsets must be [begin, end], got {}", off.dump()));
+    out.begin = read_uint(name, off[0], "data_offsets");
+    out.end = read_uint(name, off[1], "data_offsets");
+    if (out.begin > out.end)
+      fail(name, fmt::format("data_offsets [{}, {}] has begin > end", out.begin, out.end));
+    if (out.end > data_size)
+      fail(name, fmt::format("data_offsets [{}, {}] go past the end of the data section ({} bytes)",
+                             out.begin, out.end, data_size));
+    uint64_t nbytes = 0;
+    if (overflow || __builtin_mul_overflow(numel, dtype_size(out.dtype), &nbytes))
+      fail(name, fmt::format("shape {} is too large", sh.dump()));
+    if (nbytes != out.end - out.begin)
+      fail(name, fmt::format("shape {} of {} needs {} bytes but data_offsets [{}, {}] hold {}",
+                             shape_str(out.shape), st_dtype(out.dtype), nbytes, out.begin, out.end,
+                             out.end - out.begin));
+    return out;
+  }
+
+  // Like the Rust crate: sorted by offsets, the tensors tile the data section exactly.
+  void check_coverage(std::vector<Entry>& es, uint64_t data_size) const {
+    std::stable_sort(es.begin(), es.end(), [](const Entry& a, const Entry& b) {
+      return std::make_pair(a.begin, a.end) < std::make_pair(b.begin, b.end);
+    });
+    uint64_t pos = 0;
+    for (size_t i = 0; i < es.size(); ++i) {
+      const Entry& e = es[i];
+      if (e.begin < pos)
+        fail(e.name, fmt::format("data [{}, {}) overlaps tensor \"{}\" [{}, {})", e.begin, e.end,
+                                 es[i - 1].name, es[i - 1].begin, es[i - 1].end));
+      if (e.begin > pos)
+        fail(e.name, fmt::format("data starts at byte {} but the bytes before end at {}: {} unused "
+                                 "bytes (a gap; safetensors requires contiguous data)",
+                                 e.begin, pos, e.begin - pos));
+      pos = e.end;
+    }
+    if (pos != data_size)
+      fail(fmt::format("the tensors cover {} of the {} data bytes: {} unused bytes at the end", pos,
+                       data_size, data_size - pos));
+  }
+
+  Tensor read_tensor(const Entry& e, const char* data) const {
+    Tensor t = Tensor::empty(e.shape, e.dtype);
+    size_t n = static_cast<size_t>(e.end - e.begin);
+    if (n) std::memcpy(t.data_ptr(), data + e.begin, n);
+    if (e.dtype == kBool) {
+      const unsigned char* p = static_cast<const unsigned char*>(t.data_ptr());
+      for (size_t i = 0; i < n; ++i)
+        if (p[i] > 1)
+          fail(e.name, fmt::format("BOOL element {} has byte value {} (must be 0 or 1)", i, p[i]));
+    }
+    return t;
+  }
+};
+
+}  // namespace
+
+SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& what) {
+  Reader r{what};
+  if (bytes.size() < 8)
+    r.fail(fmt::format("file is {} bytes, too short for the 8-byte header length", bytes.size()));
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i)
+    n = (n << 8) | static_cast<unsigned char>(bytes[static_cast<size_t>(i)]);
+  if (n > kMaxHeader)
+    r.fail(fmt::format("header length {} is larger than the {}-byte limit", n, kMaxHeader));
+  if (n > bytes.size() - 8)
+    r.fail(fmt::format("header length {} goes beyond the end of the file ({} bytes)", n,
+                       bytes.size()));
+  nlohmann::json header = r.parse_header(bytes.substr(8, n));
+  uint64_t data_size = bytes.size() - 8 - n;
+  SafetensorsFile out;
+  std::vector<Entry> entries;
+  for (const auto& [name, e] : header.items()) {
+    if (name == "__metadata__")
+      out.metadata = r.read_metadata(e);
+    else
+      entries.push_back(r.read_entry(name, e, data_size));
+  }
+  r.check_coverage(entries, data_size);
+  const char* data = bytes.data() + 8 + n;
+  for (const Entry& e : entries) out.tensors.insert(e.name, r.read_tensor(e, data));
+  return out;
+}
+
+namespace {
+std::string read_file(const std::string& path, const char* fn) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    throw Error(fmt::format("{}: cannot open {}: {}", fn, path, std::strerror(errno)));
+  if (!S_ISREG(st.st_mode)) throw Error(fmt::format("{}: {} is not a regular file", fn, path));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(fmt::format("{}: cannot open {}", fn, path));
+  std::string bytes(static_cast<size_t>(st.st_size), '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (in.gcount() != static_cast<std::streamsize>(bytes.size()))
+    throw Error(fmt::format("{}: reading {} failed", fn, path));
+  return bytes;
+}
+}  // namespace
+
+SafetensorsFile load_safetensors(const std::string& path) {
+  return parse_safetensors(read_file(path, "load_safetensors"), path);
+}
+
+// ---- load_model -------------------------------------------------------------------------------
+
+namespace {
+// The model's own state, with float tensors of the file converted to the model's dtype.
+StateDict converted(const StateDict& file, const StateDict& own) {
+  StateDict out;
+  for (const auto& [k, t] : file) {
+    bool conv = own.contains(k) && own.at(k).dtype() != t.dtype() && is_floating(t.dtype()) &&
+                is_floating(own.at(k).dtype());
+    out.insert(k, conv ? t.to(own.at(k).dtype()) : t);
+  }
+  return out;
+}
+}  // namespace
+
+LoadResult load_model(const std::string& path, Module& model, bool strict, bool convert_dtypes) {
+  SafetensorsFile f = load_safetensors(path);
+  NoGradGuard ng;
+  StateDict dict = convert_dtypes ? converted(f.tensors, model.state_dict()) : f.tensors;
+  try {
+    return model.load_state_dict(dict, strict);
+  } catch (const Error& e) {
+    throw Error(fmt::format("load_model: {}: {}", path, e.what()));
+  }
+}
+
+}  // namespace tg::nn
