@@ -113,6 +113,7 @@ namespace {
 // `want` with its one -1 inferred from x's numel; errors name both shapes.
 Shape infer_shape(const char* op, const Tensor& x, const Shape& want) {
   int64_t infer = -1, known = 1;
+  bool overflow = false, zero = false;  // the known dims' product overflows int64 / has a 0
   for (size_t i = 0; i < want.size(); ++i) {
     if (want[i] == -1) {
       if (infer >= 0)
@@ -123,9 +124,16 @@ Shape infer_shape(const char* op, const Tensor& x, const Shape& want) {
       throw Error(fmt::format("{}: invalid size {} in shape {} (input {})", op, want[i],
                               shape_str(want), shape_str(x.shape())));
     } else {
-      known *= want[i];
+      zero |= want[i] == 0;
+      overflow |= __builtin_mul_overflow(known, want[i], &known);
     }
   }
+  if (zero) known = 0;
+  if (overflow && !zero)
+    throw Error(
+        fmt::format("{}: shape {} is invalid for input of shape {} ({} elements): its "
+                    "element count overflows int64",
+                    op, shape_str(want), shape_str(x.shape()), x.numel()));
   Shape out = want;
   if (infer >= 0) {
     if (known == 0)
