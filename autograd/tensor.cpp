@@ -229,7 +229,8 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   impl->shape = shape;
   impl->numel = shape_numel(shape);
   impl->dtype = dtype;
-  if (impl->numel > std::numeric_limits<int64_t>::max() / static_cast<int64_t>(dtype_size(dtype)))
+  int64_t nbytes = 0;  // a multiply with an overflow flag, not a division per allocation
+  if (__builtin_mul_overflow(impl->numel, static_cast<int64_t>(dtype_size(dtype)), &nbytes))
     throw Error(fmt::format("empty: shape {} of {} needs more than 2^63 bytes", shape_str(shape),
                             dtype_name(dtype)));
   impl->storage = std::make_shared<Storage>(impl->numel * dtype_size(dtype), device);

@@ -288,6 +288,13 @@ TrainLog train(Seq2Seq& model, const Dataset& d, const Vocabs& v, const TrainOpt
   tg::nn::Metadata meta = {{"translation.config", model.cfg.to_json()},
                            {"translation.vocab", v.to_json()}};
   std::string ckpt = checkpoint_dir(o.out_dir), best = best_dir(o.out_dir);
+  // rank 0's decision (time limit, early stop) for every rank of a data-parallel run.
+  auto rank0_decides = [&](bool v) {
+    if (world == 1) return v;
+    Tensor flag = tg::tensor(std::vector<int64_t>{v ? 1 : 0});
+    tg::dist::broadcast(flag, 0);
+    return flag.item<int64_t>() != 0;
+  };
   TrainLog log;
   int64_t step = 0;
   if (rank == 0) tgx::recover_run_folder(o.out_dir);
@@ -334,11 +341,7 @@ TrainLog train(Seq2Seq& model, const Dataset& d, const Vocabs& v, const TrainOpt
     progress.step(loss, o.batch_size * world);
     double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
     bool out_of_time = o.time_limit_s > 0 && elapsed >= o.time_limit_s;
-    if (world > 1 && o.time_limit_s > 0) {  // rank 0's clock decides for every rank
-      Tensor flag = tg::tensor(std::vector<int64_t>{out_of_time ? 1 : 0});
-      tg::dist::broadcast(flag, 0);
-      out_of_time = flag.item<int64_t>() != 0;
-    }
+    if (o.time_limit_s > 0) out_of_time = rank0_decides(out_of_time);  // rank 0's clock
     if (step % o.eval_every != 0 && step != end && !out_of_time) continue;
     tg::nn::Metadata m = meta;
     EvalResult r;
@@ -377,11 +380,7 @@ TrainLog train(Seq2Seq& model, const Dataset& d, const Vocabs& v, const TrainOpt
       for (double vs : log.valid_steps) since += vs > static_cast<double>(log.best_step);
       plateau = o.patience > 0 && since >= o.patience && step < end;
     }
-    if (world > 1) {  // rank 0's decision for every rank
-      Tensor flag = tg::tensor(std::vector<int64_t>{plateau ? 1 : 0});
-      tg::dist::broadcast(flag, 0);
-      plateau = flag.item<int64_t>() != 0;
-    }
+    plateau = rank0_decides(plateau);
     if (rank != 0) {
       if (out_of_time || plateau) break;
       continue;

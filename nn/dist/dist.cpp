@@ -281,6 +281,32 @@ void check_tensor(const char* op, const Tensor& t, const char* name = "tensor") 
                     op, name, shape_str(t.shape())));
 }
 
+// Calls fn(pointer, count) over t in pieces of at most 2^30 elements (MPI counts are ints).
+template <typename F>
+void for_chunks(const Tensor& t, F fn) {
+  const int64_t n = t.numel();
+  const size_t es = dtype_size(t.dtype());
+  char* p = static_cast<char*>(t.data_ptr());
+  for (int64_t done = 0; done < n;) {
+    const int64_t c = std::min<int64_t>(n - done, int64_t(1) << 30);
+    fn(p + done * es, static_cast<int>(c));
+    done += c;
+  }
+}
+
+// t /= world size, after a sum (MPI has no average); floating t only (checked by the callers).
+[[maybe_unused]] void divide_by_world(const Tensor& t) {
+  const int64_t n = t.numel();
+  const int w = world().size;
+  if (t.dtype() == DType::Float32) {
+    float* f = t.data<float>();
+    for (int64_t i = 0; i < n; ++i) f[i] /= static_cast<float>(w);
+  } else {
+    double* f = t.data<double>();
+    for (int64_t i = 0; i < n; ++i) f[i] /= w;
+  }
+}
+
 int count_of(const char* op, int64_t n) {
   if (n > INT_MAX)
     fail(fmt::format("{}: {} elements is more than one collective moves ({}); split the tensor", op,
@@ -480,28 +506,12 @@ Work all_reduce_async(Tensor t, ReduceOp op) {
   }
 #if TG_HAVE_MPI
   return submit(std::move(sig), [t, op, what = sig.what] {
-    World& w = world();
-    const int64_t n = t.numel();
-    const size_t es = dtype_size(t.dtype());
-    char* p = static_cast<char*>(t.data_ptr());
-    for (int64_t done = 0; done < n;) {  // MPI counts are ints: chunks of 2^30 elements
-      const int64_t c = std::min<int64_t>(n - done, int64_t(1) << 30);
-      mpi_check(MPI_Allreduce(MPI_IN_PLACE, p + done * es, static_cast<int>(c), mpi_type(t.dtype()),
-                              mpi_op(op, t.dtype()), w.comm),
+    for_chunks(t, [&](char* p, int c) {
+      mpi_check(MPI_Allreduce(MPI_IN_PLACE, p, c, mpi_type(t.dtype()), mpi_op(op, t.dtype()),
+                              world().comm),
                 "MPI_Allreduce", what);
-      done += c;
-    }
-    if (op == ReduceOp::Avg) {
-      if (t.dtype() == DType::Float32) {
-        float* f = t.data<float>();
-        const float inv = static_cast<float>(w.size);
-        for (int64_t i = 0; i < n; ++i) f[i] /= inv;
-      } else {
-        double* f = t.data<double>();
-        const double inv = w.size;
-        for (int64_t i = 0; i < n; ++i) f[i] /= inv;
-      }
-    }
+    });
+    if (op == ReduceOp::Avg) divide_by_world(t);
   });
 #else
   return Work();
@@ -527,16 +537,9 @@ void broadcast(Tensor& t, int root) {
   }
 #if TG_HAVE_MPI
   submit(std::move(sig), [t, root, what = sig.what] {
-    const int64_t n = t.numel();
-    const size_t es = dtype_size(t.dtype());
-    char* p = static_cast<char*>(t.data_ptr());
-    for (int64_t done = 0; done < n;) {
-      const int64_t c = std::min<int64_t>(n - done, int64_t(1) << 30);
-      mpi_check(
-          MPI_Bcast(p + done * es, static_cast<int>(c), mpi_type(t.dtype()), root, world().comm),
-          "MPI_Bcast", what);
-      done += c;
-    }
+    for_chunks(t, [&](char* p, int c) {
+      mpi_check(MPI_Bcast(p, c, mpi_type(t.dtype()), root, world().comm), "MPI_Bcast", what);
+    });
   }).wait();
 #endif
 }
@@ -619,19 +622,10 @@ Work reduce_scatter_tensor_async(Tensor out, Tensor in, ReduceOp op) {
   const int count = count_of(name, out.numel());
 #if TG_HAVE_MPI
   return submit(std::move(sig), [out, in, op, count, what = sig.what] {
-    World& w = world();
     mpi_check(MPI_Reduce_scatter_block(in.data_ptr(), out.data_ptr(), count, mpi_type(in.dtype()),
-                                       mpi_op(op, in.dtype()), w.comm),
+                                       mpi_op(op, in.dtype()), world().comm),
               "MPI_Reduce_scatter_block", what);
-    if (op == ReduceOp::Avg) {
-      if (out.dtype() == DType::Float32) {
-        float* f = out.data<float>();
-        for (int i = 0; i < count; ++i) f[i] /= static_cast<float>(w.size);
-      } else {
-        double* f = out.data<double>();
-        for (int i = 0; i < count; ++i) f[i] /= w.size;
-      }
-    }
+    if (op == ReduceOp::Avg) divide_by_world(out);
   });
 #else
   (void)count;

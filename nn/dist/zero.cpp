@@ -33,7 +33,7 @@ void ZeroRedundancyAdamW::build() {
     throw Error(
         "ZeroRedundancyAdamW: the DistributedDataParallel must be built with DDPOptions::zero1 = "
         "true (its buckets are reduce-scattered into the shards this optimizer steps)");
-  std::unordered_map<const TensorImpl*, int> index;
+  std::unordered_map<const TensorImpl*, int>& index = index_;
   for (ParamGroup& g : groups_) {
     if (g.options.at("amsgrad") != 0) throw Error("ZeroRedundancyAdamW: amsgrad is not supported");
     for (Tensor& p : g.params) {
@@ -165,7 +165,6 @@ void ZeroRedundancyAdamW::step() {
 void ZeroRedundancyAdamW::consolidate_state_dict() {
   NoGradGuard ng;
   repartition();
-  std::unordered_map<int, bool> have;
   for (Shard& s : shards_) {
     const Tensor& first = s.segments.front().param;
     Tensor m = Tensor::empty({s.bucket_numel}, first.dtype(), first.device());
@@ -173,16 +172,15 @@ void ZeroRedundancyAdamW::consolidate_state_dict() {
     tg::dist::all_gather_into_tensor(m, s.exp_avg);
     tg::dist::all_gather_into_tensor(v, s.exp_avg_sq);
     for (const auto& seg : s.segments) {
-      for (size_t i = 0; i < params_.size(); ++i) {
-        if (!params_[i].same(seg.param) || steps_[i] == 0) continue;
-        ParamState st;
-        st.numbers["step"] = steps_[i];
-        st.tensors["exp_avg"] = zeros(seg.param.shape(), seg.param.dtype(), seg.param.device());
-        st.tensors["exp_avg_sq"] = zeros(seg.param.shape(), seg.param.dtype(), seg.param.device());
-        ddetail::copy_elems(st.tensors["exp_avg"], 0, m, seg.offset, seg.numel);
-        ddetail::copy_elems(st.tensors["exp_avg_sq"], 0, v, seg.offset, seg.numel);
-        state_[params_[i].impl()] = std::move(st);
-      }
+      auto it = index_.find(seg.param.impl());
+      if (it == index_.end() || steps_[it->second] == 0) continue;
+      ParamState st;
+      st.numbers["step"] = steps_[it->second];
+      st.tensors["exp_avg"] = zeros(seg.param.shape(), seg.param.dtype(), seg.param.device());
+      st.tensors["exp_avg_sq"] = zeros(seg.param.shape(), seg.param.dtype(), seg.param.device());
+      ddetail::copy_elems(st.tensors["exp_avg"], 0, m, seg.offset, seg.numel);
+      ddetail::copy_elems(st.tensors["exp_avg_sq"], 0, v, seg.offset, seg.numel);
+      state_[seg.param.impl()] = std::move(st);
     }
   }
 }

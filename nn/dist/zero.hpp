@@ -21,6 +21,8 @@
 #include "nn/dist/ddp.hpp"
 #include "nn/optim.hpp"
 
+#include <unordered_map>
+
 namespace tg::nn {
 
 class ZeroRedundancyAdamW : public AdamW {
@@ -53,6 +55,7 @@ class ZeroRedundancyAdamW : public AdamW {
   std::vector<Tensor> params_;        // across groups
   std::vector<const Options*> opts_;  // the group of each
   std::vector<double> steps_;
+  std::unordered_map<const TensorImpl*, int> index_;  // parameter -> its index across groups
   std::vector<Shard> shards_;
   int64_t last_sync_ = -1;
   void build();
