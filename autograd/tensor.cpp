@@ -80,10 +80,11 @@ decltype(auto) cuda_call(const char* op, F&& f) {
 }
 void check_cuda_index(int index, const char* op) {
   const int n = tg::cuda::device_count();
-  if (index < 0 || index >= n)
-    throw Error(fmt::format("{}: cuda:{} is not available ({} CUDA device{} visible{})", op, index,
-                            n, n == 1 ? "" : "s",
-                            tg::cuda::built_with_cuda() ? "" : "; this build has no CUDA"));
+  if (index < 0 || index >= n) {
+    const std::string why = tg::cuda::unavailable_reason();
+    throw Error(fmt::format("{}: cuda:{} is not available ({} CUDA device{} visible{}{})", op,
+                            index, n, n == 1 ? "" : "s", why.empty() ? "" : "; ", why));
+  }
 }
 }  // namespace
 int cuda_device_count() { return tg::cuda::device_count(); }

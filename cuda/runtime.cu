@@ -40,12 +40,16 @@ const char* device_name(int index) {
 }
 
 // ---- op name ----
+// In libtapegrad_cuda.so (TG_CUDA_MODULE) the op name lives in the core: cuda/module.cpp asks it.
+#ifndef TG_CUDA_MODULE
 namespace {
 thread_local const char* g_op = nullptr;
 }
 const char* current_op() { return g_op ? g_op : "cuda"; }
 OpScope::OpScope(const char* op) : prev_(g_op) { g_op = op; }
 OpScope::~OpScope() { g_op = prev_; }
+const char* unavailable_reason() { return ""; }
+#endif
 
 namespace detail {
 void throw_cuda(cudaError_t e, const char* call, const char* file, int line) {

@@ -21,6 +21,10 @@ class Error : public std::runtime_error {
 
 // True when this build contains the CUDA kernels (nvcc was found at configure time).
 bool built_with_cuda();
+// Why CUDA cannot be used at all, for error messages: "this build has no CUDA", or why the CUDA
+// module (libtapegrad_cuda.so, cuda/loader.cpp) did not load; "" when the kernels are there
+// (device_count() may still be 0: no GPU or no driver).
+const char* unavailable_reason();
 // Number of usable CUDA devices; 0 when there is no GPU, no driver or no CUDA in the build
 // (cudaGetDeviceCount's errors, such as 35 "driver too old / no device", are reported as 0).
 int device_count();

@@ -44,6 +44,9 @@ ArgParser make_parser() {
               "early stop after this many epochs "
               "without better validation accuracy (0: off)")
       .option("seed", "0", "seed of the split, initialisation, shuffling and dropout")
+      .option("split-seed", "-1",
+              "seed of the train/validation/test split alone (-1: --seed), to compare "
+              "initialisation seeds on one split")
       .option("max-steps", "0", "stop after this many steps (0: no limit)")
       .option("limit", "0", "use this many examples, a seeded subset (0: all)")
       .option("save-every", std::to_string(d.save_every), "steps between resumable checkpoints")
@@ -83,6 +86,7 @@ RunOptions options_from(const ArgParser& p) {
   int64_t seed = p.integer("seed");
   if (seed < 0) throw UserError(fmt::format("--seed {}: must be >= 0", seed));
   o.seed = static_cast<uint64_t>(seed);
+  o.split_seed = int_option(p, "split-seed", -1, std::numeric_limits<int64_t>::max(), "-1: --seed");
   o.max_steps = int_option(p, "max-steps", 0, std::numeric_limits<int64_t>::max(), "0: no limit");
   o.limit = int_option(p, "limit", 0, std::numeric_limits<int64_t>::max(), "0: all");
   o.save_every =

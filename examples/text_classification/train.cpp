@@ -61,10 +61,10 @@ struct Data {
 Data prepare(const RunOptions& o) {
   Data d;
   d.ds = load_dataset(o.dataset, o.data_dir, o.headers);
-  limit_examples(d.ds, o.limit, o.seed);
+  limit_examples(d.ds, o.limit, o.data_seed());
   for (const Example& e : d.ds.examples) d.labels.push_back(e.label);
   const int64_t C = static_cast<int64_t>(d.ds.class_names.size());
-  d.split = stratified_split(d.labels, C, o.seed);
+  d.split = stratified_split(d.labels, C, o.data_seed());
   if (d.split.train.empty() || d.split.val.empty() || d.split.test.empty())
     throw UserError(fmt::format(
         "{}: {} examples are too few for a train/validation/test split (need >= 3 per class)",
@@ -155,6 +155,7 @@ ConfusionMatrix naive_bayes_baseline(const Data& d) {
 Json run_identity(const RunOptions& o, const Data& d, const ModelConfig& cfg) {
   return {{"dataset", o.dataset},
           {"seed", o.seed},
+          {"split_seed", o.data_seed()},
           {"limit", o.limit},
           {"epochs", o.epochs},
           {"batch_size", o.batch_size},
@@ -393,6 +394,7 @@ Json final_report(const RunOptions& o, const Data& d, TextClassifier& model,
 
   Json m = {{"dataset", o.dataset},
             {"seed", o.seed},
+            {"split_seed", o.data_seed()},
             {"test_accuracy", test.cm.accuracy()},
             {"baseline_accuracy", nb.accuracy()},
             {"test_loss", test.loss},

@@ -38,6 +38,8 @@ struct RunOptions {
   int64_t save_every = 50;  // steps between <out>/last checkpoints
   double lr = 1e-3, weight_decay = 0.01, clip = 1.0, warmup_frac = 0.05;
   uint64_t seed = 0;
+  int64_t split_seed = -1;  // seed of the subset and the split; < 0: the same as seed
+  uint64_t data_seed() const { return split_seed < 0 ? seed : static_cast<uint64_t>(split_seed); }
   ModelConfig model;  // vocab_size / num_classes are filled in from the data
   bool resume = false, quiet = false;
   std::string metrics_out;           // "" = <out>/metrics.json only

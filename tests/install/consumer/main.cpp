@@ -1,9 +1,12 @@
-// An outside program: one umbrella header, a forward, a backward and a gradcheck.
+// An outside program: one umbrella header, a forward, a backward and a gradcheck. With --cuda it
+// then asks for CUDA devices, which loads the installed CUDA module (libtapegrad_cuda.so) in an
+// nvcc build; without it the program stays CPU-only and maps no CUDA library.
 #include <tapegrad.hpp>
 
 #include <cstdio>
+#include <cstring>
 
-int main() {
+int main(int argc, char** argv) {
   tg::manual_seed(0);
   tg::Tensor w = tg::randn({3, 2}, tg::kFloat64).requires_grad_();
   tg::Tensor x = tg::randn({4, 2}, tg::kFloat64);
@@ -13,5 +16,7 @@ int main() {
       [&](const std::vector<tg::Tensor>& in) { return tg::tanh(tg::linear(x, in[0])).sum(); }, {w});
   std::printf("loss %.6f grad shape %s gradcheck %s\n", loss.item<double>(),
               tg::shape_str(w.grad().shape()).c_str(), r.passed ? "passed" : "FAILED");
+  if (argc > 1 && std::strcmp(argv[1], "--cuda") == 0)
+    std::printf("cuda devices: %d\n", tg::cuda_device_count());
   return r.passed && w.grad().numel() == 6 ? 0 : 1;
 }
