@@ -104,7 +104,7 @@ TEST_CASE("a wrong backward at a kink still fails", "[gradcheck]") {
   REQUIRE(r.inputs[0].worst.index == std::vector<int64_t>{1});
 }
 
-TEST_CASE("kink detector off: entries at a kink are compared as before; fast mode flags too",
+TEST_CASE("kink detector off: entries at a kink are compared as before, and fast mode flags too",
           "[gradcheck]") {
   GradcheckOptions off;
   off.detect_kinks = false;

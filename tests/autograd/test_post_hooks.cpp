@@ -55,7 +55,8 @@ TEST_CASE("post-accumulate hook: refused on a non-leaf or a tensor without grad"
   REQUIRE_ERROR(c.register_post_accumulate_grad_hook([](const Tensor&) {}), "not a leaf");
 }
 
-TEST_CASE("queue_backward_callback runs after the walk, in order; told when the walk threw") {
+TEST_CASE(
+    "queue_backward_callback runs after the walk, in order, and is told when the walk threw") {
   REQUIRE_ERROR(queue_backward_callback([](bool) {}), "no backward is running");
   Tensor w = tensor(std::vector<double>{1, 2}).requires_grad_();
   std::vector<std::string> log;
@@ -76,9 +77,12 @@ TEST_CASE("queue_backward_callback runs after the walk, in order; told when the 
   queued = false;
   Tensor x = tensor(std::vector<double>{3}).requires_grad_();
   x.register_hook([](const Tensor& g) -> Tensor { throw Error("boom in a hook"); });
-  // x's ops are recorded first, so the reverse walk completes w (its hook queues the callbacks)
-  // before x's gradient arrives and x's hook throws: the callbacks then hear the failure.
-  Tensor y = x.sum() * 0.0 + (w * w).sum();
+  // x's ops are recorded first (one statement each: the operands of + have no evaluation order),
+  // so the reverse walk completes w (its hook queues the callbacks) before x's gradient arrives
+  // and x's hook throws: the callbacks then hear the failure.
+  Tensor xs = x.sum() * 0.0;
+  Tensor ww = (w * w).sum();
+  Tensor y = xs + ww;
   REQUIRE_ERROR(y.backward(), "boom in a hook");
   REQUIRE(log == std::vector<std::string>{"hook", "cb1 failed", "cb2 failed"});
   // The next backward starts clean.

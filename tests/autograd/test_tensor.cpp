@@ -162,7 +162,7 @@ void check_int_npy(const std::string& path, std::vector<T> v) {
 }
 }  // namespace
 
-TEST_CASE("npy: integer token files of every width load as int64; others refused") {
+TEST_CASE("npy: integer token files of every width load as int64, others are refused") {
   const std::string path = "tg_test_ints.npy";
   check_int_npy<uint8_t>(path, {0, 1, 200, 255});
   check_int_npy<int8_t>(path, {-128, -1, 0, 127});

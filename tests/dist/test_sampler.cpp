@@ -35,7 +35,7 @@ TEST_CASE("sampler: ranks are disjoint, equal and cover the dataset (padded)", "
   }
 }
 
-TEST_CASE("sampler: without shuffle, PyTorch's exact lists; drop_last cuts", "[sampler]") {
+TEST_CASE("sampler: without shuffle, PyTorch's exact lists, and drop_last cuts", "[sampler]") {
   nn::DistributedSamplerOptions o;
   o.num_replicas = 3;
   o.shuffle = false;
@@ -53,7 +53,7 @@ TEST_CASE("sampler: without shuffle, PyTorch's exact lists; drop_last cuts", "[s
                 "invalid rank 3, rank should be in the interval [0, 2]");
 }
 
-TEST_CASE("sampler: the same seed and epoch give the same order; another epoch another",
+TEST_CASE("sampler: the same seed and epoch give the same order, another epoch another",
           "[sampler]") {
   nn::DistributedSamplerOptions o;
   o.num_replicas = 2;

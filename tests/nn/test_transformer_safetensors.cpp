@@ -244,7 +244,7 @@ TEST_CASE("save_safetensors of the state_dict reads back identical and loads int
   }
 }
 
-TEST_CASE("float32 modules: load_model needs convert_dtypes; float32 round trip is exact",
+TEST_CASE("float32 modules: load_model needs convert_dtypes, and a float32 round trip is exact",
           "[transformer][safetensors]") {
   const std::string name = "transformer_1_1_bf_masks";
   manual_seed(10);

@@ -48,7 +48,7 @@ TEST_CASE("bpe: learns merges, round-trips text, unknown characters are <unk>",
   CHECK(Bpe::train(corpus(), o) == bpe);
 }
 
-TEST_CASE("bpe: save and load give the same tokenizer; bad files are user errors",
+TEST_CASE("bpe: save and load give the same tokenizer, and bad files are user errors",
           "[text_classification]") {
   Bpe::Options o;
   o.vocab_size = 50;
