@@ -547,9 +547,35 @@ Tensor ones(const Shape& shape, DType dtype, Device device) {
   return full(shape, 1.0, dtype, device);
 }
 Tensor arange(double end, DType dtype) { return arange(0, end, 1, dtype); }
+// PyTorch's rules: float dtypes count ceil((end - start) / step) values start + i·step computed in
+// double (float32 rounds each); int64 first truncates start, end and step to int64 (so a step
+// of 0.5 is 0, an error) and counts and steps in integers, exact past 2^53.
 Tensor arange(double start, double end, double step, DType dtype) {
-  if (step == 0 || !std::isfinite(start) || !std::isfinite(end) || (end - start) / step < 0)
-    throw Error(fmt::format("arange: invalid range start={} end={} step={}", start, end, step));
+  if (dtype == kBool)
+    throw Error("arange: dtype bool is not supported (float32, float64 or int64), like PyTorch");
+  auto bad_range = [&] {
+    return Error(fmt::format("arange: invalid range start={} end={} step={}", start, end, step));
+  };
+  if (!std::isfinite(start) || !std::isfinite(end) || !std::isfinite(step)) throw bad_range();
+  if (dtype == kInt64) {
+    constexpr double kLim = 9223372036854775807.0;  // 2^63: int64 cannot hold a bound this large
+    if (std::fabs(start) >= kLim || std::fabs(end) >= kLim || std::fabs(step) >= kLim)
+      throw Error(
+          fmt::format("arange: start={} end={} step={} do not fit int64", start, end, step));
+    const int64_t s = static_cast<int64_t>(start), e = static_cast<int64_t>(end),
+                  st = static_cast<int64_t>(step);
+    if (st == 0)
+      throw Error(fmt::format("arange: step {} truncates to 0 for dtype int64 (start={} end={})",
+                              step, start, end));
+    if ((st > 0 && e < s) || (st < 0 && e > s)) throw bad_range();
+    const int64_t n =
+        static_cast<int64_t>(std::ceil(static_cast<double>(e - s) / static_cast<double>(st)));
+    Tensor t = Tensor::empty({n}, kInt64);
+    int64_t* p = t.data<int64_t>();
+    for (int64_t i = 0; i < n; ++i) p[i] = s + i * st;
+    return t;
+  }
+  if (step == 0 || (end - start) / step < 0) throw bad_range();
   int64_t n = static_cast<int64_t>(std::ceil((end - start) / step));
   return fill_with({n}, dtype, [=](int64_t i) { return start + static_cast<double>(i) * step; });
 }

@@ -13,6 +13,8 @@
 //   embedding.cpp    embedding
 //   dropout.cpp      dropout
 //   loss.cpp         cross_entropy
+//   indexing.cpp     gather, scatter_add, topk, sort, argsort, cumsum, tril, triu, one_hot,
+//                    multinomial
 // Shape vocabulary in comments: B batch, T/S query/key length, C channels, NH heads, hs head size,
 // V vocab, N rows, D any trailing dims. Every op throws tg::Error naming the op, the argument and
 // every shape when given bad input.
@@ -173,5 +175,43 @@ struct CrossEntropyOptions {
 // logits (N, C) or (N, C, d1, ...), target int64 (N) or (N, d1, ...); PyTorch's semantics.
 Tensor cross_entropy(const Tensor& logits, const Tensor& target,
                      const CrossEntropyOptions& opts = {}, Site site = Site::here());
+
+// ---- indexing and sampling (indexing.cpp; CUDA inputs are computed on the CPU and returned on
+// their device) ----
+// Values and their int64 positions along the dim: auto [v, i] = topk(x, 3);
+struct ValuesIndices {
+  Tensor values, indices;
+};
+// out (index's shape) = x picked along dim: out[i][j][k] = x[i][index[i][j][k]][k] for dim 1.
+// index int64 with x's ndim, index.size(d) <= x.size(d) for d != dim; values in [0, x.size(dim)).
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index, Site site = Site::here());
+// Out-of-place: x with src added at index along dim (out[i][index[i][j]] += src[i][j] for dim 1;
+// repeated indices sum). index and src have x's ndim, index.size(d) <= src.size(d) for every d and
+// <= x.size(d) for d != dim. dsrc has src's shape, zero where index does not reach.
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
+                   Site site = Site::here());
+// The k largest (smallest) along dim; ties keep the lower index first, like a stable sort; NaN
+// counts as the largest value. sorted = false: the chosen k in index order. Values differentiable.
+ValuesIndices topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true,
+                   bool sorted = true, Site site = Site::here());
+// Stable sort along dim (NaN last ascending, first descending); values differentiable.
+ValuesIndices sort(const Tensor& x, int64_t dim = -1, bool descending = false,
+                   Site site = Site::here());
+Tensor argsort(const Tensor& x, int64_t dim = -1, bool descending = false,
+               Site site = Site::here());  // int64, the indices of sort
+// Running sum along dim; int64 and bool inputs give int64, like PyTorch; float32 accumulates in
+// double.
+Tensor cumsum(const Tensor& x, int64_t dim, Site site = Site::here());
+// x (B..., N, C): keeps (r, c) with c - r <= diagonal (tril) or c - r >= diagonal (triu), zeroes
+// the rest.
+Tensor tril(const Tensor& x, int64_t diagonal = 0, Site site = Site::here());
+Tensor triu(const Tensor& x, int64_t diagonal = 0, Site site = Site::here());
+// index int64 (...) -> int64 (..., C) with C = num_classes (-1: the largest value + 1).
+Tensor one_hot(const Tensor& index, int64_t num_classes = -1, Site site = Site::here());
+// probs (C) or (N, C), finite, non-negative, a positive entry per row (need not sum to 1) ->
+// int64 (num_samples) or (N, num_samples), drawn from default_generator() (tg::manual_seed fixes
+// them). Without replacement num_samples <= the non-zero categories of every row.
+Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement = false,
+                   Site site = Site::here());
 
 }  // namespace tg

@@ -168,4 +168,42 @@ template <typename T>
 void strided_copy(T* out, const Shape& out_strides, const T* x, const Shape& x_strides,
                   const Shape& shape);
 
+// ---- indexing and sampling (ops/cpu/indexing.cpp) ----
+// Along one dim of a rank-n tensor, index (index_shape, contiguous int64, values already checked
+// to lie in range) picks positions. For every element e of index, with multi-index i:
+//   gather:       out[o] = x[a + index[e]·x_strides[dim]]
+//   scatter_add:  out[a + index[e]·out_strides[dim]] += src[o]
+// where a = Σ_{d != dim} i_d·(x or out)_strides[d] and o = Σ_d i_d·(out or src)_strides[d].
+// scatter_add's out holds x already; repeated targets sum in the index's row-major order.
+// gather: T any of float, double, int64_t, bool; scatter_add: float, double, int64_t.
+template <typename T>
+void gather(T* out, const Shape& out_strides, const T* x, const Shape& x_strides,
+            const int64_t* index, const Shape& index_shape, int64_t dim);
+template <typename T>
+void scatter_add(T* out, const Shape& out_strides, const T* src, const Shape& src_strides,
+                 const int64_t* index, const Shape& index_shape, int64_t dim);
+// x (outer, n, inner) sorted along n: values and indices (outer, k, inner) hold the first k of
+// the order (ascending, or descending) in which NaN is the largest value and ties keep the lower
+// index first (what a stable sort gives). sorted = false: the same k in increasing index order.
+// T any of float, double, int64_t, bool.
+template <typename T>
+void sort_rows(T* values, int64_t* indices, const T* x, int64_t outer, int64_t n, int64_t inner,
+               int64_t k, bool descending, bool sorted);
+// out (outer, n, inner) = running sum of x along n (reverse: from the end, out_j = Σ_{j' >= j}
+// x_j'), accumulated in double for float T (rounded per element, like PyTorch) and in int64 for
+// int64_t and bool T (O = int64_t).
+template <typename T, typename O>
+void cumsum(O* out, const T* x, int64_t outer, int64_t n, int64_t inner, bool reverse);
+// out (B, N, C) = x where the column c and row r satisfy c - r <= diagonal (lower: tril) or
+// c - r >= diagonal (upper: triu), else 0. T any of float, double, int64_t, bool.
+template <typename T>
+void triangle(T* out, const T* x, int64_t B, int64_t N, int64_t C, int64_t diagonal, bool lower);
+// out (N, k) int64: k categories per row of probs (N, C), already checked finite, >= 0, with a
+// positive entry in each row and, without replacement, at least k positive entries. Rows draw in
+// order from gen: with replacement k uniforms (inverse CDF in double); without, C uniforms (one
+// per category: the exponential race, keys E_c / p_c, the k smallest in increasing order).
+template <typename T>
+void multinomial(int64_t* out, const T* probs, int64_t N, int64_t C, int64_t k, bool replacement,
+                 Generator& gen);
+
 }  // namespace tg::cpu

@@ -1,0 +1,157 @@
+#!/usr/bin/python3
+"""tools/make_indexing_fixtures.py — PyTorch reference values for tests/ops/test_indexing.cpp
+(gather, scatter_add, topk, sort with ties, cumsum, tril/triu, one_hot, arange), written as small
+.npy files into tests/fixtures/indexing/.
+
+Run with Debian's torch (1.13, CPU):  /usr/bin/python3 tools/make_indexing_fixtures.py
+Every case <name> writes:
+  <name>_<input>.npy    each input (float64; int64 for indices, int64/bool for integer inputs)
+  <name>_out.npy        the op's output (for topk/sort: the values)
+  <name>_indices.npy    topk/sort only: the int64 indices
+  <name>_dout.npy       float outputs only: the fixed upstream gradient fed to backward
+  <name>_d<input>.npy   the gradient of each float input
+Ties: torch.topk does not promise which of equal values it picks (1.13 picked the higher index
+here); tapegrad keeps the lower index first, like a stable sort. So the case with ties
+(topk_ties) takes its reference from torch.sort(stable=True) narrowed to k, and the script checks
+that torch.topk's values agree with it. Seeds are fixed, so rerunning reproduces the files byte for
+byte.
+"""
+import os
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "..", "tests", "fixtures", "indexing")
+
+
+def save(name, arr):
+    arr = arr.detach().numpy() if isinstance(arr, torch.Tensor) else arr
+    np.save(os.path.join(OUT, name + ".npy"), np.array(arr, order="C"))  # keeps 0-dim shapes
+
+
+def case(name, fn, inputs, seed):
+    """inputs: list of (arg name, tensor); float tensors get gradients. fn returns a tensor or
+    (values, indices)."""
+    g = torch.Generator().manual_seed(seed)
+    leaves = []
+    for arg, t in inputs:
+        if t.is_floating_point():
+            t = t.clone().requires_grad_()
+        leaves.append(t)
+        save(f"{name}_{arg}", t)
+    out = fn(*leaves)
+    if isinstance(out, tuple):
+        out, indices = out
+        save(f"{name}_indices", indices)
+    save(f"{name}_out", out)
+    diff = [t for t in leaves if t.requires_grad]
+    if not out.is_floating_point() or not diff:
+        return
+    dout = torch.randn(out.shape, generator=g, dtype=torch.float64)
+    grads = torch.autograd.grad(out, diff, dout)
+    save(f"{name}_dout", dout)
+    gi = iter(grads)
+    for (arg, _), t in zip(inputs, leaves):
+        if t.requires_grad:
+            save(f"{name}_d{arg}", next(gi))
+
+
+def randn(*shape, seed):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+def randint(lo, hi, *shape, seed):
+    return torch.randint(lo, hi, shape, generator=torch.Generator().manual_seed(seed))
+
+
+def stable_topk(x, k, dim, largest):
+    v, i = torch.sort(x, dim=dim, descending=largest, stable=True)
+    return v.narrow(dim, 0, k), i.narrow(dim, 0, k)
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    for f in os.listdir(OUT):
+        if f.endswith(".npy"):
+            os.remove(os.path.join(OUT, f))
+
+    # gather: repeated indices (the gradient sums), index smaller than x off the dim, index
+    # longer than x along the dim, a negative dim
+    case("gather_dim1", lambda x, i: torch.gather(x, 1, i),
+         [("x", randn(3, 4, seed=1)), ("index", torch.tensor([[0, 3], [2, 2], [1, 0]]))], 201)
+    case("gather_dim0", lambda x, i: torch.gather(x, 0, i),
+         [("x", randn(3, 4, 2, seed=2)), ("index", randint(0, 3, 2, 3, 2, seed=3))], 202)
+    case("gather_dimm1", lambda x, i: torch.gather(x, -1, i),
+         [("x", randn(2, 3, 4, seed=4)), ("index", randint(0, 4, 2, 2, 6, seed=5))], 203)
+
+    # scatter_add: repeated targets sum; x and src both get gradients
+    case("scatter_add_dim0", lambda x, i, s: torch.scatter_add(x, 0, i, s),
+         [("x", randn(3, 4, seed=6)), ("index", torch.tensor([[0, 1, 2, 0], [2, 1, 2, 0]])),
+          ("src", randn(2, 4, seed=7))], 204)
+    case("scatter_add_dimm1", lambda x, i, s: torch.scatter_add(x, -1, i, s),
+         [("x", randn(2, 5, seed=8)), ("index", torch.tensor([[4, 0, 4], [1, 1, 1]])),
+          ("src", randn(2, 3, seed=9))], 205)
+
+    # topk on distinct values (every index is determined): largest along the last dim, smallest
+    # along dim 0, k = 1 and k = size
+    case("topk_k3", lambda x: torch.topk(x, 3, dim=-1), [("x", randn(3, 6, seed=10))], 206)
+    case("topk_small_dim0", lambda x: torch.topk(x, 2, dim=0, largest=False),
+         [("x", randn(5, 3, seed=11))], 207)
+    case("topk_k1", lambda x: torch.topk(x, 1, dim=1), [("x", randn(2, 4, 3, seed=12))], 208)
+    case("topk_kall", lambda x: torch.topk(x, 4, dim=-2), [("x", randn(2, 4, 3, seed=13))], 209)
+    # topk with ties: the reference is the stable sort (lower index first)
+    xt = randint(0, 3, 3, 7, seed=14).double()
+    for largest in (True, False):
+        v, _ = torch.topk(xt, 4, dim=1, largest=largest)
+        sv, _ = stable_topk(xt, 4, 1, largest)
+        assert torch.equal(v, sv), "torch.topk values disagree with the stable sort"
+    case("topk_ties", lambda x: stable_topk(x, 4, 1, True), [("x", xt)], 210)
+    case("topk_ties_small", lambda x: stable_topk(x, 4, 1, False), [("x", xt)], 211)
+
+    # sort with ties (stable), ascending along the last dim, descending along dim 0; int64 input
+    xs = randint(0, 4, 4, 6, seed=15).double()
+    case("sort_ties", lambda x: torch.sort(x, dim=-1, stable=True), [("x", xs)], 212)
+    case("sort_ties_desc0", lambda x: torch.sort(x, dim=0, descending=True, stable=True),
+         [("x", xs)], 213)
+    case("sort_int64", lambda x: torch.sort(x, dim=1, stable=True),
+         [("x", randint(-3, 3, 3, 5, seed=16))], 214)
+
+    # cumsum: float along a middle and the last dim; int64 and bool give int64
+    case("cumsum_dim1", lambda x: torch.cumsum(x, 1), [("x", randn(3, 4, 2, seed=17))], 215)
+    case("cumsum_dimm1", lambda x: torch.cumsum(x, -1), [("x", randn(2, 5, seed=18))], 216)
+    case("cumsum_int64", lambda x: torch.cumsum(x, 0), [("x", randint(-5, 5, 4, 3, seed=19))], 217)
+    case("cumsum_bool", lambda x: torch.cumsum(x, -1),
+         [("x", randint(0, 2, 3, 4, seed=20).bool())], 218)
+
+    # tril / triu on a batch of non-square matrices, several diagonals
+    xm = randn(2, 3, 4, seed=21)
+    case("tril_0", lambda x: torch.tril(x), [("x", xm)], 219)
+    case("tril_m1", lambda x: torch.tril(x, -1), [("x", xm)], 220)
+    case("triu_0", lambda x: torch.triu(x), [("x", xm)], 221)
+    case("triu_2", lambda x: torch.triu(x, 2), [("x", xm)], 222)
+    case("triu_m1_4d", lambda x: torch.triu(x, -1), [("x", randn(2, 1, 4, 3, seed=22))], 223)
+
+    # one_hot with inferred and explicit num_classes
+    ih = torch.tensor([[0, 2, 1], [2, 2, 0]])
+    case("one_hot_infer", lambda i: F.one_hot(i), [("index", ih)], 224)
+    case("one_hot_5", lambda i: F.one_hot(i, 5), [("index", ih)], 225)
+
+    # arange in every dtype: float32 rounds start + i·step computed in double; int64 truncates
+    # its arguments first
+    save("arange_f32_tenths", torch.arange(0, 1, 0.1, dtype=torch.float32))
+    save("arange_f64_tenths", torch.arange(0, 1, 0.1, dtype=torch.float64))
+    save("arange_f32_2p24", torch.arange(16777216, 16777220, 1, dtype=torch.float32))
+    save("arange_f64_down", torch.arange(2, -1, -0.75, dtype=torch.float64))
+    save("arange_i64_down", torch.arange(5, 0, -1.5, dtype=torch.int64))
+    save("arange_i64_frac", torch.arange(-2.5, 2, 1, dtype=torch.int64))
+    save("arange_i64_2p53", torch.arange(2**53, 2**53 + 4, 1, dtype=torch.int64))
+
+    files = [f for f in os.listdir(OUT) if f.endswith(".npy")]
+    total = sum(os.path.getsize(os.path.join(OUT, f)) for f in files)
+    print(f"wrote {len(files)} files, {total} bytes, into {os.path.normpath(OUT)}")
+
+
+if __name__ == "__main__":
+    main()
