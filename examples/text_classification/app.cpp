@@ -34,6 +34,9 @@ ArgParser make_parser() {
       .option("weight-decay", "0.01", "AdamW weight decay (matrices only)")
       .option("clip", "1.0", "gradient norm clipping (0: off)")
       .option("max-len", std::to_string(d.model.max_len), "tokens per example (truncated)")
+      .option("tail", "-1",
+              "of --max-len, tokens taken from the text's end when it is longer (head + tail "
+              "truncation; -1: half of --max-len, chosen on validation)")
       .option("d-model", std::to_string(d.model.d_model), "embedding width")
       .option("layers", std::to_string(d.model.layers), "encoder layers")
       .option("heads", std::to_string(d.model.heads), "attention heads")
@@ -76,6 +79,9 @@ RunOptions options_from(const ArgParser& p) {
   o.weight_decay = number_option(p, "weight-decay", 0);
   o.clip = number_option(p, "clip", 0, INFINITY, "0: no clipping");
   o.model.max_len = p.integer("max-len");
+  o.model.tail =
+      int_option(p, "tail", -1, std::max<int64_t>(0, o.model.max_len - 1), "-1: half of --max-len");
+  if (o.model.tail < 0) o.model.tail = o.model.max_len / 2;
   o.model.d_model = p.integer("d-model");
   o.model.layers = p.integer("layers");
   o.model.heads = p.integer("heads");

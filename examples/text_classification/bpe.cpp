@@ -205,6 +205,39 @@ std::vector<int64_t> Bpe::encode_piece(const std::string& piece) const {
   return s;
 }
 
+std::vector<int64_t> Bpe::encode_head_tail(const std::string& text, int64_t max_len,
+                                           int64_t tail) const {
+  std::vector<int64_t> ids = encode(text, max_len + 1);
+  if (tail <= 0 || static_cast<int64_t>(ids.size()) <= max_len) {
+    if (static_cast<int64_t>(ids.size()) > max_len) ids.resize(static_cast<size_t>(max_len));
+    return ids;
+  }
+  ids.resize(static_cast<size_t>(max_len - tail));
+  // The tail: the last pieces of a suffix window (its first piece may be cut, so it is dropped
+  // unless the window is the whole text).
+  size_t window = std::max<size_t>(4096, 64 * static_cast<size_t>(tail));
+  size_t start = text.size() > window ? text.size() - window : 0;
+  while (start > 0 && start < text.size() &&
+         (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80)
+    ++start;
+  std::vector<std::string> pieces = pretokenize(text.substr(start));
+  if (start > 0 && !pieces.empty()) pieces.erase(pieces.begin());
+  std::vector<int64_t> back;
+  for (size_t i = pieces.size(); i-- > 0 && static_cast<int64_t>(back.size()) < tail;) {
+    std::string piece = pieces[i];
+    if (piece.size() > 1024) {  // as encode() caps a blob
+      size_t cut = 1024;
+      while (cut > 0 && (static_cast<unsigned char>(piece[cut]) & 0xC0) == 0x80) --cut;
+      piece.resize(cut);
+    }
+    std::vector<int64_t> p = encode_piece(piece);
+    back.insert(back.begin(), p.begin(), p.end());
+  }
+  if (static_cast<int64_t>(back.size()) > tail) back.erase(back.begin(), back.end() - tail);
+  ids.insert(ids.end(), back.begin(), back.end());
+  return ids;
+}
+
 std::vector<int64_t> Bpe::encode(const std::string& text, int64_t max_len) const {
   // A "word" longer than kMaxPiece bytes (a base64 blob, a 50 MB line of one letter) is cut
   // there: merging is quadratic in the piece length, and no real word is that long.

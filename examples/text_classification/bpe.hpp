@@ -41,6 +41,11 @@ class Bpe {
 
   // Token ids of text, at most max_len of them (max_len < 0: all).
   std::vector<int64_t> encode(const std::string& text, int64_t max_len = -1) const;
+  // At most max_len ids: the whole text when it fits, else its first max_len - tail tokens and
+  // its last `tail` (head + tail truncation: an email's end, with its unsubscribe lines, says
+  // as much as its start). tail 0 is encode(text, max_len).
+  std::vector<int64_t> encode_head_tail(const std::string& text, int64_t max_len,
+                                        int64_t tail) const;
   std::string decode(const std::vector<int64_t>& ids) const;
   const std::string& token(int64_t id) const;  // "<pad>", "<unk>", "▁the", ...
   int64_t vocab_size() const { return static_cast<int64_t>(vocab_.size()); }

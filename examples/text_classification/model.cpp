@@ -10,13 +10,10 @@
 namespace tgx::cls {
 
 nlohmann::json ModelConfig::to_json() const {
-  return {{"vocab_size", vocab_size},
-          {"num_classes", num_classes},
-          {"max_len", max_len},
-          {"d_model", d_model},
-          {"layers", layers},
-          {"heads", heads},
-          {"ff", ff},
+  return {{"vocab_size", vocab_size}, {"num_classes", num_classes},
+          {"max_len", max_len},       {"tail", tail},
+          {"d_model", d_model},       {"layers", layers},
+          {"heads", heads},           {"ff", ff},
           {"dropout", dropout}};
 }
 
@@ -34,6 +31,7 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j, const std::string& w
   get_int("layers", c.layers);
   get_int("heads", c.heads);
   get_int("ff", c.ff);
+  if (j.contains("tail")) get_int("tail", c.tail);  // runs saved before --tail have none
   if (!j.contains("dropout") || !j["dropout"].is_number())
     throw UserError(fmt::format("{}: model config lacks number field 'dropout'", what));
   c.dropout = j["dropout"].get<double>();
@@ -58,6 +56,9 @@ void ModelConfig::validate() const {
   positive(layers, "--layers");
   positive(heads, "--heads");
   positive(ff, "--ff");
+  if (tail < 0 || tail >= max_len)
+    throw UserError(fmt::format("--tail {}: must be in [0, {}] (below --max-len {})", tail,
+                                max_len - 1, max_len));
   if (d_model % heads != 0)
     throw UserError(fmt::format("--d-model {} must be divisible by --heads {}", d_model, heads));
   if (!(dropout >= 0 && dropout < 1))

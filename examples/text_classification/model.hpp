@@ -25,6 +25,7 @@ struct ModelConfig {
   int64_t vocab_size = 0;
   int64_t num_classes = 0;
   int64_t max_len = 128;
+  int64_t tail = 0;  // of max_len, tokens taken from the text's end (head + tail truncation)
   int64_t d_model = 64;
   int64_t layers = 2;
   int64_t heads = 4;

@@ -81,7 +81,7 @@ Data prepare(const RunOptions& o) {
     if (tg::dist::rank() == 0) d.bpe.save(tok_path);
   }
   for (const Example& e : d.ds.examples) {
-    d.tokens.push_back(d.bpe.encode(e.text, o.model.max_len));
+    d.tokens.push_back(d.bpe.encode_head_tail(e.text, o.model.max_len, o.model.tail));
     if (d.tokens.back().empty()) d.tokens.back().push_back(Bpe::kUnk);
   }
   return d;
@@ -553,7 +553,7 @@ TrainedRun load_run(const std::string& out) {
 std::vector<int64_t> TrainedRun::encode(const std::string& text, const std::string& what) const {
   require_utf8(text, what);
   if (trim(text).empty()) throw UserError(what + ": the text is empty");
-  std::vector<int64_t> ids = bpe.encode(text, model->cfg.max_len);
+  std::vector<int64_t> ids = bpe.encode_head_tail(text, model->cfg.max_len, model->cfg.tail);
   if (ids.empty()) ids.push_back(Bpe::kUnk);
   return ids;
 }

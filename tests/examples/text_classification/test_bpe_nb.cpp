@@ -19,6 +19,28 @@ std::vector<std::string> corpus() {
 }
 }  // namespace
 
+TEST_CASE("bpe: head + tail truncation keeps a long text's start and end",
+          "[text_classification]") {
+  Bpe::Options o;
+  o.vocab_size = 60;
+  o.min_char_count = 1;
+  Bpe bpe = Bpe::train(corpus(), o);
+  std::string text = "the lower road";
+  for (int i = 0; i < 2000; ++i) text += " low new";  // ~16 KB: the tail window is a suffix
+  text += " the newest road!";
+  const std::vector<int64_t> all = bpe.encode(text);
+  REQUIRE(all.size() > 4000);
+  const std::vector<int64_t> ht = bpe.encode_head_tail(text, 12, 5);
+  REQUIRE(ht.size() == 12);
+  CHECK(std::vector<int64_t>(ht.begin(), ht.begin() + 7) == bpe.encode(text, 7));
+  CHECK(std::vector<int64_t>(ht.begin() + 7, ht.end()) ==
+        std::vector<int64_t>(all.end() - 5, all.end()));
+  CHECK(bpe.decode({ht.end() - 5, ht.end()}).find("newest road!") != std::string::npos);
+  // A text that fits is encoded whole; tail 0 is the plain prefix.
+  CHECK(bpe.encode_head_tail("the low road", 12, 5) == bpe.encode("the low road"));
+  CHECK(bpe.encode_head_tail(text, 12, 0) == bpe.encode(text, 12));
+}
+
 TEST_CASE("bpe: pretokenize lowercases and splits words from punctuation",
           "[text_classification]") {
   std::vector<std::string> p = Bpe::pretokenize("Hello, World!  x");

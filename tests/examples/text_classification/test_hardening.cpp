@@ -156,7 +156,8 @@ TEST_CASE("hardening: out-of-range options are refused naming the allowed range"
            {"--epochs", "0", "--epochs 0: must be >= 1"},
            {"--dropout", "1.5", "--dropout 1.5: must be in [0, 0.999]"},
            {"--threads", "-2", "--threads -2: must be >= 0"},
-           {"--split-seed", "-2", "--split-seed -2: must be >= -1 (-1: --seed)"}})
+           {"--split-seed", "-2", "--split-seed -2: must be >= -1 (-1: --seed)"},
+           {"--tail", "48", "--tail 48: must be in [-1, 47] (-1: half of --max-len)"}})
     CHECK_THROWS_WITH(run(tiny(out, {flag, value})), Contains(want));
   CHECK_THROWS_WITH(run(tiny(out, {"--metrics-out", "/proc/no/such/metrics.json"})),
                     Contains("--metrics-out /proc/no/such/metrics.json: cannot write there"));
@@ -185,7 +186,7 @@ TEST_CASE("hardening: the BPE encodes a long text's first tokens without tokeniz
 TEST_CASE("hardening: --split-seed keeps the split while --seed changes the initialisation",
           "[text_classification]") {
   const std::string a = fresh("split_a"), b = fresh("split_b");
-  REQUIRE(run(tiny(a, {"--epochs", "1"})) == 0);                           // seed 3: split 3
+  REQUIRE(run(tiny(a, {"--epochs", "1"})) == 0);  // seed 3: split 3
   REQUIRE(run(tiny(b, {"--epochs", "1", "--seed", "9", "--split-seed", "3"})) == 0);
   nlohmann::json ma = metrics(a), mb = metrics(b);
   CHECK(ma["split_seed"] == 3);
