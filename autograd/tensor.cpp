@@ -89,6 +89,7 @@ void check_cuda_index(int index, const char* op) {
 }  // namespace
 int cuda_device_count() { return tg::cuda::device_count(); }
 bool cuda_is_available() { return tg::cuda::device_count() > 0; }
+std::string cuda_unavailable_reason() { return tg::cuda::unavailable_reason(); }
 void cuda_synchronize(int index) {
   check_cuda_index(index, "cuda_synchronize");
   cuda_call("cuda_synchronize", [&] { tg::cuda::synchronize(index); });

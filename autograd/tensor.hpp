@@ -70,6 +70,9 @@ Device parse_device(const std::string& s);
 // CUDA devices visible to this process (0 without a GPU or in a build without CUDA).
 int cuda_device_count();
 bool cuda_is_available();
+// Why CUDA cannot be used at all ("this build has no CUDA", or why the CUDA module
+// libtapegrad_cuda.so did not load); "" when the kernels are there, even with 0 devices.
+std::string cuda_unavailable_reason();
 // Waits for every queued kernel on a CUDA device (timing; copies to the host already wait).
 void cuda_synchronize(int index = 0);
 // The CUDA caching allocator: bytes held by live tensors (and their peak), bytes reserved from

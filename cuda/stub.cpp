@@ -16,7 +16,9 @@ thread_local const char* g_op = nullptr;
 }  // namespace
 
 bool built_with_cuda() { return false; }
-const char* unavailable_reason() { return "this build has no CUDA"; }
+const char* unavailable_reason() {
+  return "this build has no CUDA (configure with nvcc on PATH, -DTG_CUDA=ON)";
+}
 int device_count() { return 0; }
 const char* device_name(int) { return ""; }
 const char* current_op() { return g_op ? g_op : "cuda"; }

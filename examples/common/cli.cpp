@@ -197,11 +197,11 @@ tg::Device device_option(const std::string& s) {
   if (d.is_cuda() && d.index >= tg::cuda_device_count())
     throw UserError(
         "--device " + s + ": " +
-        (tg::cuda_device_count() == 0
-             ? std::string("no CUDA device is available here (no GPU, no driver, or "
-                           "tapegrad was built without CUDA: configure with nvcc on "
-                           "PATH)")
-             : "only " + std::to_string(tg::cuda_device_count()) + " CUDA device(s) are visible"));
+        (tg::cuda_device_count() > 0
+             ? "only " + std::to_string(tg::cuda_device_count()) + " CUDA device(s) are visible"
+         : !tg::cuda_unavailable_reason().empty()
+             ? "no CUDA device is available here: " + tg::cuda_unavailable_reason()
+             : std::string("no CUDA device is available here (no GPU or no driver)")));
   return d;
 }
 

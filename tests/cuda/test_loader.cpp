@@ -67,6 +67,7 @@ int missing_mode() {
   check(contains(why, "libtapegrad_cuda.so could not be loaded") &&
             contains(why, "/nonexistent/libtapegrad_cuda.so") && contains(why, "TG_CUDA_LIBRARY"),
         "the reason names the module, the path tried and TG_CUDA_LIBRARY");
+  check(tg::cuda_unavailable_reason() == why, "tg::cuda_unavailable_reason() says the same");
   try {
     tg::ones({2}).to(tg::cuda_device(0));
     check(false, "moving a tensor to cuda:0 throws");
