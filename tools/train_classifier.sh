@@ -9,16 +9,5 @@
 # Output: runs/text_classification (metrics.json, loss_curve.png, attention/, checkpoints).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash tools/setup.sh --data
-# OpenBLAS 0.3.21 misdetects some AVX-512 CPUs and falls back to slow kernels unless told.
-if [[ -z "${OPENBLAS_CORETYPE:-}" ]] && grep -q avx512f /proc/cpuinfo; then
-  export OPENBLAS_CORETYPE=SkylakeX
-fi
-jobs="${TG_JOBS:-$(nproc)}"
-export OMP_NUM_THREADS="${OMP_NUM_THREADS:-$(nproc)}"
-# Idle OpenMP threads sleep instead of spinning: on a small machine shared with anything else,
-# spinning threads halve the training speed.
-export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DTG_BUILD_BENCH=OFF >/dev/null
-cmake --build build -j "$jobs" --target text_classification
+source tools/build_example.sh text_classification
 exec ./build/examples/text_classification "$@"

@@ -7,11 +7,5 @@
 #   bash tools/train_translation.sh --translate "seventy-one thousand, four hundred and two"
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash tools/setup.sh --data
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j "${TG_JOBS:-$(nproc)}" --target translation
-# OpenBLAS 0.3.21 misdetects AVX-512 CPUs and falls back to slow kernels unless told.
-if [[ -z "${OPENBLAS_CORETYPE:-}" ]] && grep -q avx512f /proc/cpuinfo; then
-  export OPENBLAS_CORETYPE=SkylakeX
-fi
-./build/examples/translation "$@"
+source tools/build_example.sh translation
+exec ./build/examples/translation "$@"

@@ -1,9 +1,10 @@
-// examples/text_classification/data.cpp — loading SpamAssassin and fortunes, overstrike
-// resolution, and the seeded stratified split. See data.hpp.
+// examples/text_classification/data.cpp — loading SpamAssassin and fortunes (the fortune-file
+// parser itself is common/fortunes.hpp), and the seeded stratified split. See data.hpp.
 #include "text_classification/data.hpp"
 
 #include "autograd/tensor.hpp"
 #include "common/cli.hpp"
+#include "common/fortunes.hpp"
 #include "common/text.hpp"
 #include "text_classification/email.hpp"
 
@@ -22,7 +23,6 @@ const char* kSpamHint =
 const char* kFortunesHint =
     "install it with: sudo apt-get install fortunes   (or: bash "
     "tools/setup.sh --data), or pass --data-dir DIR";
-const char* kFortunesDir = "/usr/share/games/fortunes";
 const std::vector<std::string> kFortuneClasses = {"computers", "definitions", "people", "politics",
                                                   "science",   "songs-poems", "work"};
 
@@ -88,56 +88,9 @@ Dataset load_spam(const std::string& dir, const std::vector<std::string>& header
   return ds;
 }
 
-std::string resolve_overstrikes(const std::string& text) {
-  std::string out;
-  std::vector<std::string> cells;  // the current line, one code point per cell
-  size_t cursor = 0;
-  auto flush = [&] {
-    for (const std::string& c : cells) out += c;
-    cells.clear();
-    cursor = 0;
-  };
-  for (const std::string& ch : utf8_chars(text)) {
-    if (ch == "\n") {
-      flush();
-      out += '\n';
-    } else if (ch == "\b") {
-      if (cursor > 0) --cursor;
-    } else if (cursor < cells.size()) {
-      // Printed on top: an underline keeps the letter under it; otherwise the new one wins.
-      if (ch != "_") cells[cursor] = ch;
-      ++cursor;
-    } else {
-      cells.push_back(ch);
-      ++cursor;
-    }
-  }
-  flush();
-  return out;
-}
-
 std::vector<std::string> parse_fortunes(const std::string& text, const std::string& what) {
-  require_utf8(text, what);
   std::vector<std::string> items;
-  std::string cur;
-  auto finish = [&] {
-    std::string t = squeeze_spaces(resolve_overstrikes(cur));
-    if (!t.empty()) items.push_back(t);
-    cur.clear();
-  };
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    size_t next = end == std::string::npos ? text.size() : end + 1;
-    std::string line = text.substr(pos, next - pos);
-    if (trim(line) == "%" && line.find_first_not_of("% \t\r\n") == std::string::npos &&
-        std::count(line.begin(), line.end(), '%') == 1)
-      finish();
-    else
-      cur += line;
-    pos = next;
-  }
-  finish();
+  for (const std::string& item : fortune_items(text, what)) items.push_back(squeeze_spaces(item));
   return items;
 }
 

@@ -14,6 +14,8 @@
 // Deliberately not here: tokenization (bpe.hpp), batching (train.hpp).
 #pragma once
 
+#include "common/fortunes.hpp"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -49,8 +51,8 @@ Dataset load_fortunes(const std::string& dir);
 // backspaces, another character printed on top: "_\bX" and "X\b_" -> X, "X\bX" -> X), squeezes
 // whitespace, drops empty items. UserError when the text is not valid UTF-8.
 std::vector<std::string> parse_fortunes(const std::string& text, const std::string& what);
-// Resolves backspace overstrikes in one piece of text (line by line, like a line printer).
-std::string resolve_overstrikes(const std::string& text);
+// resolve_overstrikes and the item splitting are shared with the GPT example: common/fortunes.hpp.
+using tgx::resolve_overstrikes;
 
 // A seeded Fisher–Yates shuffle drawing from its own tg::Generator (never the global one).
 void seeded_shuffle(std::vector<int64_t>& v, uint64_t seed);

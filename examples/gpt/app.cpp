@@ -1,0 +1,304 @@
+// examples/gpt/app.cpp — the gpt program: options (each refused outside its range), the training
+// run from corpus to report (split, vocabulary, n-gram baseline, training, samples, metrics.json,
+// loss curve) and --sample from a saved run.
+#include "gpt/app.hpp"
+
+#include "autograd/io.hpp"
+#include "common/cli.hpp"
+#include "common/progress.hpp"
+#include "common/text.hpp"
+#include "gpt/data.hpp"
+#include "gpt/ngram.hpp"
+#include "gpt/report.hpp"
+#include "gpt/sample.hpp"
+#include "gpt/train.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+
+namespace tgx::gpt {
+namespace {
+
+using Json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+ArgParser make_parser() {
+  ArgParser p("gpt",
+              "A character-level GPT trained on Debian's fortunes (whole files held out), beside "
+              "an interpolated Kneser-Ney n-gram baseline; --sample generates text with a saved "
+              "run.");
+  p.option("data-dir", "", "folder of fortune files (default /usr/share/games/fortunes)")
+      .option("block", "32", "context length T (positions)")
+      .option("d-model", "128", "model width C")
+      .option("layers", "4", "Transformer blocks")
+      .option("heads", "4", "attention heads (must divide --d-model)")
+      .option("ff", "0", "feed-forward width (0: 4 x --d-model)")
+      .option("dropout", "0", "dropout in [0, 1)")
+      .option("window", "0", "attention window W: 0 full causal, W > 0 the last W keys (O(T·W))")
+      .flag("tie-weights", "share the LM head's weight with the token embedding")
+      .option("batch-size", "128", "windows per step")
+      .option("lr", "0.006", "peak learning rate (AdamW, linear warmup then cosine to 10 %)")
+      .option("weight-decay", "0.1", "AdamW weight decay (matrices only)")
+      .option("warmup", "100", "warmup steps")
+      .option("steps", "1700", "training steps (the length of the schedule)")
+      .option("max-steps", "0", "stop this run at that step (0: run to --steps; --resume goes on)")
+      .option("eval-every", "250", "steps between evaluations and checkpoints")
+      .option("eval-windows", "64", "windows of each fixed evaluation set (held-out and train)")
+      .option("clip", "1.0", "gradient norm clipping (0: off)")
+      .option("patience", "0", "stop after this many evaluations without a better held-out loss")
+      .option("ngram-order", "5", "order of the Kneser-Ney baseline")
+      .option("samples", "3", "samples generated with the best model at the end")
+      .option("seed", "1", "seed of the split, initialisation, batches and samples")
+      .option("threads", "0", "CPU threads (0: OMP_NUM_THREADS or all cores)")
+      .option("device", "cpu", "where training runs: cpu, cuda or cuda:N")
+      .option("out", "runs/gpt", "run folder (metrics.json, loss_curve.png, checkpoints)")
+      .option("sample", "", "generate text after this prompt with the model in --out")
+      .option("temperature", "0.8", "sampling temperature (> 0)")
+      .option("top-k", "0", "sample among the k likeliest characters (0: all)")
+      .option("length", "300", "characters to generate")
+      .flag("resume", "continue training from --out/last")
+      .flag("quiet", "no progress output");
+  return p;
+}
+
+// lo < value <= hi, refused naming the range.
+double open_below(const ArgParser& p, const std::string& name, double lo, double hi) {
+  const double v = p.number(name);
+  if (!(v > lo && v <= hi))
+    throw UserError(fmt::format("--{} {}: must be in ({}, {}]", name, p.str(name), lo, hi));
+  return v;
+}
+
+GptConfig model_config(const ArgParser& a) {
+  GptConfig c;
+  c.block = int_option(a, "block", 1, 65536);
+  c.d_model = int_option(a, "d-model", 1, 8192);
+  c.layers = int_option(a, "layers", 1, 128);
+  c.heads = int_option(a, "heads", 1, 256);
+  const int64_t ff = int_option(a, "ff", 0, 65536, "0: 4 x --d-model");
+  c.ff = ff > 0 ? ff : 4 * c.d_model;
+  c.window = int_option(a, "window", 0, c.block, "0: full causal attention; at most --block");
+  c.dropout = number_option(a, "dropout", 0, 1);
+  if (c.dropout >= 1) throw UserError(fmt::format("--dropout {}: must be < 1", a.str("dropout")));
+  c.tie_weights = a.flag("tie-weights");
+  if (c.d_model % c.heads != 0)
+    throw UserError(
+        fmt::format("--d-model {} must be divisible by --heads {}", c.d_model, c.heads));
+  return c;
+}
+
+TrainOptions train_options(const ArgParser& a) {
+  TrainOptions o;
+  o.steps = int_option(a, "steps", 1, 100000000);
+  o.max_steps = int_option(a, "max-steps", 0, 100000000, "0: run to --steps");
+  o.batch_size = int_option(a, "batch-size", 1, 65536);
+  o.warmup = int_option(a, "warmup", 0, o.steps, "at most --steps");
+  o.eval_every = int_option(a, "eval-every", 1, 100000000);
+  o.eval_windows = int_option(a, "eval-windows", 1, 1000000);
+  o.patience = int_option(a, "patience", 0, 1000000, "0: off");
+  o.lr = open_below(a, "lr", 0, 10);
+  o.weight_decay = number_option(a, "weight-decay", 0, 10);
+  o.clip = number_option(a, "clip", 0, 1e6, "0: off");
+  o.seed = static_cast<uint64_t>(int_option(a, "seed", 0));
+  o.out = a.str("out");
+  if (o.out.empty()) throw UserError("--out: must not be empty");
+  o.resume = a.flag("resume");
+  o.device = device_option(a.str("device"));
+  return o;
+}
+
+SampleOptions sample_options(const ArgParser& a) {
+  SampleOptions s;
+  s.temperature = open_below(a, "temperature", 0, 100);
+  s.top_k = int_option(a, "top-k", 0, 1000000, "0: off");
+  s.length = int_option(a, "length", 0, 1000000);
+  return s;
+}
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+struct Baseline {
+  double heldout = 0, windows = 0, seconds = 0;
+  Json json;
+};
+
+Baseline ngram_baseline(const std::vector<int64_t>& train, const std::vector<int64_t>& held,
+                        const std::vector<int64_t>& starts, int64_t T, int64_t vocab,
+                        int64_t order) {
+  const auto t0 = Clock::now();
+  KneserNey::Options ko;
+  ko.order = order;
+  KneserNey kn(train, vocab, ko);
+  Baseline b;
+  b.heldout = kn.nats_per_char(held, 1);  // like the GPT: every character after the first
+  b.windows = kn.nats_per_char_windows(held, starts, T);
+  b.seconds = seconds_since(t0);
+  std::vector<double> d;
+  for (int64_t n = 1; n <= order; ++n) d.push_back(kn.discount(n));
+  b.json = {{"name", fmt::format("interpolated Kneser-Ney, order {}", order)},
+            {"order", order},
+            {"discounts", d},
+            {"heldout_nats_per_char", b.heldout},
+            {"heldout_windows_nats_per_char", b.windows},
+            {"seconds", b.seconds}};
+  return b;
+}
+
+int train_mode(const ArgParser& a) {
+  const auto t_start = Clock::now();
+  const bool quiet = a.flag("quiet");
+  GptConfig cfg = model_config(a);
+  TrainOptions to = train_options(a);
+  const int64_t n_samples = int_option(a, "samples", 0, 100);
+  const int64_t order = int_option(a, "ngram-order", 1, 8);
+  SampleOptions so = sample_options(a);
+  so.length = a.given("length") ? so.length : 200;
+  require_writable(to.out + "/metrics.json", "--out");
+  Progress prog(quiet ? Progress::Mode::kQuiet : Progress::Mode::kAuto);
+
+  // Data: the corpus, the split by file, the vocabulary of the training text.
+  std::vector<CorpusFile> files = load_corpus(a.str("data-dir"));
+  Split split = split_by_file(files, to.seed);
+  CharVocab vocab = CharVocab::build(split.train_text);
+  int64_t unk = 0;
+  const std::vector<int64_t> train_ids = vocab.encode(split.train_text);
+  const std::vector<int64_t> held_ids = vocab.encode(split.heldout_text, &unk);
+  const int64_t total = split.train_chars + split.heldout_chars;
+  prog.line(fmt::format(
+      "fortunes: {} files, {} characters; held out {} files ({} characters, {:.1f} %): {}; "
+      "vocabulary {} characters + <unk> ({} held-out characters unseen in training)",
+      files.size(), total, split.heldout_files.size(), split.heldout_chars,
+      100.0 * static_cast<double>(split.heldout_chars) / static_cast<double>(total),
+      fmt::join(split.heldout_files, ", "), vocab.size() - 1, unk));
+  cfg.vocab_size = vocab.size();
+  cfg.validate();
+
+  const std::vector<int64_t> held_starts =
+      eval_starts(static_cast<int64_t>(held_ids.size()), cfg.block, to.eval_windows, to.seed);
+  Baseline base = ngram_baseline(train_ids, held_ids, held_starts, cfg.block, vocab.size(), order);
+  prog.line(fmt::format(
+      "baseline: {}: held-out {:.4f} nats/char (on the evaluation windows {:.4f}) [{:.1f}s]",
+      base.json["name"].get<std::string>(), base.heldout, base.windows, base.seconds));
+
+  const int threads = tg::get_num_threads();
+  tg::manual_seed(to.seed);
+  Gpt model(cfg);
+  Json split_json = {
+      {"seed", to.seed},
+      {"train_files", split.train_files},
+      {"heldout_files", split.heldout_files},
+      {"train_chars", split.train_chars},
+      {"heldout_chars", split.heldout_chars},
+      {"heldout_fraction", static_cast<double>(split.heldout_chars) / static_cast<double>(total)},
+      {"heldout_unknown_chars", unk},
+      {"vocab_size", vocab.size()}};
+  const Json identity = {{"seed", to.seed},
+                         {"steps", to.steps},
+                         {"batch_size", to.batch_size},
+                         {"lr", to.lr},
+                         {"weight_decay", to.weight_decay},
+                         {"warmup", to.warmup},
+                         {"clip", to.clip},
+                         {"eval_windows", to.eval_windows},
+                         {"train_files", split.train_files},
+                         {"model", cfg.to_json()},
+                         {"vocab", vocab.to_json()}};
+  prog.line(fmt::format(
+      "model: {} parameters ({} blocks, d_model {}, {} heads, T {}{}{}); {} "
+      "steps of {} windows; {} threads on {}",
+      model.num_parameters(), cfg.layers, cfg.d_model, cfg.heads, cfg.block,
+      cfg.window > 0 ? fmt::format(", window {}", cfg.window) : "",
+      cfg.tie_weights ? ", tied head" : "", to.steps, to.batch_size, threads, to.device.str()));
+  TrainResult r = train(model, train_ids, held_ids, vocab, to, identity, prog);
+
+  // The best model on the whole held-out text, its samples and the report.
+  SavedModel best = load_best(to.out);
+  const auto t_eval = Clock::now();
+  best.model->to(to.device);
+  const double heldout = evaluate_text(*best.model, held_ids, to.batch_size, to.device);
+  best.model->to(tg::kCPU);
+  const double eval_s = seconds_since(t_eval);
+  std::vector<std::string> samples;
+  tg::manual_seed(to.seed);
+  for (int64_t i = 0; i < n_samples; ++i)
+    samples.push_back(vocab.decode(generate(*best.model, vocab.encode(kFortuneStart), so)));
+  const std::string header = fmt::format("step {}, temperature {}, top-k {}, seed {}", best.step,
+                                         so.temperature, so.top_k, to.seed);
+  write_samples(to.out + "/samples.txt", samples, header);
+  write_loss_curve(to.out + "/loss_curve.png", r.history, base.windows);  // like for like
+  const double total_s = seconds_since(t_start);
+  Json m = {{"config", cfg.to_json()},
+            {"training",
+             {{"steps", to.steps},
+              {"batch_size", to.batch_size},
+              {"lr", to.lr},
+              {"weight_decay", to.weight_decay},
+              {"warmup", to.warmup},
+              {"clip", to.clip},
+              {"eval_every", to.eval_every},
+              {"eval_windows", to.eval_windows},
+              {"seed", to.seed},
+              {"device", to.device.str()},
+              {"threads", threads}}},
+            {"split", split_json},
+            {"steps_done", r.step},
+            {"early_stopped", r.early_stopped},
+            {"history", r.history.to_json()},
+            {"best_step", r.best_step},
+            {"best_heldout_windows_nats_per_char", r.best_heldout},
+            {"heldout_nats_per_char", heldout},
+            {"heldout_eval_seconds", eval_s},
+            {"final_train_loss", r.history.loss.empty() ? NAN : r.history.loss.back()},
+            {"baseline", base.json},
+            {"baseline_heldout_nats_per_char", base.heldout},
+            {"beats_baseline", heldout < base.heldout},
+            {"train_seconds", r.seconds},
+            {"total_seconds", total_s},
+            {"parameters", model.num_parameters()},
+            {"samples", samples},
+            {"samples_settings", header}};
+  tg::write_file_atomic(to.out + "/metrics.json", m.dump(2) + "\n");
+  fmt::print(
+      "held-out text ({} characters): gpt {:.4f} nats/char (best/, step {}) vs {} {:.4f} "
+      "({:+.4f}); {} parameters, {:.0f}s training, {:.0f}s in all\n",
+      held_ids.size(), heldout, r.best_step, base.json["name"].get<std::string>(), base.heldout,
+      heldout - base.heldout, model.num_parameters(), r.seconds, total_s);
+  if (!quiet && !samples.empty()) fmt::print("sample 1:\n{}\n", samples.front());
+  fmt::print(
+      "wrote {0}/metrics.json, {0}/loss_curve.png, {0}/samples.txt; checkpoints {0}/best "
+      "and {0}/last\n",
+      to.out);
+  return 0;
+}
+
+int sample_mode(const ArgParser& a) {
+  SampleOptions so = sample_options(a);
+  const uint64_t seed = static_cast<uint64_t>(int_option(a, "seed", 0));
+  SavedModel s = load_best(a.str("out"));
+  const std::string prompt = a.str("sample");
+  std::vector<int64_t> ctx =
+      prompt.empty() ? s.vocab.encode(kFortuneStart) : s.vocab.encode_strict(prompt, "--sample");
+  tg::manual_seed(seed);
+  fmt::print("{}{}\n", prompt, s.vocab.decode(generate(*s.model, ctx, so)));
+  return 0;
+}
+
+}  // namespace
+
+int run(const std::vector<std::string>& args) {
+  ArgParser a = make_parser();
+  std::vector<const char*> argv = {"gpt"};
+  for (const std::string& s : args) argv.push_back(s.c_str());
+  if (!a.parse(static_cast<int>(argv.size()), argv.data())) return 0;
+  const int threads = threads_option(a);
+  if (threads > 0) tg::set_num_threads(threads);
+  if (a.given("sample")) return sample_mode(a);
+  return train_mode(a);
+}
+
+}  // namespace tgx::gpt

@@ -1,0 +1,351 @@
+// examples/gpt/train.cpp — batches, evaluation, the training loop with its checkpoints and exact
+// resume, and loading the best model (see train.hpp).
+#include "gpt/train.hpp"
+
+#include "autograd/tape.hpp"
+#include "common/cli.hpp"
+#include "common/run_folder.hpp"
+#include "common/text.hpp"
+#include "nn/checkpoint.hpp"
+#include "nn/clip.hpp"
+#include "nn/optim.hpp"
+#include "nn/schedule.hpp"
+#include "ops/ops.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
+namespace tgx::gpt {
+namespace {
+
+using Json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+struct Batch {
+  tg::Tensor x, y;  // (B, T) int64 inputs and next-character targets
+};
+
+Batch make_batch(const std::vector<int64_t>& ids, const std::vector<int64_t>& starts, size_t begin,
+                 size_t end, int64_t T, tg::Device dev) {
+  const int64_t B = static_cast<int64_t>(end - begin);
+  std::vector<int64_t> x(static_cast<size_t>(B * T)), y(static_cast<size_t>(B * T));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t) {
+      const size_t s = static_cast<size_t>(starts[begin + static_cast<size_t>(b)] + t);
+      x[static_cast<size_t>(b * T + t)] = ids[s];
+      y[static_cast<size_t>(b * T + t)] = ids[s + 1];
+    }
+  return {tg::tensor(x, {B, T}).to(dev), tg::tensor(y, {B, T}).to(dev)};
+}
+
+tg::Tensor lm_loss(Gpt& model, const Batch& b, tg::Reduction r = tg::Reduction::Mean) {
+  tg::Tensor logits = model.forward(b.x);  // (B, T, V)
+  const int64_t BT = logits.size(0) * logits.size(1);
+  tg::CrossEntropyOptions ce;
+  ce.reduction = r;
+  return tg::cross_entropy(logits.reshape({BT, logits.size(2)}), b.y.reshape({BT}), ce);
+}
+
+// AdamW decays the matrices of the blocks and the head (not embeddings, norms or biases).
+std::vector<tg::nn::ParamGroup> param_groups(Gpt& m) {
+  std::vector<tg::Tensor> decay, no_decay;
+  for (auto& [name, p] : m.named_parameters()) {
+    const bool emb = name.rfind("tok_emb", 0) == 0 || name.rfind("pos_emb", 0) == 0;
+    // A tied head is the token embedding: nanoGPT decays it (it is a Linear weight there).
+    (p.dim() >= 2 && (!emb || (m.cfg.tie_weights && name == "tok_emb.weight")) ? decay : no_decay)
+        .push_back(p);
+  }
+  return {tg::nn::ParamGroup(decay), tg::nn::ParamGroup(no_decay, {{"weight_decay", 0.0}})};
+}
+
+Json meta_json(const tg::nn::Metadata& m, const std::string& key, const std::string& what) {
+  auto it = m.find(key);
+  Json j = it == m.end() ? Json() : Json::parse(it->second, nullptr, false);
+  if (it == m.end() || j.is_discarded())
+    throw UserError(
+        fmt::format("{}: not a checkpoint of the gpt program (no valid '{}' metadata)", what, key));
+  return j;
+}
+
+// UserError listing every difference between the saved run's identity and this one's.
+void check_same_run(const Json& saved, const Json& now, const std::string& what) {
+  std::vector<std::string> diffs;
+  for (auto it = now.begin(); it != now.end(); ++it)
+    if (!saved.contains(it.key()) || saved[it.key()] != it.value())
+      diffs.push_back(fmt::format("{}: checkpoint {}, now {}", it.key(),
+                                  saved.contains(it.key()) ? saved[it.key()].dump() : "none",
+                                  it.value().dump()));
+  if (!diffs.empty())
+    throw UserError(fmt::format(
+        "--resume: {} is from another run ({}); resume with the same options or use another "
+        "--out",
+        what, fmt::join(diffs, "; ")));
+}
+
+// Everything of the loop that a checkpoint carries besides model, optimizer and scheduler.
+struct LoopState {
+  TrainResult r;
+  int64_t bad_evals = 0;
+  tg::Generator sampler;
+
+  tg::nn::Metadata meta(const Json& identity, const CharVocab& v, const GptConfig& cfg) const {
+    Json s = {{"step", r.step},
+              {"best_step", r.best_step},
+              {"best_heldout", r.best_heldout},
+              {"bad_evals", bad_evals},
+              {"seconds", r.seconds}};
+    return {{"gpt.run", identity.dump()},
+            {"gpt.state", s.dump()},
+            {"gpt.history", r.history.to_json().dump()},
+            {"gpt.sampler", sampler.get_state()},
+            {"gpt.config", cfg.to_json().dump()},
+            {"gpt.vocab", v.to_json()}};
+  }
+  void restore(const tg::nn::Metadata& m, const std::string& what) {
+    Json s = meta_json(m, "gpt.state", what);
+    r.step = s.value("step", int64_t{0});
+    r.best_step = s.value("best_step", int64_t{0});
+    r.best_heldout = s.value("best_heldout", 0.0);
+    bad_evals = s.value("bad_evals", int64_t{0});
+    r.seconds = s.value("seconds", 0.0);
+    r.history = History::from_json(meta_json(m, "gpt.history", what), what);
+    auto it = m.find("gpt.sampler");
+    if (it == m.end()) throw UserError(fmt::format("{}: no gpt.sampler state", what));
+    sampler.set_state(it->second);
+  }
+};
+
+void save_best(const std::string& out, Gpt& model, const CharVocab& v, int64_t step,
+               double heldout) {
+  std::filesystem::create_directories(out + "/best");
+  tg::nn::save_safetensors(out + "/best/model.safetensors", model.state_dict(),
+                           {{"gpt.config", model.cfg.to_json().dump()},
+                            {"gpt.vocab", v.to_json()},
+                            {"gpt.step", std::to_string(step)},
+                            {"gpt.heldout_loss", fmt::format("{}", heldout)}});
+}
+
+}  // namespace
+
+Json History::to_json() const {
+  return {{"loss", loss},
+          {"eval_step", eval_step},
+          {"eval_train", eval_train},
+          {"eval_heldout", eval_heldout}};
+}
+
+History History::from_json(const Json& j, const std::string& what) {
+  History h;
+  try {
+    h.loss = j.at("loss").get<std::vector<double>>();
+    h.eval_step = j.at("eval_step").get<std::vector<int64_t>>();
+    h.eval_train = j.at("eval_train").get<std::vector<double>>();
+    h.eval_heldout = j.at("eval_heldout").get<std::vector<double>>();
+  } catch (const Json::exception& e) {
+    throw UserError(fmt::format("{}: not a training history ({})", what, e.what()));
+  }
+  return h;
+}
+
+std::vector<int64_t> eval_starts(int64_t size, int64_t T, int64_t n, uint64_t seed) {
+  if (size < T + 2)
+    throw UserError(
+        fmt::format("a text of {} characters is too short for windows of --block {} + 1", size, T));
+  tg::Generator g;
+  g.set_seed(seed * 7919ULL + 0xe7a1ULL);
+  std::vector<int64_t> s(static_cast<size_t>(n));
+  for (int64_t& v : s) v = static_cast<int64_t>(g.next_u64() % static_cast<uint64_t>(size - T));
+  return s;
+}
+
+double evaluate(Gpt& model, const std::vector<int64_t>& ids, const std::vector<int64_t>& starts,
+                int64_t batch, tg::Device device) {
+  tg::NoGradGuard ng;
+  const bool was_training = model.is_training();
+  model.eval();
+  double sum = 0;
+  const int64_t T = model.cfg.block;
+  for (size_t i = 0; i < starts.size(); i += static_cast<size_t>(batch)) {
+    Batch b = make_batch(ids, starts, i, std::min(starts.size(), i + static_cast<size_t>(batch)), T,
+                         device);
+    sum += lm_loss(model, b, tg::Reduction::Sum).to(tg::kCPU).item<double>();
+  }
+  model.train(was_training);
+  return sum / static_cast<double>(starts.size() * static_cast<size_t>(T));
+}
+
+double evaluate_text(Gpt& model, const std::vector<int64_t>& ids, int64_t batch,
+                     tg::Device device) {
+  const int64_t L = static_cast<int64_t>(ids.size()), T0 = model.cfg.block;
+  if (L < 2) throw UserError("evaluate_text: the text needs at least 2 characters");
+  const int64_t T = std::min(T0, L - 1), stride = std::max<int64_t>(1, T - T / 4);
+  std::vector<int64_t> starts = {0};
+  while (starts.back() + T < L - 1) starts.push_back(std::min(starts.back() + stride, L - 1 - T));
+  tg::NoGradGuard ng;
+  const bool was_training = model.is_training();
+  model.eval();
+  double sum = 0;
+  int64_t done = 0;  // targets ids[1 .. done] are scored
+  for (size_t i = 0; i < starts.size(); i += static_cast<size_t>(batch)) {
+    const size_t j = std::min(starts.size(), i + static_cast<size_t>(batch));
+    Batch b = make_batch(ids, starts, i, j, T, device);
+    std::vector<double> nll =
+        lm_loss(model, b, tg::Reduction::None).to(tg::kCPU).to_vector<double>();  // (B·T)
+    for (size_t w = i; w < j; ++w)
+      for (int64_t t = 0; t < T; ++t) {
+        const int64_t target = starts[w] + t + 1;
+        if (target <= done) continue;
+        sum += nll[(w - i) * static_cast<size_t>(T) + static_cast<size_t>(t)];
+        done = target;
+      }
+  }
+  model.train(was_training);
+  return sum / static_cast<double>(L - 1);
+}
+
+TrainResult train(Gpt& model, const std::vector<int64_t>& train_ids,
+                  const std::vector<int64_t>& heldout_ids, const CharVocab& vocab,
+                  const TrainOptions& o, const Json& identity, Progress& prog) {
+  const int64_t T = model.cfg.block, B = o.batch_size;
+  const int64_t L = static_cast<int64_t>(train_ids.size());
+  const std::vector<int64_t> held_eval =
+      eval_starts(static_cast<int64_t>(heldout_ids.size()), T, o.eval_windows, o.seed);
+  const std::vector<int64_t> train_eval = eval_starts(L, T, o.eval_windows, o.seed + 1);
+  model.to(o.device);  // before the optimizer: its state follows the parameters
+  tg::nn::AdamWOptions ao(o.lr);
+  ao.beta2 = 0.99;  // nanoGPT's choice for small character models
+  ao.weight_decay = o.weight_decay;
+  tg::nn::AdamW opt(param_groups(model), ao);
+  tg::nn::CosineWithWarmupLR sched(opt, std::min(o.warmup, o.steps), o.steps, o.min_lr_ratio);
+  std::vector<tg::Tensor> params = model.parameters();
+
+  LoopState st;
+  st.sampler.set_seed(o.seed * 1000003ULL + 0x5a3ULL);
+  std::filesystem::create_directories(o.out);
+  recover_run_folder(o.out);
+  const std::string last = last_dir(o.out);
+  if (o.resume) {
+    if (!file_exists(tg::nn::checkpoint_model_path(last)))
+      throw UserError(fmt::format("--resume: {} holds no checkpoint to resume", last));
+    auto saved = tg::nn::load_safetensors(tg::nn::checkpoint_model_path(last));
+    check_same_run(meta_json(saved.metadata, "gpt.run", last), identity, last);
+    tg::nn::CheckpointInfo info;
+    try {
+      info = tg::nn::load_checkpoint(last, model, opt, &sched);
+    } catch (const tg::Error& e) {
+      throw UserError(fmt::format("--resume: {}", e.what()));
+    }
+    st.restore(info.extra, last);
+    prog.line(fmt::format("resumed {} at step {} of {}", last, st.r.step, o.steps));
+  }
+  const int64_t end = o.max_steps > 0 ? std::min(o.steps, o.max_steps) : o.steps;
+  const auto t0 = Clock::now();
+  const double seconds_before = st.r.seconds;
+  prog.start_epoch(1, 1, std::max<int64_t>(end - st.r.step, 0));
+  while (st.r.step < end) {
+    model.train();
+    std::vector<int64_t> starts(static_cast<size_t>(B));
+    for (int64_t& s : starts)
+      s = static_cast<int64_t>(st.sampler.next_u64() % static_cast<uint64_t>(L - T));
+    tg::Tensor loss = lm_loss(model, make_batch(train_ids, starts, 0, starts.size(), T, o.device));
+    const double lv = loss.detach().to(tg::kCPU).item<double>();
+    // A diverged run stops here, before the step, with the last good checkpoint on disk.
+    if (!std::isfinite(lv))
+      throw tg::Error(fmt::format(
+          "training diverged: the loss is {} at step {}; {} holds the checkpoint of step {}. "
+          "Lower --lr (now {}) or clip (--clip, now {})",
+          lv, st.r.step + 1, last,
+          st.r.history.eval_step.empty() ? 0 : st.r.history.eval_step.back(), o.lr, o.clip));
+    opt.zero_grad();
+    loss.backward();
+    if (o.clip > 0) tg::nn::clip_grad_norm_(params, o.clip);  // --clip 0: off
+    opt.step();
+    sched.step();
+    ++st.r.step;
+    st.r.history.loss.push_back(lv);
+    prog.step(lv, B);
+    if (st.r.step % o.eval_every != 0 && st.r.step != end) continue;
+
+    // Evaluation, best model, checkpoint, early stopping.
+    const double tr = evaluate(model, train_ids, train_eval, B, o.device);
+    const double he = evaluate(model, heldout_ids, held_eval, B, o.device);
+    st.r.history.eval_step.push_back(st.r.step);
+    st.r.history.eval_train.push_back(tr);
+    st.r.history.eval_heldout.push_back(he);
+    const bool better = st.r.best_step == 0 || he < st.r.best_heldout;
+    if (better) {
+      save_best(o.out, model, vocab, st.r.step, he);
+      st.r.best_step = st.r.step;
+      st.r.best_heldout = he;
+      st.bad_evals = 0;
+    } else {
+      ++st.bad_evals;
+    }
+    st.r.seconds = seconds_before + seconds_since(t0);
+    save_last(o.out, [&](const std::string& dir) {
+      tg::nn::save_checkpoint(dir, model, opt, &sched, st.r.step,
+                              st.meta(identity, vocab, model.cfg));
+    });
+    prog.line(fmt::format("step {}/{}: train {:.4f}, held-out {:.4f} nats/char{}  [lr {:.2e}]",
+                          st.r.step, o.steps, tr, he, better ? " (best)" : "",
+                          sched.get_last_lr().front()));
+    if (o.patience > 0 && st.bad_evals >= o.patience && st.r.step < end) {
+      st.r.early_stopped = true;
+      prog.line(fmt::format(
+          "early stop at step {}: no better held-out loss in {} evaluations (--patience); best "
+          "{:.4f} at step {}",
+          st.r.step, o.patience, st.r.best_heldout, st.r.best_step));
+      break;
+    }
+  }
+  st.r.seconds = seconds_before + seconds_since(t0);
+  prog.end_epoch(
+      fmt::format("trained to step {} in {:.1f}s; best held-out {:.4f} nats/char at "
+                  "step {}",
+                  st.r.step, st.r.seconds, st.r.best_heldout, st.r.best_step));
+  model.to(tg::kCPU);
+  return st.r;
+}
+
+SavedModel load_best(const std::string& out) {
+  const std::string path = out + "/best/model.safetensors";
+  if (!file_exists(path))
+    throw UserError(fmt::format(
+        "{}: no trained model there (missing best/model.safetensors); train first, e.g. gpt "
+        "--out {}",
+        out, out));
+  tg::nn::SafetensorsFile f;
+  try {
+    f = tg::nn::load_safetensors(path);
+  } catch (const tg::Error& e) {
+    throw UserError(fmt::format("cannot read {}: {}", path, e.what()));
+  }
+  SavedModel s;
+  s.cfg = GptConfig::from_json(meta_json(f.metadata, "gpt.config", path), path);
+  auto v = f.metadata.find("gpt.vocab");
+  if (v == f.metadata.end()) throw UserError(path + ": no gpt.vocab metadata");
+  s.vocab = CharVocab::from_json(v->second, path);
+  if (s.vocab.size() != s.cfg.vocab_size)
+    throw UserError(fmt::format("{}: the vocabulary has {} characters but the model {}", path,
+                                s.vocab.size(), s.cfg.vocab_size));
+  s.model = std::make_shared<Gpt>(s.cfg);
+  try {
+    s.model->load_state_dict(f.tensors);
+  } catch (const tg::Error& e) {
+    throw UserError(fmt::format("{}: does not fit the model it names: {}", path, e.what()));
+  }
+  auto step = f.metadata.find("gpt.step");
+  if (step != f.metadata.end()) s.step = parse_int(step->second).value_or(0);
+  s.model->eval();
+  return s;
+}
+
+}  // namespace tgx::gpt

@@ -1,0 +1,231 @@
+// tests/examples/gpt/test_app.cpp — the gpt program end to end through run() on the committed
+// fixture corpus: a short run (the loss falls, metrics.json holds real values, best/ and last/
+// exist), seeded sampling from the saved run, --resume giving exactly the losses of an
+// uninterrupted run, the model's causality and sliding window, and bad options refused with
+// their allowed range.
+#include <catch2/catch.hpp>
+
+#include "autograd/tape.hpp"
+#include "common/cli.hpp"
+#include "common/png.hpp"
+#include "common/text.hpp"
+#include "gpt/app.hpp"
+#include "gpt/model.hpp"
+#include "gpt/sample.hpp"
+#include "gpt/train.hpp"
+#include "ops/ops.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <numeric>
+
+using namespace tgx::gpt;
+using Catch::Matchers::Contains;
+
+namespace {
+
+const std::string kFix = std::string(TG_FIXTURES) + "/examples/gpt/fortunes";
+
+std::string fresh_dir(const std::string& name) {
+  std::string dir = std::string(TG_BINARY_DIR) + "/test-gpt/" + name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+std::vector<std::string> tiny_args(const std::string& out) {
+  return {"--data-dir",
+          kFix,
+          "--block",
+          "32",
+          "--d-model",
+          "32",
+          "--layers",
+          "2",
+          "--heads",
+          "2",
+          "--batch-size",
+          "8",
+          "--steps",
+          "40",
+          "--warmup",
+          "5",
+          "--lr",
+          "0.005",
+          "--eval-every",
+          "10",
+          "--eval-windows",
+          "8",
+          "--samples",
+          "2",
+          "--length",
+          "40",
+          "--quiet",
+          "--out",
+          out};
+}
+
+std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& more) {
+  a.insert(a.end(), more.begin(), more.end());
+  return a;
+}
+
+nlohmann::json read_json(const std::string& path) {
+  return nlohmann::json::parse(tgx::read_file(path));
+}
+
+double mean(const std::vector<double>& v, size_t from, size_t to) {
+  return std::accumulate(v.begin() + from, v.begin() + to, 0.0) / double(to - from);
+}
+
+}  // namespace
+
+TEST_CASE("gpt: a short run trains, reports, samples and resumes exactly", "[gpt]") {
+  const std::string full = fresh_dir("full"), part = fresh_dir("part");
+  REQUIRE(run(tiny_args(full)) == 0);
+  nlohmann::json m = read_json(full + "/metrics.json");
+  CHECK(m["steps_done"] == 40);
+  auto loss = m["history"]["loss"].get<std::vector<double>>();
+  REQUIRE(loss.size() == 40);
+  CHECK(mean(loss, 35, 40) < 0.8 * mean(loss, 0, 5));  // the loss falls (4.5 -> 3.0 here)
+  CHECK(m["history"]["eval_step"] == std::vector<int64_t>{10, 20, 30, 40});
+  auto held = m["history"]["eval_heldout"].get<std::vector<double>>();
+  CHECK(held.back() < held.front());
+  const double best = m["best_heldout_windows_nats_per_char"].get<double>();
+  CHECK(best == *std::min_element(held.begin(), held.end()));
+  // The best model on the whole held-out text (goedel, 821 characters).
+  CHECK(m["heldout_nats_per_char"].get<double>() > 1.0);
+  CHECK(m["heldout_nats_per_char"].get<double>() < held.front());
+  CHECK(m["baseline_heldout_nats_per_char"].get<double>() > 0.5);
+  CHECK(m["baseline_heldout_nats_per_char"].get<double>() < std::log(60.0));
+  CHECK(m["split"]["heldout_files"] == std::vector<std::string>{"goedel"});
+  CHECK(m["split"]["train_chars"].get<int64_t>() + m["split"]["heldout_chars"].get<int64_t>() >
+        6000);
+  CHECK(m["parameters"].get<int64_t>() > 20000);
+  CHECK(m["samples"].size() == 2);
+  CHECK(m["samples"][0].get<std::string>().size() >= 40);
+  CHECK(m["train_seconds"].get<double>() > 0);
+  CHECK(tgx::file_exists(full + "/best/model.safetensors"));
+  CHECK(tgx::file_exists(full + "/last/training_state.safetensors"));
+  CHECK(tgx::file_exists(full + "/samples.txt"));
+  CHECK(tgx::read_png(full + "/loss_curve.png").width == 800);
+
+  // Sampling from the saved run is seeded: the same seed gives the same text.
+  SavedModel s = load_best(full);
+  CHECK(s.step == m["best_step"].get<int64_t>());
+  SampleOptions so;
+  so.length = 60;
+  so.top_k = 5;
+  auto draw = [&](uint64_t seed) {
+    tg::manual_seed(seed);
+    return s.vocab.decode(generate(*s.model, s.vocab.encode("The "), so));
+  };
+  const std::string a = draw(3);
+  CHECK(tgx::utf8_chars(a).size() == 60);
+  CHECK(draw(3) == a);
+  CHECK(draw(4) != a);
+  // The whole-text evaluation of one window is that window's evaluation.
+  std::vector<int64_t> ids = s.vocab.encode(std::string(33, 'e') + "abc");
+  ids.resize(33);
+  CHECK(evaluate_text(*s.model, ids, 4, tg::kCPU) ==
+        Approx(evaluate(*s.model, ids, {0}, 4, tg::kCPU)).epsilon(1e-6));
+  REQUIRE(run({"--out", full, "--sample", "The ", "--seed", "3", "--length", "20", "--top-k",
+               "5"}) == 0);
+  REQUIRE_THROWS_WITH(run({"--out", full, "--sample", "caf\xC3\xA9 \xE2\x82\xAC"}),
+                      Contains("--sample") && Contains("not in the model's vocabulary"));
+  REQUIRE_THROWS_WITH(run({"--out", full + "/none", "--sample", "x"}),
+                      Contains("no trained model"));
+
+  // Stopped at step 20 by --max-steps, then resumed: the same 40 losses as the full run.
+  REQUIRE(run(with(tiny_args(part), {"--max-steps", "20"})) == 0);
+  CHECK(read_json(part + "/metrics.json")["steps_done"] == 20);
+  REQUIRE(run(with(tiny_args(part), {"--resume"})) == 0);
+  nlohmann::json r = read_json(part + "/metrics.json");
+  CHECK(r["steps_done"] == 40);
+  CHECK(r["history"]["loss"].get<std::vector<double>>() == loss);
+  CHECK(r["history"]["eval_heldout"].get<std::vector<double>>() == held);
+  // A checkpoint from another run is refused, naming the difference.
+  REQUIRE_THROWS_WITH(run(with(tiny_args(part), {"--resume", "--lr", "0.001"})),
+                      Contains("another run") && Contains("lr"));
+  REQUIRE_THROWS_WITH(run(with(tiny_args(fresh_dir("empty")), {"--resume"})),
+                      Contains("no checkpoint"));
+}
+
+TEST_CASE("gpt: bad options are refused with the allowed range", "[gpt]") {
+  const std::string out = fresh_dir("bad");
+  auto refused = [&](const std::vector<std::string>& extra, const std::string& msg) {
+    INFO(msg);
+    REQUIRE_THROWS_AS(run(with(tiny_args(out), extra)), tgx::UserError);
+    REQUIRE_THROWS_WITH(run(with(tiny_args(out), extra)), Contains(msg));
+  };
+  refused({"--block", "0"}, "--block 0: must be in [1, 65536]");
+  refused({"--d-model", "-4"}, "--d-model -4: must be in [1, 8192]");
+  refused({"--layers", "0"}, "--layers 0: must be in [1, 128]");
+  refused({"--heads", "3"}, "--d-model 32 must be divisible by --heads 3");
+  refused({"--window", "33"}, "--window 33: must be in [0, 32]");
+  refused({"--dropout", "1"}, "--dropout 1: must be < 1");
+  refused({"--dropout", "-0.1"}, "--dropout -0.1: must be in [0, 1]");
+  refused({"--lr", "0"}, "--lr 0: must be in (0, 10]");
+  refused({"--batch-size", "0"}, "--batch-size 0: must be in [1, 65536]");
+  refused({"--warmup", "50"}, "--warmup 50: must be in [0, 40] (at most --steps)");
+  refused({"--eval-every", "0"}, "--eval-every 0: must be in [1, 100000000]");
+  refused({"--clip", "-1"}, "--clip -1: must be in [0, 1000000] (0: off)");
+  refused({"--patience", "-1"}, "--patience -1: must be in [0, 1000000] (0: off)");
+  refused({"--max-steps", "-2"}, "--max-steps -2: must be in [0, 100000000]");
+  refused({"--seed", "-1"}, "--seed -1: must be >= 0");
+  refused({"--temperature", "0"}, "--temperature 0: must be in (0, 100]");
+  refused({"--top-k", "-1"}, "--top-k -1: must be in [0, 1000000] (0: off)");
+  refused({"--device", "tpu"}, "tpu");
+  refused({"--block", "900"}, "too short for windows of --block 900");
+  refused({"--data-dir", kFix + "/missing"}, "no such folder");
+  REQUIRE_THROWS_WITH(run({"--out", out, "--sample", "x", "--temperature", "-1"}),
+                      Contains("--temperature -1: must be in (0, 100]"));
+}
+
+TEST_CASE("gpt model: causal, and the sliding window sees only the last W keys", "[gpt]") {
+  GptConfig c;
+  c.vocab_size = 11;
+  c.block = 12;
+  c.d_model = 16;
+  c.layers = 2;
+  c.heads = 2;
+  c.ff = 32;
+  tg::manual_seed(5);
+  Gpt full(c);
+  c.window = 3;
+  Gpt windowed(c);
+  windowed.load_state_dict(full.state_dict());  // the same weights, only the mask differs
+  c.window = 12;
+  Gpt whole(c);
+  whole.load_state_dict(full.state_dict());
+  c.tie_weights = true;
+  Gpt tied(c);
+  CHECK(tied.num_parameters() == full.num_parameters() - 11 * 16);  // no separate head
+  CHECK(tied.head_weight().same(tied.tok_emb->weight));
+  full.eval();
+  windowed.eval();
+  whole.eval();
+  tg::NoGradGuard ng;
+  std::vector<int64_t> ids = {1, 4, 2, 8, 5, 7, 3, 9, 10, 6, 2, 1};
+  auto logits = [&](Gpt& m, const std::vector<int64_t>& x) {
+    return m.forward(tg::tensor(x, {1, 12})).to_vector<double>();  // (1, 12, 11) flat
+  };
+  std::vector<double> base = logits(full, ids);
+  CHECK(logits(whole, ids) == base);  // a window of T keys is full causal attention
+  // Changing position 7 leaves the logits of positions 0..6 as they were (causal).
+  std::vector<int64_t> changed = ids;
+  changed[7] = 0;
+  std::vector<double> after = logits(full, changed);
+  CHECK(std::equal(base.begin(), base.begin() + 7 * 11, after.begin()));
+  CHECK(!std::equal(base.begin() + 7 * 11, base.begin() + 8 * 11, after.begin() + 7 * 11));
+  // With W = 3 and 2 layers, position i sees positions >= i - 2·(3 - 1): changing position 0
+  // reaches position 4 but not position 5 (nor any later one).
+  std::vector<double> w0 = logits(windowed, ids);
+  changed = ids;
+  changed[0] = 3;
+  std::vector<double> w1 = logits(windowed, changed);
+  CHECK(std::equal(w0.begin() + 5 * 11, w0.end(), w1.begin() + 5 * 11));
+  CHECK(!std::equal(w0.begin() + 4 * 11, w0.begin() + 5 * 11, w1.begin() + 4 * 11));
+  CHECK(!std::equal(base.begin() + 11 * 11, base.end(), w0.begin() + 11 * 11));
+}
