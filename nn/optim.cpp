@@ -222,8 +222,8 @@ void SGD::step() {
 namespace {
 Options adam_defaults(const AdamOptions& o) {
   return {{"lr", o.lr},
-          {"beta1", o.beta1},
-          {"beta2", o.beta2},
+          {"beta1", o.betas[0]},
+          {"beta2", o.betas[1]},
           {"eps", o.eps},
           {"weight_decay", o.weight_decay},
           {"amsgrad", o.amsgrad ? 1.0 : 0.0},

@@ -18,6 +18,7 @@
 
 #include "autograd/tensor.hpp"
 
+#include <array>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -110,11 +111,12 @@ class SGD : public Optimizer {
 // ---- Adam / AdamW -------------------------------------------------------------------------------
 // m = β1·m + (1-β1)·g;  v = β2·v + (1-β2)·g²;  v̂ = max(v̂, v) with amsgrad;
 // p -= lr/(1-β1^t) · m / (sqrt(v or v̂)/sqrt(1-β2^t) + eps).
-// Adam adds wd·p to g (L2); AdamW multiplies p by (1 - lr·wd) first (decoupled).
+// Adam adds wd·p to g (L2); AdamW multiplies p by (1 - lr·wd) first (decoupled). Options as in
+// PyTorch: AdamWOptions o(3e-4); o.betas = {0.9, 0.95}; or AdamOptions{1e-3, {0.9, 0.99}}. In a
+// parameter group's dict (numbers only) the two betas are the keys "beta1" and "beta2".
 struct AdamOptions {
   double lr = 1e-3;
-  double beta1 = 0.9;
-  double beta2 = 0.999;
+  std::array<double, 2> betas = {0.9, 0.999};  // (β1, β2), PyTorch's `betas`
   double eps = 1e-8;
   double weight_decay = 0;  // AdamW's default is 1e-2 (AdamWOptions)
   bool amsgrad = false;

@@ -221,7 +221,7 @@ TrainResult train(Gpt& model, const std::vector<int64_t>& train_ids,
   const std::vector<int64_t> train_eval = eval_starts(L, T, o.eval_windows, o.seed + 1);
   model.to(o.device);  // before the optimizer: its state follows the parameters
   tg::nn::AdamWOptions ao(o.lr);
-  ao.beta2 = 0.99;  // nanoGPT's choice for small character models
+  ao.betas = {0.9, 0.99};  // nanoGPT's choice for small character models
   ao.weight_decay = o.weight_decay;
   tg::nn::AdamW opt(param_groups(model), ao);
   tg::nn::CosineWithWarmupLR sched(opt, std::min(o.warmup, o.steps), o.steps, o.min_lr_ratio);

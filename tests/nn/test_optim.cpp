@@ -83,7 +83,7 @@ TEST_CASE("optimizers match PyTorch 1.13 over 20 steps", "[optim]") {
   });
   check_against_torch("adam", [](Tensor W, Tensor b) -> P {
     return std::make_unique<nn::Adam>(std::vector<Tensor>{W, b},
-                                      nn::AdamOptions{0.05, 0.8, 0.95, 1e-8, 0.1});
+                                      nn::AdamOptions{0.05, {0.8, 0.95}, 1e-8, 0.1});
   });
   check_against_torch("adam_amsgrad", [](Tensor W, Tensor b) -> P {
     nn::AdamOptions o;
@@ -186,8 +186,14 @@ TEST_CASE("optimizer options are validated like PyTorch", "[optim]") {
   nest.nesterov = true;
   REQUIRE_ERROR(nn::SGD({p}, nest),
                 "SGD: Nesterov momentum requires a momentum and zero dampening");
-  REQUIRE_ERROR(nn::Adam({p}, {1e-3, 1.0}), "Adam: invalid beta parameter at index 0: 1");
-  REQUIRE_ERROR(nn::Adam({p}, {1e-3, 0.9, 0.999, -1}), "Adam: invalid epsilon value: -1");
+  REQUIRE_ERROR(nn::Adam({p}, {1e-3, {1.0, 0.999}}), "Adam: invalid beta parameter at index 0: 1");
+  nn::AdamWOptions wb(1e-3);
+  wb.betas = {0.9, 1.5};
+  REQUIRE_ERROR(nn::AdamW({p}, wb), "AdamW: invalid beta parameter at index 1: 1.5");
+  wb.betas = {0.8, 0.95};
+  REQUIRE(nn::AdamW({p}, wb).defaults().at("beta1") == 0.8);
+  REQUIRE(nn::AdamW({p}, wb).defaults().at("beta2") == 0.95);
+  REQUIRE_ERROR(nn::Adam({p}, {1e-3, {0.9, 0.999}, -1}), "Adam: invalid epsilon value: -1");
   REQUIRE_ERROR(nn::Adam(std::vector<Tensor>{}, {}), "Adam: parameter group 0 is empty");
   nn::AdamW w({p});
   REQUIRE(w.defaults().at("weight_decay") == 1e-2);
