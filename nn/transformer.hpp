@@ -53,6 +53,24 @@ struct TransformerLayerOptions {
 using TransformerEncoderLayerOptions = TransformerLayerOptions;
 using TransformerDecoderLayerOptions = TransformerLayerOptions;
 
+// Keyword-style arguments of the forwards (the positional forms stay): fill what you need, e.g.
+//   tg::nn::EncoderForwardOptions f;  f.is_causal = true;  encoder.forward(x, f);
+// Each field means what the positional argument of the same name means.
+struct EncoderForwardOptions {
+  Tensor mask;  // the layer's src_mask
+  Tensor src_key_padding_mask;
+  bool is_causal = false;
+};
+struct DecoderForwardOptions {
+  Tensor tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask;
+  bool tgt_is_causal = false, memory_is_causal = false;
+};
+struct TransformerForwardOptions {
+  Tensor src_mask, tgt_mask, memory_mask;
+  Tensor src_key_padding_mask, tgt_key_padding_mask, memory_key_padding_mask;
+  bool src_is_causal = false, tgt_is_causal = false, memory_is_causal = false;
+};
+
 // x = norm1(x + dropout1(self_attn(x))); x = norm2(x + dropout2(linear2(dropout(act(linear1(x))))))
 // (post-norm), or x = x + sa(norm1(x)); x = x + ff(norm2(x)) with norm_first.
 class TransformerEncoderLayer : public TensorModule {
@@ -67,6 +85,9 @@ class TransformerEncoderLayer : public TensorModule {
   Tensor forward(const Tensor& src) override;
   Tensor forward(const Tensor& src, const Tensor& src_mask,
                  const Tensor& src_key_padding_mask = Tensor(), bool is_causal = false);
+  Tensor forward(const Tensor& src, const EncoderForwardOptions& f) {
+    return forward(src, f.mask, f.src_key_padding_mask, f.is_causal);
+  }
   std::string extra_repr() const override;
   const Tensor& last_self_attn_weights() const {
     return self_weights_;
@@ -101,6 +122,10 @@ class TransformerDecoderLayer : public Module {
                  const Tensor& tgt_key_padding_mask = Tensor(),
                  const Tensor& memory_key_padding_mask = Tensor(), bool tgt_is_causal = false,
                  bool memory_is_causal = false);
+  Tensor forward(const Tensor& tgt, const Tensor& memory, const DecoderForwardOptions& f) {
+    return forward(tgt, memory, f.tgt_mask, f.memory_mask, f.tgt_key_padding_mask,
+                   f.memory_key_padding_mask, f.tgt_is_causal, f.memory_is_causal);
+  }
   std::string extra_repr() const override;
   const Tensor& last_self_attn_weights() const { return self_weights_; }
   const Tensor& last_cross_attn_weights() const { return cross_weights_; }
@@ -136,6 +161,9 @@ class TransformerEncoder : public TensorModule {
   Tensor forward(const Tensor& src) override;
   virtual Tensor forward(const Tensor& src, const Tensor& mask,
                          const Tensor& src_key_padding_mask = Tensor(), bool is_causal = false);
+  Tensor forward(const Tensor& src, const EncoderForwardOptions& f) {
+    return forward(src, f.mask, f.src_key_padding_mask, f.is_causal);
+  }
   // One entry per layer (undefined where the layer kept none).
   std::vector<Tensor> last_self_attn_weights() const;
   // Sets need_weights (and average_attn_weights) on every layer.
@@ -159,6 +187,10 @@ class TransformerDecoder : public Module {
                          const Tensor& tgt_key_padding_mask = Tensor(),
                          const Tensor& memory_key_padding_mask = Tensor(),
                          bool tgt_is_causal = false, bool memory_is_causal = false);
+  Tensor forward(const Tensor& tgt, const Tensor& memory, const DecoderForwardOptions& f) {
+    return forward(tgt, memory, f.tgt_mask, f.memory_mask, f.tgt_key_padding_mask,
+                   f.memory_key_padding_mask, f.tgt_is_causal, f.memory_is_causal);
+  }
   std::vector<Tensor> last_self_attn_weights() const;
   std::vector<Tensor> last_cross_attn_weights() const;
   void set_need_weights(bool on, bool average_attn_weights = true);
@@ -204,6 +236,11 @@ class Transformer : public Module {
                  const Tensor& tgt_key_padding_mask = Tensor(),
                  const Tensor& memory_key_padding_mask = Tensor(), bool src_is_causal = false,
                  bool tgt_is_causal = false, bool memory_is_causal = false);
+  Tensor forward(const Tensor& src, const Tensor& tgt, const TransformerForwardOptions& f) {
+    return forward(src, tgt, f.src_mask, f.tgt_mask, f.memory_mask, f.src_key_padding_mask,
+                   f.tgt_key_padding_mask, f.memory_key_padding_mask, f.src_is_causal,
+                   f.tgt_is_causal, f.memory_is_causal);
+  }
   std::string extra_repr() const override;
   void set_need_weights(bool on, bool average_attn_weights = true);
   // (T, T) float mask: 0 on and below the diagonal, -inf above (PyTorch's causal float mask).

@@ -583,3 +583,50 @@ TEST_CASE("end to end: a 2+2-layer Transformer learns to reverse sequences", "[t
   REQUIRE(acc >= 0.99);
   REQUIRE(greedy >= 0.97);
 }
+
+TEST_CASE("Transformer forwards take keyword-style option structs, equal to the positional form",
+          "[transformer]") {
+  manual_seed(21);
+  nn::TransformerOptions o;
+  o.d_model = 8;
+  o.nhead = 2;
+  o.num_encoder_layers = 2;
+  o.num_decoder_layers = 1;
+  o.dim_feedforward = 16;
+  o.dropout = 0;
+  o.batch_first = true;
+  Transformer t(o);
+  Tensor src = randn({2, 5, 8}), tgt = randn({2, 4, 8});
+  Tensor src_pad = tensor(std::vector<bool>{false, false, false, false, false,  //
+                                            false, false, false, true, true},
+                          {2, 5});
+  Tensor tgt_mask = Transformer::generate_square_subsequent_mask(4);
+
+  nn::EncoderForwardOptions ef;
+  ef.src_key_padding_mask = src_pad;
+  ef.is_causal = true;
+  Tensor e_kw = t.encoder->forward(src, ef);
+  Tensor e_pos = t.encoder->forward(src, Tensor(), src_pad, true);
+  REQUIRE(values(e_kw) == values(e_pos));
+  REQUIRE(values(t.encoder->layer(0)->forward(src, ef)) ==
+          values(t.encoder->layer(0)->forward(src, Tensor(), src_pad, true)));
+  // Causal really applied: differs from the non-causal encoding.
+  REQUIRE(values(e_kw) != values(t.encoder->forward(src, Tensor(), src_pad)));
+
+  nn::DecoderForwardOptions df;
+  df.tgt_mask = tgt_mask;
+  df.memory_key_padding_mask = src_pad;
+  REQUIRE(values(t.decoder->forward(tgt, e_kw, df)) ==
+          values(t.decoder->forward(tgt, e_kw, tgt_mask, Tensor(), Tensor(), src_pad)));
+  REQUIRE(values(t.decoder->layer(0)->forward(tgt, e_kw, df)) ==
+          values(t.decoder->layer(0)->forward(tgt, e_kw, tgt_mask, Tensor(), Tensor(), src_pad)));
+
+  nn::TransformerForwardOptions tf;
+  tf.tgt_mask = tgt_mask;
+  tf.src_key_padding_mask = src_pad;
+  tf.memory_key_padding_mask = src_pad;
+  Tensor kw = t.forward(src, tgt, tf);
+  Tensor pos = t.forward(src, tgt, Tensor(), tgt_mask, Tensor(), src_pad, Tensor(), src_pad);
+  REQUIRE(kw.shape() == Shape{2, 4, 8});
+  REQUIRE(values(kw) == values(pos));
+}
