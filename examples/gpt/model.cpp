@@ -2,6 +2,7 @@
 #include "gpt/model.hpp"
 
 #include "common/cli.hpp"
+#include "common/config_json.hpp"
 #include "nn/init.hpp"
 #include "ops/ops.hpp"
 
@@ -19,18 +20,13 @@ nlohmann::json GptConfig::to_json() const {
 
 GptConfig GptConfig::from_json(const nlohmann::json& j, const std::string& what) {
   GptConfig c;
-  auto get_int = [&](const char* k, int64_t& v) {
-    if (!j.is_object() || !j.contains(k) || !j[k].is_number_integer())
-      throw UserError(fmt::format("{}: model config lacks integer field '{}'", what, k));
-    v = j[k].get<int64_t>();
-  };
-  get_int("vocab_size", c.vocab_size);
-  get_int("block", c.block);
-  get_int("d_model", c.d_model);
-  get_int("layers", c.layers);
-  get_int("heads", c.heads);
-  get_int("ff", c.ff);
-  get_int("window", c.window);
+  c.vocab_size = config_int(j, "vocab_size", what);
+  c.block = config_int(j, "block", what);
+  c.d_model = config_int(j, "d_model", what);
+  c.layers = config_int(j, "layers", what);
+  c.heads = config_int(j, "heads", what);
+  c.ff = config_int(j, "ff", what);
+  c.window = config_int(j, "window", what);
   if (!j.contains("dropout") || !j["dropout"].is_number() || !j.contains("tie_weights") ||
       !j["tie_weights"].is_boolean())
     throw UserError(fmt::format("{}: model config lacks 'dropout' or 'tie_weights'", what));
@@ -40,12 +36,7 @@ GptConfig GptConfig::from_json(const nlohmann::json& j, const std::string& what)
 }
 
 std::string GptConfig::diff(const GptConfig& o) const {
-  std::vector<std::string> d;
-  nlohmann::json a = to_json(), b = o.to_json();
-  for (auto it = a.begin(); it != a.end(); ++it)
-    if (it.value() != b[it.key()])
-      d.push_back(fmt::format("{} {} vs {}", it.key(), it.value().dump(), b[it.key()].dump()));
-  return fmt::format("{}", fmt::join(d, ", "));
+  return config_differences(to_json(), o.to_json());
 }
 
 void GptConfig::validate() const {

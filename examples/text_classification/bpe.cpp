@@ -205,6 +205,18 @@ std::vector<int64_t> Bpe::encode_piece(const std::string& piece) const {
   return s;
 }
 
+namespace {
+// A "word" longer than kMaxPiece bytes (a base64 blob, a 50 MB line of one letter) is cut there
+// (at a UTF-8 boundary): merging is quadratic in the piece length, and no real word is that long.
+constexpr size_t kMaxPiece = 1024;
+std::string capped(const std::string& p) {
+  if (p.size() <= kMaxPiece) return p;
+  size_t cut = kMaxPiece;
+  while (cut > 0 && (static_cast<unsigned char>(p[cut]) & 0xC0) == 0x80) --cut;
+  return p.substr(0, cut);
+}
+}  // namespace
+
 std::vector<int64_t> Bpe::encode_head_tail(const std::string& text, int64_t max_len,
                                            int64_t tail) const {
   std::vector<int64_t> ids = encode(text, max_len + 1);
@@ -224,13 +236,7 @@ std::vector<int64_t> Bpe::encode_head_tail(const std::string& text, int64_t max_
   if (start > 0 && !pieces.empty()) pieces.erase(pieces.begin());
   std::vector<int64_t> back;
   for (size_t i = pieces.size(); i-- > 0 && static_cast<int64_t>(back.size()) < tail;) {
-    std::string piece = pieces[i];
-    if (piece.size() > 1024) {  // as encode() caps a blob
-      size_t cut = 1024;
-      while (cut > 0 && (static_cast<unsigned char>(piece[cut]) & 0xC0) == 0x80) --cut;
-      piece.resize(cut);
-    }
-    std::vector<int64_t> p = encode_piece(piece);
+    std::vector<int64_t> p = encode_piece(capped(pieces[i]));
     back.insert(back.begin(), p.begin(), p.end());
   }
   if (static_cast<int64_t>(back.size()) > tail) back.erase(back.begin(), back.end() - tail);
@@ -239,15 +245,6 @@ std::vector<int64_t> Bpe::encode_head_tail(const std::string& text, int64_t max_
 }
 
 std::vector<int64_t> Bpe::encode(const std::string& text, int64_t max_len) const {
-  // A "word" longer than kMaxPiece bytes (a base64 blob, a 50 MB line of one letter) is cut
-  // there: merging is quadratic in the piece length, and no real word is that long.
-  constexpr size_t kMaxPiece = 1024;
-  auto capped = [&](const std::string& p) {
-    if (p.size() <= kMaxPiece) return p;
-    size_t cut = kMaxPiece;
-    while (cut > 0 && (static_cast<unsigned char>(p[cut]) & 0xC0) == 0x80) --cut;
-    return p.substr(0, cut);
-  };
   auto encode_pieces = [&](const std::vector<std::string>& pieces) {
     std::vector<int64_t> ids;
     for (const std::string& p : pieces) {

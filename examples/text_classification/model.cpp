@@ -2,6 +2,7 @@
 #include "text_classification/model.hpp"
 
 #include "common/cli.hpp"
+#include "common/config_json.hpp"
 #include "nn/init.hpp"
 #include "ops/ops.hpp"
 
@@ -19,19 +20,15 @@ nlohmann::json ModelConfig::to_json() const {
 
 ModelConfig ModelConfig::from_json(const nlohmann::json& j, const std::string& what) {
   ModelConfig c;
-  auto get_int = [&](const char* k, int64_t& v) {
-    if (!j.is_object() || !j.contains(k) || !j[k].is_number_integer())
-      throw UserError(fmt::format("{}: model config lacks integer field '{}'", what, k));
-    v = j[k].get<int64_t>();
-  };
-  get_int("vocab_size", c.vocab_size);
-  get_int("num_classes", c.num_classes);
-  get_int("max_len", c.max_len);
-  get_int("d_model", c.d_model);
-  get_int("layers", c.layers);
-  get_int("heads", c.heads);
-  get_int("ff", c.ff);
-  if (j.contains("tail")) get_int("tail", c.tail);  // runs saved before --tail have none
+  c.vocab_size = config_int(j, "vocab_size", what);
+  c.num_classes = config_int(j, "num_classes", what);
+  c.max_len = config_int(j, "max_len", what);
+  c.d_model = config_int(j, "d_model", what);
+  c.layers = config_int(j, "layers", what);
+  c.heads = config_int(j, "heads", what);
+  c.ff = config_int(j, "ff", what);
+  if (j.contains("tail"))
+    c.tail = config_int(j, "tail", what);  // runs saved before --tail have none
   if (!j.contains("dropout") || !j["dropout"].is_number())
     throw UserError(fmt::format("{}: model config lacks number field 'dropout'", what));
   c.dropout = j["dropout"].get<double>();
@@ -39,12 +36,7 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j, const std::string& w
 }
 
 std::string ModelConfig::diff(const ModelConfig& o) const {
-  std::vector<std::string> d;
-  nlohmann::json a = to_json(), b = o.to_json();
-  for (auto it = a.begin(); it != a.end(); ++it)
-    if (it.value() != b[it.key()])
-      d.push_back(fmt::format("{} {} vs {}", it.key(), it.value().dump(), b[it.key()].dump()));
-  return fmt::format("{}", fmt::join(d, ", "));
+  return config_differences(to_json(), o.to_json());
 }
 
 void ModelConfig::validate() const {
