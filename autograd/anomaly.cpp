@@ -82,7 +82,8 @@ std::string row_suffix(const Node& n, const Shape& idx, int part) {
   return s;
 }
 
-std::string value_str(const Tensor& t, int64_t i) {
+std::string value_str(const Tensor& t_in, int64_t i) {
+  const Tensor t = detail::dense(t_in);
   const double v =
       t.dtype() == kFloat32 ? static_cast<double>(t.data<float>()[i]) : t.data<double>()[i];
   return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
@@ -93,16 +94,18 @@ std::string node_str(const Node& n) {
 }
 }  // namespace
 
-int64_t first_nonfinite(const Tensor& t) {
-  if (!t.defined()) return -1;
+int64_t first_nonfinite(const Tensor& t_in) {
+  if (!t_in.defined()) return -1;
+  const Tensor t = detail::dense(t_in);
   if (t.dtype() == kFloat32) return scan(t.data<float>(), t.numel());
   if (t.dtype() == kFloat64) return scan(t.data<double>(), t.numel());
   return -1;
 }
 
 namespace detail {
-double l2_norm(const Tensor& t) {
-  if (!t.defined()) return -1;
+double l2_norm(const Tensor& t_in) {
+  if (!t_in.defined()) return -1;
+  const Tensor t = dense(t_in);
   double s = 0;
   const int64_t n = t.numel();
   if (t.dtype() == kFloat32) {

@@ -77,7 +77,8 @@ std::string Tensor::str() const {
       s.insert(s.size() - 1, ", requires_grad=True");
     return s;
   }
-  Printer p{*this, strides(), numel() > kThreshold, false, false, {}};
+  const Tensor values = detail::dense(*this);  // a view prints its elements in order
+  Printer p{values, values.strides(), numel() > kThreshold, false, false, {}};
   if (is_floating(dtype()) && numel() > 0) {
     double mx = 0, mn = INFINITY;
     bool all_int = true;

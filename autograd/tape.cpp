@@ -38,7 +38,8 @@ struct TapeList {
 thread_local TapeList g_tape;
 
 // dst += src, same shape and dtype (checked by the caller).
-void add_into(const Tensor& dst, const Tensor& src) {
+void add_into(const Tensor& dst, const Tensor& src_in) {
+  const Tensor src = detail::dense(src_in);
   const int64_t n = dst.numel();
   if (dst.device() != src.device())
     throw Error(fmt::format("backward: cannot accumulate a gradient {} on {} into one on {}",
@@ -103,6 +104,25 @@ void check_grad(const Node& n, size_t i, const Tensor& g) {
         shape_str(g.shape()), dtype_name(g.dtype()), shape_str(shape), dtype_name(dtype)));
 }
 
+// Throws when an in-place write changed a tensor n saved (PyTorch's "modified by an inplace
+// operation"), naming the node, the tensor and the write.
+void check_saved_versions(const Node& n) {
+  for (int i = 0; i < n.n_saved; ++i) {
+    const Node::SavedVersion& v = n.saved[i];
+    const Storage& s = *v.storage;
+    if (s.version == v.version) continue;
+    std::string shape = "(";
+    for (int d = 0; d < v.ndim && d < 4; ++d) shape += (d ? "," : "") + std::to_string(v.dims[d]);
+    shape += v.ndim > 4 ? ",...)" : ")";
+    throw Error(fmt::format(
+        "backward of {} (node #{}): a tensor it saved, {} {}, was modified in place by {} after "
+        "the forward (version {} now, {} when saved); compute on a copy (clone()) or run the "
+        "in-place op after backward",
+        n.op, n.seq, shape, dtype_name(v.dtype), s.last_write ? s.last_write : "an in-place write",
+        s.version, v.version));
+  }
+}
+
 struct SeqLess {
   bool operator()(const Node* a, const Node* b) const { return a->seq < b->seq; }
 };
@@ -128,7 +148,7 @@ void accumulate_leaf(const std::shared_ptr<TensorImpl>& leaf, Tensor g, Capture&
     // later accumulation cannot write into a tensor someone else holds.
     const bool unique = g.impl_ptr().use_count() == 1 && g.impl()->storage.use_count() == 1 &&
                         !g.impl()->grad_fn && !g.impl()->requires_grad;
-    leaf->grad = unique ? g.impl_ptr() : g.detach().clone().impl_ptr();
+    leaf->grad = unique && g.is_contiguous() ? g.impl_ptr() : g.detach().clone().impl_ptr();
   } else {
     add_into(Tensor(leaf->grad), g);
   }
@@ -325,6 +345,8 @@ void walk(const Tensor* roots, const Tensor* grads, size_t n_roots, bool retain_
       if (it != cap.nodes.end()) it->second = it->second.defined() ? summed(it->second, g) : g;
     }
     if (modes & kTraceInspect) extra_of(*n).grad_norm = detail::l2_norm(g);
+    if (n->n_saved) check_saved_versions(*n);
+    if (!g.is_contiguous()) g = g.contiguous();  // a view's backward may send a strided view
     const int64_t t0 = (modes & kTraceProfile) ? detail::now_ns() : 0;
     std::vector<Tensor> in_grads = n->backward(g);
     if (modes & kTraceProfile) detail::profiler_on_backward(*n, detail::now_ns() - t0);
@@ -492,6 +514,8 @@ void record_impl(const char* op, Tensor& out, const Tensor* inputs, size_t n, co
   node->saved_bytes = p.saved_bytes;
   node->row_dim = p.row_dim;
   node->row_labels = p.row_labels;
+  node->n_saved = p.n_saved;
+  for (int i = 0; i < p.n_saved; ++i) node->saved[i] = p.saved_versions[i];
   node->backward = std::move(fn);
   node->out_shape = out.shape();
   node->out_dtype = out.dtype();

@@ -62,6 +62,18 @@ struct Node {
   DType out_dtype = kFloat32;
   std::vector<GradHook> hooks;  // hooks registered on the output tensor
   bool released = false;
+  // The tensors the closure saved (RecordInfo::saved) and their storage versions then: backward
+  // throws when an in-place write changed one since (at most kMaxSaved are checked).
+  static constexpr int kMaxSaved = 6;
+  struct SavedVersion {
+    const Storage* storage;  // alive while the closure is: it holds a tensor on this storage
+    uint32_t version;
+    DType dtype;
+    uint8_t ndim;
+    int64_t dims[4];  // the first four dims, for the error message
+  };
+  int n_saved = 0;
+  SavedVersion saved[kMaxSaved];
   // Walk state, used only while a backward runs: the gradient summed so far for the output.
   Tensor pending;
   bool queued = false;
@@ -116,12 +128,28 @@ struct RecordInfo {
   double fwd_flops = -1, bwd_flops = -1;
   int row_dim = -1;
   const char* row_labels = nullptr;
-  // saved(sx, sy): the sum of their bytes (undefined tensors count 0; no arguments: 0 bytes).
-  // Variadic, not an initializer_list: copying Tensor handles would cost atomic reference counts.
+  // The saved tensors (named variables the closure captures, so they outlive the node's
+  // backward) and their storage versions now.
+  int n_saved = 0;
+  Node::SavedVersion saved_versions[Node::kMaxSaved];
+  // saved(sx, sy): the sum of their bytes (undefined tensors count 0; no arguments: 0 bytes),
+  // and their versions for the in-place check. Variadic, not an initializer_list: copying Tensor
+  // handles would cost atomic reference counts.
   template <typename... Ts>
   RecordInfo& saved(const Ts&... t) {
     saved_bytes = (int64_t(0) + ... + tensor_bytes(t));
+    (note_version(t), ...);
     return *this;
+  }
+  void note_version(const Tensor& t) {
+    if (!t.defined() || n_saved == Node::kMaxSaved) return;
+    const TensorImpl& i = *t.impl();
+    Node::SavedVersion& v = saved_versions[n_saved++];
+    v.storage = i.storage.get();
+    v.version = i.storage->version;
+    v.dtype = i.dtype;
+    v.ndim = static_cast<uint8_t>(i.shape.size());
+    for (size_t d = 0; d < 4 && d < i.shape.size(); ++d) v.dims[d] = i.shape[d];
   }
   RecordInfo& saved_plus(int64_t extra_bytes) {  // host-side buffers the closure also holds
     saved_bytes = (saved_bytes < 0 ? 0 : saved_bytes) + extra_bytes;

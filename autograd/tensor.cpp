@@ -1,220 +1,23 @@
-// autograd/tensor.cpp — storage, tensor metadata, creation, conversion (to/clone/detach), the
-// autograd entry points of a tensor, the random generator and the thread setting.
+// autograd/tensor.cpp — the tensor: metadata, conversion (to/clone/detach), the autograd entry
+// points of a tensor, and creation. The vocabulary is in dtype.cpp, storage in storage.cpp, the
+// generator in random.cpp, the device runtime and thread setting in device.cpp.
 #include "autograd/tensor.hpp"
 
+#include "autograd/device_detail.hpp"
 #include "autograd/tape.hpp"
 #include "cuda/kernels.cuh"
 #include "cuda/runtime.cuh"
 
 #include <fmt/format.h>
 
-#include <limits>
-
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <random>
-#include <sstream>
-#include <mutex>
-#include <thread>
-#include <unordered_map>
-
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
-extern "C" void openblas_set_num_threads(int);
 
 namespace tg {
-
-// ---- vocabulary ----
-const char* dtype_name(DType t) {
-  switch (t) {
-    case DType::Float32:
-      return "float32";
-    case DType::Float64:
-      return "float64";
-    case DType::Int64:
-      return "int64";
-    case DType::Bool:
-      return "bool";
-  }
-  return "?";
-}
-size_t dtype_size(DType t) {
-  switch (t) {
-    case DType::Float32:
-      return 4;
-    case DType::Float64:
-      return 8;
-    case DType::Int64:
-      return 8;
-    case DType::Bool:
-      return 1;
-  }
-  return 0;
-}
-std::string Device::str() const {
-  return type == DeviceType::CPU ? std::string("cpu") : fmt::format("cuda:{}", index);
-}
-Device parse_device(const std::string& s) {
-  if (s == "cpu") return kCPU;
-  if (s == "cuda") return cuda_device(0);
-  if (s.rfind("cuda:", 0) == 0 && s.size() > 5 &&
-      s.find_first_not_of("0123456789", 5) == std::string::npos && s.size() < 9)
-    return cuda_device(std::stoi(s.substr(5)));
-  throw Error(fmt::format("device: unknown device \"{}\", expected cpu, cuda or cuda:N", s));
-}
-
-// ---- CUDA runtime, for users (the kernels are reached through ops/) ----
-namespace {
-// Runs f, turning a tg::cuda::Error into tg::Error (same message).
-template <typename F>
-decltype(auto) cuda_call(const char* op, F&& f) {
-  tg::cuda::OpScope scope(op);
-  try {
-    return f();
-  } catch (const tg::cuda::Error& e) {
-    throw Error(e.what());
-  }
-}
-void check_cuda_index(int index, const char* op) {
-  const int n = tg::cuda::device_count();
-  if (index < 0 || index >= n) {
-    const std::string why = tg::cuda::unavailable_reason();
-    throw Error(fmt::format("{}: cuda:{} is not available ({} CUDA device{} visible{}{})", op,
-                            index, n, n == 1 ? "" : "s", why.empty() ? "" : "; ", why));
-  }
-}
-}  // namespace
-int cuda_device_count() { return tg::cuda::device_count(); }
-bool cuda_is_available() { return tg::cuda::device_count() > 0; }
-std::string cuda_unavailable_reason() { return tg::cuda::unavailable_reason(); }
-void cuda_synchronize(int index) {
-  check_cuda_index(index, "cuda_synchronize");
-  cuda_call("cuda_synchronize", [&] { tg::cuda::synchronize(index); });
-}
-CudaMemory cuda_memory(int index) {
-  check_cuda_index(index, "cuda_memory");
-  tg::cuda::MemoryStats s = cuda_call("cuda_memory", [&] { return tg::cuda::memory_stats(index); });
-  return CudaMemory{s.allocated,     s.peak_allocated, s.reserved,
-                    s.peak_reserved, s.device_mallocs, s.cache_hits};
-}
-void cuda_reset_peak_memory(int index) {
-  check_cuda_index(index, "cuda_reset_peak_memory");
-  cuda_call("cuda_reset_peak_memory", [&] { tg::cuda::reset_peak_memory(index); });
-}
-void cuda_empty_cache(int index) {
-  check_cuda_index(index, "cuda_empty_cache");
-  cuda_call("cuda_empty_cache", [&] { tg::cuda::empty_cache(index); });
-}
-void cuda_set_allow_tf32(bool on) { tg::cuda::set_allow_tf32(on); }
-
-std::string shape_str(const Shape& s) {
-  std::string r = "(";
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
-  return r + ")";
-}
-int64_t shape_numel(const Shape& s) {
-  int64_t n = 1;
-  bool overflow = false;
-  for (int64_t d : s) overflow |= __builtin_mul_overflow(n, d, &n);
-  if (overflow) {  // unless a dimension is 0: then there are no elements at all
-    for (int64_t d : s)
-      if (d == 0) return 0;
-    throw Error(fmt::format("shape {}: the element count overflows int64 (max {})", shape_str(s),
-                            std::numeric_limits<int64_t>::max()));
-  }
-  return n;
-}
-Shape contiguous_strides(const Shape& s) {
-  Shape st(s.size());
-  int64_t acc = 1;
-  for (size_t i = s.size(); i-- > 0;) {
-    st[i] = acc;
-    acc *= s[i];
-  }
-  return st;
-}
-void throw_dtype_mismatch(const char* what, DType have, DType want) {
-  throw Error(fmt::format("{}: tensor has dtype {}, requested {}", what, dtype_name(have),
-                          dtype_name(want)));
-}
-
-// ---- storage ----
-// A caching allocator for CPU blocks: freed blocks wait in per-size free lists and are handed
-// out again for the same size, which training loops ask for every step. This saves malloc's
-// bookkeeping on small blocks and the page faults of a fresh mmap on large ones. At most
-// kCacheLimit bytes are kept; past that a freed block goes back to the system. Sanitizer builds
-// skip the cache so that use-after-free stays visible.
-namespace {
-#if defined(__SANITIZE_ADDRESS__)
-constexpr size_t kCacheLimit = 0;
-#else
-constexpr size_t kCacheLimit = size_t(512) << 20;
-#endif
-struct BlockCache {
-  std::mutex mu;
-  std::unordered_map<size_t, std::vector<void*>> free;
-  size_t cached = 0;
-  ~BlockCache() {
-    for (auto& [size, blocks] : free)
-      for (void* p : blocks) std::free(p);
-  }
-  void* get(size_t bytes) {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      auto it = free.find(bytes);
-      if (it != free.end() && !it->second.empty()) {
-        void* p = it->second.back();
-        it->second.pop_back();
-        cached -= bytes;
-        return p;
-      }
-    }
-    return std::aligned_alloc(64, bytes);  // 64-byte alignment for SIMD
-  }
-  void put(void* p, size_t bytes) {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      if (cached + bytes <= kCacheLimit) {
-        free[bytes].push_back(p);
-        cached += bytes;
-        return;
-      }
-    }
-    std::free(p);
-  }
-};
-BlockCache& block_cache() {
-  static BlockCache* c = new BlockCache();  // never destroyed: storages may outlive statics
-  return *c;
-}
-size_t block_bytes(size_t n) { return ((n + 63) / 64) * 64; }
-}  // namespace
-
-Storage::Storage(size_t n, Device dev) : nbytes(n), device(dev) {
-  if (dev.type == DeviceType::CUDA) {
-    check_cuda_index(dev.index, tg::cuda::current_op());
-    data = cuda_call(tg::cuda::current_op(), [&] { return tg::cuda::alloc(n, dev.index); });
-    return;
-  }
-  if (n <= kSmallBytes) {  // the first 64-byte boundary inside small (16-byte aligned: <= 48 in)
-    const auto p = reinterpret_cast<uintptr_t>(small);
-    data = small + ((64 - p % 64) % 64);
-    return;
-  }
-  data = block_cache().get(block_bytes(n));
-  if (!data) throw Error(fmt::format("Storage: out of memory allocating {} bytes", n));
-}
-Storage::~Storage() {
-  if (device.type == DeviceType::CUDA) {
-    tg::cuda::free(data, device.index);
-    return;
-  }
-  const auto* d = static_cast<unsigned char*>(data);
-  if (d < small || d >= small + sizeof(small)) block_cache().put(data, block_bytes(nbytes));
-}
+using detail::check_cuda_index;
+using detail::cuda_call;
 
 // ---- tensor metadata ----
 void throw_not_host(const char* what, const Tensor& t) {
@@ -254,12 +57,134 @@ void* Tensor::data_ptr() const {
   check_defined("data_ptr");
   return static_cast<char*>(impl_->storage->data) + impl_->offset * dtype_size(impl_->dtype);
 }
+Shape Tensor::strides() const {
+  check_defined("strides");
+  return impl_->strides.empty() ? contiguous_strides(impl_->shape) : impl_->strides;
+}
+int64_t Tensor::stride(int64_t d) const {
+  const int64_t n = dim();
+  const int64_t dd = d < 0 ? d + n : d;
+  if (dd < 0 || dd >= n)
+    throw Error(
+        fmt::format("stride: dim {} out of range for a tensor of shape {}", d, shape_str(shape())));
+  return strides()[dd];
+}
+int64_t Tensor::storage_offset() const {
+  check_defined("storage_offset");
+  return impl_->offset;
+}
+uint32_t Tensor::version() const {
+  check_defined("version");
+  return impl_->storage->version;
+}
+void throw_not_contiguous(const char* what, const Tensor& t) {
+  throw Error(
+      fmt::format("{}: tensor {} with strides {} is not contiguous; call .contiguous() "
+                  "first (or read it through data_ptr() and strides())",
+                  what, shape_str(t.shape()), shape_str(t.strides())));
+}
+void note_inplace_write(const Tensor& t, const char* op) {
+  if (!t.defined()) throw_undefined(op);
+  Storage& s = *t.impl()->storage;
+  ++s.version;
+  s.last_write = op;
+}
+
+namespace {
+DType g_default_dtype = kFloat32;
+}  // namespace
+void set_default_dtype(DType dtype) {
+  if (!is_floating(dtype))
+    throw Error(fmt::format("set_default_dtype: dtype must be float32 or float64, got {}",
+                            dtype_name(dtype)));
+  g_default_dtype = dtype;
+}
+DType get_default_dtype() { return g_default_dtype; }
+
+// ---- strided copies ----
+namespace detail {
+namespace {
+// out (contiguous) = x seen through shape/strides, dims [d, n); T only fixes the element size.
+template <typename T>
+void copy_dims(T* out, const T* x, const Shape& shape, const Shape& st, size_t d, int64_t& pos) {
+  const int64_t n = shape[d], s = st[d];
+  if (d + 1 == shape.size()) {
+    if (s == 1) {
+      std::memcpy(out + pos, x, n * sizeof(T));
+    } else {
+      for (int64_t i = 0; i < n; ++i) out[pos + i] = x[i * s];
+    }
+    pos += n;
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) copy_dims(out, x + i * s, shape, st, d + 1, pos);
+}
+template <typename T>
+void dense_cpu(void* out, const void* x, const Shape& shape, const Shape& st) {
+  int64_t pos = 0;
+  copy_dims(static_cast<T*>(out), static_cast<const T*>(x), shape, st, 0, pos);
+}
+}  // namespace
+
+Tensor dense_copy(const Tensor& x) {
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  if (x.numel() == 0) return out;
+  const Shape st = x.strides();
+  if (x.device().type == DeviceType::CUDA) {
+    if (x.dim() > tg::cuda::kMaxDims)
+      throw Error(fmt::format("contiguous: shape {} has {} dims; CUDA kernels take at most {}",
+                              shape_str(x.shape()), x.dim(), tg::cuda::kMaxDims));
+    tg::cuda::Strided s;
+    s.ndim = static_cast<int>(x.dim());
+    const Shape cs = contiguous_strides(x.shape());
+    for (int d = 0; d < s.ndim; ++d) {
+      s.shape[d] = x.shape()[d];
+      s.stride[0][d] = cs[d];
+      s.stride[1][d] = st[d];
+    }
+    cuda_call("contiguous", [&] {
+      tg::cuda::set_device(x.device().index);
+      tg::cuda::strided_copy(static_cast<tg::cuda::DT>(x.dtype()), out.data_ptr(), x.data_ptr(), s);
+    });
+    return out;
+  }
+  if (x.dim() == 0) {
+    std::memcpy(out.data_ptr(), x.data_ptr(), dtype_size(x.dtype()));
+    return out;
+  }
+  switch (dtype_size(x.dtype())) {
+    case 1:
+      dense_cpu<uint8_t>(out.data_ptr(), x.data_ptr(), x.shape(), st);
+      break;
+    case 4:
+      dense_cpu<uint32_t>(out.data_ptr(), x.data_ptr(), x.shape(), st);
+      break;
+    default:
+      dense_cpu<uint64_t>(out.data_ptr(), x.data_ptr(), x.shape(), st);
+      break;
+  }
+  return out;
+}
+Tensor dense(const Tensor& x) { return !x.defined() || x.is_contiguous() ? x : dense_copy(x); }
+}  // namespace detail
+
+Tensor Tensor::contiguous(Site site) const {
+  check_defined("contiguous");
+  if (is_contiguous()) return *this;
+  SiteScope scope(site);
+  Tensor out = detail::dense_copy(*this);
+  // data movement only: the gradient of a layout change is the gradient itself
+  record("contiguous", out, {*this}, RecordInfo().flops(0, 0).saved(),
+         [](const Tensor& g) -> std::vector<Tensor> { return {g}; });
+  return out;
+}
 
 double item_as_double(const Tensor& t) {
   if (t.numel() != 1)
     throw Error(fmt::format("item: tensor of shape {} has {} elements, expected 1",
                             shape_str(t.shape()), t.numel()));
   if (t.device().type != DeviceType::CPU) return item_as_double(t.detach().to(kCPU));
+  if (!t.is_contiguous()) return item_as_double(detail::dense(t));
   switch (t.dtype()) {
     case kFloat32:
       return *t.data<float>();
@@ -279,7 +204,7 @@ int64_t Tensor::item<int64_t>() const {
       throw Error(fmt::format("item: tensor of shape {} has {} elements, expected 1",
                               shape_str(shape()), numel()));
     if (device().type != DeviceType::CPU) return detach().to(kCPU).item<int64_t>();
-    return *data<int64_t>();
+    return *static_cast<const int64_t*>(data_ptr());
   }
   return static_cast<int64_t>(item_as_double(*this));
 }
@@ -308,7 +233,8 @@ void convert_from(Dst* d, const Tensor& src) {
       break;
   }
 }
-Tensor convert_tensor(const Tensor& src, DType dtype) {
+Tensor convert_tensor(const Tensor& src_in, DType dtype) {
+  const Tensor src = detail::dense(src_in);
   if (src.device().type == DeviceType::CUDA) {
     Tensor out = Tensor::empty(src.shape(), dtype, src.device());
     cuda_call("to", [&] {
@@ -372,7 +298,8 @@ Tensor Tensor::to(DType dtype, Site site) const {
 }
 namespace {
 // Copies the bytes of src (any device) into a new tensor on `device`; no tape.
-Tensor copy_to(const Tensor& src, Device device) {
+Tensor copy_to(const Tensor& src_in, Device device) {
+  const Tensor src = detail::dense(src_in);
   Tensor out = Tensor::empty(src.shape(), src.dtype(), device);
   const size_t bytes = src.numel() * dtype_size(src.dtype());
   const Device from = src.device();
@@ -423,8 +350,10 @@ Tensor Tensor::detach() const {
   impl->storage = impl_->storage;
   impl->offset = impl_->offset;
   impl->shape = impl_->shape;
+  impl->strides = impl_->strides;
   impl->numel = impl_->numel;
   impl->dtype = impl_->dtype;
+  impl->is_view = impl_->is_view;
   return Tensor(std::move(impl));
 }
 
@@ -648,87 +577,4 @@ Tensor tensor(const std::vector<int64_t>& v, Shape s) {
   return from_values(v, std::move(s), "int64");
 }
 Tensor tensor(const std::vector<bool>& v, Shape s) { return from_values(v, std::move(s), "bool"); }
-
-// ---- random generator ----
-struct Generator::State {
-  std::mt19937_64 eng;
-  bool has_spare = false;
-  double spare = 0;
-};
-Generator::Generator() : st_(std::make_unique<State>()) { set_seed(0); }
-Generator::~Generator() = default;
-void Generator::set_seed(uint64_t s) {
-  seed_ = s;
-  st_->eng.seed(s);
-  st_->has_spare = false;
-}
-uint64_t Generator::next_u64() { return st_->eng(); }
-void Generator::next_u64s(uint64_t* out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] = st_->eng();
-}
-double Generator::uniform() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
-double Generator::normal() {
-  if (st_->has_spare) {
-    st_->has_spare = false;
-    return st_->spare;
-  }
-  double u1 = uniform(), u2 = uniform();
-  if (u1 < 1e-300) u1 = 1e-300;
-  double r = std::sqrt(-2.0 * std::log(u1));
-  double th = 2.0 * M_PI * u2;
-  st_->spare = r * std::sin(th);
-  st_->has_spare = true;
-  return r * std::cos(th);
-}
-std::string Generator::get_state() const {
-  std::ostringstream os;
-  os << seed_ << ' ' << st_->has_spare << ' ' << fmt::format("{:a}", st_->spare) << ' ' << st_->eng;
-  return os.str();
-}
-void Generator::set_state(const std::string& s) {
-  std::istringstream is(s);
-  std::string spare;
-  State st;
-  uint64_t seed = 0;
-  is >> seed >> st.has_spare >> spare >> st.eng;
-  if (!is) throw Error("Generator::set_state: malformed generator state");
-  st.spare = std::strtod(spare.c_str(), nullptr);
-  seed_ = seed;
-  *st_ = st;
-}
-Generator& default_generator() {
-  static Generator g;
-  return g;
-}
-void manual_seed(uint64_t seed) { default_generator().set_seed(seed); }
-
-// ---- threads ----
-namespace {
-int initial_threads() {
-  if (const char* e = std::getenv("OMP_NUM_THREADS")) {
-    int n = std::atoi(e);
-    if (n > 0) return n;
-  }
-  int hw = static_cast<int>(std::thread::hardware_concurrency());
-  return hw > 0 ? hw : 1;
-}
-int g_num_threads = 0;
-}  // namespace
-void set_num_threads(int n) {
-  if (n < 1) throw Error(fmt::format("set_num_threads: n must be >= 1, got {}", n));
-  g_num_threads = n;
-#ifdef _OPENMP
-  omp_set_num_threads(n);
-#endif
-  openblas_set_num_threads(n);
-}
-int get_num_threads() {
-  if (g_num_threads == 0) set_num_threads(initial_threads());
-  return g_num_threads;
-}
-namespace {
-// Applies the setting at start-up, so OpenBLAS and OpenMP agree before the first op runs.
-const int g_threads_init = (get_num_threads(), 0);
-}  // namespace
-
 }  // namespace tg

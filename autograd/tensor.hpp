@@ -1,9 +1,15 @@
-// autograd/tensor.hpp — tg::Tensor: a cheap-to-copy handle to shared, contiguous, row-major
-// storage, plus dtype/device/shape vocabulary and tensor creation.
+// autograd/tensor.hpp — tg::Tensor: a cheap-to-copy handle to shared storage seen through an
+// offset, a shape and strides, plus dtype/device/shape vocabulary and tensor creation.
 //
-// Storage is always contiguous: view-like ops that keep the memory order (reshape, view,
-// squeeze, unsqueeze, detach) share storage; ops that reorder (transpose, permute, expand,
-// narrow) copy. strides() is therefore always the row-major strides of shape().
+// Views as in PyTorch: transpose, permute, t, narrow, slice, select, expand, squeeze, unsqueeze,
+// detach, and view/reshape where the strides allow, return tensors on the same storage with
+// their own offset and strides (ops/shape.cpp). is_contiguous() says whether the elements lie in
+// row-major order; contiguous() copies when they do not (free when they do). Kernels read
+// contiguous memory: each op makes a strided input contiguous first, so data<T>() refuses a
+// non-contiguous tensor, while data_ptr() is PyTorch's (the first element; honour strides()).
+// Every storage carries a version counter that in-place writes bump (ops' add_, mul_, fill_,
+// copy_, ..., optimizer steps): a backward whose saved tensors changed since they were saved
+// throws, naming the op, the tensor and the write.
 // Deliberately not here: the ops themselves (ops/), the tape engine (autograd/tape.hpp).
 // Tensor methods such as x.sum() or a + b are declared here and defined beside their op in ops/.
 #pragma once
@@ -16,6 +22,7 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -33,6 +40,11 @@ constexpr DType kBool = DType::Bool;
 const char* dtype_name(DType t);  // "float32", ...
 size_t dtype_size(DType t);
 inline bool is_floating(DType t) { return t == DType::Float32 || t == DType::Float64; }
+// The floating dtype that creation functions (zeros, ones, full, eye, rand, randn,
+// scalar_tensor, Tensor::empty) and module parameters get when no dtype is given: float32
+// unless set (PyTorch's torch.set_default_dtype; only float32 and float64 are accepted).
+void set_default_dtype(DType dtype);
+DType get_default_dtype();
 
 // C++ type <-> DType.
 template <typename T>
@@ -112,6 +124,9 @@ struct Storage {
   // a tiny op's time.)
   static constexpr size_t kSmallBytes = 64;
   alignas(16) unsigned char small[kSmallBytes + 48];
+  // Bumped by every in-place write (note_inplace_write); shared by all views of this storage.
+  uint32_t version = 0;
+  const char* last_write = nullptr;  // the op of the latest in-place write
   explicit Storage(size_t nbytes, Device device = kCPU);
   ~Storage();
   Storage(const Storage&) = delete;
@@ -119,6 +134,7 @@ struct Storage {
 };
 
 class Tensor;
+class TensorIndex;  // ops/ops.hpp
 struct Node;
 // A gradient hook reads the incoming gradient; returning a defined tensor replaces it.
 using GradHook = std::function<Tensor(const Tensor&)>;
@@ -130,7 +146,9 @@ struct TensorImpl {
   std::shared_ptr<Storage> storage;
   int64_t offset = 0;  // in elements, into storage
   Shape shape;
+  Shape strides;  // in elements, one per dim; empty: row-major contiguous (the common case)
   int64_t numel = 0;
+  bool is_view = false;  // made by a view op from another tensor (in-place autograd rules)
   DType dtype = DType::Float32;
   bool requires_grad = false;
   std::shared_ptr<TensorImpl> grad;  // accumulated gradient of a leaf
@@ -149,7 +167,7 @@ class Tensor {
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
 
   // Allocates uninitialised contiguous storage.
-  static Tensor empty(const Shape& shape, DType dtype = kFloat32, Device device = kCPU);
+  static Tensor empty(const Shape& shape, DType dtype = get_default_dtype(), Device device = kCPU);
 
   bool defined() const { return impl_ != nullptr; }
   TensorImpl* impl() const { return impl_.get(); }
@@ -159,7 +177,13 @@ class Tensor {
   // ---- metadata ----
   const Shape& shape() const;
   const Shape& sizes() const { return shape(); }
-  Shape strides() const { return contiguous_strides(shape()); }
+  Shape strides() const;            // in elements
+  int64_t stride(int64_t d) const;  // negative d counts from the end
+  int64_t storage_offset() const;   // in elements
+  // Elements in row-major order with no gaps (size-1 dims may have any stride).
+  bool is_contiguous() const { return impl_ && impl_->strides.empty(); }
+  // The storage's version counter: bumped by in-place writes (PyTorch's t._version).
+  uint32_t version() const;
   int64_t numel() const;
   int64_t dim() const;
   int64_t size(int64_t d) const;  // negative d counts from the end
@@ -167,10 +191,12 @@ class Tensor {
   Device device() const;
   std::string str() const;  // PyTorch-style repr: values (elided when large), shape, dtype
 
-  // ---- raw data (contiguous) ----
-  void* data_ptr() const;  // device memory for a CUDA tensor
+  // ---- raw data ----
+  // The first element (storage + offset), device memory for a CUDA tensor; for a
+  // non-contiguous tensor the elements are where strides() say.
+  void* data_ptr() const;
   template <typename T>
-  T* data() const;  // checks that T matches dtype()
+  T* data() const;  // checks that T matches dtype() and that the tensor is contiguous
   template <typename T>
   T item() const;  // one-element tensor -> value converted to T
   template <typename T>
@@ -185,7 +211,8 @@ class Tensor {
   bool is_cuda() const { return device().type == DeviceType::CUDA; }
   Tensor clone(Site site = Site::here()) const;  // differentiable copy
   Tensor detach() const;                         // shares storage, no grad history
-  Tensor contiguous() const { return *this; }    // storage is always contiguous
+  // Itself when contiguous, else a differentiable row-major copy.
+  Tensor contiguous(Site site = Site::here()) const;
 
   // ---- autograd ----
   bool requires_grad() const;
@@ -231,6 +258,28 @@ class Tensor {
   Tensor unsqueeze(int64_t d, Site site = Site::here()) const;
   Tensor expand(Shape shape, Site site = Site::here()) const;
   Tensor narrow(int64_t dim, int64_t start, int64_t length, Site site = Site::here()) const;
+  Tensor select(int64_t dim, int64_t index, Site site = Site::here()) const;
+  Tensor operator[](int64_t index) const;  // select(0, index)
+  Tensor t(Site site = Site::here()) const;
+  Tensor index(const std::vector<TensorIndex>& indices, Site site = Site::here()) const;
+  // ---- in-place (ops/inplace.cpp): bump the version counter, return *this ----
+  Tensor& add_(const Tensor& other, double alpha = 1, Site site = Site::here());
+  Tensor& add_(double other, Site site = Site::here());
+  Tensor& sub_(const Tensor& other, Site site = Site::here());
+  Tensor& sub_(double other, Site site = Site::here());
+  Tensor& mul_(const Tensor& other, Site site = Site::here());
+  Tensor& mul_(double other, Site site = Site::here());
+  Tensor& div_(const Tensor& other, Site site = Site::here());
+  Tensor& div_(double other, Site site = Site::here());
+  Tensor& clamp_(std::optional<double> min, std::optional<double> max, Site site = Site::here());
+  Tensor& zero_(Site site = Site::here());
+  Tensor& fill_(double value, Site site = Site::here());
+  Tensor& copy_(const Tensor& src, Site site = Site::here());
+  Tensor& masked_fill_(const Tensor& mask, double value, Site site = Site::here());
+  Tensor& index_put_(const std::vector<TensorIndex>& indices, const Tensor& value,
+                     Site site = Site::here());
+  Tensor& index_put_(const std::vector<TensorIndex>& indices, double value,
+                     Site site = Site::here());
   Tensor matmul(const Tensor& other, Site site = Site::here()) const;
   Tensor softmax(int64_t dim, Site site = Site::here()) const;
   Tensor log_softmax(int64_t dim, Site site = Site::here()) const;
@@ -241,17 +290,33 @@ class Tensor {
   void check_defined(const char* what) const;
 };
 
+// ---- in-place writes ------------------------------------------------------------------------
+// Bumps t's storage version (shared by every view of it) and names `op` as its latest writer.
+// Every in-place op and optimizer step calls it; code writing through data<T>() should too, so
+// that a backward reading a saved copy of t throws instead of using the new values.
+void note_inplace_write(const Tensor& t, const char* op);
+
+namespace detail {
+// A row-major copy of x (any device), not recorded; dense(x) is x itself when contiguous. Kernels
+// call them on strided inputs; users call Tensor::contiguous().
+Tensor dense_copy(const Tensor& x);
+Tensor dense(const Tensor& x);
+}  // namespace detail
+
 // ---- creation (PyTorch names) ----------------------------------------------------------------
-Tensor zeros(const Shape& shape, DType dtype = kFloat32, Device device = kCPU);
-Tensor ones(const Shape& shape, DType dtype = kFloat32, Device device = kCPU);
-Tensor full(const Shape& shape, double value, DType dtype = kFloat32, Device device = kCPU);
+Tensor zeros(const Shape& shape, DType dtype = get_default_dtype(), Device device = kCPU);
+Tensor ones(const Shape& shape, DType dtype = get_default_dtype(), Device device = kCPU);
+Tensor full(const Shape& shape, double value, DType dtype = get_default_dtype(),
+            Device device = kCPU);
 Tensor arange(double end, DType dtype = kInt64);
 Tensor arange(double start, double end, double step = 1, DType dtype = kInt64);
-Tensor eye(int64_t n, DType dtype = kFloat32);
+Tensor eye(int64_t n, DType dtype = get_default_dtype());
 // rand/randn/randint on a device draw on the CPU generator and copy: the same seed gives the
 // same numbers on every device.
-Tensor rand(const Shape& shape, DType dtype = kFloat32, Device device = kCPU);   // U[0, 1)
-Tensor randn(const Shape& shape, DType dtype = kFloat32, Device device = kCPU);  // N(0, 1)
+Tensor rand(const Shape& shape, DType dtype = get_default_dtype(),
+            Device device = kCPU);  // U[0, 1)
+Tensor randn(const Shape& shape, DType dtype = get_default_dtype(),
+             Device device = kCPU);  // N(0, 1)
 Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype = kInt64);
 // A random permutation of 0 .. n-1 (int64), e.g. to shuffle a dataset each epoch.
 Tensor randperm(int64_t n);
@@ -261,7 +326,8 @@ Tensor ones_like(const Tensor& t);
 Tensor full_like(const Tensor& t, double value);
 Tensor rand_like(const Tensor& t);
 Tensor randn_like(const Tensor& t);
-Tensor scalar_tensor(double value, DType dtype = kFloat32, Device device = kCPU);  // 0-dim
+Tensor scalar_tensor(double value, DType dtype = get_default_dtype(),
+                     Device device = kCPU);  // 0-dim
 
 // From std::vector; the shape defaults to 1-D (use scalar_tensor for 0-dim).
 Tensor tensor(const std::vector<float>& values, Shape shape = {});
@@ -305,6 +371,7 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t);
 [[noreturn]] void throw_dtype_mismatch(const char* what, DType have, DType want);
 [[noreturn]] void throw_undefined(const char* what);
 [[noreturn]] void throw_not_host(const char* what, const Tensor& t);
+[[noreturn]] void throw_not_contiguous(const char* what, const Tensor& t);
 
 inline void Tensor::check_defined(const char* what) const {
   if (!impl_) throw_undefined(what);
@@ -332,6 +399,7 @@ T* Tensor::data() const {
   if (impl_->dtype != dtype_of<T>::value)
     throw_dtype_mismatch("data<T>", impl_->dtype, dtype_of<T>::value);
   if (impl_->storage->device.type != DeviceType::CPU) throw_not_host("data<T>", *this);
+  if (!impl_->strides.empty()) throw_not_contiguous("data<T>", *this);
   return static_cast<T*>(impl_->storage->data) + impl_->offset;
 }
 
@@ -345,7 +413,7 @@ int64_t Tensor::item<int64_t>() const;
 
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
-  Tensor c = detach().to(kCPU).to(dtype_of<T>::value);
+  Tensor c = detach().contiguous().to(kCPU).to(dtype_of<T>::value);
   const T* p = c.data<T>();
   return std::vector<T>(p, p + c.numel());
 }

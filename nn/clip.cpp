@@ -81,6 +81,7 @@ void cuda_scale(const std::vector<Tensor>& gs, double coef) {
     Tensor c = mul(g, coef);
     g.impl()->storage = c.impl()->storage;
     g.impl()->offset = c.impl()->offset;
+    g.impl()->strides.clear();
   }
 }
 }  // namespace
@@ -135,6 +136,7 @@ void clip_grad_value_(const std::vector<Tensor>& params, double clip_value) {
       Tensor c = clamp(g, -clip_value, clip_value);
       g.impl()->storage = c.impl()->storage;
       g.impl()->offset = c.impl()->offset;
+      g.impl()->strides.clear();
     }
   }
   each_grad(host_params(params), "clip_grad_value_", [&](auto* g, int64_t n) {

@@ -199,6 +199,7 @@ Module& Module::to(DType dtype) {
         t.impl();  // swap the storage under the same handle (PyTorch's param.data = ...)
     impl->storage = c.impl()->storage;
     impl->offset = c.impl()->offset;
+    impl->strides.clear();
     impl->dtype = dtype;
     impl->grad.reset();
   };
@@ -215,6 +216,7 @@ Module& Module::to(Device device) {
     TensorImpl* impl = t.impl();
     impl->storage = c.impl()->storage;
     impl->offset = c.impl()->offset;
+    impl->strides.clear();
     impl->grad.reset();
   };
   for (const Tensor& p : parameters()) move(p);
@@ -269,7 +271,7 @@ LoadResult Module::load_state_dict(const StateDict& dict, bool strict) {
                             fmt::join(problems, "\n  ")));
   for (const auto& [key, t] : own) {
     if (!dict.contains(key)) continue;
-    const Tensor& src = dict.at(key);
+    const Tensor src = detail::dense(dict.at(key));
     if (src.data_ptr() == t.data_ptr()) continue;
     if (src.device().type == DeviceType::CPU && t.device().type == DeviceType::CPU) {
       std::memmove(t.data_ptr(), src.data_ptr(),
@@ -278,7 +280,9 @@ LoadResult Module::load_state_dict(const StateDict& dict, bool strict) {
       Tensor c = src.detach().to(t.device()).clone();
       t.impl()->storage = c.impl()->storage;
       t.impl()->offset = c.impl()->offset;
+      t.impl()->strides.clear();
     }
+    note_inplace_write(t, "load_state_dict");
   }
   return res;
 }

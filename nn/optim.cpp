@@ -212,6 +212,7 @@ void SGD::step() {
         sgd_update(p.data<T>(), g.data<T>(), buf.defined() ? buf.data<T>() : nullptr, p.numel(), o,
                    first);
       });
+      note_inplace_write(p, "SGD.step");
     }
   }
 }
@@ -331,6 +332,7 @@ void Adam::step() {
         } catch (const tg::cuda::Error& e) {
           throw Error(e.what());
         }
+        note_inplace_write(p, decoupled_ ? "AdamW.step" : "Adam.step");
         continue;
       }
       by_dtype(p, [&](auto t) {
@@ -338,6 +340,7 @@ void Adam::step() {
         detail::adam_update(p.data<T>(), g.data<T>(), m.data<T>(), v.data<T>(),
                             vmax.defined() ? vmax.data<T>() : nullptr, p.numel(), s);
       });
+      note_inplace_write(p, decoupled_ ? "AdamW.step" : "Adam.step");
     }
   }
 }

@@ -613,10 +613,13 @@ AttentionResult sdpa_cpu(const Dims& dims, const Tensor& q, const Tensor& k, con
 
 // The weights tensor (need_weights) is an output only: it carries no gradient (the tape node
 // differentiates `output`). Differentiate through weights with the dense reference if needed.
-AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                                             const AttentionMask& mask, const SDPAOptions& opts,
-                                             Site site) {
+AttentionResult scaled_dot_product_attention(const Tensor& q_in, const Tensor& k_in,
+                                             const Tensor& v_in, const AttentionMask& mask,
+                                             const SDPAOptions& opts, Site site) {
   SiteScope scope(site);
+  const Tensor q = contig(q_in);
+  const Tensor k = contig(k_in);
+  const Tensor v = contig(v_in);
   const Dims d = check_sdpa(q, k, v, mask, opts);
   if (q.device().is_cuda()) {
     const double scale = default_scale(opts, d.hs);
@@ -630,9 +633,10 @@ AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, c
   return sdpa_cpu(d, q, k, v, {q, k, v}, mask, opts);
 }
 
-AttentionResult scaled_dot_product_attention_packed(const Tensor& qkv, const AttentionMask& mask,
+AttentionResult scaled_dot_product_attention_packed(const Tensor& qkv_in, const AttentionMask& mask,
                                                     const SDPAOptions& opts, Site site) {
   SiteScope scope(site);
+  const Tensor qkv = contig(qkv_in);
   check_float(qkv, kSdpa, "qkv", true);
   if (qkv.dim() != 5 || qkv.size(2) != 3)
     throw Error(fmt::format("{}: qkv {}: expected (B, T, 3, NH, hs), q, k, v for every position",

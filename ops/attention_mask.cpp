@@ -120,7 +120,7 @@ AttentionMask AttentionMask::key_lengths(const Tensor& lengths) {
   if (lengths.dim() != 1)
     throw Error(fmt::format("AttentionMask::key_lengths: lengths must be (B), got {}",
                             shape_str(lengths.shape())));
-  const Tensor host = lengths.device().is_cuda() ? lengths.cpu() : lengths;
+  const Tensor host = lengths.device().is_cuda() ? lengths.cpu() : dense(lengths);
   for (int64_t b = 0; b < host.numel(); ++b)
     if (host.data<int64_t>()[b] < 0)
       throw Error(fmt::format("AttentionMask::key_lengths: lengths[{}] = {} is negative", b,

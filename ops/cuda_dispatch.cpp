@@ -31,7 +31,8 @@ void set_operand(cuda::Strided& st, int k, const Shape& strides, int64_t offset)
   st.offset[k] = offset;
 }
 
-Tensor cuda_reduce(const Tensor& x, const std::vector<bool>& reduced, cuda::RedOp op) {
+Tensor cuda_reduce(const Tensor& x_in, const std::vector<bool>& reduced, cuda::RedOp op) {
+  const Tensor x = dense(x_in);
   if (x.numel() == 0) {  // an empty input: a sum of nothing is 0 (max/min are refused earlier)
     Shape keep = x.shape();
     for (size_t d = 0; d < keep.size(); ++d)

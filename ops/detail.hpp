@@ -82,6 +82,20 @@ decltype(auto) dispatch_all(DType t, F&& f) {
   }
 }
 
+// ---- op entry: kernels read row-major memory ----
+// t itself when contiguous (or undefined), else t.contiguous(): a recorded copy, so the op can
+// record its own node on the copy and the gradient still reaches the view. Ops start with
+//   const Tensor x = contig(x_in);
+inline Tensor contig(const Tensor& t) {
+  return !t.defined() || t.is_contiguous() ? t : t.contiguous();
+}
+
+// ---- views (ops/shape.cpp) ----
+// Do these strides lay `shape` out row-major (ignoring size-1 dims; always for no elements)?
+bool is_row_major(const Shape& shape, const Shape& strides);
+// A view of x's storage with its own shape, strides and offset (elements), not recorded.
+Tensor make_view(const Tensor& x, const Shape& shape, const Shape& strides, int64_t offset);
+
 // ---- parallel loops ----
 // Work (elements touched) below which a loop stays serial: a parallel region costs ~1 µs.
 constexpr int64_t kParallelMin = 1 << 15;

@@ -38,8 +38,9 @@ void forward_kernel(const Tensor& out, const Tensor& keep, const Tensor& x, doub
 }
 }  // namespace
 
-Tensor dropout(const Tensor& x, double p, bool training, Site site) {
+Tensor dropout(const Tensor& x_in, double p, bool training, Site site) {
   SiteScope scope(site);
+  const Tensor x = contig(x_in);
   constexpr const char* op = "dropout";
   check_float(x, op, "input", true);
   if (!(p >= 0.0 && p <= 1.0))

@@ -23,8 +23,9 @@ RecordInfo elementwise_info(const Tensor& out, int bwd_per_element) {
 // ---- binary kernels ----
 // out = a op b over the broadcast shape, of dtype out_dtype (a's, or bool for comparisons):
 // cpu::binary or cuda::binary.
-Tensor binary_kernel(const char* op, cuda::BinOp code, const Tensor& a, const Tensor& b,
+Tensor binary_kernel(const char* op, cuda::BinOp code, const Tensor& a_in, const Tensor& b_in,
                      DType out_dtype) {
+  const Tensor a = dense(a_in), b = dense(b_in);  // the kernels read row-major operands
   const Shape os = a.shape() == b.shape() ? a.shape() : broadcast_shapes(a.shape(), b.shape(), op);
   Tensor out = Tensor::empty(os, out_dtype, a.device());
   if (out.numel() == 0) return out;
@@ -67,7 +68,8 @@ struct UnCode {
   double p0 = 0, p1 = 0;
 };
 // out = f(x) elementwise, same dtype and device: cpu::unary or cuda::unary.
-Tensor unary_forward(const char* op, UnCode code, const Tensor& x) {
+Tensor unary_forward(const char* op, UnCode code, const Tensor& x_in) {
+  const Tensor x = dense(x_in);
   Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
   if (x.numel() == 0) return out;
   if (on_cuda(x)) {
@@ -85,8 +87,9 @@ Tensor unary_forward(const char* op, UnCode code, const Tensor& x) {
 }
 // dx = g · f'(x) elementwise, where y = f(x) is the forward output (x, y undefined when the
 // derivative does not read them).
-Tensor unary_backward(UnCode code, const Tensor& g, const Tensor& x, const Tensor& y) {
-  if (code.op == cuda::UnOp::AddS) return g;  // d(x + c)/dx = 1: pass dout on, as add does
+Tensor unary_backward(UnCode code, const Tensor& g_in, const Tensor& x_in, const Tensor& y_in) {
+  if (code.op == cuda::UnOp::AddS) return g_in;  // d(x + c)/dx = 1: pass dout on, as add does
+  const Tensor g = dense(g_in), x = dense(x_in), y = dense(y_in);
   Tensor dx = Tensor::empty(g.shape(), g.dtype(), g.device());
   if (g.numel() == 0) return dx;
   if (on_cuda(g)) {
@@ -390,9 +393,10 @@ Tensor ge(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
   return compare("ge", cuda::BinOp::Ge, a, b);
 }
-Tensor logical_not(const Tensor& a, Site site) {
+Tensor logical_not(const Tensor& a_in, Site site) {
   SiteScope scope(site);
-  check_dtype(a, kBool, "logical_not", "input", true);
+  check_dtype(a_in, kBool, "logical_not", "input", true);
+  const Tensor a = dense(a_in);
   if (on_cuda(a)) {
     Tensor out = Tensor::empty(a.shape(), kBool, a.device());
     on_device("logical_not", a.device(), [&] {

@@ -113,9 +113,11 @@ void backward_kernel(const Tensor& dw, const Tensor& g, const Tensor& indices, i
 
 void embedding_set_deterministic(bool on) { g_deterministic = on; }
 
-Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx,
-                 Site site) {
+Tensor embedding(const Tensor& indices_in, const Tensor& weight_in,
+                 std::optional<int64_t> padding_idx, Site site) {
   SiteScope scope(site);
+  const Tensor indices = contig(indices_in);
+  const Tensor weight = contig(weight_in);
   const int64_t pad = check_embedding(indices, weight, padding_idx);
   const int64_t V = weight.size(0), C = weight.size(1);
   Shape os = indices.shape();

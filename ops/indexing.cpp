@@ -74,8 +74,10 @@ void check_range(const char* op, const Tensor& index, int64_t size, const std::s
 }  // namespace
 
 // ---- gather: out[i][j][k] = x[i][index[i][j][k]][k] (dim 1) ----
-Tensor gather(const Tensor& x, int64_t dim, const Tensor& index, Site site) {
+Tensor gather(const Tensor& x_in, int64_t dim, const Tensor& index_in, Site site) {
   SiteScope scope(site);
+  const Tensor x = contig(x_in);
+  const Tensor index = contig(index_in);
   constexpr const char* op = "gather";
   check_defined(x, op, "x");
   check_dtype(index, kInt64, op, "index", true);
@@ -112,9 +114,12 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index, Site site) {
 }
 
 // ---- scatter_add: out = x; out[i][index[i][j]] += src[i][j] (dim 1) ----
-Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
+Tensor scatter_add(const Tensor& x_in, int64_t dim, const Tensor& index_in, const Tensor& src_in,
                    Site site) {
   SiteScope scope(site);
+  const Tensor x = contig(x_in);
+  const Tensor index = contig(index_in);
+  const Tensor src = contig(src_in);
   constexpr const char* op = "scatter_add";
   check_defined(x, op, "x");
   check_dtype(index, kInt64, op, "index", true);
@@ -180,8 +185,9 @@ namespace {
 // index; sorted = false: the k in index order): values (x's dtype) and indices (int64), x's shape
 // with k along dim. A 0-dim x gives 0-dim results (x and 0) for k 0 or 1, like PyTorch.
 // record_values: values get a node, dx = dvalues scattered back to the chosen positions.
-ValuesIndices sort_kernel(const char* op, const Tensor& x, int64_t dim, int64_t k, bool descending,
-                          bool sorted, bool record_values) {
+ValuesIndices sort_kernel(const char* op, const Tensor& x_in, int64_t dim, int64_t k,
+                          bool descending, bool sorted, bool record_values) {
+  const Tensor x = contig(x_in);
   const Shape xs = x.shape(), wx = working(xs);
   const int64_t d = norm_dim(dim, static_cast<int64_t>(wx.size()), op, xs);
   const Around a = around(wx, d);
@@ -244,8 +250,9 @@ ValuesIndices topk(const Tensor& x, int64_t k, int64_t dim, bool largest, bool s
 }
 
 // ---- cumsum: out_j = Σ_{j' <= j} x_j' along dim; dx_j = Σ_{j' >= j} dout_j' ----
-Tensor cumsum(const Tensor& x, int64_t dim, Site site) {
+Tensor cumsum(const Tensor& x_in, int64_t dim, Site site) {
   SiteScope scope(site);
+  const Tensor x = contig(x_in);
   constexpr const char* op = "cumsum";
   check_defined(x, op, "x");
   if (on_cuda(x)) return cumsum(x.cpu(), dim).to(x.device());
@@ -276,7 +283,8 @@ Tensor cumsum(const Tensor& x, int64_t dim, Site site) {
 
 // ---- tril / triu: x (B..., N, C) keeps (r, c) with c - r <= diagonal (tril) or >= (triu) ----
 namespace {
-Tensor triangle(const char* op, const Tensor& x, int64_t diagonal, bool lower) {
+Tensor triangle(const char* op, const Tensor& x_in, int64_t diagonal, bool lower) {
+  const Tensor x = contig(x_in);
   check_defined(x, op, "x");
   if (x.dim() < 2)
     throw Error(
@@ -311,8 +319,9 @@ Tensor triu(const Tensor& x, int64_t diagonal, Site site) {
 }
 
 // ---- one_hot: index int64 (...) -> int64 (..., C), out[..., index[...]] = 1 ----
-Tensor one_hot(const Tensor& index, int64_t num_classes, Site site) {
+Tensor one_hot(const Tensor& index_in, int64_t num_classes, Site site) {
   SiteScope scope(site);
+  const Tensor index = contig(index_in);
   constexpr const char* op = "one_hot";
   check_dtype(index, kInt64, op, "index", true);
   if (on_cuda(index)) return one_hot(index.cpu(), num_classes).to(index.device());
@@ -376,8 +385,9 @@ void check_probs(const Tensor& probs, int64_t N, int64_t C, int64_t num_samples,
 }
 }  // namespace
 
-Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, Site site) {
+Tensor multinomial(const Tensor& probs_in, int64_t num_samples, bool replacement, Site site) {
   SiteScope scope(site);
+  const Tensor probs = contig(probs_in);
   constexpr const char* op = "multinomial";
   check_float(probs, op, "probs", true);
   if (on_cuda(probs)) return multinomial(probs.cpu(), num_samples, replacement).to(probs.device());

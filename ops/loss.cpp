@@ -131,9 +131,11 @@ void backward_kernel(const Tensor& dx, const Tensor& grow, double gs, const Tens
 
 }  // namespace
 
-Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyOptions& opts,
-                     Site site) {
+Tensor cross_entropy(const Tensor& logits_in, const Tensor& target_in,
+                     const CrossEntropyOptions& opts, Site site) {
   SiteScope scope(site);
+  const Tensor logits = contig(logits_in);
+  const Tensor target = contig(target_in);
   const CeLayout l = check_cross_entropy(logits, target, opts);
   const Device dev = logits.device();
   const int64_t rows = l.rows();

@@ -56,8 +56,10 @@ Tensor mask_grad(const Tensor& g, const Tensor& mask, bool zero_where) {
 }  // namespace
 
 // ---- masked_fill: out = mask ? value : x ----
-Tensor masked_fill(const Tensor& x, const Tensor& mask, double value, Site site) {
+Tensor masked_fill(const Tensor& x_in, const Tensor& mask_in, double value, Site site) {
   SiteScope scope(site);
+  const Tensor x = contig(x_in);
+  const Tensor mask = contig(mask_in);
   constexpr const char* op = "masked_fill";
   check_defined(x, op, "input");
   check_mask(mask, op, "mask", x);
@@ -89,8 +91,11 @@ Tensor Tensor::masked_fill(const Tensor& mask, double value, Site site) const {
 }
 
 // ---- where: out = cond ? a : b, all three broadcasting ----
-Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, Site site) {
+Tensor where(const Tensor& cond_in, const Tensor& a_in, const Tensor& b_in, Site site) {
   SiteScope scope(site);
+  const Tensor cond = contig(cond_in);
+  const Tensor a = contig(a_in);
+  const Tensor b = contig(b_in);
   constexpr const char* op = "where";
   check_defined(a, op, "self");
   check_defined(b, op, "other");

@@ -5,6 +5,9 @@
 // operand batches are addressed by element offsets (the same offset repeated where a batch dim
 // is broadcast). Transposes are never materialised: backward passes transpose flags with the
 // original leading dimensions (dA = dC·Bᵀ, dB = Aᵀ·dC), and linear multiplies by Wᵀ the same way.
+// An operand that is a transposed view of row-major matrices (x.t(), k.transpose(-2, -1):
+// strides (..., 1, R)) goes to BLAS as it lies, with the transpose flag set; any other strided
+// operand is made contiguous first.
 // Broadcast operands accumulate their gradient with beta = 1 into one zeroed buffer.
 // Deliberately not here: the GEMM kernels (ops/cpu/blas.cpp, cuda/blas.cu), other dtypes.
 #include "ops/cpu/kernels.hpp"
@@ -49,8 +52,11 @@ struct Plan {
   int64_t batch = 1;                  // number of gemms
   std::vector<int64_t> off_a, off_b;  // element offset of each gemm's A and B (empty: i·M·K, i·K·N)
   bool bcast_a = false, bcast_b = false;  // some A (B) matrix is used by several gemms
+  bool ta = false, tb = false;            // A (B) is stored transposed: (K, M) ((N, K)) row-major
   Shape out_shape;
-  Device dev;  // where the operands live
+  Device dev;                                 // where the operands live
+  int64_t lda() const { return ta ? M : K; }  // stored row lengths
+  int64_t ldb() const { return tb ? K : N; }
   int64_t a_offset(int64_t i) const { return off_a.empty() ? i * M * K : off_a[i]; }
   int64_t b_offset(int64_t i) const { return off_b.empty() ? i * K * N : off_b[i]; }
 };
@@ -90,7 +96,7 @@ std::vector<int64_t> batch_offsets(const Shape& in, const Shape& out, int64_t ma
 
 // PyTorch's matmul rules. 1-D lhs is (1, K) and 1-D rhs is (K, 1), with those dims dropped from
 // the output.
-Plan make_plan(const char* op, const Tensor& a, const Tensor& b) {
+Plan make_plan(const char* op, const Tensor& a, const Tensor& b, bool ta, bool tb) {
   const Shape &sa = a.shape(), &sb = b.shape();
   if (sa.empty() || sb.empty())
     throw Error(
@@ -104,6 +110,8 @@ Plan make_plan(const char* op, const Tensor& a, const Tensor& b) {
                             shape_str(sb), Ka, Kb));
   Plan p;
   p.dev = a.device();
+  p.ta = ta;
+  p.tb = tb;
   p.K = Ka;
   p.M = na == 1 ? 1 : sa[na - 2];
   p.N = nb == 1 ? 1 : sb[nb - 1];
@@ -120,8 +128,9 @@ Plan make_plan(const char* op, const Tensor& a, const Tensor& b) {
   p.out_shape = batch;
   if (na > 1) p.out_shape.push_back(p.M);
   if (nb > 1) p.out_shape.push_back(p.N);
-  if (bb.empty()) {
-    // Fast path: rhs is one matrix, so lhs's batch dims fold into rows — one gemm.
+  if (bb.empty() && !(ta && !ba.empty())) {
+    // Fast path: rhs is one matrix, so lhs's batch dims fold into rows — one gemm (not when
+    // lhs's matrices are stored transposed: their rows do not follow each other).
     p.M *= shape_numel(ba);
     return p;
   }
@@ -155,9 +164,10 @@ bool cuda_batched(const Plan& p, bool ta, bool tb, int64_t M, int64_t N, int64_t
 template <typename T>
 void matmul_forward(const Plan& p, const T* A, const T* B, T* C) {
   const int64_t M = p.M, N = p.N, K = p.K;
-  if (cuda_batched(p, false, false, M, N, K, A, K, M * K, B, N, K * N, C, N, M * N)) return;
+  const int64_t lda = p.lda(), ldb = p.ldb();
+  if (cuda_batched(p, p.ta, p.tb, M, N, K, A, lda, M * K, B, ldb, K * N, C, N, M * N)) return;
   for (int64_t i = 0; i < p.batch; ++i)
-    gemm(p.dev, false, false, p.M, p.N, p.K, A + p.a_offset(i), p.K, B + p.b_offset(i), p.N, T(0),
+    gemm(p.dev, p.ta, p.tb, p.M, p.N, p.K, A + p.a_offset(i), lda, B + p.b_offset(i), ldb, T(0),
          C + i * p.M * p.N, p.N);
 }
 // dA = dC·Bᵀ, summed over the gemms that share an A matrix.
@@ -165,9 +175,12 @@ template <typename T>
 void matmul_backward_a(const Plan& p, const T* dC, const T* B, T* dA) {
   const T beta = p.bcast_a ? T(1) : T(0);  // dA was zeroed when it accumulates
   const int64_t M = p.M, N = p.N, K = p.K;
-  if (cuda_batched(p, false, true, M, K, N, dC, N, M * N, B, N, K * N, dA, K, M * K)) return;
+  // op(B)ᵀ: B as stored when it is stored transposed.
+  const bool tb = !p.tb;
+  const int64_t ldb = p.ldb();
+  if (cuda_batched(p, false, tb, M, K, N, dC, N, M * N, B, ldb, K * N, dA, K, M * K)) return;
   for (int64_t i = 0; i < p.batch; ++i)
-    gemm(p.dev, false, true, p.M, p.K, p.N, dC + i * p.M * p.N, p.N, B + p.b_offset(i), p.N, beta,
+    gemm(p.dev, false, tb, p.M, p.K, p.N, dC + i * p.M * p.N, p.N, B + p.b_offset(i), ldb, beta,
          dA + p.a_offset(i), p.K);
 }
 // dB = Aᵀ·dC, summed over the gemms that share a B matrix.
@@ -175,17 +188,37 @@ template <typename T>
 void matmul_backward_b(const Plan& p, const T* A, const T* dC, T* dB) {
   const T beta = p.bcast_b ? T(1) : T(0);
   const int64_t M = p.M, N = p.N, K = p.K;
-  if (cuda_batched(p, true, false, K, N, M, A, K, M * K, dC, N, M * N, dB, N, K * N)) return;
+  const bool ta = !p.ta;  // op(A)ᵀ
+  const int64_t lda = p.lda();
+  if (cuda_batched(p, ta, false, K, N, M, A, lda, M * K, dC, N, M * N, dB, N, K * N)) return;
   for (int64_t i = 0; i < p.batch; ++i)
-    gemm(p.dev, true, false, p.K, p.N, p.M, A + p.a_offset(i), p.K, dC + i * p.M * p.N, p.N, beta,
+    gemm(p.dev, ta, false, p.K, p.N, p.M, A + p.a_offset(i), lda, dC + i * p.M * p.N, p.N, beta,
          dB + p.b_offset(i), p.N);
 }
 
 // Zero-sized gemms are skipped (BLAS rejects a leading dimension of 0); K == 0 gives zeros.
 bool empty_gemm(const Plan& p) { return p.M == 0 || p.N == 0 || p.K == 0 || p.batch == 0; }
 
-Tensor matmul_impl(const char* op, const Tensor& a, const Tensor& b) {
-  Plan p = make_plan(op, a, b);
+// Is x (..., R, C) the transpose of row-major (..., C, R) matrices (strides (..., 1, R))?
+bool stored_transposed(const Tensor& x) {
+  const int64_t n = x.dim();
+  if (n < 2 || x.is_contiguous()) return false;
+  const Shape& s = x.shape();
+  const Shape st = x.strides();
+  if (st[n - 2] != 1 || st[n - 1] != s[n - 2]) return false;
+  int64_t acc = s[n - 2] * s[n - 1];
+  for (int64_t d = n - 3; d >= 0; --d) {
+    if (s[d] != 1 && st[d] != acc) return false;
+    acc *= s[d];
+  }
+  return true;
+}
+
+Tensor matmul_impl(const char* op, const Tensor& a_in, const Tensor& b_in) {
+  const bool ta = stored_transposed(a_in), tb = stored_transposed(b_in);
+  const Tensor a = ta ? a_in : contig(a_in);
+  const Tensor b = tb ? b_in : contig(b_in);
+  Plan p = make_plan(op, a, b, ta, tb);
   Tensor out = empty_gemm(p) ? zeros(p.out_shape, a.dtype(), p.dev)
                              : Tensor::empty(p.out_shape, a.dtype(), p.dev);
   if (!empty_gemm(p)) {
@@ -315,8 +348,11 @@ Tensor bmm(const Tensor& a, const Tensor& b, Site site) {
   return matmul_impl("bmm", a, b);
 }
 
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Site site) {
+Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in, Site site) {
   SiteScope scope(site);
+  const Tensor x = contig(x_in);
+  const Tensor weight = contig(weight_in);
+  const Tensor bias = contig(bias_in);
   check_linear(x, weight, bias);
   const int64_t Cin = weight.size(1), Cout = weight.size(0);
   const int64_t N =

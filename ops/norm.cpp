@@ -102,9 +102,12 @@ void backward_kernel(const Tensor& dx, const Tensor& dw, const Tensor& db, const
 }
 }  // namespace
 
-Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
-                  const Tensor& bias, double eps, Site site) {
+Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tensor& weight_in,
+                  const Tensor& bias_in, double eps, Site site) {
   SiteScope scope(site);
+  const Tensor x = contig(x_in);
+  const Tensor weight = contig(weight_in);
+  const Tensor bias = contig(bias_in);
   const int64_t D = check_layer_norm(x, normalized_shape, weight, bias, eps);
   const int64_t N = D == 0 ? 0 : x.numel() / D;
   const Device dev = x.device();

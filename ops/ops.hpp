@@ -4,8 +4,10 @@
 //   elementwise.cpp  binary/unary math with NumPy broadcasting, C++ operators
 //   reduce.cpp       sum, mean, max, var, argmax
 //   matmul.cpp       matmul, bmm, linear (BLAS)
-//   shape.cpp        reshape/view, transpose, permute, squeeze, unsqueeze, expand, narrow/slice,
-//                    index_select, cat, stack, split, chunk
+//   shape.cpp        the views (reshape/view, transpose, permute, t, squeeze, unsqueeze, expand,
+//                    narrow/slice, select), index_select, cat, stack, split, chunk
+//   index.cpp        x.index({...}) with integers, slices, None, ..., index tensors; index_put_
+//   inplace.cpp      in-place writes under the version counter: add_, mul_, fill_, copy_, ...
 //   rearrange.cpp    einops-style rearrange
 //   softmax.cpp      softmax, log_softmax
 //   mask.cpp         masked_fill, where, comparisons
@@ -129,6 +131,9 @@ Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length,
 // Python's x[start:end:step] along dim (negative and out-of-range bounds clamp like Python).
 Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step = 1,
              Site site = Site::here());
+// x[..., index, ...] along dim (negative index counts from the end): a view with one dim fewer.
+Tensor select(const Tensor& x, int64_t dim, int64_t index, Site site = Site::here());
+Tensor t(const Tensor& x, Site site = Site::here());  // 2-D transpose; 0-D/1-D as they are
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index,
                     Site site = Site::here());  // index int64 1-D
 Tensor cat(const std::vector<Tensor>& xs, int64_t dim = 0, Site site = Site::here());
@@ -213,5 +218,80 @@ Tensor one_hot(const Tensor& index, int64_t num_classes = -1, Site site = Site::
 // them). Without replacement num_samples <= the non-zero categories of every row.
 Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement = false,
                    Site site = Site::here());
+
+// ---- indexing: x.index({...}) (index.cpp) ----
+// PyTorch's C++ indexing (torch::indexing): x.index({0, Slice(1, None, 2), None, Ellipsis}).
+// An integer selects (the dim goes), a Slice narrows with a step, None inserts a size-1 dim,
+// Ellipsis stands for the dims not named; all of these give views. One int64 tensor (1-D)
+// selects rows along its dim (index_select, a copy); one bool tensor as the only index takes the
+// elements where it is true, flattened (a copy). index_put_ writes into the same places.
+namespace indexing {
+struct NoneIndex {};
+struct EllipsisIndex {};
+inline constexpr NoneIndex None{};
+inline constexpr EllipsisIndex Ellipsis{};
+struct Slice {
+  std::optional<int64_t> start, stop;
+  int64_t step = 1;
+  Slice() = default;
+  Slice(std::optional<int64_t> start_, std::optional<int64_t> stop_ = std::nullopt,
+        int64_t step_ = 1)
+      : start(start_), stop(stop_), step(step_) {}
+  Slice(std::optional<int64_t> start_, NoneIndex, int64_t step_ = 1) : start(start_), step(step_) {}
+  Slice(NoneIndex, std::optional<int64_t> stop_ = std::nullopt, int64_t step_ = 1)
+      : stop(stop_), step(step_) {}
+  Slice(NoneIndex, NoneIndex, int64_t step_ = 1) : step(step_) {}
+};
+}  // namespace indexing
+class TensorIndex {
+ public:
+  enum class Kind { Integer, Slice, None, Ellipsis, Tensor };
+  TensorIndex(int64_t i) : kind_(Kind::Integer), i_(i) {}
+  TensorIndex(int i) : kind_(Kind::Integer), i_(i) {}
+  TensorIndex(indexing::Slice s) : kind_(Kind::Slice), slice_(s) {}
+  TensorIndex(indexing::NoneIndex) : kind_(Kind::None) {}
+  TensorIndex(indexing::EllipsisIndex) : kind_(Kind::Ellipsis) {}
+  TensorIndex(const Tensor& t) : kind_(Kind::Tensor), t_(t) {}
+  Kind kind() const { return kind_; }
+  int64_t integer() const { return i_; }
+  const indexing::Slice& slice() const { return slice_; }
+  const Tensor& tensor() const { return t_; }
+  std::string str() const;  // "0", "1:None:2", "None", "...", "tensor(3,) int64"
+
+ private:
+  Kind kind_;
+  int64_t i_ = 0;
+  indexing::Slice slice_;
+  Tensor t_;
+};
+Tensor index(const Tensor& x, const std::vector<TensorIndex>& indices, Site site = Site::here());
+
+// ---- in-place writes (inplace.cpp) ----
+// Each writes into x's elements (a view writes into its base), bumps the storage version
+// (note_inplace_write) and returns x (the same handle). Under autograd they follow PyTorch: an
+// in-place op on a leaf that requires grad is refused (run it under NoGradGuard, as optimizer steps
+// do); on a non-leaf it records the op and x takes the new node as its grad_fn; a backward that
+// saved x's old values throws. The one PyTorch case not followed: an in-place op recorded on a view
+// (PyTorch rewrites the base's history) is refused with an error.
+Tensor add_(const Tensor& x, const Tensor& other, double alpha = 1, Site site = Site::here());
+Tensor add_(const Tensor& x, double other, Site site = Site::here());
+Tensor sub_(const Tensor& x, const Tensor& other, Site site = Site::here());
+Tensor sub_(const Tensor& x, double other, Site site = Site::here());
+Tensor mul_(const Tensor& x, const Tensor& other, Site site = Site::here());
+Tensor mul_(const Tensor& x, double other, Site site = Site::here());
+Tensor div_(const Tensor& x, const Tensor& other, Site site = Site::here());
+Tensor div_(const Tensor& x, double other, Site site = Site::here());
+Tensor clamp_(const Tensor& x, std::optional<double> min, std::optional<double> max,
+              Site site = Site::here());
+Tensor zero_(const Tensor& x, Site site = Site::here());
+Tensor fill_(const Tensor& x, double value, Site site = Site::here());
+// x = src broadcast to x's shape, converted to x's dtype and moved to x's device.
+Tensor copy_(const Tensor& x, const Tensor& src, Site site = Site::here());
+Tensor masked_fill_(const Tensor& x, const Tensor& mask, double value, Site site = Site::here());
+// x.index(indices) = value (a tensor broadcast to the indexed shape, or a scalar).
+Tensor index_put_(const Tensor& x, const std::vector<TensorIndex>& indices, const Tensor& value,
+                  Site site = Site::here());
+Tensor index_put_(const Tensor& x, const std::vector<TensorIndex>& indices, double value,
+                  Site site = Site::here());
 
 }  // namespace tg

@@ -107,7 +107,7 @@ ReducePlan make_plan(const char* op, const Shape& shape, const std::vector<int64
 // x as the kernels read it: itself, or the permuted copy (one gather) when the reduced dims are
 // not adjacent. Detached either way (the op records its own node).
 Tensor kernel_input(const Tensor& x, const ReducePlan& p) {
-  return p.perm.empty() ? x.detach() : permute(x.detach(), p.perm);
+  return p.perm.empty() ? x.detach() : dense_copy(permute(x.detach(), p.perm));
 }
 // A gradient the kernels wrote in their layout (kernel_shape), back in the input's layout.
 Tensor input_layout(const Tensor& d, const ReducePlan& p) {
@@ -175,8 +175,9 @@ void check_nonempty(const ReducePlan& p, const char* op, const std::vector<int64
 
 // ---- sum, mean ----
 // x (D...) -> out (D... without dims). int64 and bool inputs sum to int64 (no gradient).
-Tensor sum(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Site site) {
+Tensor sum(const Tensor& x_in, std::vector<int64_t> dims, bool keepdim, Site site) {
   SiteScope scope(site);
+  const Tensor x = contig(x_in);
   check_input(x, "sum");
   ReducePlan p = make_plan("sum", x.shape(), dims, keepdim);
   if (on_cuda(x)) return cuda_sum(x, p);
@@ -202,8 +203,9 @@ Tensor sum(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Site site) 
   return out;
 }
 
-Tensor mean(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Site site) {
+Tensor mean(const Tensor& x_in, std::vector<int64_t> dims, bool keepdim, Site site) {
   SiteScope scope(site);
+  const Tensor x = contig(x_in);
   check_float(x, "mean", "input", true);
   ReducePlan p = make_plan("mean", x.shape(), dims, keepdim);
   const double n = static_cast<double>(p.count);
@@ -225,8 +227,9 @@ Tensor mean(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Site site)
 
 // ---- max (amax) ----
 // The gradient is shared evenly among the elements equal to the maximum. NaN propagates.
-Tensor max(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Site site) {
+Tensor max(const Tensor& x_in, std::vector<int64_t> dims, bool keepdim, Site site) {
   SiteScope scope(site);
+  const Tensor x = contig(x_in);
   check_input(x, "max");
   if (x.dtype() == kBool)
     throw Error(fmt::format("max: input {} has dtype bool, expected float32, float64 or int64",
@@ -262,9 +265,10 @@ Tensor max(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Site site) 
 
 // ---- var ----
 // sum((x - mean)²) / (n - correction); d/dx = 2(x - mean) / (n - correction) · dout.
-Tensor var(const Tensor& x, std::vector<int64_t> dims, bool keepdim, int64_t correction,
+Tensor var(const Tensor& x_in, std::vector<int64_t> dims, bool keepdim, int64_t correction,
            Site site) {
   SiteScope scope(site);
+  const Tensor x = contig(x_in);
   check_float(x, "var", "input", true);
   if (correction < 0)
     throw Error(fmt::format("var: correction must be >= 0, got {} (input {})", correction,
@@ -304,8 +308,9 @@ Tensor var(const Tensor& x, std::vector<int64_t> dims, bool keepdim, int64_t cor
 
 // ---- argmax ----
 // int64 index of the first maximum along dim (NaN counts as the maximum); no gradient.
-Tensor argmax(const Tensor& x, int64_t dim, bool keepdim, Site site) {
+Tensor argmax(const Tensor& x_in, int64_t dim, bool keepdim, Site site) {
   SiteScope scope(site);
+  const Tensor x = contig(x_in);
   check_input(x, "argmax");
   if (x.dtype() == kBool)
     throw Error(fmt::format("argmax: input {} has dtype bool, expected float32, float64 or int64",

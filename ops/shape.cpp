@@ -1,12 +1,16 @@
 // ops/shape.cpp — shape ops, forward and backward side by side, and their Tensor methods.
 //
-// Storage is always contiguous, so ops that keep the memory order (reshape, view, flatten,
-// squeeze, unsqueeze) are views: a new TensorImpl on the same storage and offset (one helper,
-// alias). Ops that reorder or select (transpose, permute, expand, narrow, slice, index_select,
-// cat) copy through one strided gather (cpu::strided_copy, ops/cpu/copy.cpp); cat copies whole
-// contiguous blocks with memcpy. Composed ops (stack, split, chunk) get their backward
-// from the primitives they call.
-// Deliberately not here: einops-style rearrange (rearrange.cpp), reductions (reduce.cpp).
+// Views share storage, as in PyTorch: one helper (make_view) gives a new TensorImpl on x's
+// storage with its own offset, shape and strides. reshape/view/flatten/squeeze/unsqueeze keep
+// the memory order (a view whenever the strides allow: always for a contiguous input; reshape
+// copies otherwise, view refuses); transpose/permute/t reorder strides; expand gives stride 0;
+// narrow/slice/select move the offset and scale a stride. Each view's backward maps the
+// (contiguous) gradient back: reshape, the inverse permutation, sum_to, or a scatter into zeros
+// (the one strided scatter, cpu::strided_copy). index_select and cat copy (cat whole contiguous
+// blocks with memcpy). Composed ops (stack, split, chunk) get their backward from the
+// primitives they call.
+// Deliberately not here: einops-style rearrange (rearrange.cpp), reductions (reduce.cpp),
+// indexing with integers/ranges/None (index.cpp), in-place writes (inplace.cpp).
 #include "ops/cpu/kernels.hpp"
 #include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
@@ -26,42 +30,17 @@ std::string list_str(const std::vector<int64_t>& v) {
 
 void check_input(const Tensor& x, const char* op) { check_defined(x, op, "input"); }
 
-// A tensor on x's storage and offset with another shape of the same numel (no recording).
-Tensor alias(const Tensor& x, const Shape& shape) {
-  auto impl = std::make_shared<TensorImpl>();
-  impl->storage = x.impl()->storage;
-  impl->offset = x.impl()->offset;
-  impl->shape = shape;
-  impl->numel = x.numel();
-  impl->dtype = x.dtype();
-  return Tensor(std::move(impl));
+// Product of shape[b, e).
+int64_t span(const Shape& s, int64_t b, int64_t e) {
+  int64_t p = 1;
+  for (int64_t d = b; d < e; ++d) p *= s[d];
+  return p;
 }
 
-// The view ops: out shares x's storage; dx = dout viewed with x's shape.
-Tensor view_op(const char* op, const Tensor& x, const Shape& shape) {
-  Tensor out = alias(x, shape);
-  if (needs_record({&x})) {
-    Shape xs = x.shape();
-    // data movement only
-    record(op, out, {x}, RecordInfo().flops(0, 0).saved(),
-           [xs](const Tensor& g) -> std::vector<Tensor> { return {alias(g, xs)}; });
-  }
-  return out;
-}
-
-// out[idx] = x[offset + Σ idx[d]·st[d]] over out_shape: the one copy kernel of the reordering ops.
-Tensor gather(const Tensor& x, const Shape& out_shape, const Shape& st, int64_t offset) {
-  if (on_cuda(x)) return cuda_gather(x, out_shape, st, offset);
-  Tensor out = Tensor::empty(out_shape, x.dtype());
-  dispatch_all(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    cpu::strided_copy<T>(out.data<T>(), contiguous_strides(out_shape), x.data<T>() + offset, st,
-                         out_shape);
-  });
-  return out;
-}
-// The adjoint of a gather whose source indices are distinct: dx = 0, dx[src(idx)] = dout[idx].
-Tensor scatter(const Tensor& g, const Shape& in_shape, const Shape& st, int64_t offset) {
+// The adjoint of a view that selects distinct elements: dx = 0 of shape in_shape (row-major),
+// dx[offset + Σ idx[d]·st[d]] = g[idx] over g's shape (g contiguous).
+Tensor scatter(const Tensor& g_in, const Shape& in_shape, const Shape& st, int64_t offset) {
+  const Tensor g = dense(g_in);
   if (on_cuda(g)) {
     Tensor dx = zeros(in_shape, g.dtype(), g.device());
     if (g.numel() == 0) return dx;
@@ -79,36 +58,130 @@ Tensor scatter(const Tensor& g, const Shape& in_shape, const Shape& st, int64_t 
   });
   return dx;
 }
+}  // namespace
 
-// Product of shape[b, e).
-int64_t span(const Shape& s, int64_t b, int64_t e) {
-  int64_t p = 1;
-  for (int64_t d = b; d < e; ++d) p *= s[d];
-  return p;
+// ---- the view helper ----
+bool detail::is_row_major(const Shape& shape, const Shape& strides) {
+  int64_t acc = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] == 0) return true;  // no elements: any strides will do
+    if (shape[i] != 1 && strides[i] != acc) {
+      for (size_t j = 0; j < i; ++j)  // a 0 in an earlier dim also means no elements
+        if (shape[j] == 0) return true;
+      return false;
+    }
+    acc *= shape[i];
+  }
+  return true;
 }
 
-// x[start : start + len·step : step] along dim d (already validated), copied.
-Tensor slice_copy(const char* op, const Tensor& x, int64_t d, int64_t start, int64_t len,
-                  int64_t step) {
-  Shape os = x.shape();
-  os[d] = len;
-  Shape st = x.strides();
-  const int64_t offset = start * st[d];
-  st[d] *= step;
-  Tensor out = gather(x, os, st, offset);
+Tensor detail::make_view(const Tensor& x, const Shape& shape, const Shape& strides,
+                         int64_t offset) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = x.impl()->storage;
+  impl->offset = offset;
+  impl->shape = shape;
+  if (!is_row_major(shape, strides)) impl->strides = strides;
+  impl->numel = shape_numel(shape);
+  impl->dtype = x.dtype();
+  impl->is_view = true;
+  return Tensor(std::move(impl));
+}
+
+namespace {
+// A tensor on x's storage and offset with another shape of the same numel, row-major (x
+// contiguous; no recording).
+Tensor alias(const Tensor& x, const Shape& shape) {
+  return make_view(x, shape, {}, x.impl()->offset);
+}
+
+// Strides that show x (numel > 0) with shape `to` without moving an element, or {} with ok =
+// false when none exist (PyTorch's computeStride: each run of x's dims that is contiguous in
+// memory may be split or merged freely, runs may not mix).
+Shape view_strides(const Tensor& x, const Shape& to, bool& ok) {
+  const Shape& from = x.shape();
+  const Shape st = x.strides();
+  Shape out(to.size());
+  ok = true;
+  if (x.numel() == 0 || x.is_contiguous()) return contiguous_strides(to);
+  int64_t view_d = static_cast<int64_t>(to.size()) - 1;
+  int64_t base_stride = st.empty() ? 1 : st.back();
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int64_t d = static_cast<int64_t>(from.size()) - 1; d >= 0; --d) {
+    tensor_numel *= from[d];
+    // a run ends where the next (outer) dim does not continue it in memory
+    if (d == 0 || (from[d - 1] != 1 && st[d - 1] != tensor_numel * base_stride)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || to[view_d] == 1)) {
+        out[view_d] = view_numel * base_stride;
+        view_numel *= to[view_d];
+        --view_d;
+      }
+      if (view_numel != tensor_numel) {
+        ok = false;
+        return {};
+      }
+      if (d > 0) {
+        base_stride = st[d - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  if (view_d != -1) {
+    ok = false;
+    return {};
+  }
+  return out;
+}
+
+// reshape/view/flatten/squeeze/unsqueeze: out has x's elements in x's order. A view when x's
+// strides allow (copy_ok: else a copy, as reshape does; else an error, as view does); dx = dout
+// with x's shape.
+Tensor view_op(const char* op, const Tensor& x, const Shape& shape, bool copy_ok = true) {
+  bool ok = true;
+  Shape st = view_strides(x, shape, ok);
+  if (!ok) {
+    if (!copy_ok)
+      throw Error(fmt::format(
+          "{}: shape {} is not compatible with input {} of strides {} (its elements do not lie "
+          "in one stride pattern); use reshape, or contiguous() first",
+          op, shape_str(shape), shape_str(x.shape()), shape_str(x.strides())));
+    return view_op(op, x.contiguous(), shape);
+  }
+  Tensor out = make_view(x, shape, st, x.impl()->offset);
   if (needs_record({&x})) {
     Shape xs = x.shape();
     // data movement only
     record(op, out, {x}, RecordInfo().flops(0, 0).saved(),
-           [xs, st, offset](const Tensor& g) -> std::vector<Tensor> {
-             return {scatter(g, xs, st, offset)};
+           [xs](const Tensor& g) -> std::vector<Tensor> { return {reshape(g, xs)}; });
+  }
+  return out;
+}
+
+// x[start : start + len·step : step] along dim d (already validated), a view; dx scatters.
+Tensor slice_view(const char* op, const Tensor& x, int64_t d, int64_t start, int64_t len,
+                  int64_t step) {
+  Shape os = x.shape(), st = x.strides();
+  os[d] = len;
+  const int64_t offset = x.impl()->offset + start * st[d];
+  st[d] *= step;
+  Tensor out = make_view(x, os, st, offset);
+  if (needs_record({&x})) {
+    const Shape xs = x.shape();
+    Shape gst = contiguous_strides(xs);  // where dout's elements go in a row-major dx
+    const int64_t goff = start * gst[d];
+    gst[d] *= step;
+    // data movement only
+    record(op, out, {x}, RecordInfo().flops(0, 0).saved(),
+           [xs, gst, goff](const Tensor& g) -> std::vector<Tensor> {
+             return {scatter(g, xs, gst, goff)};
            });
   }
   return out;
 }
 }  // namespace
 
-// ---- views (share storage) ----
+// ---- views that keep the memory order ----
 namespace {
 // `want` with its one -1 inferred from x's numel; errors name both shapes.
 Shape infer_shape(const char* op, const Tensor& x, const Shape& want) {
@@ -158,7 +231,7 @@ Tensor reshape(const Tensor& x, Shape shape, Site site) {
 Tensor view(const Tensor& x, Shape shape, Site site) {
   SiteScope scope(site);
   check_input(x, "view");
-  return view_op("view", x, infer_shape("view", x, shape));
+  return view_op("view", x, infer_shape("view", x, shape), false);
 }
 
 Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim, Site site) {
@@ -204,7 +277,7 @@ Tensor unsqueeze(const Tensor& x, int64_t d, Site site) {
   return view_op("unsqueeze", x, os);
 }
 
-// ---- reordering copies ----
+// ---- views that reorder ----
 // out dim i is x dim dims[i]; dx = dout permuted by the inverse.
 Tensor permute(const Tensor& x, std::vector<int64_t> dims, Site site) {
   SiteScope scope(site);
@@ -226,7 +299,7 @@ Tensor permute(const Tensor& x, std::vector<int64_t> dims, Site site) {
     os[i] = x.shape()[perm[i]];
     st[i] = xst[perm[i]];
   }
-  Tensor out = gather(x, os, st, 0);
+  Tensor out = make_view(x, os, st, x.impl()->offset);
   if (needs_record({&x})) {
     // data movement only
     record("permute", out, {x}, RecordInfo().flops(0, 0).saved(),
@@ -252,7 +325,18 @@ Tensor transpose(const Tensor& x, int64_t d0, int64_t d1, Site site) {
   return permute(x, perm);
 }
 
-// Broadcasts size-1 dims (and new leading dims) to `shape`; -1 keeps a dim. dx = sum_to(dout).
+// PyTorch's t(): a 0-D or 1-D tensor as it is, a 2-D one transposed; more dims are refused.
+Tensor t(const Tensor& x, Site site) {
+  SiteScope scope(site);
+  check_input(x, "t");
+  if (x.dim() > 2)
+    throw Error(fmt::format("t: input {} has {} dims, expected at most 2 (use transpose)",
+                            shape_str(x.shape()), x.dim()));
+  return x.dim() < 2 ? view_op("t", x, x.shape()) : transpose(x, 0, 1);
+}
+
+// Broadcasts size-1 dims (and new leading dims) to `shape` with stride 0; -1 keeps a dim.
+// dx = sum_to(dout).
 Tensor expand(const Tensor& x, Shape shape, Site site) {
   SiteScope scope(site);
   check_input(x, "expand");
@@ -286,7 +370,8 @@ Tensor expand(const Tensor& x, Shape shape, Site site) {
                       want, have, i, shape_str(xs), shape_str(shape)));
     }
   }
-  Tensor out = gather(x, os, st, 0);
+  shape_numel(os);  // overflow check
+  Tensor out = make_view(x, os, st, x.impl()->offset);
   if (needs_record({&x})) {
     // data movement only
     record("expand", out, {x}, RecordInfo().flops(0, 0).saved(),
@@ -295,7 +380,7 @@ Tensor expand(const Tensor& x, Shape shape, Site site) {
   return out;
 }
 
-// ---- selection ----
+// ---- views that select ----
 Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length, Site site) {
   SiteScope scope(site);
   check_input(x, "narrow");
@@ -307,7 +392,7 @@ Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length, Site 
         fmt::format("narrow: start {} and length {} are out of range for dim {} of size {} "
                     "(input {})",
                     start, length, dim, size, shape_str(x.shape())));
-  return slice_copy("narrow", x, d, s, length, 1);
+  return slice_view("narrow", x, d, s, length, 1);
 }
 
 Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step, Site site) {
@@ -324,7 +409,38 @@ Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t s
   };
   const int64_t s = clampi(start), e = clampi(end);
   const int64_t len = e > s ? (e - s + step - 1) / step : 0;
-  return slice_copy("slice", x, d, s, len, step);
+  return slice_view("slice", x, d, s, len, step);
+}
+
+// x[..., i, ...] along dim: one dim fewer; dx is zero except row i of dim, which gets dout.
+Tensor select(const Tensor& x, int64_t dim, int64_t index, Site site) {
+  SiteScope scope(site);
+  check_input(x, "select");
+  if (x.dim() == 0)
+    throw Error(fmt::format("select: input () is 0-dim; there is no dim {} to select from", dim));
+  const int64_t d = norm_dim(dim, x.dim(), "select", x.shape());
+  const int64_t size = x.shape()[d];
+  const int64_t i = index < 0 ? index + size : index;
+  if (i < 0 || i >= size)
+    throw Error(fmt::format("select: index {} is out of range for dim {} of size {} (input {})",
+                            index, dim, size, shape_str(x.shape())));
+  Shape os = x.shape(), st = x.strides();
+  const int64_t offset = x.impl()->offset + i * st[d];
+  os.erase(os.begin() + d);
+  st.erase(st.begin() + d);
+  Tensor out = make_view(x, os, st, offset);
+  if (needs_record({&x})) {
+    const Shape xs = x.shape();
+    Shape gst = contiguous_strides(xs);
+    const int64_t goff = i * gst[d];
+    gst.erase(gst.begin() + d);
+    // data movement only
+    record("select", out, {x}, RecordInfo().flops(0, 0).saved(),
+           [xs, gst, goff](const Tensor& g) -> std::vector<Tensor> {
+             return {scatter(g, xs, gst, goff)};
+           });
+  }
+  return out;
 }
 
 // out = x with dim taking the rows index[0], index[1], ... (index int64, 1-D or 0-dim); dx
@@ -380,8 +496,10 @@ void cuda_copy_into(const Tensor& out, const Tensor& x, int64_t offset) {
 }
 }  // namespace
 
-Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, Site site) {
+Tensor index_select(const Tensor& x_in, int64_t dim, const Tensor& index_in, Site site) {
   SiteScope scope(site);
+  const Tensor x = x_in.defined() ? x_in.contiguous() : x_in;
+  const Tensor index = dense(index_in);
   check_input(x, "index_select");
   check_dtype(index, kInt64, "index_select", "index", true);
   check_same_device(x, index, "index_select", "input", "index");
@@ -437,9 +555,12 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, Site site
 
 // ---- joining ----
 // xs[i] (D..., n_i, D...) -> (D..., Σ n_i, D...); dxs[i] = dout narrowed to xs[i]'s rows.
-Tensor cat(const std::vector<Tensor>& xs, int64_t dim, Site site) {
+Tensor cat(const std::vector<Tensor>& xs_in, int64_t dim, Site site) {
   SiteScope scope(site);
-  if (xs.empty()) throw Error("cat: expected a non-empty list of tensors");
+  if (xs_in.empty()) throw Error("cat: expected a non-empty list of tensors");
+  std::vector<Tensor> xs = xs_in;
+  for (Tensor& x : xs)
+    if (x.defined()) x = x.contiguous();
   for (size_t i = 0; i < xs.size(); ++i) {
     std::string name = fmt::format("tensors[{}]", i);
     check_defined(xs[i], "cat", name.c_str());
@@ -588,5 +709,10 @@ Tensor Tensor::expand(Shape shape, Site site) const {
 Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length, Site site) const {
   return tg::narrow(*this, dim, start, length, site);
 }
+Tensor Tensor::select(int64_t dim, int64_t index, Site site) const {
+  return tg::select(*this, dim, index, site);
+}
+Tensor Tensor::operator[](int64_t index) const { return tg::select(*this, 0, index); }
+Tensor Tensor::t(Site site) const { return tg::t(*this, site); }
 
 }  // namespace tg

@@ -81,7 +81,8 @@ Tensor softmax_backward(const char* op, const Tensor& g, const Tensor& y, const 
 }
 
 // check → kernel → record (the backward reads only the saved output y).
-Tensor softmax_op(const char* op, const Tensor& x, int64_t dim, bool is_log) {
+Tensor softmax_op(const char* op, const Tensor& x_in, int64_t dim, bool is_log) {
+  const Tensor x = contig(x_in);
   const RowLayout l = check_softmax(op, x, dim);
   Tensor y = softmax_forward(op, x, l, is_log);
   if (needs_record({&x})) {

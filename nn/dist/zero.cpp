@@ -142,6 +142,7 @@ void ZeroRedundancyAdamW::step() {
         throw Error(fmt::format("ZeroRedundancyAdamW: parameter of dtype {} is not floating",
                                 dtype_name(p.dtype())));
       }
+      note_inplace_write(p, "ZeroRedundancyAdamW.step");
     }
   }
   // Every rank's updated slices to every rank (one bucket at a time: one buffer of the largest).

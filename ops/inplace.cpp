@@ -1,0 +1,252 @@
+// ops/inplace.cpp — in-place writes under the version counter: add_, sub_, mul_, div_, clamp_,
+// zero_, fill_, copy_, masked_fill_, index_put_ (free functions and Tensor methods).
+//
+// Every one has the same shape: check → compute the new values out of place with the existing
+// op (dtype rules, broadcasting, CUDA and the backward come with it) → write them into x's
+// elements (write_into: a strided copy when x is a view, so a view writes into its base) → bump
+// x's storage version (note_inplace_write) → when autograd records, x takes the new values'
+// node as its grad_fn (PyTorch's history rebase). A recording op reads a clone of x, so its own
+// backward never reads the values this write replaces; any older node that saved them throws
+// at backward (autograd/tape.cpp, check_saved_versions).
+// Deliberately not here: the out-of-place ops themselves, indexing (index.cpp).
+#include "ops/cpu/kernels.hpp"
+#include "ops/cuda_dispatch.hpp"
+#include "ops/detail.hpp"
+#include "ops/ops.hpp"
+
+#include <cstring>
+
+namespace tg {
+using namespace detail;
+
+namespace {
+// x's elements = v broadcast to x's shape (v has x's dtype and device; not aliasing x); no tape.
+void write_into(const char* op, const Tensor& x, const Tensor& v_in) {
+  const Tensor v = dense(v_in);
+  if (x.numel() == 0) return;
+  const Shape xst = x.strides(), vst = broadcast_strides(v.shape(), x.shape());
+  if (on_cuda(x)) {
+    cuda::Strided st = make_strided(x.shape(), {});
+    set_operand(st, 0, xst, 0);
+    set_operand(st, 1, vst, 0);
+    on_device(op, x.device(),
+              [&] { cuda::strided_copy(cdt(x.dtype()), x.data_ptr(), v.data_ptr(), st); });
+    return;
+  }
+  if (x.is_contiguous() && v.shape() == x.shape()) {
+    std::memcpy(x.data_ptr(), v.data_ptr(), x.numel() * dtype_size(x.dtype()));
+    return;
+  }
+  dispatch_all(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    cpu::strided_copy<T>(static_cast<T*>(x.data_ptr()), xst, static_cast<const T*>(v.data_ptr()),
+                         vst, x.shape());
+  });
+}
+
+// The checks every in-place op makes on its target; returns whether autograd records the write.
+bool check_target(const char* op, const Tensor& x, std::initializer_list<const Tensor*> others) {
+  check_defined(x, op, "self");
+  const Shape& s = x.shape();
+  const Shape st = x.strides();
+  for (size_t d = 0; d < s.size(); ++d)
+    if (st[d] == 0 && s[d] > 1)
+      throw Error(fmt::format(
+          "{}: self {} is an expanded view (stride 0 in dim {}): more than one of its elements "
+          "refers to the same memory, so it cannot be written in place; clone() it first",
+          op, shape_str(s), d));
+  bool rec = grad_enabled() && x.requires_grad();
+  for (const Tensor* o : others)
+    rec = rec || (grad_enabled() && o->defined() && o->requires_grad());
+  if (!rec) return false;
+  if (x.is_leaf() && x.requires_grad())
+    throw Error(fmt::format(
+        "{}: self {} is a leaf that requires grad; an in-place write would hide its value from "
+        "the backward. Run it under tg::NoGradGuard (as optimizer steps do) or write into a "
+        "clone()",
+        op, shape_str(s)));
+  if (x.impl()->is_view)
+    throw Error(fmt::format(
+        "{}: self {} is a view of another tensor and the write would be recorded (self or an "
+        "argument requires grad); tapegrad does not rewrite a base's history through a view. "
+        "Compute the new tensor out of place (e.g. where, cat) or write under tg::NoGradGuard",
+        op, shape_str(s)));
+  return true;
+}
+
+// Writes compute(values of x) into x. compute returns x's shape; under recording it gets a clone
+// of x and its result's node becomes x's grad_fn.
+template <typename F>
+Tensor inplace(const char* op, const Tensor& x, std::initializer_list<const Tensor*> others,
+               F&& compute) {
+  const bool rec = check_target(op, x, others);
+  Tensor r;
+  if (rec) {
+    r = compute(x.clone());
+  } else {
+    NoGradGuard ng;
+    r = compute(x);
+  }
+  if (r.shape() != x.shape())
+    throw Error(
+        fmt::format("{}: the result {} does not fit self {} (an in-place op cannot "
+                    "broadcast self)",
+                    op, shape_str(r.shape()), shape_str(x.shape())));
+  if (r.dtype() != x.dtype()) r = r.to(x.dtype());
+  if (r.device() != x.device()) r = r.to(x.device());
+  if (r.impl()->storage == x.impl()->storage) r = dense_copy(r);  // a source that aliases self
+  write_into(op, x, r);
+  note_inplace_write(x, op);
+  if (rec && r.requires_grad()) {
+    x.impl()->grad_fn = r.impl()->grad_fn;
+    x.impl()->requires_grad = true;
+  }
+  return x;
+}
+
+// New values that do not depend on the old ones (fill_, copy_): recorded with self as an input
+// that gets no gradient, so self keeps requiring grad as in PyTorch.
+Tensor replacing(const char* op, const Tensor& self, const Tensor& values) {
+  Tensor out = dense_copy(values.expand(self.shape()));
+  if (needs_record({&self, &values})) {
+    const Shape vs = values.shape();
+    const bool gv = values.requires_grad();
+    record(op, out, {self, values}, RecordInfo().flops(0, 0).saved(),
+           [vs, gv](const Tensor& g) -> std::vector<Tensor> {
+             return {Tensor(), gv ? sum_to(g, vs) : Tensor()};
+           });
+  }
+  return out;
+}
+}  // namespace
+
+Tensor add_(const Tensor& x, const Tensor& other, double alpha, Site site) {
+  SiteScope scope(site);
+  return inplace("add_", x, {&other},
+                 [&](const Tensor& v) { return add(v, alpha == 1 ? other : mul(other, alpha)); });
+}
+Tensor add_(const Tensor& x, double other, Site site) {
+  SiteScope scope(site);
+  return inplace("add_", x, {}, [&](const Tensor& v) { return add(v, other); });
+}
+Tensor sub_(const Tensor& x, const Tensor& other, Site site) {
+  SiteScope scope(site);
+  return inplace("sub_", x, {&other}, [&](const Tensor& v) { return sub(v, other); });
+}
+Tensor sub_(const Tensor& x, double other, Site site) {
+  SiteScope scope(site);
+  return inplace("sub_", x, {}, [&](const Tensor& v) { return sub(v, other); });
+}
+Tensor mul_(const Tensor& x, const Tensor& other, Site site) {
+  SiteScope scope(site);
+  return inplace("mul_", x, {&other}, [&](const Tensor& v) { return mul(v, other); });
+}
+Tensor mul_(const Tensor& x, double other, Site site) {
+  SiteScope scope(site);
+  return inplace("mul_", x, {}, [&](const Tensor& v) { return mul(v, other); });
+}
+Tensor div_(const Tensor& x, const Tensor& other, Site site) {
+  SiteScope scope(site);
+  return inplace("div_", x, {&other}, [&](const Tensor& v) { return div(v, other); });
+}
+Tensor div_(const Tensor& x, double other, Site site) {
+  SiteScope scope(site);
+  return inplace("div_", x, {}, [&](const Tensor& v) { return div(v, other); });
+}
+Tensor clamp_(const Tensor& x, std::optional<double> min, std::optional<double> max, Site site) {
+  SiteScope scope(site);
+  if (!min && !max)
+    throw Error(fmt::format("clamp_: self {}: at least one of min and max must be given",
+                            shape_str(x.defined() ? x.shape() : Shape{})));
+  return inplace("clamp_", x, {}, [&](const Tensor& v) {
+    if (min && max) return clamp(v, *min, *max);
+    return min ? clamp_min(v, *min) : clamp_max(v, *max);
+  });
+}
+Tensor fill_(const Tensor& x, double value, Site site) {
+  SiteScope scope(site);
+  return inplace("fill_", x, {}, [&](const Tensor& v) {
+    return replacing("fill_", v, scalar_tensor(value, v.dtype(), v.device()));
+  });
+}
+Tensor zero_(const Tensor& x, Site site) {
+  SiteScope scope(site);
+  return inplace("zero_", x, {}, [&](const Tensor& v) {
+    return replacing("zero_", v, scalar_tensor(0, v.dtype(), v.device()));
+  });
+}
+Tensor copy_(const Tensor& x, const Tensor& src, Site site) {
+  SiteScope scope(site);
+  check_defined(src, "copy_", "src");
+  check_defined(x, "copy_", "self");
+  if (broadcast_shapes(src.shape(), x.shape(), "copy_") != x.shape())
+    throw Error(fmt::format("copy_: src {} cannot be broadcast to self {}", shape_str(src.shape()),
+                            shape_str(x.shape())));
+  return inplace("copy_", x, {&src}, [&](const Tensor& v) {
+    Tensor s = src;
+    if (s.dtype() != v.dtype()) s = s.to(v.dtype());
+    if (s.device() != v.device()) s = s.to(v.device());
+    return replacing("copy_", v, s);
+  });
+}
+Tensor masked_fill_(const Tensor& x, const Tensor& mask, double value, Site site) {
+  SiteScope scope(site);
+  return inplace("masked_fill_", x, {},
+                 [&](const Tensor& v) { return masked_fill(v, mask, value); });
+}
+
+// ---- Tensor methods ----
+Tensor& Tensor::add_(const Tensor& other, double alpha, Site site) {
+  tg::add_(*this, other, alpha, site);
+  return *this;
+}
+Tensor& Tensor::add_(double other, Site site) {
+  tg::add_(*this, other, site);
+  return *this;
+}
+Tensor& Tensor::sub_(const Tensor& other, Site site) {
+  tg::sub_(*this, other, site);
+  return *this;
+}
+Tensor& Tensor::sub_(double other, Site site) {
+  tg::sub_(*this, other, site);
+  return *this;
+}
+Tensor& Tensor::mul_(const Tensor& other, Site site) {
+  tg::mul_(*this, other, site);
+  return *this;
+}
+Tensor& Tensor::mul_(double other, Site site) {
+  tg::mul_(*this, other, site);
+  return *this;
+}
+Tensor& Tensor::div_(const Tensor& other, Site site) {
+  tg::div_(*this, other, site);
+  return *this;
+}
+Tensor& Tensor::div_(double other, Site site) {
+  tg::div_(*this, other, site);
+  return *this;
+}
+Tensor& Tensor::clamp_(std::optional<double> min, std::optional<double> max, Site site) {
+  tg::clamp_(*this, min, max, site);
+  return *this;
+}
+Tensor& Tensor::zero_(Site site) {
+  tg::zero_(*this, site);
+  return *this;
+}
+Tensor& Tensor::fill_(double value, Site site) {
+  tg::fill_(*this, value, site);
+  return *this;
+}
+Tensor& Tensor::copy_(const Tensor& src, Site site) {
+  tg::copy_(*this, src, site);
+  return *this;
+}
+Tensor& Tensor::masked_fill_(const Tensor& mask, double value, Site site) {
+  tg::masked_fill_(*this, mask, value, site);
+  return *this;
+}
+
+}  // namespace tg

@@ -1,0 +1,164 @@
+// tests/ops/test_inplace.cpp — in-place writes (ops/inplace.cpp) and the version counter
+// (autograd/tape.cpp): values of add_, sub_, mul_, div_, clamp_, zero_, fill_, copy_,
+// masked_fill_ on contiguous tensors and on views (which write into their base); versions
+// shared by views; PyTorch's rules under autograd (leaf refused, non-leaf rebased, gradients
+// through the rebased history); and the backward error when a saved tensor was overwritten, by an
+// in-place op or by an optimizer step.
+#include "helpers.hpp"
+
+#include "nn/layers.hpp"
+#include "nn/optim.hpp"
+
+using namespace tg;
+
+namespace {
+std::vector<double> values(const Tensor& t) { return t.to_vector<double>(); }
+Tensor vec(std::vector<double> v, Shape s = {}) { return tensor(v, std::move(s)); }
+}  // namespace
+
+TEST_CASE("inplace: values of every op, scalars and broadcast tensors", "[inplace]") {
+  Tensor x = vec({1, 2, 3, 4}, {2, 2});
+  x.add_(1.0);
+  CHECK(values(x) == std::vector<double>{2, 3, 4, 5});
+  x.add_(vec({10, 20}), 2.0);  // alpha, broadcast over rows
+  CHECK(values(x) == std::vector<double>{22, 43, 24, 45});
+  x.sub_(vec({2, 3}));
+  CHECK(values(x) == std::vector<double>{20, 40, 22, 42});
+  x.mul_(0.5).div_(vec({2}));
+  CHECK(values(x) == std::vector<double>{5, 10, 5.5, 10.5});
+  x.clamp_(6.0, 10.0);
+  CHECK(values(x) == std::vector<double>{6, 10, 6, 10});
+  x.clamp_(std::nullopt, 7.0);
+  CHECK(values(x) == std::vector<double>{6, 7, 6, 7});
+  x.masked_fill_(tensor(std::vector<bool>{true, false}), -1.0);
+  CHECK(values(x) == std::vector<double>{-1, 7, -1, 7});
+  x.fill_(3.0);
+  CHECK(values(x) == std::vector<double>{3, 3, 3, 3});
+  x.zero_();
+  CHECK(values(x) == std::vector<double>{0, 0, 0, 0});
+  x.copy_(vec({1, 2}));  // broadcast source
+  CHECK(values(x) == std::vector<double>{1, 2, 1, 2});
+  x.copy_(tensor(std::vector<int64_t>{7, 8, 9, 10}, {2, 2}));  // converted to x's dtype
+  CHECK(values(x) == std::vector<double>{7, 8, 9, 10});
+  CHECK(x.dtype() == kFloat64);
+  Tensor i = tensor(std::vector<int64_t>{1, 2, 3});
+  i.add_(tensor(std::vector<int64_t>{10, 20, 30}));
+  CHECK(i.to_vector<int64_t>() == std::vector<int64_t>{11, 22, 33});
+}
+
+TEST_CASE("inplace: a view writes into its base and shares its version", "[inplace][views]") {
+  Tensor x = zeros({3, 4}, kFloat64);
+  const uint32_t v0 = x.version();
+  Tensor col = x.select(1, 2);
+  col.fill_(5.0);
+  CHECK(values(x) == std::vector<double>{0, 0, 5, 0, 0, 0, 5, 0, 0, 0, 5, 0});
+  CHECK(x.version() == v0 + 1);
+  CHECK(col.version() == x.version());
+  x.t().narrow(0, 0, 2).copy_(vec({1, 2, 3}));  // x[:, 0:2] = [[1, 1], [2, 2], [3, 3]]ᵀ ...
+  CHECK(values(x) == std::vector<double>{1, 1, 5, 0, 2, 2, 5, 0, 3, 3, 5, 0});
+  slice(x, 1, 1, 4, 2).mul_(10.0);  // columns 1 and 3
+  CHECK(values(x) == std::vector<double>{1, 10, 5, 0, 2, 20, 5, 0, 3, 30, 5, 0});
+  x[0].add_(x[1]);  // reads x[1] (another row) while writing x[0]
+  CHECK(values(x[0]) == std::vector<double>{3, 30, 10, 0});
+  Tensor y = x.t();
+  x.copy_(y.t());  // a source that aliases self: copied first
+  CHECK(values(x[0]) == std::vector<double>{3, 30, 10, 0});
+  REQUIRE_THROWS_WITH(zeros({3, 1}).expand({3, 4}).fill_(1.0),
+                      Catch::Contains("fill_: self (3,4) is an expanded view"));
+  REQUIRE_THROWS_WITH(x.copy_(zeros({5})),
+                      Catch::Contains("copy_: shapes (5) and (3,4) cannot be broadcast"));
+  REQUIRE_THROWS_WITH(x.add_(zeros({2, 3, 4}, kFloat64)),
+                      Catch::Contains("add_: the result (2,3,4) does not fit self (3,4)"));
+}
+
+TEST_CASE("inplace: autograd rules follow PyTorch", "[inplace][grad]") {
+  Tensor w = vec({1, 2, 3}).requires_grad_();
+  REQUIRE_THROWS_WITH(w.add_(1.0), Catch::Contains("add_: self (3) is a leaf that requires grad"));
+  {
+    NoGradGuard ng;  // as an optimizer step
+    w.add_(1.0);
+  }
+  CHECK(values(w) == std::vector<double>{2, 3, 4});
+  // a non-leaf is rebased: y = 2w, y *= w, y += 1 → dy/dw = 4w
+  Tensor y = w * 2.0;
+  y.mul_(w).add_(1.0);
+  CHECK(y.grad_fn() != nullptr);
+  CHECK(values(y) == std::vector<double>{9, 19, 33});
+  y.sum().backward();
+  CHECK(values(w.grad()) == std::vector<double>{8, 12, 16});
+  // a tensor that did not require grad takes the history of what is written into it
+  Tensor acc = zeros({3}, kFloat64);
+  w.reset_grad();
+  acc.add_(w * 3.0);
+  CHECK(acc.requires_grad());
+  acc.sum().backward();
+  CHECK(values(w.grad()) == std::vector<double>{3, 3, 3});
+  // fill_ on a non-leaf keeps it requiring grad, with no gradient to its old value
+  w.reset_grad();
+  Tensor z = w * 1.0;
+  z.fill_(2.0);
+  CHECK(z.requires_grad());
+  (z * w).sum().backward();
+  CHECK(values(w.grad()) == std::vector<double>{2, 2, 2});
+  // copy_ sends the gradient to the source
+  Tensor s = vec({1, 1}).requires_grad_();
+  Tensor dst = zeros({2, 2}, kFloat64);
+  dst.copy_(s * 5.0);
+  dst.sum().backward();
+  CHECK(values(s.grad()) == std::vector<double>{10, 10});
+  // recorded writes into a view are refused with a clear message
+  Tensor base = w * 1.0;
+  REQUIRE_THROWS_WITH(base[0].mul_(2.0), Catch::Contains("is a view of another tensor"));
+  tgt::check_grad(
+      [](const std::vector<Tensor>& in) {
+        Tensor t = in[0] * 1.0;
+        t.mul_(in[1]).add_(in[0], -0.5).clamp_(-1.0, 1.0);
+        return t;
+      },
+      {tgt::leaf({4}), tgt::leaf({4})}, "rebased in-place chain");
+}
+
+TEST_CASE("inplace: version counter — a backward that saved an overwritten tensor throws",
+          "[inplace][version]") {
+  Tensor w = vec({0.5, 1.5}).requires_grad_();
+  SECTION("exp saved its output, add_ overwrote it") {
+    Tensor y = exp(w);
+    const uint32_t v = y.version();
+    y.add_(1.0);
+    CHECK(y.version() == v + 1);
+    REQUIRE_THROWS_WITH(y.sum().backward(), Catch::Contains("backward of exp") &&
+                                                Catch::Contains("(2) float64") &&
+                                                Catch::Contains("was modified in place by add_") &&
+                                                Catch::Contains("version 1 now, 0 when saved"));
+  }
+  SECTION("mul saved an input that fill_ overwrote") {
+    Tensor x = vec({2, 3});
+    Tensor y = w * x;
+    x.fill_(0.0);
+    REQUIRE_THROWS_WITH(y.sum().backward(),
+                        Catch::Contains("backward of mul") && Catch::Contains("fill_"));
+  }
+  SECTION("a view's write counts for the base") {
+    Tensor x = vec({2, 3});
+    Tensor y = w * x;
+    x[1].zero_();
+    REQUIRE_THROWS_WITH(y.sum().backward(), Catch::Contains("modified in place by zero_"));
+  }
+  SECTION("an op that saved nothing does not mind") {
+    Tensor x = vec({2, 3});
+    Tensor y = w + x;  // add saves no tensor
+    x.fill_(0.0);
+    y.sum().backward();
+    CHECK(values(w.grad()) == std::vector<double>{1, 1});
+  }
+  SECTION("an optimizer step between forward and backward") {
+    manual_seed(1);
+    nn::Linear lin(3, 2);
+    nn::SGD opt(lin.parameters(), nn::SGDOptions{0.1});
+    Tensor x = randn({4, 3}).requires_grad_();
+    Tensor out = lin.forward(x).sum();
+    out.backward(BackwardOptions{true});
+    opt.step();
+    REQUIRE_THROWS_WITH(out.backward(), Catch::Contains("modified in place by SGD.step"));
+  }
+}
