@@ -47,12 +47,20 @@ class AttentionMask {
   static AttentionMask causal(CausalAlign align = CausalAlign::TopLeft);
   // Sliding window, inclusive offsets: i' - left <= j <= i' + right. Causal local: right = 0.
   static AttentionMask local(int64_t left, int64_t right, CausalAlign align = CausalAlign::TopLeft);
-  // Longformer / the seed's LocalMultiheadAttention(window_size w): |i - j| <= w/2, i.e.
-  // (w/2, w/2), w + 1 keys in an interior row (w must be even).
+  // The one family of window names: sliding_window(keys) counts the keys of an interior row, so
+  // no convention hides an off-by-one. Causal: the query and the keys - 1 before it, (keys - 1,
+  // 0). Centered: the query and (keys - 1)/2 on each side (keys odd). docs/attention.md shows
+  // describe() of each, and how other libraries' window sizes map onto it.
+  enum class Window { Causal, Centered };
+  static AttentionMask sliding_window(int64_t keys, Window kind = Window::Causal,
+                                      CausalAlign align = CausalAlign::TopLeft);
+  // Other libraries' names, each one sliding_window:
+  // Longformer / the seed's LocalMultiheadAttention(window_size w): |i - j| <= w/2 =
+  // sliding_window(w + 1, Centered) (w even).
   static AttentionMask longformer(int64_t w);
-  // Mistral's sliding window W: i - W <= j <= i, i.e. (W, 0): W + 1 keys in an interior row.
+  // Mistral's sliding window W: i - W <= j <= i = sliding_window(W + 1).
   static AttentionMask mistral(int64_t W);
-  // Hugging Face sliding_window W: i - W < j <= i, i.e. (W - 1, 0): W keys in an interior row.
+  // Hugging Face sliding_window W: i - W < j <= i = sliding_window(W).
   static AttentionMask hf_sliding_window(int64_t W);
   // Non-overlapping blocks of W positions from position 0 (the last may be shorter).
   static AttentionMask blocked(int64_t W, BlockedOptions opts = {},

@@ -77,22 +77,37 @@ AttentionMask AttentionMask::local(int64_t left, int64_t right, CausalAlign alig
   m.align_ = align;
   return m;
 }
+AttentionMask AttentionMask::sliding_window(int64_t keys, Window kind, CausalAlign align) {
+  const char* k = kind == Window::Causal ? "causal" : "centered";
+  if (keys < 1)
+    throw Error(fmt::format(
+        "AttentionMask::sliding_window: keys must be >= 1 (the keys of an interior row, the "
+        "query's own included), got {} ({})",
+        keys, k));
+  if (kind == Window::Causal) return local(keys - 1, 0, align);
+  if (keys % 2 == 0)
+    throw Error(fmt::format(
+        "AttentionMask::sliding_window: a centered window has an odd number of keys (the query "
+        "and as many on each side), got {}",
+        keys));
+  return local((keys - 1) / 2, (keys - 1) / 2, align);
+}
 AttentionMask AttentionMask::longformer(int64_t w) {
   check_nonneg(w, "w", "AttentionMask::longformer");
   if (w % 2 != 0)
     throw Error(
         fmt::format("AttentionMask::longformer: w must be even (|i - j| <= w/2), got {}", w));
-  return local(w / 2, w / 2);
+  return sliding_window(w + 1, Window::Centered);
 }
 AttentionMask AttentionMask::mistral(int64_t W) {
   check_nonneg(W, "W", "AttentionMask::mistral");
-  return local(W, 0);
+  return sliding_window(W + 1);
 }
 AttentionMask AttentionMask::hf_sliding_window(int64_t W) {
   if (W < 1)
     throw Error(fmt::format(
         "AttentionMask::hf_sliding_window: W must be >= 1 (i - W < j <= i), got {}", W));
-  return local(W - 1, 0);
+  return sliding_window(W);
 }
 AttentionMask AttentionMask::blocked(int64_t W, BlockedOptions opts, CausalAlign align) {
   if (W < 1)

@@ -55,6 +55,40 @@ TEST_CASE("outside conventions convert to (left, right) with documented keys per
   REQUIRE_ERROR(AttentionMask::mistral(-2), "W must be >= 0");
 }
 
+TEST_CASE("sliding_window: one family counted in keys, the other names map onto it",
+          "[attention_mask]") {
+  using W = AttentionMask::Window;
+  auto same = [](const AttentionMask& a, const AttentionMask& b) {
+    for (int64_t i = 0; i < 9; ++i)
+      if (a.key_range(i, 9, 9) != b.key_range(i, 9, 9)) return false;
+    return a.name() == b.name();
+  };
+  REQUIRE(AttentionMask::sliding_window(3).keys_per_row(5) == V{1, 2, 3, 3, 3});
+  REQUIRE(AttentionMask::sliding_window(3, W::Centered).keys_per_row(5) == V{2, 3, 3, 3, 2});
+  REQUIRE(same(AttentionMask::longformer(4), AttentionMask::sliding_window(5, W::Centered)));
+  REQUIRE(same(AttentionMask::mistral(2), AttentionMask::sliding_window(3)));
+  REQUIRE(same(AttentionMask::hf_sliding_window(2), AttentionMask::sliding_window(2)));
+  REQUIRE(same(AttentionMask::sliding_window(1), AttentionMask::local(0, 0)));
+  // The docs/attention.md table shows these pictures.
+  REQUIRE(AttentionMask::sliding_window(3).describe(5) ==
+          "local(2,0) (T=5, S=5): row i, '#' = key j allowed\n"
+          "   0 #....    1 keys\n"
+          "   1 ##...    2 keys\n"
+          "   2 ###..    3 keys\n"
+          "   3 .###.    3 keys\n"
+          "   4 ..###    3 keys\n");
+  REQUIRE(AttentionMask::sliding_window(3, W::Centered).describe(5) ==
+          "local(1,1) (T=5, S=5): row i, '#' = key j allowed\n"
+          "   0 ##...    2 keys\n"
+          "   1 ###..    3 keys\n"
+          "   2 .###.    3 keys\n"
+          "   3 ..###    3 keys\n"
+          "   4 ...##    2 keys\n");
+  REQUIRE_ERROR(AttentionMask::sliding_window(0), "sliding_window: keys must be >= 1");
+  REQUIRE_ERROR(AttentionMask::sliding_window(4, W::Centered),
+                "a centered window has an odd number of keys");
+}
+
 TEST_CASE("blocked windows: block size dividing or not, look-back, causal inside",
           "[attention_mask]") {
   REQUIRE(AttentionMask::blocked(2).keys_per_row(6) == V{2, 2, 2, 2, 2, 2});
