@@ -190,8 +190,9 @@ Tensor load_npy(const std::string& path) {
   }
 }
 
-void save_npy(const std::string& path, const Tensor& t) {
-  if (!t.defined()) throw Error(fmt::format("save_npy: tensor for {} is undefined", path));
+void save_npy(const std::string& path, const Tensor& t_in) {
+  if (!t_in.defined()) throw Error(fmt::format("save_npy: tensor for {} is undefined", path));
+  const Tensor t = detail::dense(t_in);  // a view's elements in row-major order
   std::string bytes;
   switch (t.dtype()) {
     case kFloat32:

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
@@ -66,6 +67,15 @@ BlockCache& block_cache() {
   return *c;
 }
 size_t block_bytes(size_t n) { return ((n + 63) / 64) * 64; }
+
+// Bytes of live block storages and their peak (cpu_memory); tiny inline ones are not counted.
+std::atomic<size_t> g_cpu_allocated{0}, g_cpu_peak{0};
+void note_alloc(size_t bytes) {
+  const size_t now = g_cpu_allocated.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  size_t peak = g_cpu_peak.load(std::memory_order_relaxed);
+  while (now > peak && !g_cpu_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+}
 }  // namespace
 
 Storage::Storage(size_t n, Device dev) : nbytes(n), device(dev) {
@@ -81,6 +91,7 @@ Storage::Storage(size_t n, Device dev) : nbytes(n), device(dev) {
   }
   data = block_cache().get(block_bytes(n));
   if (!data) throw Error(fmt::format("Storage: out of memory allocating {} bytes", n));
+  note_alloc(block_bytes(n));
 }
 Storage::~Storage() {
   if (device.type == DeviceType::CUDA) {
@@ -88,6 +99,17 @@ Storage::~Storage() {
     return;
   }
   const auto* d = static_cast<unsigned char*>(data);
-  if (d < small || d >= small + sizeof(small)) block_cache().put(data, block_bytes(nbytes));
+  if (d < small || d >= small + sizeof(small)) {
+    g_cpu_allocated.fetch_sub(block_bytes(nbytes), std::memory_order_relaxed);
+    block_cache().put(data, block_bytes(nbytes));
+  }
+}
+
+CpuMemory cpu_memory() {
+  return CpuMemory{g_cpu_allocated.load(std::memory_order_relaxed),
+                   g_cpu_peak.load(std::memory_order_relaxed)};
+}
+void cpu_reset_peak_memory() {
+  g_cpu_peak.store(g_cpu_allocated.load(std::memory_order_relaxed), std::memory_order_relaxed);
 }
 }  // namespace tg

@@ -96,6 +96,14 @@ struct CudaMemory {
 CudaMemory cuda_memory(int index = 0);
 void cuda_reset_peak_memory(int index = 0);
 void cuda_empty_cache(int index = 0);
+// CPU storages of more than 64 bytes (block allocations, rounded to 64 bytes): bytes held by
+// live tensors and their peak since the start or the last reset. Tiny tensors, kept inline in
+// their Storage, are not counted.
+struct CpuMemory {
+  size_t allocated = 0, peak_allocated = 0;
+};
+CpuMemory cpu_memory();
+void cpu_reset_peak_memory();
 // TF32 tensor cores for float32 matmuls on CUDA: off by default so results match the CPU.
 void cuda_set_allow_tf32(bool on);
 

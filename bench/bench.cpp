@@ -134,6 +134,17 @@ void bench_tiny(const Options& o) {
   emit("tiny.fwd.tg", s[0] * 1e6, "us");
   emit("tiny.fwd_bwd.tg", s[1] * 1e6, "us");
   emit("chain10.fwd_bwd.tg", s[2] * 1e6, "us");
+
+  // A chain of five views (t, narrow, select, unsqueeze, expand) on an N x N float32 tensor,
+  // no grad: O(1), the same cost for N = 64 and N = 4096 (each result shares the storage).
+  for (int64_t n : {int64_t{64}, int64_t{4096}}) {
+    tg::Tensor big = tg::zeros({n, n});
+    auto chain = [&, n] {
+      tg::Tensor v = big.t().narrow(0, 1, n / 2).select(1, 3).unsqueeze(0).expand({4, n / 2});
+    };
+    const double t = interleaved({chain}, o.budget * 0.5)[0];
+    emit(fmt::format("views.chain.tg.{}", n), t * 1e6, "us");
+  }
 }
 
 // ---- (c) nn::MultiheadAttention forward + backward (self-attention, batch_first, f32) ----
@@ -161,18 +172,46 @@ void bench_mha(const Options& o) {
       tg::Tensor y = mha.forward(x, x, x, f).first;
       y.backward(g);
     };
+    // cross-attention: the query is another tensor, so q, k and v are three projections with
+    // the three (E, E) row blocks of in_proj_weight (views, not copies)
+    tg::Tensor xq = tg::randn({z.B, z.T, z.E}).requires_grad_();
+    auto cross = [&] {
+      x.reset_grad();
+      xq.reset_grad();
+      mha.zero_grad(true);
+      tg::nn::MHAForwardOptions f;
+      f.need_weights = false;
+      tg::Tensor y = mha.forward(xq, x, x, f).first;
+      y.backward(g);
+    };
     tg::nn::MHAForwardOptions none, causal, padded;
     none.need_weights = causal.need_weights = padded.need_weights = false;
     causal.is_causal = true;
     padded.key_padding_mask = pad;
     const bool big = z.T >= 1024;
     std::vector<double> s =
-        interleaved({[&] { step(none); }, [&] { step(causal); }, [&] { step(padded); }},
+        interleaved({[&] { step(none); }, [&] { step(causal); }, [&] { step(padded); }, cross},
                     o.budget * (big ? 1.0 : 1.5), big ? 3 : 5);
     const std::string tag = fmt::format("{}x{}x{}x{}", z.B, z.T, z.E, z.NH);
     emit(fmt::format("mha.none.tg.{}", tag), s[0] * 1e3, "ms");
     emit(fmt::format("mha.causal.tg.{}", tag), s[1] * 1e3, "ms");
     emit(fmt::format("mha.pad.tg.{}", tag), s[2] * 1e3, "ms");
+    emit(fmt::format("mha.cross.tg.{}", tag), s[3] * 1e3, "ms");
+    // Peak CPU memory of one forward (train mode: the graph and what it saved stay alive),
+    // above what was held before it (tg::cpu_memory counts every storage over 64 bytes).
+    for (const bool is_cross : {false, true}) {
+      tg::Tensor y;
+      x.reset_grad();
+      xq.reset_grad();
+      mha.zero_grad(true);
+      const size_t before = tg::cpu_memory().allocated;
+      tg::cpu_reset_peak_memory();
+      tg::nn::MHAForwardOptions f;
+      f.need_weights = false;
+      y = mha.forward(is_cross ? xq : x, x, x, f).first;
+      const double mib = static_cast<double>(tg::cpu_memory().peak_allocated - before) / 1048576.0;
+      emit(fmt::format("mha.peak_fwd.{}.tg.{}", is_cross ? "cross" : "self", tag), mib, "MiB");
+    }
   }
 }
 

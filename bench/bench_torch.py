@@ -82,6 +82,15 @@ def bench_tiny(opts):
     emit("tiny.fwd_bwd.torch", s[1] * 1e6, "us")
     emit("chain10.fwd_bwd.torch", s[2] * 1e6, "us")
 
+    # the same five views (t, narrow, select, unsqueeze, expand), no grad
+    for n in (64, 4096):
+        big = torch.zeros(n, n)
+
+        def chain(big=big, n=n):
+            big.t().narrow(0, 1, n // 2).select(1, 3).unsqueeze(0).expand(4, n // 2)
+
+        emit(f"views.chain.torch.{n}", interleaved([chain], opts.budget * 0.5)[0] * 1e6, "us")
+
 
 MHA_SIZES = ((32, 64, 128, 4), (8, 256, 256, 8), (2, 1024, 512, 8))
 
@@ -105,13 +114,23 @@ def bench_mha(opts):
             y.backward(g)
 
         big = T >= 1024
+        xq = torch.randn(B, T, E, requires_grad=True)
+
+        def cross():
+            x.grad = None
+            xq.grad = None
+            mha.zero_grad(set_to_none=True)
+            y, _ = mha(xq, x, x, need_weights=False)
+            y.backward(g)
+
         s = interleaved([lambda: step(), lambda: step(attn_mask=causal),
-                         lambda: step(key_padding_mask=pad)],
+                         lambda: step(key_padding_mask=pad), cross],
                         opts.budget * (1.0 if big else 1.5), 3 if big else 5)
         tag = f"{B}x{T}x{E}x{NH}"
         emit(f"mha.none.torch.{tag}", s[0] * 1e3, "ms")
         emit(f"mha.causal.torch.{tag}", s[1] * 1e3, "ms")
         emit(f"mha.pad.torch.{tag}", s[2] * 1e3, "ms")
+        emit(f"mha.cross.torch.{tag}", s[3] * 1e3, "ms")
 
 
 def maxrss_mib():

@@ -271,7 +271,7 @@ LoadResult Module::load_state_dict(const StateDict& dict, bool strict) {
                             fmt::join(problems, "\n  ")));
   for (const auto& [key, t] : own) {
     if (!dict.contains(key)) continue;
-    const Tensor src = detail::dense(dict.at(key));
+    const Tensor src = tg::detail::dense(dict.at(key));
     if (src.data_ptr() == t.data_ptr()) continue;
     if (src.device().type == DeviceType::CPU && t.device().type == DeviceType::CPU) {
       std::memmove(t.data_ptr(), src.data_ptr(),

@@ -85,7 +85,9 @@ std::string safetensors_bytes(const StateDict& tensors, const Metadata& metadata
   out.reserve(out.size() + offset);
   for (const auto& [name, t] : tensors) {
     size_t n = static_cast<size_t>(t.numel()) * dtype_size(t.dtype());
-    Tensor h = t.device().type == DeviceType::CPU ? t : t.detach().to(kCPU);  // GPU: host copy
+    // a host copy of a GPU tensor; a view's elements in row-major order
+    const Tensor h =
+        tg::detail::dense(t.device().type == DeviceType::CPU ? t : t.detach().to(kCPU));
     if (n) out.append(static_cast<const char*>(h.data_ptr()), n);
   }
   return out;

@@ -93,7 +93,8 @@ inline Tensor contig(const Tensor& t) {
 // ---- views (ops/shape.cpp) ----
 // Do these strides lay `shape` out row-major (ignoring size-1 dims; always for no elements)?
 bool is_row_major(const Shape& shape, const Shape& strides);
-// A view of x's storage with its own shape, strides and offset (elements), not recorded.
+// A view of x's storage with its own shape, strides and offset (elements), not recorded; empty
+// strides mean row-major.
 Tensor make_view(const Tensor& x, const Shape& shape, const Shape& strides, int64_t offset);
 
 // ---- parallel loops ----

@@ -81,7 +81,7 @@ Tensor detail::make_view(const Tensor& x, const Shape& shape, const Shape& strid
   impl->storage = x.impl()->storage;
   impl->offset = offset;
   impl->shape = shape;
-  if (!is_row_major(shape, strides)) impl->strides = strides;
+  if (!strides.empty() && !is_row_major(shape, strides)) impl->strides = strides;  // {}: row-major
   impl->numel = shape_numel(shape);
   impl->dtype = x.dtype();
   impl->is_view = true;
@@ -139,7 +139,7 @@ Shape view_strides(const Tensor& x, const Shape& to, bool& ok) {
 // with x's shape.
 Tensor view_op(const char* op, const Tensor& x, const Shape& shape, bool copy_ok = true) {
   bool ok = true;
-  Shape st = view_strides(x, shape, ok);
+  Shape st = x.is_contiguous() ? Shape() : view_strides(x, shape, ok);
   if (!ok) {
     if (!copy_ok)
       throw Error(fmt::format(

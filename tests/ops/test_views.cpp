@@ -5,7 +5,11 @@
 // gradients on a non-contiguous input as on its contiguous copy.
 #include "helpers.hpp"
 
+#include "autograd/io.hpp"
 #include "nn/attention.hpp"
+#include "nn/checkpoint.hpp"
+
+#include <filesystem>
 
 using namespace tg;
 
@@ -274,6 +278,11 @@ TEST_CASE("views: every op family accepts non-contiguous inputs", "[views][grad]
        }},
       {"clone", {4, 3}, [](const Tensor& x) { return x.clone(); }},
       {"to(device) and to(dtype)", {4, 3}, [](const Tensor& x) { return x.to(kCPU) * 1.0; }},
+      {"embedding",
+       {4, 3},
+       [](const Tensor& x) {
+         return embedding(tensor(std::vector<int64_t>{0, 2, 1, 2}), x);
+       }},
       {"rearrange", {4, 3, 2}, [](const Tensor& x) { return rearrange(x, "a b c -> c (a b)"); }},
   };
   for (const Case& c : cases) {
@@ -294,6 +303,31 @@ TEST_CASE("views: every op family accepts non-contiguous inputs", "[views][grad]
     tgt::check_grad([&](const std::vector<Tensor>& in) { return c.fn(in[0].transpose(0, 1)); },
                     {tgt::leaf(c.shape)}, c.name + " gradcheck");
   }
+}
+
+TEST_CASE("views: save_npy and save_safetensors write a view's elements in order", "[views]") {
+  const auto dir = std::filesystem::temp_directory_path() / "tg_test_views";
+  std::filesystem::create_directories(dir);
+  Tensor x = iota({3, 4});
+  Tensor v = x.t().narrow(0, 1, 2);  // (2, 3), strided
+  save_npy((dir / "v.npy").string(), v);
+  CHECK(values(load_npy((dir / "v.npy").string())) == values(v.contiguous()));
+  nn::StateDict d;
+  d.insert("v", v);
+  nn::save_safetensors((dir / "v.safetensors").string(), d, {});
+  const Tensor back = nn::load_safetensors((dir / "v.safetensors").string()).tensors.at("v");
+  CHECK(back.shape() == Shape{2, 3});
+  CHECK(values(back) == std::vector<double>{1, 5, 9, 2, 6, 10});
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("views: dropout of a strided input draws the same mask", "[views]") {
+  Tensor base = randn({4, 6}, kFloat64);
+  manual_seed(9);
+  Tensor a = dropout(base.t(), 0.5, true);
+  manual_seed(9);
+  Tensor b = dropout(base.t().contiguous(), 0.5, true);
+  CHECK(values(a) == values(b));
 }
 
 TEST_CASE("views: attention and MHA read strided q, k, v", "[views][attention]") {
