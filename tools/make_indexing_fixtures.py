@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """tools/make_indexing_fixtures.py — PyTorch reference values for tests/ops/test_indexing.cpp
-(gather, scatter_add, topk, sort with ties, cumsum, tril/triu, one_hot, arange), written as small
-.npy files into tests/fixtures/indexing/.
+(gather, scatter_add, topk, sort with ties, cumsum, tril/triu, one_hot, arange, x[...] indexing and
+index_put_ with a mask, matmul of transposed and permuted views), written as small .npy files into
+tests/fixtures/indexing/.
 
 Run with Debian's torch (1.13, CPU):  /usr/bin/python3 tools/make_indexing_fixtures.py
 Every case <name> writes:
@@ -137,6 +138,28 @@ def main():
     ih = torch.tensor([[0, 2, 1], [2, 2, 0]])
     case("one_hot_infer", lambda i: F.one_hot(i), [("index", ih)], 224)
     case("one_hot_5", lambda i: F.one_hot(i, 5), [("index", ih)], 225)
+
+    # x[...] (tapegrad's x.index({...})): integers, slices with steps and negative bounds, None,
+    # Ellipsis, an int64 index tensor with a repeat (its gradient sums), a bool mask; index_put_
+    # of a scalar through a mask; matmul of a transposed view (BLAS flag) and of a permuted one
+    x3 = randn(3, 4, 5, seed=26)
+    case("index_int_slice_step", lambda x: x[1, :, ::2], [("x", x3)], 230)
+    case("index_none_ellipsis", lambda x: x[None, ..., -1], [("x", x3)], 231)
+    case("index_neg_slice", lambda x: x[-2:, 1:-1, 3], [("x", x3)], 232)
+    case("index_int64_rows", lambda x, i: x[:, i], [("x", x3), ("index", torch.tensor([3, 0, 3]))],
+         233)
+    case("index_bool_mask", lambda x: x[x > 0], [("x", x3)], 234)
+
+    def put_mask(x):
+        y = x * 1
+        y[x > 0.5] = -1.0
+        return y
+
+    case("index_put_mask", put_mask, [("x", x3)], 235)
+    case("matmul_transposed", lambda a, b: a.t() @ b.transpose(0, 1),
+         [("a", randn(4, 3, seed=27)), ("b", randn(5, 4, seed=28))], 236)
+    case("matmul_permuted", lambda q, k: q.transpose(1, 2) @ k.permute(0, 2, 3, 1),
+         [("q", randn(2, 5, 3, 4, seed=29)), ("k", randn(2, 6, 3, 4, seed=30))], 237)
 
     # arange in every dtype: float32 rounds start + i·step computed in double; int64 truncates
     # its arguments first

@@ -2,7 +2,9 @@
 // indices and input gradients against PyTorch 1.13 (tests/fixtures/indexing, written by
 // tools/make_indexing_fixtures.py) in float64 and float32; float64 gradchecks of every
 // differentiable op over several dims (negative dims, k = 1 and k = size); hand-checked edge cases
-// (ties, NaN, 0-dim, src larger than index, large rows against std::stable_sort); multinomial's
+// (ties, NaN, 0-dim, src larger than index, large rows against std::stable_sort); x.index({...})
+// and index_put_ through a mask, and matmul of transposed/permuted views, against PyTorch's x[...],
+// y[mask] = v and a.t() @ b; multinomial's
 // seeding, no-repeat rule and distribution (chi-square tests); arange in every dtype; and the
 // error messages.
 #include "helpers.hpp"
@@ -16,6 +18,7 @@
 #include <set>
 
 using namespace tg;
+using namespace tg::indexing;
 
 namespace {
 Tensor fixture(const std::string& name) {
@@ -65,6 +68,25 @@ std::vector<IndexingCase> cases() {
       {"triu_m1_4d", {"x"}, [](In in) { return one(triu(in[0], -1)); }},
       {"one_hot_infer", {"index"}, [](In in) { return one(one_hot(in[0])); }},
       {"one_hot_5", {"index"}, [](In in) { return one(one_hot(in[0], 5)); }},
+      // x[...] as x.index({...}) (ops/index.cpp) and views feeding matmul
+      {"index_int_slice_step", {"x"},
+       [](In in) { return one(in[0].index({1, Slice(), Slice(None, None, 2)})); }},
+      {"index_none_ellipsis", {"x"}, [](In in) { return one(in[0].index({None, Ellipsis, -1})); }},
+      {"index_neg_slice", {"x"},
+       [](In in) { return one(in[0].index({Slice(-2, None), Slice(1, -1), 3})); }},
+      {"index_int64_rows", {"x", "index"}, [](In in) { return one(in[0].index({Slice(), in[1]})); }},
+      {"index_bool_mask", {"x"},
+       [](In in) { return one(in[0].index({gt(in[0].detach(), zeros({}, in[0].dtype()))})); }},
+      {"index_put_mask", {"x"},
+       [](In in) {
+         Tensor y = in[0] * 1.0;
+         y.index_put_({gt(in[0].detach(), full({}, 0.5, in[0].dtype()))}, -1.0);
+         return one(y);
+       }},
+      {"matmul_transposed", {"a", "b"},
+       [](In in) { return one(matmul(in[0].t(), in[1].transpose(0, 1))); }},
+      {"matmul_permuted", {"q", "k"},
+       [](In in) { return one(matmul(in[0].transpose(1, 2), in[1].permute({0, 2, 3, 1}))); }},
   };
 }
 
