@@ -497,6 +497,16 @@ void trace_record(Node& node, const Tensor& out, const Tensor* inputs, size_t n,
   if (modes & kTraceAnomaly) detail::anomaly_check_forward(node, out);
 }
 
+[[noreturn]] void throw_stale_view(const char* op, const Node& view, const Tensor& in) {
+  const Storage& s = *in.impl()->storage;
+  throw Error(fmt::format(
+      "{}: input {} {} is a view ({}, node #{}) made before its storage was overwritten in place "
+      "by {}, recorded by autograd: its values are the new ones but its history is the old one. "
+      "Make the view again after the in-place op",
+      op, shape_str(in.shape()), dtype_name(in.dtype()), view.op, view.seq,
+      s.last_write ? s.last_write : "a write"));
+}
+
 void record_impl(const char* op, Tensor& out, const Tensor* inputs, size_t n, const RecordInfo& p,
                  BackwardFn& fn) {
   detail::TraceState& st = detail::g_trace;
@@ -514,6 +524,8 @@ void record_impl(const char* op, Tensor& out, const Tensor* inputs, size_t n, co
   node->saved_bytes = p.saved_bytes;
   node->row_dim = p.row_dim;
   node->row_labels = p.row_labels;
+  node->watches = p.watches;
+  node->watched_history = p.watched_history;
   node->n_saved = p.n_saved;
   for (int i = 0; i < p.n_saved; ++i) node->saved[i] = p.saved_versions[i];
   node->backward = std::move(fn);
@@ -524,6 +536,9 @@ void record_impl(const char* op, Tensor& out, const Tensor* inputs, size_t n, co
     const Tensor& in = inputs[i];
     if (!in.defined() || !in.requires_grad()) continue;
     Edge& e = node->next[i];
+    const Node* from = in.impl()->grad_fn.get();
+    if (from && from->watches && from->watched_history != in.impl()->storage->history)
+      throw_stale_view(op, *from, in);
     if (in.impl()->grad_fn)
       e.node = in.impl()->grad_fn;
     else

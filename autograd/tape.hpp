@@ -74,6 +74,10 @@ struct Node {
   };
   int n_saved = 0;
   SavedVersion saved[kMaxSaved];
+  // A view op's node: its output's storage history count when made (RecordInfo::watch). An op
+  // recorded later on that output after a recorded in-place write (the count moved on) throws.
+  bool watches = false;
+  uint32_t watched_history = 0;
   // Walk state, used only while a backward runs: the gradient summed so far for the output.
   Tensor pending;
   bool queued = false;
@@ -139,6 +143,16 @@ struct RecordInfo {
   RecordInfo& saved(const Ts&... t) {
     saved_bytes = (int64_t(0) + ... + tensor_bytes(t));
     (note_version(t), ...);
+    return *this;
+  }
+  // A view op's note: after a recorded in-place write to its storage (the written tensor took a
+  // new history) the view's values are the new ones while its history is the old one, so an op
+  // that consumes it afterwards would get a wrong gradient; record() refuses that instead.
+  bool watches = false;
+  uint32_t watched_history = 0;
+  RecordInfo& watch(const Tensor& t) {
+    watches = true;
+    watched_history = t.impl()->storage->history;
     return *this;
   }
   void note_version(const Tensor& t) {

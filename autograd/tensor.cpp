@@ -353,7 +353,7 @@ Tensor Tensor::detach() const {
   impl->strides = impl_->strides;
   impl->numel = impl_->numel;
   impl->dtype = impl_->dtype;
-  impl->is_view = impl_->is_view;
+  // not a view for autograd: a write through it stays outside every history (PyTorch's detach)
   return Tensor(std::move(impl));
 }
 

@@ -135,6 +135,9 @@ struct Storage {
   // Bumped by every in-place write (note_inplace_write); shared by all views of this storage.
   uint32_t version = 0;
   const char* last_write = nullptr;  // the op of the latest in-place write
+  // Bumped by in-place writes that autograd recorded (the written tensor took a new history):
+  // views made before see new values through an old history (RecordInfo::watch).
+  uint32_t history = 0;
   explicit Storage(size_t nbytes, Device device = kCPU);
   ~Storage();
   Storage(const Storage&) = delete;
@@ -157,6 +160,9 @@ struct TensorImpl {
   Shape strides;  // in elements, one per dim; empty: row-major contiguous (the common case)
   int64_t numel = 0;
   bool is_view = false;  // made by a view op from another tensor (in-place autograd rules)
+  // For a view: the tensor, itself not a view, whose storage it shows (PyTorch's _base). A
+  // recorded in-place write through the view rewrites the base's history (ops/inplace.cpp).
+  std::shared_ptr<TensorImpl> base;
   DType dtype = DType::Float32;
   bool requires_grad = false;
   std::shared_ptr<TensorImpl> grad;  // accumulated gradient of a leaf

@@ -96,6 +96,9 @@ bool is_row_major(const Shape& shape, const Shape& strides);
 // A view of x's storage with its own shape, strides and offset (elements), not recorded; empty
 // strides mean row-major.
 Tensor make_view(const Tensor& x, const Shape& shape, const Shape& strides, int64_t offset);
+// dx = 0 of shape in_shape (row-major) with dx[offset + Σ idx[d]·st[d]] = g[idx]: the adjoint of
+// a view that shows distinct elements (not recorded).
+Tensor view_scatter(const Tensor& g, const Shape& in_shape, const Shape& st, int64_t offset);
 
 // ---- parallel loops ----
 // Work (elements touched) below which a loop stays serial: a parallel region costs ~1 µs.

@@ -5,7 +5,9 @@
 // op (dtype rules, broadcasting, CUDA and the backward come with it) → write them into x's
 // elements (write_into: a strided copy when x is a view, so a view writes into its base) → bump
 // x's storage version (note_inplace_write) → when autograd records, x takes the new values'
-// node as its grad_fn (PyTorch's history rebase). A recording op reads a clone of x, so its own
+// node as its grad_fn (PyTorch's history rebase; through a view, the view's base takes the
+// history "base with the view's region replaced", PyTorch's CopySlices, and the view becomes a
+// view of it). A recording op reads a clone of x, so its own
 // backward never reads the values this write replaces; any older node that saved them throws
 // at backward (autograd/tape.cpp, check_saved_versions).
 // Deliberately not here: the out-of-place ops themselves, indexing (index.cpp).
@@ -65,13 +67,51 @@ bool check_target(const char* op, const Tensor& x, std::initializer_list<const T
         "the backward. Run it under tg::NoGradGuard (as optimizer steps do) or write into a "
         "clone()",
         op, shape_str(s)));
-  if (x.impl()->is_view)
-    throw Error(fmt::format(
-        "{}: self {} is a view of another tensor and the write would be recorded (self or an "
-        "argument requires grad); tapegrad does not rewrite a base's history through a view. "
-        "Compute the new tensor out of place (e.g. where, cat) or write under tg::NoGradGuard",
-        op, shape_str(s)));
+  if (x.impl()->is_view) {
+    const Tensor base(x.impl()->base);
+    if (!base.defined() || !base.is_contiguous())
+      throw Error(fmt::format(
+          "{}: self {} is a view of a strided tensor and the write would be recorded (self or an "
+          "argument requires grad); tapegrad rewrites a base's history only for a contiguous "
+          "base. Write into a view of a contiguous tensor, or under tg::NoGradGuard",
+          op, shape_str(s)));
+    if (base.is_leaf() && base.requires_grad())
+      throw Error(fmt::format(
+          "{}: self {} is a view of a leaf {} that requires grad; an in-place write would hide "
+          "the leaf's value from the backward. Run it under tg::NoGradGuard or write into a "
+          "clone()",
+          op, shape_str(s), shape_str(base.shape())));
+  }
   return true;
+}
+
+// After a recorded write of r into the view x: x's base b takes the history "b with x's region
+// replaced by r" (PyTorch's CopySlices) and x becomes a view of that new b. g reaching b goes
+// to the old b with the region zeroed and, the region's part, to r.
+void rebase_through_view(const char* op, const Tensor& x, const Tensor& r) {
+  const Tensor b(x.impl()->base);
+  const Shape bs = b.shape(), xs = x.shape(), xst = x.strides();
+  const int64_t rel = x.impl()->offset - b.impl()->offset;  // x's region within b (row-major)
+  Tensor bnew = make_view(b, bs, {}, b.impl()->offset);
+  record(op, bnew, {b, r}, RecordInfo().flops(0, 0).saved(),
+         [xs, xst, rel](const Tensor& g) -> std::vector<Tensor> {
+           const Tensor gd = dense(g);
+           Tensor dr = dense_copy(make_view(gd, xs, xst, gd.impl()->offset + rel));
+           Tensor db = dense_copy(gd);
+           write_into("copy_slices backward", make_view(db, xs, xst, db.impl()->offset + rel),
+                      zeros({}, db.dtype(), db.device()));
+           return {db, dr};
+         });
+  b.impl()->grad_fn = bnew.impl()->grad_fn;
+  b.impl()->requires_grad = true;
+  ++b.impl()->storage->history;  // views made before now (x's old node too) are stale
+  Tensor xv = make_view(b, xs, xst, x.impl()->offset);
+  record("as_strided", xv, {b}, RecordInfo().flops(0, 0).saved().watch(b),
+         [bs, xst, rel](const Tensor& g) -> std::vector<Tensor> {
+           return {view_scatter(g, bs, xst, rel)};
+         });
+  x.impl()->grad_fn = xv.impl()->grad_fn;
+  x.impl()->requires_grad = true;
 }
 
 // Writes compute(values of x) into x. compute returns x's shape; under recording it gets a clone
@@ -98,8 +138,13 @@ Tensor inplace(const char* op, const Tensor& x, std::initializer_list<const Tens
   write_into(op, x, r);
   note_inplace_write(x, op);
   if (rec && r.requires_grad()) {
-    x.impl()->grad_fn = r.impl()->grad_fn;
-    x.impl()->requires_grad = true;
+    if (x.impl()->is_view) {
+      rebase_through_view(op, x, r);
+    } else {
+      x.impl()->grad_fn = r.impl()->grad_fn;
+      x.impl()->requires_grad = true;
+      ++x.impl()->storage->history;  // views made before now have a stale history
+    }
   }
   return x;
 }

@@ -270,9 +270,10 @@ Tensor index(const Tensor& x, const std::vector<TensorIndex>& indices, Site site
 // Each writes into x's elements (a view writes into its base), bumps the storage version
 // (note_inplace_write) and returns x (the same handle). Under autograd they follow PyTorch: an
 // in-place op on a leaf that requires grad is refused (run it under NoGradGuard, as optimizer steps
-// do); on a non-leaf it records the op and x takes the new node as its grad_fn; a backward that
-// saved x's old values throws. The one PyTorch case not followed: an in-place op recorded on a view
-// (PyTorch rewrites the base's history) is refused with an error.
+// do); on a non-leaf it records the op and x takes the new node as its grad_fn; through a view,
+// the view's base takes the history "base with the view's region replaced" (PyTorch's
+// CopySlices). A backward that saved x's old values throws, and so does the backward of a view
+// made before a recorded write (PyTorch regenerates that view's history; make the view again).
 Tensor add_(const Tensor& x, const Tensor& other, double alpha = 1, Site site = Site::here());
 Tensor add_(const Tensor& x, double other, Site site = Site::here());
 Tensor sub_(const Tensor& x, const Tensor& other, Site site = Site::here());

@@ -4,7 +4,10 @@
 // storage with its own offset, shape and strides. reshape/view/flatten/squeeze/unsqueeze keep
 // the memory order (a view whenever the strides allow: always for a contiguous input; reshape
 // copies otherwise, view refuses); transpose/permute/t reorder strides; expand gives stride 0;
-// narrow/slice/select move the offset and scale a stride. Each view's backward maps the
+// narrow/slice/select move the offset and scale a stride. A view's node watches its input's
+// version (RecordInfo::watch): after an in-place write to the storage, its values are the new
+// ones while its history is the old one, so its backward throws rather than send a wrong
+// gradient (PyTorch regenerates such a view's grad_fn instead). Each view's backward maps the
 // (contiguous) gradient back: reshape, the inverse permutation, sum_to, or a scatter into zeros
 // (the one strided scatter, cpu::strided_copy). index_select and cat copy (cat whole contiguous
 // blocks with memcpy). Composed ops (stack, split, chunk) get their backward from the
@@ -37,9 +40,12 @@ int64_t span(const Shape& s, int64_t b, int64_t e) {
   return p;
 }
 
+}  // namespace
+
 // The adjoint of a view that selects distinct elements: dx = 0 of shape in_shape (row-major),
-// dx[offset + Σ idx[d]·st[d]] = g[idx] over g's shape (g contiguous).
-Tensor scatter(const Tensor& g_in, const Shape& in_shape, const Shape& st, int64_t offset) {
+// dx[offset + Σ idx[d]·st[d]] = g[idx] over g's shape.
+Tensor detail::view_scatter(const Tensor& g_in, const Shape& in_shape, const Shape& st,
+                            int64_t offset) {
   const Tensor g = dense(g_in);
   if (on_cuda(g)) {
     Tensor dx = zeros(in_shape, g.dtype(), g.device());
@@ -57,6 +63,10 @@ Tensor scatter(const Tensor& g_in, const Shape& in_shape, const Shape& st, int64
                          g.shape());
   });
   return dx;
+}
+namespace {
+Tensor scatter(const Tensor& g, const Shape& in_shape, const Shape& st, int64_t offset) {
+  return view_scatter(g, in_shape, st, offset);
 }
 }  // namespace
 
@@ -85,6 +95,7 @@ Tensor detail::make_view(const Tensor& x, const Shape& shape, const Shape& strid
   impl->numel = shape_numel(shape);
   impl->dtype = x.dtype();
   impl->is_view = true;
+  impl->base = x.impl()->is_view ? x.impl()->base : x.impl_ptr();
   return Tensor(std::move(impl));
 }
 
@@ -152,7 +163,7 @@ Tensor view_op(const char* op, const Tensor& x, const Shape& shape, bool copy_ok
   if (needs_record({&x})) {
     Shape xs = x.shape();
     // data movement only
-    record(op, out, {x}, RecordInfo().flops(0, 0).saved(),
+    record(op, out, {x}, RecordInfo().flops(0, 0).saved().watch(x),
            [xs](const Tensor& g) -> std::vector<Tensor> { return {reshape(g, xs)}; });
   }
   return out;
@@ -172,7 +183,7 @@ Tensor slice_view(const char* op, const Tensor& x, int64_t d, int64_t start, int
     const int64_t goff = start * gst[d];
     gst[d] *= step;
     // data movement only
-    record(op, out, {x}, RecordInfo().flops(0, 0).saved(),
+    record(op, out, {x}, RecordInfo().flops(0, 0).saved().watch(x),
            [xs, gst, goff](const Tensor& g) -> std::vector<Tensor> {
              return {scatter(g, xs, gst, goff)};
            });
@@ -302,7 +313,7 @@ Tensor permute(const Tensor& x, std::vector<int64_t> dims, Site site) {
   Tensor out = make_view(x, os, st, x.impl()->offset);
   if (needs_record({&x})) {
     // data movement only
-    record("permute", out, {x}, RecordInfo().flops(0, 0).saved(),
+    record("permute", out, {x}, RecordInfo().flops(0, 0).saved().watch(x),
            [inv](const Tensor& g) -> std::vector<Tensor> { return {permute(g, inv)}; });
   }
   return out;
@@ -374,7 +385,7 @@ Tensor expand(const Tensor& x, Shape shape, Site site) {
   Tensor out = make_view(x, os, st, x.impl()->offset);
   if (needs_record({&x})) {
     // data movement only
-    record("expand", out, {x}, RecordInfo().flops(0, 0).saved(),
+    record("expand", out, {x}, RecordInfo().flops(0, 0).saved().watch(x),
            [xs](const Tensor& g) -> std::vector<Tensor> { return {sum_to(g, xs)}; });
   }
   return out;
@@ -435,7 +446,7 @@ Tensor select(const Tensor& x, int64_t dim, int64_t index, Site site) {
     const int64_t goff = i * gst[d];
     gst.erase(gst.begin() + d);
     // data movement only
-    record("select", out, {x}, RecordInfo().flops(0, 0).saved(),
+    record("select", out, {x}, RecordInfo().flops(0, 0).saved().watch(x),
            [xs, gst, goff](const Tensor& g) -> std::vector<Tensor> {
              return {scatter(g, xs, gst, goff)};
            });

@@ -106,9 +106,9 @@ TEST_CASE("inplace: autograd rules follow PyTorch", "[inplace][grad]") {
   dst.copy_(s * 5.0);
   dst.sum().backward();
   CHECK(values(s.grad()) == std::vector<double>{10, 10});
-  // recorded writes into a view are refused with a clear message
-  Tensor base = w * 1.0;
-  REQUIRE_THROWS_WITH(base[0].mul_(2.0), Catch::Contains("is a view of another tensor"));
+  // a recorded write through a view of a leaf that requires grad is refused, as in PyTorch
+  REQUIRE_THROWS_WITH(w[0].mul_(2.0),
+                      Catch::Contains("mul_: self () is a view of a leaf (3) that requires grad"));
   tgt::check_grad(
       [](const std::vector<Tensor>& in) {
         Tensor t = in[0] * 1.0;
@@ -116,6 +116,62 @@ TEST_CASE("inplace: autograd rules follow PyTorch", "[inplace][grad]") {
         return t;
       },
       {tgt::leaf({4}), tgt::leaf({4})}, "rebased in-place chain");
+}
+
+TEST_CASE("inplace: a recorded write through a view rewrites the base's history (CopySlices)",
+          "[inplace][grad][views]") {
+  Tensor w = vec({1, 2, 3, 4, 5, 6}, {2, 3}).requires_grad_();
+  Tensor c = vec({1, 10, 100, 1000, 10000, 100000}, {2, 3});
+  Tensor b = w * 1.0;
+  b.select(1, 1).mul_(3.0);  // column 1 tripled
+  CHECK(values(b) == std::vector<double>{1, 6, 3, 4, 15, 6});
+  CHECK(b.grad_fn() != nullptr);
+  (b * c).sum().backward();
+  CHECK(values(w.grad()) == std::vector<double>{1, 30, 100, 1000, 30000, 100000});
+  // a write whose values come from another tensor: the region's gradient goes there
+  Tensor v = vec({7, 8}).requires_grad_();
+  Tensor b2 = w.detach() * 1.0;  // does not require grad until the write
+  b2.t()[2].copy_(v);            // column 2 = v
+  CHECK(values(b2) == std::vector<double>{1, 2, 7, 4, 5, 8});
+  (b2 * c).sum().backward();
+  CHECK(values(v.grad()) == std::vector<double>{100, 100000});
+  // the view written is a view of the new history too
+  Tensor w2 = vec({1, 2, 3}).requires_grad_();
+  Tensor b3 = w2 * 2.0;
+  Tensor head = b3.narrow(0, 0, 2);
+  head.add_(w2.narrow(0, 1, 2));
+  (head * head).sum().backward();  // head = (2·w0 + w1, 2·w1 + w2)
+  CHECK(values(w2.grad()) == std::vector<double>{2 * 2 * 4, 2 * 4 + 2 * 2 * 7, 2 * 7});
+  tgt::check_grad(
+      [](const std::vector<Tensor>& in) {
+        Tensor t = in[0] * 1.0;
+        t.narrow(0, 1, 2).mul_(in[1]);
+        t.t()[0].add_(in[1].select(0, 0).narrow(0, 0, 1));
+        return t * t;
+      },
+      {tgt::leaf({4, 3}), tgt::leaf({2, 3})}, "CopySlices through narrow and t()[0]");
+}
+
+TEST_CASE("inplace: a view made before a recorded write cannot be used after it",
+          "[inplace][grad][views]") {
+  Tensor w = vec({1, 2, 3}).requires_grad_();
+  Tensor x = w * 1.0;
+  Tensor stale = x.narrow(0, 0, 2);
+  x.mul_(2.0);  // recorded: x's history moves on, stale's does not
+  REQUIRE_THROWS_WITH(stale.sum(), Catch::Contains("made before its storage was overwritten in "
+                                                   "place by mul_") &&
+                                       Catch::Contains("Make the view again"));
+  x.narrow(0, 0, 2).sum().backward();  // a fresh view is fine
+  CHECK(values(w.grad()) == std::vector<double>{2, 2, 0});
+  // a write outside autograd changes no history: older views stay usable
+  w.reset_grad();
+  Tensor y = w.t() + 1.0;  // add saves nothing; the view watched w's history
+  {
+    NoGradGuard ng;
+    w.add_(1.0);
+  }
+  y.sum().backward();
+  CHECK(values(w.grad()) == std::vector<double>{1, 1, 1});
 }
 
 TEST_CASE("inplace: version counter — a backward that saved an overwritten tensor throws",
