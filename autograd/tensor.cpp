@@ -3,6 +3,7 @@
 // generator in random.cpp, the device runtime and thread setting in device.cpp.
 #include "autograd/tensor.hpp"
 
+#include "autograd/copy_detail.hpp"
 #include "autograd/device_detail.hpp"
 #include "autograd/tape.hpp"
 #include "cuda/kernels.cuh"
@@ -126,6 +127,11 @@ void dense_cpu(void* out, const void* x, const Shape& shape, const Shape& st) {
 }
 }  // namespace
 
+namespace {
+CpuStridedCopy g_cpu_strided_copy = nullptr;  // set by ops/shape.cpp at start-up
+}  // namespace
+void set_cpu_strided_copy(CpuStridedCopy f) { g_cpu_strided_copy = f; }
+
 Tensor dense_copy(const Tensor& x) {
   Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
   if (x.numel() == 0) return out;
@@ -150,6 +156,10 @@ Tensor dense_copy(const Tensor& x) {
   }
   if (x.dim() == 0) {
     std::memcpy(out.data_ptr(), x.data_ptr(), dtype_size(x.dtype()));
+    return out;
+  }
+  if (g_cpu_strided_copy) {
+    g_cpu_strided_copy(x.dtype(), out.data_ptr(), x.data_ptr(), st, x.shape());
     return out;
   }
   switch (dtype_size(x.dtype())) {

@@ -14,6 +14,7 @@
 // primitives they call.
 // Deliberately not here: einops-style rearrange (rearrange.cpp), reductions (reduce.cpp),
 // indexing with integers/ranges/None (index.cpp), in-place writes (inplace.cpp).
+#include "autograd/copy_detail.hpp"
 #include "ops/cpu/kernels.hpp"
 #include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
@@ -70,6 +71,21 @@ Tensor scatter(const Tensor& g, const Shape& in_shape, const Shape& st, int64_t 
 }
 }  // namespace
 
+// ---- contiguous copies ----
+// detail::dense_copy (Tensor::contiguous) on the CPU runs ops' blocked, parallel strided copy,
+// registered here, where every strided tensor is made.
+namespace {
+void cpu_dense_copy(DType dtype, void* out, const void* x, const Shape& x_strides,
+                    const Shape& shape) {
+  dispatch_all(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    cpu::strided_copy<T>(static_cast<T*>(out), contiguous_strides(shape), static_cast<const T*>(x),
+                         x_strides, shape);
+  });
+}
+[[maybe_unused]] const bool g_dense_copy_registered = (set_cpu_strided_copy(&cpu_dense_copy), true);
+}  // namespace
+
 // ---- the view helper ----
 bool detail::is_row_major(const Shape& shape, const Shape& strides) {
   int64_t acc = 1;
@@ -100,12 +116,6 @@ Tensor detail::make_view(const Tensor& x, const Shape& shape, const Shape& strid
 }
 
 namespace {
-// A tensor on x's storage and offset with another shape of the same numel, row-major (x
-// contiguous; no recording).
-Tensor alias(const Tensor& x, const Shape& shape) {
-  return make_view(x, shape, {}, x.impl()->offset);
-}
-
 // Strides that show x (numel > 0) with shape `to` without moving an element, or {} with ok =
 // false when none exist (PyTorch's computeStride: each run of x's dims that is contiguous in
 // memory may be split or merged freely, runs may not mix).
