@@ -15,6 +15,7 @@
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 
@@ -302,7 +303,7 @@ void linear_forward(Device dev, const T* x, const T* w, const T* b, T* y, int64_
   if (b) fill_rows(dev, y, b, N, Cout);
   gemm(dev, false, true, N, Cout, Cin, x, Cin, w, Cin, b ? T(1) : T(0), y, Cout);
 }
-// db (Cout) = column sums of dy (N, Cout), accumulated in double.
+// db (Cout) = column sums of dy (N, Cout): 16-row blocks in T, the blocks accumulated in double.
 template <typename T>
 void bias_backward(Device dev, const T* dy, T* db, int64_t N, int64_t Cout) {
   if (dev.is_cuda()) {
@@ -310,10 +311,21 @@ void bias_backward(Device dev, const T* dy, T* db, int64_t N, int64_t Cout) {
               [&] { cuda::reduce(cuda::RedOp::Sum, cdt(dtype_of<T>::value), db, dy, 1, N, Cout); });
     return;
   }
+  // Blocks of kRows rows are summed in T (vectorised across columns), each block's sum added
+  // into a double accumulator: T rounding over at most kRows terms, double across blocks.
+  constexpr int64_t kRows = 16;
   std::vector<double> acc(Cout, 0.0);
-  for (int64_t r = 0; r < N; ++r) {
-    const T* row = dy + r * Cout;
-    for (int64_t c = 0; c < Cout; ++c) acc[c] += row[c];
+  std::vector<T> part(Cout);
+  for (int64_t r0 = 0; r0 < N; r0 += kRows) {
+    const int64_t r1 = std::min(N, r0 + kRows);
+    std::copy(dy + r0 * Cout, dy + (r0 + 1) * Cout, part.begin());
+    T* __restrict p = part.data();
+    for (int64_t r = r0 + 1; r < r1; ++r) {
+      const T* __restrict row = dy + r * Cout;
+      for (int64_t c = 0; c < Cout; ++c) p[c] += row[c];
+    }
+    double* __restrict a = acc.data();
+    for (int64_t c = 0; c < Cout; ++c) a[c] += static_cast<double>(p[c]);
   }
   for (int64_t c = 0; c < Cout; ++c) db[c] = static_cast<T>(acc[c]);
 }
