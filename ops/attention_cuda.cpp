@@ -163,8 +163,10 @@ AttentionMask attention_mask_on(const AttentionMask& mask, Device d) {
   return m;
 }
 
-AttentionResult cuda_sdpa(const Tensor& q, const Tensor& k, const Tensor& v,
+AttentionResult cuda_sdpa(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
                           const AttentionMask& mask, const SDPAOptions& opts, double scale) {
+  // the kernels read (B, NH, T, hs) row-major: a heads-last caller's transposed views are copied
+  const Tensor q = contig(q_in), k = contig(k_in), v = contig(v_in);
   check_same_device(q, k, kSdpa, "q", "k");
   check_same_device(q, v, kSdpa, "q", "v");
   if (mask.additive_.defined() && mask.additive_.dtype() != q.dtype())
