@@ -1,5 +1,5 @@
 // ops/cuda_dispatch.cpp — the shared pieces of the CUDA branches of the ops: strided descriptors,
-// multi-dim reductions (one kernel per run of adjacent reduced dims) and gathers.
+// multi-dim reductions (one kernel per run of adjacent reduced dims).
 #include "ops/cuda_dispatch.hpp"
 
 #include "ops/detail.hpp"
@@ -66,16 +66,6 @@ Tensor cuda_reduce(const Tensor& x_in, const std::vector<bool>& reduced, cuda::R
   }
   if (cur.same(x)) cur = x.detach().clone();  // nothing reduced: a copy, like the CPU
   return cur;
-}
-
-Tensor cuda_gather(const Tensor& x, const Shape& shape, const Shape& strides, int64_t offset) {
-  Tensor out = Tensor::empty(shape, x.dtype(), x.device());
-  if (out.numel() == 0) return out;
-  cuda::Strided st = make_strided(shape, {});
-  set_operand(st, 1, strides, offset);
-  on_device("copy", x.device(),
-            [&] { cuda::strided_copy(cdt(x.dtype()), out.data_ptr(), x.data_ptr(), st); });
-  return out;
 }
 
 }  // namespace tg::detail

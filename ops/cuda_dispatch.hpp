@@ -52,7 +52,5 @@ void set_operand(cuda::Strided& st, int k, const Shape& strides, int64_t offset)
 
 // Reduces x over the dims flagged in `reduced` with op; the result has x's rank (reduced dims 1).
 Tensor cuda_reduce(const Tensor& x, const std::vector<bool>& reduced, cuda::RedOp op);
-// A contiguous copy of x seen through `strides`/`offset` with shape `shape` (gather).
-Tensor cuda_gather(const Tensor& x, const Shape& shape, const Shape& strides, int64_t offset);
 
 }  // namespace tg::detail
