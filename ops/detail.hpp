@@ -89,6 +89,13 @@ decltype(auto) dispatch_all(DType t, F&& f) {
 inline Tensor contig(const Tensor& t) {
   return !t.defined() || t.is_contiguous() ? t : t.contiguous();
 }
+// For kernels on the hot path (elementwise): t itself when contiguous (no handle copy), else an
+// unrecorded row-major copy kept alive in `hold`.
+inline const Tensor& dense_ref(const Tensor& t, Tensor& hold) {
+  if (!t.defined() || t.is_contiguous()) return t;
+  hold = dense_copy(t);
+  return hold;
+}
 
 // ---- views (ops/shape.cpp) ----
 // Do these strides lay `shape` out row-major (ignoring size-1 dims; always for no elements)?

@@ -25,7 +25,8 @@ RecordInfo elementwise_info(const Tensor& out, int bwd_per_element) {
 // cpu::binary or cuda::binary.
 Tensor binary_kernel(const char* op, cuda::BinOp code, const Tensor& a_in, const Tensor& b_in,
                      DType out_dtype) {
-  const Tensor a = dense(a_in), b = dense(b_in);  // the kernels read row-major operands
+  Tensor ha, hb;  // the kernels read row-major operands
+  const Tensor &a = dense_ref(a_in, ha), &b = dense_ref(b_in, hb);
   const Shape os = a.shape() == b.shape() ? a.shape() : broadcast_shapes(a.shape(), b.shape(), op);
   Tensor out = Tensor::empty(os, out_dtype, a.device());
   if (out.numel() == 0) return out;
@@ -69,7 +70,8 @@ struct UnCode {
 };
 // out = f(x) elementwise, same dtype and device: cpu::unary or cuda::unary.
 Tensor unary_forward(const char* op, UnCode code, const Tensor& x_in) {
-  const Tensor x = dense(x_in);
+  Tensor hx;
+  const Tensor& x = dense_ref(x_in, hx);
   Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
   if (x.numel() == 0) return out;
   if (on_cuda(x)) {
@@ -89,7 +91,8 @@ Tensor unary_forward(const char* op, UnCode code, const Tensor& x_in) {
 // derivative does not read them).
 Tensor unary_backward(UnCode code, const Tensor& g_in, const Tensor& x_in, const Tensor& y_in) {
   if (code.op == cuda::UnOp::AddS) return g_in;  // d(x + c)/dx = 1: pass dout on, as add does
-  const Tensor g = dense(g_in), x = dense(x_in), y = dense(y_in);
+  Tensor hg, hx, hy;
+  const Tensor &g = dense_ref(g_in, hg), &x = dense_ref(x_in, hx), &y = dense_ref(y_in, hy);
   Tensor dx = Tensor::empty(g.shape(), g.dtype(), g.device());
   if (g.numel() == 0) return dx;
   if (on_cuda(g)) {
@@ -396,7 +399,8 @@ Tensor ge(const Tensor& a, const Tensor& b, Site site) {
 Tensor logical_not(const Tensor& a_in, Site site) {
   SiteScope scope(site);
   check_dtype(a_in, kBool, "logical_not", "input", true);
-  const Tensor a = dense(a_in);
+  Tensor ha;
+  const Tensor& a = dense_ref(a_in, ha);
   if (on_cuda(a)) {
     Tensor out = Tensor::empty(a.shape(), kBool, a.device());
     on_device("logical_not", a.device(), [&] {

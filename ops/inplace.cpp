@@ -46,6 +46,15 @@ void write_into(const char* op, const Tensor& x, const Tensor& v_in) {
   });
 }
 
+// Does a tensor of shape `from` broadcast to `to` without changing it (NumPy rules)?
+bool broadcasts_to(const Shape& from, const Shape& to) {
+  if (from.size() > to.size()) return false;
+  const size_t lead = to.size() - from.size();
+  for (size_t i = 0; i < from.size(); ++i)
+    if (from[i] != 1 && from[i] != to[lead + i]) return false;
+  return true;
+}
+
 // The checks every in-place op makes on its target; returns whether autograd records the write.
 bool check_target(const char* op, const Tensor& x, std::initializer_list<const Tensor*> others) {
   check_defined(x, op, "self");
@@ -127,7 +136,8 @@ Tensor inplace(const char* op, const Tensor& x, std::initializer_list<const Tens
     NoGradGuard ng;
     r = compute(x);
   }
-  if (r.shape() != x.shape())
+  // a recorded result becomes x's history, so it has x's shape; else it may broadcast to it
+  if (rec ? r.shape() != x.shape() : !broadcasts_to(r.shape(), x.shape()))
     throw Error(
         fmt::format("{}: the result {} does not fit self {} (an in-place op cannot "
                     "broadcast self)",
@@ -152,8 +162,9 @@ Tensor inplace(const char* op, const Tensor& x, std::initializer_list<const Tens
 // New values that do not depend on the old ones (fill_, copy_): recorded with self as an input
 // that gets no gradient, so self keeps requiring grad as in PyTorch.
 Tensor replacing(const char* op, const Tensor& self, const Tensor& values) {
+  if (!needs_record({&self, &values})) return values;  // write_into broadcasts it
   Tensor out = dense_copy(values.expand(self.shape()));
-  if (needs_record({&self, &values})) {
+  {
     const Shape vs = values.shape();
     const bool gv = values.requires_grad();
     record(op, out, {self, values}, RecordInfo().flops(0, 0).saved(),

@@ -65,11 +65,6 @@ Tensor detail::view_scatter(const Tensor& g_in, const Shape& in_shape, const Sha
   });
   return dx;
 }
-namespace {
-Tensor scatter(const Tensor& g, const Shape& in_shape, const Shape& st, int64_t offset) {
-  return view_scatter(g, in_shape, st, offset);
-}
-}  // namespace
 
 // ---- contiguous copies ----
 // detail::dense_copy (Tensor::contiguous) on the CPU runs ops' blocked, parallel strided copy,
@@ -195,7 +190,7 @@ Tensor slice_view(const char* op, const Tensor& x, int64_t d, int64_t start, int
     // data movement only
     record(op, out, {x}, RecordInfo().flops(0, 0).saved().watch(x),
            [xs, gst, goff](const Tensor& g) -> std::vector<Tensor> {
-             return {scatter(g, xs, gst, goff)};
+             return {view_scatter(g, xs, gst, goff)};
            });
   }
   return out;
@@ -458,7 +453,7 @@ Tensor select(const Tensor& x, int64_t dim, int64_t index, Site site) {
     // data movement only
     record("select", out, {x}, RecordInfo().flops(0, 0).saved().watch(x),
            [xs, gst, goff](const Tensor& g) -> std::vector<Tensor> {
-             return {scatter(g, xs, gst, goff)};
+             return {view_scatter(g, xs, gst, goff)};
            });
   }
   return out;
