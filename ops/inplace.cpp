@@ -103,10 +103,9 @@ void rebase_through_view(const char* op, const Tensor& x, const Tensor& r) {
   const int64_t rel = x.impl()->offset - b.impl()->offset;  // x's region within b (row-major)
   Tensor bnew = make_view(b, bs, {}, b.impl()->offset);
   record(op, bnew, {b, r}, RecordInfo().flops(0, 0).saved(),
-         [xs, xst, rel](const Tensor& g) -> std::vector<Tensor> {
-           const Tensor gd = dense(g);
-           Tensor dr = dense_copy(make_view(gd, xs, xst, gd.impl()->offset + rel));
-           Tensor db = dense_copy(gd);
+         [xs, xst, rel](const Tensor& g) -> std::vector<Tensor> {  // g: contiguous (engine)
+           Tensor dr = dense_copy(make_view(g, xs, xst, g.impl()->offset + rel));
+           Tensor db = dense_copy(g);
            write_into("copy_slices backward", make_view(db, xs, xst, db.impl()->offset + rel),
                       zeros({}, db.dtype(), db.device()));
            return {db, dr};
@@ -123,8 +122,9 @@ void rebase_through_view(const char* op, const Tensor& x, const Tensor& r) {
   x.impl()->requires_grad = true;
 }
 
-// Writes compute(values of x) into x. compute returns x's shape; under recording it gets a clone
-// of x and its result's node becomes x's grad_fn.
+// Writes compute(values of x) into x. compute returns x's shape, or unrecorded a shape that
+// broadcasts to it; under recording it gets a clone of x and its result's node becomes x's
+// grad_fn.
 template <typename F>
 Tensor inplace(const char* op, const Tensor& x, std::initializer_list<const Tensor*> others,
                F&& compute) {
@@ -164,14 +164,12 @@ Tensor inplace(const char* op, const Tensor& x, std::initializer_list<const Tens
 Tensor replacing(const char* op, const Tensor& self, const Tensor& values) {
   if (!needs_record({&self, &values})) return values;  // write_into broadcasts it
   Tensor out = dense_copy(values.expand(self.shape()));
-  {
-    const Shape vs = values.shape();
-    const bool gv = values.requires_grad();
-    record(op, out, {self, values}, RecordInfo().flops(0, 0).saved(),
-           [vs, gv](const Tensor& g) -> std::vector<Tensor> {
-             return {Tensor(), gv ? sum_to(g, vs) : Tensor()};
-           });
-  }
+  const Shape vs = values.shape();
+  const bool gv = values.requires_grad();
+  record(op, out, {self, values}, RecordInfo().flops(0, 0).saved(),
+         [vs, gv](const Tensor& g) -> std::vector<Tensor> {
+           return {Tensor(), gv ? sum_to(g, vs) : Tensor()};
+         });
   return out;
 }
 }  // namespace
