@@ -165,11 +165,19 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
 
   // Self-attention (one tensor as query, key and value) with the packed in_proj_weight: one
   // (B, T, 3E) projection, one GEMM, read in place by the packed attention (PyTorch packs too).
-  const bool packed = same_embed && !options.add_bias_kv && !options.add_zero_attn &&
-                      query.impl() == key.impl() && key.impl() == value.impl();
-  Tensor qkv, qh, kh, vh;
+  // Cross-attention with key = value: one (B, S, 2E) projection by the last two row blocks of
+  // in_proj_weight (a view), read in place as packed keys and values (PyTorch packs too).
+  const bool plain = same_embed && !options.add_bias_kv && !options.add_zero_attn;
+  const bool packed = plain && query.impl() == key.impl() && key.impl() == value.impl();
+  const bool kv_packed = plain && !packed && key.impl() == value.impl();
+  Tensor qkv, qh, kh, vh, kv;
   if (packed) {
     qkv = reshape(linear(q, in_proj_weight, in_proj_bias), {B, T, 3, NH, hd});
+  } else if (kv_packed) {
+    const Tensor bq = in_proj_bias.defined() ? narrow(in_proj_bias, 0, 0, E) : Tensor();
+    const Tensor bkv = in_proj_bias.defined() ? narrow(in_proj_bias, 0, E, 2 * E) : Tensor();
+    qh = reshape(linear(q, narrow(in_proj_weight, 0, 0, E), bq), {B, T, NH, hd});
+    kv = reshape(linear(k, narrow(in_proj_weight, 0, E, 2 * E), bkv), {B, S, 2, NH, hd});
   } else {
     // In-projections: (B, T, E), (B, S, E), (B, S, E).
     Tensor Wq, Wk, Wv, bq, bk, bv;
@@ -221,8 +229,9 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
   so.training = is_training();
   so.need_weights = f.need_weights;
   so.heads_last = true;
-  AttentionResult r = packed ? scaled_dot_product_attention_packed(qkv, mask, so)
-                             : scaled_dot_product_attention(qh, kh, vh, mask, so);
+  AttentionResult r = packed      ? scaled_dot_product_attention_packed(qkv, mask, so)
+                      : kv_packed ? scaled_dot_product_attention_kv_packed(qh, kv, mask, so)
+                                  : scaled_dot_product_attention(qh, kh, vh, mask, so);
 
   // Merge heads (a view: the output is (B, T, NH, hd)) and project: (B, T, E).
   Tensor out = out_proj->forward(reshape(r.output, {B, T, E}));

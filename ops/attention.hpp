@@ -175,6 +175,16 @@ AttentionResult scaled_dot_product_attention_packed(const Tensor& qkv,
                                                     const SDPAOptions& opts = {},
                                                     Site site = Site::here());
 
+// Cross-attention with keys and values from one packed projection: q (B, T, NH, hs) and kv
+// (B, S, 2, NH, hs), the (B, S, 2·NH·hs) projection of one tensor by the last two row blocks of
+// in_proj_weight (PyTorch's in_projection_packed when key is value), reshaped. Returns
+// (B, T, NH, hs) (hs_v = hs; opts.heads_last is implied); one tape node differentiates q and kv,
+// so the key/value projection's backward is one GEMM. Masks and options as above.
+AttentionResult scaled_dot_product_attention_kv_packed(const Tensor& q, const Tensor& kv,
+                                                       const AttentionMask& mask = {},
+                                                       const SDPAOptions& opts = {},
+                                                       Site site = Site::here());
+
 // The seed articles' functional form: Q (..., T, hs), K (..., S, hs), V (..., S, hs_v) with
 // 2 to 4 dims, mask broadcastable to (..., T, S) where mask == 0 is blocked (undefined: none).
 // Returns (output, weights).

@@ -79,6 +79,27 @@ template <typename T>
 void reduce_var_backward(T* dx, const T* dout, const T* x, const double* mean, int64_t outer,
                          int64_t r, int64_t inner, double denom);
 
+// ---- the instruction set of the hand-written kernels (ops/cpu/isa.cpp) ----
+// AVX-512 where the build compiled those kernels and the CPU has AVX-512 F/CD/DQ/BW/VL (the row
+// softmax, the fused attention's float32 GEMMs), else the build's own (AVX2 + FMA by default).
+// simd_kernels() names the one in use ("avx512", "fma3+avx2"); set_simd_kernels(false) makes every
+// later call use the build's own (and the attention OpenBLAS), set_simd_kernels(true) AVX-512
+// where possible; returns whether the level asked for is now in use (tests, benchmarks).
+bool simd_avx512();
+const char* simd_kernels();
+bool set_simd_kernels(bool avx512);
+// The attention's float32 GEMM (ops/cpu/attention_avx512.cpp), only while simd_avx512():
+// C (M, N) = alpha·Σ_k A(m, k)·B(k, n) (+ C when acc), A(m, k) at A[m·am + k·ak] (am = 1 reads A
+// transposed), B's row k contiguous at B + k·ldb, C's rows ldc apart. bpack (K × 64 floats) and
+// apack (M rounded up to 6, times K), each optional, let it copy operands that it would otherwise
+// read with long strides: panels of B whose rows lie far apart, A read down its columns.
+void attention_gemm_f32(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t am,
+                        int64_t ak, const float* B, int64_t ldb, bool acc, float* C, int64_t ldc,
+                        float* bpack = nullptr, float* apack = nullptr);
+// dst (cols, rows) with rows ldd apart = src (rows, cols) with rows lds apart, transposed.
+void attention_transpose_f32(int64_t rows, int64_t cols, const float* src, int64_t lds, float* dst,
+                             int64_t ldd);
+
 // ---- row softmax / log_softmax with the fully-masked/NaN rule, shared by softmax and SDPA
 // (ops/cpu/softmax.cpp) ----
 // The rule, coded once here for the CPU (cuda/softmax.cu and cuda/attention.cu mirror it): a row
@@ -94,6 +115,7 @@ bool softmax_row(T* y, const T* x, int64_t n, bool is_log = false);
 // softmax: dx = y ⊙ (g − Σ g⊙y); log_softmax: dx = g − exp(y)·Σ g, and 0 on a fully masked row.
 template <typename T>
 void softmax_backward_row(T* dx, const T* g, const T* y, int64_t n, bool is_log = false);
+// The rows run on AVX-512 batches where cpu::simd_avx512() (below), else on the build's own.
 // The same over an (outer, n, inner) tensor, softmax along n: element (o, j, i) at
 // (o·n + j)·inner + i; inner == 1 is contiguous rows, else columns are gathered in blocks.
 template <typename T>

@@ -1,11 +1,12 @@
 // tests/ops/test_attention.cpp — functional attention: the fused, tiled
 // scaled_dot_product_attention against a naive dense reference composed from ops (outputs and dq,
 // dk, dv) for every mask kind, the same masks given densely, gradchecks, fully masked rows,
-// weights, the probe, dropout, float32, the seed attention(), additive attention, errors and a long
-// local-window run.
+// weights, the probe, dropout, float32 (on the AVX-512 kernel and on OpenBLAS), the packed forms,
+// the seed attention(), additive attention, errors and a long local-window run.
 #include "helpers.hpp"
 
 #include "ops/attention.hpp"
+#include "ops/cpu/kernels.hpp"
 
 #include <chrono>
 #include <cmath>
@@ -214,6 +215,83 @@ TEST_CASE("SDPA with heads last (B, T, NH, hs) equals the (B, NH, T, hs) layout 
                 "batch and head dims (B, NH) differ (heads_last: (B, T, NH, hs))");
 }
 
+// The float32 products run on our AVX-512 kernel where the CPU has it
+// (ops/cpu/attention_avx512.cpp) and on OpenBLAS otherwise: both against each other and against
+// float64, for every mask kind, both layouts, head sizes off the 16-float batch, several tiles,
+// long key rows (the transposed dV/dK form), dropout, need_weights, and the packed forms.
+TEST_CASE("SDPA float32: the AVX-512 kernel equals OpenBLAS and float64", "[attention]") {
+  struct Restore {
+    ~Restore() { cpu::set_simd_kernels(true); }
+  } restore;
+  const bool have = cpu::set_simd_kernels(true);
+  if (!have) WARN("no AVX-512 kernels on this CPU or build: OpenBLAS against float64 only");
+  using A = AttentionMask;
+  std::vector<Case> cases = mask_cases();
+  cases.push_back({"none, long rows", A(), 300, 300});
+  cases.push_back({"causal, several tiles", A::causal(), 300, 300});
+  cases.push_back({"local(40,0), long rows", A::local(40, 0), 300, 300});
+  cases.push_back({"none, cross T<S long", A(), 70, 290});
+  struct Out {
+    Tensor o, w, dq, dk, dv;
+  };
+  for (bool heads_last : {false, true})
+    for (const Case& c : cases)
+      for (auto [hs, hsv] : {std::pair<int64_t, int64_t>{20, 24}, {32, 32}}) {
+        const int64_t B = 2, NH = 2;
+        manual_seed(120);
+        auto shape = [&](int64_t n, int64_t w) {
+          return heads_last ? Shape{B, n, NH, w} : Shape{B, NH, n, w};
+        };
+        Tensor q64 = randn(shape(c.T, hs), kFloat64), k64 = randn(shape(c.S, hs), kFloat64),
+               v64 = randn(shape(c.S, hsv), kFloat64), dO64 = randn(shape(c.T, hsv), kFloat64);
+        SDPAOptions o;
+        o.heads_last = heads_last;
+        o.need_weights = true;
+        auto run = [&](DType dt, bool avx512) {
+          REQUIRE(cpu::set_simd_kernels(avx512) == (avx512 ? have : true));
+          Tensor q = q64.to(dt).requires_grad_(), k = k64.to(dt).requires_grad_(),
+                 v = v64.to(dt).requires_grad_();
+          AttentionResult r = scaled_dot_product_attention(q, k, v, c.mask, o);
+          std::vector<Tensor> g = tg::grad({r.output}, {q, k, v}, {dO64.to(dt)});
+          return Out{r.output, r.weights, g[0], g[1], g[2]};
+        };
+        const Out ref = run(kFloat64, false), blas = run(kFloat32, false);
+        const std::string what =
+            fmt::format("{} hs {} hs_v {}{}", c.name, hs, hsv, heads_last ? " heads_last" : "");
+        auto near = [&](const Out& a, const Out& b, double tol, const std::string& w) {
+          tgt::require_close(a.o, b.o, tol, tol, w + ": output");
+          tgt::require_close(a.w, b.w, tol, tol, w + ": weights");
+          tgt::require_close(a.dq, b.dq, tol, tol, w + ": dq");
+          tgt::require_close(a.dk, b.dk, tol, tol, w + ": dk");
+          tgt::require_close(a.dv, b.dv, tol, tol, w + ": dv");
+        };
+        near(blas, ref, 2e-5, what + " OpenBLAS f32 against f64");
+        if (!have) continue;
+        const Out fast = run(kFloat32, true);
+        near(fast, ref, 2e-5, what + " AVX-512 f32 against f64");
+        near(fast, blas, 2e-5, what + " AVX-512 against OpenBLAS");
+      }
+  // dropout: the same mask drawn (same seed), the same result on both
+  if (have) {
+    Tensor q = randn({2, 3, 70, 16}), k = randn({2, 3, 200, 16}), v = randn({2, 3, 200, 16});
+    SDPAOptions o;
+    o.dropout_p = 0.3;
+    o.training = true;
+    std::vector<Tensor> res[2];
+    for (int avx512 : {0, 1}) {
+      REQUIRE(cpu::set_simd_kernels(avx512 == 1));
+      manual_seed(121);
+      Tensor qq = q.detach().requires_grad_(), kk = k.detach().requires_grad_(),
+             vv = v.detach().requires_grad_();
+      Tensor out = scaled_dot_product_attention(qq, kk, vv, AttentionMask::causal(), o).output;
+      res[avx512] = tg::grad({out}, {qq, kk, vv}, {ones_like(out)});
+      res[avx512].push_back(out);
+    }
+    for (size_t i = 0; i < 4; ++i)
+      tgt::require_close(res[1][i], res[0][i], 2e-5, 2e-5, fmt::format("dropout, tensor {}", i));
+  }
+}
+
 TEST_CASE("packed SDPA on qkv (B, T, 3, NH, hs) equals three heads-last tensors", "[attention]") {
   manual_seed(110);
   using A = AttentionMask;
@@ -253,6 +331,60 @@ TEST_CASE("packed SDPA on qkv (B, T, 3, NH, hs) equals three heads-last tensors"
       {qkv}, "packed sdpa causal");
   REQUIRE_ERROR(scaled_dot_product_attention_packed(zeros({2, 5, 2, 2, 3}, kFloat64)),
                 "scaled_dot_product_attention: qkv (2,5,2,2,3): expected (B, T, 3, NH, hs)");
+}
+
+TEST_CASE("kv-packed SDPA on q (B, T, NH, hs), kv (B, S, 2, NH, hs) equals heads-last tensors",
+          "[attention]") {
+  manual_seed(112);
+  using A = AttentionMask;
+  Tensor pad = tensor(std::vector<bool>{false, false, true, false, true, false, false, false, false,
+                                        false, false, true, false, false},
+                      {2, 7});
+  for (DType dt : {kFloat64, kFloat32})
+    for (const Case& c : {Case{"none", A(), 5, 7}, Case{"causal", A::causal(), 5, 7},
+                          Case{"key_padding", A::key_padding(pad, MaskPolarity::TrueBlocked), 5, 7},
+                          Case{"local(2,1)", A::local(2, 1), 5, 7},
+                          Case{"causal, several tiles", A::causal(), 150, 140},
+                          Case{"none, several tiles", A(), 300, 290}}) {
+      const int64_t B = 2, T = c.T, S = c.S, NH = 3, hs = 4;
+      Tensor q = randn({B, T, NH, hs}, dt).requires_grad_();
+      Tensor kv = randn({B, S, 2, NH, hs}, dt).requires_grad_();
+      Tensor dO = randn({B, T, NH, hs}, dt);
+      SDPAOptions o;
+      o.need_weights = true;
+      AttentionResult a = scaled_dot_product_attention_kv_packed(q, kv, c.mask, o);
+      std::vector<Tensor> ga = tg::grad({a.output}, {q, kv}, {dO});
+      o.heads_last = true;
+      auto part = [&](int64_t i) { return reshape(narrow(kv, 2, i, 1), {B, S, NH, hs}); };
+      AttentionResult b = scaled_dot_product_attention(q, part(0), part(1), c.mask, o);
+      std::vector<Tensor> gb = tg::grad({b.output}, {q, kv}, {dO});
+      const std::string what = c.name + (dt == kFloat32 ? " float32" : " float64");
+      const double tol = dt == kFloat32 ? 1e-6 : 1e-13;
+      REQUIRE(a.output.shape() == Shape{B, T, NH, hs});
+      tgt::require_close(a.output, b.output, tol, 0, what + ": output");
+      tgt::require_close(a.weights, b.weights, tol, 0, what + ": weights");
+      tgt::require_close(ga[0], gb[0], tol, 0, what + ": dq");
+      tgt::require_close(ga[1], gb[1], tol, 0, what + ": d(kv)");
+    }
+  manual_seed(113);
+  Tensor q = tgt::leaf({2, 4, 2, 3}), kv = tgt::leaf({2, 5, 2, 2, 3});
+  Tensor pad5 =
+      tensor(std::vector<bool>{false, true, false, false, true, false, false, false, false, false},
+             {2, 5});
+  tgt::check_grad(
+      [&](const std::vector<Tensor>& in) {
+        return scaled_dot_product_attention_kv_packed(
+                   in[0], in[1], AttentionMask::key_padding(pad5, MaskPolarity::TrueBlocked))
+            .output;
+      },
+      {q, kv}, "kv-packed sdpa key padding");
+  REQUIRE_ERROR(scaled_dot_product_attention_kv_packed(zeros({2, 4, 2, 3}, kFloat64),
+                                                       zeros({2, 5, 3, 2, 3}, kFloat64)),
+                "scaled_dot_product_attention: q (2,4,2,3), kv (2,5,3,2,3): expected q (B, T, NH, "
+                "hs) and kv (B, S, 2, NH, hs)");
+  REQUIRE_ERROR(scaled_dot_product_attention_kv_packed(zeros({2, 4, 2, 3}, kFloat64),
+                                                       zeros({2, 5, 2, 2, 4}, kFloat64)),
+                "B, NH and hs of q and kv differ");
 }
 
 TEST_CASE("SDPA gradcheck w.r.t. q, k, v for every mask kind", "[attention]") {

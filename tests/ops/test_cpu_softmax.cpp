@@ -200,6 +200,51 @@ TEST_CASE("cpu::softmax_row matches a raw loop on normal, mixed, -inf and NaN ro
   check_rows<double>();
 }
 
+// Both row kernels, the build's own and the AVX-512 one where the CPU has it, against the raw
+// loop; and against each other (the same exp, sums in another lane order).
+TEST_CASE("cpu::softmax_row on AVX-512 and on the build's own batches", "[softmax][cpu]") {
+  struct Restore {
+    ~Restore() { tg::cpu::set_simd_kernels(true); }
+  } restore;
+  REQUIRE(tg::cpu::set_simd_kernels(false));
+  REQUIRE(std::string(tg::cpu::simd_kernels()) != "avx512");
+  check_rows<float>();
+  check_rows<double>();
+  std::mt19937 rng(9);
+  std::vector<std::vector<float>> x, g, y0, dx0;
+  for (int64_t n : {1, 15, 16, 17, 31, 64, 100, 256, 1000}) {
+    x.push_back(cast<float>(make_row(Kind::Normal, n, rng)));
+    x.push_back(cast<float>(make_row(Kind::Mixed, n, rng)));
+  }
+  for (const auto& r : x) {
+    std::vector<double> gd = make_row(Kind::Normal, static_cast<int64_t>(r.size()), rng);
+    g.push_back(cast<float>(gd));
+    std::vector<float> y(r.size()), dx(r.size());
+    tg::cpu::softmax_row(y.data(), r.data(), static_cast<int64_t>(r.size()));
+    tg::cpu::softmax_backward_row(dx.data(), g.back().data(), y.data(),
+                                  static_cast<int64_t>(r.size()));
+    y0.push_back(y), dx0.push_back(dx);
+  }
+  if (!tg::cpu::set_simd_kernels(true)) {
+    WARN("this CPU (or this build) has no AVX-512 rows: only the build's own were checked");
+    return;
+  }
+  REQUIRE(std::string(tg::cpu::simd_kernels()) == "avx512");
+  check_rows<float>();
+  check_rows<double>();
+  for (size_t i = 0; i < x.size(); ++i) {
+    const int64_t n = static_cast<int64_t>(x[i].size());
+    std::vector<float> y(n), dx(n);
+    tg::cpu::softmax_row(y.data(), x[i].data(), n);
+    tg::cpu::softmax_backward_row(dx.data(), g[i].data(), y.data(), n);
+    require_rows_close(y, widen(y0[i]), fmt::format("avx512 against avx2 forward n={}", n));
+    std::vector<double> mag;
+    ref_backward(widen(g[i]), widen(y), false, &mag);
+    require_rows_close(dx, widen(dx0[i]), fmt::format("avx512 against avx2 backward n={}", n),
+                       &mag);
+  }
+}
+
 TEST_CASE("cpu::softmax_forward/backward over (outer, n, inner) match per-column raw loops",
           "[softmax][cpu]") {
   for (auto [outer, n, inner] : {std::tuple<int64_t, int64_t, int64_t>{3, 5, 1},
