@@ -48,6 +48,9 @@ constexpr int64_t kRowTile = 64;       // query rows per tile when the mask has 
 constexpr int64_t kRowTileFull = 256;  // without structure every tile spans all S keys: bigger
                                        // tiles mean fewer, larger gemms
 constexpr double kInf = std::numeric_limits<double>::infinity();
+// Backward on the AVX-512 kernel: up to this many keys dV and dK go to the gradients' rows
+// directly, beyond it through transposed per-head scratch (see Avx512Backward).
+constexpr int64_t kDirectKeys = 128;
 
 // ---- GEMM ----
 // BLAS takes 32-bit sizes; larger ones are refused rather than silently truncated.
@@ -380,6 +383,7 @@ struct BlasForward {
     gemm<T>(false, false, t.rows(), c.d.hsv, t.width(), T(1), Pv, t.width(), v.row(t.klo), v.ld,
             T(0), o.row(t.r0), o.ld);
   }
+  bool keys_masked() const { return false; }
 };
 // The same on the AVX-512 kernel (float32): kt is the head's K transposed (hs, S), packed once per
 // head, vc its V rows (packed when strided far apart, see b_rows); Q rows are read in place.
@@ -388,11 +392,14 @@ struct Avx512Forward {
   Rows<const float> q;
   const float* kt;
   Rows<const float> vc;
-  float* pack;  // B panels (cpu::attention_gemm_f32's scratch)
+  float* pack;      // B panels (cpu::attention_gemm_f32's scratch)
+  const float* kb;  // padding / lengths only: this batch's key_block row (0 or -inf), selected here
   void scores(const Tile& t, float* Pt) const {
     cpu::attention_gemm_f32(t.rows(), t.width(), c.d.hs, static_cast<float>(c.scale), q.row(t.r0),
-                            q.ld, 1, kt + t.klo, c.d.S, false, Pt, t.width(), pack);
+                            q.ld, 1, kt + t.klo, c.d.S, false, Pt, t.width(), pack, nullptr,
+                            kb ? kb + t.klo : nullptr);
   }
+  bool keys_masked() const { return kb != nullptr; }
   void values(const Tile& t, const float* Pv, Rows<float> o) const {
     cpu::attention_gemm_f32(t.rows(), c.d.hsv, t.width(), 1.f, Pv, t.width(), 1, vc.row(t.klo),
                             vc.ld, false, o.row(t.r0), o.ld);
@@ -416,7 +423,9 @@ void forward_tile(const Ctx& c, const RowMask& rm, int64_t b, int64_t h, const T
     const int64_t i = t.r0 + r;
     T* s = Pt + r * width;
     // Only the row's structural span takes part: P = 0 outside it, as for keys outside the tile.
-    const Span sp = mask_row(rm, b, h, i, c.plan.lo[i], c.plan.hi[i], t.klo, width, d.S, s, false);
+    const Span sp = prod.keys_masked() ? row_span(c.plan.lo[i], c.plan.hi[i], t.klo, width)
+                                       : mask_row(rm, b, h, i, c.plan.lo[i], c.plan.hi[i], t.klo,
+                                                  width, d.S, s, false);
     if (dense.scores)  // pre-filled with -inf
       std::copy(s + sp.a, s + sp.e, dense.scores + (bh * d.T + i) * d.S + t.klo + sp.a);
     // The softmax runs over the span widened to whole SIMD batches where the tile allows: the
@@ -480,9 +489,17 @@ const float* transposed_rows(const Dims& d, int which, const float* x, int64_t b
   return buf.data();
 }
 
-// The AVX-512 kernel's B-panel scratch: 64 columns by the longest inner dimension it packs (hs,
-// hs_v, or a tile's rows).
-int64_t pack_floats(const Dims& d) { return 64 * std::max({d.hs, d.hsv, kRowTile, kRowTileFull}); }
+// The AVX-512 kernel's scratch. B panels: 64 columns by the longest inner dimension of a product
+// whose B it may pack (hs, hs_v, a tile's rows, or a tile's width where K or V rows are read in
+// place: b_rows keeps them in place only while they span <= 256 KiB, at least 1 KiB apart, so
+// S <= 256). A blocks: the most rows of a product whose A it may pack (hs, hs_v, or a tile's width
+// in the direct form, S <= kDirectKeys), rounded up to 6, by a tile's rows.
+int64_t pack_floats(const Dims& d) {
+  return 64 * std::max({d.hs, d.hsv, kRowTile, kRowTileFull, int64_t(256)});
+}
+int64_t apack_floats(const Dims& d) {
+  return (std::max({d.hs, d.hsv, kDirectKeys}) + 5) / 6 * 6 * std::max(kRowTile, kRowTileFull);
+}
 
 // Whether the float32 products run on the AVX-512 kernel (else OpenBLAS).
 template <typename T>
@@ -511,13 +528,15 @@ void sdpa_forward(const Ctx& c, const RowMask& rm, const T* q, const T* k, const
   if constexpr (std::is_same_v<T, float>)
     if (on_avx512<T>()) {  // K transposed and V contiguous, once per head
       std::vector<float> kt, vc, pack(pack_floats(d));
+      const float* kb = rm.key_block.defined() ? rm.key_block.data<float>() : nullptr;
       for (int64_t b = 0; b < d.B; ++b)
         for (int64_t h = 0; h < d.NH; ++h) {
           const Avx512Forward prod{c,
                                    {q + d.row(Dims::kQ, b, h, 0, d.T, d.hs), d.ld(Dims::kQ, d.hs)},
                                    transposed_rows(d, Dims::kK, k, b, h, d.S, d.hs, kt),
                                    b_rows(d, Dims::kV, v, b, h, d.S, d.hsv, vc),
-                                   pack.data()};
+                                   pack.data(),
+                                   kb ? kb + b * d.S : nullptr};
           tiles(b, h, prod, {o + d.row(Dims::kO, b, h, 0, d.T, d.hsv), d.ld(Dims::kO, d.hsv)});
         }
       return;
@@ -572,7 +591,6 @@ struct BlasBackward {
 // scale·Qᵀ·dS accumulated over the tiles in dvt and dkt (the kernel then reads P and dS rows
 // contiguously, not their columns 4 KiB apart) and transposed into the gradients once per head;
 // with short ones they go to the gradients' rows directly (the transposes would cost more).
-constexpr int64_t kDirectKeys = 128;
 struct Avx512Backward {
   const Ctx& c;
   Rows<const float> q, g, kc;
@@ -689,8 +707,7 @@ std::vector<Tensor> sdpa_backward(const Ctx& c, const Tensor& q, const Tensor& k
       if (avx512) {  // V transposed (and K packed where strided far apart), once per head
         const bool direct = d.S <= kDirectKeys;
         std::vector<float> kc, vt, dvt(direct ? 0 : d.hsv * d.S), dkt(direct ? 0 : d.hs * d.S),
-            pack(pack_floats(d)),
-            apack((std::max(d.hs, d.hsv) + 5) / 6 * 6 * std::max(kRowTile, kRowTileFull));
+            pack(pack_floats(d)), apack(apack_floats(d));
         const float *pq = q.data<float>(), *pk = k.data<float>(), *pv = v.data<float>(),
                     *pg = g.data<float>();
         for (int64_t b = 0; b < d.B; ++b)

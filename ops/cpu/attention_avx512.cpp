@@ -25,10 +25,12 @@ constexpr int64_t L = 16;  // floats per batch
 __mmask16 tail_mask(int64_t n) { return static_cast<__mmask16>(n >= L ? 0xFFFF : (1u << n) - 1u); }
 
 // C[r][0, NV·16) for r < MR (the last batch masked by `last`) = alpha·Σ_k A(r, k)·B(k, ·)
-// (+ C when acc): MR·NV accumulators stay in registers over the whole K loop.
+// (+ C when acc), except keys[n] where keys (a key mask row: 0, or -inf for a blocked key) is not
+// 0: a select, so that a NaN or inf score of a blocked key leaves no trace. MR·NV accumulators stay
+// in registers over the whole K loop.
 template <int MR, int NV, bool FULL>
 void micro(int64_t K, float alpha, const float* A, int64_t am, int64_t ak, const float* B,
-           int64_t ldb, bool acc, float* C, int64_t ldc, __mmask16 last) {
+           int64_t ldb, const float* keys, bool acc, float* C, int64_t ldc, __mmask16 last) {
   V c[MR][NV];
   for (int r = 0; r < MR; ++r)
     for (int v = 0; v < NV; ++v) {
@@ -50,11 +52,20 @@ void micro(int64_t K, float alpha, const float* A, int64_t am, int64_t ak, const
     }
   }
   const V va(alpha);
+  __m512 kv[NV];
+  __mmask16 blocked[NV];  // lanes whose key mask entry is not 0 (-inf): C takes that entry there
+  if (keys)
+    for (int v = 0; v < NV; ++v) {
+      kv[v] =
+          _mm512_maskz_loadu_ps(v == NV - 1 ? last : static_cast<__mmask16>(0xFFFF), keys + v * L);
+      blocked[v] = _mm512_cmp_ps_mask(kv[v], _mm512_setzero_ps(), _CMP_NEQ_UQ);
+    }
   for (int r = 0; r < MR; ++r) {
     float* cr = C + r * ldc;
     for (int v = 0; v < NV; ++v) {
       const __mmask16 m = v == NV - 1 ? last : static_cast<__mmask16>(0xFFFF);
       V x = c[r][v] * va;
+      if (keys) x = _mm512_mask_mov_ps(x, blocked[v], kv[v]);
       if (acc) x = x + V(_mm512_maskz_loadu_ps(m, cr + v * L));
       _mm512_mask_storeu_ps(cr + v * L, m, x);
     }
@@ -75,16 +86,18 @@ constexpr int kPackRows = 6;
 // MR rows; block m starts at A + m·a_row, and A(r, k) inside it at [r·am + k·ak].
 template <int NV, bool FULL, int MR>
 void panel(int64_t M, int64_t K, float alpha, const float* A, int64_t a_row, int64_t am, int64_t ak,
-           const float* B, int64_t ldb, bool acc, float* C, int64_t ldc, __mmask16 last) {
+           const float* B, int64_t ldb, const float* keys, bool acc, float* C, int64_t ldc,
+           __mmask16 last) {
   int64_t m = 0;
   for (; m + MR <= M; m += MR)
-    micro<MR, NV, FULL>(K, alpha, A + m * a_row, am, ak, B, ldb, acc, C + m * ldc, ldc, last);
+    micro<MR, NV, FULL>(K, alpha, A + m * a_row, am, ak, B, ldb, keys, acc, C + m * ldc, ldc, last);
   const float* a = A + m * a_row;
   float* c = C + m * ldc;
   switch (M - m) {  // the remainder, one block of fewer rows
-#define TG_REST(R)                                                                            \
-  case R:                                                                                     \
-    if constexpr (R < MR) micro<R, NV, FULL>(K, alpha, a, am, ak, B, ldb, acc, c, ldc, last); \
+#define TG_REST(R)                                                              \
+  case R:                                                                       \
+    if constexpr (R < MR)                                                       \
+      micro<R, NV, FULL>(K, alpha, a, am, ak, B, ldb, keys, acc, c, ldc, last); \
     break;
     TG_REST(1)
     TG_REST(2)
@@ -105,20 +118,20 @@ void panel(int64_t M, int64_t K, float alpha, const float* A, int64_t a_row, int
 
 // One panel of nv batches; with packed A (a_row = K, am = 1, ak = kPackRows) in kPackRows blocks.
 void panel_n(int nv, bool packed, int64_t M, int64_t K, float alpha, const float* A, int64_t a_row,
-             int64_t am, int64_t ak, const float* B, int64_t ldb, bool acc, float* C, int64_t ldc,
-             __mmask16 last) {
+             int64_t am, int64_t ak, const float* B, int64_t ldb, const float* keys, bool acc,
+             float* C, int64_t ldc, __mmask16 last) {
   const bool full = last == 0xFFFF;
 #define TG_PANEL(NV)                                                                               \
   case NV:                                                                                         \
     if (packed)                                                                                    \
-      return full ? panel<NV, true, kPackRows>(M, K, alpha, A, a_row, am, ak, B, ldb, acc, C, ldc, \
-                                               last)                                               \
-                  : panel<NV, false, kPackRows>(M, K, alpha, A, a_row, am, ak, B, ldb, acc, C,     \
-                                                ldc, last);                                        \
-    return full ? panel<NV, true, kRows<NV>>(M, K, alpha, A, a_row, am, ak, B, ldb, acc, C, ldc,   \
-                                             last)                                                 \
-                : panel<NV, false, kRows<NV>>(M, K, alpha, A, a_row, am, ak, B, ldb, acc, C, ldc,  \
-                                              last);
+      return full ? panel<NV, true, kPackRows>(M, K, alpha, A, a_row, am, ak, B, ldb, keys, acc,   \
+                                               C, ldc, last)                                       \
+                  : panel<NV, false, kPackRows>(M, K, alpha, A, a_row, am, ak, B, ldb, keys, acc,  \
+                                                C, ldc, last);                                     \
+    return full ? panel<NV, true, kRows<NV>>(M, K, alpha, A, a_row, am, ak, B, ldb, keys, acc, C,  \
+                                             ldc, last)                                            \
+                : panel<NV, false, kRows<NV>>(M, K, alpha, A, a_row, am, ak, B, ldb, keys, acc, C, \
+                                              ldc, last);
   switch (nv) {
     TG_PANEL(1)
     TG_PANEL(2)
@@ -130,21 +143,25 @@ void panel_n(int nv, bool packed, int64_t M, int64_t K, float alpha, const float
 }
 }  // namespace
 
-// C (M, N) = alpha·Σ_k A(m, k)·B(k, n) (+ C when acc), A(m, k) at A[m·am + k·ak], B's row k
-// contiguous at B + k·ldb, C's rows ldc apart. Panels of 64 columns (4 batches), each over all
-// rows, so one panel of B (K × 64) stays near while A streams. As BLAS does, operands that would
-// be read with long strides are first copied into the caller's scratch (see attention_gemm_f32):
-// a panel of B whose rows lie 1 KiB or more apart (their lines crowd a few L1 sets), when several
-// row blocks reuse it; and A read down its columns (ak > 1, e.g. Pᵀ), when several panels reuse it,
-// into blocks of kPackRows rows interleaved (A(r, k) at [k·kPackRows + r]).
+// C (M, N) = alpha·Σ_k A(m, k)·B(k, n) (+ C when acc), except C[·][n] = keys[n] where keys is
+// given and keys[n] != 0; A(m, k) at A[m·am + k·ak], B's row k contiguous at B + k·ldb, C's rows
+// ldc apart. Panels of 64 columns (4
+// batches), each over all rows, so one panel of B (K × 64) stays near while A streams. As BLAS
+// does, operands that would be read with long strides are first copied into the caller's scratch
+// (see attention_gemm_f32): a panel of B whose rows lie 1 KiB or more apart (their lines crowd a
+// few L1 sets), when several row blocks reuse it; and A read down its columns (ak > 1, e.g. Pᵀ),
+// when several panels reuse it, into blocks of kPackRows rows interleaved (A(r, k) at [k·kPackRows
+// + r]).
 void gemm_f32(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t am, int64_t ak,
-              const float* B, int64_t ldb, bool acc, float* C, int64_t ldc, float* bpack,
-              float* apack) {
+              const float* B, int64_t ldb, const float* keys, bool acc, float* C, int64_t ldc,
+              float* bpack, float* apack) {
   if (M <= 0 || N <= 0) return;
-  if (K <= 0) {  // an empty sum: C = 0 (or unchanged)
-    if (!acc)
-      for (int64_t m = 0; m < M; ++m)
-        for (int64_t n = 0; n < N; ++n) C[m * ldc + n] = 0.f;
+  if (K <= 0) {  // an empty sum: C = 0 (or unchanged), blocked keys as above
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        float& c = C[m * ldc + n];
+        c = keys && keys[n] != 0.f ? keys[n] : acc ? c : 0.f;
+      }
     return;
   }
   constexpr int64_t kPanel = 4 * L;
@@ -175,7 +192,8 @@ void gemm_f32(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int6
         }
       b = bpack, lb = kPanel;
     }
-    panel_n(nv, pack_a, M, K, alpha, A, a_row, am, ak, b, lb, acc, C + n0, ldc, last);
+    panel_n(nv, pack_a, M, K, alpha, A, a_row, am, ak, b, lb, keys ? keys + n0 : nullptr, acc,
+            C + n0, ldc, last);
   }
 }
 

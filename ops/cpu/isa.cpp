@@ -17,8 +17,8 @@ namespace tg::cpu {
 #if defined(TG_HAVE_AVX512)
 namespace avx512 {
 void gemm_f32(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t am, int64_t ak,
-              const float* B, int64_t ldb, bool acc, float* C, int64_t ldc, float* bpack,
-              float* apack);
+              const float* B, int64_t ldb, const float* keys, bool acc, float* C, int64_t ldc,
+              float* bpack, float* apack);
 void transpose_f32(int64_t rows, int64_t cols, const float* src, int64_t lds, float* dst,
                    int64_t ldd);
 }  // namespace avx512
@@ -48,10 +48,10 @@ bool set_simd_kernels(bool avx512) {
 
 void attention_gemm_f32(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t am,
                         int64_t ak, const float* B, int64_t ldb, bool acc, float* C, int64_t ldc,
-                        float* bpack, float* apack) {
+                        float* bpack, float* apack, const float* keys) {
 #if defined(TG_HAVE_AVX512)
   if (simd_avx512())
-    return avx512::gemm_f32(M, N, K, alpha, A, am, ak, B, ldb, acc, C, ldc, bpack, apack);
+    return avx512::gemm_f32(M, N, K, alpha, A, am, ak, B, ldb, keys, acc, C, ldc, bpack, apack);
 #endif
   throw Error("attention_gemm_f32: called without AVX-512 kernels (check cpu::simd_avx512())");
 }

@@ -92,10 +92,13 @@ bool set_simd_kernels(bool avx512);
 // C (M, N) = alpha·Σ_k A(m, k)·B(k, n) (+ C when acc), A(m, k) at A[m·am + k·ak] (am = 1 reads A
 // transposed), B's row k contiguous at B + k·ldb, C's rows ldc apart. bpack (K × 64 floats) and
 // apack (M rounded up to 6, times K), each optional, let it copy operands that it would otherwise
-// read with long strides: panels of B whose rows lie far apart, A read down its columns.
+// read with long strides: panels of B whose rows lie far apart, A read down its columns. keys (a
+// key mask row, 0 allowed and -inf blocked), optional: C[·][n] = keys[n] where it is not 0 (a
+// select: a NaN or inf score of a blocked key leaves no trace).
 void attention_gemm_f32(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t am,
                         int64_t ak, const float* B, int64_t ldb, bool acc, float* C, int64_t ldc,
-                        float* bpack = nullptr, float* apack = nullptr);
+                        float* bpack = nullptr, float* apack = nullptr,
+                        const float* keys = nullptr);
 // dst (cols, rows) with rows ldd apart = src (rows, cols) with rows lds apart, transposed.
 void attention_transpose_f32(int64_t rows, int64_t cols, const float* src, int64_t lds, float* dst,
                              int64_t ldd);

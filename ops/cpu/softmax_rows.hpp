@@ -9,10 +9,14 @@
 #pragma once
 
 #include <xsimd/xsimd.hpp>
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 namespace tg::cpu {
 namespace {
@@ -40,9 +44,19 @@ T row_max(const T* x, int64_t n) {
   if (n >= L) {
     B m(kNegInf<T>);
     for (; j + L <= n; j += L) m = xsimd::max(m, B::load_unaligned(x + j));
-    alignas(64) T lanes[64 / sizeof(T)];
-    m.store_aligned(lanes);
-    for (int64_t u = 0; u < L; ++u) mx = lanes[u] > mx ? lanes[u] : mx;
+#if defined(__AVX512F__)
+    if constexpr (std::is_same_v<A, xsimd::avx512bw>) {  // a shuffle tree, not 16 scalar steps
+      if constexpr (std::is_same_v<T, float>)
+        mx = _mm512_reduce_max_ps(m);
+      else
+        mx = _mm512_reduce_max_pd(m);
+    } else
+#endif
+    {
+      alignas(64) T lanes[64 / sizeof(T)];
+      m.store_aligned(lanes);
+      for (int64_t u = 0; u < L; ++u) mx = lanes[u] > mx ? lanes[u] : mx;
+    }
   }
   for (; j < n; ++j) mx = x[j] > mx ? x[j] : mx;
   return mx;
@@ -62,6 +76,38 @@ double row_sum(int64_t n, F f, FS fs) {
   }
   for (; j < n; ++j) sum += fs(j);
   return sum;
+}
+
+// exp on a batch. On AVX-512 float32, a shorter form than xsimd::exp's: Cody-Waite reduction
+// x = n·ln2 + r (|r| <= ln2/2), Cephes' degree-6 polynomial for e^r, then vscalefps (p·2^n).
+// Below -87.3, where e^x leaves the normal floats, the result is 0 (as with flush-to-zero): x is
+// raised to -87.3 for the arithmetic, whose results then stay normal (a denormal or underflowing
+// result costs a microcode assist, measured 3x slower on rows with -inf entries), and those lanes
+// are zeroed; -inf gives 0, NaN stays NaN (max returns its second operand then; NaN < c is false).
+// Within 1.3 ulp of e^x above -87.3 (measured against double in steps of 7e-4: 1.23 ulp at most;
+// exp(100) = inf).
+template <typename A, typename T>
+xsimd::batch<T, A> exp(const xsimd::batch<T, A>& x) {
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<A, xsimd::avx512bw>) {
+    const __m512 lo = _mm512_set1_ps(-87.3f);
+    const __mmask16 keep = _mm512_cmp_ps_mask(x, lo, _CMP_NLT_UQ);  // x >= -87.3 or NaN
+    const __m512 xc = _mm512_max_ps(lo, x);
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.f)));
+    return _mm512_maskz_scalef_ps(keep, p, n);
+  }
+#endif
+  return xsimd::exp(x);
 }
 
 template <typename T>
@@ -85,7 +131,7 @@ bool softmax_row(T* y, const T* x, int64_t n, bool is_log) {
   const B vmx(mx);
   if (is_log) {  // y = (x - max) - log Σ exp(x - max): x is read twice, so y may be x
     const double sum = row_sum<A, T>(
-        n, [&](int64_t j) { return xsimd::exp(B::load_unaligned(x + j) - vmx); },
+        n, [&](int64_t j) { return rows::exp<A>(B::load_unaligned(x + j) - vmx); },
         [&](int64_t j) { return std::exp(x[j] - mx); });
     const T lse = static_cast<T>(std::log(sum));
     const B vlse(lse);
@@ -98,7 +144,7 @@ bool softmax_row(T* y, const T* x, int64_t n, bool is_log) {
   const double sum = row_sum<A, T>(
       n,
       [&](int64_t j) {
-        const B e = xsimd::exp(B::load_unaligned(x + j) - vmx);
+        const B e = rows::exp<A>(B::load_unaligned(x + j) - vmx);
         e.store_unaligned(y + j);
         return e;
       },
@@ -138,7 +184,8 @@ void softmax_backward_row(T* dx, const T* g, const T* y, int64_t n, bool is_log)
       [&](int64_t k) { return static_cast<double>(g[k]); }));
   const B vsg(sg);
   for (; j + L <= n; j += L)
-    (B::load_unaligned(g + j) - xsimd::exp(B::load_unaligned(y + j)) * vsg).store_unaligned(dx + j);
+    (B::load_unaligned(g + j) - rows::exp<A>(B::load_unaligned(y + j)) * vsg)
+        .store_unaligned(dx + j);
   for (; j < n; ++j) dx[j] = g[j] - std::exp(y[j]) * sg;
 }
 
