@@ -172,8 +172,15 @@ void gemm_f32(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int6
     for (int64_t m0 = 0; m0 < M; m0 += kPackRows) {
       const int64_t nr = M - m0 < kPackRows ? M - m0 : kPackRows;
       float* blk = apack + m0 * K;
-      for (int64_t k = 0; k < K; ++k)
-        for (int64_t r = 0; r < nr; ++r) blk[k * kPackRows + r] = A[(m0 + r) * am + k * ak];
+      if (am ==
+          1) {  // the block's rows are nr contiguous floats of each stored row: one masked move
+        const __mmask16 m = tail_mask(nr);
+        for (int64_t k = 0; k < K; ++k)
+          _mm512_mask_storeu_ps(blk + k * kPackRows, m, _mm512_maskz_loadu_ps(m, A + m0 + k * ak));
+      } else {
+        for (int64_t k = 0; k < K; ++k)
+          for (int64_t r = 0; r < nr; ++r) blk[k * kPackRows + r] = A[(m0 + r) * am + k * ak];
+      }
     }
     A = apack, a_row = K, am = 1, ak = kPackRows;
   }
