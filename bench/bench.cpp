@@ -11,6 +11,7 @@
 // Deliberately not here: aggregation across rounds and the table (report.py), thread pinning
 // (run.sh exports OMP_NUM_THREADS / OPENBLAS_NUM_THREADS before starting us).
 #include "tapegrad.hpp"
+#include "ops/cpu/kernels.hpp"  // cpu::simd_kernels (--simd)
 
 #include <cblas.h>
 #include <fmt/format.h>
@@ -578,13 +579,17 @@ int main(int argc, char** argv) {
     } else if (arg == "--blas-core") {
       fmt::print("{}\n", openblas_get_corename());
       return 0;
+    } else if (arg == "--simd") {  // what our own kernels run on (ops/cpu/isa.cpp)
+      fmt::print("{}\n", tg::cpu::simd_kernels());
+      return 0;
     } else {
-      fmt::print(stderr,
-                 "usage: bench_tapegrad [--budget SECONDS] [--filter GROUP] [--blas-core]\n"
-                 "       bench_tapegrad [--budget SECONDS] --one local|dense T\n"
-                 "       bench_tapegrad --steps enc|s2s|gpt N   (N steps, for a profiler)\n"
-                 "groups: matmul, tiny, mha, train, unary, rowwise, gpt (local runs only through "
-                 "--one, one process each)\n");
+      fmt::print(
+          stderr,
+          "usage: bench_tapegrad [--budget SECONDS] [--filter GROUP] [--blas-core] [--simd]\n"
+          "       bench_tapegrad [--budget SECONDS] --one local|dense T\n"
+          "       bench_tapegrad --steps enc|s2s|gpt N   (N steps, for a profiler)\n"
+          "groups: matmul, tiny, mha, train, unary, rowwise, gpt (local runs only through "
+          "--one, one process each)\n");
       return 2;
     }
   }

@@ -87,4 +87,5 @@ if want local; then
     done
   done
 fi
-python3 bench/report.py "$raw" "OpenBLAS core $core"  # needs no torch
+simd=$("$build/bench/bench_tapegrad" --simd)
+python3 bench/report.py "$raw" "OpenBLAS core $core, our kernels $simd"  # needs no torch
