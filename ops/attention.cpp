@@ -32,6 +32,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <exception>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -501,6 +502,37 @@ int64_t apack_floats(const Dims& d) {
   return (std::max({d.hs, d.hsv, kDirectKeys}) + 5) / 6 * 6 * std::max(kRowTile, kRowTileFull);
 }
 
+// Calls body(scratch, b, h) for every head, each thread with its own Scratch (made by make()):
+// in parallel over the heads (OpenMP, tg::set_num_threads) when `parallel` and there is more than
+// one thread and head; the heads write disjoint rows, so the result is the same bits at any thread
+// count. Only for the AVX-512 kernel (BLAS must not run inside our parallel loops). An error
+// thrown for a head is rethrown after the loop, the lowest (b, h)'s first, as the serial order.
+template <typename Make, typename Body>
+void for_heads(const Dims& d, bool parallel, Make make, Body body) {
+  const int64_t n = d.B * d.NH;
+  if (!parallel || n < 2 || get_num_threads() < 2) {
+    auto s = make();
+    for (int64_t bh = 0; bh < n; ++bh) body(s, bh / d.NH, bh % d.NH);
+    return;
+  }
+  std::exception_ptr err;
+  int64_t err_at = n;
+#pragma omp parallel
+  {
+    auto s = make();
+#pragma omp for schedule(static)
+    for (int64_t bh = 0; bh < n; ++bh) {
+      try {
+        body(s, bh / d.NH, bh % d.NH);
+      } catch (...) {
+#pragma omp critical(tg_sdpa_error)
+        if (bh < err_at) err_at = bh, err = std::current_exception();
+      }
+    }
+  }
+  if (err) std::rethrow_exception(err);
+}
+
 // Whether the float32 products run on the AVX-512 kernel (else OpenBLAS).
 template <typename T>
 bool on_avx512() {
@@ -525,20 +557,39 @@ void sdpa_forward(const Ctx& c, const RowMask& rm, const T* q, const T* k, const
       forward_tile(c, rm, b, h, t, prod, oh, Pt, Kt, scratch_pd.data(), dense);
     }
   };
+  // Dropout draws from the one generator in order, so with dropout and several threads the heads
+  // stay serial, and the OpenBLAS path (which threads inside each GEMM) runs instead.
   if constexpr (std::is_same_v<T, float>)
-    if (on_avx512<T>()) {  // K transposed and V contiguous, once per head
-      std::vector<float> kt, vc, pack(pack_floats(d));
+    if (on_avx512<T>() && (!c.dropout || get_num_threads() < 2)) {
+      struct Scratch {  // K transposed and V contiguous, once per head; P tiles without a tape
+        std::vector<float> kt, vc, pack, p;
+      };
       const float* kb = rm.key_block.defined() ? rm.key_block.data<float>() : nullptr;
-      for (int64_t b = 0; b < d.B; ++b)
-        for (int64_t h = 0; h < d.NH; ++h) {
-          const Avx512Forward prod{c,
-                                   {q + d.row(Dims::kQ, b, h, 0, d.T, d.hs), d.ld(Dims::kQ, d.hs)},
-                                   transposed_rows(d, Dims::kK, k, b, h, d.S, d.hs, kt),
-                                   b_rows(d, Dims::kV, v, b, h, d.S, d.hsv, vc),
-                                   pack.data(),
-                                   kb ? kb + b * d.S : nullptr};
-          tiles(b, h, prod, {o + d.row(Dims::kO, b, h, 0, d.T, d.hsv), d.ld(Dims::kO, d.hsv)});
-        }
+      for_heads(
+          d, !c.dropout,
+          [&] {
+            return Scratch{{},
+                           {},
+                           std::vector<float>(pack_floats(d)),
+                           std::vector<float>(keep_all ? 0 : c.plan.max_tile)};
+          },
+          [&](Scratch& s, int64_t b, int64_t h) {
+            const Avx512Forward prod{c,
+                                     in_place(d, Dims::kQ, q, b, h, d.T, d.hs),
+                                     transposed_rows(d, Dims::kK, k, b, h, d.S, d.hs, s.kt),
+                                     b_rows(d, Dims::kV, v, b, h, d.S, d.hsv, s.vc),
+                                     s.pack.data(),
+                                     kb ? kb + b * d.S : nullptr};
+            const Rows<float> oh{o + d.row(Dims::kO, b, h, 0, d.T, d.hsv), d.ld(Dims::kO, d.hsv)};
+            for (const Tile& t : c.plan.tiles) {
+              const int64_t base = (b * d.NH + h) * c.plan.per_bh + t.off;
+              float* Pt = keep_all ? c.P.data<float>() + base : s.p.data();
+              float* Kt = !c.dropout ? nullptr
+                          : keep_all ? c.keep.data<float>() + base
+                                     : scratch_k.data();
+              forward_tile(c, rm, b, h, t, prod, oh, Pt, Kt, scratch_pd.data(), dense);
+            }
+          });
       return;
     }
   const bool reread = c.plan.tiles.size() > 1;  // K and V rows are read by several tiles
@@ -706,37 +757,49 @@ std::vector<Tensor> sdpa_backward(const Ctx& c, const Tensor& q, const Tensor& k
     if constexpr (std::is_same_v<T, float>)
       if (avx512) {  // V transposed (and K packed where strided far apart), once per head
         const bool direct = d.S <= kDirectKeys;
-        std::vector<float> kc, vt, dvt(direct ? 0 : d.hsv * d.S), dkt(direct ? 0 : d.hs * d.S),
-            pack(pack_floats(d)), apack(apack_floats(d));
+        struct Scratch {
+          std::vector<float> kc, vt, dvt, dkt, pack, apack, Pd, dP;
+        };
         const float *pq = q.data<float>(), *pk = k.data<float>(), *pv = v.data<float>(),
                     *pg = g.data<float>();
-        for (int64_t b = 0; b < d.B; ++b)
-          for (int64_t h = 0; h < d.NH; ++h) {
-            const Rows<float> dqh = rows_of(Dims::kQ, pdq, b, h, d.T, d.hs),
-                              dkh = rows_of(Dims::kK, pdk, b, h, d.S, d.hs),
-                              dvh = rows_of(Dims::kV, pdv, b, h, d.S, d.hsv);
-            const Avx512Backward prod{c,
-                                      in_place(d, Dims::kQ, pq, b, h, d.T, d.hs),
-                                      in_place(d, Dims::kO, pg, b, h, d.T, d.hsv),
-                                      b_rows(d, Dims::kK, pk, b, h, d.S, d.hs, kc),
-                                      transposed_rows(d, Dims::kV, pv, b, h, d.S, d.hsv, vt),
-                                      dqh,
-                                      dkh,
-                                      dvh,
-                                      direct ? nullptr : dvt.data(),
-                                      direct ? nullptr : dkt.data(),
-                                      pack.data(),
-                                      apack.data()};
-            if (zero_kv && !direct) {
-              std::fill(dvt.begin(), dvt.end(), 0.f);
-              std::fill(dkt.begin(), dkt.end(), 0.f);
-            }
-            for (const Tile& t : c.plan.tiles)
-              backward_tile(c, rm, b, h, t, prod, dqh, Pd.data(), dP.data(), dense);
-            if (direct) continue;
-            cpu::attention_transpose_f32(d.hsv, d.S, dvt.data(), d.S, dvh.p, dvh.ld);
-            cpu::attention_transpose_f32(d.hs, d.S, dkt.data(), d.S, dkh.p, dkh.ld);
-          }
+        for_heads(
+            d, true,
+            [&] {
+              return Scratch{{},
+                             {},
+                             std::vector<float>(direct ? 0 : d.hsv * d.S),
+                             std::vector<float>(direct ? 0 : d.hs * d.S),
+                             std::vector<float>(pack_floats(d)),
+                             std::vector<float>(apack_floats(d)),
+                             std::vector<float>(c.dropout ? c.plan.max_tile : 0),
+                             std::vector<float>(c.plan.max_tile)};
+            },
+            [&](Scratch& s, int64_t b, int64_t h) {
+              const Rows<float> dqh = rows_of(Dims::kQ, pdq, b, h, d.T, d.hs),
+                                dkh = rows_of(Dims::kK, pdk, b, h, d.S, d.hs),
+                                dvh = rows_of(Dims::kV, pdv, b, h, d.S, d.hsv);
+              const Avx512Backward prod{c,
+                                        in_place(d, Dims::kQ, pq, b, h, d.T, d.hs),
+                                        in_place(d, Dims::kO, pg, b, h, d.T, d.hsv),
+                                        b_rows(d, Dims::kK, pk, b, h, d.S, d.hs, s.kc),
+                                        transposed_rows(d, Dims::kV, pv, b, h, d.S, d.hsv, s.vt),
+                                        dqh,
+                                        dkh,
+                                        dvh,
+                                        direct ? nullptr : s.dvt.data(),
+                                        direct ? nullptr : s.dkt.data(),
+                                        s.pack.data(),
+                                        s.apack.data()};
+              if (zero_kv && !direct) {
+                std::fill(s.dvt.begin(), s.dvt.end(), 0.f);
+                std::fill(s.dkt.begin(), s.dkt.end(), 0.f);
+              }
+              for (const Tile& t : c.plan.tiles)
+                backward_tile(c, rm, b, h, t, prod, dqh, s.Pd.data(), s.dP.data(), dense);
+              if (direct) return;
+              cpu::attention_transpose_f32(d.hsv, d.S, s.dvt.data(), d.S, dvh.p, dvh.ld);
+              cpu::attention_transpose_f32(d.hs, d.S, s.dkt.data(), d.S, dkh.p, dkh.ld);
+            });
         return;
       }
     HeadRows<T> hq(d, Dims::kQ, d.T, d.hs, false), hk(d, Dims::kK, d.S, d.hs, reread),

@@ -271,6 +271,28 @@ TEST_CASE("SDPA float32: the AVX-512 kernel equals OpenBLAS and float64", "[atte
         near(fast, ref, 2e-5, what + " AVX-512 f32 against f64");
         near(fast, blas, 2e-5, what + " AVX-512 against OpenBLAS");
       }
+  // the heads run in parallel on the AVX-512 kernel: the same bits at 1 and 3 threads, and a
+  // fully masked row's error still names the first such row
+  if (have) {
+    const int before = get_num_threads();
+    Tensor q = randn({2, 3, 70, 16}), k = randn({2, 3, 90, 16}), v = randn({2, 3, 90, 24});
+    std::vector<double> got[2];
+    for (int i = 0; i < 2; ++i) {
+      set_num_threads(i == 0 ? 1 : 3);
+      Tensor qq = q.detach().requires_grad_(), kk = k.detach().requires_grad_(),
+             vv = v.detach().requires_grad_();
+      Tensor out = scaled_dot_product_attention(qq, kk, vv, AttentionMask::causal()).output;
+      std::vector<Tensor> g = tg::grad({out}, {qq, kk, vv}, {ones_like(out)});
+      for (const Tensor& t : {out, g[0], g[1], g[2]})
+        for (double x : t.to_vector<double>()) got[i].push_back(x);
+    }
+    REQUIRE(got[0] == got[1]);
+    Tensor lens = tensor(std::vector<int64_t>{5, 0});  // batch 1: no key at all
+    AttentionMask none_allowed = AttentionMask::key_lengths(lens);
+    REQUIRE_ERROR(scaled_dot_product_attention(q, k, v, none_allowed.error_on_fully_masked()),
+                  "row 0 of batch 1, head 0 has no allowed key");
+    set_num_threads(before);
+  }
   // dropout: the same mask drawn (same seed), the same result on both
   if (have) {
     Tensor q = randn({2, 3, 70, 16}), k = randn({2, 3, 200, 16}), v = randn({2, 3, 200, 16});
