@@ -544,19 +544,11 @@ void sdpa_forward(const Ctx& c, const RowMask& rm, const T* q, const T* k, const
                   bool keep_all, const DenseOut<T>& dense) {
   const Dims& d = c.d;
   // Without a tape the P (and keep) tiles are scratch: one tile buffer reused.
-  std::vector<T> scratch_p(keep_all ? 0 : c.plan.max_tile), scratch_k, scratch_pd;
+  std::vector<T> scratch_k, scratch_pd;  // dropout: keep mask (without a tape), P ⊙ keep
   if (c.dropout) {
     scratch_pd.resize(c.plan.max_tile);
     if (!keep_all) scratch_k.resize(c.plan.max_tile);
   }
-  auto tiles = [&](int64_t b, int64_t h, const auto& prod, Rows<T> oh) {
-    for (const Tile& t : c.plan.tiles) {
-      const int64_t base = (b * d.NH + h) * c.plan.per_bh + t.off;
-      T* Pt = keep_all ? c.P.data<T>() + base : scratch_p.data();
-      T* Kt = !c.dropout ? nullptr : keep_all ? c.keep.data<T>() + base : scratch_k.data();
-      forward_tile(c, rm, b, h, t, prod, oh, Pt, Kt, scratch_pd.data(), dense);
-    }
-  };
   // Dropout draws from the one generator in order, so with dropout and several threads the heads
   // stay serial, and the OpenBLAS path (which threads inside each GEMM) runs instead.
   if constexpr (std::is_same_v<T, float>)
@@ -592,6 +584,7 @@ void sdpa_forward(const Ctx& c, const RowMask& rm, const T* q, const T* k, const
           });
       return;
     }
+  std::vector<T> scratch_p(keep_all ? 0 : c.plan.max_tile);
   const bool reread = c.plan.tiles.size() > 1;  // K and V rows are read by several tiles
   HeadRows<T> hq(d, Dims::kQ, d.T, d.hs, false), hk(d, Dims::kK, d.S, d.hs, reread),
       hv(d, Dims::kV, d.S, d.hsv, reread), ho(d, Dims::kO, d.T, d.hsv, false);
@@ -599,7 +592,13 @@ void sdpa_forward(const Ctx& c, const RowMask& rm, const T* q, const T* k, const
     for (int64_t h = 0; h < d.NH; ++h) {
       const BlasForward<T> prod{c, hq.in(q, b, h, d.T, d.hs), hk.in(k, b, h, d.S, d.hs),
                                 hv.in(v, b, h, d.S, d.hsv)};
-      tiles(b, h, prod, ho.out(o, b, h, d.T, d.hsv));
+      const Rows<T> oh = ho.out(o, b, h, d.T, d.hsv);
+      for (const Tile& t : c.plan.tiles) {
+        const int64_t base = (b * d.NH + h) * c.plan.per_bh + t.off;
+        T* Pt = keep_all ? c.P.data<T>() + base : scratch_p.data();
+        T* Kt = !c.dropout ? nullptr : keep_all ? c.keep.data<T>() + base : scratch_k.data();
+        forward_tile(c, rm, b, h, t, prod, oh, Pt, Kt, scratch_pd.data(), dense);
+      }
       ho.done(o, b, h, d.T, d.hsv);
     }
 }
@@ -747,7 +746,6 @@ std::vector<Tensor> sdpa_backward(const Ctx& c, const Tensor& q, const Tensor& k
   const RowMask rm = make_row_mask(c.mask, d, q.dtype());
   dispatch_float(q.dtype(), kSdpa, [&](auto tag) {
     using T = decltype(tag);
-    std::vector<T> Pd(c.dropout ? c.plan.max_tile : 0), dP(c.plan.max_tile);
     DenseGrad<T> dense;
     if (dprobs.defined()) dense = {dprobs.data<T>(), dscores.data<T>()};
     T *pdq = dq.data<T>(), *pdk = dk.data<T>(), *pdv = dv.data<T>();
@@ -802,6 +800,7 @@ std::vector<Tensor> sdpa_backward(const Ctx& c, const Tensor& q, const Tensor& k
             });
         return;
       }
+    std::vector<T> Pd(c.dropout ? c.plan.max_tile : 0), dP(c.plan.max_tile);
     HeadRows<T> hq(d, Dims::kQ, d.T, d.hs, false), hk(d, Dims::kK, d.S, d.hs, reread),
         hv(d, Dims::kV, d.S, d.hsv, reread), hg(d, Dims::kO, d.T, d.hsv, false),
         hdq(d, Dims::kQ, d.T, d.hs, false), hdk(d, Dims::kK, d.S, d.hs, reread),
