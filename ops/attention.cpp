@@ -387,7 +387,7 @@ struct BlasForward {
   bool keys_masked() const { return false; }
 };
 // The same on the AVX-512 kernel (float32): kt is the head's K transposed (hs, S), packed once per
-// head, vc its V rows (packed when strided far apart, see b_rows); Q rows are read in place.
+// head, vc its V rows (copied when strided far apart, see far_apart); Q rows are read in place.
 struct Avx512Forward {
   const Ctx& c;
   Rows<const float> q;
@@ -456,30 +456,17 @@ void forward_tile(const Ctx& c, const RowMask& rm, int64_t b, int64_t h, const T
   if (dense.probs) scatter_tile(dense.probs, Pt, d, bh, t);
 }
 
-// Head (b, h)'s rows of operand `which` (n rows of w) packed contiguously into buf, or read in
-// place when they already are (the default layout); returns the rows' start.
-const float* packed_rows(const Dims& d, int which, const float* x, int64_t b, int64_t h, int64_t n,
-                         int64_t w, std::vector<float>& buf) {
-  const float* src = x + d.row(which, b, h, 0, n, w);
-  const int64_t ld = d.ld(which, w);
-  if (ld == w) return src;
-  buf.resize(static_cast<size_t>(n * w));
-  for (int64_t t = 0; t < n; ++t) std::copy_n(src + t * ld, w, buf.data() + t * w);
-  return buf.data();
-}
 // Head (b, h)'s rows of operand `which` (n rows of w) in place.
-Rows<const float> in_place(const Dims& d, int which, const float* x, int64_t b, int64_t h,
-                           int64_t n, int64_t w) {
+template <typename P>
+Rows<P> head_rows(const Dims& d, int which, P* x, int64_t b, int64_t h, int64_t n, int64_t w) {
   return {x + d.row(which, b, h, 0, n, w), d.ld(which, w)};
 }
-// The rows as the AVX-512 kernel's B operand (read row after row, n times per block of A rows):
-// in place unless they lie far apart (more than 256 KiB spanned; heads last at large S), where
-// each row read would be a TLB miss: then packed contiguously into buf.
-Rows<const float> b_rows(const Dims& d, int which, const float* x, int64_t b, int64_t h, int64_t n,
-                         int64_t w, std::vector<float>& buf) {
+// Whether rows that the AVX-512 kernel reads as its B operand (row after row, once per block of A
+// rows) are worth a contiguous copy (HeadRows): when they lie far apart (more than 256 KiB
+// spanned; heads last at large S), where each row read would be a TLB miss.
+bool far_apart(const Dims& d, int which, int64_t n, int64_t w) {
   const int64_t ld = d.ld(which, w);
-  if (ld == w || n * ld * 4 <= (int64_t(256) << 10)) return in_place(d, which, x, b, h, n, w);
-  return {packed_rows(d, which, x, b, h, n, w, buf), w};
+  return ld != w && n * ld * 4 > (int64_t(256) << 10);
 }
 // Head (b, h)'s rows of operand `which` (n rows of w), transposed into buf: (w, n).
 const float* transposed_rows(const Dims& d, int which, const float* x, int64_t b, int64_t h,
@@ -492,14 +479,13 @@ const float* transposed_rows(const Dims& d, int which, const float* x, int64_t b
 
 // The AVX-512 kernel's scratch. B panels: 64 columns by the longest inner dimension of a product
 // whose B it may pack (hs, hs_v, a tile's rows, or a tile's width where K or V rows are read in
-// place: b_rows keeps them in place only while they span <= 256 KiB, at least 1 KiB apart, so
+// place: far_apart keeps them in place only while they span <= 256 KiB, at least 1 KiB apart, so
 // S <= 256). A blocks: the most rows of a product whose A it may pack (hs, hs_v, or a tile's width
 // in the direct form, S <= kDirectKeys), rounded up to 6, by a tile's rows.
-int64_t pack_floats(const Dims& d) {
-  return 64 * std::max({d.hs, d.hsv, kRowTile, kRowTileFull, int64_t(256)});
-}
+static_assert(kRowTileFull >= kRowTile && kRowTileFull >= 256, "pack_floats assumes it");
+int64_t pack_floats(const Dims& d) { return 64 * std::max({d.hs, d.hsv, kRowTileFull}); }
 int64_t apack_floats(const Dims& d) {
-  return (std::max({d.hs, d.hsv, kDirectKeys}) + 5) / 6 * 6 * std::max(kRowTile, kRowTileFull);
+  return (std::max({d.hs, d.hsv, kDirectKeys}) + 5) / 6 * 6 * kRowTileFull;
 }
 
 // Calls body(scratch, b, h) for every head, each thread with its own Scratch (made by make()):
@@ -553,26 +539,29 @@ void sdpa_forward(const Ctx& c, const RowMask& rm, const T* q, const T* k, const
   // stay serial, and the OpenBLAS path (which threads inside each GEMM) runs instead.
   if constexpr (std::is_same_v<T, float>)
     if (on_avx512<T>() && (!c.dropout || get_num_threads() < 2)) {
-      struct Scratch {  // K transposed and V contiguous, once per head; P tiles without a tape
-        std::vector<float> kt, vc, pack, p;
+      struct Scratch {  // K transposed and V rows, once per head; P tiles without a tape
+        std::vector<float> kt;
+        HeadRows<float> vc;
+        std::vector<float> pack, p;
       };
       const float* kb = rm.key_block.defined() ? rm.key_block.data<float>() : nullptr;
       for_heads(
           d, !c.dropout,
           [&] {
-            return Scratch{{},
-                           {},
-                           std::vector<float>(pack_floats(d)),
-                           std::vector<float>(keep_all ? 0 : c.plan.max_tile)};
+            return Scratch{
+                {},
+                HeadRows<float>(d, Dims::kV, d.S, d.hsv, far_apart(d, Dims::kV, d.S, d.hsv)),
+                std::vector<float>(pack_floats(d)),
+                std::vector<float>(keep_all ? 0 : c.plan.max_tile)};
           },
           [&](Scratch& s, int64_t b, int64_t h) {
             const Avx512Forward prod{c,
-                                     in_place(d, Dims::kQ, q, b, h, d.T, d.hs),
+                                     head_rows(d, Dims::kQ, q, b, h, d.T, d.hs),
                                      transposed_rows(d, Dims::kK, k, b, h, d.S, d.hs, s.kt),
-                                     b_rows(d, Dims::kV, v, b, h, d.S, d.hsv, s.vc),
+                                     s.vc.in(v, b, h, d.S, d.hsv),
                                      s.pack.data(),
                                      kb ? kb + b * d.S : nullptr};
-            const Rows<float> oh{o + d.row(Dims::kO, b, h, 0, d.T, d.hsv), d.ld(Dims::kO, d.hsv)};
+            const Rows<float> oh = head_rows(d, Dims::kO, o, b, h, d.T, d.hsv);
             for (const Tile& t : c.plan.tiles) {
               const int64_t base = (b * d.NH + h) * c.plan.per_bh + t.off;
               float* Pt = keep_all ? c.P.data<float>() + base : s.p.data();
@@ -636,7 +625,7 @@ struct BlasBackward {
   }
 };
 // The same on the AVX-512 kernel (float32). Q and dO rows are read in place; kc holds K's rows
-// (packed when strided far apart, see b_rows), vt V transposed (hs_v, S). With long key rows
+// (copied when strided far apart, see far_apart), vt V transposed (hs_v, S). With long key rows
 // (S > kDirectKeys) dV and dK come out transposed, dVᵀ (hs_v, S) = dOᵀ·Pv and dKᵀ (hs, S) =
 // scale·Qᵀ·dS accumulated over the tiles in dvt and dkt (the kernel then reads P and dS rows
 // contiguously, not their columns 4 KiB apart) and transposed into the gradients once per head;
@@ -728,8 +717,9 @@ std::vector<Tensor> sdpa_backward(const Ctx& c, const Tensor& q, const Tensor& k
   // in per-head scratch, copied out whole.
   const bool reread = c.plan.tiles.size() > 1;  // K, V, dK, dV rows serve several tiles
   const bool avx512 = q.dtype() == kFloat32 && on_avx512<float>();
+  const bool direct = d.S <= kDirectKeys;  // AVX-512: dV and dK straight to the gradient rows
   const bool zero_kv = !c.plan.first_spans_all,
-             kv_scratch = avx512 ? d.S > kDirectKeys : d.heads_last && reread;
+             kv_scratch = avx512 ? !direct : d.heads_last && reread;
   auto grad_for = [&](const Tensor& x) {
     return zero_kv && !kv_scratch ? zeros(x.shape(), x.dtype())
                                   : Tensor::empty(x.shape(), x.dtype());
@@ -749,37 +739,35 @@ std::vector<Tensor> sdpa_backward(const Ctx& c, const Tensor& q, const Tensor& k
     DenseGrad<T> dense;
     if (dprobs.defined()) dense = {dprobs.data<T>(), dscores.data<T>()};
     T *pdq = dq.data<T>(), *pdk = dk.data<T>(), *pdv = dv.data<T>();
-    auto rows_of = [&](int which, T* x, int64_t b, int64_t h, int64_t n, int64_t w) {
-      return Rows<T>{x + d.row(which, b, h, 0, n, w), d.ld(which, w)};
-    };
     if constexpr (std::is_same_v<T, float>)
       if (avx512) {  // V transposed (and K packed where strided far apart), once per head
-        const bool direct = d.S <= kDirectKeys;
         struct Scratch {
-          std::vector<float> kc, vt, dvt, dkt, pack, apack, Pd, dP;
+          HeadRows<float> kc;
+          std::vector<float> vt, dvt, dkt, pack, apack, Pd, dP;
         };
         const float *pq = q.data<float>(), *pk = k.data<float>(), *pv = v.data<float>(),
                     *pg = g.data<float>();
         for_heads(
             d, true,
             [&] {
-              return Scratch{{},
-                             {},
-                             std::vector<float>(direct ? 0 : d.hsv * d.S),
-                             std::vector<float>(direct ? 0 : d.hs * d.S),
-                             std::vector<float>(pack_floats(d)),
-                             std::vector<float>(apack_floats(d)),
-                             std::vector<float>(c.dropout ? c.plan.max_tile : 0),
-                             std::vector<float>(c.plan.max_tile)};
+              return Scratch{
+                  HeadRows<float>(d, Dims::kK, d.S, d.hs, far_apart(d, Dims::kK, d.S, d.hs)),
+                  {},
+                  std::vector<float>(direct ? 0 : d.hsv * d.S),
+                  std::vector<float>(direct ? 0 : d.hs * d.S),
+                  std::vector<float>(pack_floats(d)),
+                  std::vector<float>(apack_floats(d)),
+                  std::vector<float>(c.dropout ? c.plan.max_tile : 0),
+                  std::vector<float>(c.plan.max_tile)};
             },
             [&](Scratch& s, int64_t b, int64_t h) {
-              const Rows<float> dqh = rows_of(Dims::kQ, pdq, b, h, d.T, d.hs),
-                                dkh = rows_of(Dims::kK, pdk, b, h, d.S, d.hs),
-                                dvh = rows_of(Dims::kV, pdv, b, h, d.S, d.hsv);
+              const Rows<float> dqh = head_rows(d, Dims::kQ, pdq, b, h, d.T, d.hs),
+                                dkh = head_rows(d, Dims::kK, pdk, b, h, d.S, d.hs),
+                                dvh = head_rows(d, Dims::kV, pdv, b, h, d.S, d.hsv);
               const Avx512Backward prod{c,
-                                        in_place(d, Dims::kQ, pq, b, h, d.T, d.hs),
-                                        in_place(d, Dims::kO, pg, b, h, d.T, d.hsv),
-                                        b_rows(d, Dims::kK, pk, b, h, d.S, d.hs, s.kc),
+                                        head_rows(d, Dims::kQ, pq, b, h, d.T, d.hs),
+                                        head_rows(d, Dims::kO, pg, b, h, d.T, d.hsv),
+                                        s.kc.in(pk, b, h, d.S, d.hs),
                                         transposed_rows(d, Dims::kV, pv, b, h, d.S, d.hsv, s.vt),
                                         dqh,
                                         dkh,

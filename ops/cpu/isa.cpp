@@ -35,14 +35,16 @@ bool cpu_has_avx512() {
   return false;
 #endif
 }
-std::atomic<bool> g_avx512{cpu_has_avx512()};
+const bool g_has_avx512 = cpu_has_avx512();
 }  // namespace
 
-bool simd_avx512() { return g_avx512.load(std::memory_order_relaxed); }
+namespace isa {
+std::atomic<bool> use_avx512{g_has_avx512};
+}  // namespace isa
+
 const char* simd_kernels() { return simd_avx512() ? "avx512" : xsimd::default_arch::name(); }
 bool set_simd_kernels(bool avx512) {
-  static const bool has = cpu_has_avx512();
-  g_avx512.store(avx512 && has, std::memory_order_relaxed);
+  isa::use_avx512.store(avx512 && g_has_avx512, std::memory_order_relaxed);
   return simd_avx512() == avx512;
 }
 

@@ -13,6 +13,7 @@
 #include "autograd/tensor.hpp"
 #include "cuda/kernels.cuh"
 
+#include <atomic>
 #include <cstdint>
 
 namespace tg::cpu {
@@ -85,7 +86,10 @@ void reduce_var_backward(T* dx, const T* dout, const T* x, const double* mean, i
 // simd_kernels() names the one in use ("avx512", "fma3+avx2"); set_simd_kernels(false) makes every
 // later call use the build's own (and the attention OpenBLAS), set_simd_kernels(true) AVX-512
 // where possible; returns whether the level asked for is now in use (tests, benchmarks).
-bool simd_avx512();
+namespace isa {
+extern std::atomic<bool> use_avx512;  // ops/cpu/isa.cpp
+}  // namespace isa
+inline bool simd_avx512() { return isa::use_avx512.load(std::memory_order_relaxed); }
 const char* simd_kernels();
 bool set_simd_kernels(bool avx512);
 // The attention's float32 GEMM (ops/cpu/attention_avx512.cpp), only while simd_avx512():
