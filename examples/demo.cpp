@@ -1,6 +1,7 @@
 // examples/demo.cpp — the smallest end-to-end training run: a 2-layer MLP (1 -> 32 -> 1, tanh)
 // fits y = sin(2x) on 256 seeded points with SGD + momentum, printing the falling loss.
 // Usage: demo [steps]   (default 600)
+#include "autograd/openmp_wait.hpp"
 #include <tapegrad.hpp>
 
 #include <chrono>
@@ -9,6 +10,7 @@
 #include <cstdlib>
 
 int main(int argc, char** argv) {
+  tg::passive_openmp_wait(argv);  // idle OpenMP threads sleep (openmp_wait.hpp says why)
   const int steps = argc > 1 ? std::atoi(argv[1]) : 600;
   if (steps <= 0) {
     std::fprintf(stderr, "usage: demo [steps > 0]\n");

@@ -488,15 +488,20 @@ int64_t apack_floats(const Dims& d) {
   return (std::max({d.hs, d.hsv, kDirectKeys}) + 5) / 6 * 6 * kRowTileFull;
 }
 
+// Products' flops (full T x S per head) below which the heads run serially: waking the pool costs
+// microseconds, more with passive waiting (autograd/openmp_wait.hpp), and a tiny context (one
+// sampled character) would spend more on that than on its heads.
+constexpr int64_t kHeadsParallelFlops = int64_t(1) << 20;
 // Calls body(scratch, b, h) for every head, each thread with its own Scratch (made by make()):
-// in parallel over the heads (OpenMP, tg::set_num_threads) when `parallel` and there is more than
-// one thread and head; the heads write disjoint rows, so the result is the same bits at any thread
+// in parallel over the heads (OpenMP, tg::set_num_threads) when `parallel`, there is more than
+// one thread and head and the work reaches kHeadsParallelFlops; the heads write disjoint rows, so the result is the same bits at any thread
 // count. Only for the AVX-512 kernel (BLAS must not run inside our parallel loops). An error
 // thrown for a head is rethrown after the loop, the lowest (b, h)'s first, as the serial order.
 template <typename Make, typename Body>
 void for_heads(const Dims& d, bool parallel, Make make, Body body) {
   const int64_t n = d.B * d.NH;
-  if (!parallel || n < 2 || get_num_threads() < 2) {
+  const int64_t flops = 2 * n * d.T * d.S * (d.hs + d.hsv);
+  if (!parallel || n < 2 || flops < kHeadsParallelFlops || get_num_threads() < 2) {
     auto s = make();
     for (int64_t bh = 0; bh < n; ++bh) body(s, bh / d.NH, bh % d.NH);
     return;

@@ -4,6 +4,7 @@
 // anomaly mode catching a NaN in forward and an Inf in backward.
 //   tape_tour [--out DIR] [--len T]
 // Deliberately small: the library does the work (autograd/inspect.hpp, profiler.hpp, anomaly.hpp).
+#include "autograd/openmp_wait.hpp"
 #include "autograd/anomaly.hpp"
 #include "autograd/inspect.hpp"
 #include "autograd/profiler.hpp"
@@ -85,6 +86,7 @@ void anomaly_tour() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  tg::passive_openmp_wait(argv);  // idle OpenMP threads sleep (openmp_wait.hpp says why)
   return tgx::run_main("tape_tour", [&] {
     tgx::ArgParser p("tape_tour", "A tour of tape inspection, the profiler and anomaly mode.");
     p.option("out", "runs/tape_tour", "where graph.dot and graph.json go")

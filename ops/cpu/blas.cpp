@@ -4,14 +4,40 @@
 // form it has). matmul, mm, bmm, linear (ops/matmul.cpp) and the fused CPU attention's tile GEMMs
 // (ops/attention.cpp) all call it.
 // Deliberately not here: size checks against BLAS's 32-bit int (each caller's op names itself in
-// the error), cuBLAS (cuda/blas.cu), threading (autograd/tensor.cpp sets OpenBLAS's pool, the
-// one thing xtensor-blas cannot do), xt::linalg::dot (it allocates).
+// the error), cuBLAS (cuda/blas.cu), the pool's size (autograd/device.cpp sets it, the one thing
+// xtensor-blas cannot do), xt::linalg::dot (it allocates).
+#include "autograd/tensor.hpp"
 #include "ops/cpu/kernels.hpp"
 #include "ops/cpu/xt.hpp"
 
 #include <xtensor-blas/xblas.hpp>
 
+extern "C" void openblas_set_num_threads(int);
+
 namespace tg::cpu {
+namespace {
+// Multiply-adds below which a GEMM runs on one OpenBLAS thread. OpenBLAS splits a product across
+// its pool from 2^18 on; so small a split gains little on an idle machine and, on a loaded one,
+// waits a time slice for a descheduled worker at every call (bench/sampling.sh: sampling at the
+// default thread count was many times slower than at one thread). Setting the count is a store
+// in OpenBLAS (built NO_AFFINITY), so it is set per call.
+constexpr double kBlasParallelMacs = 16777216;  // 2^24
+class OneBlasThreadIfSmall {
+ public:
+  explicit OneBlasThreadIfSmall(double macs)
+      : on_(macs < kBlasParallelMacs && get_num_threads() > 1) {
+    if (on_) openblas_set_num_threads(1);
+  }
+  ~OneBlasThreadIfSmall() {
+    if (on_) openblas_set_num_threads(get_num_threads());
+  }
+  OneBlasThreadIfSmall(const OneBlasThreadIfSmall&) = delete;
+  OneBlasThreadIfSmall& operator=(const OneBlasThreadIfSmall&) = delete;
+
+ private:
+  bool on_;
+};
+}  // namespace
 
 template <typename T>
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,
@@ -28,6 +54,8 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T* A
   const xtd::mat<const T> a(A, ta ? K : M, ta ? M : K, lda);
   const xtd::mat<const T> b(B, tb ? N : K, tb ? K : N, ldb);
   xtd::mat<T> c(C, M, N, ldc);
+  OneBlasThreadIfSmall pool(static_cast<double>(M) * static_cast<double>(N) *
+                            static_cast<double>(K));
   xt::blas::gemm(a, b, c, ta, tb, alpha, beta);
 }
 

@@ -248,3 +248,28 @@ TEST_CASE("linear: errors name x, weight and bias shapes", "[matmul]") {
                 "linear: bias (4) is float64 but weight (4,3) is float32");
   REQUIRE_ERROR(linear(zeros({2, 3}), Tensor()), "linear: weight is undefined");
 }
+
+// OpenBLAS's pool: a GEMM below 2^24 multiply-adds runs on one OpenBLAS thread (ops/cpu/blas.cpp)
+// and leaves the pool at tg::get_num_threads() afterwards; small and large products give the
+// same values at 1 and 2 threads.
+extern "C" int openblas_get_num_threads();
+TEST_CASE("matmul: small GEMMs on one OpenBLAS thread and the pool restored after", "[matmul]") {
+  const int before = get_num_threads();
+  manual_seed(3);
+  Tensor a = randn({32, 128}), b = randn({128, 384});   // 1.6M multiply-adds: one thread
+  Tensor c = randn({300, 256}), d = randn({256, 300});  // 23M: the whole pool
+  std::vector<float> small[2], large[2];
+  for (int i = 0; i < 2; ++i) {
+    set_num_threads(i + 1);
+    small[i] = matmul(a, b).to_vector<float>();
+    REQUIRE(openblas_get_num_threads() == i + 1);
+    large[i] = matmul(c, d).to_vector<float>();
+    REQUIRE(openblas_get_num_threads() == i + 1);
+  }
+  set_num_threads(before);
+  REQUIRE(small[0] == small[1]);
+  REQUIRE(large[0].size() == 90000u);
+  // the pool may split the 256-term sums elsewhere: float32 rounding of sums of size ~16
+  tgt::require_close(tensor(large[1], {300, 300}), tensor(large[0], {300, 300}), 5e-4, 1e-5,
+                     "2 threads against 1");
+}

@@ -5,6 +5,7 @@
 // unreliable somewhere) / FAIL. Exit status: 0 when nothing failed, 1 on a failure, 2 on bad
 // arguments. Run `gradcheck --help` for the options and `gradcheck --list` for the ops.
 // Deliberately not here: the case builders (cases.cpp, attention_cases.cpp, options.cpp).
+#include "autograd/openmp_wait.hpp"
 #include "tools/gradcheck/cases.hpp"
 
 #include "autograd/tensor.hpp"
@@ -239,6 +240,7 @@ int run(const std::vector<std::string>& tk) {
 }  // namespace tgc
 
 int main(int argc, char** argv) {
+  tg::passive_openmp_wait(argv);  // idle OpenMP threads sleep (openmp_wait.hpp says why)
   try {
     return tgc::run(std::vector<std::string>(argv + 1, argv + argc));
   } catch (const tgc::UsageError& e) {
