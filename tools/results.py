@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""tools/results.py — the README's results table, made from the runs' metrics.json files.
+
+    /usr/bin/python3 tools/results.py [--runs runs/results] [--write README.md]
+
+Reads <runs>/<row>/seed<k>/metrics.json for the rows below (tools/results.sh trains them) and
+prints one Markdown table: per row the mean and [min, max] over the seeds found, the baseline
+the program computed on the same split, training seconds and the BLAS core the runs used. With
+--write FILE the table replaces the text between FILE's lines `<!-- results: begin -->` and
+`<!-- results: end -->`. Standard library only. A row with no finished run is left out.
+"""
+import argparse
+import glob
+import json
+import os
+import statistics
+import sys
+
+# (folder, what the row is, metric key, baseline key, unit, scale, decimals)
+ROWS = [
+    ("spam", "text classification, SpamAssassin (`tools/train_classifier.sh`)", "test_accuracy",
+     "baseline_accuracy", "test accuracy", 100.0, 2, "Naive Bayes"),
+    ("spam_np2", "the same, `mpirun -np 2`, `--batch-size 16` (1 thread each)", "test_accuracy",
+     "baseline_accuracy", "test accuracy", 100.0, 2, "Naive Bayes"),
+    ("fortunes", "text classification, 7 fortune categories (`--dataset fortunes`)",
+     "test_accuracy", "baseline_accuracy", "test accuracy", 100.0, 2, "Naive Bayes"),
+    ("translation", "translation, numbers (`tools/train_translation.sh`)",
+     "heldout_exact_match_beam", None, "held-out exact match, beam 4", 100.0, 2, None),
+    ("gpt", "character GPT, fortunes (`tools/train_gpt.sh`)", "heldout_nats_per_char",
+     "baseline_heldout_nats_per_char", "held-out nats/char", 1.0, 4, "Kneser-Ney 5-gram"),
+]
+
+
+def load(runs, folder):
+    out = []
+    for path in sorted(glob.glob(os.path.join(runs, folder, "seed*", "metrics.json"))):
+        with open(path, encoding="utf-8") as f:
+            out.append(json.load(f))
+    return out
+
+
+def spread(values, scale, decimals, unit_pct):
+    v = [x * scale for x in values]
+    pct = " %" if unit_pct else ""
+    mean = f"{statistics.fmean(v):.{decimals}f}{pct}"
+    if len(v) == 1:
+        return mean
+    return f"{mean} [{min(v):.{decimals}f}, {max(v):.{decimals}f}]"
+
+
+def seconds(m):
+    for key in ("train_seconds", "seconds"):
+        if isinstance(m.get(key), (int, float)):
+            return float(m[key])
+    return None
+
+
+def table(runs):
+    lines = ["| run | seeds | result: mean [min, max] | baseline, same split | training s | BLAS core |",
+             "|---|---|---|---|---|---|"]
+    for folder, what, key, base_key, unit, scale, dec, base_name in ROWS:
+        ms = [m for m in load(runs, folder) if isinstance(m.get(key), (int, float))]
+        if not ms:
+            continue
+        pct = scale == 100.0
+        seeds = ", ".join(str(m.get("seed", "?")) for m in ms)
+        result = f"{unit} {spread([m[key] for m in ms], scale, dec, pct)}"
+        base = ""
+        if base_key:
+            base = f"{base_name} {spread([m[base_key] for m in ms], scale, dec, pct)}"
+        secs = [s for s in (seconds(m) for m in ms) if s is not None]
+        sec = f"{statistics.fmean(secs):.0f} [{min(secs):.0f}, {max(secs):.0f}]" if secs else ""
+        cores = sorted({m.get("environment", {}).get("blas_core", "?") for m in ms})
+        lines.append(f"| {what} | {seeds} | {result} | {base} | {sec} | {', '.join(cores)} |")
+    return "\n".join(lines) + "\n"
+
+
+def write(path, text):
+    begin, end = "<!-- results: begin -->", "<!-- results: end -->"
+    with open(path, encoding="utf-8") as f:
+        doc = f.read()
+    if begin not in doc or end not in doc:
+        sys.exit(f"results.py: {path} has no '{begin}' ... '{end}' block")
+    head, rest = doc.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    new = f"{head}{begin}\n{text}{end}{tail}"
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(new)
+    os.replace(tmp, path)  # atomic: a kill leaves the old file or the new one
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", default="runs/results")
+    ap.add_argument("--write", metavar="FILE")
+    a = ap.parse_args()
+    text = table(a.runs)
+    if text.count("\n") <= 2:
+        sys.exit(f"results.py: no finished run under {a.runs} (run bash tools/results.sh)")
+    if a.write:
+        write(a.write, text)
+    sys.stdout.write(text)
+
+
+if __name__ == "__main__":
+    main()

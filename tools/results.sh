@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# tools/results.sh — measures the README's results table: trains each row's program once per seed
+# into runs/results/<row>/seed<k>/ and then writes the table into README.md from those runs'
+# metrics.json (tools/results.py), so no figure there is typed by hand. A run whose metrics.json
+# exists is kept, and one that was killed resumes (--resume), so the script can be run again.
+#   bash tools/results.sh                         the default rows, SEEDS="0 1 2"
+#   ROWS="spam translation" bash tools/results.sh  some rows (spam spam_np2 fortunes translation gpt)
+#   SEEDS=0 ROWS=gpt bash tools/results.sh
+# It runs as the tools/train_*.sh scripts do (tools/build_example.sh: packages, data, build/,
+# the CPU environment); README="" leaves README.md alone and only prints the table.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rows=${ROWS:-spam spam_np2 translation gpt}
+seeds=${SEEDS:-0 1 2}
+readme=${README-README.md}
+source tools/build_example.sh text_classification
+cmake --build build -j "${TG_JOBS:-$(nproc)}" --target translation gpt
+mpi=(mpirun --oversubscribe --bind-to none)
+[[ $(id -u) -eq 0 ]] && mpi+=(--allow-run-as-root)
+
+for row in $rows; do
+  for k in $seeds; do
+    out=runs/results/$row/seed$k
+    if [[ -f $out/metrics.json ]]; then
+      echo "results: $out has finished, kept"
+      continue
+    fi
+    resume=()
+    [[ -d $out/last ]] && resume=(--resume)
+    echo "results: $row, seed $k -> $out ${resume[*]}"
+    case $row in
+      spam) ./build/examples/text_classification --seed "$k" --out "$out" --quiet "${resume[@]}" ;;
+      spam_np2)
+        "${mpi[@]}" -np 2 ./build/examples/text_classification --seed "$k" --batch-size 16 \
+          --threads 1 --out "$out" --quiet "${resume[@]}" ;;
+      fortunes)
+        ./build/examples/text_classification --dataset fortunes --seed "$k" --out "$out" --quiet \
+          "${resume[@]}" ;;
+      translation) ./build/examples/translation --seed "$k" --out "$out" --quiet "${resume[@]}" ;;
+      gpt) ./build/examples/gpt --seed "$k" --out "$out" --quiet "${resume[@]}" ;;
+      *) echo "results: unknown row $row (spam spam_np2 fortunes translation gpt)" >&2; exit 2 ;;
+    esac
+  done
+done
+if [[ -n $readme ]]; then
+  /usr/bin/python3 tools/results.py --write "$readme"
+else
+  /usr/bin/python3 tools/results.py
+fi
