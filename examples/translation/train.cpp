@@ -4,6 +4,7 @@
 #include "autograd/io.hpp"
 #include "autograd/tape.hpp"
 #include "common/cli.hpp"
+#include "common/guard.hpp"
 #include "common/metrics.hpp"
 #include "common/run_folder.hpp"
 #include "common/text.hpp"
@@ -309,6 +310,8 @@ TrainLog train(Seq2Seq& model, const Dataset& d, const Vocabs& v, const TrainOpt
     } catch (const tg::Error& e) {
       throw UserError(fmt::format("--resume: {}", e.what()));
     }
+    require_finite_weights(model, "--resume: " + ckpt,
+                           "refusing to resume from it (start a new run with --overwrite)");
     step = info.step;
     auto extra = [&](const std::string& key) {
       auto it = info.extra.find(key);
@@ -325,6 +328,7 @@ TrainLog train(Seq2Seq& model, const Dataset& d, const Vocabs& v, const TrainOpt
     read_history(ckpt + "/history.json", log);
   }
   log.start_step = step;
+  size_t guarded = log.losses.size();  // losses[:guarded] passed the blown-up check
   int64_t end = o.max_steps > 0 ? std::min(o.steps, step + o.max_steps) : o.steps;
   auto t0 = Clock::now();
   progress.start_epoch(1, 1, std::max<int64_t>(end - step, 0));
@@ -343,6 +347,15 @@ TrainLog train(Seq2Seq& model, const Dataset& d, const Vocabs& v, const TrainOpt
     bool out_of_time = o.time_limit_s > 0 && elapsed >= o.time_limit_s;
     if (o.time_limit_s > 0) out_of_time = rank0_decides(out_of_time);  // rank 0's clock
     if (step % o.eval_every != 0 && step != end && !out_of_time) continue;
+    // Before any checkpoint: a mean loss far above a uniform guess stops the run like a NaN
+    // (on every rank alike: the losses are the global batch's).
+    if (std::string why = blown_up(log.losses, guarded, static_cast<int64_t>(v.tgt.size()));
+        !why.empty())
+      throw tg::Error(fmt::format(
+          "{} (at step {}); the last checkpoint in {} is from before it. Lower --lr (now {}) or "
+          "clip (--clip, now {})",
+          why, step, ckpt, o.lr, o.clip));
+    guarded = log.losses.size();
     tg::nn::Metadata m = meta;
     EvalResult r;
     bool better = false;
