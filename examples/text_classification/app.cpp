@@ -74,7 +74,7 @@ RunOptions options_from(const ArgParser& p) {
   o.dataset = p.str("dataset");
   o.data_dir = p.str("data-dir");
   o.out = p.str("out");
-  o.epochs = int_option(p, "epochs", 1);
+  o.epochs = int_option(p, "epochs", 1, 1000000);  // steps = epochs x steps per epoch: no overflow
   o.batch_size = int_option(p, "batch-size", 1, 65536);
   o.lr = positive_option(p, "lr", 1e6);
   o.weight_decay = number_option(p, "weight-decay", 0);

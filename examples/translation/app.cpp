@@ -107,8 +107,7 @@ TrainOptions train_options(const ArgParser& a) {
   TrainOptions o;
   o.steps = int_option(a, "steps", 1, 100000000);
   if (a.str("dataset") == "freedict-eng-fra" && !a.given("steps")) o.steps = 2000;
-  o.max_steps =
-      int_option(a, "max-steps", 0, std::numeric_limits<int64_t>::max(), "0: run to --steps");
+  o.max_steps = int_option(a, "max-steps", 0, 100000000, "0: run to --steps");  // step + this
   o.time_limit_s = number_option(a, "time-limit", 0, INFINITY, "0: no limit") * 60.0;
   o.batch_size = int_option(a, "batch-size", 1, 65536);
   o.lr = positive_option(a, "lr", 10);

@@ -158,7 +158,7 @@ TEST_CASE("hardening: out-of-range options are refused naming the allowed range"
            {"--limit", "-1", "--limit -1: must be >= 0 (0: all)"},
            {"--max-steps", "-1", "--max-steps -1: must be >= 0 (0: no limit)"},
            {"--save-every", "-1", "--save-every -1: must be >= 0"},
-           {"--epochs", "0", "--epochs 0: must be >= 1"},
+           {"--epochs", "0", "--epochs 0: must be in [1, 1000000]"},
            {"--dropout", "1.5", "--dropout 1.5: must be in [0, 0.999]"},
            {"--threads", "-2", "--threads -2: must be >= 0"},
            {"--split-seed", "-2", "--split-seed -2: must be >= -1 (-1: --seed)"},
@@ -226,7 +226,10 @@ TEST_CASE("hardening: --max-len and every size option are checked before any wor
            {"--batch-size", "99999999", "--batch-size 99999999: must be in [1, 65536]"},
            {"--lr", "0", "--lr 0: must be in (0, 1000000]"},
            {"--lr", "-1", "--lr -1: must be in (0, 1000000]"},
-           {"--seed", "-1", "--seed -1: must be >= 0"}})
+           {"--seed", "-1", "--seed -1: must be >= 0"},
+           // epochs x steps per epoch overflowed int64 (undefined behaviour)
+           {"--epochs", "4611686018427387904",
+            "--epochs 4611686018427387904: must be in [1, 1000000]"}})
     CHECK_THROWS_WITH(run(tiny(out, {flag, value})), Contains(want));
   CHECK((!fs::exists(out) || fs::is_empty(out)));  // nothing was written
 }

@@ -199,7 +199,10 @@ TEST_CASE("translation: every numeric option is checked before any work") {
            {"--label-smoothing", "1", "--label-smoothing 1: must be in [0, 0.999]"},
            {"--seed", "-1", "--seed -1: must be >= 0"},
            {"--length-penalty", "-1", "--length-penalty -1: must be in [0, 10]"},
-           {"--beam", "0", "--beam 0: must be in [1, 64] (1: greedy)"}})
+           {"--beam", "0", "--beam 0: must be in [1, 64] (1: greedy)"},
+           // step + --max-steps overflowed int64 (undefined behaviour)
+           {"--max-steps", "9223372036854775807",
+            "--max-steps 9223372036854775807: must be in [0, 100000000] (0: run to --steps)"}})
     CHECK_THROWS_WITH(run(with(tiny_args(out), {flag, value})), Contains(want));
   CHECK(std::filesystem::is_empty(out));
 }
