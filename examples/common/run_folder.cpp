@@ -22,6 +22,12 @@ namespace tgx {
 
 std::string last_dir(const std::string& out) { return out + "/last"; }
 
+std::string checkpoint_left(const std::string& out) {
+  return fs::exists(tg::nn::checkpoint_model_path(last_dir(out)))
+             ? fmt::format("the last checkpoint, {}, is from before it", last_dir(out))
+             : std::string("no checkpoint was written yet");
+}
+
 void save_last(const std::string& out, const std::function<void(const std::string& dir)>& write) {
   const std::string last = last_dir(out), fresh = out + "/last.new", old = out + "/last.old";
   const bool writer = tg::dist::rank() == 0;

@@ -13,6 +13,9 @@ namespace tgx {
 
 // <out>/last, where --resume looks.
 std::string last_dir(const std::string& out);
+// For the message of a run stopped by a divergence: "the last checkpoint, <out>/last, is from
+// before it" when there is one, else "no checkpoint was written yet".
+std::string checkpoint_left(const std::string& out);
 // Calls write(dir) on every rank (it may be collective, like save_checkpoint_distributed; only
 // rank 0 of a data-parallel run is expected to write into dir), then swaps dir in as <out>/last
 // on rank 0.
@@ -26,7 +29,8 @@ void recover_run_folder(const std::string& out);
 // folders and best/, metrics.json); a program adds its own (pictures, tokenizer, ...).
 std::vector<std::string> common_run_files();
 // Before a training run starts, on rank 0 (before any work): a folder that holds a run (a
-// model.safetensors in last/, last.new/, last.old/ or best/, or metrics.json) is refused with a UserError naming the folder,
+// model.safetensors in last/, last.new/, last.old/ or best/, or metrics.json) is refused with a
+// UserError naming the folder,
 // --resume and --overwrite unless `resume` (the caller checks last/ itself) or `overwrite`.
 // With overwrite, removes exactly the files named in `own` (paths relative to out; folders among
 // their parents are removed once empty) and nothing else, so no part of the old run can pass for

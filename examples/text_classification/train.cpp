@@ -282,9 +282,8 @@ struct Loop {
     guarded = st.hist.train_loss.size();
     if (!why.empty())
       throw tg::Error(fmt::format(
-          "{} (at step {}, epoch {}); the last checkpoint in {}/last is from before it. Lower "
-          "--lr (now {}) or clip harder (--clip, now {})",
-          why, st.global_step, st.epoch + 1, o.out, o.lr, o.clip));
+          "{} (at step {}, epoch {}); {}. Lower --lr (now {}) or clip harder (--clip, now {})", why,
+          st.global_step, st.epoch + 1, checkpoint_left(o.out), o.lr, o.clip));
   }
 
   void step(const Batch& b) {
@@ -295,9 +294,9 @@ struct Loop {
     // A diverged run stops here, before the step, with the last good checkpoint on disk.
     if (!std::isfinite(lv))
       throw tg::Error(fmt::format(
-          "training diverged: the loss is {} at step {} (epoch {}); the last checkpoint in {}/last "
-          "is from before it. Lower --lr (now {}) or clip harder (--clip, now {})",
-          lv, st.global_step + 1, st.epoch + 1, o.out, o.lr, o.clip));
+          "training diverged: the loss is {} at step {} (epoch {}); {}. Lower --lr (now {}) or "
+          "clip harder (--clip, now {})",
+          lv, st.global_step + 1, st.epoch + 1, checkpoint_left(o.out), o.lr, o.clip));
     opt.zero_grad();
     loss.backward();  // under DDP: gradients averaged across ranks as they are produced
     if (o.clip > 0) tg::nn::clip_grad_norm_(params, o.clip);  // --clip 0: off

@@ -251,10 +251,10 @@ double train_step(Seq2Seq& model, const Encoded& tr, const std::vector<size_t>& 
   const double lv = lt.item<double>();  // the global batch's loss under data parallelism
   // A diverged run stops here, before the step, with the last good checkpoint on disk.
   if (!std::isfinite(lv))
-    throw tg::Error(fmt::format(
-        "training diverged: the loss is {} at step {}; the last checkpoint in {} is from before "
-        "it. Lower --lr (now {}) or clip (--clip, now {})",
-        lv, step + 1, o.out_dir, o.lr, o.clip));
+    throw tg::Error(
+        fmt::format("training diverged: the loss is {} at step {}; {}. Lower --lr (now {}) or clip "
+                    "(--clip, now {})",
+                    lv, step + 1, tgx::checkpoint_left(o.out_dir), o.lr, o.clip));
   opt.zero_grad();
   loss.backward();
   if (o.clip > 0) tg::nn::clip_grad_norm_(model.parameters(), o.clip);
@@ -351,10 +351,9 @@ TrainLog train(Seq2Seq& model, const Dataset& d, const Vocabs& v, const TrainOpt
     // (on every rank alike: the losses are the global batch's).
     if (std::string why = blown_up(log.losses, guarded, static_cast<int64_t>(v.tgt.size()));
         !why.empty())
-      throw tg::Error(fmt::format(
-          "{} (at step {}); the last checkpoint in {} is from before it. Lower --lr (now {}) or "
-          "clip (--clip, now {})",
-          why, step, ckpt, o.lr, o.clip));
+      throw tg::Error(
+          fmt::format("{} (at step {}); {}. Lower --lr (now {}) or clip (--clip, now {})", why,
+                      step, tgx::checkpoint_left(o.out_dir), o.lr, o.clip));
     guarded = log.losses.size();
     tg::nn::Metadata m = meta;
     EvalResult r;

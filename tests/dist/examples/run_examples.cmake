@@ -104,6 +104,12 @@ metric(${WORK}/gpt_part heldout_nats_per_char gpt_res_held)
 if(NOT gpt_res_hist STREQUAL gpt_hist OR NOT gpt_res_held STREQUAL gpt_held)
   message(FATAL_ERROR "the resumed 2-rank gpt run differs: held-out ${gpt_res_held} vs ${gpt_held}")
 endif()
+# --resume is exact at the same N only: one process refuses the 2-rank checkpoint.
+execute_process(COMMAND ${GPT} ${gpt_tiny} --out ${WORK}/gpt_part --resume
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+if(rc EQUAL 0 OR NOT "${out}${err}" MATCHES "world_size: checkpoint 2, now 1")
+  message(FATAL_ERROR "a 2-rank gpt checkpoint resumed in one process (exit ${rc})\n${out}\n${err}")
+endif()
 # One process with the same seed draws other windows (the global batch is 2 x 4): a different run.
 execute_process(COMMAND ${GPT} ${gpt_tiny} --out ${WORK}/gpt_one RESULT_VARIABLE rc
                 OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 240)

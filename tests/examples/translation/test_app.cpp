@@ -247,3 +247,18 @@ TEST_CASE(
     CHECK_THAT(msg, !Contains("--lr"));
   }
 }
+
+TEST_CASE("translation: a loss that blows up without NaN stops the run (issue 23)") {
+  const std::string out = fresh_dir("blowup");
+  try {
+    run(with(tiny_args(out), {"--steps", "20", "--warmup", "2", "--lr", "10", "--clip", "0"}));
+    FAIL("a run at --lr 10 --clip 0 finished");
+  } catch (const tg::Error& e) {
+    const std::string msg = e.what();
+    CHECK_THAT(msg, Contains("training diverged: the mean loss of steps 1-10 is"));
+    CHECK_THAT(msg, Contains("uniform guess among"));
+    CHECK_THAT(msg, Contains("(at step 10); no checkpoint was written yet. Lower --lr (now 10)"));
+  }
+  CHECK_FALSE(tgx::file_exists(out + "/metrics.json"));
+  CHECK_FALSE(tgx::file_exists(out + "/best/model.safetensors"));
+}
