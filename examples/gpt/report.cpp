@@ -38,13 +38,14 @@ void write_loss_curve(const std::string& path, const History& h, double baseline
         "n-gram baseline (held-out windows)", {0, last}, {baseline, baseline}, {148, 103, 189}});
   PlotOptions o;
   o.title = std::isfinite(final_heldout)
-                ? fmt::format("gpt on fortunes: held-out text {:.4f} nats/char (n-gram {:.4f})",
-                              final_heldout, final_baseline)
+                ? fmt::format("gpt: held-out {:.4f} nats/char, n-gram {:.4f}", final_heldout,
+                              final_baseline)
                 : std::string("gpt on fortunes: cross-entropy (nats per character)");
-  // The axis spans what matters: from just under the baseline and the evaluations to just over
-  // the first evaluation; the first steps' losses (near log V) are drawn on the top edge.
+  // The axis spans what matters, the evaluations and the baseline with a margin; the first
+  // steps' losses (near log V, far above) are drawn on the top edge.
   if (!h.eval_heldout.empty()) {
-    double lo = std::isfinite(baseline) ? baseline : INFINITY, hi = -INFINITY;
+    double lo = std::isfinite(baseline) ? baseline : INFINITY;
+    double hi = std::isfinite(baseline) ? baseline : -INFINITY;
     for (size_t i = 0; i < h.eval_heldout.size(); ++i) {
       lo = std::min({lo, h.eval_heldout[i], h.eval_train[i]});
       hi = std::max({hi, h.eval_heldout[i], h.eval_train[i]});

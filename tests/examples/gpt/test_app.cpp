@@ -343,4 +343,17 @@ TEST_CASE("gpt: the loss curve names the final held-out figure and zooms on the 
   CHECK(rows_with_line >= 1);
   CHECK(lowest < b.height - 45 - 10);  // 45: the x axis' margin
   CHECK(lowest > b.height / 2);        // and the held-out curve has the space above it
+  // A baseline above every evaluation (a tiny corpus) stays inside the axis, under its top.
+  write_loss_curve(dir + "/high.png", h, 2.5, 1.7288, 2.6);
+  const tgx::Image c = tgx::read_png(dir + "/high.png");
+  int line_row = -1;
+  for (int y = 0; y < c.height && line_row < 0; ++y) {
+    int n = 0;
+    for (int x = 0; x < c.width; ++x) {
+      const tgx::RGB p = c.get(x, y);
+      n += p.r == 148 && p.g == 103 && p.b == 189;
+    }
+    if (n > c.width / 2) line_row = y;
+  }
+  CHECK(line_row > 60);  // below the title and legend rows and the plot's top edge
 }
