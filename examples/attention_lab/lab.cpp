@@ -336,7 +336,10 @@ Config parse(const ArgParser& p) {
   if (p.given("local")) {
     auto lr = split_list(p.str("local"), ',', "--local");
     if (lr.size() != 2) throw UserError("--local takes LEFT,RIGHT, e.g. --local 2,0");
-    c.structure = tg::AttentionMask::local(to_int(lr[0], "--local"), to_int(lr[1], "--local"));
+    const int64_t left = to_int(lr[0], "--local"), right = to_int(lr[1], "--local");
+    if (left < 0 || right < 0)
+      throw UserError(fmt::format("--local {}: LEFT and RIGHT must be >= 0", p.str("local")));
+    c.structure = tg::AttentionMask::local(left, right);
   }
   if (p.given("blocked"))
     c.structure = tg::AttentionMask::blocked(int_option(p, "blocked", 1, 512));

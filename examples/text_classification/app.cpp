@@ -77,7 +77,7 @@ RunOptions options_from(const ArgParser& p) {
   o.epochs = int_option(p, "epochs", 1, 1000000);  // steps = epochs x steps per epoch: no overflow
   o.batch_size = int_option(p, "batch-size", 1, 65536);
   o.lr = positive_option(p, "lr", 1e6);
-  o.weight_decay = number_option(p, "weight-decay", 0);
+  o.weight_decay = number_option(p, "weight-decay", 0, 10);
   o.clip = number_option(p, "clip", 0, INFINITY, "0: no clipping");
   // --max-len first: --tail's range and default are computed from it.
   o.model.max_len = int_option(p, "max-len", 1, 65536);

@@ -112,7 +112,7 @@ TrainOptions train_options(const ArgParser& a) {
   o.batch_size = int_option(a, "batch-size", 1, 65536);
   o.lr = positive_option(a, "lr", 10);
   o.warmup = int_option(a, "warmup", 0);
-  o.weight_decay = number_option(a, "weight-decay", 0);
+  o.weight_decay = number_option(a, "weight-decay", 0, 10);
   o.clip = number_option(a, "clip", 0, INFINITY, "0: no clipping");
   o.label_smoothing = number_option(a, "label-smoothing", 0, 0.999);
   o.eval_every = int_option(a, "eval-every", 1);

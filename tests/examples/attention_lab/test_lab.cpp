@@ -171,4 +171,6 @@ TEST_CASE("attention lab: a run folder of another kind says what it expected (is
   CHECK_THAT(error_of({"--seed", "-1", "--out", out}), Contains("--seed -1: must be >= 0"));
   CHECK_THAT(error_of({"--blocked", "0", "--out", out}),
              Contains("--blocked 0: must be in [1, 512]"));
+  CHECK_THAT(error_of({"--local", "-1,0", "--out", out}),
+             Contains("--local -1,0: LEFT and RIGHT must be >= 0"));
 }

@@ -227,6 +227,7 @@ TEST_CASE("hardening: --max-len and every size option are checked before any wor
            {"--lr", "0", "--lr 0: must be in (0, 1000000]"},
            {"--lr", "-1", "--lr -1: must be in (0, 1000000]"},
            {"--seed", "-1", "--seed -1: must be >= 0"},
+           {"--weight-decay", "1e11", "--weight-decay 1e11: must be in [0, 10]"},
            // epochs x steps per epoch overflowed int64 (undefined behaviour)
            {"--epochs", "4611686018427387904",
             "--epochs 4611686018427387904: must be in [1, 1000000]"}})

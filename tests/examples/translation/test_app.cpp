@@ -196,6 +196,7 @@ TEST_CASE("translation: every numeric option is checked before any work") {
            {"--steps", "0", "--steps 0: must be in [1, 100000000]"},
            {"--batch-size", "0", "--batch-size 0: must be in [1, 65536]"},
            {"--lr", "0", "--lr 0: must be in (0, 10]"},
+           {"--weight-decay", "1e11", "--weight-decay 1e11: must be in [0, 10]"},
            {"--label-smoothing", "1", "--label-smoothing 1: must be in [0, 0.999]"},
            {"--seed", "-1", "--seed -1: must be >= 0"},
            {"--length-penalty", "-1", "--length-penalty -1: must be in [0, 10]"},
