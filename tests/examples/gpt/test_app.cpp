@@ -271,7 +271,7 @@ TEST_CASE("gpt: --sample refuses the options it does not use", "[gpt]") {
                "--temperature", "0.5", "--top-k", "3", "--threads", "1"}) == 0);
 }
 
-TEST_CASE("gpt: a loss that blows up without NaN stops the run; --resume checks the weights",
+TEST_CASE("gpt: a loss that blows up without NaN stops the run, --resume checks the weights",
           "[gpt]") {
   const std::string out = fresh_dir("blowup");
   try {

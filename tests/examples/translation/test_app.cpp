@@ -209,7 +209,7 @@ TEST_CASE("translation: every numeric option is checked before any work") {
 }
 
 TEST_CASE(
-    "translation: a finished run is kept unless --resume or --overwrite; --translate "
+    "translation: a finished run is kept unless --resume or --overwrite, --translate "
     "refuses training options") {
   const std::string out = fresh_dir("guard");
   const auto args = with(tiny_args(out), {"--steps", "10", "--eval-every", "5"});
