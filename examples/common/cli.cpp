@@ -275,9 +275,10 @@ void refuse_unused(const ArgParser& p, const std::string& mode,
     if (!ok) unused.push_back("--" + name);
   }
   if (!unused.empty())
-    throw UserError(fmt::format("{} does not use {} (they {}): leave {} out", mode,
-                                fmt::join(unused, ", "), "belong to training or to another mode",
-                                unused.size() == 1 ? "it" : "them"));
+    throw UserError(
+        fmt::format("{} does not use {}: leave {} out ({} for training or another mode)", mode,
+                    fmt::join(unused, ", "), unused.size() == 1 ? "it" : "them",
+                    unused.size() == 1 ? "it is" : "they are"));
 }
 
 bool inference_elsewhere() {
@@ -294,10 +295,10 @@ void require_same_options_on_every_rank(const ArgParser& p) {
   for (size_t r = 1; r < all.size(); ++r) {
     const nlohmann::json other = nlohmann::json::parse(all[r]);
     for (auto it = zero.begin(); it != zero.end(); ++it) {
-      const std::string mine = it.value().get<std::string>();
+      const std::string first = it.value().get<std::string>();
       const std::string theirs = other.value(it.key(), std::string("(none)"));
-      if (mine != theirs)
-        diffs.push_back(fmt::format("--{}: rank 0 '{}', rank {} '{}'", it.key(), mine, r, theirs));
+      if (first != theirs)
+        diffs.push_back(fmt::format("--{}: rank 0 '{}', rank {} '{}'", it.key(), first, r, theirs));
     }
   }
   if (!diffs.empty())

@@ -104,8 +104,8 @@ void claim_run_folder(const std::string& out, bool resume, bool overwrite,
   for (const std::string& rel : own) {
     const fs::path p = fs::path(out) / rel;
     if (fs::is_regular_file(fs::symlink_status(p))) fs::remove(p);
-    for (fs::path d = p.parent_path(); d != fs::path(out) && !d.empty(); d = d.parent_path())
-      parents.push_back(d);
+    for (fs::path d = fs::path(rel).parent_path(); !d.empty(); d = d.parent_path())
+      parents.push_back(fs::path(out) / d);  // inside out only, never out itself
   }
   // Deepest first; a folder that still holds something that is not ours stays.
   std::sort(parents.begin(), parents.end(), [](const fs::path& a, const fs::path& b) {

@@ -111,3 +111,12 @@ TEST_CASE("require_finite_weights names the first broken weight", "[examples][co
                       Contains("x.safetensors: weight bias holds NaN or infinite values") &&
                           Contains("; refusing"));
 }
+
+TEST_CASE("claim_run_folder --overwrite never removes the run folder itself",
+          "[examples][common]") {
+  const std::string out = fresh("claim_self") + "/";  // a trailing slash, as a shell completes it
+  touch(out + "metrics.json", "{}");
+  tgx::claim_run_folder(out, false, true, tgx::common_run_files());
+  CHECK_FALSE(fs::exists(out + "metrics.json"));
+  CHECK(fs::is_directory(out));  // emptied, but still there
+}
