@@ -376,6 +376,7 @@ SavedModel load_best(const std::string& out) {
   } catch (const tg::Error& e) {
     throw UserError(fmt::format("{}: does not fit the model it names: {}", path, e.what()));
   }
+  require_finite_weights(*s.model, path, "refusing to use it");
   auto step = f.metadata.find("gpt.step");
   if (step != f.metadata.end()) s.step = parse_int(step->second).value_or(0);
   s.model->eval();

@@ -7,6 +7,7 @@
 
 #include "autograd/io.hpp"
 #include "common/cli.hpp"
+#include "common/guard.hpp"
 #include "common/metrics.hpp"
 #include "common/progress.hpp"
 #include "common/run_folder.hpp"
@@ -247,6 +248,7 @@ int translate_mode(const ArgParser& a) {
   } catch (const tg::Error& e) {
     throw UserError(fmt::format("{}: {}", model_path, e.what()));
   }
+  require_finite_weights(model, model_path, "refusing to translate with it");
   require_utf8(text, "--translate");
   std::string input = v.level == Level::Word ? to_lower_ascii(squeeze_spaces(text)) : trim(text);
   std::vector<std::string> src = tokenize(input, v.level);

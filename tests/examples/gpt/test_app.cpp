@@ -306,6 +306,15 @@ TEST_CASE("gpt: a loss that blows up without NaN stops the run, --resume checks 
     CHECK_THAT(msg, Contains("holds NaN or infinite values"));
     CHECK_THAT(msg, !Contains("--lr"));
   }
+  // --sample refuses a best/ model with NaN weights too.
+  const std::string best = part + "/best/model.safetensors";
+  tg::nn::SafetensorsFile g = tg::nn::load_safetensors(best);
+  tg::nn::StateDict bad;
+  for (const auto& [name, t] : g.tensors)
+    bad.insert(name, name == "tok_emb.weight" ? tg::full_like(t, INFINITY) : t);
+  tg::nn::save_safetensors(best, bad, g.metadata);
+  REQUIRE_THROWS_WITH(run({"--out", part, "--sample", "The "}),
+                      Contains(best + ": weight tok_emb.weight holds NaN or infinite values"));
 }
 
 TEST_CASE("gpt: the loss curve names the final held-out figure and zooms on the baseline",

@@ -247,6 +247,16 @@ TEST_CASE(
     CHECK_THAT(msg, Contains("holds NaN or infinite values"));
     CHECK_THAT(msg, !Contains("--lr"));
   }
+  // --translate refuses a best/ model with NaN weights too.
+  const std::string best = part + "/best/model.safetensors";
+  tg::nn::SafetensorsFile g = tg::nn::load_safetensors(best);
+  tg::nn::StateDict bad;
+  for (const auto& [name, t] : g.tensors)
+    bad.insert(name, name.rfind("src_embed", 0) == 0 ? tg::full_like(t, NAN) : t);
+  tg::nn::save_safetensors(best, bad, g.metadata);
+  REQUIRE_THROWS_WITH(
+      run({"--out", part, "--translate", "one"}),
+      Contains(best + ": weight src_embed") && Contains("refusing to translate with it"));
 }
 
 TEST_CASE("translation: a loss that blows up without NaN stops the run (issue 23)") {
