@@ -7,6 +7,7 @@
 #   bash tools/train_classifier.sh --dataset fortunes      # Debian fortunes, 7 classes
 #   bash tools/train_classifier.sh --predict "Win cash now" # classify with the saved run
 # Output: runs/text_classification (metrics.json, loss_curve.png, attention/, checkpoints).
+# Training again into a folder that holds a run needs --resume (continue) or --overwrite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/build_example.sh text_classification

@@ -7,6 +7,7 @@
 #   bash tools/train_gpt.sh --steps 6000 --d-model 192         # longer, bigger
 #   bash tools/train_gpt.sh --sample "A bug" --temperature 0.8 --top-k 10 --length 300 --seed 7
 # Output: runs/gpt (metrics.json, loss_curve.png, samples.txt, best/ and last/ checkpoints).
+# Training again into a folder that holds a run needs --resume (continue) or --overwrite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/build_example.sh gpt

@@ -5,6 +5,7 @@
 #   bash tools/train_translation.sh --metrics-out runs/translation/metrics.json
 #   bash tools/train_translation.sh --dataset freedict-eng-fra --out runs/freedict
 #   bash tools/train_translation.sh --translate "seventy-one thousand, four hundred and two"
+# Training again into a folder that holds a run needs --resume (continue) or --overwrite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/build_example.sh translation

@@ -66,7 +66,22 @@ Weights fresh_weights(const Config& c) {
 
 Weights checkpoint_weights(const std::string& path_in, std::string layer) {
   std::string path = path_in;
-  if (dir_exists(path)) path = tg::nn::checkpoint_model_path(path);
+  if (dir_exists(path)) {
+    path = tg::nn::checkpoint_model_path(path);
+    if (!file_exists(path)) {  // a folder, but not a checkpoint: say what would be one
+      std::vector<std::string> inside;
+      for (const char* sub : {"best", "last"})
+        if (file_exists(tg::nn::checkpoint_model_path(path_in + "/" + sub)))
+          inside.push_back(path_in + "/" + sub);
+      throw UserError(fmt::format(
+          "--checkpoint {}: this folder holds no model.safetensors (expected a checkpoint folder "
+          "holding one, or the file itself){}",
+          path_in,
+          inside.empty() ? std::string()
+                         : fmt::format("; it is a run folder: try --checkpoint {}",
+                                       fmt::join(inside, " or --checkpoint "))));
+    }
+  }
   if (!file_exists(path))
     throw UserError("--checkpoint " + path_in +
                     ": no such file (give a model.safetensors file or a checkpoint directory)");
@@ -313,7 +328,7 @@ Config parse(const ArgParser& p) {
   Config c;
   c.B = int_option(p, "batch", 1, 64), c.T = int_option(p, "len", 1, 512),
   c.E = int_option(p, "embed", 1, 4096), c.NH = int_option(p, "heads", 1, 256);
-  c.seed = uint64_t(p.integer("seed"));
+  c.seed = uint64_t(int_option(p, "seed", 0));
   c.out = p.str("out");
   int structures = int(p.flag("causal")) + int(p.given("local")) + int(p.given("blocked"));
   if (structures > 1) throw UserError("choose at most one of --causal, --local, --blocked");
@@ -321,9 +336,13 @@ Config parse(const ArgParser& p) {
   if (p.given("local")) {
     auto lr = split_list(p.str("local"), ',', "--local");
     if (lr.size() != 2) throw UserError("--local takes LEFT,RIGHT, e.g. --local 2,0");
-    c.structure = tg::AttentionMask::local(to_int(lr[0], "--local"), to_int(lr[1], "--local"));
+    const int64_t left = to_int(lr[0], "--local"), right = to_int(lr[1], "--local");
+    if (left < 0 || right < 0)
+      throw UserError(fmt::format("--local {}: LEFT and RIGHT must be >= 0", p.str("local")));
+    c.structure = tg::AttentionMask::local(left, right);
   }
-  if (p.given("blocked")) c.structure = tg::AttentionMask::blocked(p.integer("blocked"));
+  if (p.given("blocked"))
+    c.structure = tg::AttentionMask::blocked(int_option(p, "blocked", 1, 512));
   if (p.given("tokens")) {
     std::string t = p.str("tokens");
     require_utf8(t, "--tokens");

@@ -4,6 +4,7 @@
 #include "nn/dist/dist.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <cerrno>
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <exception>
 #include <iostream>
 #include <sstream>
@@ -127,6 +129,20 @@ bool ArgParser::given(const std::string& name) const {
   return values_.count(name) > 0;
 }
 
+std::vector<std::string> ArgParser::given_names() const {
+  std::vector<std::string> out;
+  for (const auto& name : order_)
+    if (values_.count(name)) out.push_back(name);
+  return out;
+}
+
+std::string ArgParser::effective_json() const {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& name : order_)
+    j[name] = specs_.at(name).is_flag ? (flag(name) ? "1" : "") : str(name);
+  return j.dump();
+}
+
 std::string ArgParser::usage() const {
   std::ostringstream o;
   o << "usage: " << program_ << " [options]";
@@ -241,6 +257,55 @@ double number_option(const ArgParser& p, const std::string& name, double lo, dou
                                 note.empty() ? "" : " (" + note + ")"));
   }
   return v;
+}
+
+double positive_option(const ArgParser& p, const std::string& name, double hi) {
+  const double v = p.number(name);
+  if (!(v > 0 && v <= hi))
+    throw UserError(fmt::format("--{} {}: must be in (0, {}]", name, p.str(name), hi));
+  return v;
+}
+
+void refuse_unused(const ArgParser& p, const std::string& mode,
+                   const std::vector<std::string>& used) {
+  std::vector<std::string> unused;
+  for (const std::string& name : p.given_names()) {
+    const bool ok = name == "threads" || name == "quiet" ||
+                    std::find(used.begin(), used.end(), name) != used.end();
+    if (!ok) unused.push_back("--" + name);
+  }
+  if (!unused.empty())
+    throw UserError(
+        fmt::format("{} does not use {}: leave {} out ({} for training or another mode)", mode,
+                    fmt::join(unused, ", "), unused.size() == 1 ? "it" : "them",
+                    unused.size() == 1 ? "it is" : "they are"));
+}
+
+bool inference_elsewhere() {
+  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
+    if (const char* v = std::getenv(var)) return parse_int(v).value_or(0) != 0;
+  return false;
+}
+
+void require_same_options_on_every_rank(const ArgParser& p) {
+  if (!tg::dist::is_initialized() || tg::dist::world_size() < 2) return;
+  const std::vector<std::string> all = tg::dist::all_gather_object(p.effective_json());
+  const nlohmann::json zero = nlohmann::json::parse(all[0]);
+  std::vector<std::string> diffs;
+  for (size_t r = 1; r < all.size(); ++r) {
+    const nlohmann::json other = nlohmann::json::parse(all[r]);
+    for (auto it = zero.begin(); it != zero.end(); ++it) {
+      const std::string first = it.value().get<std::string>();
+      const std::string theirs = other.value(it.key(), std::string("(none)"));
+      if (first != theirs)
+        diffs.push_back(fmt::format("--{}: rank 0 '{}', rank {} '{}'", it.key(), first, r, theirs));
+    }
+  }
+  if (!diffs.empty())
+    throw UserError(fmt::format(
+        "the ranks of this data-parallel run were given different options ({}); every rank "
+        "must run the same command",
+        fmt::join(diffs, "; ")));
 }
 
 int threads_option(const ArgParser& p) {

@@ -47,6 +47,11 @@ class ArgParser {
   bool flag(const std::string& name) const;        // true when the flag was given
   bool given(const std::string& name) const;       // true when the option or flag was given
   const std::vector<std::string>& positional() const { return positional_; }
+  // The options and flags given on the command line, in declaration order.
+  std::vector<std::string> given_names() const;
+  // Every declared option with the value this run uses (given or default; flags "1" or ""), as
+  // one JSON object: what the ranks of a data-parallel run compare.
+  std::string effective_json() const;
   std::string usage() const;
   const std::string& program() const { return program_; }
 
@@ -85,10 +90,25 @@ int64_t int_option(const ArgParser& p, const std::string& name, int64_t lo,
 double number_option(const ArgParser& p, const std::string& name, double lo,
                      double hi = std::numeric_limits<double>::infinity(),
                      const std::string& note = "");
+// p.number(name), refused unless 0 < value <= hi ("--lr 0: must be in (0, 10]").
+double positive_option(const ArgParser& p, const std::string& name, double hi);
 // --threads: 0 means OMP_NUM_THREADS or every hardware thread; more than the hardware threads is
 // capped to them with a warning on stderr (oversubscribed threads only slow down). Returns the
 // count to pass to tg::set_num_threads, or 0 to keep the default.
 int threads_option(const ArgParser& p);
+
+// A mode (--predict, --sample, ...) that reads only some options: UserError naming every given
+// option outside `used` and the mode, instead of ignoring them silently. --help, --threads and
+// --quiet are always allowed.
+void refuse_unused(const ArgParser& p, const std::string& mode,
+                   const std::vector<std::string>& used);
+// Under mpirun -np N (before or without tg::dist::init): true on ranks 1..N-1. Inference modes
+// run on rank 0 alone and the other ranks return at once, so a prediction prints once.
+bool inference_elsewhere();
+// In a data-parallel run (tg::dist initialised, N > 1): every rank's effective options are
+// gathered and compared with rank 0's; any difference is a UserError on every rank naming each
+// differing option with rank 0's value and the other rank's. Collective: call it on every rank.
+void require_same_options_on_every_rank(const ArgParser& p);
 
 // UserError naming `flag` unless a file can be created at `path` (its folder exists or can be
 // made, and is writable): checked before the work, not after it.

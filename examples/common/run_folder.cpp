@@ -1,12 +1,17 @@
 // examples/common/run_folder.cpp — the folder swap behind <out>/last and its recovery.
 #include "common/run_folder.hpp"
 
+#include "common/cli.hpp"
+
 #include "nn/checkpoint.hpp"
 #include "nn/dist/dist.hpp"
 
 #include <signal.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <regex>
 #include <vector>
@@ -16,6 +21,12 @@ namespace fs = std::filesystem;
 namespace tgx {
 
 std::string last_dir(const std::string& out) { return out + "/last"; }
+
+std::string checkpoint_left(const std::string& out) {
+  return fs::exists(tg::nn::checkpoint_model_path(last_dir(out)))
+             ? fmt::format("the last checkpoint, {}, is from before it", last_dir(out))
+             : std::string("no checkpoint was written yet");
+}
 
 void save_last(const std::string& out, const std::function<void(const std::string& dir)>& write) {
   const std::string last = last_dir(out), fresh = out + "/last.new", old = out + "/last.old";
@@ -62,6 +73,48 @@ void recover_run_folder(const std::string& out) {
     if (pid != ::getpid() && ::kill(static_cast<pid_t>(pid), 0) != 0) stale.push_back(e.path());
   }
   for (const fs::path& p : stale) fs::remove(p);
+}
+
+std::vector<std::string> common_run_files() {
+  std::vector<std::string> files = {"metrics.json", "best/model.safetensors"};
+  for (const char* dir : {"last", "last.new", "last.old"})
+    for (const char* f : {"model.safetensors", "training_state.safetensors"})
+      files.push_back(std::string(dir) + "/" + f);
+  return files;
+}
+
+void claim_run_folder(const std::string& out, bool resume, bool overwrite,
+                      const std::vector<std::string>& own) {
+  if (resume && overwrite)
+    throw UserError(
+        "--resume and --overwrite contradict each other: --resume continues the run "
+        "in --out, --overwrite starts a new one there");
+  if (resume || !fs::is_directory(out)) return;
+  std::vector<std::string> found;
+  for (const char* name : {"last/model.safetensors", "last.new/model.safetensors",
+                           "last.old/model.safetensors", "best/model.safetensors", "metrics.json"})
+    if (fs::exists(fs::path(out) / name)) found.push_back(name);
+  if (found.empty()) return;
+  if (!overwrite)
+    throw UserError(fmt::format(
+        "--out {} holds a run ({}): continue it with --resume, replace it with --overwrite, or "
+        "choose another --out",
+        out, fmt::join(found, ", ")));
+  std::vector<fs::path> parents;
+  for (const std::string& rel : own) {
+    const fs::path p = fs::path(out) / rel;
+    if (fs::is_regular_file(fs::symlink_status(p))) fs::remove(p);
+    for (fs::path d = fs::path(rel).parent_path(); !d.empty(); d = d.parent_path())
+      parents.push_back(fs::path(out) / d);  // inside out only, never out itself
+  }
+  // Deepest first; a folder that still holds something that is not ours stays.
+  std::sort(parents.begin(), parents.end(), [](const fs::path& a, const fs::path& b) {
+    return a.string().size() > b.string().size();
+  });
+  for (const fs::path& d : parents) {
+    std::error_code ec;
+    if (fs::is_directory(d, ec) && fs::is_empty(d, ec)) fs::remove(d, ec);
+  }
 }
 
 }  // namespace tgx

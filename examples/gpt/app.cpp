@@ -6,12 +6,14 @@
 #include "autograd/io.hpp"
 #include "common/cli.hpp"
 #include "common/progress.hpp"
+#include "common/run_folder.hpp"
 #include "common/text.hpp"
 #include "gpt/data.hpp"
 #include "gpt/ngram.hpp"
 #include "gpt/report.hpp"
 #include "gpt/sample.hpp"
 #include "gpt/train.hpp"
+#include "nn/dist/dist.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -60,16 +62,9 @@ ArgParser make_parser() {
       .option("top-k", "0", "sample among the k likeliest characters (0: all)")
       .option("length", "300", "characters to generate")
       .flag("resume", "continue training from --out/last")
+      .flag("overwrite", "start a new run in an --out that holds one (replaces its outputs)")
       .flag("quiet", "no progress output");
   return p;
-}
-
-// lo < value <= hi, refused naming the range.
-double open_below(const ArgParser& p, const std::string& name, double lo, double hi) {
-  const double v = p.number(name);
-  if (!(v > lo && v <= hi))
-    throw UserError(fmt::format("--{} {}: must be in ({}, {}]", name, p.str(name), lo, hi));
-  return v;
 }
 
 GptConfig model_config(const ArgParser& a) {
@@ -99,7 +94,7 @@ TrainOptions train_options(const ArgParser& a) {
   o.eval_every = int_option(a, "eval-every", 1, 100000000);
   o.eval_windows = int_option(a, "eval-windows", 1, 1000000);
   o.patience = int_option(a, "patience", 0, 1000000, "0: off");
-  o.lr = open_below(a, "lr", 0, 10);
+  o.lr = positive_option(a, "lr", 10);
   o.weight_decay = number_option(a, "weight-decay", 0, 10);
   o.clip = number_option(a, "clip", 0, 1e6, "0: off");
   o.seed = static_cast<uint64_t>(int_option(a, "seed", 0));
@@ -112,7 +107,7 @@ TrainOptions train_options(const ArgParser& a) {
 
 SampleOptions sample_options(const ArgParser& a) {
   SampleOptions s;
-  s.temperature = open_below(a, "temperature", 0, 100);
+  s.temperature = positive_option(a, "temperature", 100);
   s.top_k = int_option(a, "top-k", 0, 1000000, "0: off");
   s.length = int_option(a, "length", 0, 1000000);
   return s;
@@ -151,7 +146,8 @@ Baseline ngram_baseline(const std::vector<int64_t>& train, const std::vector<int
 
 int train_mode(const ArgParser& a) {
   const auto t_start = Clock::now();
-  const bool quiet = a.flag("quiet");
+  const int rank = tg::dist::rank();  // rank 0 of a data-parallel run prints and writes
+  const bool quiet = a.flag("quiet") || rank != 0;
   GptConfig cfg = model_config(a);
   TrainOptions to = train_options(a);
   const int64_t n_samples = int_option(a, "samples", 0, 100);
@@ -159,6 +155,11 @@ int train_mode(const ArgParser& a) {
   SampleOptions so = sample_options(a);
   so.length = a.given("length") ? so.length : 200;
   require_writable(to.out + "/metrics.json", "--out");
+  if (rank == 0) {
+    std::vector<std::string> own = common_run_files();
+    for (const char* f : {"loss_curve.png", "samples.txt"}) own.push_back(f);
+    claim_run_folder(to.out, to.resume, a.flag("overwrite"), own);
+  }
   Progress prog(quiet ? Progress::Mode::kQuiet : Progress::Mode::kAuto);
 
   // Data: the corpus, the split by file, the vocabulary of the training text.
@@ -180,7 +181,11 @@ int train_mode(const ArgParser& a) {
 
   const std::vector<int64_t> held_starts =
       eval_starts(static_cast<int64_t>(held_ids.size()), cfg.block, to.eval_windows, to.seed);
-  Baseline base = ngram_baseline(train_ids, held_ids, held_starts, cfg.block, vocab.size(), order);
+  Baseline base;  // rank 0 reports it
+  if (rank == 0)
+    base = ngram_baseline(train_ids, held_ids, held_starts, cfg.block, vocab.size(), order);
+  else
+    base.json = {{"name", ""}};
   prog.line(fmt::format(
       "baseline: {}: held-out {:.4f} nats/char (on the evaluation windows {:.4f}) [{:.1f}s]",
       base.json["name"].get<std::string>(), base.heldout, base.windows, base.seconds));
@@ -205,16 +210,20 @@ int train_mode(const ArgParser& a) {
                          {"warmup", to.warmup},
                          {"clip", to.clip},
                          {"eval_windows", to.eval_windows},
+                         {"world_size", tg::dist::world_size()},
                          {"train_files", split.train_files},
                          {"model", cfg.to_json()},
                          {"vocab", vocab.to_json()}};
   prog.line(fmt::format(
       "model: {} parameters ({} blocks, d_model {}, {} heads, T {}{}{}); {} "
-      "steps of {} windows; {} threads on {}",
+      "steps of {} windows{}; {} threads on {}",
       model.num_parameters(), cfg.layers, cfg.d_model, cfg.heads, cfg.block,
       cfg.window > 0 ? fmt::format(", window {}", cfg.window) : "",
-      cfg.tie_weights ? ", tied head" : "", to.steps, to.batch_size, threads, to.device.str()));
+      cfg.tie_weights ? ", tied head" : "", to.steps, to.batch_size,
+      tg::dist::world_size() > 1 ? fmt::format(" on each of {} ranks", tg::dist::world_size()) : "",
+      threads, to.device.str()));
   TrainResult r = train(model, train_ids, held_ids, vocab, to, identity, prog);
+  if (rank != 0) return 0;
 
   // The best model on the whole held-out text, its samples and the report.
   SavedModel best = load_best(to.out);
@@ -230,7 +239,8 @@ int train_mode(const ArgParser& a) {
   const std::string header = fmt::format("step {}, temperature {}, top-k {}, seed {}", best.step,
                                          so.temperature, so.top_k, to.seed);
   write_samples(to.out + "/samples.txt", samples, header);
-  write_loss_curve(to.out + "/loss_curve.png", r.history, base.windows);  // like for like
+  write_loss_curve(to.out + "/loss_curve.png", r.history, base.windows,  // like for like
+                   heldout, base.heldout);
   const double total_s = seconds_since(t_start);
   Json m = {{"config", cfg.to_json()},
             {"training",
@@ -297,7 +307,15 @@ int run(const std::vector<std::string>& args) {
   if (!a.parse(static_cast<int>(argv.size()), argv.data())) return 0;
   const int threads = threads_option(a);
   if (threads > 0) tg::set_num_threads(threads);
-  if (a.given("sample")) return sample_mode(a);
+  if (a.given("sample")) {  // inference: no training options, one process
+    refuse_unused(a, "--sample", {"sample", "out", "temperature", "top-k", "length", "seed"});
+    return inference_elsewhere() ? 0 : sample_mode(a);
+  }
+  // Started by mpirun -np N: N data-parallel ranks (tg::dist), each with its share of the cores.
+  if (tg::dist::launched_by_mpirun()) tg::dist::init();
+  require_same_options_on_every_rank(a);  // one run: every rank with the same options
+  if (threads == 0 && tg::dist::local_world_size() > 1)
+    tg::set_num_threads(std::max(1, tg::get_num_threads() / tg::dist::local_world_size()));
   return train_mode(a);
 }
 

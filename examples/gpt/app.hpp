@@ -5,7 +5,10 @@
 //
 // A training run writes into --out: metrics.json (config, split, history, best held-out loss,
 // the n-gram baseline, seconds, parameters, samples), loss_curve.png, samples.txt, best/ and
-// last/ (train.hpp).
+// last/ (train.hpp). A folder that holds a run is refused unless --resume or --overwrite
+// (common/run_folder.hpp). Under mpirun the training is data-parallel (rank 0 prints and writes;
+// every rank must be given the same options) and --sample runs on rank 0 alone; --sample refuses
+// the options it does not use.
 // Not here: the pieces it wires together (data, ngram, model, train, sample, report).
 #pragma once
 

@@ -6,11 +6,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace tgx::gpt {
 
-void write_loss_curve(const std::string& path, const History& h, double baseline) {
+void write_loss_curve(const std::string& path, const History& h, double baseline,
+                      double final_heldout, double final_baseline) {
   Series raw{"train loss (per step)", {}, {}, {200, 200, 220}};
   Series smooth{"train loss (EMA 0.95)", {}, {}, {31, 119, 180}};
   double ema = 0;
@@ -35,7 +37,24 @@ void write_loss_curve(const std::string& path, const History& h, double baseline
     all.push_back(Series{
         "n-gram baseline (held-out windows)", {0, last}, {baseline, baseline}, {148, 103, 189}});
   PlotOptions o;
-  o.title = "gpt on fortunes: cross-entropy (nats per character)";
+  o.title = std::isfinite(final_heldout)
+                ? fmt::format("gpt: held-out {:.4f} nats/char, n-gram {:.4f}", final_heldout,
+                              final_baseline)
+                : std::string("gpt on fortunes: cross-entropy (nats per character)");
+  // The axis spans what matters, the evaluations and the baseline with a margin; the first
+  // steps' losses (near log V, far above) are drawn on the top edge.
+  if (!h.eval_heldout.empty()) {
+    double lo = std::isfinite(baseline) ? baseline : INFINITY;
+    double hi = std::isfinite(baseline) ? baseline : -INFINITY;
+    for (size_t i = 0; i < h.eval_heldout.size(); ++i) {
+      lo = std::min({lo, h.eval_heldout[i], h.eval_train[i]});
+      hi = std::max({hi, h.eval_heldout[i], h.eval_train[i]});
+    }
+    if (std::isfinite(lo) && std::isfinite(hi) && hi > lo) {
+      o.y_min = lo - 0.1 * (hi - lo);
+      o.y_max = hi + 0.1 * (hi - lo);
+    }
+  }
   o.xlabel = "optimizer step";
   o.ylabel = "nats per character";
   o.y_from_zero = false;

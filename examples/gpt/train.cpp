@@ -6,8 +6,12 @@
 #include "common/cli.hpp"
 #include "common/run_folder.hpp"
 #include "common/text.hpp"
+#include "common/guard.hpp"
 #include "nn/checkpoint.hpp"
 #include "nn/clip.hpp"
+#include "nn/dist/checkpoint.hpp"
+#include "nn/dist/ddp.hpp"
+#include "nn/dist/dist.hpp"
 #include "nn/optim.hpp"
 #include "nn/schedule.hpp"
 #include "ops/ops.hpp"
@@ -220,6 +224,13 @@ TrainResult train(Gpt& model, const std::vector<int64_t>& train_ids,
       eval_starts(static_cast<int64_t>(heldout_ids.size()), T, o.eval_windows, o.seed);
   const std::vector<int64_t> train_eval = eval_starts(L, T, o.eval_windows, o.seed + 1);
   model.to(o.device);  // before the optimizer: its state follows the parameters
+  // mpirun -np N: rank 0's weights everywhere, gradients averaged (global batch N x B); rank 0
+  // evaluates, decides and writes, every rank draws the same N x B starts and takes its B.
+  const int world = tg::dist::world_size(), rank = tg::dist::rank();
+  std::unique_ptr<tg::nn::DistributedDataParallel> ddp;
+  if (world > 1)
+    ddp = std::make_unique<tg::nn::DistributedDataParallel>(
+        std::shared_ptr<tg::nn::Module>(std::shared_ptr<tg::nn::Module>(), &model));
   tg::nn::AdamWOptions ao(o.lr);
   ao.betas = {0.9, 0.99};  // nanoGPT's choice for small character models
   ao.weight_decay = o.weight_decay;
@@ -230,7 +241,8 @@ TrainResult train(Gpt& model, const std::vector<int64_t>& train_ids,
   LoopState st;
   st.sampler.set_seed(o.seed * 1000003ULL + 0x5a3ULL);
   std::filesystem::create_directories(o.out);
-  recover_run_folder(o.out);
+  if (rank == 0) recover_run_folder(o.out);
+  if (world > 1) tg::dist::barrier();  // the others read what rank 0 restored
   const std::string last = last_dir(o.out);
   if (o.resume) {
     if (!file_exists(tg::nn::checkpoint_model_path(last)))
@@ -239,31 +251,42 @@ TrainResult train(Gpt& model, const std::vector<int64_t>& train_ids,
     check_same_run(meta_json(saved.metadata, "gpt.run", last), identity, last);
     tg::nn::CheckpointInfo info;
     try {
-      info = tg::nn::load_checkpoint(last, model, opt, &sched);
+      info = tg::nn::load_checkpoint_distributed(last, model, opt, &sched);
     } catch (const tg::Error& e) {
       throw UserError(fmt::format("--resume: {}", e.what()));
     }
+    require_finite_weights(model, "--resume: " + last,
+                           "refusing to resume from it (start a new run with --overwrite)");
     st.restore(info.extra, last);
     prog.line(fmt::format("resumed {} at step {} of {}", last, st.r.step, o.steps));
   }
   const int64_t end = o.max_steps > 0 ? std::min(o.steps, o.max_steps) : o.steps;
   const auto t0 = Clock::now();
   const double seconds_before = st.r.seconds;
+  size_t guarded = st.r.history.loss.size();  // losses[:guarded] passed the blown-up check
+  auto kept = [&] {                           // what a stopped run leaves to resume from
+    return st.r.history.eval_step.empty() ? std::string("no checkpoint was written yet")
+                                          : fmt::format("{} holds the checkpoint of step {}", last,
+                                                        st.r.history.eval_step.back());
+  };
   prog.start_epoch(1, 1, std::max<int64_t>(end - st.r.step, 0));
   while (st.r.step < end) {
     model.train();
-    std::vector<int64_t> starts(static_cast<size_t>(B));
+    std::vector<int64_t> starts(static_cast<size_t>(B * world));  // rank r takes block r
     for (int64_t& s : starts)
       s = static_cast<int64_t>(st.sampler.next_u64() % static_cast<uint64_t>(L - T));
-    tg::Tensor loss = lm_loss(model, make_batch(train_ids, starts, 0, starts.size(), T, o.device));
-    const double lv = loss.detach().to(tg::kCPU).item<double>();
+    const size_t mine = static_cast<size_t>(rank * B);
+    tg::Tensor loss = lm_loss(
+        model, make_batch(train_ids, starts, mine, mine + static_cast<size_t>(B), T, o.device));
+    tg::Tensor lt = loss.detach().to(tg::kCPU).to(tg::kFloat64).clone();
+    if (world > 1) tg::dist::all_reduce(lt, tg::dist::ReduceOp::Avg);  // the global batch's
+    const double lv = lt.item<double>();
     // A diverged run stops here, before the step, with the last good checkpoint on disk.
     if (!std::isfinite(lv))
       throw tg::Error(fmt::format(
-          "training diverged: the loss is {} at step {}; {} holds the checkpoint of step {}. "
-          "Lower --lr (now {}) or clip (--clip, now {})",
-          lv, st.r.step + 1, last,
-          st.r.history.eval_step.empty() ? 0 : st.r.history.eval_step.back(), o.lr, o.clip));
+          "training diverged: the loss is {} at step {}; {}. Lower --lr (now {}) or clip "
+          "(--clip, now {})",
+          lv, st.r.step + 1, kept(), o.lr, o.clip));
     opt.zero_grad();
     loss.backward();
     if (o.clip > 0) tg::nn::clip_grad_norm_(params, o.clip);  // --clip 0: off
@@ -271,18 +294,29 @@ TrainResult train(Gpt& model, const std::vector<int64_t>& train_ids,
     sched.step();
     ++st.r.step;
     st.r.history.loss.push_back(lv);
-    prog.step(lv, B);
+    prog.step(lv, B * world);
     if (st.r.step % o.eval_every != 0 && st.r.step != end) continue;
 
-    // Evaluation, best model, checkpoint, early stopping.
-    const double tr = evaluate(model, train_ids, train_eval, B, o.device);
-    const double he = evaluate(model, heldout_ids, held_eval, B, o.device);
+    // Before any checkpoint: a mean loss far above a uniform guess stops the run like a NaN.
+    if (std::string why = blown_up(st.r.history.loss, guarded, vocab.size()); !why.empty())
+      throw tg::Error(
+          fmt::format("{} (at step {}); {}. Lower --lr (now {}) or clip (--clip, now {})", why,
+                      st.r.step, kept(), o.lr, o.clip));
+    guarded = st.r.history.loss.size();
+    // Evaluation (rank 0's, for every rank), best model, checkpoint, early stopping.
+    tg::Tensor ev = tg::zeros({2}, tg::kFloat64);
+    if (rank == 0)
+      ev = tg::tensor(std::vector<double>{evaluate(model, train_ids, train_eval, B, o.device),
+                                          evaluate(model, heldout_ids, held_eval, B, o.device)});
+    if (world > 1) tg::dist::broadcast(ev, 0);
+    const std::vector<double> trhe = ev.to_vector<double>();
+    const double tr = trhe[0], he = trhe[1];
     st.r.history.eval_step.push_back(st.r.step);
     st.r.history.eval_train.push_back(tr);
     st.r.history.eval_heldout.push_back(he);
     const bool better = st.r.best_step == 0 || he < st.r.best_heldout;
     if (better) {
-      save_best(o.out, model, vocab, st.r.step, he);
+      if (rank == 0) save_best(o.out, model, vocab, st.r.step, he);
       st.r.best_step = st.r.step;
       st.r.best_heldout = he;
       st.bad_evals = 0;
@@ -291,8 +325,8 @@ TrainResult train(Gpt& model, const std::vector<int64_t>& train_ids,
     }
     st.r.seconds = seconds_before + seconds_since(t0);
     save_last(o.out, [&](const std::string& dir) {
-      tg::nn::save_checkpoint(dir, model, opt, &sched, st.r.step,
-                              st.meta(identity, vocab, model.cfg));
+      tg::nn::save_checkpoint_distributed(dir, model, opt, &sched, st.r.step,
+                                          st.meta(identity, vocab, model.cfg));
     });
     prog.line(fmt::format("step {}/{}: train {:.4f}, held-out {:.4f} nats/char{}  [lr {:.2e}]",
                           st.r.step, o.steps, tr, he, better ? " (best)" : "",
@@ -342,6 +376,7 @@ SavedModel load_best(const std::string& out) {
   } catch (const tg::Error& e) {
     throw UserError(fmt::format("{}: does not fit the model it names: {}", path, e.what()));
   }
+  require_finite_weights(*s.model, path, "refusing to use it");
   auto step = f.metadata.find("gpt.step");
   if (step != f.metadata.end()) s.step = parse_int(step->second).value_or(0);
   s.model->eval();

@@ -11,8 +11,15 @@
 // gap) — and <out>/last is replaced through a folder swap (common/run_folder.hpp); a lower
 // held-out loss writes <out>/best/model.safetensors (one file, written atomically, with the model
 // config and the vocabulary in its metadata). A non-finite loss stops the run before its step
-// with a tg::Error naming the step; --patience evaluations without a better held-out loss stop
-// it early.
+// with a tg::Error naming the step, and so does a mean loss since the last evaluation far above a
+// uniform guess (common/guard.hpp: weights that blew up without turning NaN); --resume refuses
+// a checkpoint with non-finite weights; --patience evaluations without a better held-out loss
+// stop it early.
+// Under mpirun -np N (tg::dist initialised) the model is wrapped in a DistributedDataParallel:
+// every rank draws the same N x B starts from the sampler and trains on its block of B (global
+// batch N x B), rank 0 evaluates and broadcasts the figures (every rank decides alike) and
+// writes best/ and last/; --resume is exact at the same N (the world size is part of the
+// run's identity).
 // On disk: <out>/last/{model,training_state}.safetensors (history in the metadata),
 // <out>/best/model.safetensors.
 // Deliberately not here: options (app.hpp), the report (report.hpp), sampling (sample.hpp).

@@ -64,6 +64,7 @@ ArgParser make_parser() {
               "<out>/explain/, no training)")
       .option("predict", "", "classify this text with the saved run in --out ('-': lines on stdin)")
       .flag("resume", "continue the run saved in --out/last")
+      .flag("overwrite", "start a new run in an --out that holds one (replaces its outputs)")
       .flag("quiet", "no progress output");
   return p;
 }
@@ -73,25 +74,24 @@ RunOptions options_from(const ArgParser& p) {
   o.dataset = p.str("dataset");
   o.data_dir = p.str("data-dir");
   o.out = p.str("out");
-  o.epochs = int_option(p, "epochs", 1);
-  o.batch_size = int_option(p, "batch-size", 1);
-  o.lr = p.number("lr");
-  o.weight_decay = number_option(p, "weight-decay", 0);
+  o.epochs = int_option(p, "epochs", 1, 1000000);  // steps = epochs x steps per epoch: no overflow
+  o.batch_size = int_option(p, "batch-size", 1, 65536);
+  o.lr = positive_option(p, "lr", 1e6);
+  o.weight_decay = number_option(p, "weight-decay", 0, 10);
   o.clip = number_option(p, "clip", 0, INFINITY, "0: no clipping");
-  o.model.max_len = p.integer("max-len");
+  // --max-len first: --tail's range and default are computed from it.
+  o.model.max_len = int_option(p, "max-len", 1, 65536);
   o.model.tail =
       int_option(p, "tail", -1, std::max<int64_t>(0, o.model.max_len - 1), "-1: half of --max-len");
   if (o.model.tail < 0) o.model.tail = o.model.max_len / 2;
-  o.model.d_model = p.integer("d-model");
-  o.model.layers = p.integer("layers");
-  o.model.heads = p.integer("heads");
-  o.model.ff = p.integer("ff");
+  o.model.d_model = int_option(p, "d-model", 1, 8192);
+  o.model.layers = int_option(p, "layers", 1, 128);
+  o.model.heads = int_option(p, "heads", 1, 256);
+  o.model.ff = int_option(p, "ff", 1, 65536);
   o.model.dropout = number_option(p, "dropout", 0, 0.999);
-  o.vocab_size = p.integer("vocab-size");
+  o.vocab_size = int_option(p, "vocab-size", 16, 1000000);
   o.patience = int_option(p, "patience", 0, std::numeric_limits<int64_t>::max(), "0: off");
-  int64_t seed = p.integer("seed");
-  if (seed < 0) throw UserError(fmt::format("--seed {}: must be >= 0", seed));
-  o.seed = static_cast<uint64_t>(seed);
+  o.seed = static_cast<uint64_t>(int_option(p, "seed", 0));
   o.split_seed = int_option(p, "split-seed", -1, std::numeric_limits<int64_t>::max(), "-1: --seed");
   o.max_steps = int_option(p, "max-steps", 0, std::numeric_limits<int64_t>::max(), "0: no limit");
   o.limit = int_option(p, "limit", 0, std::numeric_limits<int64_t>::max(), "0: all");
@@ -105,6 +105,7 @@ RunOptions options_from(const ArgParser& p) {
       throw UserError(fmt::format("--headers: '{}' is not a header name", h));
   if (!o.metrics_out.empty()) require_writable(o.metrics_out, "--metrics-out");
   o.resume = p.flag("resume");
+  o.overwrite = p.flag("overwrite");
   o.quiet = p.flag("quiet");
   o.device = device_option(p.str("device"));
   if (o.out.empty()) throw UserError("--out: must not be empty");
@@ -148,19 +149,28 @@ int run(const std::vector<std::string>& args) {
   for (const std::string& a : args) argv.push_back(a.c_str());
   if (!p.parse(static_cast<int>(argv.size()), argv.data())) return 0;  // --help
   const int threads = threads_option(p);
-  if (p.given("predict")) {
-    if (threads > 0) tg::set_num_threads(threads);
-    return run_predict(p.str("out"), p.str("predict"));
-  }
-  if (p.given("explain")) {
+  const bool predicting = p.given("predict"), explaining = p.given("explain");
+  if (predicting || explaining) {  // inference: no training options, one process
+    std::vector<std::string> used = {"out"};
+    if (predicting) used.push_back("predict");
+    if (explaining) used.push_back("explain");
+    refuse_unused(p,
+                  predicting && explaining ? "--predict with --explain"
+                  : predicting             ? "--predict"
+                                           : "--explain",
+                  used);
+    if (inference_elsewhere()) return 0;  // under mpirun: rank 0 alone answers
     if (threads > 0) tg::set_num_threads(threads);
     const std::string out = p.str("out");
-    const int n = explain(out, p.str("explain"));
-    fmt::print("wrote {} attention pictures (layer<L>_head<H>.png) in {}/explain/\n", n, out);
-    return 0;
+    if (explaining) {
+      const int n = explain(out, p.str("explain"));
+      fmt::print("wrote {} attention pictures (layer<L>_head<H>.png) in {}/explain/\n", n, out);
+    }
+    return predicting ? run_predict(out, p.str("predict")) : 0;
   }
   // Started by mpirun -np N: N data-parallel ranks (tg::dist), each with its share of the cores.
   if (tg::dist::launched_by_mpirun()) tg::dist::init();
+  require_same_options_on_every_rank(p);  // one run: every rank with the same options
   if (threads > 0)
     tg::set_num_threads(threads);
   else if (tg::dist::local_world_size() > 1)

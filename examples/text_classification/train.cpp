@@ -6,6 +6,7 @@
 #include "autograd/io.hpp"
 #include "autograd/tape.hpp"
 #include "common/cli.hpp"
+#include "common/guard.hpp"
 #include "common/metrics.hpp"
 #include "common/progress.hpp"
 #include "common/run_folder.hpp"
@@ -271,6 +272,19 @@ struct Loop {
   std::vector<tg::Tensor> params;
   int64_t spe;              // steps per epoch
   int world = 1, rank = 0;  // data parallel (mpirun): the model is wrapped in a DDP
+  size_t guarded = 0;       // st.hist.train_loss[:guarded] passed guard()
+
+  // Before every checkpoint: a mean loss since the last one far above a uniform guess stops the
+  // run like a NaN does (the same on every rank: the losses are the global batch's).
+  void guard() {
+    const std::string why =
+        blown_up(st.hist.train_loss, guarded, static_cast<int64_t>(d.ds.class_names.size()));
+    guarded = st.hist.train_loss.size();
+    if (!why.empty())
+      throw tg::Error(fmt::format(
+          "{} (at step {}, epoch {}); {}. Lower --lr (now {}) or clip harder (--clip, now {})", why,
+          st.global_step, st.epoch + 1, checkpoint_left(o.out), o.lr, o.clip));
+  }
 
   void step(const Batch& b) {
     tg::Tensor loss = tg::cross_entropy(model.forward(b.ids, b.pad), b.labels);
@@ -280,9 +294,9 @@ struct Loop {
     // A diverged run stops here, before the step, with the last good checkpoint on disk.
     if (!std::isfinite(lv))
       throw tg::Error(fmt::format(
-          "training diverged: the loss is {} at step {} (epoch {}); the last checkpoint in {}/last "
-          "is from before it. Lower --lr (now {}) or clip harder (--clip, now {})",
-          lv, st.global_step + 1, st.epoch + 1, o.out, o.lr, o.clip));
+          "training diverged: the loss is {} at step {} (epoch {}); {}. Lower --lr (now {}) or "
+          "clip harder (--clip, now {})",
+          lv, st.global_step + 1, st.epoch + 1, checkpoint_left(o.out), o.lr, o.clip));
     opt.zero_grad();
     loss.backward();  // under DDP: gradients averaged across ranks as they are produced
     if (o.clip > 0) tg::nn::clip_grad_norm_(params, o.clip);  // --clip 0: off
@@ -318,10 +332,13 @@ struct Loop {
       step(rank_batch(order, s));
       st.step_in_epoch = s + 1;
       stop = o.max_steps > 0 && st.global_step >= o.max_steps;
-      if (!stop && o.save_every > 0 && st.global_step % o.save_every == 0 && s + 1 < spe)
+      if (!stop && o.save_every > 0 && st.global_step % o.save_every == 0 && s + 1 < spe) {
+        guard();
         save_last(o, model, opt, sched, st, identity);
+      }
     }
     st.seconds += seconds_since(t0);
+    guard();
     if (st.step_in_epoch < spe) {  // stopped by --max-steps inside the epoch
       save_last(o, model, opt, sched, st, identity);
       prog.end_epoch(fmt::format("stopped at step {} (--max-steps)", st.global_step));
@@ -434,6 +451,11 @@ Json train_and_evaluate(const RunOptions& o) {
         fmt::format("need --epochs >= 1, --batch-size >= 1, --lr > 0 and "
                     "--vocab-size >= 16 (have {}, {}, {}, {})",
                     o.epochs, o.batch_size, o.lr, o.vocab_size));
+  if (tg::dist::rank() == 0) {
+    std::vector<std::string> own = common_run_files();
+    for (const char* f : {"tokenizer.json", "loss_curve.png"}) own.push_back(f);
+    claim_run_folder(o.out, o.resume, o.overwrite, own);
+  }
   fs::create_directories(o.out);
   if (tg::dist::rank() == 0) recover_run_folder(o.out);
   if (tg::dist::world_size() > 1) tg::dist::barrier();  // the others read what rank 0 restored
@@ -480,6 +502,8 @@ Json train_and_evaluate(const RunOptions& o) {
     auto saved = tg::nn::load_safetensors(tg::nn::checkpoint_model_path(last));
     check_same_run(meta_json(saved.metadata, "cls.run", last), identity, last);
     tg::nn::CheckpointInfo info = tg::nn::load_checkpoint_distributed(last, model, opt, &sched);
+    require_finite_weights(model, "--resume: " + last,
+                           "refusing to resume from it (start a new run with --overwrite)");
     st.from_meta(info.extra, last);
     prog.line(fmt::format("resumed {} at step {} (epoch {}, step {} of {})", last, st.global_step,
                           st.epoch + 1, st.step_in_epoch, spe));
@@ -493,6 +517,7 @@ Json train_and_evaluate(const RunOptions& o) {
                     world, o.batch_size, global_batch, ddp->num_buckets()));
 
   Loop loop{o, d, model, opt, sched, st, identity, prog, params, spe, world, rank};
+  loop.guarded = st.hist.train_loss.size();  // a resumed run is judged on its own steps
   while (st.epoch < o.epochs && loop.epoch()) {
   }
   if (rank != 0) return Json();  // rank 0 reports
@@ -537,15 +562,7 @@ TrainedRun load_run(const std::string& out) {
   } catch (const tg::Error& e) {
     throw UserError(fmt::format("{}: does not fit the model it names: {}", path, e.what()));
   }
-  for (const auto& [name, t] : f.tensors) {
-    if (!tg::is_floating(t.dtype())) continue;
-    const double s = tg::sum(tg::abs(t.to(tg::kFloat64))).item<double>();
-    if (!std::isfinite(s))
-      throw UserError(fmt::format(
-          "{}: weight {} holds NaN or infinite values (a diverged run or a corrupt file); "
-          "refusing to predict with it",
-          path, name));
-  }
+  require_finite_weights(*r.model, path, "refusing to predict with it");
   r.model->eval();
   return r;
 }

@@ -42,7 +42,8 @@ struct RunOptions {
   uint64_t data_seed() const { return split_seed < 0 ? seed : static_cast<uint64_t>(split_seed); }
   ModelConfig model;  // vocab_size / num_classes are filled in from the data
   bool resume = false, quiet = false;
-  std::string metrics_out;           // "" = <out>/metrics.json only
+  bool overwrite = false;   // a fresh run may replace the run in `out` (common/run_folder.hpp)
+  std::string metrics_out;  // "" = <out>/metrics.json only
   std::vector<std::string> headers;  // spam: email headers prepended to subject + body
   tg::Device device = tg::kCPU;      // where the model trains (--device cpu | cuda | cuda:N)
 };

@@ -7,8 +7,10 @@
 
 #include "autograd/io.hpp"
 #include "common/cli.hpp"
+#include "common/guard.hpp"
 #include "common/metrics.hpp"
 #include "common/progress.hpp"
+#include "common/run_folder.hpp"
 #include "common/text.hpp"
 #include "nn/checkpoint.hpp"
 #include "translation/data.hpp"
@@ -59,6 +61,7 @@ ArgParser make_parser() {
       .option("metrics-out", "", "write the final metrics as JSON to this file")
       .option("translate", "", "translate this sentence with the checkpoint in --out")
       .flag("resume", "continue training from --out/last")
+      .flag("overwrite", "start a new run in an --out that holds one (replaces its outputs)")
       .flag("quiet", "no progress output");
   return p;
 }
@@ -69,9 +72,9 @@ Dataset load_dataset(const ArgParser& a) {
   if (name == "numbers") {
     NumbersOptions o;
     o.seed = seed;
-    o.train_size = int_option(a, "train-size", 1);
-    o.heldout_size = int_option(a, "heldout-size", 1);
-    o.valid_size = std::max<int64_t>(1000, a.integer("valid-size"));
+    o.train_size = int_option(a, "train-size", 1, 10000000);
+    o.heldout_size = int_option(a, "heldout-size", 1, 99000);
+    o.valid_size = std::max<int64_t>(1000, int_option(a, "valid-size", 1, 99000));
     return make_numbers_dataset(o);
   }
   if (name == "freedict-eng-fra") {
@@ -89,11 +92,11 @@ ModelConfig model_config(const ArgParser& a, const std::string& dataset, const V
   c.dataset = dataset;
   c.src_vocab = v.src.size();
   c.tgt_vocab = v.tgt.size();
-  c.d_model = a.integer("d-model");
-  c.heads = a.integer("heads");
-  c.enc_layers = c.dec_layers = a.integer("layers");
-  c.ff = a.integer("ff");
-  c.dropout = a.number("dropout");
+  c.d_model = int_option(a, "d-model", 2, 8192);
+  c.heads = int_option(a, "heads", 1, 256);
+  c.enc_layers = c.dec_layers = int_option(a, "layers", 1, 64);
+  c.ff = int_option(a, "ff", 1, 65536);
+  c.dropout = number_option(a, "dropout", 0, 0.999);
   // The dictionary task is small and noisy: without dropout it overfits (below the copy baseline).
   if (a.str("dataset") == "freedict-eng-fra" && !a.given("dropout")) c.dropout = 0.2;
   c.max_len = longest + 8;
@@ -103,27 +106,25 @@ ModelConfig model_config(const ArgParser& a, const std::string& dataset, const V
 
 TrainOptions train_options(const ArgParser& a) {
   TrainOptions o;
-  o.steps = int_option(a, "steps", 1);
+  o.steps = int_option(a, "steps", 1, 100000000);
   if (a.str("dataset") == "freedict-eng-fra" && !a.given("steps")) o.steps = 2000;
-  o.max_steps =
-      int_option(a, "max-steps", 0, std::numeric_limits<int64_t>::max(), "0: run to --steps");
+  o.max_steps = int_option(a, "max-steps", 0, 100000000, "0: run to --steps");  // step + this
   o.time_limit_s = number_option(a, "time-limit", 0, INFINITY, "0: no limit") * 60.0;
-  o.batch_size = int_option(a, "batch-size", 1);
-  o.lr = a.number("lr");
+  o.batch_size = int_option(a, "batch-size", 1, 65536);
+  o.lr = positive_option(a, "lr", 10);
   o.warmup = int_option(a, "warmup", 0);
-  o.weight_decay = number_option(a, "weight-decay", 0);
+  o.weight_decay = number_option(a, "weight-decay", 0, 10);
   o.clip = number_option(a, "clip", 0, INFINITY, "0: no clipping");
-  o.label_smoothing = a.number("label-smoothing");
+  o.label_smoothing = number_option(a, "label-smoothing", 0, 0.999);
   o.eval_every = int_option(a, "eval-every", 1);
   o.patience = int_option(a, "patience", 0, std::numeric_limits<int64_t>::max(), "0: off");
-  o.valid_subset = int_option(a, "valid-size", 1);
-  o.seed = static_cast<uint64_t>(a.integer("seed"));
+  o.valid_subset = int_option(a, "valid-size", 1, 99000);
+  o.seed = static_cast<uint64_t>(int_option(a, "seed", 0));
   o.out_dir = a.str("out");
   o.resume = a.flag("resume");
+  o.overwrite = a.flag("overwrite");
   o.device = device_option(a.str("device"));
-  if (!(o.lr > 0)) throw UserError("--lr must be positive");
-  if (!(o.label_smoothing >= 0 && o.label_smoothing < 1))
-    throw UserError("--label-smoothing must be in [0, 1)");
+  if (o.out_dir.empty()) throw UserError("--out: must not be empty");
   return o;
 }
 
@@ -133,14 +134,25 @@ void print(bool quiet, const std::string& s) {
 
 int train_mode(const ArgParser& a) {
   bool quiet = a.flag("quiet") || tg::dist::rank() != 0;  // rank 0 of a data-parallel run prints
-  tg::manual_seed(static_cast<uint64_t>(a.integer("seed")));
+  // Every option is checked before the data is made (--d-model and friends again below, with
+  // the vocabularies, through the same calls).
+  TrainOptions to = train_options(a);
+  model_config(a, a.str("dataset"), Vocabs{}, 0);
+  if (!a.str("metrics-out").empty()) require_writable(a.str("metrics-out"), "--metrics-out");
+  int64_t beam = int_option(a, "beam", 1, 64, "1: greedy");
+  double lp = number_option(a, "length-penalty", 0, 10);
+  if (tg::dist::rank() == 0) {
+    std::vector<std::string> own = common_run_files();
+    for (const char* dir : {"last", "last.new", "last.old", "best"})
+      for (const char* f : {"vocab.json", "history.json"})
+        own.push_back(std::string(dir) + "/" + f);
+    for (const char* f : {"loss.png", "validation.png"}) own.push_back(f);
+    claim_run_folder(to.out_dir, to.resume, to.overwrite, own);
+  }
+  tg::manual_seed(to.seed);
   Dataset d = load_dataset(a);
   Vocabs v = Vocabs::build(d);
   ModelConfig cfg = model_config(a, d.name, v, longest_sequence(d));
-  TrainOptions to = train_options(a);
-  if (!a.str("metrics-out").empty()) require_writable(a.str("metrics-out"), "--metrics-out");
-  int64_t beam = int_option(a, "beam", 1, 64, "1: greedy");
-  double lp = a.number("length-penalty");
   Seq2Seq model(cfg);
   print(quiet, fmt::format("{}: {} train / {} validation / {} held-out pairs; vocabularies {} / "
                            "{}; model {} parameters",
@@ -236,12 +248,13 @@ int translate_mode(const ArgParser& a) {
   } catch (const tg::Error& e) {
     throw UserError(fmt::format("{}: {}", model_path, e.what()));
   }
+  require_finite_weights(model, model_path, "refusing to translate with it");
   require_utf8(text, "--translate");
   std::string input = v.level == Level::Word ? to_lower_ascii(squeeze_spaces(text)) : trim(text);
   std::vector<std::string> src = tokenize(input, v.level);
   if (src.empty()) throw UserError("--translate: the sentence is empty");
   auto out = translate_tokens(model, v, src, int_option(a, "beam", 1, 64, "1: greedy"),
-                              a.number("length-penalty"));
+                              number_option(a, "length-penalty", 0, 10));
   fmt::print("{}\n", detokenize(out, v.level));
   auto att = write_attention(model, v, src, out, a.str("out") + "/translate");
   if (!a.flag("quiet"))
@@ -259,9 +272,13 @@ int run(const std::vector<std::string>& args) {
   if (!a.parse(static_cast<int>(argv.size()), argv.data())) return 0;
   const int threads = threads_option(a);
   if (threads > 0) tg::set_num_threads(threads);
-  if (a.given("translate")) return translate_mode(a);
+  if (a.given("translate")) {  // inference: no training options, one process
+    refuse_unused(a, "--translate", {"translate", "out", "beam", "length-penalty"});
+    return inference_elsewhere() ? 0 : translate_mode(a);
+  }
   // Started by mpirun -np N: N data-parallel ranks (tg::dist); --threads is per rank.
   if (tg::dist::launched_by_mpirun()) tg::dist::init();
+  require_same_options_on_every_rank(a);  // one run: every rank with the same options
   return train_mode(a);
 }
 

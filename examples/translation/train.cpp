@@ -4,6 +4,7 @@
 #include "autograd/io.hpp"
 #include "autograd/tape.hpp"
 #include "common/cli.hpp"
+#include "common/guard.hpp"
 #include "common/metrics.hpp"
 #include "common/run_folder.hpp"
 #include "common/text.hpp"
@@ -250,10 +251,10 @@ double train_step(Seq2Seq& model, const Encoded& tr, const std::vector<size_t>& 
   const double lv = lt.item<double>();  // the global batch's loss under data parallelism
   // A diverged run stops here, before the step, with the last good checkpoint on disk.
   if (!std::isfinite(lv))
-    throw tg::Error(fmt::format(
-        "training diverged: the loss is {} at step {}; the last checkpoint in {} is from before "
-        "it. Lower --lr (now {}) or clip (--clip, now {})",
-        lv, step + 1, o.out_dir, o.lr, o.clip));
+    throw tg::Error(
+        fmt::format("training diverged: the loss is {} at step {}; {}. Lower --lr (now {}) or clip "
+                    "(--clip, now {})",
+                    lv, step + 1, tgx::checkpoint_left(o.out_dir), o.lr, o.clip));
   opt.zero_grad();
   loss.backward();
   if (o.clip > 0) tg::nn::clip_grad_norm_(model.parameters(), o.clip);
@@ -309,6 +310,8 @@ TrainLog train(Seq2Seq& model, const Dataset& d, const Vocabs& v, const TrainOpt
     } catch (const tg::Error& e) {
       throw UserError(fmt::format("--resume: {}", e.what()));
     }
+    require_finite_weights(model, "--resume: " + ckpt,
+                           "refusing to resume from it (start a new run with --overwrite)");
     step = info.step;
     auto extra = [&](const std::string& key) {
       auto it = info.extra.find(key);
@@ -325,6 +328,7 @@ TrainLog train(Seq2Seq& model, const Dataset& d, const Vocabs& v, const TrainOpt
     read_history(ckpt + "/history.json", log);
   }
   log.start_step = step;
+  size_t guarded = log.losses.size();  // losses[:guarded] passed the blown-up check
   int64_t end = o.max_steps > 0 ? std::min(o.steps, step + o.max_steps) : o.steps;
   auto t0 = Clock::now();
   progress.start_epoch(1, 1, std::max<int64_t>(end - step, 0));
@@ -343,6 +347,14 @@ TrainLog train(Seq2Seq& model, const Dataset& d, const Vocabs& v, const TrainOpt
     bool out_of_time = o.time_limit_s > 0 && elapsed >= o.time_limit_s;
     if (o.time_limit_s > 0) out_of_time = rank0_decides(out_of_time);  // rank 0's clock
     if (step % o.eval_every != 0 && step != end && !out_of_time) continue;
+    // Before any checkpoint: a mean loss far above a uniform guess stops the run like a NaN
+    // (on every rank alike: the losses are the global batch's).
+    if (std::string why = blown_up(log.losses, guarded, static_cast<int64_t>(v.tgt.size()));
+        !why.empty())
+      throw tg::Error(
+          fmt::format("{} (at step {}); {}. Lower --lr (now {}) or clip (--clip, now {})", why,
+                      step, tgx::checkpoint_left(o.out_dir), o.lr, o.clip));
+    guarded = log.losses.size();
     tg::nn::Metadata m = meta;
     EvalResult r;
     bool better = false;

@@ -70,6 +70,7 @@ struct TrainOptions {
   uint64_t seed = 1;
   std::string out_dir = "runs/translation";
   bool resume = false;
+  bool overwrite = false;  // a fresh run may replace the run in out_dir (common/run_folder.hpp)
   tg::Device device = tg::kCPU;  // where training steps run; decoding runs on the CPU
 };
 

@@ -151,3 +151,26 @@ TEST_CASE("attention lab: a NaN input, a run folder without --text, sizes out of
   CHECK_THAT(error_of({"--len", "-5", "--out", out}), Contains("--len -5: must be in [1, 512]"));
   CHECK_THAT(error_of({"--heads", "0", "--out", out}), Contains("--heads 0: must be in [1, 256]"));
 }
+
+TEST_CASE("attention lab: a run folder of another kind says what it expected (issue 23)",
+          "[examples][lab]") {
+  std::string out = out_dir("other_run");
+  const std::string run_dir = out + "/translation";  // best/ and last/, no tokenizer.json
+  for (const char* sub : {"/best", "/last"}) {
+    std::filesystem::create_directories(run_dir + sub);
+    std::ofstream(run_dir + sub + "/model.safetensors") << "x";
+  }
+  const std::string msg = error_of({"--checkpoint", run_dir, "--heads", "2", "--out", out});
+  CHECK_THAT(msg, Contains("--checkpoint " + run_dir + ": this folder holds no model.safetensors"));
+  CHECK_THAT(
+      msg, Contains("try --checkpoint " + run_dir + "/best or --checkpoint " + run_dir + "/last"));
+  CHECK_THAT(msg, !Contains("no such file"));
+  std::filesystem::create_directories(out + "/empty");
+  CHECK_THAT(error_of({"--checkpoint", out + "/empty", "--heads", "2", "--out", out}),
+             Contains("this folder holds no model.safetensors (expected a checkpoint folder"));
+  CHECK_THAT(error_of({"--seed", "-1", "--out", out}), Contains("--seed -1: must be >= 0"));
+  CHECK_THAT(error_of({"--blocked", "0", "--out", out}),
+             Contains("--blocked 0: must be in [1, 512]"));
+  CHECK_THAT(error_of({"--local", "-1,0", "--out", out}),
+             Contains("--local -1,0: LEFT and RIGHT must be >= 0"));
+}

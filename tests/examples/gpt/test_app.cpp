@@ -2,7 +2,9 @@
 // fixture corpus: a short run (the loss falls, metrics.json holds real values, best/ and last/
 // exist), seeded sampling from the saved run, --resume giving exactly the losses of an
 // uninterrupted run, the model's causality and sliding window, and bad options refused with
-// their allowed range.
+// their allowed range; a finished run refused without --resume or --overwrite, --sample's unused
+// options refused, a blown-up loss stopped, NaN weights refused by --resume, the loss curve's
+// final figure and axis (issue 23).
 #include <catch2/catch.hpp>
 
 #include "autograd/tape.hpp"
@@ -11,13 +13,17 @@
 #include "common/text.hpp"
 #include "gpt/app.hpp"
 #include "gpt/model.hpp"
+#include "gpt/report.hpp"
 #include "gpt/sample.hpp"
 #include "gpt/train.hpp"
+#include "nn/checkpoint.hpp"
 #include "ops/ops.hpp"
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <numeric>
 
 using namespace tgx::gpt;
@@ -228,4 +234,135 @@ TEST_CASE("gpt model: causal, and the sliding window sees only the last W keys",
   CHECK(std::equal(w0.begin() + 5 * 11, w0.end(), w1.begin() + 5 * 11));
   CHECK(!std::equal(w0.begin() + 4 * 11, w0.begin() + 5 * 11, w1.begin() + 4 * 11));
   CHECK(!std::equal(base.begin() + 11 * 11, base.end(), w0.begin() + 11 * 11));
+}
+
+// ---- issue 23: the run folder guard, inference options, divergence, the loss curve ----
+
+namespace {
+std::vector<std::string> short_args(const std::string& out) {
+  return with(tiny_args(out), {"--steps", "10", "--warmup", "2", "--eval-every", "5"});
+}
+}  // namespace
+
+TEST_CASE("gpt: a finished run is not replaced without --resume or --overwrite", "[gpt]") {
+  const std::string out = fresh_dir("guard");
+  REQUIRE(run(short_args(out)) == 0);
+  const std::string before = tgx::read_file(out + "/metrics.json");
+  std::ofstream(out + "/notes.txt") << "mine";
+  REQUIRE_THROWS_AS(run(short_args(out)), tgx::UserError);
+  REQUIRE_THROWS_WITH(run(short_args(out)), Contains("--out " + out + " holds a run") &&
+                                                Contains("--resume") && Contains("--overwrite"));
+  CHECK(tgx::read_file(out + "/metrics.json") == before);
+  REQUIRE_THROWS_WITH(run(with(short_args(out), {"--resume", "--overwrite"})),
+                      Contains("contradict"));
+  REQUIRE(run(with(short_args(out), {"--overwrite", "--seed", "2"})) == 0);
+  CHECK(read_json(out + "/metrics.json")["training"]["seed"] == 2);
+  CHECK(tgx::read_file(out + "/notes.txt") == "mine");  // not the program's: kept
+}
+
+TEST_CASE("gpt: --sample refuses the options it does not use", "[gpt]") {
+  const std::string out = fresh_dir("sample-opts");
+  REQUIRE(run(short_args(out)) == 0);
+  REQUIRE_THROWS_WITH(run({"--out", out, "--sample", "The ", "--lr", "0.1", "--resume"}),
+                      Contains("--sample does not use --lr, --resume"));
+  REQUIRE_THROWS_WITH(run({"--out", out, "--sample", "The ", "--steps", "3"}),
+                      Contains("--sample does not use --steps"));
+  REQUIRE(run({"--out", out, "--sample", "The ", "--length", "5", "--seed", "2", "--quiet",
+               "--temperature", "0.5", "--top-k", "3", "--threads", "1"}) == 0);
+}
+
+TEST_CASE("gpt: a loss that blows up without NaN stops the run, --resume checks the weights",
+          "[gpt]") {
+  const std::string out = fresh_dir("blowup");
+  try {
+    run(with(short_args(out), {"--lr", "10", "--clip", "0"}));
+    FAIL("a run at --lr 10 --clip 0 finished");
+  } catch (const tg::Error& e) {
+    const std::string msg = e.what();
+    CHECK_THAT(msg, Contains("training diverged: the mean loss of steps 1-5 is"));
+    CHECK_THAT(msg, Contains("uniform guess"));
+    CHECK_THAT(msg, Contains("Lower --lr (now 10)"));
+    CHECK_THAT(msg, Contains("(at step 5); no checkpoint was written yet"));
+  }
+  CHECK_FALSE(tgx::file_exists(out + "/metrics.json"));
+  CHECK_FALSE(tgx::file_exists(out + "/best/model.safetensors"));  // no best/ of a broken model
+
+  // A checkpoint whose weights are NaN: --resume refuses it without blaming --lr.
+  const std::string part = fresh_dir("nan-resume");
+  REQUIRE(run(with(short_args(part), {"--max-steps", "5"})) == 0);
+  const std::string model = tg::nn::checkpoint_model_path(part + "/last");
+  tg::nn::SafetensorsFile f = tg::nn::load_safetensors(model);
+  tg::nn::StateDict poisoned;
+  for (const auto& [name, t] : f.tensors)
+    poisoned.insert(
+        name, name == "lm_head.weight" || name == "tok_emb.weight" ? tg::full_like(t, NAN) : t);
+  tg::nn::save_safetensors(model, poisoned, f.metadata);
+  try {
+    run(with(short_args(part), {"--resume"}));
+    FAIL("resumed from NaN weights");
+  } catch (const tgx::UserError& e) {
+    const std::string msg = e.what();
+    CHECK_THAT(msg, Contains("--resume: " + part + "/last: weight"));
+    CHECK_THAT(msg, Contains("holds NaN or infinite values"));
+    CHECK_THAT(msg, !Contains("--lr"));
+  }
+  // --sample refuses a best/ model with NaN weights too.
+  const std::string best = part + "/best/model.safetensors";
+  tg::nn::SafetensorsFile g = tg::nn::load_safetensors(best);
+  tg::nn::StateDict bad;
+  for (const auto& [name, t] : g.tensors)
+    bad.insert(name, name == "tok_emb.weight" ? tg::full_like(t, INFINITY) : t);
+  tg::nn::save_safetensors(best, bad, g.metadata);
+  REQUIRE_THROWS_WITH(run({"--out", part, "--sample", "The "}),
+                      Contains(best + ": weight tok_emb.weight holds NaN or infinite values"));
+}
+
+TEST_CASE("gpt: the loss curve names the final held-out figure and zooms on the baseline",
+          "[gpt]") {
+  History h;
+  for (int i = 0; i < 100; ++i) h.loss.push_back(4.7 * std::exp(-i / 30.0) + 1.6);
+  h.eval_step = {50, 100};
+  h.eval_train = {2.1, 1.75};
+  h.eval_heldout = {2.2, 1.8};
+  const std::string dir = fresh_dir("curve");
+  write_loss_curve(dir + "/plain.png", h, 1.7);
+  write_loss_curve(dir + "/final.png", h, 1.7, 1.7288, 1.7296);
+  const tgx::Image a = tgx::read_png(dir + "/plain.png"), b = tgx::read_png(dir + "/final.png");
+  REQUIRE(a.width == b.width);
+  // The title (the top rows) differs; the plot below it is the same.
+  int title_diff = 0, plot_diff = 0;
+  for (int y = 0; y < a.height; ++y)
+    for (int x = 0; x < a.width; ++x) {
+      const bool d = a.get(x, y).r != b.get(x, y).r || a.get(x, y).g != b.get(x, y).g;
+      (y < 26 ? title_diff : plot_diff) += d;
+    }
+  CHECK(title_diff > 100);
+  CHECK(plot_diff == 0);
+  // The baseline is a horizontal line inside the plot, not squeezed against its bottom: the
+  // axis starts just under it (1.7 - 0.1 x (2.2 - 1.7)), so it sits near the bottom but above it.
+  int rows_with_line = 0, lowest = 0;
+  for (int y = 0; y < b.height; ++y) {
+    int n = 0;
+    for (int x = 0; x < b.width; ++x) {
+      const tgx::RGB c = b.get(x, y);
+      n += c.r == 148 && c.g == 103 && c.b == 189;
+    }
+    if (n > b.width / 2) ++rows_with_line, lowest = y;
+  }
+  CHECK(rows_with_line >= 1);
+  CHECK(lowest < b.height - 45 - 10);  // 45: the x axis' margin
+  CHECK(lowest > b.height / 2);        // and the held-out curve has the space above it
+  // A baseline above every evaluation (a tiny corpus) stays inside the axis, under its top.
+  write_loss_curve(dir + "/high.png", h, 2.5, 1.7288, 2.6);
+  const tgx::Image c = tgx::read_png(dir + "/high.png");
+  int line_row = -1;
+  for (int y = 0; y < c.height && line_row < 0; ++y) {
+    int n = 0;
+    for (int x = 0; x < c.width; ++x) {
+      const tgx::RGB p = c.get(x, y);
+      n += p.r == 148 && p.g == 103 && p.b == 189;
+    }
+    if (n > c.width / 2) line_row = y;
+  }
+  CHECK(line_row > 60);  // below the title and legend rows and the plot's top edge
 }

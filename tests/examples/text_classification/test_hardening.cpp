@@ -2,6 +2,9 @@
 // (issue "hardening"): --clip 0 means off and a negative --clip is refused, a diverging run
 // stops with a message naming the step, a kill between save_last's two renames is recovered on
 // --resume, and write-ahead files of dead writers are removed; --split-seed fixes the split.
+// Issue 23: size options checked before any work (--max-len -1 crashed), a finished run kept
+// unless --resume or --overwrite, --predict/--explain refusing training options and running
+// together, --resume refusing NaN weights.
 #include <catch2/catch.hpp>
 
 #include "common/cli.hpp"
@@ -64,7 +67,9 @@ TEST_CASE("hardening: a diverging run stops with a message naming the step",
     FAIL("a run at --lr 1e6 finished");
   } catch (const tg::Error& e) {
     const std::string msg = e.what();
-    CHECK_THAT(msg, Contains("training diverged: the loss is"));
+    // Since issue 23 the blown-up guard (a mean loss of 5e11, finite) stops it before a NaN.
+    CHECK_THAT(msg, Contains("training diverged: the mean loss of steps 1-3 is") &&
+                        Contains("uniform guess among 2 outcomes"));
     CHECK_THAT(msg, Contains("at step"));
     CHECK_THAT(msg, Contains("Lower --lr (now 1000000)"));
   }
@@ -153,7 +158,7 @@ TEST_CASE("hardening: out-of-range options are refused naming the allowed range"
            {"--limit", "-1", "--limit -1: must be >= 0 (0: all)"},
            {"--max-steps", "-1", "--max-steps -1: must be >= 0 (0: no limit)"},
            {"--save-every", "-1", "--save-every -1: must be >= 0"},
-           {"--epochs", "0", "--epochs 0: must be >= 1"},
+           {"--epochs", "0", "--epochs 0: must be in [1, 1000000]"},
            {"--dropout", "1.5", "--dropout 1.5: must be in [0, 0.999]"},
            {"--threads", "-2", "--threads -2: must be >= 0"},
            {"--split-seed", "-2", "--split-seed -2: must be >= -1 (-1: --seed)"},
@@ -199,4 +204,90 @@ TEST_CASE("hardening: --split-seed keeps the split while --seed changes the init
   CHECK(ma["history"] != mb["history"]);
   fs::remove_all(a);
   fs::remove_all(b);
+}
+
+// ---- issue 23 ----
+
+TEST_CASE("hardening: --max-len and every size option are checked before any work",
+          "[text_classification]") {
+  const std::string out = fresh("sizes");
+  for (auto [flag, value, want] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"--max-len", "-1",
+            "--max-len -1: must be in [1, 65536]"},  // was vector::_M_default_append
+           {"--max-len", "0", "--max-len 0: must be in [1, 65536]"},
+           {"--max-len", "100000000", "--max-len 100000000: must be in [1, 65536]"},
+           {"--d-model", "0", "--d-model 0: must be in [1, 8192]"},
+           {"--d-model", "1000000", "--d-model 1000000: must be in [1, 8192]"},
+           {"--layers", "-3", "--layers -3: must be in [1, 128]"},
+           {"--heads", "0", "--heads 0: must be in [1, 256]"},
+           {"--ff", "-1", "--ff -1: must be in [1, 65536]"},
+           {"--vocab-size", "5", "--vocab-size 5: must be in [16, 1000000]"},
+           {"--batch-size", "0", "--batch-size 0: must be in [1, 65536]"},
+           {"--batch-size", "99999999", "--batch-size 99999999: must be in [1, 65536]"},
+           {"--lr", "0", "--lr 0: must be in (0, 1000000]"},
+           {"--lr", "-1", "--lr -1: must be in (0, 1000000]"},
+           {"--seed", "-1", "--seed -1: must be >= 0"},
+           {"--weight-decay", "1e11", "--weight-decay 1e11: must be in [0, 10]"},
+           // epochs x steps per epoch overflowed int64 (undefined behaviour)
+           {"--epochs", "4611686018427387904",
+            "--epochs 4611686018427387904: must be in [1, 1000000]"}})
+    CHECK_THROWS_WITH(run(tiny(out, {flag, value})), Contains(want));
+  CHECK((!fs::exists(out) || fs::is_empty(out)));  // nothing was written
+}
+
+TEST_CASE("hardening: a finished run is not replaced without --resume or --overwrite",
+          "[text_classification]") {
+  const std::string out = fresh("guard");
+  REQUIRE(run(tiny(out, {"--epochs", "1"})) == 0);
+  const std::string before = tgx::read_file(out + "/metrics.json");
+  const std::string model = tgx::read_file(out + "/best/model.safetensors");
+  std::ofstream(out + "/notes.txt") << "mine";
+  REQUIRE_THROWS_WITH(
+      run(tiny(out, {"--epochs", "1"})),
+      Contains("--out " + out + " holds a run") && Contains("--resume") && Contains("--overwrite"));
+  CHECK(tgx::read_file(out + "/metrics.json") == before);
+  CHECK(tgx::read_file(out + "/best/model.safetensors") == model);
+  REQUIRE(run(tiny(out, {"--epochs", "1", "--seed", "4", "--overwrite"})) == 0);
+  CHECK(metrics(out)["seed"] == 4);
+  CHECK(tgx::read_file(out + "/notes.txt") == "mine");
+  fs::remove_all(out);
+}
+
+TEST_CASE("hardening: --predict and --explain refuse training options and run together",
+          "[text_classification]") {
+  const std::string out = fresh("modes");
+  REQUIRE(run(tiny(out, {"--epochs", "1"})) == 0);
+  REQUIRE_THROWS_WITH(run({"--out", out, "--predict", "win", "--epochs", "3", "--resume"}),
+                      Contains("--predict does not use --epochs, --resume"));
+  REQUIRE_THROWS_WITH(run({"--out", out, "--explain", "win", "--lr", "1"}),
+                      Contains("--explain does not use --lr"));
+  REQUIRE_THROWS_WITH(run({"--out", out, "--explain", "win", "--predict", "x", "--device", "cpu"}),
+                      Contains("--predict with --explain does not use --device"));
+  // Both requests run: the pictures of --explain and the prediction of --predict.
+  REQUIRE(run({"--out", out, "--explain", "win a free cruise", "--predict", "win a prize",
+               "--quiet"}) == 0);
+  CHECK(fs::exists(out + "/explain/layer0_head0.png"));
+  fs::remove_all(out);
+}
+
+TEST_CASE("hardening: --resume refuses a checkpoint with NaN weights, without blaming --lr",
+          "[text_classification]") {
+  const std::string out = fresh("nan_resume");
+  REQUIRE(run(tiny(out, {"--max-steps", "4"})) == 0);
+  const std::string path = tg::nn::checkpoint_model_path(out + "/last");
+  tg::nn::SafetensorsFile f = tg::nn::load_safetensors(path);
+  tg::nn::StateDict poisoned;
+  for (const auto& [name, t] : f.tensors)
+    poisoned.insert(name, name.find("head") != std::string::npos ? tg::full_like(t, NAN) : t);
+  tg::nn::save_safetensors(path, poisoned, f.metadata);
+  try {
+    run(tiny(out, {"--resume"}));
+    FAIL("resumed from NaN weights");
+  } catch (const tgx::UserError& e) {
+    const std::string msg = e.what();
+    CHECK_THAT(msg, Contains("--resume: " + out + "/last: weight head"));
+    CHECK_THAT(msg, Contains("holds NaN or infinite values"));
+    CHECK_THAT(msg, !Contains("--lr"));
+  }
+  fs::remove_all(out);
 }

@@ -2,18 +2,24 @@
 // smoke run on a tiny numbers task (loss falls, checkpoints written, --resume continues from
 // the saved step and matches an uninterrupted run, --translate works from the checkpoint and
 // writes the attention PNG, bad sentences and mismatched checkpoints are rejected), and a short
-// run on the committed freedict sample with its copy baseline.
+// run on the committed freedict sample with its copy baseline; issue 23: options checked before
+// the data is made, a finished run kept unless --resume or --overwrite, --translate refusing
+// training options, --resume refusing NaN weights.
 #include <catch2/catch.hpp>
 
 #include "autograd/io.hpp"
 #include "common/cli.hpp"
 #include "common/png.hpp"
 #include "common/text.hpp"
+#include "nn/checkpoint.hpp"
+#include "ops/ops.hpp"
 #include "translation/app.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <fstream>
+#include <tuple>
 #include <numeric>
 
 using namespace tgx::translation;
@@ -168,4 +174,102 @@ TEST_CASE("translation: freedict sample trains at character level with a copy ba
   CHECK(m["baseline_copy_exact_match"].get<double>() >= 0);
   REQUIRE_THROWS_WITH(run({"--dataset", "freedict-eng-fra", "--data-dir", out + "/none"}),
                       Contains("sudo apt-get install dict-freedict-eng-fra"));
+}
+
+// ---- issue 23: options checked before the data is made, the run folder guard, --translate's
+// options, a checkpoint with NaN weights ----
+
+TEST_CASE("translation: every numeric option is checked before any work") {
+  const std::string out = fresh_dir("bad-options");
+  for (auto [flag, value, want] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"--d-model", "-2", "--d-model -2: must be in [2, 8192]"},
+           {"--d-model", "99999", "--d-model 99999: must be in [2, 8192]"},
+           {"--layers", "0", "--layers 0: must be in [1, 64]"},
+           {"--heads", "-1", "--heads -1: must be in [1, 256]"},
+           {"--ff", "0", "--ff 0: must be in [1, 65536]"},
+           {"--dropout", "1", "--dropout 1: must be in [0, 0.999]"},
+           {"--train-size", "0", "--train-size 0: must be in [1, 10000000]"},
+           {"--train-size", "1000000000000",
+            "--train-size 1000000000000: must be in [1, 10000000]"},
+           {"--heldout-size", "-5", "--heldout-size -5: must be in [1, 99000]"},
+           {"--valid-size", "0", "--valid-size 0: must be in [1, 99000]"},
+           {"--steps", "0", "--steps 0: must be in [1, 100000000]"},
+           {"--batch-size", "0", "--batch-size 0: must be in [1, 65536]"},
+           {"--lr", "0", "--lr 0: must be in (0, 10]"},
+           {"--weight-decay", "1e11", "--weight-decay 1e11: must be in [0, 10]"},
+           {"--label-smoothing", "1", "--label-smoothing 1: must be in [0, 0.999]"},
+           {"--seed", "-1", "--seed -1: must be >= 0"},
+           {"--length-penalty", "-1", "--length-penalty -1: must be in [0, 10]"},
+           {"--beam", "0", "--beam 0: must be in [1, 64] (1: greedy)"},
+           // step + --max-steps overflowed int64 (undefined behaviour)
+           {"--max-steps", "9223372036854775807",
+            "--max-steps 9223372036854775807: must be in [0, 100000000] (0: run to --steps)"}})
+    CHECK_THROWS_WITH(run(with(tiny_args(out), {flag, value})), Contains(want));
+  CHECK(std::filesystem::is_empty(out));
+}
+
+TEST_CASE(
+    "translation: a finished run is kept unless --resume or --overwrite, --translate "
+    "refuses training options") {
+  const std::string out = fresh_dir("guard");
+  const auto args = with(tiny_args(out), {"--steps", "10", "--eval-every", "5"});
+  REQUIRE(run(args) == 0);
+  const std::string before = tgx::read_file(out + "/best/model.safetensors");
+  std::ofstream(out + "/notes.txt") << "mine";
+  REQUIRE_THROWS_WITH(run(args), Contains("--out " + out + " holds a run") &&
+                                     Contains("--resume") && Contains("--overwrite"));
+  CHECK(tgx::read_file(out + "/best/model.safetensors") == before);
+  REQUIRE(run(with(args, {"--overwrite", "--seed", "2"})) == 0);
+  CHECK(read_json(out + "/metrics.json")["seed"] == 2);
+  CHECK(tgx::read_file(out + "/notes.txt") == "mine");
+
+  REQUIRE_THROWS_WITH(run({"--out", out, "--translate", "one", "--steps", "5", "--resume"}),
+                      Contains("--translate does not use --steps, --resume"));
+  REQUIRE(run({"--out", out, "--translate", "one", "--beam", "1", "--length-penalty", "0.5",
+               "--quiet"}) == 0);
+
+  // --resume refuses a checkpoint whose weights are NaN, without blaming --lr.
+  const std::string part = fresh_dir("nan-resume");
+  const auto pargs = with(tiny_args(part), {"--steps", "10", "--eval-every", "5"});
+  REQUIRE(run(with(pargs, {"--max-steps", "5"})) == 0);
+  const std::string model = part + "/last/model.safetensors";
+  tg::nn::SafetensorsFile f = tg::nn::load_safetensors(model);
+  tg::nn::StateDict poisoned;
+  for (const auto& [name, t] : f.tensors)
+    poisoned.insert(name, name.rfind("src_embed", 0) == 0 ? tg::full_like(t, NAN) : t);
+  tg::nn::save_safetensors(model, poisoned, f.metadata);
+  try {
+    run(with(pargs, {"--resume"}));
+    FAIL("resumed from NaN weights");
+  } catch (const tgx::UserError& e) {
+    const std::string msg = e.what();
+    CHECK_THAT(msg, Contains("--resume: " + part + "/last: weight src_embed"));
+    CHECK_THAT(msg, Contains("holds NaN or infinite values"));
+    CHECK_THAT(msg, !Contains("--lr"));
+  }
+  // --translate refuses a best/ model with NaN weights too.
+  const std::string best = part + "/best/model.safetensors";
+  tg::nn::SafetensorsFile g = tg::nn::load_safetensors(best);
+  tg::nn::StateDict bad;
+  for (const auto& [name, t] : g.tensors)
+    bad.insert(name, name.rfind("src_embed", 0) == 0 ? tg::full_like(t, NAN) : t);
+  tg::nn::save_safetensors(best, bad, g.metadata);
+  REQUIRE_THROWS_WITH(
+      run({"--out", part, "--translate", "one"}),
+      Contains(best + ": weight src_embed") && Contains("refusing to translate with it"));
+}
+
+TEST_CASE("translation: a loss that blows up without NaN stops the run (issue 23)") {
+  const std::string out = fresh_dir("blowup");
+  try {
+    run(with(tiny_args(out), {"--steps", "20", "--warmup", "2", "--lr", "10", "--clip", "0"}));
+    FAIL("a run at --lr 10 --clip 0 finished");
+  } catch (const tg::Error& e) {
+    const std::string msg = e.what();
+    CHECK_THAT(msg, Contains("training diverged: the mean loss of steps 1-10 is"));
+    CHECK_THAT(msg, Contains("uniform guess among"));
+    CHECK_THAT(msg, Contains("(at step 10); no checkpoint was written yet. Lower --lr (now 10)"));
+  }
+  CHECK_FALSE(tgx::file_exists(out + "/metrics.json"));
+  CHECK_FALSE(tgx::file_exists(out + "/best/model.safetensors"));
 }
