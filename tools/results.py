@@ -63,7 +63,7 @@ def table(runs):
         if not ms:
             continue
         pct = scale == 100.0
-        seeds = ", ".join(str(m.get("seed", "?")) for m in ms)
+        seeds = ", ".join(str(m.get("seed", m.get("training", {}).get("seed", "?"))) for m in ms)
         result = f"{unit} {spread([m[key] for m in ms], scale, dec, pct)}"
         base = ""
         if base_key:

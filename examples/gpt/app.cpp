@@ -5,6 +5,7 @@
 
 #include "autograd/io.hpp"
 #include "common/cli.hpp"
+#include "common/environment.hpp"
 #include "common/progress.hpp"
 #include "common/run_folder.hpp"
 #include "common/text.hpp"
@@ -270,6 +271,7 @@ int train_mode(const ArgParser& a) {
             {"train_seconds", r.seconds},
             {"total_seconds", total_s},
             {"parameters", model.num_parameters()},
+            {"environment", tgx::run_environment()},
             {"samples", samples},
             {"samples_settings", header}};
   tg::write_file_atomic(to.out + "/metrics.json", m.dump(2) + "\n");

@@ -6,6 +6,7 @@
 #include "autograd/io.hpp"
 #include "autograd/tape.hpp"
 #include "common/cli.hpp"
+#include "common/environment.hpp"
 #include "common/guard.hpp"
 #include "common/metrics.hpp"
 #include "common/progress.hpp"
@@ -430,6 +431,7 @@ Json final_report(const RunOptions& o, const Data& d, TextClassifier& model,
             {"train_seconds", st.seconds},
             {"total_seconds", seconds},
             {"parameters", model.num_parameters()},
+            {"environment", tgx::run_environment()},
             {"model", model.cfg.to_json()},
             {"history", st.hist.to_json()},
             {"attention_pictures", pictures}};

@@ -7,6 +7,7 @@
 
 #include "autograd/io.hpp"
 #include "common/cli.hpp"
+#include "common/environment.hpp"
 #include "common/guard.hpp"
 #include "common/metrics.hpp"
 #include "common/progress.hpp"
@@ -179,6 +180,7 @@ int train_mode(const ArgParser& a) {
                       {"steps_done", log.final_step},
                       {"train_seconds", log.seconds},
                       {"parameters", model.num_parameters()},
+                      {"environment", tgx::run_environment()},
                       {"config", nlohmann::json::parse(cfg.to_json())},
                       {"train_pairs", d.train.size()},
                       {"heldout_pairs", d.heldout.size()},

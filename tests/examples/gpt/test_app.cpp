@@ -17,6 +17,7 @@
 #include "gpt/sample.hpp"
 #include "gpt/train.hpp"
 #include "nn/checkpoint.hpp"
+#include "ops/cpu/kernels.hpp"
 #include "ops/ops.hpp"
 
 #include <nlohmann/json.hpp>
@@ -106,6 +107,10 @@ TEST_CASE("gpt: a short run trains, reports, samples and resumes exactly", "[gpt
   CHECK(m["baseline_heldout_nats_per_char"].get<double>() > 0.5);
   CHECK(m["baseline_heldout_nats_per_char"].get<double>() < std::log(60.0));
   CHECK(m["split"]["heldout_files"] == std::vector<std::string>{"goedel"});
+  // what the figures depend on besides the options (tools/results.py prints the BLAS core)
+  CHECK(m["environment"]["blas_core"].get<std::string>().size() > 0);
+  CHECK(m["environment"]["simd"].get<std::string>() == tg::cpu::simd_kernels());
+  CHECK(m["environment"]["world_size"] == 1);
   CHECK(m["split"]["train_chars"].get<int64_t>() + m["split"]["heldout_chars"].get<int64_t>() >
         6000);
   CHECK(m["parameters"].get<int64_t>() > 20000);
