@@ -89,7 +89,9 @@ struct GradcheckReport {
 
 using GradcheckFn = std::function<Tensor(const std::vector<Tensor>&)>;
 
-// fn maps the inputs to one floating output; inputs that require grad must be float64 leaves.
+// fn maps the inputs to one floating output; inputs that require grad must be float64 leaves
+// (a leaf view such as x.t().detach() is perturbed through its strides; one whose elements
+// overlap, an expand, is refused). The output may be a view.
 GradcheckReport gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
                           const GradcheckOptions& opts = {});
 
