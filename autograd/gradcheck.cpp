@@ -62,6 +62,8 @@ void consider(GradcheckInput& rep, const GradcheckOptions& o, double a, double n
   } else {
     rep.max_abs_err = rep.max_rel_err = INFINITY;
   }
+  if (!std::isfinite(n)) rep.nonfinite_numerical++;
+  if (!std::isfinite(a)) rep.nonfinite_analytical++;
   bool ok = abs_err <= o.atol + o.rtol * std::fabs(n) && std::isfinite(a) == std::isfinite(n);
   if (!ok) {
     rep.failures++;
@@ -139,6 +141,16 @@ GradcheckReport gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inpu
 
   GradcheckReport rep;
   rep.output_shape = out.shape();
+  {
+    const std::vector<double> f = out.to_vector<double>();
+    for (size_t k = 0; k < f.size(); ++k) {
+      if (std::isfinite(f[k])) continue;
+      if (rep.output_nonfinite++ == 0) {
+        rep.first_nonfinite_output = static_cast<int64_t>(k);
+        rep.first_nonfinite_value = f[k];
+      }
+    }
+  }
   rep.fast_mode =
       o.mode == GradcheckMode::Fast ||
       (o.mode == GradcheckMode::Auto && (total_in > o.full_limit || n_out > o.full_limit));
@@ -269,7 +281,42 @@ std::string GradcheckReport::str() const {
   for (const auto& k : kinks) s += "  WARN " + k.str() + "\n";
   if (total > static_cast<int64_t>(kinks.size()))
     s += fmt::format("  WARN ... and {} more kink entries\n", total - kinks.size());
+  for (const std::string& n : notes()) s += "  NOTE " + n + "\n";
   return s;
+}
+
+namespace {
+std::string value_name(double v) { return std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf"; }
+}  // namespace
+
+std::vector<std::string> GradcheckReport::notes() const {
+  std::vector<std::string> out;
+  if (output_nonfinite > 0) {
+    const int64_t n = shape_numel(output_shape);
+    out.push_back(fmt::format(
+        "the function returned {} at the input: {} of {} output element(s) are not finite "
+        "(first: element {}), so the numerical and analytical gradients there are NaN or inf and "
+        "cannot be compared; a mean over no elements is 0/0 = nan (e.g. cross_entropy with every "
+        "target ignored) — check the inputs, not the backward",
+        value_name(first_nonfinite_value), output_nonfinite, n,
+        shape_str(unravel(first_nonfinite_output, output_shape))));
+    return out;
+  }
+  for (const auto& r : inputs) {
+    if (!r.checked) continue;
+    if (r.nonfinite_numerical > 0)
+      out.push_back(fmt::format(
+          "input {}: {} numerical entr{} not finite: the function is finite at the input but NaN "
+          "or inf at x ± eps: the input lies at the edge of its domain (e.g. log or sqrt at 0); "
+          "use a smaller eps or move the input",
+          r.input, r.nonfinite_numerical, r.nonfinite_numerical == 1 ? "y is" : "ies are"));
+    if (r.nonfinite_analytical > 0)
+      out.push_back(fmt::format(
+          "input {}: {} analytical entr{} not finite although the function is finite at the "
+          "input: the backward produced NaN or inf",
+          r.input, r.nonfinite_analytical, r.nonfinite_analytical == 1 ? "y is" : "ies are"));
+  }
+  return out;
 }
 
 std::string GradcheckKink::str() const {
