@@ -19,6 +19,33 @@ std::vector<int64_t> unravel(int64_t flat, const Shape& shape) {
   return idx;
 }
 
+// The addresses of x's elements in row-major order, honouring its strides (an input may be a
+// leaf view such as x.t().detach()). Inputs whose elements overlap (an expand) are refused: one
+// perturbation would move several entries at once.
+std::vector<double*> element_ptrs(const Tensor& x, size_t i) {
+  const Shape& shape = x.shape();
+  const Shape strides = x.strides();
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] > 1 && strides[d] == 0)
+      throw Error(
+          fmt::format("gradcheck: input {} {} has overlapping elements (stride 0 in dim "
+                      "{}); pass a contiguous copy",
+                      i, shape_str(shape), d));
+  double* base = static_cast<double*>(x.data_ptr());
+  std::vector<double*> out(static_cast<size_t>(x.numel()));
+  std::vector<int64_t> idx(shape.size(), 0);
+  for (double*& p : out) {
+    int64_t off = 0;
+    for (size_t d = 0; d < shape.size(); ++d) off += idx[d] * strides[d];
+    p = base + off;
+    for (size_t d = shape.size(); d-- > 0;) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
 // The output as float64 values, evaluated without recording.
 std::vector<double> eval(const GradcheckFn& fn, const std::vector<Tensor>& inputs) {
   NoGradGuard ng;
@@ -35,6 +62,8 @@ void consider(GradcheckInput& rep, const GradcheckOptions& o, double a, double n
   } else {
     rep.max_abs_err = rep.max_rel_err = INFINITY;
   }
+  if (!std::isfinite(n)) rep.nonfinite_numerical++;
+  if (!std::isfinite(a)) rep.nonfinite_analytical++;
   bool ok = abs_err <= o.atol + o.rtol * std::fabs(n) && std::isfinite(a) == std::isfinite(n);
   if (!ok) {
     rep.failures++;
@@ -112,6 +141,16 @@ GradcheckReport gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inpu
 
   GradcheckReport rep;
   rep.output_shape = out.shape();
+  {
+    const std::vector<double> f = out.to_vector<double>();
+    for (size_t k = 0; k < f.size(); ++k) {
+      if (std::isfinite(f[k])) continue;
+      if (rep.output_nonfinite++ == 0) {
+        rep.first_nonfinite_output = static_cast<int64_t>(k);
+        rep.first_nonfinite_value = f[k];
+      }
+    }
+  }
   rep.fast_mode =
       o.mode == GradcheckMode::Fast ||
       (o.mode == GradcheckMode::Auto && (total_in > o.full_limit || n_out > o.full_limit));
@@ -144,13 +183,13 @@ GradcheckReport gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inpu
     for (size_t i = 0; i < diff.size(); ++i) {
       GradcheckInput& r = rep.inputs[diff_idx[i]];
       r.checked = true;
-      double* x = diff[i].data<double>();
+      const std::vector<double*> x = element_ptrs(diff[i], diff_idx[i]);
       for (int64_t j = 0; j < diff[i].numel(); ++j) {
-        const double orig = x[j];
+        const double orig = *x[j];
         auto at = [&](double step) {
-          x[j] = orig + step;
+          *x[j] = orig + step;
           std::vector<double> f = eval(fn, inputs);
-          x[j] = orig;
+          *x[j] = orig;
           return f;
         };
         const std::vector<double> fp = at(o.eps), fm = at(-o.eps);
@@ -181,18 +220,19 @@ GradcheckReport gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inpu
         std::vector<double> v(diff[i].numel());
         for (double& e : v) e = gen.normal();
         double analytical = 0;
-        if (g.size() && g[i].defined()) {
-          const double* gi = g[i].data<double>();
+        if (g.size() && g[i].defined()) {  // a view's backward may return a strided gradient
+          const std::vector<double> gi = g[i].to_vector<double>();
           for (size_t j = 0; j < v.size(); ++j) analytical += gi[j] * v[j];
         }
-        double* x = diff[i].data<double>();
-        const std::vector<double> orig(x, x + v.size());
+        const std::vector<double*> x = element_ptrs(diff[i], diff_idx[i]);
+        std::vector<double> orig(v.size());
+        for (size_t j = 0; j < v.size(); ++j) orig[j] = *x[j];
         const double* up = u.data<double>();
         // u·f(x + step·v)
         auto at = [&](double step) {
-          for (size_t j = 0; j < v.size(); ++j) x[j] = orig[j] + step * v[j];
+          for (size_t j = 0; j < v.size(); ++j) *x[j] = orig[j] + step * v[j];
           std::vector<double> f = eval(fn, inputs);
-          for (size_t j = 0; j < v.size(); ++j) x[j] = orig[j];
+          for (size_t j = 0; j < v.size(); ++j) *x[j] = orig[j];
           double s = 0;
           for (int64_t k = 0; k < n_out; ++k) s += up[k] * f[k];
           return s;
@@ -241,7 +281,42 @@ std::string GradcheckReport::str() const {
   for (const auto& k : kinks) s += "  WARN " + k.str() + "\n";
   if (total > static_cast<int64_t>(kinks.size()))
     s += fmt::format("  WARN ... and {} more kink entries\n", total - kinks.size());
+  for (const std::string& n : notes()) s += "  NOTE " + n + "\n";
   return s;
+}
+
+namespace {
+std::string value_name(double v) { return std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf"; }
+}  // namespace
+
+std::vector<std::string> GradcheckReport::notes() const {
+  std::vector<std::string> out;
+  if (output_nonfinite > 0) {
+    const int64_t n = shape_numel(output_shape);
+    out.push_back(fmt::format(
+        "the function returned {} at the input: {} of {} output element(s) are not finite "
+        "(first: element {}), so the numerical and analytical gradients there are NaN or inf and "
+        "cannot be compared; a mean over no elements is 0/0 = nan (e.g. cross_entropy with every "
+        "target ignored) — check the inputs, not the backward",
+        value_name(first_nonfinite_value), output_nonfinite, n,
+        shape_str(unravel(first_nonfinite_output, output_shape))));
+    return out;
+  }
+  for (const auto& r : inputs) {
+    if (!r.checked) continue;
+    if (r.nonfinite_numerical > 0)
+      out.push_back(fmt::format(
+          "input {}: {} numerical entr{} not finite: the function is finite at the input but NaN "
+          "or inf at x ± eps: the input lies at the edge of its domain (e.g. log or sqrt at 0); "
+          "use a smaller eps or move the input",
+          r.input, r.nonfinite_numerical, r.nonfinite_numerical == 1 ? "y is" : "ies are"));
+    if (r.nonfinite_analytical > 0)
+      out.push_back(fmt::format(
+          "input {}: {} analytical entr{} not finite although the function is finite at the "
+          "input: the backward produced NaN or inf",
+          r.input, r.nonfinite_analytical, r.nonfinite_analytical == 1 ? "y is" : "ies are"));
+  }
+  return out;
 }
 
 std::string GradcheckKink::str() const {

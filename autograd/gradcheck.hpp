@@ -73,6 +73,9 @@ struct GradcheckInput {
   // |analytical - numerical| / max(|numerical|, atol) (entries at kinks left out).
   double max_abs_err = 0, max_rel_err = 0;
   int64_t kinks = 0;  // entries at a kink (not compared when the analytical value is in range)
+  // Compared entries whose numerical (f is NaN or inf at x ± eps) or analytical value is not
+  // finite; str() explains them.
+  int64_t nonfinite_numerical = 0, nonfinite_analytical = 0;
 };
 
 struct GradcheckReport {
@@ -82,14 +85,24 @@ struct GradcheckReport {
   std::vector<GradcheckInput> inputs;
   std::vector<GradcheckKink> kinks;  // at most kMaxKinks kept; GradcheckInput::kinks counts all
   static constexpr size_t kMaxKinks = 32;
+  // Output elements that are NaN or inf at the input itself (then no gradient can be compared:
+  // a mean over nothing, such as cross_entropy with every target ignored, is 0/0), the first one
+  // (flat index) and its value.
+  int64_t output_nonfinite = 0, first_nonfinite_output = -1;
+  double first_nonfinite_value = 0;
   bool has_kinks() const { return !kinks.empty(); }
-  std::string str() const;  // a table, one line per input, then one WARN line per kink
+  // A table, one line per input, then one WARN line per kink and a NOTE line saying why
+  // non-finite values were met (the output at the input, f at x ± eps, or the backward).
+  std::string str() const;
+  std::vector<std::string> notes() const;  // those NOTE lines, without the prefix
   explicit operator bool() const { return passed; }
 };
 
 using GradcheckFn = std::function<Tensor(const std::vector<Tensor>&)>;
 
-// fn maps the inputs to one floating output; inputs that require grad must be float64 leaves.
+// fn maps the inputs to one floating output; inputs that require grad must be float64 leaves
+// (a leaf view such as x.t().detach() is perturbed through its strides; one whose elements
+// overlap, an expand, is refused). The output may be a view.
 GradcheckReport gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
                           const GradcheckOptions& opts = {});
 

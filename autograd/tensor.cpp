@@ -391,7 +391,9 @@ void Tensor::set_grad(const Tensor& g) {
     throw Error(fmt::format("set_grad: gradient {} {} does not match tensor {} {}",
                             shape_str(g.shape()), dtype_name(g.dtype()), shape_str(shape()),
                             dtype_name(dtype())));
-  impl_->grad = g.defined() ? g.impl_ptr() : nullptr;
+  // A strided view is stored as a row-major copy: zero_grad, clipping and the optimizers write the
+  // gradient as flat memory.
+  impl_->grad = g.defined() ? detail::dense(g).impl_ptr() : nullptr;
 }
 void Tensor::zero_grad() {
   check_defined("zero_grad");

@@ -54,20 +54,29 @@ MultiheadAttention::MultiheadAttention(int64_t E, int64_t NH, MultiheadAttention
   same_embed = kdim == E && vdim == E;
   // PyTorch's registration order, hence its state_dict order.
   if (same_embed) {
-    in_proj_weight = register_parameter("in_proj_weight", zeros({3 * E, E}));
+    in_proj_weight = zeros({3 * E, E});
+    register_parameter("in_proj_weight", &in_proj_weight);
     init::xavier_uniform_(in_proj_weight);  // over the whole packed (3E, E) matrix, like PyTorch
   } else {
-    q_proj_weight = register_parameter("q_proj_weight", zeros({E, E}));
-    k_proj_weight = register_parameter("k_proj_weight", zeros({E, kdim}));
-    v_proj_weight = register_parameter("v_proj_weight", zeros({E, vdim}));
+    q_proj_weight = zeros({E, E});
+    register_parameter("q_proj_weight", &q_proj_weight);
+    k_proj_weight = zeros({E, kdim});
+    register_parameter("k_proj_weight", &k_proj_weight);
+    v_proj_weight = zeros({E, vdim});
+    register_parameter("v_proj_weight", &v_proj_weight);
     init::xavier_uniform_(q_proj_weight);
     init::xavier_uniform_(k_proj_weight);
     init::xavier_uniform_(v_proj_weight);
   }
-  if (options.bias) in_proj_bias = register_parameter("in_proj_bias", zeros({3 * E}));
+  if (options.bias) {
+    in_proj_bias = zeros({3 * E});
+    register_parameter("in_proj_bias", &in_proj_bias);
+  }
   if (options.add_bias_kv) {
-    bias_k = register_parameter("bias_k", zeros({1, 1, E}));
-    bias_v = register_parameter("bias_v", zeros({1, 1, E}));
+    bias_k = zeros({1, 1, E});
+    register_parameter("bias_k", &bias_k);
+    bias_v = zeros({1, 1, E});
+    register_parameter("bias_v", &bias_v);
     xavier_normal(bias_k);
     xavier_normal(bias_v);
   }

@@ -19,6 +19,11 @@
 // an overlap or trailing bytes is an error. Stricter than the crate: duplicate JSON keys (at any
 // level) are refused instead of last-one-wins, and the header must be an object. Like the crate,
 // unknown fields inside a tensor entry are ignored. BOOL bytes must be 0 or 1.
+// Integrity: our writer adds to __metadata__ one key per tensor, "tapegrad.crc32.<name>" = the
+// CRC-32 (zlib's) of its data bytes as 8 hex digits, replacing any such key the caller passed.
+// Reading verifies every checksum present and names the file and the tensor on a mismatch; a file
+// without them (written by another tool) is read unchecked. The checksum keys are not returned in
+// SafetensorsFile::metadata; every other metadata entry round-trips unchanged.
 //
 // ---- training checkpoints ---------------------------------------------------------------------
 // save_checkpoint(dir, ...) creates dir (and its parents) and writes two safetensors files:
@@ -60,6 +65,7 @@
 namespace tg::nn {
 
 using Metadata = std::map<std::string, std::string>;
+inline constexpr const char* kChecksumPrefix = "tapegrad.crc32.";
 
 struct SafetensorsFile {
   StateDict tensors;  // in data-offset order (the order they were written)

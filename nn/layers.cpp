@@ -38,12 +38,12 @@ Linear::Linear(int64_t in, int64_t out, bool has_bias)
   require_positive("out_features", out, label);
   weight = zeros({out, in});
   init::kaiming_uniform_(weight, std::sqrt(5.0));
-  register_parameter("weight", weight);
+  register_parameter("weight", &weight);
   if (has_bias) {
     bias = zeros({out});
     double bound = 1.0 / std::sqrt(static_cast<double>(in));
     init::uniform_(bias, -bound, bound);
-    register_parameter("bias", bias);
+    register_parameter("bias", &bias);
   }
 }
 Tensor Linear::forward(const Tensor& x) {
@@ -82,7 +82,7 @@ Embedding::Embedding(int64_t V, int64_t C, std::optional<int64_t> pad)
     float* row = weight.data<float>() + *padding_idx * C;
     std::fill(row, row + C, 0.0f);
   }
-  register_parameter("weight", weight);
+  register_parameter("weight", &weight);
 }
 Tensor Embedding::forward(const Tensor& indices) {
   if (!indices.defined() || indices.dtype() != kInt64)
@@ -110,8 +110,10 @@ LayerNorm::LayerNorm(Shape shape, double eps_, bool affine)
     throw Error(fmt::format("LayerNorm({}): normalized_shape must be non-empty with positive sizes",
                             shape_str(normalized_shape)));
   if (affine) {
-    weight = register_parameter("weight", ones(normalized_shape));
-    bias = register_parameter("bias", zeros(normalized_shape));
+    weight = ones(normalized_shape);
+    bias = zeros(normalized_shape);
+    register_parameter("weight", &weight);
+    register_parameter("bias", &bias);
   }
 }
 Tensor LayerNorm::forward(const Tensor& x) {
@@ -185,7 +187,7 @@ LearnedPositionalEmbedding::LearnedPositionalEmbedding(int64_t L, int64_t C)
   require_positive("embedding_dim", C, label);
   weight = zeros({L, C});
   init::normal_(weight);
-  register_parameter("weight", weight);
+  register_parameter("weight", &weight);
 }
 Tensor LearnedPositionalEmbedding::forward(const Tensor& x) {
   check_positional(fmt::format("LearnedPositionalEmbedding({}, {})", max_len, embedding_dim), x,

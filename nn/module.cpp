@@ -60,17 +60,41 @@ void Module::check_new_name(const std::string& name, const char* what) const {
     throw Error(fmt::format("{}.{}: name \"{}\" is already registered", type_name_, what, name));
 }
 
-Tensor Module::register_parameter(const std::string& name, Tensor t) {
-  check_new_name(name, "register_parameter");
-  if (!t.defined())
-    throw Error(fmt::format("{}.register_parameter: \"{}\" is undefined", type_name_, name));
+void Module::check_parameter(const std::string& name, const Tensor& t, const char* what) const {
   if (!is_floating(t.dtype()) || !t.is_leaf())
-    throw Error(
-        fmt::format("{}.register_parameter: \"{}\" must be a floating leaf tensor, got {} {}",
-                    type_name_, name, dtype_name(t.dtype()), t.is_leaf() ? "leaf" : "non-leaf"));
-  t.requires_grad_(true);
-  params_.emplace_back(name, t);
-  return t;
+    throw Error(fmt::format("{}.{}: \"{}\" must be a floating leaf tensor, got {} {}", type_name_,
+                            what, name, dtype_name(t.dtype()), t.is_leaf() ? "leaf" : "non-leaf"));
+}
+
+Tensor Module::register_parameter(const std::string& name, Tensor t) {
+  owned_.push_back(t);
+  try {
+    register_parameter(name, &owned_.back());
+  } catch (...) {
+    owned_.pop_back();
+    throw;
+  }
+  return owned_.back();
+}
+
+void Module::register_parameter(const std::string& name, Tensor* slot) {
+  check_new_name(name, "register_parameter");
+  if (!slot || !slot->defined())
+    throw Error(fmt::format("{}.register_parameter: \"{}\" is undefined", type_name_, name));
+  check_parameter(name, *slot, "register_parameter");
+  slot->requires_grad_(true);
+  params_.emplace_back(name, slot);
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::own_parameters() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (const auto& [name, slot] : params_) {
+    if (!slot->defined()) continue;
+    // A member assigned after registration (weight tying) must still be a parameter.
+    check_parameter(name, *slot, "parameters");
+    out.emplace_back(name, *slot);
+  }
+  return out;
 }
 
 Tensor Module::register_buffer(const std::string& name, Tensor t, bool persistent) {
@@ -117,7 +141,7 @@ std::vector<std::pair<std::string, Tensor>> Module::named_parameters(bool recurs
   std::vector<std::pair<std::string, Tensor>> out;
   std::unordered_set<const TensorImpl*> seen;
   auto add = [&](const std::string& prefix, const Module& m) {
-    for (const auto& [name, t] : m.params_)
+    for (const auto& [name, t] : m.own_parameters())
       if (seen.insert(t.impl()).second) out.emplace_back(join(prefix, name), t);
   };
   if (recurse)
@@ -228,7 +252,7 @@ Module& Module::to(Device device) {
 // ----------------------------------------------------------------------------------
 
 void Module::collect_state(const std::string& prefix, StateDict& out) const {
-  for (const auto& [name, t] : params_) out.insert(join(prefix, name), t.detach());
+  for (const auto& [name, t] : own_parameters()) out.insert(join(prefix, name), t.detach());
   for (const auto& [name, b] : buffers_)
     if (b.persistent) out.insert(join(prefix, name), b.t.detach());
   for (const auto& [name, c] : children_) c->collect_state(join(prefix, name), out);
@@ -296,7 +320,7 @@ void Module::summary_lines(const std::string& name, int depth, std::string& out)
   for (const auto& [pn, p] : named_parameters()) n += p.numel();
   out +=
       fmt::format("{}{}{}: {} parameters\n", pad, name.empty() ? "" : "(" + name + ") ", repr(), n);
-  for (const auto& [pn, p] : params_)
+  for (const auto& [pn, p] : own_parameters())
     out += fmt::format("{}  {} {} {}\n", pad, pn, shape_str(p.shape()), dtype_name(p.dtype()));
   for (const auto& [bn, b] : buffers_)
     out += fmt::format("{}  {} {} {} (buffer)\n", pad, bn, shape_str(b.t.shape()),

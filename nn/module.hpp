@@ -7,13 +7,16 @@
 //    A parent owns its children through shared_ptr; a child never points to its parent, so a
 //    module tree has no cycles. The same child may be registered in two parents (sharing).
 //    Modules are neither copyable nor movable: registries hold handles into their own members.
-//  - A parameter is a Tensor handle (a leaf that requires grad). The layer keeps it as a public
-//    member (`lin->weight`), and the registry holds a second handle to the same TensorImpl, so
-//    in-place changes (optimizer steps, load_state_dict, to(dtype)) are seen through both. Do not
-//    reassign the member (`lin->weight = other` detaches it from the registry); copy values in
-//    with load_state_dict instead.
+//  - A parameter is a Tensor handle (a leaf that requires grad). A layer keeps it as a public
+//    member (`lin->weight`) registered with register_parameter(name, &member): the registry reads
+//    the member itself, so assigning it re-registers the new tensor, as PyTorch's setattr does —
+//    `wte->weight = lm_head->weight` ties the two (parameters() then yields the shared tensor,
+//    the old one is gone). A member may be assigned a leaf tensor or an undefined one (the
+//    parameter is then left out, like PyTorch's None); traversing a module whose member holds a
+//    non-leaf throws, naming it. register_parameter(name, t) (by value) registers a tensor the
+//    module holds itself (no member to assign).
 //  - named_parameters() lists a tensor shared by two modules (tied weights) once, under its first
-//    name, like PyTorch; state_dict() lists every name.
+//    name, like PyTorch (dedup by identity); state_dict() lists every name.
 //  - state_dict() returns detached handles that share storage with the module (PyTorch's
 //    behaviour): clone the values for a snapshot.
 //
@@ -26,6 +29,7 @@
 
 #include "autograd/tensor.hpp"
 
+#include <deque>
 #include <functional>
 #include <initializer_list>
 #include <map>
@@ -83,6 +87,9 @@ class Module {
   // ---- registration: names are non-empty, without '.', unique within the module ----
   // Makes t a leaf that requires grad and returns the registered handle (t itself).
   Tensor register_parameter(const std::string& name, Tensor t);
+  // Registers the member *slot (a field of this module, which must outlive nothing but the
+  // module): the registry reads it on every traversal, so assigning the member re-registers.
+  void register_parameter(const std::string& name, Tensor* slot);
   // Buffers are state that is not trained (running stats, positional tables). Non-persistent
   // buffers are left out of state_dict().
   Tensor register_buffer(const std::string& name, Tensor t, bool persistent = true);
@@ -145,13 +152,18 @@ class Module {
   };
   std::string type_name_;
   bool training_ = true;
-  std::vector<std::pair<std::string, Tensor>> params_;
+  // Each parameter's slot: a member of the layer, or an entry of owned_ (stable addresses).
+  std::vector<std::pair<std::string, Tensor*>> params_;
+  std::deque<Tensor> owned_;
   std::vector<std::pair<std::string, Buffer>> buffers_;
   std::vector<std::pair<std::string, ModulePtr>> children_;
   std::vector<std::pair<int, ForwardHook>> hooks_;
   int next_hook_id_ = 0;
 
   void check_new_name(const std::string& name, const char* what) const;
+  void check_parameter(const std::string& name, const Tensor& t, const char* what) const;
+  // The registered parameters that hold a tensor (an assigned-away slot is skipped), checked.
+  std::vector<std::pair<std::string, Tensor>> own_parameters() const;
   Tensor run_hooks(const std::vector<Tensor>& inputs, const Tensor& out);
   void collect_state(const std::string& prefix, StateDict& out) const;
   void summary_lines(const std::string& name, int depth, std::string& out) const;

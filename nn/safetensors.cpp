@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -51,6 +52,26 @@ std::string u64_le(uint64_t v) {
   return s;
 }
 
+// CRC-32 (IEEE 802.3, zlib's crc32: reflected polynomial 0xEDB88320), one table lookup per byte.
+uint32_t crc32_of(const char* p, size_t n) {
+  static const std::array<uint32_t, 256> table = [] {
+    std::array<uint32_t, 256> t{};
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1u) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+      t[i] = c;
+    }
+    return t;
+  }();
+  uint32_t c = 0xFFFFFFFFu;
+  for (size_t i = 0; i < n; ++i)
+    c = table[(c ^ static_cast<unsigned char>(p[i])) & 0xFFu] ^ (c >> 8);
+  return c ^ 0xFFFFFFFFu;
+}
+
+std::string crc_key(const std::string& tensor) { return kChecksumPrefix + tensor; }
+std::string crc_hex(uint32_t c) { return fmt::format("{:08x}", c); }
+
 void check_writable(const StateDict& tensors, const std::string& what) {
   for (const auto& [name, t] : tensors) {
     if (name.empty()) throw Error(fmt::format("save_safetensors: {}: empty tensor name", what));
@@ -67,8 +88,19 @@ void check_writable(const StateDict& tensors, const std::string& what) {
 std::string safetensors_bytes(const StateDict& tensors, const Metadata& metadata,
                               const std::string& what) {
   check_writable(tensors, what);  // any string -> string map is valid metadata
+  // Each tensor's bytes: a host copy of a GPU tensor, a view's elements in row-major order.
+  std::vector<Tensor> host;
+  Metadata meta;  // the caller's entries, less stale checksums, then one checksum per tensor
+  for (const auto& [k, v] : metadata)
+    if (k.rfind(kChecksumPrefix, 0) != 0) meta[k] = v;
+  for (const auto& [name, t] : tensors) {
+    host.push_back(tg::detail::dense(t.device().type == DeviceType::CPU ? t : t.detach().to(kCPU)));
+    const size_t n = static_cast<size_t>(t.numel()) * dtype_size(t.dtype());
+    meta[crc_key(name)] =
+        crc_hex(crc32_of(n ? static_cast<const char*>(host.back().data_ptr()) : "", n));
+  }
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
-  if (!metadata.empty()) header["__metadata__"] = metadata;
+  if (!meta.empty()) header["__metadata__"] = meta;
   uint64_t offset = 0;
   for (const auto& [name, t] : tensors) {
     uint64_t n = static_cast<uint64_t>(t.numel()) * dtype_size(t.dtype());
@@ -83,11 +115,8 @@ std::string safetensors_bytes(const StateDict& tensors, const Metadata& metadata
   json.append((8 - json.size() % 8) % 8, ' ');
   std::string out = u64_le(json.size()) + json;
   out.reserve(out.size() + offset);
-  for (const auto& [name, t] : tensors) {
-    size_t n = static_cast<size_t>(t.numel()) * dtype_size(t.dtype());
-    // a host copy of a GPU tensor; a view's elements in row-major order
-    const Tensor h =
-        tg::detail::dense(t.device().type == DeviceType::CPU ? t : t.detach().to(kCPU));
+  for (const Tensor& h : host) {
+    const size_t n = static_cast<size_t>(h.numel()) * dtype_size(h.dtype());
     if (n) out.append(static_cast<const char*>(h.data_ptr()), n);
   }
   return out;
@@ -247,6 +276,19 @@ struct Reader {
                        data_size, data_size - pos));
   }
 
+  // A file of ours carries the CRC-32 of each tensor's bytes (kChecksumPrefix + name); a file
+  // from another writer has none and is read as it is.
+  void check_crc(const Entry& e, const char* data, const Metadata& meta) const {
+    auto it = meta.find(crc_key(e.name));
+    if (it == meta.end()) return;
+    const std::string got = crc_hex(crc32_of(data + e.begin, static_cast<size_t>(e.end - e.begin)));
+    if (it->second != got)
+      fail(e.name, fmt::format("checksum mismatch: the header's {} is {} but the {} data bytes "
+                               "[{}, {}) give {}; the file is corrupt (a flipped bit or a "
+                               "partial copy)",
+                               it->first, it->second, e.end - e.begin, e.begin, e.end, got));
+  }
+
   Tensor read_tensor(const Entry& e, const char* data) const {
     Tensor t = Tensor::empty(e.shape, e.dtype);
     size_t n = static_cast<size_t>(e.end - e.begin);
@@ -287,7 +329,14 @@ SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& w
   }
   r.check_coverage(entries, data_size);
   const char* data = bytes.data() + 8 + n;
-  for (const Entry& e : entries) out.tensors.insert(e.name, r.read_tensor(e, data));
+  for (const Entry& e : entries) {
+    r.check_crc(e, data, out.metadata);
+    out.tensors.insert(e.name, r.read_tensor(e, data));
+  }
+  // The checksums are the file's, not the caller's metadata: a load -> save round trip writes
+  // fresh ones.
+  for (auto it = out.metadata.begin(); it != out.metadata.end();)
+    it = it->first.rfind(kChecksumPrefix, 0) == 0 ? out.metadata.erase(it) : std::next(it);
   return out;
 }
 

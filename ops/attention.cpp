@@ -18,7 +18,9 @@
 // every (b, h)). St = scale·Q[r0:r1]·K[klo:khi]ᵀ is one gemm with leading dims (no copies); each
 // row then blocks (-inf) the keys outside its own range or refused by the data parts (padding,
 // lengths, bool), adds the additive part, and is softmaxed (a row with no allowed key gives P = 0).
-// Optional dropout on P, then O[r0:r1] = Pdrop·V[klo:khi] (one gemm).
+// Optional dropout on P, then O[r0:r1] = Pdrop·V[klo:khi] (one gemm). An additive mask that
+// requires grad is one more input of the node: the backward writes dS densely (B, NH, T, S) and
+// sums it to the mask's shape (sum_to), since dScores = dMask.
 // MEMORY: backward keeps only q, k, v and the P tiles (plus dropout masks): per (b, h)
 // Σ_tiles rows·width, i.e. O(B·NH·T·(W + kRowTile)) for local/blocked masks of width W. The full
 // T×S matrix is stored only when the mask really is full. Without a tape, one tile buffer is
@@ -204,7 +206,7 @@ RowMask make_row_mask(const AttentionMask& m, const Dims& d, DType dt) {
     r.allowed_st = broadcast_strides(m.allowed_.shape(), full);
   }
   if (m.additive_.defined()) {
-    r.additive64 = m.additive_.to(kFloat64);
+    r.additive64 = m.additive_.detach().to(kFloat64);
     r.additive = r.additive64.data<double>();
     r.additive_st = broadcast_strides(m.additive_.shape(), full);
   }
@@ -293,7 +295,8 @@ struct Ctx {
   double scale = 1, p = 0;
   bool dropout = false;
   Tensor P, keep;
-  AttentionMask mask;  // for the probe's dP (blocked entries read 0) and error messages
+  AttentionMask mask;      // for the probe's dP (blocked entries read 0) and error messages
+  bool mask_grad = false;  // the additive part requires grad: backward also returns dMask
   std::shared_ptr<AttentionProbe> probe;
 };
 
@@ -733,16 +736,17 @@ std::vector<Tensor> sdpa_backward(const Ctx& c, const Tensor& q, const Tensor& k
   const bool qkv = d.packing == Dims::kQKV, kv = d.packing == Dims::kKV;
   Tensor dq = qkv ? grad_for(q) : Tensor::empty(q.shape(), q.dtype());
   Tensor dk = qkv ? dq : grad_for(k), dv = qkv ? dq : kv ? dk : grad_for(v);
+  // dS, the gradient of the scores scale·QKᵀ + mask, dense for the probe and for dMask.
   Tensor dprobs, dscores;
-  if (c.probe && c.probe->on_backward) {
-    dprobs = zeros({d.B, d.NH, d.T, d.S}, q.dtype());
-    dscores = zeros({d.B, d.NH, d.T, d.S}, q.dtype());
-  }
+  const bool probe = c.probe && c.probe->on_backward;
+  if (probe) dprobs = zeros({d.B, d.NH, d.T, d.S}, q.dtype());
+  if (probe || c.mask_grad) dscores = zeros({d.B, d.NH, d.T, d.S}, q.dtype());
   const RowMask rm = make_row_mask(c.mask, d, q.dtype());
   dispatch_float(q.dtype(), kSdpa, [&](auto tag) {
     using T = decltype(tag);
     DenseGrad<T> dense;
-    if (dprobs.defined()) dense = {dprobs.data<T>(), dscores.data<T>()};
+    if (dprobs.defined()) dense.dprobs = dprobs.data<T>();
+    if (dscores.defined()) dense.dscores = dscores.data<T>();
     T *pdq = dq.data<T>(), *pdk = dk.data<T>(), *pdv = dv.data<T>();
     if constexpr (std::is_same_v<T, float>)
       if (avx512) {  // V transposed (and K packed where strided far apart), once per head
@@ -820,9 +824,14 @@ std::vector<Tensor> sdpa_backward(const Ctx& c, const Tensor& q, const Tensor& k
       }
   });
   if (dprobs.defined()) c.probe->on_backward(dprobs, dscores);
-  if (qkv) return {dq};
-  if (kv) return {dq, dk};
-  return {dq, dk, dv};
+  std::vector<Tensor> out{dq};
+  if (!qkv) out.push_back(dk);
+  if (!qkv && !kv) out.push_back(dv);
+  if (c.mask_grad) {  // dMask = dS summed over the mask's broadcast dims, in the mask's dtype
+    const Tensor& am = c.mask.additive_;
+    out.push_back(sum_to(dscores, am.shape()).to(am.dtype()));
+  }
+  return out;
 }
 
 double default_scale(const SDPAOptions& opts, int64_t hs) {
@@ -843,7 +852,11 @@ AttentionResult sdpa_cpu(const Dims& dims, const Tensor& q, const Tensor& k, con
   c->p = c->dropout ? opts.dropout_p : 0.0;
   c->mask = mask;
   if (opts.probe) c->probe = std::make_shared<AttentionProbe>(*opts.probe);
-  const bool rec = needs_record({&q, &k, &v});
+  // A differentiable additive mask is one more input of the tape node.
+  c->mask_grad = mask.additive_.defined() && mask.additive_.requires_grad() && grad_enabled();
+  std::vector<Tensor> node_inputs = inputs;
+  if (c->mask_grad) node_inputs.push_back(mask.additive_);
+  const bool rec = needs_record({&q, &k, &v}) || c->mask_grad;
   if (rec) {
     c->P = Tensor::empty({d.B * d.NH * c->plan.per_bh}, q.dtype());
     if (c->dropout) c->keep = Tensor::empty({d.B * d.NH * c->plan.per_bh}, q.dtype());
@@ -891,7 +904,7 @@ AttentionResult sdpa_cpu(const Dims& dims, const Tensor& q, const Tensor& k, con
       info.saved(q, k, c->P, c->keep);
     else
       info.saved(q, k, v, c->P, c->keep);
-    record(kSdpa, res.output, inputs, info,
+    record(kSdpa, res.output, node_inputs, info,
            [cc, qd = q.detach(), kd = k.detach(), vd = v.detach()](const Tensor& g)
                -> std::vector<Tensor> { return sdpa_backward(*cc, qd, kd, vd, g); });
   }

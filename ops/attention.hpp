@@ -75,7 +75,10 @@ class AttentionMask {
   static AttentionMask from_bool(const Tensor& mask, MaskPolarity polarity);
   // The seed article's attention(Q, K, V, mask): mask == 0 is blocked (any dtype).
   static AttentionMask from_seed(const Tensor& mask);
-  // Float mask broadcastable to (B, NH, T, S), added to the scores; -inf blocks.
+  // Float mask broadcastable to (B, NH, T, S), added to the scores; -inf blocks. A mask that
+  // requires grad is differentiable (PyTorch's attn_mask): its gradient is dScores summed to its
+  // shape (0 where the key is blocked or the row fully masked), on the CPU's fused path and on
+  // CUDA's composed one.
   static AttentionMask additive(const Tensor& mask);
 
   // Intersection: a key is allowed iff both allow it; additive parts add.

@@ -119,12 +119,13 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
 
 // The composed path: every step an op on the device, so the tape differentiates it.
 AttentionResult composed(const Tensor& q, const Tensor& k, const Tensor& v,
-                         const AttentionMask& host_mask, const SDPAOptions& opts, double scale) {
+                         const AttentionMask& host_mask, const Tensor& additive,
+                         const SDPAOptions& opts, double scale) {
   const int64_t B = q.size(0), NH = q.size(1), T = q.size(2), S = k.size(2);
   const Device dev = q.device();
   Tensor allowed = host_mask.dense_allowed(B, NH, T, S).to(dev);  // (B, NH, T, S) bool
   Tensor scores = mul(matmul(q, transpose(k, -2, -1)), scale);
-  if (host_mask.additive_.defined()) scores = add(scores, host_mask.additive_.to(dev));
+  if (additive.defined()) scores = add(scores, additive.to(dev));
   scores = masked_fill(scores, logical_not(allowed), -kInf);
   // A row without an allowed key gives P = 0 (softmax of an all -inf row is 0 here, as on the CPU).
   Tensor P = softmax(scores, -1);
@@ -174,13 +175,19 @@ AttentionResult cuda_sdpa(const Tensor& q_in, const Tensor& k_in, const Tensor& 
                             shape_str(mask.additive_.shape()), dtype_name(mask.additive_.dtype()),
                             shape_str(q.shape()), dtype_name(q.dtype())));
   const bool drop = opts.training && opts.dropout_p > 0;
-  const bool fuse = !drop && !opts.need_weights && !opts.probe &&
+  // A differentiable additive mask takes the composed path, whose ops carry dScores back to it
+  // (the fused kernels read the mask as a constant).
+  const bool mask_grad =
+      mask.additive_.defined() && mask.additive_.requires_grad() && grad_enabled();
+  const bool fuse = !drop && !opts.need_weights && !opts.probe && !mask_grad &&
                     q.size(3) <= cuda::kAttentionMaxHeadSize &&
                     v.size(3) <= cuda::kAttentionMaxHeadSize &&
                     mask.blocked_.size() <= static_cast<size_t>(cuda::kMaxBlocked);
   if (fuse) return fused(q, k, v, attention_mask_on(mask, q.device()), scale);
   const AttentionMask host = attention_mask_on(mask, kCPU);
-  AttentionResult res = composed(q, k, v, host, opts, scale);
+  // The additive part not detached when it requires grad (the host copy serves dense_allowed).
+  AttentionResult res =
+      composed(q, k, v, host, mask_grad ? mask.additive_ : host.additive_, opts, scale);
   if (mask.errors_on_fully_masked()) {
     // Same check as the CPU: any row whose keys are all blocked.
     Tensor any = sum(host.dense_allowed(q.size(0), q.size(1), q.size(2), k.size(2)), {-1});

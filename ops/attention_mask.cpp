@@ -171,7 +171,9 @@ AttentionMask AttentionMask::additive(const Tensor& mask) {
         fmt::format("AttentionMask::additive: mask must be (T, S) up to (B, NH, T, S), got {}",
                     shape_str(mask.shape())));
   AttentionMask m;
-  m.additive_ = mask.detach().clone();
+  // A copy (later writes to the caller's tensor do not change the mask) that keeps the graph: a
+  // mask that requires grad gets dScores summed to its shape, as PyTorch's attn_mask does.
+  m.additive_ = mask.requires_grad() ? mask.clone() : mask.detach().clone();
   return m;
 }
 

@@ -6,8 +6,10 @@ first and each entry's keys in the order dtype, shape, data_offsets, padded with
 multiple of 8, then the raw little-endian data back to back.
 
   /usr/bin/python3 tools/make_safetensors_fixture.py
-      writes tests/fixtures/safetensors/reference.safetensors (the C++ test reads it, checks the
-      values, and checks that save_safetensors writes the same bytes for the same content).
+      writes tests/fixtures/safetensors/reference.safetensors (as other tools write it: no
+      checksums; the C++ test reads it and checks the values) and reference_checksummed.safetensors
+      (the same content with our writer's "tapegrad.crc32.<name>" metadata, zlib.crc32 of each
+      tensor's bytes: the C++ test checks that save_safetensors writes these bytes).
   /usr/bin/python3 tools/make_safetensors_fixture.py --verify
       the reverse direction, run by hand (ctest cannot run Python): parses
       tests/fixtures/safetensors/written_by_tapegrad.safetensors, a file our C++ wrote (the C++
@@ -17,6 +19,7 @@ multiple of 8, then the raw little-endian data back to back.
 """
 import json
 import math
+import zlib
 import os
 import struct
 import sys
@@ -68,6 +71,14 @@ def serialize(tensors, metadata):
     text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     text += b" " * ((8 - len(text) % 8) % 8)
     return struct.pack("<Q", len(text)) + text + b"".join(blobs)
+
+
+def with_checksums(tensors, metadata):
+    """metadata plus our writer's per-tensor CRC-32 keys, sorted by key as std::map orders them."""
+    out = dict(metadata)
+    for name, dtype, _, values in tensors:
+        out["tapegrad.crc32." + name] = "%08x" % zlib.crc32(pack(dtype, values))
+    return dict(sorted(out.items(), key=lambda kv: kv[0].encode("utf-8")))
 
 
 def parse(data):
@@ -128,14 +139,21 @@ def check(path, expected, expected_meta):
 def main():
     os.makedirs(OUT, exist_ok=True)
     ref = os.path.join(OUT, "reference.safetensors")
+    ref_crc = os.path.join(OUT, "reference_checksummed.safetensors")
     if "--verify" in sys.argv:
         check(ref, REFERENCE, REFERENCE_META)
-        check(os.path.join(OUT, "written_by_tapegrad.safetensors"), TAPEGRAD, TAPEGRAD_META)
+        check(ref_crc, REFERENCE, with_checksums(REFERENCE, REFERENCE_META))
+        check(os.path.join(OUT, "written_by_tapegrad.safetensors"), TAPEGRAD,
+              with_checksums(TAPEGRAD, TAPEGRAD_META))
         return
     with open(ref, "wb") as f:
         f.write(serialize(REFERENCE, REFERENCE_META))
     check(ref, REFERENCE, REFERENCE_META)
     print("wrote", ref)
+    with open(ref_crc, "wb") as f:
+        f.write(serialize(REFERENCE, with_checksums(REFERENCE, REFERENCE_META)))
+    check(ref_crc, REFERENCE, with_checksums(REFERENCE, REFERENCE_META))
+    print("wrote", ref_crc)
 
 
 if __name__ == "__main__":

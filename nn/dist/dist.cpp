@@ -45,8 +45,12 @@ const char* reduce_op_name(ReduceOp op) {
 
 bool built_with_mpi() { return TG_HAVE_MPI != 0; }
 bool built_with_nccl() { return tg::cuda::nccl::built(); }
+// Read once, before init() can change the answer: MPI_Init in a plain process (a singleton)
+// sets PMIX_RANK and friends in the process's own environment.
 bool launched_by_mpirun() {
-  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK") || std::getenv("PMI_RANK");
+  static const bool launched =
+      std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK") || std::getenv("PMI_RANK");
+  return launched;
 }
 
 struct Work::State {
@@ -395,6 +399,7 @@ bool Work::completed() const {
 void init(const InitOptions& opts) {
   World& w = world();
   if (w.initialized) return;
+  (void)launched_by_mpirun();  // read before MPI_Init adds to the environment
   if (w.finalized) fail("dist::init: tg::dist was already finalized in this process");
 #if TG_HAVE_MPI
   const char* env_timeout = std::getenv("TG_DIST_TIMEOUT");

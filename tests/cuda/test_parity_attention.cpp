@@ -2,7 +2,8 @@
 // and the composed path for weights / large heads) against the float64 CPU, forward and
 // backward, for every mask kind: none, causal (top-left, bottom-right), local windows, blocked
 // windows (blocks not dividing T, look-back, causal inside), key padding, key lengths, bool and
-// additive masks, T != S, T = 1, windows >= T, and fully masked rows (output 0, gradient 0).
+// additive masks (constant, and differentiable: dMask), T != S, T = 1, windows >= T, and fully
+// masked rows (output 0, gradient 0).
 #include "tests/cuda/parity_harness.hpp"
 
 #include <limits>
@@ -167,6 +168,27 @@ TEST_CASE("cuda parity: additive float mask with -inf entries") {
       return std::vector<Tensor>{scaled_dot_product_attention(x[0], x[1], x[2], m).output};
     };
     tgt::run_parity(c, dt);
+  }
+}
+
+TEST_CASE("cuda parity: a differentiable additive mask gets dScores summed to its shape") {
+  // The mask is an input of the case: its gradient on the GPU (the composed path) is checked
+  // against the CPU's fused one, for a (T, S) mask summed over B and NH and a (B, 1, T, S) one.
+  for (DType dt : {kFloat64, kFloat32}) {
+    for (const Shape& ms : {Shape{24, 24}, Shape{2, 1, 24, 24}}) {
+      ParityCase c;
+      c.name = "differentiable additive " + shape_str(ms) + " & causal";
+      c.tol32 = 1e-4;
+      c.inputs = [ms] {
+        return Inputs{randn({2, 2, 24, 16}, kFloat64), randn({2, 2, 24, 16}, kFloat64),
+                      randn({2, 2, 24, 16}, kFloat64), randn(ms, kFloat64)};
+      };
+      c.fn = [](const Inputs& x) {
+        AttentionMask m = AttentionMask::additive(x[3]) & AttentionMask::causal();
+        return std::vector<Tensor>{scaled_dot_product_attention(x[0], x[1], x[2], m).output};
+      };
+      tgt::run_parity(c, dt);
+    }
   }
 }
 

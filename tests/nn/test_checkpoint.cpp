@@ -151,7 +151,10 @@ TEST_CASE("safetensors layout matches the reference byte for byte", "[checkpoint
   nn::SafetensorsFile f = nn::load_safetensors(ref);
   require_same(f.tensors, reference_content());
   REQUIRE(f.metadata == kReferenceMeta);
-  REQUIRE(nn::safetensors_bytes(reference_content(), kReferenceMeta, "x") == read_bytes(ref));
+  // Our writer adds the per-tensor CRC-32 keys (Python's zlib.crc32 made the expected file).
+  const std::string ref_crc = kFixtures + "/reference_checksummed.safetensors";
+  REQUIRE(nn::safetensors_bytes(reference_content(), kReferenceMeta, "x") == read_bytes(ref_crc));
+  REQUIRE(nn::load_safetensors(ref_crc).metadata == kReferenceMeta);
 
   // The reverse direction: a file our writer made, checked by hand with
   // `/usr/bin/python3 tools/make_safetensors_fixture.py --verify`. It must stay what we write.
@@ -163,6 +166,50 @@ TEST_CASE("safetensors layout matches the reference byte for byte", "[checkpoint
   nn::SafetensorsFile g = nn::load_safetensors(ours);
   require_same(g.tensors, tapegrad_content());
   REQUIRE(g.metadata == kTapegradMeta);
+}
+
+TEST_CASE("safetensors checksums: a flipped data bit names the tensor and the file",
+          "[checkpoint]") {
+  TempDir dir;
+  const std::string path = dir / "crc.safetensors";
+  nn::StateDict d;
+  d.insert("a", tensor(std::vector<float>{1, 2, 3, 4}, {2, 2}));
+  d.insert("b.weight", tensor(std::vector<double>{0.5, -0.25, 8}));
+  d.insert("c", tensor(std::vector<int64_t>{7}, {1}));
+  // The caller's metadata comes back unchanged; a stale checksum key the caller passes is replaced.
+  const nn::Metadata user{{"note", "mine"}, {"tapegrad.format", "model/1"}};
+  nn::Metadata given = user;
+  given["tapegrad.crc32.a"] = "00000000";
+  nn::save_safetensors(path, d, given);
+  nn::SafetensorsFile f = nn::load_safetensors(path);
+  require_same(f.tensors, d);
+  REQUIRE(f.metadata == user);
+  // zlib's CRC-32 of the float32 bytes of 1, 2, 3, 4 (Python: zlib.crc32(struct.pack("<4f", ...))).
+  REQUIRE(read_bytes(path).find("\"tapegrad.crc32.a\":\"8ba71454\"") != std::string::npos);
+
+  const std::string bytes = read_bytes(path);
+  // Flip one bit of each tensor's data in turn: the error names that tensor and the file.
+  const size_t data = bytes.size() - (16 + 24 + 8);
+  struct Flip {
+    size_t at;
+    const char* tensor;
+  };
+  for (const Flip& fl :
+       {Flip{data + 5, "a"}, Flip{data + 16 + 23, "b.weight"}, Flip{bytes.size() - 1, "c"}}) {
+    std::string bad = bytes;
+    bad[fl.at] = static_cast<char>(bad[fl.at] ^ 0x10);
+    write_bytes(dir / "bad.safetensors", bad);
+    REQUIRE_ERROR(nn::load_safetensors(dir / "bad.safetensors"),
+                  "load_safetensors: " + (dir / "bad.safetensors") + ": tensor \"" + fl.tensor +
+                      "\": checksum mismatch");
+  }
+  // The same flip in a file without checksums (another tool's) is not detectable: it loads.
+  nn::StateDict one;
+  one.insert("a", d.at("a"));
+  std::string plain = read_bytes(kFixtures + "/reference.safetensors");
+  plain[plain.size() - 9] = static_cast<char>(plain[plain.size() - 9] ^ 0x01);
+  write_bytes(dir / "plain.safetensors", plain);
+  REQUIRE(nn::load_safetensors(dir / "plain.safetensors").tensors.size() == 7);
 }
 
 TEST_CASE("malformed safetensors files fail with specific errors", "[checkpoint]") {

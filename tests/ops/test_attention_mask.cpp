@@ -182,3 +182,31 @@ TEST_CASE("check() names the part and the expected layout", "[attention_mask]") 
   AttentionMask l = AttentionMask::key_lengths(tensor(std::vector<int64_t>{3, 7}));
   REQUIRE_ERROR(l.check("sdpa", 2, 1, 4, 5), "sdpa: key length 7 of batch 1 exceeds S = 5");
 }
+
+TEST_CASE("masks built from strided views read the view's elements", "[attention_mask][views]") {
+  // Each data part from a transposed or narrowed view equals the part from a contiguous copy.
+  manual_seed(7);
+  const int64_t B = 2, T = 3, S = 4;
+  Tensor pad_sb = lt(rand({S, B}), full({}, 0.4));    // (S, B): its transpose is (B, S)
+  Tensor allow_st = lt(rand({S, T}), full({}, 0.7));  // (S, T): its transpose is (T, S)
+  Tensor add_st = randn({S, T}, kFloat64);
+  Tensor len = tensor(std::vector<int64_t>{9, 2, 9, 3}, {2, 2});  // column 1: {2, 3}, stride 2
+  const std::vector<std::pair<AttentionMask, AttentionMask>> pairs{
+      {AttentionMask::key_padding(transpose(pad_sb, 0, 1), MaskPolarity::TrueBlocked),
+       AttentionMask::key_padding(transpose(pad_sb, 0, 1).contiguous(), MaskPolarity::TrueBlocked)},
+      {AttentionMask::from_bool(transpose(allow_st, 0, 1), MaskPolarity::TrueAllowed),
+       AttentionMask::from_bool(transpose(allow_st, 0, 1).contiguous(), MaskPolarity::TrueAllowed)},
+      {AttentionMask::additive(transpose(add_st, 0, 1)),
+       AttentionMask::additive(transpose(add_st, 0, 1).contiguous())},
+      {AttentionMask::key_lengths(select(len, 1, 1)),
+       AttentionMask::key_lengths(select(len, 1, 1).contiguous())},
+  };
+  for (const auto& [view, copy] : pairs) {
+    INFO(copy.name());
+    REQUIRE(view.dense_allowed(B, 1, T, S).to_vector<bool>() ==
+            copy.dense_allowed(B, 1, T, S).to_vector<bool>());
+    for (int64_t i = 0; i < T; ++i)
+      for (int64_t j = 0; j < S; ++j)
+        REQUIRE(view.additive_at(1, 0, i, j, T, S) == copy.additive_at(1, 0, i, j, T, S));
+  }
+}
