@@ -7,6 +7,7 @@
 // (N, 1) case that per-row statistics and masks hit; rows keep every case vectorised.)
 // Deliberately not here: unary ops (unary.cpp), the op bodies and their checks (ops/*.cpp).
 #include "ops/cpu/kernels.hpp"
+#include "ops/cpu/simd.hpp"
 #include "ops/cpu/xt.hpp"
 
 #include <cmath>
@@ -40,7 +41,7 @@ void apply(BinOp op, O&& out, const X& a, const Y& b) {
     case BinOp::Div:
       xt::noalias(out) = a / b;
       break;
-    case BinOp::Pow:
+    case BinOp::Pow:  // floating T takes patched_map's pow in binary() instead
       xt::noalias(out) = xt::pow(a, b);
       break;
     // NaN propagates (a + b is NaN when either is), like torch.maximum. xt::isnan, not a != a:
@@ -123,6 +124,18 @@ void binary(BinOp op, O* out, const T* a, const T* b, const Shape& so, const Sha
                rb = flat ? nb == no : w.strides[1].back() != 0;
     // n outputs at o from a row (or one broadcast element) of each operand.
     auto span = [&](O* o, const T* pa, const T* pb, int64_t n) {
+      if constexpr (std::is_floating_point_v<T> && std::is_same_v<T, O>) {
+        if (op == BinOp::Pow) {  // xsimd's pow where exact, std::pow at its special lanes
+          using B = xsimd::batch<T>;
+          xtd::patched_map(
+              o, pa, ra, pb, rb, n, [](const B& x, const B& e) { return xsimd::pow(x, e); },
+              [](T x, T e) { return std::pow(x, e); },
+              [](const B& x, const B& e, const B& y) {
+                return (x > B(T(0))) & xtd::normal(x) & xtd::normal(e) & xtd::normal(y);
+              });
+          return;
+        }
+      }
       auto vo = vec(o, n);
       if (ra && rb)
         apply(op, vo, vec(pa, n), vec(pb, n));

@@ -9,12 +9,14 @@
 // Deliberately not here: broadcasting binary ops (binary.cpp), the op bodies and records
 // (ops/elementwise.cpp).
 #include "ops/cpu/kernels.hpp"
+#include "ops/cpu/simd.hpp"
 #include "ops/cpu/xt.hpp"
 
 #include <xsimd/xsimd.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <type_traits>
 
 namespace tg::cpu {
@@ -75,6 +77,68 @@ void batch_map(float* out, const float* a, const float* b, int64_t n, F f) {
     std::copy(to, to + (n - i), out + i);
   }
 }
+
+// ---- xsimd's math with its special lanes patched (simd.hpp's patched_map) ----
+template <typename T>
+using Bt = xsimd::batch<T>;
+template <typename T, typename V, typename S, typename OK>
+void patched_unary(T* out, const T* x, int64_t n, V&& vf, S&& sf, OK&& ok) {
+  xtd::patched_map(
+      out, x, 1, x, 0, n, [&](const Bt<T>& v, const Bt<T>&) { return vf(v); },
+      [&](T v, T) { return sf(v); },
+      [&](const Bt<T>& v, const Bt<T>&, const Bt<T>& y) { return ok(v, y); });
+}
+using xtd::normal;
+// log: the vector log is exact for normal positive finite x.
+template <typename T>
+void log_into(T* out, const T* x, int64_t n) {
+  patched_unary(
+      out, x, n, [](const Bt<T>& v) { return xsimd::log(v); }, [](T v) { return std::log(v); },
+      [](const Bt<T>& v, const Bt<T>&) { return (v > Bt<T>(T(0))) & normal(v); });
+}
+// exp: away from overflow and from results that are subnormal or 0.
+template <typename T>
+void exp_into(T* out, const T* x, int64_t n) {
+  const T hi = std::is_same_v<T, float> ? T(88) : T(709), lo = -hi;
+  patched_unary(
+      out, x, n, [](const Bt<T>& v) { return xsimd::exp(v); }, [](T v) { return std::exp(v); },
+      [=](const Bt<T>& v, const Bt<T>& y) {
+        return (v > Bt<T>(lo)) & (v < Bt<T>(hi)) & normal(y);
+      });
+}
+// x^e for a scalar exponent, PyTorch's way: e = 0 gives 1 (even at NaN), 1 gives x, ±0.5 sqrt and
+// 1/sqrt (so pow(-0, 0.5) = -0 and pow(-inf, 0.5) = NaN, as sqrt), -1 the reciprocal, 2, 3, -2
+// multiplied out; any other e std::pow's values (xsimd's pow where x is normal positive and the
+// result normal).
+template <typename T>
+void pow_into(T* out, const T* x, int64_t n, double e) {
+  auto X = vec(x, n);
+  auto O = vec(out, n);
+  const T one(1);
+  if (e == 0)
+    std::fill(out, out + n, one);
+  else if (e == 1)
+    std::copy(x, x + n, out);
+  else if (e == 0.5)
+    xt::noalias(O) = xt::sqrt(X);
+  else if (e == -0.5)
+    xt::noalias(O) = one / xt::sqrt(X);
+  else if (e == -1)
+    xt::noalias(O) = one / X;
+  else if (e == 2)
+    xt::noalias(O) = X * X;
+  else if (e == 3)
+    xt::noalias(O) = X * X * X;
+  else if (e == -2)
+    xt::noalias(O) = one / (X * X);
+  else {
+    const T et = static_cast<T>(e);
+    patched_unary(
+        out, x, n, [=](const Bt<T>& v) { return xsimd::pow(v, Bt<T>(et)); },
+        [=](T v) { return std::pow(v, et); },
+        [](const Bt<T>& v, const Bt<T>& y) { return (v > Bt<T>(T(0))) & normal(v) & normal(y); });
+  }
+}
 }  // namespace
 
 template <typename T>
@@ -91,10 +155,10 @@ void unary(UnOp op, T* out, const T* x, int64_t n, double p0, double p1) {
             xt::noalias(O) = -X;
             break;
           case UnOp::Exp:
-            xt::noalias(O) = xt::exp(X);
+            exp_into(out + lo, x + lo, hi - lo);
             break;
           case UnOp::Log:
-            xt::noalias(O) = xt::log(X);
+            log_into(out + lo, x + lo, hi - lo);
             break;
           case UnOp::Sqrt:
             xt::noalias(O) = xt::sqrt(X);
@@ -138,10 +202,7 @@ void unary(UnOp op, T* out, const T* x, int64_t n, double p0, double p1) {
             xt::noalias(O) = a / X;
             break;
           case UnOp::PowS:
-            if (p0 == 2)
-              xt::noalias(O) = X * X;
-            else
-              xt::noalias(O) = xt::pow(X, a);
+            pow_into(out + lo, x + lo, hi - lo, p0);
             break;
           // NaN stays NaN: both comparisons are false for it.
           case UnOp::Clamp:
@@ -222,13 +283,14 @@ void unary_backward(UnOp op, T* dx, const T* g, const T* x, const T* y, int64_t 
           case UnOp::RDivS:
             xt::noalias(D) = -G * Y / X;
             break;  // d(a/x)/dx = -a/x² = -y/x
+          // PyTorch's pow_backward: 0 where e == 0, else g·(e·x^(e-1)) with x^(e-1) its pow.
           case UnOp::PowS:
-            if (p0 == 0)
-              xt::noalias(D) = G * zero;
-            else if (p0 == 2)
-              xt::noalias(D) = G * static_cast<T>(2) * X;
-            else
-              xt::noalias(D) = G * a * xt::pow(X, static_cast<T>(p0 - 1));
+            if (p0 == 0) {
+              std::fill(dx + lo, dx + hi, zero);
+            } else {
+              pow_into(dx + lo, x + lo, m, p0 - 1);
+              xt::noalias(D) = G * (a * D);
+            }
             break;
           // The gradient passes where lo <= x <= hi (PyTorch's convention at the boundary).
           case UnOp::Clamp:
