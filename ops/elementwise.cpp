@@ -215,8 +215,9 @@ Tensor div(const Tensor& a, const Tensor& b, Site site) {
     record("div", out, {a, b}, elementwise_info(out, 1 + 2 * gb).saved(sb, so),
            [sa, sb, so, gb](const Tensor& g) -> std::vector<Tensor> {
              Tensor ga = div(g, sb);  // d(a/b)/da = 1/b
-             // d(a/b)/db = -a/b² = -out/b
-             Tensor db = gb ? sum_to(neg(mul(ga, so)), sb.shape()) : Tensor();
+             // d(a/b)/db = -a/b² = -g·(out/b), in PyTorch's order: (0, 1e-310) gives -0, not
+             // the NaN of -(g/b)·out
+             Tensor db = gb ? sum_to(neg(mul(g, div(so, sb))), sb.shape()) : Tensor();
              return {sum_to(ga, sa), db};
            });
   }
@@ -231,11 +232,16 @@ Tensor pow(const Tensor& a, const Tensor& b, Site site) {
     bool gb = b.requires_grad();
     record("pow", out, {a, b}, elementwise_info(out, 3 + 3 * gb).saved(sa, sb, so),
            [sa, sb, so, gb](const Tensor& g) -> std::vector<Tensor> {
-             // d/da = b·a^(b-1) (0 where b == 0); d/db = out·log(a)
+             // PyTorch's rules: d/da = b·a^(b-1), 0 where b == 0; d/db = out·log(a), 0 where
+             // a == 0 and b >= 0 (where out is 0 or 1 and log(a) -inf).
              Tensor z = zeros({}, sa.dtype(), sa.device());
              Tensor da_local = where(eq(sb, z), z, mul(sb, pow(sa, sub(sb, 1.0))));
              Tensor da = sum_to(mul(g, da_local), sa.shape());
-             Tensor db = gb ? sum_to(mul(g, mul(so, log(sa))), sb.shape()) : Tensor();
+             Tensor db;
+             if (gb) {
+               Tensor t = mul(so, log(sa));
+               db = sum_to(mul(g, where(eq(sa, z), where(ge(sb, z), z, t), t)), sb.shape());
+             }
              return {da, db};
            });
   }
@@ -251,10 +257,11 @@ Tensor extremum(const char* op, const Tensor& a, const Tensor& b, bool is_max) {
     Tensor sa = a.detach(), sb = b.detach();
     record(op, out, {a, b}, elementwise_info(out, 4).saved(sa, sb),
            [sa, sb, is_max](const Tensor& g) -> std::vector<Tensor> {
-             // The weights, composed from comparisons: 1 to the winner, 0.5 each on ties.
-             Tensor tie = mul(eq(sa, sb).to(sa.dtype()), 0.5);
-             Tensor wa = add(tie, (is_max ? gt(sa, sb) : lt(sa, sb)).to(sa.dtype()));
-             Tensor wb = add(tie, (is_max ? lt(sa, sb) : gt(sa, sb)).to(sa.dtype()));
+             // PyTorch's weights: 1 - [it loses] - ½[tie], so a NaN gives both the gradient.
+             const DType dt = sa.dtype();
+             Tensor tie = mul(eq(sa, sb).to(dt), 0.5);
+             Tensor wa = rsub(1.0, add(tie, (is_max ? lt(sa, sb) : gt(sa, sb)).to(dt)));
+             Tensor wb = rsub(1.0, add(tie, (is_max ? gt(sa, sb) : lt(sa, sb)).to(dt)));
              return {sum_to(mul(g, wa), sa.shape()), sum_to(mul(g, wb), sb.shape())};
            });
   }

@@ -125,14 +125,11 @@ void binary(BinOp op, O* out, const T* a, const T* b, const Shape& so, const Sha
     // n outputs at o from a row (or one broadcast element) of each operand.
     auto span = [&](O* o, const T* pa, const T* pb, int64_t n) {
       if constexpr (std::is_floating_point_v<T> && std::is_same_v<T, O>) {
-        if (op == BinOp::Pow) {  // xsimd's pow where exact, std::pow at its special lanes
-          using B = xsimd::batch<T>;
-          xtd::patched_map(
-              o, pa, ra, pb, rb, n, [](const B& x, const B& e) { return xsimd::pow(x, e); },
-              [](T x, T e) { return std::pow(x, e); },
-              [](const B& x, const B& e, const B& y) {
-                return (x > B(T(0))) & xtd::normal(x) & xtd::normal(e) & xtd::normal(y);
-              });
+        if (op == BinOp::Pow) {  // std::pow's values (unary.cpp's pow_into says why so)
+          if constexpr (std::is_same_v<T, float>)
+            xtd::pow_f32(o, pa, ra, pb, rb, n);
+          else
+            for (int64_t j = 0; j < n; ++j) o[j] = std::pow(pa[ra ? j : 0], pb[rb ? j : 0]);
           return;
         }
       }
