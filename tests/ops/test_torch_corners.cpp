@@ -1,7 +1,7 @@
 // tests/ops/test_torch_corners.cpp — PyTorch 1.13's answers in the corner cases where tapegrad
 // used to differ without need: pow's exponent gradient at base 0, clamp with min > max or a NaN
 // bound (clamp and clamp_), maximum/minimum on int64 and bool, max over bool, logical_not on
-// numbers.
+// numbers, and int64 targets refusing values int64 cannot hold (fill_, full, masked_fill_).
 // Every expected value below is what torch 1.13 printed for the same call.
 #include <catch2/catch.hpp>
 
@@ -134,4 +134,36 @@ TEST_CASE("logical_not on numbers is x == 0, bool, as PyTorch", "[torch]") {
   Tensor z = tg::logical_not(tg::tensor(std::vector<int64_t>{0, 3}));
   CHECK(z.dtype() == tg::kBool);
   require_same(f64(z), {1, 0}, "logical_not int64");
+}
+
+TEST_CASE("an int64 target refuses a value int64 cannot hold, as PyTorch", "[torch]") {
+  // torch 1.13: "value cannot be converted to type int64_t without overflow"
+  for (double v : {kNaN, 1e30, kInf, -kInf, 9.3e18, -9.3e18, 9223372036854775808.0}) {
+    INFO("value " << v);
+    Tensor x = tg::zeros({3}, tg::kInt64);
+    REQUIRE_THROWS_WITH(x.fill_(v), Catch::Contains("fill_: value") &&
+                                        Catch::Contains("cannot be converted to type int64"));
+    require_same(f64(x), {0, 0, 0}, "x is left as it was");
+    REQUIRE_THROWS_WITH(tg::full({2}, v, tg::kInt64),
+                        Catch::Contains("full: value") && Catch::Contains("without overflow"));
+    Tensor mask = tg::tensor(std::vector<bool>{true, false, true});
+    REQUIRE_THROWS_WITH(x.masked_fill_(mask, v), Catch::Contains("masked_fill_: value") &&
+                                                     Catch::Contains("without overflow"));
+    REQUIRE_THROWS_WITH(tg::masked_fill(x, mask, v), Catch::Contains("without overflow"));
+    // add_/mul_ with a scalar take floating targets only (PyTorch: "result type Float can't be
+    // cast to the desired output type Long")
+    REQUIRE_THROWS_WITH(x.add_(v), Catch::Contains("dtype int64, expected float32 or float64"));
+    REQUIRE_THROWS_WITH(x.mul_(v), Catch::Contains("dtype int64, expected float32 or float64"));
+    require_same(f64(x), {0, 0, 0}, "x is still as it was");
+  }
+  // In range it truncates, as PyTorch: 2.5 -> 2, and -2^63 is held.
+  Tensor x = tg::zeros({2}, tg::kInt64);
+  x.fill_(2.5);
+  CHECK(x.data<int64_t>()[0] == 2);
+  x.fill_(-9223372036854775808.0);
+  CHECK(x.data<int64_t>()[1] == std::numeric_limits<int64_t>::min());
+  // bool takes any value: NaN and 1e30 are true
+  Tensor b = tg::zeros({2}, tg::kBool);
+  b.fill_(kNaN);
+  CHECK(b.data<bool>()[0]);
 }
