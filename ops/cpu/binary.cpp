@@ -41,7 +41,7 @@ void apply(BinOp op, O&& out, const X& a, const Y& b) {
     case BinOp::Div:
       xt::noalias(out) = a / b;
       break;
-    case BinOp::Pow:  // floating T takes patched_map's pow in binary() instead
+    case BinOp::Pow:  // floating T takes simd.hpp's pow_map in binary() instead
       xt::noalias(out) = xt::pow(a, b);
       break;
     // NaN propagates (a + b is NaN when either is), like torch.maximum. xt::isnan, not a != a:
@@ -125,11 +125,8 @@ void binary(BinOp op, O* out, const T* a, const T* b, const Shape& so, const Sha
     // n outputs at o from a row (or one broadcast element) of each operand.
     auto span = [&](O* o, const T* pa, const T* pb, int64_t n) {
       if constexpr (std::is_floating_point_v<T> && std::is_same_v<T, O>) {
-        if (op == BinOp::Pow) {  // std::pow's values (unary.cpp's pow_into says why so)
-          if constexpr (std::is_same_v<T, float>)
-            xtd::pow_f32(o, pa, ra, pb, rb, n);
-          else
-            for (int64_t j = 0; j < n; ++j) o[j] = std::pow(pa[ra ? j : 0], pb[rb ? j : 0]);
+        if (op == BinOp::Pow) {  // std::pow's values (simd.hpp's pow_map)
+          xtd::pow_map(o, pa, ra, pb, rb, n);
           return;
         }
       }

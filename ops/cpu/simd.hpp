@@ -167,35 +167,21 @@ void patched_map(T* out, const T* a, int64_t sa, const T* b, int64_t sb, int64_t
   }
 }
 
-// out[i] = a[i·sa]^b[i·sb] in float32 (sa, sb as above): xsimd's exp(b·log a) computed in double,
-// whose error lies far below a float ulp, so the rounded result is within an ulp of std::pow
-// (xsimd's own float pow loses |b·log a| ulps: 8 at 89^4); std::pow at the special lanes (a not
-// a positive normal float, b not normal, the result outside float's normal range).
-inline void pow_f32(float* out, const float* a, int64_t sa, const float* b, int64_t sb, int64_t n) {
-  alignas(64) double ta[kDL], tb[kDL], ty[kDL], tk[kDL];
-  auto load = [&](const float* p, int64_t s, int64_t i, int64_t m, double* tmp) {
-    if (s == 0) return dbatch(static_cast<double>(p[0]));
-    if (m == kDL) return load_d(p + i);
-    std::fill(tmp, tmp + kDL, 1.0);
-    std::copy(p + i, p + i + m, tmp);
-    return dbatch::load_aligned(tmp);
-  };
-  auto normal_f = [](const dbatch& v) {
-    const dbatch x = xsimd::abs(v);
-    return (x >= dbatch(std::numeric_limits<float>::min())) &
-           (x <= dbatch(std::numeric_limits<float>::max()));
-  };
-  for (int64_t i = 0; i < n; i += kDL) {
-    const int64_t m = std::min<int64_t>(kDL, n - i);
-    const dbatch va = load(a, sa, i, m, ta), vb = load(b, sb, i, m, tb);
-    const dbatch y = xsimd::exp(vb * xsimd::log(va));
-    const auto good = (va > dbatch(0.0)) & normal_f(va) & normal_f(vb) & normal_f(y);
-    y.store_aligned(ty);
-    xsimd::select(good, dbatch(1.0), dbatch(0.0)).store_aligned(tk);
-    for (int64_t k = 0; k < m; ++k)
-      out[i + k] =
-          tk[k] != 0 ? static_cast<float>(ty[k]) : std::pow(a[(i + k) * sa], b[(i + k) * sb]);
-  }
+// out[i] = a[i·sa]^b[i·sb] (sa, sb as above), std::pow's values within a few ulps. xsimd's pow
+// is exp(b·log a), whose relative error grows as |b·log a| ulps (8 float ulps at 89^4), so the
+// vector lanes are those with a positive normal a, a normal b and a result in [e^-4, e^4]
+// (|b·log a| <= 4): ordinary magnitudes. Every other lane (0, ±inf, NaN, a negative base, b = 0,
+// a large or tiny result) takes std::pow.
+template <typename T>
+void pow_map(T* out, const T* a, int64_t sa, const T* b, int64_t sb, int64_t n) {
+  using B = xsimd::batch<T>;
+  patched_map(
+      out, a, sa, b, sb, n, [](const B& x, const B& e) { return xsimd::exp(e * xsimd::log(x)); },
+      [](T x, T e) { return std::pow(x, e); },
+      [](const B& x, const B& e, const B& y) {
+        return (x > B(T(0))) & normal(x) & normal(e) & (y >= B(T(0.018315638888734179))) &
+               (y <= B(T(54.598150033144236)));
+      });
 }
 
 }  // namespace tg::cpu::xtd
