@@ -2,7 +2,8 @@
 // and where (which masked_fill and the masks' gradients use). One broadcast walk for all of them:
 // the output's dims are merged where every operand is laid out alike, which leaves `outer` rows
 // of `inner` elements; each operand's row is either a full contiguous row or one broadcast
-// element, and each row is one xtensor + xsimd expression over 1-D adaptors. (xtensor's own N-d
+// element, and each row is one xtensor + xsimd expression over 1-D adaptors (pow: simd.hpp's
+// pow_map, xsimd with its special lanes recomputed by std::pow). (xtensor's own N-d
 // broadcasting falls back to scalar code when an operand is broadcast along the last dim, the
 // (N, 1) case that per-row statistics and masks hit; rows keep every case vectorised.)
 // Deliberately not here: unary ops (unary.cpp), the op bodies and their checks (ops/*.cpp).

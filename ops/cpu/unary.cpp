@@ -4,8 +4,12 @@
 // loop this replaces), float64 in float64. Two exceptions, each measured: the exact GELU in
 // float32 is an explicit xsimd batch loop (PyTorch's erf approximation, one exp shared by value
 // and derivative: 1.8x xsimd's erf), and the float64 GELU is a scalar std::erfc loop (xsimd's
-// double erf/erfc are up to 4e-12 off). Long tensors are split into one chunk per thread on
-// 64-byte boundaries, so results do not depend on the thread count.
+// double erf/erfc are up to 4e-12 off). exp, log and pow run xsimd with the lanes where it is not
+// std::'s answer (zeros, subnormals, infinities, NaN, the edges of the range) recomputed by std::
+// (simd.hpp's patched_map), so a value never depends on the tensor's length or the element's
+// position; pow with a scalar exponent and relu follow PyTorch's special cases (tested at every
+// special value: tests/ops/test_special_values.cpp). Long tensors are split into one chunk per
+// thread on 64-byte boundaries, so results do not depend on the thread count.
 // Deliberately not here: broadcasting binary ops (binary.cpp), the op bodies and records
 // (ops/elementwise.cpp).
 #include "ops/cpu/kernels.hpp"
