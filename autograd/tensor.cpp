@@ -469,6 +469,12 @@ Tensor fill_with(const Shape& shape, DType dtype, F value_at) {
 }  // namespace
 
 Tensor full(const Shape& shape, double v, DType dtype, Device device) {
+  // NaN, ±inf and values outside [-2^63, 2^63) have no int64 (the cast would be UB); PyTorch
+  // refuses them too.
+  if (dtype == kInt64 && !(v >= -9223372036854775808.0 && v < 9223372036854775808.0))
+    throw Error(
+        fmt::format("full: value {} cannot be converted to type int64 without overflow (shape {})",
+                    v, shape_str(shape)));
   if (device.type == DeviceType::CPU) return fill_with(shape, dtype, [v](int64_t) { return v; });
   Tensor t = Tensor::empty(shape, dtype, device);
   cuda_call("full", [&] {

@@ -7,6 +7,7 @@
 #include "ops/ops.hpp"
 
 #include <cmath>
+#include <optional>
 #include <type_traits>
 
 namespace tg {
@@ -111,16 +112,19 @@ Tensor unary_backward(UnCode code, const Tensor& g_in, const Tensor& x_in, const
   return dx;
 }
 // A unary op whose backward reads x and/or y = f(x) (save_x / save_y say which): check →
-// allocate + kernel → record.
-Tensor unary_op(const char* op, UnCode code, const Tensor& x, bool save_x, bool save_y) {
+// allocate + kernel → record. The backward is code's, or bwd's where the forward is computed by
+// another kernel (clamp's corner cases).
+Tensor unary_op(const char* op, UnCode code, const Tensor& x, bool save_x, bool save_y,
+                std::optional<UnCode> bwd = std::nullopt) {
   check_float(x, op, "input", true);
   Tensor out = unary_forward(op, code, x);
   if (needs_record({&x})) {
     Tensor sx = save_x ? x.detach() : Tensor();
     Tensor sy = save_y ? out.detach() : Tensor();
+    const UnCode bcode = bwd ? *bwd : code;
     record(op, out, {x}, elementwise_info(out, 1).saved(sx, sy),
-           [sx, sy, code](const Tensor& g) -> std::vector<Tensor> {
-             return {unary_backward(code, g, sx, sy)};
+           [sx, sy, bcode](const Tensor& g) -> std::vector<Tensor> {
+             return {unary_backward(bcode, g, sx, sy)};
            });
   }
   return out;
@@ -215,8 +219,9 @@ Tensor div(const Tensor& a, const Tensor& b, Site site) {
     record("div", out, {a, b}, elementwise_info(out, 1 + 2 * gb).saved(sb, so),
            [sa, sb, so, gb](const Tensor& g) -> std::vector<Tensor> {
              Tensor ga = div(g, sb);  // d(a/b)/da = 1/b
-             // d(a/b)/db = -a/b² = -out/b
-             Tensor db = gb ? sum_to(neg(mul(ga, so)), sb.shape()) : Tensor();
+             // d(a/b)/db = -a/b² = -g·(out/b), in PyTorch's order: (0, 1e-310) gives -0, not
+             // the NaN of -(g/b)·out
+             Tensor db = gb ? sum_to(neg(mul(g, div(so, sb))), sb.shape()) : Tensor();
              return {sum_to(ga, sa), db};
            });
   }
@@ -231,30 +236,41 @@ Tensor pow(const Tensor& a, const Tensor& b, Site site) {
     bool gb = b.requires_grad();
     record("pow", out, {a, b}, elementwise_info(out, 3 + 3 * gb).saved(sa, sb, so),
            [sa, sb, so, gb](const Tensor& g) -> std::vector<Tensor> {
-             // d/da = b·a^(b-1) (0 where b == 0); d/db = out·log(a)
+             // PyTorch's rules: d/da = b·a^(b-1), 0 where b == 0; d/db = out·log(a), 0 where
+             // a == 0 and b >= 0 (where out is 0 or 1 and log(a) -inf).
              Tensor z = zeros({}, sa.dtype(), sa.device());
              Tensor da_local = where(eq(sb, z), z, mul(sb, pow(sa, sub(sb, 1.0))));
              Tensor da = sum_to(mul(g, da_local), sa.shape());
-             Tensor db = gb ? sum_to(mul(g, mul(so, log(sa))), sb.shape()) : Tensor();
+             Tensor db;
+             if (gb) {
+               Tensor t = mul(so, log(sa));
+               db = sum_to(mul(g, where(eq(sa, z), where(ge(sb, z), z, t), t)), sb.shape());
+             }
              return {da, db};
            });
   }
   return out;
 }
 namespace {
-// maximum/minimum: the gradient goes to the selected operand; ties share it equally (PyTorch).
+// maximum/minimum on float, int64 and bool (bool: or / and, computed on int64, as PyTorch allows
+// it). The gradient goes to the selected operand, ties share it equally, and where either is NaN
+// both get it (PyTorch's rule: an operand's weight is 1 - [it loses] - ½[tie]).
 Tensor extremum(const char* op, const Tensor& a, const Tensor& b, bool is_max) {
-  check_binary(op, a, b, false);
+  check_defined(a, op, "self");
+  check_defined(b, op, "other");
+  check_same_device(a, b, op, "self", "other");
+  check_same_dtype(a, b, op, "self", "other");
+  if (a.dtype() == kBool) return extremum(op, a.to(kInt64), b.to(kInt64), is_max).to(kBool);
   // NaN propagates (cpu/binary.cpp).
   Tensor out = binary_kernel(op, is_max ? cuda::BinOp::Max : cuda::BinOp::Min, a, b, a.dtype());
   if (needs_record({&a, &b})) {
     Tensor sa = a.detach(), sb = b.detach();
     record(op, out, {a, b}, elementwise_info(out, 4).saved(sa, sb),
            [sa, sb, is_max](const Tensor& g) -> std::vector<Tensor> {
-             // The weights, composed from comparisons: 1 to the winner, 0.5 each on ties.
-             Tensor tie = mul(eq(sa, sb).to(sa.dtype()), 0.5);
-             Tensor wa = add(tie, (is_max ? gt(sa, sb) : lt(sa, sb)).to(sa.dtype()));
-             Tensor wb = add(tie, (is_max ? lt(sa, sb) : gt(sa, sb)).to(sa.dtype()));
+             const DType dt = sa.dtype();
+             Tensor tie = mul(eq(sa, sb).to(dt), 0.5);
+             Tensor wa = rsub(1.0, add(tie, (is_max ? lt(sa, sb) : gt(sa, sb)).to(dt)));
+             Tensor wb = rsub(1.0, add(tie, (is_max ? gt(sa, sb) : lt(sa, sb)).to(dt)));
              return {sum_to(mul(g, wa), sa.shape()), sum_to(mul(g, wb), sb.shape())};
            });
   }
@@ -346,20 +362,26 @@ Tensor gelu(const Tensor& a, const std::string& approximate, Site site) {
   throw Error(
       fmt::format("gelu: approximate must be \"none\" or \"tanh\", got \"{}\"", approximate));
 }
+// The gradient passes where lo <= x <= hi (PyTorch's convention at the boundary), so nowhere
+// when lo > hi or a bound is NaN. PyTorch 1.13's values in the corner cases: min > max gives max
+// everywhere (NaN stays NaN); a NaN bound of a two-sided clamp gives NaN everywhere, while
+// clamp_min / clamp_max with a NaN bound leave x as it is (the Clamp kernel's comparisons are
+// false for NaN).
 Tensor clamp(const Tensor& a, double lo, double hi, Site site) {
   SiteScope scope(site);
-  if (lo > hi)
-    throw Error(fmt::format("clamp: min {} > max {} for input {}", lo, hi, shape_str(a.shape())));
-  // The gradient passes where lo <= x <= hi (PyTorch's convention at the boundary).
-  return unary_op("clamp", {cuda::UnOp::Clamp, lo, hi}, a, true, false);
+  const UnCode grad{cuda::UnOp::Clamp, lo, hi};
+  if (std::isnan(lo) || std::isnan(hi))
+    return unary_op("clamp", {cuda::UnOp::MulS, NAN}, a, true, false, grad);
+  if (lo > hi) return unary_op("clamp", {cuda::UnOp::Clamp, hi, hi}, a, true, false, grad);
+  return unary_op("clamp", grad, a, true, false);
 }
 Tensor clamp_min(const Tensor& a, double lo, Site site) {
   SiteScope scope(site);
-  return clamp(a, lo, INFINITY);
+  return unary_op("clamp", {cuda::UnOp::Clamp, lo, INFINITY}, a, true, false);
 }
 Tensor clamp_max(const Tensor& a, double hi, Site site) {
   SiteScope scope(site);
-  return clamp(a, -INFINITY, hi);
+  return unary_op("clamp", {cuda::UnOp::Clamp, -INFINITY, hi}, a, true, false);
 }
 
 // ---- comparisons ----
@@ -396,9 +418,11 @@ Tensor ge(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
   return compare("ge", cuda::BinOp::Ge, a, b);
 }
+// Any dtype, bool out: a number is true where it is not 0 (NaN is true), as in PyTorch.
 Tensor logical_not(const Tensor& a_in, Site site) {
   SiteScope scope(site);
-  check_dtype(a_in, kBool, "logical_not", "input", true);
+  check_defined(a_in, "logical_not", "input");
+  if (a_in.dtype() != kBool) return eq(a_in, zeros({}, a_in.dtype(), a_in.device()));
   Tensor ha;
   const Tensor& a = dense_ref(a_in, ha);
   if (on_cuda(a)) {

@@ -217,8 +217,22 @@ Tensor clamp_(const Tensor& x, std::optional<double> min, std::optional<double> 
     return min ? clamp_min(v, *min) : clamp_max(v, *max);
   });
 }
+namespace {
+// An int64 target takes only a value that int64 holds (a cast of NaN, ±inf or anything outside
+// [-2^63, 2^63) is undefined behaviour; PyTorch refuses these values too). Fractions truncate.
+void check_int64_value(const char* op, const Tensor& x, double value) {
+  if (x.defined() && x.dtype() == kInt64 &&
+      !(value >= -9223372036854775808.0 && value < 9223372036854775808.0))
+    throw Error(
+        fmt::format("{}: value {} cannot be converted to type int64 without overflow "
+                    "(self {} int64)",
+                    op, value, shape_str(x.shape())));
+}
+}  // namespace
+
 Tensor fill_(const Tensor& x, double value, Site site) {
   SiteScope scope(site);
+  check_int64_value("fill_", x, value);
   return inplace("fill_", x, {}, [&](const Tensor& v) {
     return replacing("fill_", v, scalar_tensor(value, v.dtype(), v.device()));
   });
@@ -245,6 +259,7 @@ Tensor copy_(const Tensor& x, const Tensor& src, Site site) {
 }
 Tensor masked_fill_(const Tensor& x, const Tensor& mask, double value, Site site) {
   SiteScope scope(site);
+  check_int64_value("masked_fill_", x, value);
   return inplace("masked_fill_", x, {},
                  [&](const Tensor& v) { return masked_fill(v, mask, value); });
 }

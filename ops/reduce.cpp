@@ -231,9 +231,7 @@ Tensor max(const Tensor& x_in, std::vector<int64_t> dims, bool keepdim, Site sit
   SiteScope scope(site);
   const Tensor x = contig(x_in);
   check_input(x, "max");
-  if (x.dtype() == kBool)
-    throw Error(fmt::format("max: input {} has dtype bool, expected float32, float64 or int64",
-                            shape_str(x.shape())));
+  if (x.dtype() == kBool) return max(x.to(kInt64), dims, keepdim).to(kBool);  // any, as PyTorch
   ReducePlan p = make_plan("max", x.shape(), dims, keepdim);
   check_nonempty(p, "max", dims);
   if (on_cuda(x)) return cuda_max(x, p);

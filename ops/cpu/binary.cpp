@@ -2,11 +2,13 @@
 // and where (which masked_fill and the masks' gradients use). One broadcast walk for all of them:
 // the output's dims are merged where every operand is laid out alike, which leaves `outer` rows
 // of `inner` elements; each operand's row is either a full contiguous row or one broadcast
-// element, and each row is one xtensor + xsimd expression over 1-D adaptors. (xtensor's own N-d
+// element, and each row is one xtensor + xsimd expression over 1-D adaptors (pow: simd.hpp's
+// pow_map, xsimd with its special lanes recomputed by std::pow). (xtensor's own N-d
 // broadcasting falls back to scalar code when an operand is broadcast along the last dim, the
 // (N, 1) case that per-row statistics and masks hit; rows keep every case vectorised.)
 // Deliberately not here: unary ops (unary.cpp), the op bodies and their checks (ops/*.cpp).
 #include "ops/cpu/kernels.hpp"
+#include "ops/cpu/simd.hpp"
 #include "ops/cpu/xt.hpp"
 
 #include <cmath>
@@ -40,7 +42,7 @@ void apply(BinOp op, O&& out, const X& a, const Y& b) {
     case BinOp::Div:
       xt::noalias(out) = a / b;
       break;
-    case BinOp::Pow:
+    case BinOp::Pow:  // floating T takes simd.hpp's pow_map in binary() instead
       xt::noalias(out) = xt::pow(a, b);
       break;
     // NaN propagates (a + b is NaN when either is), like torch.maximum. xt::isnan, not a != a:
@@ -123,6 +125,12 @@ void binary(BinOp op, O* out, const T* a, const T* b, const Shape& so, const Sha
                rb = flat ? nb == no : w.strides[1].back() != 0;
     // n outputs at o from a row (or one broadcast element) of each operand.
     auto span = [&](O* o, const T* pa, const T* pb, int64_t n) {
+      if constexpr (std::is_floating_point_v<T> && std::is_same_v<T, O>) {
+        if (op == BinOp::Pow) {  // std::pow's values (simd.hpp's pow_map)
+          xtd::pow_map(o, pa, ra, pb, rb, n);
+          return;
+        }
+      }
       auto vo = vec(o, n);
       if (ra && rb)
         apply(op, vo, vec(pa, n), vec(pb, n));

@@ -4,7 +4,8 @@
 // Measured on (4096, 128) float32 rows, one thread (the shared notes' machine kind): a double sum
 // per row 51 µs here against 230-1000 µs for xt::sum<double>(row) lazy/immediate (xtensor widens
 // float to double one element at a time); a row max 46 µs against 610 µs for xt::amax(row,
-// immediate) (scalar). Elementwise work stays in xtensor expressions (xt.hpp).
+// immediate) (scalar). Elementwise work stays in xtensor expressions (xt.hpp), but for
+// patched_map (below): xsimd's math with its special lanes recomputed by std::.
 //
 // Every sum adds in an order fixed by n alone (unaligned loads from the row's first element, four
 // accumulators, one horizontal add, a scalar tail): a row gives the same bits wherever it lives
@@ -13,6 +14,7 @@
 
 #include <xsimd/xsimd.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -113,6 +115,73 @@ T extreme(const T* p, int64_t n, bool is_max) {
     best = is_max ? (v > best ? v : best) : (v < best ? v : best);
   }
   return best;
+}
+
+// ---- xsimd's elementwise math with its special lanes patched ----
+// xsimd's exp/log/pow are fast and accurate on ordinary arguments but not at the edges:
+// pow(0, 0) = 0, pow(inf, 0) = NaN, the log of a subnormal off by 33, exp's subnormal results
+// flushed to 0. And xtensor runs an array's unaligned head and its tail through std::, the body
+// through xsimd, so such an answer depended on the tensor's length and the element's position.
+// patched_map runs every element through the vector code (the tail through a padded batch) and
+// recomputes with the scalar function each lane whose arguments or result lie outside the range
+// where the vector math is exact to a few ulps (ok false: zero, subnormal, infinite, NaN,
+// negative, near overflow): ordinary data never leaves the vector path, and an element's value
+// never depends on where it sits.
+
+// Lanes where |v| is a normal finite number (NaN: false).
+template <typename T>
+auto normal(const xsimd::batch<T>& v) {
+  using B = xsimd::batch<T>;
+  const B a = xsimd::abs(v);
+  return (a >= B(std::numeric_limits<T>::min())) & (a <= B(std::numeric_limits<T>::max()));
+}
+
+// out[i] = vf(a[i·sa], b[i·sb]) for i < n (sa, sb: 1 for a row, 0 for one broadcast element), with
+// the lanes where ok(a, b, y) is false recomputed as sf(a, b).
+template <typename T, typename V, typename S, typename OK>
+void patched_map(T* out, const T* a, int64_t sa, const T* b, int64_t sb, int64_t n, V&& vf, S&& sf,
+                 OK&& ok) {
+  using B = xsimd::batch<T>;
+  constexpr int64_t W = static_cast<int64_t>(B::size);
+  alignas(64) T ta[W], tb[W], ty[W], tk[W];
+  auto load = [&](const T* p, int64_t s, int64_t i, int64_t m, T* tmp) {
+    if (s == 0) return B(p[0]);
+    if (m == W) return B::load_unaligned(p + i);
+    std::fill(tmp, tmp + W, T(1));  // padding lanes: a harmless argument
+    std::copy(p + i, p + i + m, tmp);
+    return B::load_aligned(tmp);
+  };
+  for (int64_t i = 0; i < n; i += W) {
+    const int64_t m = std::min<int64_t>(W, n - i);
+    const B va = load(a, sa, i, m, ta), vb = load(b, sb, i, m, tb);
+    const B y = vf(va, vb);
+    const auto good = ok(va, vb, y);
+    if (m == W && xsimd::all(good)) {
+      y.store_unaligned(out + i);
+      continue;
+    }
+    y.store_aligned(ty);
+    xsimd::select(good, B(T(1)), B(T(0))).store_aligned(tk);
+    for (int64_t k = 0; k < m; ++k)
+      out[i + k] = tk[k] != T(0) ? ty[k] : sf(a[(i + k) * sa], b[(i + k) * sb]);
+  }
+}
+
+// out[i] = a[i·sa]^b[i·sb] (sa, sb as above), std::pow's values within a few ulps. xsimd's pow
+// is exp(b·log a), whose relative error grows as |b·log a| ulps (8 float ulps at 89^4), so the
+// vector lanes are those with a positive normal a, a normal b and a result in [e^-4, e^4]
+// (|b·log a| <= 4): ordinary magnitudes. Every other lane (0, ±inf, NaN, a negative base, b = 0,
+// a large or tiny result) takes std::pow.
+template <typename T>
+void pow_map(T* out, const T* a, int64_t sa, const T* b, int64_t sb, int64_t n) {
+  using B = xsimd::batch<T>;
+  patched_map(
+      out, a, sa, b, sb, n, [](const B& x, const B& e) { return xsimd::exp(e * xsimd::log(x)); },
+      [](T x, T e) { return std::pow(x, e); },
+      [](const B& x, const B& e, const B& y) {
+        return (x > B(T(0))) & normal(x) & normal(e) & (y >= B(T(0.018315638888734179))) &
+               (y <= B(T(54.598150033144236)));
+      });
 }
 
 }  // namespace tg::cpu::xtd

@@ -4,17 +4,23 @@
 // loop this replaces), float64 in float64. Two exceptions, each measured: the exact GELU in
 // float32 is an explicit xsimd batch loop (PyTorch's erf approximation, one exp shared by value
 // and derivative: 1.8x xsimd's erf), and the float64 GELU is a scalar std::erfc loop (xsimd's
-// double erf/erfc are up to 4e-12 off). Long tensors are split into one chunk per thread on
-// 64-byte boundaries, so results do not depend on the thread count.
+// double erf/erfc are up to 4e-12 off). exp, log and pow run xsimd with the lanes where it is not
+// std::'s answer (zeros, subnormals, infinities, NaN, the edges of the range) recomputed by std::
+// (simd.hpp's patched_map), so a value never depends on the tensor's length or the element's
+// position; pow with a scalar exponent and relu follow PyTorch's special cases (tested at every
+// special value: tests/ops/test_special_values.cpp). Long tensors are split into one chunk per
+// thread on 64-byte boundaries, so results do not depend on the thread count.
 // Deliberately not here: broadcasting binary ops (binary.cpp), the op bodies and records
 // (ops/elementwise.cpp).
 #include "ops/cpu/kernels.hpp"
+#include "ops/cpu/simd.hpp"
 #include "ops/cpu/xt.hpp"
 
 #include <xsimd/xsimd.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <type_traits>
 
 namespace tg::cpu {
@@ -75,6 +81,64 @@ void batch_map(float* out, const float* a, const float* b, int64_t n, F f) {
     std::copy(to, to + (n - i), out + i);
   }
 }
+
+// ---- xsimd's math with its special lanes patched (simd.hpp's patched_map) ----
+template <typename T>
+using Bt = xsimd::batch<T>;
+template <typename T, typename V, typename S, typename OK>
+void patched_unary(T* out, const T* x, int64_t n, V&& vf, S&& sf, OK&& ok) {
+  xtd::patched_map(
+      out, x, 1, x, 0, n, [&](const Bt<T>& v, const Bt<T>&) { return vf(v); },
+      [&](T v, T) { return sf(v); },
+      [&](const Bt<T>& v, const Bt<T>&, const Bt<T>& y) { return ok(v, y); });
+}
+using xtd::normal;
+// log: the vector log is exact for normal positive finite x.
+template <typename T>
+void log_into(T* out, const T* x, int64_t n) {
+  patched_unary(
+      out, x, n, [](const Bt<T>& v) { return xsimd::log(v); }, [](T v) { return std::log(v); },
+      [](const Bt<T>& v, const Bt<T>&) { return (v > Bt<T>(T(0))) & normal(v); });
+}
+// exp: away from overflow and from results that are subnormal or 0 (e^±87 and e^±708 are normal
+// floats and doubles).
+template <typename T>
+void exp_into(T* out, const T* x, int64_t n) {
+  const T hi = std::is_same_v<T, float> ? T(88) : T(709), lo = -hi;
+  patched_unary(
+      out, x, n, [](const Bt<T>& v) { return xsimd::exp(v); }, [](T v) { return std::exp(v); },
+      [=](const Bt<T>& v, const Bt<T>&) { return (v > Bt<T>(lo)) & (v < Bt<T>(hi)); });
+}
+// x^e for a scalar exponent, PyTorch's way: e = 0 gives 1 (even at NaN), 1 gives x, ±0.5 sqrt and
+// 1/sqrt (so pow(-0, 0.5) = -0 and pow(-inf, 0.5) = NaN, as sqrt), -1 the reciprocal, 2, 3, -2
+// multiplied out; any other e std::pow's values (simd.hpp's pow_map: xsimd where it is exact to
+// a few ulps).
+template <typename T>
+void pow_into(T* out, const T* x, int64_t n, double e) {
+  auto X = vec(x, n);
+  auto O = vec(out, n);
+  const T one(1);
+  if (e == 0)
+    std::fill(out, out + n, one);
+  else if (e == 1)
+    std::copy(x, x + n, out);
+  else if (e == 0.5)
+    xt::noalias(O) = xt::sqrt(X);
+  else if (e == -0.5)
+    xt::noalias(O) = one / xt::sqrt(X);
+  else if (e == -1)
+    xt::noalias(O) = one / X;
+  else if (e == 2)
+    xt::noalias(O) = X * X;
+  else if (e == 3)
+    xt::noalias(O) = X * X * X;
+  else if (e == -2)
+    xt::noalias(O) = one / (X * X);
+  else {
+    const T et = static_cast<T>(e);
+    xtd::pow_map(out, x, 1, &et, 0, n);
+  }
+}
 }  // namespace
 
 template <typename T>
@@ -91,10 +155,10 @@ void unary(UnOp op, T* out, const T* x, int64_t n, double p0, double p1) {
             xt::noalias(O) = -X;
             break;
           case UnOp::Exp:
-            xt::noalias(O) = xt::exp(X);
+            exp_into(out + lo, x + lo, hi - lo);
             break;
           case UnOp::Log:
-            xt::noalias(O) = xt::log(X);
+            log_into(out + lo, x + lo, hi - lo);
             break;
           case UnOp::Sqrt:
             xt::noalias(O) = xt::sqrt(X);
@@ -111,8 +175,9 @@ void unary(UnOp op, T* out, const T* x, int64_t n, double p0, double p1) {
           case UnOp::Sigmoid:
             xt::noalias(O) = one / (one + xt::exp(-X));
             break;
+          // PyTorch's clamp_min(x, 0): NaN stays NaN, -0 stays -0.
           case UnOp::Relu:
-            xt::noalias(O) = xt::where(X > zero, X, zero);
+            xt::noalias(O) = xt::where(X < zero, zero, X);
             break;
           case UnOp::GeluErf:
             if constexpr (std::is_same_v<T, float>)
@@ -138,10 +203,7 @@ void unary(UnOp op, T* out, const T* x, int64_t n, double p0, double p1) {
             xt::noalias(O) = a / X;
             break;
           case UnOp::PowS:
-            if (p0 == 2)
-              xt::noalias(O) = X * X;
-            else
-              xt::noalias(O) = xt::pow(X, a);
+            pow_into(out + lo, x + lo, hi - lo, p0);
             break;
           // NaN stays NaN: both comparisons are false for it.
           case UnOp::Clamp:
@@ -192,8 +254,9 @@ void unary_backward(UnOp op, T* dx, const T* g, const T* x, const T* y, int64_t 
           case UnOp::Sigmoid:
             xt::noalias(D) = G * Y * (one - Y);
             break;
+          // PyTorch's threshold_backward: 0 where y <= 0, so NaN passes the gradient.
           case UnOp::Relu:
-            xt::noalias(D) = xt::where(X > zero, G, zero);
+            xt::noalias(D) = xt::where(X <= zero, zero, G);
             break;
           case UnOp::GeluErf:
             if constexpr (std::is_same_v<T, float>)
@@ -222,13 +285,14 @@ void unary_backward(UnOp op, T* dx, const T* g, const T* x, const T* y, int64_t 
           case UnOp::RDivS:
             xt::noalias(D) = -G * Y / X;
             break;  // d(a/x)/dx = -a/x² = -y/x
+          // PyTorch's pow_backward: 0 where e == 0, else g·(e·x^(e-1)) with x^(e-1) its pow.
           case UnOp::PowS:
-            if (p0 == 0)
-              xt::noalias(D) = G * zero;
-            else if (p0 == 2)
-              xt::noalias(D) = G * static_cast<T>(2) * X;
-            else
-              xt::noalias(D) = G * a * xt::pow(X, static_cast<T>(p0 - 1));
+            if (p0 == 0) {
+              std::fill(dx + lo, dx + hi, zero);
+            } else {
+              pow_into(dx + lo, x + lo, m, p0 - 1);
+              xt::noalias(D) = G * (a * D);
+            }
             break;
           // The gradient passes where lo <= x <= hi (PyTorch's convention at the boundary).
           case UnOp::Clamp:

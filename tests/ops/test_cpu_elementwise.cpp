@@ -38,8 +38,8 @@ double ref_unary(UnOp op, double x, double p0, double p1) {
       return std::tanh(x);
     case UnOp::Sigmoid:
       return 1 / (1 + std::exp(-x));
-    case UnOp::Relu:
-      return x > 0 ? x : 0;
+    case UnOp::Relu:  // PyTorch's clamp_min(x, 0): NaN stays NaN
+      return x < 0 ? 0 : x;
     case UnOp::GeluErf:
       return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
     case UnOp::GeluTanh:
@@ -79,8 +79,8 @@ double ref_deriv(UnOp op, double x, double p0, double p1) {
       return 1 - y * y;
     case UnOp::Sigmoid:
       return y * (1 - y);
-    case UnOp::Relu:
-      return x > 0 ? 1 : 0;
+    case UnOp::Relu:  // PyTorch's threshold_backward: NaN passes the gradient
+      return x <= 0 ? 0 : 1;
     case UnOp::GeluErf:
       return 0.5 * (1 + std::erf(x / std::sqrt(2.0))) +
              x * std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
