@@ -258,6 +258,21 @@ constexpr double kInvSqrt2Pi = 0.39894228040143267794;
 constexpr double kBeta = 0.79788456080286535588;  // sqrt(2/pi)
 constexpr double kKappa = 0.044715;
 
+// x^e for a scalar e as the CPU computes it (ops/cpu/unary.cpp's pow_into, PyTorch's special
+// exponents): 0 gives 1 (even at NaN), 1 gives x, ±0.5 sqrt and 1/sqrt, -1, 2, 3, -2 multiplied
+// out.
+__device__ __forceinline__ double pow_scalar(double x, double e) {
+  if (e == 0) return 1.0;
+  if (e == 1) return x;
+  if (e == 0.5) return sqrt(x);
+  if (e == -0.5) return 1.0 / sqrt(x);
+  if (e == -1) return 1.0 / x;
+  if (e == 2) return x * x;
+  if (e == 3) return x * x * x;
+  if (e == -2) return 1.0 / (x * x);
+  return pow(x, e);
+}
+
 template <UnOp OP>
 __device__ __forceinline__ double un_fwd(double x, double p0, double p1) {
   if constexpr (OP == UnOp::Neg) return -x;
@@ -268,14 +283,14 @@ __device__ __forceinline__ double un_fwd(double x, double p0, double p1) {
   if constexpr (OP == UnOp::Abs) return fabs(x);
   if constexpr (OP == UnOp::Tanh) return tanh(x);
   if constexpr (OP == UnOp::Sigmoid) return 1 / (1 + exp(-x));
-  if constexpr (OP == UnOp::Relu) return x > 0 ? x : 0.0;
+  if constexpr (OP == UnOp::Relu) return x < 0 ? 0.0 : x;  // PyTorch: NaN stays NaN, -0 stays -0
   if constexpr (OP == UnOp::GeluErf) return 0.5 * x * (1 + erf(x * kSqrt1_2));
   if constexpr (OP == UnOp::GeluTanh) return 0.5 * x * (1 + tanh(kBeta * (x + kKappa * x * x * x)));
   if constexpr (OP == UnOp::AddS) return x + p0;
   if constexpr (OP == UnOp::MulS) return x * p0;
   if constexpr (OP == UnOp::RSubS) return p0 - x;
   if constexpr (OP == UnOp::RDivS) return p0 / x;
-  if constexpr (OP == UnOp::PowS) return pow(x, p0);
+  if constexpr (OP == UnOp::PowS) return pow_scalar(x, p0);
   if constexpr (OP == UnOp::Clamp) return x < p0 ? p0 : (x > p1 ? p1 : x);  // NaN stays NaN
   return 0;
 }
@@ -300,7 +315,7 @@ __device__ __forceinline__ double un_deriv(double x, double y, double p0, double
   if constexpr (OP == UnOp::Abs) return x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0);
   if constexpr (OP == UnOp::Tanh) return 1 - y * y;
   if constexpr (OP == UnOp::Sigmoid) return y * (1 - y);
-  if constexpr (OP == UnOp::Relu) return x > 0 ? 1.0 : 0.0;
+  if constexpr (OP == UnOp::Relu) return x <= 0 ? 0.0 : 1.0;  // NaN passes the gradient
   if constexpr (OP == UnOp::GeluErf)
     return 0.5 * (1 + erf(x * kSqrt1_2)) + x * kInvSqrt2Pi * exp(-0.5 * x * x);
   if constexpr (OP == UnOp::GeluTanh) {
@@ -311,7 +326,7 @@ __device__ __forceinline__ double un_deriv(double x, double y, double p0, double
   if constexpr (OP == UnOp::MulS) return p0;
   if constexpr (OP == UnOp::RSubS) return -1.0;
   if constexpr (OP == UnOp::RDivS) return -y / x;  // y = p0 / x
-  if constexpr (OP == UnOp::PowS) return p0 == 0 ? 0.0 : p0 * pow(x, p0 - 1);
+  if constexpr (OP == UnOp::PowS) return p0 == 0 ? 0.0 : p0 * pow_scalar(x, p0 - 1);
   if constexpr (OP == UnOp::Clamp) return (x >= p0 && x <= p1) ? 1.0 : 0.0;
   return 0;
 }

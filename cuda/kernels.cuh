@@ -62,8 +62,8 @@ enum class UnOp : uint8_t {
 void unary(UnOp op, DT dt, void* out, const void* x, int64_t n, double p0 = 0, double p1 = 0);
 // dx[i] = g[i] · f'(x[i]) for i < n, where y = f(x) is the forward output. The CPU's derivatives,
 // exactly: Exp/Tanh/Sigmoid/Sqrt/Rsqrt read y; Log/Abs/Relu/Gelu*/RDivS/PowS/Clamp read x
-// (Abs: sign(x), 0 at 0; Relu: 1 where x > 0; Clamp: 1 where p0 <= x <= p1); Neg/AddS/MulS/RSubS
-// read neither (x and y may be null when not read).
+// (Abs: sign(x), 0 at 0; Relu: 0 where x <= 0, so NaN passes; Clamp: 1 where p0 <= x <= p1);
+// Neg/AddS/MulS/RSubS read neither (x and y may be null when not read).
 void unary_backward(UnOp op, DT dt, void* dx, const void* g, const void* x, const void* y,
                     int64_t n, double p0 = 0, double p1 = 0);
 // out[i] = cond[i] ? a[i] : b[i] over st (operand 0 out, 1 a, 2 b) with cond (Bool) strided by

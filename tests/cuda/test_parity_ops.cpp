@@ -81,6 +81,21 @@ std::vector<ParityCase> cases() {
         return in({pos({5, 4}), rn({4})});
       },
       [](const Inputs& x) { return out({pow(x[0], x[1])}); }, 1e-4);
+  // relu and pow with a scalar exponent at special values (0, -0, ±inf, NaN, subnormal,
+  // negative), 70 elements: the CPU's vector body and tail, PyTorch's answers (relu(NaN) = NaN and
+  // passes the gradient, x^0 = 1, x^1 = x, ±0.5 through sqrt).
+  add_case(
+      "relu and pow(x, e) at special values",
+      [] {
+        const double sv[] = {0.0, -0.0, kInf, -kInf, std::nan(""), 1e-310, -1e-310, -2.5, 1.5, 3};
+        std::vector<double> v(70);
+        for (size_t i = 0; i < v.size(); ++i) v[i] = sv[i % 10];
+        return in({tensor(v, {70})});
+      },
+      [](const Inputs& x) {
+        return out({relu(x[0]), pow(x[0], 0.0), pow(x[0], 1.0), pow(x[0], 0.5), pow(x[0], -0.5),
+                    pow(x[0], -1.0), pow(x[0], 2.0), pow(x[0], 3.0), pow(x[0], 2.5)});
+      });
   add_case(
       "maximum/minimum with ties",
       [] {
@@ -296,22 +311,28 @@ std::vector<ParityCase> cases() {
       });
   // Kernels the cases above do not reach: argmax's row kernel (a last dim >= 32), where on
   // same-shape operands, embedding's atomic backward.
-  add_case("argmax over a long last dim, where on equal shapes",
-           [] { return in({rn({3, 70}), rn({3, 70})}); },
-           [](const Inputs& x) {
-             Tensor z = zeros({}, x[0].dtype(), x[0].device());
-             return out({argmax(x[0], 1), where(gt(x[0], x[1]), x[0], x[1]),
-                         where(gt(x[0], expand(z, x[0].shape())), x[1], x[0])});
-           },
-           2e-5, false);
-  add_case("embedding backward with atomics (deterministic off)",
-           [] { return in({tensor(std::vector<int64_t>{1, 3, 3, 0, 7, 3}, {2, 3}), rn({8, 5})}); },
-           [](const Inputs& x) {
-             embedding_set_deterministic(false);
-             Tensor e = embedding(x[0], x[1], 0);
-             embedding_set_deterministic(true);
-             return out({e});
-           });
+  add_case(
+      "argmax over a long last dim, where on equal shapes",
+      [] {
+        return in({rn({3, 70}), rn({3, 70})});
+      },
+      [](const Inputs& x) {
+        Tensor z = zeros({}, x[0].dtype(), x[0].device());
+        return out({argmax(x[0], 1), where(gt(x[0], x[1]), x[0], x[1]),
+                    where(gt(x[0], expand(z, x[0].shape())), x[1], x[0])});
+      },
+      2e-5, false);
+  add_case(
+      "embedding backward with atomics (deterministic off)",
+      [] {
+        return in({tensor(std::vector<int64_t>{1, 3, 3, 0, 7, 3}, {2, 3}), rn({8, 5})});
+      },
+      [](const Inputs& x) {
+        embedding_set_deterministic(false);
+        Tensor e = embedding(x[0], x[1], 0);
+        embedding_set_deterministic(true);
+        return out({e});
+      });
   return v;
 }
 }  // namespace

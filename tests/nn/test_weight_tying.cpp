@@ -95,7 +95,7 @@ TEST_CASE("tied weights: a checkpoint round trip keeps them tied", "[module][tyi
   REQUIRE(loaded.parameters().size() == 1);
 }
 
-TEST_CASE("an assigned member must be a leaf; an undefined one is left out", "[module][tying]") {
+TEST_CASE("an assigned member must be a leaf and an undefined one is left out", "[module][tying]") {
   auto lin = std::make_shared<nn::Linear>(3, 2);
   REQUIRE(lin->parameters().size() == 2);
   const Tensor old = lin->weight;
