@@ -5,7 +5,9 @@
 
 Reads <runs>/<row>/seed<k>/metrics.json for the rows below (tools/results.sh trains them) and
 prints one Markdown table: per row the mean and [min, max] over the seeds found, the baseline
-the program computed on the same split, training seconds and the BLAS core the runs used. With
+the program computed on the same split and the BLAS core the runs used. Training times are left
+to each run's metrics.json (train_seconds): they say more about the machine and its load than
+about the recipe. With
 --write FILE the table replaces the text between FILE's lines `<!-- results: begin -->` and
 `<!-- results: end -->`. Standard library only. A row with no finished run is left out.
 """
@@ -48,16 +50,9 @@ def spread(values, scale, decimals, unit_pct):
     return f"{mean} [{min(v):.{decimals}f}, {max(v):.{decimals}f}]"
 
 
-def seconds(m):
-    for key in ("train_seconds", "seconds"):
-        if isinstance(m.get(key), (int, float)):
-            return float(m[key])
-    return None
-
-
 def table(runs):
-    lines = ["| run | seeds | result: mean [min, max] | baseline, same split | training s | BLAS core |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| run | seeds | result: mean [min, max] | baseline, same split | BLAS core |",
+             "|---|---|---|---|---|"]
     for folder, what, key, base_key, unit, scale, dec, base_name in ROWS:
         ms = [m for m in load(runs, folder) if isinstance(m.get(key), (int, float))]
         if not ms:
@@ -68,10 +63,8 @@ def table(runs):
         base = ""
         if base_key:
             base = f"{base_name} {spread([m[base_key] for m in ms], scale, dec, pct)}"
-        secs = [s for s in (seconds(m) for m in ms) if s is not None]
-        sec = f"{statistics.fmean(secs):.0f} [{min(secs):.0f}, {max(secs):.0f}]" if secs else ""
         cores = sorted({m.get("environment", {}).get("blas_core", "?") for m in ms})
-        lines.append(f"| {what} | {seeds} | {result} | {base} | {sec} | {', '.join(cores)} |")
+        lines.append(f"| {what} | {seeds} | {result} | {base} | {', '.join(cores)} |")
     return "\n".join(lines) + "\n"
 
 
