@@ -18,16 +18,17 @@ import os
 import statistics
 import sys
 
-# (folder, what the row is, metric key, baseline key, unit, scale, decimals)
+# (folder, what the row is, metric key, baseline key, unit, scale to the unit, decimals,
+#  baseline's name); a unit of "%" is printed after the numbers
 ROWS = [
     ("spam", "text classification, SpamAssassin (`tools/train_classifier.sh`)", "test_accuracy",
-     "baseline_accuracy", "test accuracy", 100.0, 2, "Naive Bayes"),
+     "baseline_accuracy", "test accuracy %", 100.0, 2, "Naive Bayes"),
     ("spam_np2", "the same, `mpirun -np 2`, `--batch-size 16` (1 thread each)", "test_accuracy",
-     "baseline_accuracy", "test accuracy", 100.0, 2, "Naive Bayes"),
+     "baseline_accuracy", "test accuracy %", 100.0, 2, "Naive Bayes"),
     ("fortunes", "text classification, 7 fortune categories (`--dataset fortunes`)",
-     "test_accuracy", "baseline_accuracy", "test accuracy", 100.0, 2, "Naive Bayes"),
+     "test_accuracy", "baseline_accuracy", "test accuracy %", 100.0, 2, "Naive Bayes"),
     ("translation", "translation, numbers (`tools/train_translation.sh`)",
-     "heldout_exact_match_beam", None, "held-out exact match, beam 4", 100.0, 2, None),
+     "heldout_exact_match_beam", None, "held-out exact match (beam 4) %", 1.0, 2, None),
     ("gpt", "character GPT, fortunes (`tools/train_gpt.sh`)", "heldout_nats_per_char",
      "baseline_heldout_nats_per_char", "held-out nats/char", 1.0, 4, "Kneser-Ney 5-gram"),
 ]
@@ -41,7 +42,7 @@ def load(runs, folder):
     return out
 
 
-def spread(values, scale, decimals, unit_pct):
+def spread(values, scale, decimals, unit_pct):  # metrics.json: accuracies 0..1, exact match in %
     v = [x * scale for x in values]
     pct = " %" if unit_pct else ""
     mean = f"{statistics.fmean(v):.{decimals}f}{pct}"
@@ -57,7 +58,8 @@ def table(runs):
         ms = [m for m in load(runs, folder) if isinstance(m.get(key), (int, float))]
         if not ms:
             continue
-        pct = scale == 100.0
+        pct = unit.endswith(" %")
+        unit = unit[:-2] if pct else unit
         seeds = ", ".join(str(m.get("seed", m.get("training", {}).get("seed", "?"))) for m in ms)
         result = f"{unit} {spread([m[key] for m in ms], scale, dec, pct)}"
         base = ""
