@@ -344,7 +344,7 @@ TEST_CASE("gpt: the loss curve names the final held-out figure and zooms on the 
   CHECK(title_diff > 100);
   CHECK(plot_diff == 0);
   // The baseline is a horizontal line inside the plot, not squeezed against its bottom: the
-  // axis starts just under it (1.7 - 0.1 x (2.2 - 1.7)), so it sits near the bottom but above it.
+  // axis starts a margin under it (report.cpp: a tenth of the span), so it sits near the bottom.
   int rows_with_line = 0, lowest = 0;
   for (int y = 0; y < b.height; ++y) {
     int n = 0;
