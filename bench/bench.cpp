@@ -582,10 +582,13 @@ int main(int argc, char** argv) {
     } else if (arg == "--simd") {  // what our own kernels run on (ops/cpu/isa.cpp)
       fmt::print("{}\n", tg::cpu::simd_kernels());
       return 0;
+    } else if (arg == "--native-simd") {  // the build's own kernels, not AVX-512's (A/B runs)
+      tg::cpu::set_simd_kernels(false);
     } else {
       fmt::print(
           stderr,
-          "usage: bench_tapegrad [--budget SECONDS] [--filter GROUP] [--blas-core] [--simd]\n"
+          "usage: bench_tapegrad [--budget SECONDS] [--filter GROUP] [--native-simd] [--blas-core] "
+          "[--simd]\n"
           "       bench_tapegrad [--budget SECONDS] --one local|dense T\n"
           "       bench_tapegrad --steps enc|s2s|gpt N   (N steps, for a profiler)\n"
           "groups: matmul, tiny, mha, train, unary, rowwise, gpt (local runs only through "

@@ -2,15 +2,15 @@
 // batches): a register-blocked kernel for the attention's shapes, where one side of every product
 // is a head size (hs or hs_v: 16 to 128) and OpenBLAS's generic sgemm loses its time around the
 // arithmetic (packing both operands on every call, zeroing C before accumulating into it).
-// Measured here (one thread, Xeon family 6 model 207, OpenBLAS 0.3.21 SkylakeX kernels, B
-// operand contiguous): (256, 256, K 32) 131 GFLOP/s against sgemm's 103, (256, N 64, K 1024)
-// 143 against 106, (256, 32, 256) 153 against 100, (1024, 64, 256) with A transposed 113 against
-// 119. ops/attention.cpp packs each head's operands once (contiguous rows, or transposed), so
-// B is always contiguous here, and calls this only when the CPU has AVX-512 F/CD/DQ/BW/VL
-// (cpu::simd_kernels()). Built with AVX-512 flags (ops/CMakeLists.txt); compiles to nothing
-// without them. No inline std:: algorithm here (see ops/cpu/softmax_rows.hpp for why).
+// ops/attention.cpp packs each head's operands once (contiguous rows, or transposed), so B is
+// always contiguous here. These fill the AVX-512 table's attention slots (ops/cpu/isa.hpp), chosen
+// only when the CPU has AVX-512 F/CD/DQ/BW/VL (cpu::simd_kernels()); their speed against
+// OpenBLAS: docs/cpu-kernels.md. Built with AVX-512 flags (ops/CMakeLists.txt); compiles to
+// nothing without them. No inline std:: algorithm here (see ops/cpu/softmax_rows.hpp for why).
 #if defined(__AVX512F__) && defined(__AVX512CD__) && defined(__AVX512DQ__) && \
     defined(__AVX512BW__) && defined(__AVX512VL__)
+#include "ops/cpu/isa.hpp"
+
 #include <immintrin.h>
 #include <xsimd/xsimd.hpp>
 
@@ -269,4 +269,11 @@ void transpose_f32(int64_t rows, int64_t cols, const float* src, int64_t lds, fl
 }
 
 }  // namespace tg::cpu::avx512
+
+namespace tg::cpu::isa::avx512 {
+void fill_attention(Table& t) {
+  t.attention_gemm_f32 = cpu::avx512::gemm_f32;
+  t.attention_transpose_f32 = cpu::avx512::transpose_f32;
+}
+}  // namespace tg::cpu::isa::avx512
 #endif

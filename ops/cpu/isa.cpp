@@ -1,10 +1,11 @@
-// ops/cpu/isa.cpp — which instruction set our hand-written kernels run on: AVX-512 where the build
-// compiled those kernels (ops/cpu/softmax_avx512.cpp, ops/cpu/attention_avx512.cpp: the compiler
-// took the flags) and the CPU has AVX-512 F/CD/DQ/BW/VL, else the build's own (AVX2 + FMA by
-// default). Decided once at start-up from CPUID (libgcc's __builtin_cpu_supports, which also
-// checks that the OS saves the AVX-512 registers); tests and benchmarks may switch AVX-512 off.
-// Also the entry points of the AVX-512 attention GEMMs (valid only while simd_avx512()).
-// Deliberately not here: the kernels.
+// ops/cpu/isa.cpp — chooses the instruction-set table (ops/cpu/isa.hpp) once: AVX-512 where the
+// build compiled those kernels (ops/cpu/*_avx512.cpp: the compiler took the flags) and the CPU has
+// AVX-512 F/CD/DQ/BW/VL, else the build's own (AVX2 + FMA by default). Decided from CPUID
+// (libgcc's __builtin_cpu_supports, which also checks that the OS saves the AVX-512 registers);
+// tests and benchmarks may switch AVX-512 off. Also the entry points kernels.hpp gives the
+// attention's AVX-512 products. Deliberately not here: the kernels.
+#include "ops/cpu/isa.hpp"
+
 #include "ops/cpu/kernels.hpp"
 #include "ops/detail.hpp"
 
@@ -13,17 +14,7 @@
 #include <atomic>
 
 namespace tg::cpu {
-
-#if defined(TG_HAVE_AVX512)
-namespace avx512 {
-void gemm_f32(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t am, int64_t ak,
-              const float* B, int64_t ldb, const float* keys, bool acc, float* C, int64_t ldc,
-              float* bpack, float* apack);
-void transpose_f32(int64_t rows, int64_t cols, const float* src, int64_t lds, float* dst,
-                   int64_t ldd);
-}  // namespace avx512
-#endif
-
+namespace isa {
 namespace {
 bool cpu_has_avx512() {
 #if defined(TG_HAVE_AVX512)
@@ -35,34 +26,62 @@ bool cpu_has_avx512() {
   return false;
 #endif
 }
-const bool g_has_avx512 = cpu_has_avx512();
+
+Table make(bool avx512) {
+  Table t;
+  t.name = xsimd::default_arch::name();
+  native::fill_softmax(t);
+#if defined(TG_HAVE_AVX512)
+  if (avx512) {
+    t.name = "avx512";
+    t.avx512 = true;
+    avx512::fill_softmax(t);
+    avx512::fill_unary(t);
+    avx512::fill_attention(t);
+  }
+#endif
+  return t;
+}
+
+// Function-local statics: kernels may run from other translation units' static initialisers.
+const Table& native_table() {
+  static const Table t = make(false);
+  return t;
+}
+const Table& best_table() {
+  static const Table t = make(cpu_has_avx512());
+  return t;
+}
+std::atomic<const Table*>& active() {
+  static std::atomic<const Table*> a{&best_table()};
+  return a;
+}
 }  // namespace
 
-namespace isa {
-std::atomic<bool> use_avx512{g_has_avx512};
+const Table& table() { return *active().load(std::memory_order_relaxed); }
 }  // namespace isa
 
-const char* simd_kernels() { return simd_avx512() ? "avx512" : xsimd::default_arch::name(); }
+bool simd_avx512() { return isa::table().avx512; }
+const char* simd_kernels() { return isa::table().name; }
 bool set_simd_kernels(bool avx512) {
-  isa::use_avx512.store(avx512 && g_has_avx512, std::memory_order_relaxed);
+  isa::active().store(avx512 ? &isa::best_table() : &isa::native_table(),
+                      std::memory_order_relaxed);
   return simd_avx512() == avx512;
 }
 
 void attention_gemm_f32(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t am,
                         int64_t ak, const float* B, int64_t ldb, bool acc, float* C, int64_t ldc,
                         float* bpack, float* apack, const float* keys) {
-#if defined(TG_HAVE_AVX512)
-  if (simd_avx512())
-    return avx512::gemm_f32(M, N, K, alpha, A, am, ak, B, ldb, keys, acc, C, ldc, bpack, apack);
-#endif
-  throw Error("attention_gemm_f32: called without AVX-512 kernels (check cpu::simd_avx512())");
+  const auto f = isa::table().attention_gemm_f32;
+  if (!f) throw Error("attention_gemm_f32: no AVX-512 kernels in use (check cpu::simd_avx512())");
+  f(M, N, K, alpha, A, am, ak, B, ldb, keys, acc, C, ldc, bpack, apack);
 }
 void attention_transpose_f32(int64_t rows, int64_t cols, const float* src, int64_t lds, float* dst,
                              int64_t ldd) {
-#if defined(TG_HAVE_AVX512)
-  if (simd_avx512()) return avx512::transpose_f32(rows, cols, src, lds, dst, ldd);
-#endif
-  throw Error("attention_transpose_f32: called without AVX-512 kernels (check cpu::simd_avx512())");
+  const auto f = isa::table().attention_transpose_f32;
+  if (!f)
+    throw Error("attention_transpose_f32: no AVX-512 kernels in use (check cpu::simd_avx512())");
+  f(rows, cols, src, lds, dst, ldd);
 }
 
 }  // namespace tg::cpu

@@ -13,7 +13,6 @@
 #include "autograd/tensor.hpp"
 #include "cuda/kernels.cuh"
 
-#include <atomic>
 #include <cstdint>
 
 namespace tg::cpu {
@@ -80,16 +79,14 @@ template <typename T>
 void reduce_var_backward(T* dx, const T* dout, const T* x, const double* mean, int64_t outer,
                          int64_t r, int64_t inner, double denom);
 
-// ---- the instruction set of the hand-written kernels (ops/cpu/isa.cpp) ----
+// ---- the instruction set of the hand-written kernels (ops/cpu/isa.hpp, isa.cpp) ----
 // AVX-512 where the build compiled those kernels and the CPU has AVX-512 F/CD/DQ/BW/VL (the row
-// softmax, the fused attention's float32 GEMMs), else the build's own (AVX2 + FMA by default).
-// simd_kernels() names the one in use ("avx512", "fma3+avx2"); set_simd_kernels(false) makes every
-// later call use the build's own (and the attention OpenBLAS), set_simd_kernels(true) AVX-512
-// where possible; returns whether the level asked for is now in use (tests, benchmarks).
-namespace isa {
-extern std::atomic<bool> use_avx512;  // ops/cpu/isa.cpp
-}  // namespace isa
-inline bool simd_avx512() { return isa::use_avx512.load(std::memory_order_relaxed); }
+// softmax, the float32 unary family, the fused attention's float32 GEMMs), else the build's own
+// (AVX2 + FMA by default). simd_kernels() names the one in use ("avx512", "fma3+avx2");
+// set_simd_kernels(false) makes every later call use the build's own (and the attention OpenBLAS),
+// set_simd_kernels(true) AVX-512 where possible; returns whether the level asked for is now in use
+// (tests, benchmarks).
+bool simd_avx512();
 const char* simd_kernels();
 bool set_simd_kernels(bool avx512);
 // The attention's float32 GEMM (ops/cpu/attention_avx512.cpp), only while simd_avx512():
@@ -122,7 +119,7 @@ bool softmax_row(T* y, const T* x, int64_t n, bool is_log = false);
 // softmax: dx = y ⊙ (g − Σ g⊙y); log_softmax: dx = g − exp(y)·Σ g, and 0 on a fully masked row.
 template <typename T>
 void softmax_backward_row(T* dx, const T* g, const T* y, int64_t n, bool is_log = false);
-// The rows run on AVX-512 batches where cpu::simd_avx512() (below), else on the build's own.
+// The rows run on the instruction set of cpu::simd_kernels() (above).
 // The same over an (outer, n, inner) tensor, softmax along n: element (o, j, i) at
 // (o·n + j)·inner + i; inner == 1 is contiguous rows, else columns are gathered in blocks.
 template <typename T>

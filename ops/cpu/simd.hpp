@@ -129,30 +129,31 @@ T extreme(const T* p, int64_t n, bool is_max) {
 // never depends on where it sits.
 
 // Lanes where |v| is a normal finite number (NaN: false).
-template <typename T>
-auto normal(const xsimd::batch<T>& v) {
-  using B = xsimd::batch<T>;
+template <typename T, typename A>
+auto normal(const xsimd::batch<T, A>& v) {
+  using B = xsimd::batch<T, A>;
   const B a = xsimd::abs(v);
   return (a >= B(std::numeric_limits<T>::min())) & (a <= B(std::numeric_limits<T>::max()));
 }
 
 // out[i] = vf(a[i·sa], b[i·sb]) for i < n (sa, sb: 1 for a row, 0 for one broadcast element), with
-// the lanes where ok(a, b, y) is false recomputed as sf(a, b).
-template <typename T, typename V, typename S, typename OK>
+// the lanes where ok(a, b, y) is false recomputed as sf(a, b). A: the batches' architecture
+// (an AVX-512 file passes its own; plain loops, no std:: algorithm, for the reason in
+// softmax_rows.hpp).
+template <typename A = xsimd::default_arch, typename T, typename V, typename S, typename OK>
 void patched_map(T* out, const T* a, int64_t sa, const T* b, int64_t sb, int64_t n, V&& vf, S&& sf,
                  OK&& ok) {
-  using B = xsimd::batch<T>;
+  using B = xsimd::batch<T, A>;
   constexpr int64_t W = static_cast<int64_t>(B::size);
   alignas(64) T ta[W], tb[W], ty[W], tk[W];
   auto load = [&](const T* p, int64_t s, int64_t i, int64_t m, T* tmp) {
     if (s == 0) return B(p[0]);
     if (m == W) return B::load_unaligned(p + i);
-    std::fill(tmp, tmp + W, T(1));  // padding lanes: a harmless argument
-    std::copy(p + i, p + i + m, tmp);
+    for (int64_t k = 0; k < W; ++k) tmp[k] = k < m ? p[i + k] : T(1);  // padding: harmless
     return B::load_aligned(tmp);
   };
   for (int64_t i = 0; i < n; i += W) {
-    const int64_t m = std::min<int64_t>(W, n - i);
+    const int64_t m = n - i < W ? n - i : W;
     const B va = load(a, sa, i, m, ta), vb = load(b, sb, i, m, tb);
     const B y = vf(va, vb);
     const auto good = ok(va, vb, y);

@@ -9,8 +9,9 @@
 // y ⊙ (g - dot) 1.8-2.2x backward. float32 math in float32 (xsimd::exp), float64 in float64; sums
 // accumulate in T lanes over at most kFlush batches, then in double. The row kernels themselves
 // are in softmax_rows.hpp, built here for the build's architecture and in softmax_avx512.cpp for
-// AVX-512; the dispatch between them is here.
+// AVX-512; the table of ops/cpu/isa.hpp chooses between them.
 // Deliberately not here: the op bodies, dims and the tape (ops/softmax.cpp), masking (attention).
+#include "ops/cpu/isa.hpp"
 #include "ops/cpu/kernels.hpp"
 #include "ops/cpu/softmax_rows.hpp"
 #include "ops/detail.hpp"
@@ -21,6 +22,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 namespace tg::cpu {
@@ -32,29 +34,29 @@ constexpr int64_t kColumns = 16;
 using Native = xsimd::default_arch;
 }  // namespace
 
-#if defined(TG_HAVE_AVX512)
-namespace avx512 {
-template <typename T>
-bool softmax_row(T* y, const T* x, int64_t n, bool is_log);
-template <typename T>
-void softmax_backward_row(T* dx, const T* g, const T* y, int64_t n, bool is_log);
-}  // namespace avx512
-#endif
+namespace isa::native {
+void fill_softmax(Table& t) {
+  t.softmax_row_f32 = rows::softmax_row<Native, float>;
+  t.softmax_row_f64 = rows::softmax_row<Native, double>;
+  t.softmax_backward_row_f32 = rows::softmax_backward_row<Native, float>;
+  t.softmax_backward_row_f64 = rows::softmax_backward_row<Native, double>;
+}
+}  // namespace isa::native
 
 template <typename T>
 bool softmax_row(T* y, const T* x, int64_t n, bool is_log) {
-#if defined(TG_HAVE_AVX512)
-  if (simd_avx512()) return avx512::softmax_row(y, x, n, is_log);
-#endif
-  return rows::softmax_row<Native>(y, x, n, is_log);
+  if constexpr (std::is_same_v<T, float>)
+    return isa::table().softmax_row_f32(y, x, n, is_log);
+  else
+    return isa::table().softmax_row_f64(y, x, n, is_log);
 }
 
 template <typename T>
 void softmax_backward_row(T* dx, const T* g, const T* y, int64_t n, bool is_log) {
-#if defined(TG_HAVE_AVX512)
-  if (simd_avx512()) return avx512::softmax_backward_row(dx, g, y, n, is_log);
-#endif
-  rows::softmax_backward_row<Native>(dx, g, y, n, is_log);
+  if constexpr (std::is_same_v<T, float>)
+    isa::table().softmax_backward_row_f32(dx, g, y, n, is_log);
+  else
+    isa::table().softmax_backward_row_f64(dx, g, y, n, is_log);
 }
 
 namespace {

@@ -1,19 +1,23 @@
 // ops/cpu/unary.cpp — CPU kernels of the unary ops and their derivatives (cpu::unary,
 // cpu::unary_backward): one xtensor expression per op over 1-D adaptors of the buffers, float32
-// math in float32 through xsimd's vectorised exp/log/tanh/sqrt (about 10x the scalar float64
-// loop this replaces), float64 in float64. Two exceptions, each measured: the exact GELU in
-// float32 is an explicit xsimd batch loop (PyTorch's erf approximation, one exp shared by value
-// and derivative: 1.8x xsimd's erf), and the float64 GELU is a scalar std::erfc loop (xsimd's
-// double erf/erfc are up to 4e-12 off). exp, log and pow run xsimd with the lanes where it is not
-// std::'s answer (zeros, subnormals, infinities, NaN, the edges of the range) recomputed by std::
-// (simd.hpp's patched_map), so a value never depends on the tensor's length or the element's
-// position; pow with a scalar exponent and relu follow PyTorch's special cases (tested at every
-// special value: tests/ops/test_special_values.cpp). Long tensors are split into one chunk per
-// thread on 64-byte boundaries, so results do not depend on the thread count.
+// math in float32 through xsimd's vectorised exp/log/tanh/sqrt, float64 in float64. The float32
+// kernels of unary_rows.hpp run first where the instruction-set table has them (ops/cpu/isa.hpp:
+// the AVX-512 table holds exp, log, tanh, sigmoid and both GELUs). Two exceptions in the build's
+// own kernels: the exact GELU in float32 is unary_rows.hpp's batch loop (PyTorch's erf
+// approximation, one exp shared by value and derivative), and the float64 GELU is a scalar
+// std::erfc loop (xsimd's double erf/erfc are not exact enough for gradcheck; docs/cpu-kernels.md
+// has both measurements). exp, log and pow run xsimd with the lanes where it is not std::'s answer
+// (zeros, subnormals, infinities, NaN, the edges of the range) recomputed by std:: (simd.hpp's
+// patched_map), so a value never depends on the tensor's length or the element's position; pow
+// with a scalar exponent and relu follow PyTorch's special cases (tested at every special value:
+// tests/ops/test_special_values.cpp). Long tensors are split into one chunk per thread on 64-byte
+// boundaries, so results do not depend on the thread count.
 // Deliberately not here: broadcasting binary ops (binary.cpp), the op bodies and records
 // (ops/elementwise.cpp).
+#include "ops/cpu/isa.hpp"
 #include "ops/cpu/kernels.hpp"
 #include "ops/cpu/simd.hpp"
+#include "ops/cpu/unary_rows.hpp"
 #include "ops/cpu/xt.hpp"
 
 #include <xsimd/xsimd.hpp>
@@ -33,81 +37,22 @@ constexpr double kInvSqrt2Pi = 0.39894228040143267794;
 constexpr double kBeta = 0.79788456080286535588;  // sqrt(2/pi)
 constexpr double kKappa = 0.044715;
 
-// ---- the exact GELU in float32, on xsimd batches ----
-// erf as PyTorch's vectorised float kernels compute it (Abramowitz & Stegun 7.1.26, absolute
-// error <= 1.5e-7): with z = x/√2, t = 1/(1 + p|z|) and e = exp(-z²), 1 + erf(z) is q = t·poly(t)·e
-// for x < 0 and 2 - q otherwise. One exp and one division against xsimd's two-branch erf: 1.8x
-// faster (3.0 against 5.3 ms on 4M elements, AVX2). The backward shares e with the density
-// φ(x) = e/√(2π). An xtensor expression cannot hold t and e once (a lazy expression keeps its
-// named sub-expressions by reference), so these two are explicit batch loops; float64 keeps
-// scalar std::erfc below: xsimd's double erf/erfc are off by up to 4e-12 relative (1 + erf: 2e-8,
-// measured), and float64 is the gradcheck dtype, where exactness beats speed.
-using FB = xsimd::batch<float>;
-inline FB gelu_cdf2(FB x, FB e) {  // 2Φ(x) = 1 + erf(x/√2), given e = exp(-x²/2)
-  const FB az = xsimd::abs(x) * FB(static_cast<float>(kSqrt1_2));
-  const FB t = FB(1.f) / xsimd::fma(FB(0.3275911f), az, FB(1.f));
-  FB poly = xsimd::fma(FB(1.061405429f), t, FB(-1.453152027f));
-  poly = xsimd::fma(poly, t, FB(1.421413741f));
-  poly = xsimd::fma(poly, t, FB(-0.284496736f));
-  poly = xsimd::fma(poly, t, FB(0.254829592f));
-  const FB q = t * poly * e;
-  return xsimd::select(x < FB(0.f), q, FB(2.f) - q);
-}
-inline FB gelu_fwd_b(FB x) {
-  const FB e = xsimd::exp(FB(-0.5f) * x * x);
-  return FB(0.5f) * x * gelu_cdf2(x, e);
-}
-inline FB gelu_bwd_b(FB x, FB g) {  // g · (Φ(x) + x φ(x))
-  const FB e = xsimd::exp(FB(-0.5f) * x * x);
-  return g * xsimd::fma(x * FB(static_cast<float>(kInvSqrt2Pi)), e, FB(0.5f) * gelu_cdf2(x, e));
-}
+// The exact GELU in float32: urows::gelu_fwd / gelu_bwd (unary_rows.hpp), on the build's batches;
+// float64 in scalar std::erfc (gradcheck's dtype, where exactness beats speed).
+using Native = xsimd::default_arch;
+using FB = urows::FB<Native>;
 inline double gelu_f64(double x) { return 0.5 * x * std::erfc(-x * kSqrt1_2); }
 inline double gelu_grad_f64(double x) {
   return 0.5 * std::erfc(-x * kSqrt1_2) + x * kInvSqrt2Pi * std::exp(-0.5 * x * x);
 }
-// out[i] = f(batch of in[i…]) for i < n; the tail goes through a padded batch, so every element
-// is computed by the same vector code wherever it sits.
-template <typename F>
-void batch_map(float* out, const float* a, const float* b, int64_t n, F f) {
-  constexpr int64_t W = FB::size;
-  int64_t i = 0;
-  for (; i + W <= n; i += W)
-    f(FB::load_unaligned(a + i), b ? FB::load_unaligned(b + i) : FB(0.f)).store_unaligned(out + i);
-  if (i < n) {
-    alignas(64) float ta[W] = {}, tb[W] = {}, to[W];
-    std::copy(a + i, a + n, ta);
-    if (b) std::copy(b + i, b + n, tb);
-    f(FB::load_aligned(ta), FB::load_aligned(tb)).store_aligned(to);
-    std::copy(to, to + (n - i), out + i);
-  }
-}
-
-// ---- xsimd's math with its special lanes patched (simd.hpp's patched_map) ----
-template <typename T>
-using Bt = xsimd::batch<T>;
-template <typename T, typename V, typename S, typename OK>
-void patched_unary(T* out, const T* x, int64_t n, V&& vf, S&& sf, OK&& ok) {
-  xtd::patched_map(
-      out, x, 1, x, 0, n, [&](const Bt<T>& v, const Bt<T>&) { return vf(v); },
-      [&](T v, T) { return sf(v); },
-      [&](const Bt<T>& v, const Bt<T>&, const Bt<T>& y) { return ok(v, y); });
-}
-using xtd::normal;
-// log: the vector log is exact for normal positive finite x.
+// exp and log with their special lanes patched: unary_rows.hpp, on the build's batches.
 template <typename T>
 void log_into(T* out, const T* x, int64_t n) {
-  patched_unary(
-      out, x, n, [](const Bt<T>& v) { return xsimd::log(v); }, [](T v) { return std::log(v); },
-      [](const Bt<T>& v, const Bt<T>&) { return (v > Bt<T>(T(0))) & normal(v); });
+  urows::log_into<Native>(out, x, n);
 }
-// exp: away from overflow and from results that are subnormal or 0 (e^±87 and e^±708 are normal
-// floats and doubles).
 template <typename T>
 void exp_into(T* out, const T* x, int64_t n) {
-  const T hi = std::is_same_v<T, float> ? T(88) : T(709), lo = -hi;
-  patched_unary(
-      out, x, n, [](const Bt<T>& v) { return xsimd::exp(v); }, [](T v) { return std::exp(v); },
-      [=](const Bt<T>& v, const Bt<T>&) { return (v > Bt<T>(lo)) & (v < Bt<T>(hi)); });
+  urows::exp_into<Native>(out, x, n);
 }
 // x^e for a scalar exponent, PyTorch's way: e = 0 gives 1 (even at NaN), 1 gives x, ±0.5 sqrt and
 // 1/sqrt (so pow(-0, 0.5) = -0 and pow(-inf, 0.5) = NaN, as sqrt), -1 the reciprocal, 2, 3, -2
@@ -144,10 +89,13 @@ void pow_into(T* out, const T* x, int64_t n, double e) {
 template <typename T>
 void unary(UnOp op, T* out, const T* x, int64_t n, double p0, double p1) {
   const T a = static_cast<T>(p0), b = static_cast<T>(p1);
+  const isa::Table& tab = isa::table();
   const T one(1), half(0.5), zero(0);
   chunks(
       n,
       [&](int64_t lo, int64_t hi) {
+        if constexpr (std::is_same_v<T, float>)
+          if (tab.unary_f32 && tab.unary_f32(op, out + lo, x + lo, hi - lo, a, b)) return;
         auto X = vec(x + lo, hi - lo);
         auto O = vec(out + lo, hi - lo);
         switch (op) {
@@ -181,7 +129,8 @@ void unary(UnOp op, T* out, const T* x, int64_t n, double p0, double p1) {
             break;
           case UnOp::GeluErf:
             if constexpr (std::is_same_v<T, float>)
-              batch_map(out + lo, x + lo, nullptr, hi - lo, [](FB v, FB) { return gelu_fwd_b(v); });
+              urows::map<Native>(out + lo, x + lo, nullptr, nullptr, hi - lo,
+                                 [](FB v, FB, FB) { return urows::gelu_fwd<Native>(v); });
             else
               for (int64_t i = lo; i < hi; ++i) out[i] = gelu_f64(x[i]);
             break;
@@ -218,11 +167,17 @@ template <typename T>
 void unary_backward(UnOp op, T* dx, const T* g, const T* x, const T* y, int64_t n, double p0,
                     double p1) {
   const T a = static_cast<T>(p0), b = static_cast<T>(p1);
+  const isa::Table& tab = isa::table();
   const T one(1), half(0.5), zero(0);
   chunks(
       n,
       [&](int64_t lo, int64_t hi) {
         const int64_t m = hi - lo;
+        if constexpr (std::is_same_v<T, float>)
+          if (tab.unary_backward_f32 &&
+              tab.unary_backward_f32(op, dx + lo, g + lo, x ? x + lo : nullptr,
+                                     y ? y + lo : nullptr, m, a, b))
+            return;
         auto G = vec(g + lo, m);
         auto D = vec(dx + lo, m);
         // An operand the op does not read may be null: it is then viewed over g, and never read.
@@ -260,8 +215,8 @@ void unary_backward(UnOp op, T* dx, const T* g, const T* x, const T* y, int64_t 
             break;
           case UnOp::GeluErf:
             if constexpr (std::is_same_v<T, float>)
-              batch_map(dx + lo, x + lo, g + lo, hi - lo,
-                        [](FB v, FB gv) { return gelu_bwd_b(v, gv); });
+              urows::map<Native>(dx + lo, x + lo, g + lo, nullptr, hi - lo,
+                                 [](FB v, FB gv, FB) { return urows::gelu_bwd<Native>(v, gv); });
             else
               for (int64_t i = lo; i < hi; ++i) dx[i] = g[i] * gelu_grad_f64(x[i]);
             break;

@@ -1,8 +1,7 @@
 // tests/cuda/main_cuda.cpp — the CUDA suites' entry point: without a CUDA device (no GPU, no
 // driver, or a build without CUDA) the whole executable reports "skipped" to ctest (exit 77,
 // SKIP_RETURN_CODE), never a silent pass.
-#define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
+#include "run_catch.hpp"
 
 #include "autograd/tensor.hpp"
 
@@ -13,5 +12,5 @@ int main(int argc, char** argv) {
     std::printf("no CUDA device: the GPU suites are skipped\n");
     return 77;
   }
-  return Catch::Session().run(argc, argv);
+  return tg_test::run_catch(argc, argv);
 }

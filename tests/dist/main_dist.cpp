@@ -1,10 +1,11 @@
 // tests/dist/main_dist.cpp — the Catch2 main of the multi-process suite: joins the mpirun job,
 // runs the same test cases in the same order on every rank (their collectives must match), and
 // keeps rank > 0's report short. Run as `mpirun -np 2 test_dist` (ctest does, see CMakeLists).
-#define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
+#include "run_catch.hpp"
 
 #include "nn/dist/dist.hpp"
+
+#include <cstdio>
 
 int main(int argc, char** argv) {
   if (!tg::dist::built_with_mpi()) {
@@ -12,9 +13,7 @@ int main(int argc, char** argv) {
     return 77;
   }
   tg::dist::init();
-  Catch::Session session;
-  if (int rc = session.applyCommandLine(argc, argv)) return rc;
-  const int failed = session.run();
+  const int failed = tg_test::run_catch(argc, argv);
   // Every rank's verdict decides: a failure on one rank fails the job on all.
   tg::Tensor f = tg::tensor(std::vector<int64_t>{failed});
   tg::dist::all_reduce(f, tg::dist::ReduceOp::Max);

@@ -7,7 +7,9 @@
 #include "helpers.hpp"
 #include "ops/cpu/kernels.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 
@@ -174,48 +176,140 @@ void check_unary_case(const UnCase& c, int64_t n, double atol, double rtol) {
   check_values(dx, wd, atol, rtol, what + " backward");
 }
 
+// Runs body() on the build's own instruction-set table, then on AVX-512's where the CPU has it
+// (ops/cpu/isa.hpp: its own float32 exp, log, tanh, sigmoid and GELUs), and restores the default.
+template <typename F>
+void on_both_tables(F&& body) {
+  struct Restore {
+    ~Restore() { cpu::set_simd_kernels(true); }
+  } restore;
+  for (bool avx512 : {false, true}) {
+    if (!cpu::set_simd_kernels(avx512)) {
+      WARN("this CPU (or this build) has no AVX-512 kernels: only the build's own were checked");
+      continue;
+    }
+    INFO("kernels " << cpu::simd_kernels());
+    body();
+  }
+}
+
+// The ops with kernels of their own in the AVX-512 table (unary_rows.hpp).
+const std::vector<UnOp> kTableOps = {UnOp::Exp,     UnOp::Log,     UnOp::Tanh,
+                                     UnOp::Sigmoid, UnOp::GeluErf, UnOp::GeluTanh};
+
+// Units in the last place between two floats of the same sign (0 when equal, NaN = NaN).
+int64_t ulps(float a, float b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b) ? 0 : INT64_MAX;
+  if (a == b) return 0;
+  if ((a < 0) != (b < 0)) return INT64_MAX;
+  int32_t ia, ib;
+  std::memcpy(&ia, &a, 4);
+  std::memcpy(&ib, &b, 4);
+  return std::abs(static_cast<int64_t>(ia) - ib);
+}
+
 }  // namespace
 
 TEST_CASE("cpu unary kernels match the scalar definitions", "[cpu][elementwise]") {
-  for (const UnCase& c : kUnary) {
-    for (int64_t n : {1, 7, 8, 9, 16, 17, 33, 1000}) {
-      // float32: float32 math (PyTorch's erf approximation for the exact GELU: 1.5e-7 absolute).
-      check_unary_case<float>(c, n, 1e-6, 4e-6);
-      check_unary_case<double>(c, n, 1e-14, 1e-13);
+  on_both_tables([] {
+    for (const UnCase& c : kUnary) {
+      for (int64_t n : {1, 7, 8, 9, 15, 16, 17, 31, 33, 1000}) {
+        // float32: float32 math (PyTorch's erf approximation for the exact GELU: 1.5e-7 absolute).
+        check_unary_case<float>(c, n, 1e-6, 4e-6);
+        check_unary_case<double>(c, n, 1e-14, 1e-13);
+      }
+    }
+  });
+}
+
+// The AVX-512 table's kernels run the same xsimd algorithms on wider batches and send the tail
+// through a padded batch where the build's own xtensor kernels use std:: (tanh, sigmoid, the tanh
+// GELU); the compiler may also fuse their products and sums differently. The two agree to float32
+// rounding: forward within 2 ulps; backward within 2 ulps or, near a zero of the derivative where
+// its terms cancel, within 4 ε of their size |g| (absolute). The exact GELU's forward and exp's
+// are one vector code on both, bit for bit.
+TEST_CASE("cpu unary kernels: the AVX-512 table agrees with the build's own",
+          "[cpu][elementwise]") {
+  struct Restore {
+    ~Restore() { cpu::set_simd_kernels(true); }
+  } restore;
+  if (!cpu::set_simd_kernels(true)) {
+    WARN("this CPU (or this build) has no AVX-512 kernels: nothing to compare");
+    return;
+  }
+  const double eps = std::numeric_limits<float>::epsilon();
+  for (UnOp op : kTableOps) {
+    const bool positive = op == UnOp::Log;
+    for (int64_t n : {1, 5, 15, 16, 17, 31, 47, 1000, 4099}) {
+      std::vector<double> xs = inputs(n, positive, static_cast<uint32_t>(n * 7 + int(op)));
+      std::vector<float> x(xs.begin(), xs.end()), g(n);
+      for (int64_t i = 0; i < n; ++i) g[i] = static_cast<float>(0.5 + 0.25 * (i % 5));
+      std::vector<float> y[2], dx[2];
+      for (int t = 0; t < 2; ++t) {
+        REQUIRE(cpu::set_simd_kernels(t == 1));
+        y[t].resize(n), dx[t].resize(n);
+        cpu::unary<float>(op, y[t].data(), x.data(), n);
+        cpu::unary_backward<float>(op, dx[t].data(), g.data(), x.data(), y[t].data(), n);
+      }
+      const bool exact = op == UnOp::GeluErf || op == UnOp::Exp;
+      int64_t worst = 0, worst_d = 0;
+      double worst_abs = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        worst = std::max(worst, ulps(y[0][i], y[1][i]));
+        const int64_t u = ulps(dx[0][i], dx[1][i]);
+        if (u <= 2) continue;
+        worst_d = std::max(worst_d, u);
+        worst_abs = std::max(worst_abs, std::fabs(double(dx[0][i]) - dx[1][i]) / (eps * g[i]));
+      }
+      INFO("op " << int(op) << " n=" << n << ": forward " << worst
+                 << " ulps; backward beyond 2 ulps: " << worst_d << " ulps, " << worst_abs
+                 << " ε·|g|");
+      CHECK(worst <= (exact ? 0 : 2));
+      CHECK(worst_abs <= 4);
     }
   }
 }
 
 TEST_CASE("cpu unary kernels: special values", "[cpu][elementwise]") {
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  const std::vector<double> sv = {0.0, -0.0, kInf, -kInf, nan, 1e30, -1e30, 88.0, -88.0, 20.0};
-  for (UnOp op : {UnOp::Exp, UnOp::Tanh, UnOp::Sigmoid, UnOp::GeluErf, UnOp::GeluTanh, UnOp::Relu,
-                  UnOp::Abs, UnOp::Clamp}) {
-    std::vector<float> x(sv.begin(), sv.end()), y(sv.size());
-    cpu::unary<float>(op, y.data(), x.data(), static_cast<int64_t>(x.size()), -1, 1);
-    for (size_t i = 0; i < sv.size(); ++i) {
-      const double w = ref_unary(op, static_cast<double>(x[i]), -1, 1);
-      INFO("op " << int(op) << " x " << x[i] << " got " << y[i] << " want " << w);
-      if (std::isnan(w))
-        CHECK(std::isnan(y[i]));
-      else if (std::isinf(w) || std::fabs(w) > 1e29)
-        CHECK(static_cast<double>(y[i]) == static_cast<float>(w));
-      else
-        CHECK(std::fabs(y[i] - w) <= 1e-6 + 4e-6 * std::fabs(w));
+  on_both_tables([] {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const std::vector<double> sv = {0.0, -0.0, kInf, -kInf, nan, 1e30, -1e30, 88.0, -88.0, 20.0};
+    for (UnOp op : {UnOp::Exp, UnOp::Tanh, UnOp::Sigmoid, UnOp::GeluErf, UnOp::GeluTanh, UnOp::Relu,
+                    UnOp::Abs, UnOp::Clamp}) {
+      std::vector<float> x(sv.begin(), sv.end()), y(sv.size());
+      cpu::unary<float>(op, y.data(), x.data(), static_cast<int64_t>(x.size()), -1, 1);
+      for (size_t i = 0; i < sv.size(); ++i) {
+        const double w = ref_unary(op, static_cast<double>(x[i]), -1, 1);
+        INFO("op " << int(op) << " x " << x[i] << " got " << y[i] << " want " << w);
+        if (std::isnan(w))
+          CHECK(std::isnan(y[i]));
+        else if (std::isinf(w) || std::fabs(w) > 1e29)
+          CHECK(static_cast<double>(y[i]) == static_cast<float>(w));
+        else
+          CHECK(std::fabs(y[i] - w) <= 1e-6 + 4e-6 * std::fabs(w));
+      }
     }
-  }
+  });
 }
 
 TEST_CASE("cpu unary kernels: equal inputs give equal bits at any offset", "[cpu][elementwise]") {
-  // The exact GELU is one vector code for every element (its tail goes through a padded batch).
-  std::vector<double> xs = inputs(64, false, 7);
-  std::vector<float> buf(80), y0(64), y1(64);
-  for (int off : {0, 1, 3, 5}) {
-    std::copy(xs.begin(), xs.end(), buf.begin() + off);
-    cpu::unary<float>(UnOp::GeluErf, y1.data(), buf.data() + off, 64);
-    if (off == 0) y0 = y1;
-    REQUIRE(y0 == y1);
-  }
+  // One vector code for every element (the tail through a padded batch): the exact GELU, exp and
+  // log on both tables, every op of the AVX-512 table there.
+  on_both_tables([] {
+    for (UnOp op : kTableOps) {
+      if (!cpu::simd_avx512() && op != UnOp::GeluErf && op != UnOp::Exp && op != UnOp::Log)
+        continue;
+      std::vector<double> xs = inputs(64, op == UnOp::Log, 7);
+      std::vector<float> buf(80), y0(64), y1(64);
+      for (int off : {0, 1, 3, 5}) {
+        std::copy(xs.begin(), xs.end(), buf.begin() + off);
+        cpu::unary<float>(op, y1.data(), buf.data() + off, 64 - off);
+        if (off == 0) y0 = y1;
+        INFO("op " << int(op) << " offset " << off);
+        REQUIRE(std::equal(y1.begin(), y1.begin() + (64 - off), y0.begin()));
+      }
+    }
+  });
 }
 
 namespace {

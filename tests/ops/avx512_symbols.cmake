@@ -1,0 +1,27 @@
+# tests/ops/avx512_symbols.cmake — the AVX-512 kernel objects (ops/cpu/*_avx512.cpp) define no
+# weak symbol, the kind the linker merges across objects: an inline function compiled there with
+# AVX-512 flags could otherwise be the copy the rest of the library calls, and fault on a CPU
+# without AVX-512 (ops/cpu/softmax_rows.hpp, docs/cpu-kernels.md). The exception-personality
+# reference every C++ object carries is the one allowed.
+# Run by ctest: cmake -DNM=<nm> -DOBJECTS=<list> -P avx512_symbols.cmake
+set(checked 0)
+foreach(obj IN LISTS OBJECTS)
+  if(NOT obj MATCHES "_avx512\\.cpp\\.o$")
+    continue()
+  endif()
+  math(EXPR checked "${checked} + 1")
+  execute_process(COMMAND ${NM} -C ${obj} OUTPUT_VARIABLE syms RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "nm failed on ${obj}")
+  endif()
+  string(REPLACE "\n" ";" lines "${syms}")
+  foreach(line IN LISTS lines)
+    if(line MATCHES "^[0-9a-f]* [WVu] " AND NOT line MATCHES "DW\\.ref\\.__gxx_personality_v0")
+      message(FATAL_ERROR "${obj}: weak symbol (the linker may hand it to code outside the AVX-512 path): ${line}")
+    endif()
+  endforeach()
+endforeach()
+if(checked EQUAL 0)
+  message(FATAL_ERROR "no *_avx512.cpp object among OBJECTS")
+endif()
+message(STATUS "${checked} AVX-512 objects: no weak symbols")
