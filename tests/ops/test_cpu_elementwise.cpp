@@ -224,10 +224,11 @@ TEST_CASE("cpu unary kernels match the scalar definitions", "[cpu][elementwise]"
 
 // The AVX-512 table's kernels run the same xsimd algorithms on wider batches and send the tail
 // through a padded batch where the build's own xtensor kernels use std:: (tanh, sigmoid, the tanh
-// GELU); the compiler may also fuse their products and sums differently. The two agree to float32
-// rounding: forward within 2 ulps; backward within 2 ulps or, near a zero of the derivative where
-// its terms cancel, within 4 ε of their size |g| (absolute). The exact GELU's forward and exp's
-// are one vector code on both, bit for bit.
+// GELU); the compiler also fuses their products and sums differently per width and optimisation
+// level (a Release build gives the exact GELU's and exp's forward bit for bit, -O1 does not). The
+// two agree to float32 rounding: within 2 ulps, or where the result is much smaller than the terms
+// it is computed from, within 4 ε of their size (absolute): forward |x| (the GELU's left tail,
+// x·Φ(x) as Φ → 0), backward |g| (near a zero of the derivative, where its terms cancel).
 TEST_CASE("cpu unary kernels: the AVX-512 table agrees with the build's own",
           "[cpu][elementwise]") {
   struct Restore {
@@ -251,21 +252,25 @@ TEST_CASE("cpu unary kernels: the AVX-512 table agrees with the build's own",
         cpu::unary<float>(op, y[t].data(), x.data(), n);
         cpu::unary_backward<float>(op, dx[t].data(), g.data(), x.data(), y[t].data(), n);
       }
-      const bool exact = op == UnOp::GeluErf || op == UnOp::Exp;
       int64_t worst = 0, worst_d = 0;
-      double worst_abs = 0;
+      double worst_abs = 0, worst_abs_d = 0;
       for (int64_t i = 0; i < n; ++i) {
-        worst = std::max(worst, ulps(y[0][i], y[1][i]));
-        const int64_t u = ulps(dx[0][i], dx[1][i]);
-        if (u <= 2) continue;
-        worst_d = std::max(worst_d, u);
-        worst_abs = std::max(worst_abs, std::fabs(double(dx[0][i]) - dx[1][i]) / (eps * g[i]));
+        if (const int64_t u = ulps(y[0][i], y[1][i]); u > 2) {
+          worst = std::max(worst, u);
+          const double size = std::max(1.0, std::fabs(double(x[i])));
+          worst_abs = std::max(worst_abs, std::fabs(double(y[0][i]) - y[1][i]) / (eps * size));
+        }
+        if (const int64_t u = ulps(dx[0][i], dx[1][i]); u > 2) {
+          worst_d = std::max(worst_d, u);
+          worst_abs_d =
+              std::max(worst_abs_d, std::fabs(double(dx[0][i]) - dx[1][i]) / (eps * g[i]));
+        }
       }
-      INFO("op " << int(op) << " n=" << n << ": forward " << worst
-                 << " ulps; backward beyond 2 ulps: " << worst_d << " ulps, " << worst_abs
+      INFO("op " << int(op) << " n=" << n << ": beyond 2 ulps forward " << worst << " ulps, "
+                 << worst_abs << " ε·max(1, |x|); backward " << worst_d << " ulps, " << worst_abs_d
                  << " ε·|g|");
-      CHECK(worst <= (exact ? 0 : 2));
       CHECK(worst_abs <= 4);
+      CHECK(worst_abs_d <= 4);
     }
   }
 }
