@@ -62,6 +62,7 @@ const Table& table() { return *active().load(std::memory_order_relaxed); }
 }  // namespace isa
 
 bool simd_avx512() { return isa::table().avx512; }
+bool attention_packed_products() { return isa::table().attention_gemm_f32 != nullptr; }
 const char* simd_kernels() { return isa::table().name; }
 bool set_simd_kernels(bool avx512) {
   isa::active().store(avx512 ? &isa::best_table() : &isa::native_table(),

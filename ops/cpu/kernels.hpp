@@ -89,7 +89,11 @@ void reduce_var_backward(T* dx, const T* dout, const T* x, const double* mean, i
 bool simd_avx512();
 const char* simd_kernels();
 bool set_simd_kernels(bool avx512);
-// The attention's float32 GEMM (ops/cpu/attention_avx512.cpp), only while simd_avx512():
+// Whether the instruction-set table in use has the attention's packed float32 products (the two
+// below; ops/cpu/attention_avx512.cpp), which ops/cpu/attention.cpp then uses instead of OpenBLAS.
+bool attention_packed_products();
+// The attention's float32 GEMM (ops/cpu/attention_avx512.cpp), only while
+// attention_packed_products():
 // C (M, N) = alpha·Σ_k A(m, k)·B(k, n) (+ C when acc), A(m, k) at A[m·am + k·ak] (am = 1 reads A
 // transposed), B's row k contiguous at B + k·ldb, C's rows ldc apart. bpack (K × 64 floats) and
 // apack (M rounded up to 6, times K), each optional, let it copy operands that it would otherwise

@@ -1,0 +1,113 @@
+// ops/cpu/attention.hpp — the fused CPU attention as a kernel pair, cpu::attention_forward and
+// cpu::attention_backward (ops/cpu/attention.cpp), twins of cuda::attention_forward/backward:
+// raw pointers and plain descriptions, no Tensor, no tape. ops/attention.cpp checks the inputs,
+// lowers the AttentionMask into an AttentionPlan (each row's structural key range, the row tiles)
+// and an AttentionRowMask (the data parts), calls these and records the node.
+// Internal to ops/.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tg::cpu {
+
+// Query rows per tile when the mask has structure, and without it (every tile then spans all S
+// keys: bigger tiles mean fewer, larger products).
+constexpr int64_t kAttentionRowTile = 64;
+constexpr int64_t kAttentionRowTileFull = 256;
+
+// The operands' layout. q, k, v and the output come as (B, NH, T, hs), heads last
+// (B, T, NH, hs), packed (B, T, 3, NH, hs: kQKV, S = T) or q heads last with k and v packed
+// (B, S, 2, NH, hs: kKV, hs_v = hs); every head's rows are addressed with an offset and a leading
+// dimension (row, ld), never permuted.
+struct AttentionDims {
+  int64_t B, NH, T, S, hs, hsv;
+  bool heads_last = false;
+  enum Packing { kNone, kQKV, kKV } packing = kNone;
+  // Operands: kQ (q, dq), kK (k, dk), kV (v, dv), kO (output, dO).
+  static constexpr int kQ = 0, kK = 1, kV = 2, kO = 3;
+  // Offset of row t of head (b, h) of an operand with n rows per head of w elements, and the
+  // distance between its rows (a GEMM's leading dimension).
+  int64_t row(int which, int64_t b, int64_t h, int64_t t, int64_t n, int64_t w) const {
+    if (!heads_last) return ((b * NH + h) * n + t) * w;
+    return (b * n + t) * ld(which, w) + part(which) * NH * w + h * w;
+  }
+  int64_t ld(int which, int64_t w) const { return heads_last ? parts(which) * NH * w : w; }
+  // How many operands share the operand's tensor rows, and its place among them.
+  int64_t parts(int which) const {
+    if (packing == kQKV && which != kO) return 3;
+    if (packing == kKV && (which == kK || which == kV)) return 2;
+    return 1;
+  }
+  int64_t part(int which) const {
+    if (packing == kQKV && which != kO) return which;
+    if (packing == kKV && which == kV) return 1;
+    return 0;
+  }
+};
+
+// The structure of the mask, the same for every (b, h): row tiles and their key ranges.
+struct AttentionTile {
+  int64_t r0, r1, klo, khi;
+  int64_t off;  // element offset of this tile's P block inside one (b, h)
+  int64_t rows() const { return r1 - r0; }
+  int64_t width() const { return khi >= klo ? khi - klo + 1 : 0; }
+};
+struct AttentionPlan {
+  std::vector<AttentionTile> tiles;
+  std::vector<int64_t> lo, hi;   // each row's structural key range (empty when lo > hi)
+  int64_t per_bh = 0;            // P elements per (b, h)
+  int64_t max_tile = 0;          // the largest rows·width
+  bool first_spans_all = false;  // tile 0 covers every key: it writes dK, dV (beta = 0)
+};
+
+// The data parts of the mask, read per row; each null when absent.
+struct AttentionRowMask {
+  const bool* key_allowed = nullptr;  // (B, S)
+  const int64_t* lengths = nullptr;   // (B)
+  const bool* allowed = nullptr;      // broadcast to (B, NH, T, S) through allowed_st
+  const double* additive = nullptr;   // broadcast to (B, NH, T, S) through additive_st
+  int64_t allowed_st[4] = {}, additive_st[4] = {};
+  // Padding and lengths together, in q's dtype: (B, S), 0 where the key is allowed, -inf where
+  // not. Set when they are the only data parts (the common case: a vectorised select per row).
+  const void* key_block = nullptr;
+};
+
+// What forward and backward share.
+struct AttentionCall {
+  AttentionDims d;
+  const AttentionPlan* plan = nullptr;
+  const AttentionRowMask* mask = nullptr;
+  double scale = 1, p = 0;  // p: the dropout probability, when dropout
+  bool dropout = false;
+  bool errors_on_fully_masked = false;  // else such a row gives output 0
+  std::string mask_name;                // for that error
+  // The P tiles (B·NH·per_bh elements, tile blocks) and dropout's keep mask: kept for the
+  // backward when set, scratch otherwise (forward), read by the backward.
+  void* P = nullptr;
+  void* keep = nullptr;
+};
+
+// Dense (B, NH, T, S) outputs, each null unless asked for: the weights (P after dropout), and for
+// the probe the scores (pre-filled with -inf: S where allowed), P before dropout, dP (0 where
+// blocked) and dS.
+template <typename T>
+struct AttentionDense {
+  T *weights = nullptr, *scores = nullptr, *probs = nullptr;
+  T *dprobs = nullptr, *dscores = nullptr;
+};
+
+// o (the output's layout) = softmax(scale·q·kᵀ masked)·v, P tiles into call.P when set; dropout
+// draws from the default generator in order. Throws tg::Error for a fully masked row when the
+// mask says so.
+template <typename T>
+void attention_forward(const AttentionCall& call, T* o, const T* q, const T* k, const T* v,
+                       const AttentionDense<T>& dense);
+// dq, dk, dv (each in its operand's layout; one tensor when packed) from g (dO) and the saved
+// P (and keep) tiles. Every element of dq, dk and dv is written.
+template <typename T>
+void attention_backward(const AttentionCall& call, T* dq, T* dk, T* dv, const T* g, const T* q,
+                        const T* k, const T* v, const AttentionDense<T>& dense);
+
+}  // namespace tg::cpu
