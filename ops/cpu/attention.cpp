@@ -446,9 +446,9 @@ constexpr int64_t kHeadsParallelFlops = int64_t(1) << 20;
 // Calls body(scratch, b, h) for every head, each thread with its own Scratch (made by make()):
 // in parallel over the heads (OpenMP, tg::set_num_threads) when `parallel`, there is more than
 // one thread and head and the work reaches kHeadsParallelFlops; the heads write disjoint rows, so
-// the result is the same bits at any thread count. Only for the packed kernel (BLAS must not run
-// inside our parallel loops). An error thrown for a head is rethrown after the loop, the lowest (b,
-// h)'s first, as the serial order.
+// the result is the same bits at any thread count. OpenBLAS runs each GEMM on the calling thread
+// meanwhile (cpu::SerialBlas: never two pools at once). An error thrown for a head is rethrown
+// after the loop, the lowest (b, h)'s first, as the serial order.
 template <typename Make, typename Body>
 void for_heads(const Dims& d, bool parallel, Make make, Body body) {
   const int64_t n = d.B * d.NH;
@@ -458,6 +458,7 @@ void for_heads(const Dims& d, bool parallel, Make make, Body body) {
     for (int64_t bh = 0; bh < n; ++bh) body(s, bh / d.NH, bh % d.NH);
     return;
   }
+  const SerialBlas serial;
   std::exception_ptr err;
   int64_t err_at = n;
 #pragma omp parallel
@@ -536,23 +537,32 @@ void attention_forward(const AttentionCall& call, T* o, const T* q, const T* k, 
           });
       return;
     }
-  std::vector<T> scratch_p(keep_all ? 0 : c.plan.max_tile);
   const bool reread = c.plan.tiles.size() > 1;  // K and V rows are read by several tiles
-  HeadRows<T> hq(d, Dims::kQ, d.T, d.hs, false), hk(d, Dims::kK, d.S, d.hs, reread),
-      hv(d, Dims::kV, d.S, d.hsv, reread), ho(d, Dims::kO, d.T, d.hsv, false);
-  for (int64_t b = 0; b < d.B; ++b)
-    for (int64_t h = 0; h < d.NH; ++h) {
-      const BlasForward<T> prod{c, hq.in(q, b, h, d.T, d.hs), hk.in(k, b, h, d.S, d.hs),
-                                hv.in(v, b, h, d.S, d.hsv)};
-      const Rows<T> oh = ho.out(o, b, h, d.T, d.hsv);
-      for (const Tile& t : c.plan.tiles) {
-        const int64_t base = (b * d.NH + h) * c.plan.per_bh + t.off;
-        T* Pt = keep_all ? c.Pt<T>(base) : scratch_p.data();
-        T* Kt = !c.dropout ? nullptr : keep_all ? c.keep_t<T>(base) : scratch_k.data();
-        forward_tile(c, rm, b, h, t, prod, oh, Pt, Kt, scratch_pd.data(), dense);
-      }
-      ho.done(o, b, h, d.T, d.hsv);
-    }
+  struct Scratch {  // per-head copies of strided rows; the P tile without a tape
+    HeadRows<T> hq, hk, hv, ho;
+    std::vector<T> p;
+  };
+  for_heads(
+      d, !c.dropout,
+      [&] {
+        return Scratch{HeadRows<T>(d, Dims::kQ, d.T, d.hs, false),
+                       HeadRows<T>(d, Dims::kK, d.S, d.hs, reread),
+                       HeadRows<T>(d, Dims::kV, d.S, d.hsv, reread),
+                       HeadRows<T>(d, Dims::kO, d.T, d.hsv, false),
+                       std::vector<T>(keep_all ? 0 : c.plan.max_tile)};
+      },
+      [&](Scratch& s, int64_t b, int64_t h) {
+        const BlasForward<T> prod{c, s.hq.in(q, b, h, d.T, d.hs), s.hk.in(k, b, h, d.S, d.hs),
+                                  s.hv.in(v, b, h, d.S, d.hsv)};
+        const Rows<T> oh = s.ho.out(o, b, h, d.T, d.hsv);
+        for (const Tile& t : c.plan.tiles) {
+          const int64_t base = (b * d.NH + h) * c.plan.per_bh + t.off;
+          T* Pt = keep_all ? c.Pt<T>(base) : s.p.data();
+          T* Kt = !c.dropout ? nullptr : keep_all ? c.keep_t<T>(base) : scratch_k.data();
+          forward_tile(c, rm, b, h, t, prod, oh, Pt, Kt, scratch_pd.data(), dense);
+        }
+        s.ho.done(o, b, h, d.T, d.hsv);
+      });
 }
 
 template <typename T>
@@ -624,32 +634,43 @@ void attention_backward(const AttentionCall& call, T* pdq, T* pdk, T* pdv, const
           });
       return;
     }
-  std::vector<T> Pd(c.dropout ? c.plan.max_tile : 0), dP(c.plan.max_tile);
-  HeadRows<T> hq(d, Dims::kQ, d.T, d.hs, false), hk(d, Dims::kK, d.S, d.hs, reread),
-      hv(d, Dims::kV, d.S, d.hsv, reread), hg(d, Dims::kO, d.T, d.hsv, false),
-      hdq(d, Dims::kQ, d.T, d.hs, false), hdk(d, Dims::kK, d.S, d.hs, reread),
-      hdv(d, Dims::kV, d.S, d.hsv, reread);
-  for (int64_t b = 0; b < d.B; ++b)
-    for (int64_t h = 0; h < d.NH; ++h) {
-      const BlasBackward<T> prod{c,
-                                 hq.in(pq, b, h, d.T, d.hs),
-                                 hk.in(pk, b, h, d.S, d.hs),
-                                 hv.in(pv, b, h, d.S, d.hsv),
-                                 hg.in(pg, b, h, d.T, d.hsv),
-                                 hdq.out(pdq, b, h, d.T, d.hs),
-                                 hdk.out(pdk, b, h, d.S, d.hs),
-                                 hdv.out(pdv, b, h, d.S, d.hsv)};
-      zero_head_kv(b, h);
-      if (zero_kv && kv_scratch) {
-        std::fill(hdk.buf.begin(), hdk.buf.end(), T(0));
-        std::fill(hdv.buf.begin(), hdv.buf.end(), T(0));
-      }
-      for (const Tile& t : c.plan.tiles)
-        backward_tile(c, rm, b, h, t, prod, prod.dq, Pd.data(), dP.data(), dense);
-      hdq.done(pdq, b, h, d.T, d.hs);
-      hdk.done(pdk, b, h, d.S, d.hs);
-      hdv.done(pdv, b, h, d.S, d.hsv);
-    }
+  struct Scratch {  // per-head copies of strided rows (and dK, dV accumulated); P ⊙ keep, dP
+    HeadRows<T> hq, hk, hv, hg, hdq, hdk, hdv;
+    std::vector<T> Pd, dP;
+  };
+  for_heads(
+      d, true,
+      [&] {
+        return Scratch{HeadRows<T>(d, Dims::kQ, d.T, d.hs, false),
+                       HeadRows<T>(d, Dims::kK, d.S, d.hs, reread),
+                       HeadRows<T>(d, Dims::kV, d.S, d.hsv, reread),
+                       HeadRows<T>(d, Dims::kO, d.T, d.hsv, false),
+                       HeadRows<T>(d, Dims::kQ, d.T, d.hs, false),
+                       HeadRows<T>(d, Dims::kK, d.S, d.hs, reread),
+                       HeadRows<T>(d, Dims::kV, d.S, d.hsv, reread),
+                       std::vector<T>(c.dropout ? c.plan.max_tile : 0),
+                       std::vector<T>(c.plan.max_tile)};
+      },
+      [&](Scratch& s, int64_t b, int64_t h) {
+        const BlasBackward<T> prod{c,
+                                   s.hq.in(pq, b, h, d.T, d.hs),
+                                   s.hk.in(pk, b, h, d.S, d.hs),
+                                   s.hv.in(pv, b, h, d.S, d.hsv),
+                                   s.hg.in(pg, b, h, d.T, d.hsv),
+                                   s.hdq.out(pdq, b, h, d.T, d.hs),
+                                   s.hdk.out(pdk, b, h, d.S, d.hs),
+                                   s.hdv.out(pdv, b, h, d.S, d.hsv)};
+        zero_head_kv(b, h);
+        if (zero_kv && kv_scratch) {
+          std::fill(s.hdk.buf.begin(), s.hdk.buf.end(), T(0));
+          std::fill(s.hdv.buf.begin(), s.hdv.buf.end(), T(0));
+        }
+        for (const Tile& t : c.plan.tiles)
+          backward_tile(c, rm, b, h, t, prod, prod.dq, s.Pd.data(), s.dP.data(), dense);
+        s.hdq.done(pdq, b, h, d.T, d.hs);
+        s.hdk.done(pdk, b, h, d.S, d.hs);
+        s.hdv.done(pdv, b, h, d.S, d.hsv);
+      });
 }
 
 template void attention_forward<float>(const AttentionCall&, float*, const float*, const float*,

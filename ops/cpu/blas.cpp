@@ -2,7 +2,8 @@
 // caller's buffers, transposes as flags and leading dimensions as strides, so OpenBLAS reads and
 // writes tapegrad's storage directly (0 allocations, no copies; xt.hpp says why xtd::mat has the
 // form it has). matmul, mm, bmm, linear (ops/matmul.cpp) and the fused CPU attention's tile GEMMs
-// (ops/attention.cpp) all call it.
+// (ops/cpu/attention.cpp) all call it; SerialBlas keeps OpenBLAS on the calling thread while our
+// own parallel loops call it.
 // Deliberately not here: size checks against BLAS's 32-bit int (each caller's op names itself in
 // the error), cuBLAS (cuda/blas.cu), the pool's size (autograd/device.cpp sets it, the one thing
 // xtensor-blas cannot do), xt::linalg::dot (it allocates).
@@ -11,6 +12,8 @@
 #include "ops/cpu/xt.hpp"
 
 #include <xtensor-blas/xblas.hpp>
+
+#include <atomic>
 
 extern "C" void openblas_set_num_threads(int);
 
@@ -22,10 +25,13 @@ namespace {
 // default thread count was many times slower than at one thread). Setting the count is a store
 // in OpenBLAS (built NO_AFFINITY), so it is set per call.
 constexpr double kBlasParallelMacs = 16777216;  // 2^24
+// Live SerialBlas scopes: while there are any, the pool stays at one thread.
+std::atomic<int> g_serial{0};
 class OneBlasThreadIfSmall {
  public:
   explicit OneBlasThreadIfSmall(double macs)
-      : on_(macs < kBlasParallelMacs && get_num_threads() > 1) {
+      : on_(macs < kBlasParallelMacs && get_num_threads() > 1 &&
+            g_serial.load(std::memory_order_relaxed) == 0) {
     if (on_) openblas_set_num_threads(1);
   }
   ~OneBlasThreadIfSmall() {
@@ -38,6 +44,14 @@ class OneBlasThreadIfSmall {
   bool on_;
 };
 }  // namespace
+
+SerialBlas::SerialBlas() {
+  if (g_serial.fetch_add(1) == 0 && get_num_threads() > 1) openblas_set_num_threads(1);
+}
+SerialBlas::~SerialBlas() {
+  if (g_serial.fetch_sub(1) == 1 && get_num_threads() > 1)
+    openblas_set_num_threads(get_num_threads());
+}
 
 template <typename T>
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,

@@ -189,6 +189,16 @@ void embedding_backward(T* dweight, const T* dout, const int64_t* idx, int64_t n
 template <typename T>
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,
           const T* B, int64_t ldb, T beta, T* C, int64_t ldc);
+// While one lives, OpenBLAS runs every GEMM on the calling thread: made (on one thread) before
+// a parallel loop of ours that calls gemm from each of its threads, so the two pools never run at
+// once (the attention's heads). Nests; gemm leaves the pool's size alone meanwhile.
+class SerialBlas {
+ public:
+  SerialBlas();
+  ~SerialBlas();
+  SerialBlas(const SerialBlas&) = delete;
+  SerialBlas& operator=(const SerialBlas&) = delete;
+};
 
 // ---- copies: cat/stack/split, permutes (ops/cpu/copy.cpp) ----
 // out[Σ i_d·out_strides[d]] = x[Σ i_d·x_strides[d]] for every index i of `shape` (element

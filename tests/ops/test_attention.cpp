@@ -271,27 +271,47 @@ TEST_CASE("SDPA float32: the AVX-512 kernel equals OpenBLAS and float64", "[atte
         near(fast, ref, 2e-5, what + " AVX-512 f32 against f64");
         near(fast, blas, 2e-5, what + " AVX-512 against OpenBLAS");
       }
-  // the heads run in parallel on the AVX-512 kernel: the same bits at 1 and 3 threads, and a
+  // the heads run in parallel on both products (OpenBLAS on the calling thread, the AVX-512
+  // kernel): the same bits at 1 and 3 threads, in both dtypes, layouts and for local masks; and a
   // fully masked row's error still names the first such row
-  if (have) {
+  {
     const int before = get_num_threads();
-    Tensor q = randn({2, 3, 70, 16}), k = randn({2, 3, 90, 16}), v = randn({2, 3, 90, 24});
-    std::vector<double> got[2];
-    for (int i = 0; i < 2; ++i) {
-      set_num_threads(i == 0 ? 1 : 3);
-      Tensor qq = q.detach().requires_grad_(), kk = k.detach().requires_grad_(),
-             vv = v.detach().requires_grad_();
-      Tensor out = scaled_dot_product_attention(qq, kk, vv, AttentionMask::causal()).output;
-      std::vector<Tensor> g = tg::grad({out}, {qq, kk, vv}, {ones_like(out)});
-      for (const Tensor& t : {out, g[0], g[1], g[2]})
-        for (double x : t.to_vector<double>()) got[i].push_back(x);
+    for (int avx512 : {0, 1}) {
+      if (avx512 && !have) continue;
+      REQUIRE(cpu::set_simd_kernels(avx512 == 1));
+      for (DType dt : {kFloat32, kFloat64})
+        for (bool hl : {false, true})
+          for (const AttentionMask& m : {AttentionMask::causal(), AttentionMask::local(20, 5)}) {
+            SDPAOptions o;
+            o.heads_last = hl;
+            const Shape qs = hl ? Shape{2, 70, 3, 16} : Shape{2, 3, 70, 16},
+                        ks = hl ? Shape{2, 90, 3, 16} : Shape{2, 3, 90, 16},
+                        vs = hl ? Shape{2, 90, 3, 24} : Shape{2, 3, 90, 24};
+            manual_seed(5);
+            Tensor q = randn(qs, dt), k = randn(ks, dt), v = randn(vs, dt);
+            std::vector<double> got[2];
+            for (int i = 0; i < 2; ++i) {
+              set_num_threads(i == 0 ? 1 : 3);
+              Tensor qq = q.detach().requires_grad_(), kk = k.detach().requires_grad_(),
+                     vv = v.detach().requires_grad_();
+              Tensor out = scaled_dot_product_attention(qq, kk, vv, m, o).output;
+              std::vector<Tensor> g = tg::grad({out}, {qq, kk, vv}, {ones_like(out)});
+              for (const Tensor& t : {out, g[0], g[1], g[2]})
+                for (double x : t.to_vector<double>()) got[i].push_back(x);
+            }
+            INFO(cpu::simd_kernels()
+                 << " " << dtype_name(dt) << (hl ? " heads_last " : " ") << m.name());
+            REQUIRE(got[0] == got[1]);
+          }
+      Tensor q = randn({2, 3, 70, 16}), k = randn({2, 3, 90, 16}), v = randn({2, 3, 90, 24});
+      Tensor lens = tensor(std::vector<int64_t>{5, 0});  // batch 1: no key at all
+      AttentionMask none_allowed = AttentionMask::key_lengths(lens);
+      set_num_threads(3);
+      REQUIRE_ERROR(scaled_dot_product_attention(q, k, v, none_allowed.error_on_fully_masked()),
+                    "row 0 of batch 1, head 0 has no allowed key");
     }
-    REQUIRE(got[0] == got[1]);
-    Tensor lens = tensor(std::vector<int64_t>{5, 0});  // batch 1: no key at all
-    AttentionMask none_allowed = AttentionMask::key_lengths(lens);
-    REQUIRE_ERROR(scaled_dot_product_attention(q, k, v, none_allowed.error_on_fully_masked()),
-                  "row 0 of batch 1, head 0 has no allowed key");
     set_num_threads(before);
+    REQUIRE(cpu::set_simd_kernels(true) == have);
   }
   // dropout: the same mask drawn (same seed), the same result on both
   if (have) {
