@@ -4,6 +4,7 @@
 #include "ops/cpu/kernels.hpp"
 #include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
+#include "ops/kernels.hpp"
 #include "ops/ops.hpp"
 
 #include <cmath>
@@ -75,17 +76,8 @@ Tensor unary_forward(const char* op, UnCode code, const Tensor& x_in) {
   const Tensor& x = dense_ref(x_in, hx);
   Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
   if (x.numel() == 0) return out;
-  if (on_cuda(x)) {
-    on_device(op, x.device(), [&] {
-      cuda::unary(code.op, cdt(x.dtype()), out.data_ptr(), x.data_ptr(), x.numel(), code.p0,
-                  code.p1);
-    });
-    return out;
-  }
-  dispatch_float(x.dtype(), op, [&](auto tag) {
-    using T = decltype(tag);
-    cpu::unary<T>(code.op, out.data<T>(), x.data<T>(), x.numel(), code.p0, code.p1);
-  });
+  kernels(op, x).unary(code.op, detail::code(x.dtype()), out.data_ptr(), x.data_ptr(), x.numel(),
+                       code.p0, code.p1);
   return out;
 }
 // dx = g · f'(x) elementwise, where y = f(x) is the forward output (x, y undefined when the
@@ -96,19 +88,9 @@ Tensor unary_backward(UnCode code, const Tensor& g_in, const Tensor& x_in, const
   const Tensor &g = dense_ref(g_in, hg), &x = dense_ref(x_in, hx), &y = dense_ref(y_in, hy);
   Tensor dx = Tensor::empty(g.shape(), g.dtype(), g.device());
   if (g.numel() == 0) return dx;
-  if (on_cuda(g)) {
-    on_device("backward", g.device(), [&] {
-      cuda::unary_backward(code.op, cdt(g.dtype()), dx.data_ptr(), g.data_ptr(),
-                           x.defined() ? x.data_ptr() : nullptr,
-                           y.defined() ? y.data_ptr() : nullptr, g.numel(), code.p0, code.p1);
-    });
-    return dx;
-  }
-  dispatch_float(g.dtype(), "backward", [&](auto tag) {
-    using T = decltype(tag);
-    cpu::unary_backward<T>(code.op, dx.data<T>(), g.data<T>(), x.defined() ? x.data<T>() : nullptr,
-                           y.defined() ? y.data<T>() : nullptr, g.numel(), code.p0, code.p1);
-  });
+  kernels("backward", g)
+      .unary_backward(code.op, detail::code(g.dtype()), dx.data_ptr(), g.data_ptr(),
+                      data_or_null(x), data_or_null(y), g.numel(), code.p0, code.p1);
   return dx;
 }
 // A unary op whose backward reads x and/or y = f(x) (save_x / save_y say which): check →

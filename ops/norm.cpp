@@ -13,6 +13,7 @@
 #include "ops/cpu/kernels.hpp"
 #include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
+#include "ops/kernels.hpp"
 #include "ops/ops.hpp"
 
 #include <cmath>
@@ -53,30 +54,15 @@ int64_t check_layer_norm(const Tensor& x, const Shape& ns, const Tensor& w, cons
   return shape_numel(ns);
 }
 
-void* ptr(const Tensor& t) { return t.defined() ? t.data_ptr() : nullptr; }
-template <typename T>
-T* ptr_as(const Tensor& t) {
-  return t.defined() ? t.data<T>() : nullptr;
-}
-
 // out (N, D), mean and rstd (N) float64, all allocated, from x (N, D) and w, b (D) or undefined:
 // cpu::layer_norm_forward or cuda::layer_norm_forward.
 void forward_kernel(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& x,
                     const Tensor& w, const Tensor& b, int64_t N, int64_t D, double eps) {
   if (N == 0) return;
-  if (on_cuda(x)) {
-    on_device(kOp, x.device(), [&] {
-      cuda::layer_norm_forward(cdt(x.dtype()), out.data_ptr(), static_cast<double*>(ptr(mean)),
-                               static_cast<double*>(ptr(rstd)), x.data_ptr(), ptr(w), ptr(b), N, D,
-                               eps);
-    });
-    return;
-  }
-  dispatch_float(x.dtype(), kOp, [&](auto tag) {
-    using T = decltype(tag);
-    cpu::layer_norm_forward<T>(out.data<T>(), mean.data<double>(), rstd.data<double>(), x.data<T>(),
-                               ptr_as<T>(w), ptr_as<T>(b), N, D, eps);
-  });
+  kernels(kOp, x).layer_norm_forward(code(x.dtype()), out.data_ptr(),
+                                     static_cast<double*>(data_or_null(mean)),
+                                     static_cast<double*>(data_or_null(rstd)), x.data_ptr(),
+                                     data_or_null(w), data_or_null(b), N, D, eps);
 }
 
 // dx (N, D), dw and db (D) — each allocated or undefined, dw and db zeroed — from dout and the
@@ -85,20 +71,11 @@ void backward_kernel(const Tensor& dx, const Tensor& dw, const Tensor& db, const
                      const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd,
                      int64_t N, int64_t D) {
   if (N == 0) return;
-  if (on_cuda(x)) {
-    on_device("layer_norm backward", x.device(), [&] {
-      cuda::layer_norm_backward(cdt(g.dtype()), ptr(dx), ptr(dw), ptr(db), g.data_ptr(),
-                                x.data_ptr(), ptr(w), static_cast<const double*>(mean.data_ptr()),
-                                static_cast<const double*>(rstd.data_ptr()), N, D);
-    });
-    return;
-  }
-  dispatch_float(g.dtype(), kOp, [&](auto tag) {
-    using T = decltype(tag);
-    cpu::layer_norm_backward<T>(ptr_as<T>(dx), ptr_as<T>(dw), ptr_as<T>(db), g.data<T>(),
-                                x.data<T>(), ptr_as<T>(w), mean.data<double>(), rstd.data<double>(),
-                                N, D);
-  });
+  kernels("layer_norm backward", x)
+      .layer_norm_backward(code(g.dtype()), data_or_null(dx), data_or_null(dw), data_or_null(db),
+                           g.data_ptr(), x.data_ptr(), data_or_null(w),
+                           static_cast<const double*>(mean.data_ptr()),
+                           static_cast<const double*>(rstd.data_ptr()), N, D);
 }
 }  // namespace
 

@@ -15,6 +15,7 @@
 #include "ops/cpu/kernels.hpp"
 #include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
+#include "ops/kernels.hpp"
 #include "ops/ops.hpp"
 
 namespace tg {
@@ -48,17 +49,8 @@ RowLayout check_softmax(const char* op, const Tensor& x, int64_t dim) {
 Tensor softmax_forward(const char* op, const Tensor& x, const RowLayout& l, bool is_log) {
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
   if (x.numel() == 0) return y;
-  if (on_cuda(x)) {
-    on_device(op, x.device(), [&] {
-      cuda::softmax_forward(cdt(x.dtype()), y.data_ptr(), x.data_ptr(), l.outer, l.n, l.inner,
-                            is_log);
-    });
-    return y;
-  }
-  dispatch_float(x.dtype(), op, [&](auto tag) {
-    using T = decltype(tag);
-    cpu::softmax_forward(y.data<T>(), x.data<T>(), l.outer, l.n, l.inner, is_log);
-  });
+  kernels(op, x).softmax_forward(code(x.dtype()), y.data_ptr(), x.data_ptr(), l.outer, l.n, l.inner,
+                                 is_log);
   return y;
 }
 // dx from the upstream g and the saved output y.
@@ -66,17 +58,8 @@ Tensor softmax_backward(const char* op, const Tensor& g, const Tensor& y, const 
                         bool is_log) {
   Tensor dx = Tensor::empty(g.shape(), g.dtype(), g.device());
   if (g.numel() == 0) return dx;
-  if (on_cuda(g)) {
-    on_device(op, g.device(), [&] {
-      cuda::softmax_backward(cdt(g.dtype()), dx.data_ptr(), g.data_ptr(), y.data_ptr(), l.outer,
-                             l.n, l.inner, is_log);
-    });
-    return dx;
-  }
-  dispatch_float(g.dtype(), op, [&](auto tag) {
-    using T = decltype(tag);
-    cpu::softmax_backward(dx.data<T>(), g.data<T>(), y.data<T>(), l.outer, l.n, l.inner, is_log);
-  });
+  kernels(op, g).softmax_backward(code(g.dtype()), dx.data_ptr(), g.data_ptr(), y.data_ptr(),
+                                  l.outer, l.n, l.inner, is_log);
   return dx;
 }
 

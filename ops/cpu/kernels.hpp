@@ -18,8 +18,25 @@
 namespace tg::cpu {
 
 using cuda::BinOp;
+using cuda::DT;
 using cuda::RedOp;
 using cuda::UnOp;
+
+// ---- the raw face: the CUDA kernels' signatures (cuda/kernel_list.inc) ----
+// One function per line of the list, dt a float dtype (the caller checked it): the dtype dispatch
+// to the typed kernels below happens inside ops/cpu. ops/kernels.cpp calls these for CPU tensors.
+#define TG_KERNEL(name, params, args) void name params;
+#include "cuda/kernel_list.inc"
+#undef TG_KERNEL
+
+// f(T{}) for the float dtype dt (float32 or float64): how a raw kernel reaches its typed body.
+template <typename F>
+void for_float(DT dt, F&& f) {
+  if (dt == DT::F64)
+    f(double{});
+  else
+    f(float{});
+}
 
 // ---- elementwise (ops/cpu/unary.cpp, ops/cpu/binary.cpp) ----
 // out[i] = f(x[i]) for i < n, f as documented for cuda::UnOp (p0, p1 its scalar parameters).

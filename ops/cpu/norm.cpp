@@ -129,6 +129,25 @@ void layer_norm_backward(T* dx, T* dw, T* db, const T* dout, const T* x, const T
   }
 }
 
+void layer_norm_forward(DT dt, void* y, double* mean, double* rstd, const void* x, const void* w,
+                        const void* b, int64_t N, int64_t D, double eps) {
+  for_float(dt, [&](auto tag) {
+    using T = decltype(tag);
+    layer_norm_forward<T>(static_cast<T*>(y), mean, rstd, static_cast<const T*>(x),
+                          static_cast<const T*>(w), static_cast<const T*>(b), N, D, eps);
+  });
+}
+void layer_norm_backward(DT dt, void* dx, void* dw, void* db, const void* dy, const void* x,
+                         const void* w, const double* mean, const double* rstd, int64_t N,
+                         int64_t D) {
+  for_float(dt, [&](auto tag) {
+    using T = decltype(tag);
+    layer_norm_backward<T>(static_cast<T*>(dx), static_cast<T*>(dw), static_cast<T*>(db),
+                           static_cast<const T*>(dy), static_cast<const T*>(x),
+                           static_cast<const T*>(w), mean, rstd, N, D);
+  });
+}
+
 template void layer_norm_forward<float>(float*, double*, double*, const float*, const float*,
                                         const float*, int64_t, int64_t, double);
 template void layer_norm_forward<double>(double*, double*, double*, const double*, const double*,

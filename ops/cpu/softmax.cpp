@@ -104,6 +104,22 @@ void softmax_backward(T* dx, const T* g, const T* y, int64_t outer, int64_t n, i
   });
 }
 
+void softmax_forward(DT dt, void* y, const void* x, int64_t outer, int64_t r, int64_t inner,
+                     bool log) {
+  for_float(dt, [&](auto tag) {
+    using T = decltype(tag);
+    softmax_forward<T>(static_cast<T*>(y), static_cast<const T*>(x), outer, r, inner, log);
+  });
+}
+void softmax_backward(DT dt, void* dx, const void* g, const void* y, int64_t outer, int64_t r,
+                      int64_t inner, bool log) {
+  for_float(dt, [&](auto tag) {
+    using T = decltype(tag);
+    softmax_backward<T>(static_cast<T*>(dx), static_cast<const T*>(g), static_cast<const T*>(y),
+                        outer, r, inner, log);
+  });
+}
+
 template bool softmax_row<float>(float*, const float*, int64_t, bool);
 template bool softmax_row<double>(double*, const double*, int64_t, bool);
 template void softmax_backward_row<float>(float*, const float*, const float*, int64_t, bool);

@@ -258,6 +258,21 @@ void unary_backward(UnOp op, T* dx, const T* g, const T* x, const T* y, int64_t 
       sizeof(T));
 }
 
+void unary(UnOp op, DT dt, void* out, const void* x, int64_t n, double p0, double p1) {
+  for_float(dt, [&](auto tag) {
+    using T = decltype(tag);
+    unary<T>(op, static_cast<T*>(out), static_cast<const T*>(x), n, p0, p1);
+  });
+}
+void unary_backward(UnOp op, DT dt, void* dx, const void* g, const void* x, const void* y,
+                    int64_t n, double p0, double p1) {
+  for_float(dt, [&](auto tag) {
+    using T = decltype(tag);
+    unary_backward<T>(op, static_cast<T*>(dx), static_cast<const T*>(g), static_cast<const T*>(x),
+                      static_cast<const T*>(y), n, p0, p1);
+  });
+}
+
 template void unary<float>(UnOp, float*, const float*, int64_t, double, double);
 template void unary<double>(UnOp, double*, const double*, int64_t, double, double);
 template void unary_backward<float>(UnOp, float*, const float*, const float*, const float*, int64_t,
