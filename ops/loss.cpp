@@ -15,6 +15,7 @@
 #include "ops/cpu/kernels.hpp"
 #include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
+#include "ops/kernels.hpp"
 #include "ops/ops.hpp"
 
 namespace tg {
@@ -87,22 +88,12 @@ CeLayout check_cross_entropy(const Tensor& x, const Tensor& t, const CrossEntrop
 int64_t forward_kernel(const Tensor& loss, const Tensor& lse, const Tensor& x, const Tensor& t,
                        const CeLayout& l, const CrossEntropyOptions& o) {
   if (l.rows() == 0) return 0;
-  if (on_cuda(x)) {
-    int64_t count = 0;
-    on_device(kOp, x.device(), [&] {
-      cuda::cross_entropy_forward(cdt(x.dtype()), static_cast<double*>(loss.data_ptr()),
-                                  static_cast<double*>(lse.data_ptr()), x.data_ptr(),
-                                  static_cast<const int64_t*>(t.data_ptr()), l.N, l.C, l.inner,
-                                  o.ignore_index, o.label_smoothing, &count);
-    });
-    return count;
-  }
-  return dispatch_float(x.dtype(), kOp, [&](auto tag) {
-    using T = decltype(tag);
-    return cpu::cross_entropy_forward<T>(loss.data<double>(), lse.data<double>(), x.data<T>(),
-                                         t.data<int64_t>(), l.N, l.C, l.inner, o.ignore_index,
-                                         o.label_smoothing);
-  });
+  int64_t count = 0;
+  kernels(kOp, x).cross_entropy_forward(code(x.dtype()), static_cast<double*>(loss.data_ptr()),
+                                        static_cast<double*>(lse.data_ptr()), x.data_ptr(),
+                                        static_cast<const int64_t*>(t.data_ptr()), l.N, l.C,
+                                        l.inner, o.ignore_index, o.label_smoothing, &count);
+  return count;
 }
 
 // dx (N, C, inner, allocated) from the per-row upstream gradient — grow (rows, float64) or, when
@@ -112,21 +103,11 @@ void backward_kernel(const Tensor& dx, const Tensor& grow, double gs, const Tens
                      const CrossEntropyOptions& o) {
   if (l.rows() == 0) return;
   const double* pg = grow.defined() ? static_cast<const double*>(grow.data_ptr()) : nullptr;
-  if (on_cuda(x)) {
-    on_device("cross_entropy backward", x.device(), [&] {
-      cuda::cross_entropy_backward(cdt(x.dtype()), dx.data_ptr(), pg, gs, x.data_ptr(),
-                                   static_cast<const int64_t*>(t.data_ptr()),
-                                   static_cast<const double*>(lse.data_ptr()), l.N, l.C, l.inner,
-                                   o.ignore_index, o.label_smoothing);
-    });
-    return;
-  }
-  dispatch_float(x.dtype(), kOp, [&](auto tag) {
-    using T = decltype(tag);
-    cpu::cross_entropy_backward<T>(dx.data<T>(), pg, gs, x.data<T>(), t.data<int64_t>(),
-                                   lse.data<double>(), l.N, l.C, l.inner, o.ignore_index,
-                                   o.label_smoothing);
-  });
+  kernels("cross_entropy backward", x)
+      .cross_entropy_backward(code(x.dtype()), dx.data_ptr(), pg, gs, x.data_ptr(),
+                              static_cast<const int64_t*>(t.data_ptr()),
+                              static_cast<const double*>(lse.data_ptr()), l.N, l.C, l.inner,
+                              o.ignore_index, o.label_smoothing);
 }
 
 }  // namespace
