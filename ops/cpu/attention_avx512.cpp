@@ -2,7 +2,7 @@
 // batches): a register-blocked kernel for the attention's shapes, where one side of every product
 // is a head size (hs or hs_v: 16 to 128) and OpenBLAS's generic sgemm loses its time around the
 // arithmetic (packing both operands on every call, zeroing C before accumulating into it).
-// ops/attention.cpp packs each head's operands once (contiguous rows, or transposed), so B is
+// ops/cpu/attention.cpp packs each head's operands once (contiguous rows, or transposed), so B is
 // always contiguous here. These fill the AVX-512 table's attention slots (ops/cpu/isa.hpp), chosen
 // only when the CPU has AVX-512 F/CD/DQ/BW/VL (cpu::simd_kernels()); their speed against
 // OpenBLAS: docs/cpu-kernels.md. Built with AVX-512 flags (ops/CMakeLists.txt); compiles to

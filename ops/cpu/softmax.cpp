@@ -1,7 +1,7 @@
 // ops/cpu/softmax.cpp — the CPU's one row softmax / log_softmax, forward and backward, with the
 // project's rule for fully masked and NaN rows (kernels.hpp states it). Used by softmax and
 // log_softmax over any dim (ops/softmax.cpp; a non-last dim gathers columns into rows here) and
-// by the fused CPU attention's score rows (ops/attention.cpp).
+// by the fused CPU attention's score rows (ops/cpu/attention.cpp).
 // Written on xsimd batches, not xtensor expressions: measured here (rows of 128 and 1024, f32,
 // one thread), the per-row xtensor form (xt::amax, xt::exp(row - max) into the output,
 // xt::sum<double>, scale) took 3.0-3.4x the time of these loops forward (xt::amax reduces
