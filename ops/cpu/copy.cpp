@@ -3,8 +3,8 @@
 // over one index space through their own element strides (xtd::Walk merges what it can).
 //   - Rows contiguous on both sides (permutes that keep the last dim, narrow, expand of leading
 //     dims): one xtensor 1-D assignment per row.
-//   - A transpose of the last two dims: a blocked hand loop, 32 x 32 tiles. Measured on these
-//     machines (XTENSOR.md), assigning an xt::transpose view is 14x slower than a blocked loop.
+//   - A transpose of the last two dims: a blocked hand loop, 32 x 32 tiles (assigning an
+//     xt::transpose view is far slower: docs/cpu-kernels.md).
 //   - Anything else (an inner stride on the output side): a plain strided loop per row.
 // Deliberately not here: cat/split (whole blocks: memcpy in ops/shape.cpp), index_select.
 #include "ops/cpu/kernels.hpp"

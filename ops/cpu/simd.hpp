@@ -1,11 +1,9 @@
 // ops/cpu/simd.hpp — internal to the CPU kernel translation units (ops/cpu/*.cpp): reductions of
 // one contiguous row on xsimd batches — sums accumulated in double (float lanes widened on load),
-// dot-like sums of two rows, NaN-propagating max/min — for the kernels whose xtensor form is slow.
-// Measured on (4096, 128) float32 rows, one thread (the shared notes' machine kind): a double sum
-// per row 51 µs here against 230-1000 µs for xt::sum<double>(row) lazy/immediate (xtensor widens
-// float to double one element at a time); a row max 46 µs against 610 µs for xt::amax(row,
-// immediate) (scalar). Elementwise work stays in xtensor expressions (xt.hpp), but for
-// patched_map (below): xsimd's math with its special lanes recomputed by std::.
+// dot-like sums of two rows, NaN-propagating max/min — for the kernels whose xtensor form is slow
+// (xtensor widens float to double one element at a time, and xt::amax reduces scalar-wise:
+// docs/cpu-kernels.md has both measured). Elementwise work stays in xtensor expressions (xt.hpp),
+// but for patched_map (below): xsimd's math with its special lanes recomputed by std::.
 //
 // Every sum adds in an order fixed by n alone (unaligned loads from the row's first element, four
 // accumulators, one horizontal add, a scalar tail): a row gives the same bits wherever it lives
