@@ -76,8 +76,8 @@ Tensor unary_forward(const char* op, UnCode code, const Tensor& x_in) {
   const Tensor& x = dense_ref(x_in, hx);
   Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
   if (x.numel() == 0) return out;
-  kernels(op, x).unary(code.op, detail::code(x.dtype()), out.data_ptr(), x.data_ptr(), x.numel(),
-                       code.p0, code.p1);
+  kernels(op, x).unary(code.op, cdt(x.dtype()), out.data_ptr(), x.data_ptr(), x.numel(), code.p0,
+                       code.p1);
   return out;
 }
 // dx = g · f'(x) elementwise, where y = f(x) is the forward output (x, y undefined when the
@@ -89,8 +89,8 @@ Tensor unary_backward(UnCode code, const Tensor& g_in, const Tensor& x_in, const
   Tensor dx = Tensor::empty(g.shape(), g.dtype(), g.device());
   if (g.numel() == 0) return dx;
   kernels("backward", g)
-      .unary_backward(code.op, detail::code(g.dtype()), dx.data_ptr(), g.data_ptr(),
-                      data_or_null(x), data_or_null(y), g.numel(), code.p0, code.p1);
+      .unary_backward(code.op, cdt(g.dtype()), dx.data_ptr(), g.data_ptr(), data_or_null(x),
+                      data_or_null(y), g.numel(), code.p0, code.p1);
   return dx;
 }
 // A unary op whose backward reads x and/or y = f(x) (save_x / save_y say which): check →

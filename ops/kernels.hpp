@@ -7,6 +7,7 @@
 
 #include "autograd/tensor.hpp"
 #include "cuda/kernels.cuh"
+#include "ops/cuda_dispatch.hpp"  // cdt: a dtype as the kernels' code
 
 namespace tg::detail {
 
@@ -26,8 +27,6 @@ class Kernels {
 
 // The kernels of t's device, `op` named in their errors.
 inline Kernels kernels(const char* op, const Tensor& t) { return Kernels(op, t.device()); }
-// A tensor's dtype as the kernels' code (the numbering is the same: ops/cuda_dispatch.hpp).
-inline cuda::DT code(DType t) { return static_cast<cuda::DT>(t); }
 // A tensor's data, or null when it is undefined (an optional operand).
 inline void* data_or_null(const Tensor& t) { return t.defined() ? t.data_ptr() : nullptr; }
 

@@ -89,7 +89,7 @@ int64_t forward_kernel(const Tensor& loss, const Tensor& lse, const Tensor& x, c
                        const CeLayout& l, const CrossEntropyOptions& o) {
   if (l.rows() == 0) return 0;
   int64_t count = 0;
-  kernels(kOp, x).cross_entropy_forward(code(x.dtype()), static_cast<double*>(loss.data_ptr()),
+  kernels(kOp, x).cross_entropy_forward(cdt(x.dtype()), static_cast<double*>(loss.data_ptr()),
                                         static_cast<double*>(lse.data_ptr()), x.data_ptr(),
                                         static_cast<const int64_t*>(t.data_ptr()), l.N, l.C,
                                         l.inner, o.ignore_index, o.label_smoothing, &count);
@@ -104,7 +104,7 @@ void backward_kernel(const Tensor& dx, const Tensor& grow, double gs, const Tens
   if (l.rows() == 0) return;
   const double* pg = grow.defined() ? static_cast<const double*>(grow.data_ptr()) : nullptr;
   kernels("cross_entropy backward", x)
-      .cross_entropy_backward(code(x.dtype()), dx.data_ptr(), pg, gs, x.data_ptr(),
+      .cross_entropy_backward(cdt(x.dtype()), dx.data_ptr(), pg, gs, x.data_ptr(),
                               static_cast<const int64_t*>(t.data_ptr()),
                               static_cast<const double*>(lse.data_ptr()), l.N, l.C, l.inner,
                               o.ignore_index, o.label_smoothing);

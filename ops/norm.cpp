@@ -59,7 +59,7 @@ int64_t check_layer_norm(const Tensor& x, const Shape& ns, const Tensor& w, cons
 void forward_kernel(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& x,
                     const Tensor& w, const Tensor& b, int64_t N, int64_t D, double eps) {
   if (N == 0) return;
-  kernels(kOp, x).layer_norm_forward(code(x.dtype()), out.data_ptr(),
+  kernels(kOp, x).layer_norm_forward(cdt(x.dtype()), out.data_ptr(),
                                      static_cast<double*>(data_or_null(mean)),
                                      static_cast<double*>(data_or_null(rstd)), x.data_ptr(),
                                      data_or_null(w), data_or_null(b), N, D, eps);
@@ -72,7 +72,7 @@ void backward_kernel(const Tensor& dx, const Tensor& dw, const Tensor& db, const
                      int64_t N, int64_t D) {
   if (N == 0) return;
   kernels("layer_norm backward", x)
-      .layer_norm_backward(code(g.dtype()), data_or_null(dx), data_or_null(dw), data_or_null(db),
+      .layer_norm_backward(cdt(g.dtype()), data_or_null(dx), data_or_null(dw), data_or_null(db),
                            g.data_ptr(), x.data_ptr(), data_or_null(w),
                            static_cast<const double*>(mean.data_ptr()),
                            static_cast<const double*>(rstd.data_ptr()), N, D);

@@ -49,7 +49,7 @@ RowLayout check_softmax(const char* op, const Tensor& x, int64_t dim) {
 Tensor softmax_forward(const char* op, const Tensor& x, const RowLayout& l, bool is_log) {
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
   if (x.numel() == 0) return y;
-  kernels(op, x).softmax_forward(code(x.dtype()), y.data_ptr(), x.data_ptr(), l.outer, l.n, l.inner,
+  kernels(op, x).softmax_forward(cdt(x.dtype()), y.data_ptr(), x.data_ptr(), l.outer, l.n, l.inner,
                                  is_log);
   return y;
 }
@@ -58,7 +58,7 @@ Tensor softmax_backward(const char* op, const Tensor& g, const Tensor& y, const 
                         bool is_log) {
   Tensor dx = Tensor::empty(g.shape(), g.dtype(), g.device());
   if (g.numel() == 0) return dx;
-  kernels(op, g).softmax_backward(code(g.dtype()), dx.data_ptr(), g.data_ptr(), y.data_ptr(),
+  kernels(op, g).softmax_backward(cdt(g.dtype()), dx.data_ptr(), g.data_ptr(), y.data_ptr(),
                                   l.outer, l.n, l.inner, is_log);
   return dx;
 }

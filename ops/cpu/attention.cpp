@@ -44,33 +44,13 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // directly, beyond it through transposed per-head scratch (see PackedBackward).
 constexpr int64_t kDirectKeys = 128;
 
-// What every tile reads.
-struct Ctx {
-  const Dims& d;
-  const AttentionPlan& plan;
-  double scale, p;
-  bool dropout, errors_on_fully_masked;
-  const std::string& mask_name;
-  void *P, *keep;
-  explicit Ctx(const AttentionCall& c)
-      : d(c.d),
-        plan(*c.plan),
-        scale(c.scale),
-        p(c.p),
-        dropout(c.dropout),
-        errors_on_fully_masked(c.errors_on_fully_masked),
-        mask_name(c.mask_name),
-        P(c.P),
-        keep(c.keep) {}
-  template <typename T>
-  T* Pt(int64_t base) const {
-    return static_cast<T*>(P) + base;
-  }
-  template <typename T>
-  T* keep_t(int64_t base) const {
-    return static_cast<T*>(keep) + base;
-  }
-};
+// What every tile reads: the call itself.
+using Ctx = AttentionCall;
+// Element `base` of the P (or keep) tiles, as T.
+template <typename T>
+T* tile_block(void* tiles, int64_t base) {
+  return static_cast<T*>(tiles) + base;
+}
 
 // ---- GEMM ----
 // BLAS takes 32-bit sizes; larger ones are refused rather than silently truncated.
@@ -328,8 +308,8 @@ void forward_tile(const Ctx& c, const RowMask& rm, int64_t b, int64_t h, const T
     const int64_t i = t.r0 + r;
     T* s = Pt + r * width;
     // Only the row's structural span takes part: P = 0 outside it, as for keys outside the tile.
-    const Span sp = prod.keys_masked() ? row_span(c.plan.lo[i], c.plan.hi[i], t.klo, width)
-                                       : mask_row(rm, b, h, i, c.plan.lo[i], c.plan.hi[i], t.klo,
+    const Span sp = prod.keys_masked() ? row_span(c.plan->lo[i], c.plan->hi[i], t.klo, width)
+                                       : mask_row(rm, b, h, i, c.plan->lo[i], c.plan->hi[i], t.klo,
                                                   width, d.S, s, false);
     if (dense.scores)  // pre-filled with -inf
       std::copy(s + sp.a, s + sp.e, dense.scores + (bh * d.T + i) * d.S + t.klo + sp.a);
@@ -371,16 +351,16 @@ void backward_tile(const Ctx& c, const RowMask& rm, int64_t b, int64_t h, const 
     for (int64_t r = 0; r < rows; ++r) std::fill_n(dq.row(t.r0 + r), d.hs, T(0));
     return;
   }
-  const int64_t base = bh * c.plan.per_bh + t.off;
-  const T* Pt = c.Pt<T>(base);
-  const T* Kt = c.dropout ? c.keep_t<T>(base) : nullptr;
+  const int64_t base = bh * c.plan->per_bh + t.off;
+  const T* Pt = tile_block<T>(c.P, base);
+  const T* Kt = c.dropout ? tile_block<T>(c.keep, base) : nullptr;
   const T* Pv = Pt;
   if (Kt) {
     for (int64_t e = 0; e < rows * width; ++e) Pd[e] = Pt[e] * Kt[e];
     Pv = Pd;
   }
   // dK and dV accumulate over tiles; the first one sets them when it spans every key
-  const bool acc = !(&t == &c.plan.tiles.front() && c.plan.first_spans_all);
+  const bool acc = !(&t == &c.plan->tiles.front() && c.plan->first_spans_all);
   prod.dvalues(t, Pv, acc);
   prod.dprobs(t, dP);
   if (Kt)
@@ -392,12 +372,12 @@ void backward_tile(const Ctx& c, const RowMask& rm, int64_t b, int64_t h, const 
     const T* p = Pt + r * width;
     if (dense.dprobs) {  // dP as the probe sees it: 0 where blocked
       std::fill(blocked.begin(), blocked.end(), T(0));
-      mask_row(rm, b, h, i, c.plan.lo[i], c.plan.hi[i], t.klo, width, d.S, blocked.data(), true);
+      mask_row(rm, b, h, i, c.plan->lo[i], c.plan->hi[i], t.klo, width, d.S, blocked.data(), true);
       T* out = dense.dprobs + (bh * d.T + i) * d.S + t.klo;
       for (int64_t j = 0; j < width; ++j) out[j] = std::isinf(blocked[j]) ? T(0) : dp[j];
     }
     // dS over the row's structural span (P = 0, hence dS = 0, outside it, as in the forward)
-    const Span sp = row_span(c.plan.lo[i], c.plan.hi[i], t.klo, width);
+    const Span sp = row_span(c.plan->lo[i], c.plan->hi[i], t.klo, width);
     softmax_backward_row(dp + sp.a, dp + sp.a, p + sp.a, sp.e - sp.a);
     std::fill(dp, dp + sp.a, T(0));
     std::fill(dp + sp.e, dp + width, T(0));
@@ -489,15 +469,15 @@ bool packed_products() {
 template <typename T>
 void attention_forward(const AttentionCall& call, T* o, const T* q, const T* k, const T* v,
                        const AttentionDense<T>& dense) {
-  const Ctx c(call);
+  const Ctx& c = call;
   const RowMask& rm = *call.mask;
   const bool keep_all = call.P != nullptr;
   const Dims& d = c.d;
   // Without a tape the P (and keep) tiles are scratch: one tile buffer reused.
   std::vector<T> scratch_k, scratch_pd;  // dropout: keep mask (without a tape), P ⊙ keep
   if (c.dropout) {
-    scratch_pd.resize(c.plan.max_tile);
-    if (!keep_all) scratch_k.resize(c.plan.max_tile);
+    scratch_pd.resize(c.plan->max_tile);
+    if (!keep_all) scratch_k.resize(c.plan->max_tile);
   }
   // Dropout draws from the one generator in order, so with dropout and several threads the heads
   // stay serial, and the OpenBLAS path (which threads inside each GEMM) runs instead.
@@ -516,7 +496,7 @@ void attention_forward(const AttentionCall& call, T* o, const T* q, const T* k, 
                 {},
                 HeadRows<float>(d, Dims::kV, d.S, d.hsv, far_apart(d, Dims::kV, d.S, d.hsv)),
                 std::vector<float>(pack_floats(d)),
-                std::vector<float>(keep_all ? 0 : c.plan.max_tile)};
+                std::vector<float>(keep_all ? 0 : c.plan->max_tile)};
           },
           [&](Scratch& s, int64_t b, int64_t h) {
             const PackedForward prod{c,
@@ -526,18 +506,18 @@ void attention_forward(const AttentionCall& call, T* o, const T* q, const T* k, 
                                      s.pack.data(),
                                      kb ? kb + b * d.S : nullptr};
             const Rows<float> oh = head_rows(d, Dims::kO, o, b, h, d.T, d.hsv);
-            for (const Tile& t : c.plan.tiles) {
-              const int64_t base = (b * d.NH + h) * c.plan.per_bh + t.off;
-              float* Pt = keep_all ? c.Pt<float>(base) : s.p.data();
+            for (const Tile& t : c.plan->tiles) {
+              const int64_t base = (b * d.NH + h) * c.plan->per_bh + t.off;
+              float* Pt = keep_all ? tile_block<float>(c.P, base) : s.p.data();
               float* Kt = !c.dropout ? nullptr
-                          : keep_all ? c.keep_t<float>(base)
+                          : keep_all ? tile_block<float>(c.keep, base)
                                      : scratch_k.data();
               forward_tile(c, rm, b, h, t, prod, oh, Pt, Kt, scratch_pd.data(), dense);
             }
           });
       return;
     }
-  const bool reread = c.plan.tiles.size() > 1;  // K and V rows are read by several tiles
+  const bool reread = c.plan->tiles.size() > 1;  // K and V rows are read by several tiles
   struct Scratch {  // per-head copies of strided rows; the P tile without a tape
     HeadRows<T> hq, hk, hv, ho;
     std::vector<T> p;
@@ -549,16 +529,16 @@ void attention_forward(const AttentionCall& call, T* o, const T* q, const T* k, 
                        HeadRows<T>(d, Dims::kK, d.S, d.hs, reread),
                        HeadRows<T>(d, Dims::kV, d.S, d.hsv, reread),
                        HeadRows<T>(d, Dims::kO, d.T, d.hsv, false),
-                       std::vector<T>(keep_all ? 0 : c.plan.max_tile)};
+                       std::vector<T>(keep_all ? 0 : c.plan->max_tile)};
       },
       [&](Scratch& s, int64_t b, int64_t h) {
         const BlasForward<T> prod{c, s.hq.in(q, b, h, d.T, d.hs), s.hk.in(k, b, h, d.S, d.hs),
                                   s.hv.in(v, b, h, d.S, d.hsv)};
         const Rows<T> oh = s.ho.out(o, b, h, d.T, d.hsv);
-        for (const Tile& t : c.plan.tiles) {
-          const int64_t base = (b * d.NH + h) * c.plan.per_bh + t.off;
-          T* Pt = keep_all ? c.Pt<T>(base) : s.p.data();
-          T* Kt = !c.dropout ? nullptr : keep_all ? c.keep_t<T>(base) : scratch_k.data();
+        for (const Tile& t : c.plan->tiles) {
+          const int64_t base = (b * d.NH + h) * c.plan->per_bh + t.off;
+          T* Pt = keep_all ? tile_block<T>(c.P, base) : s.p.data();
+          T* Kt = !c.dropout ? nullptr : keep_all ? tile_block<T>(c.keep, base) : scratch_k.data();
           forward_tile(c, rm, b, h, t, prod, oh, Pt, Kt, scratch_pd.data(), dense);
         }
         s.ho.done(o, b, h, d.T, d.hsv);
@@ -568,16 +548,16 @@ void attention_forward(const AttentionCall& call, T* o, const T* q, const T* k, 
 template <typename T>
 void attention_backward(const AttentionCall& call, T* pdq, T* pdk, T* pdv, const T* pg, const T* pq,
                         const T* pk, const T* pv, const AttentionDense<T>& dense) {
-  const Ctx c(call);
+  const Ctx& c = call;
   const RowMask& rm = *call.mask;
   const Dims& d = c.d;
   // Every tile writes its dQ rows. dK and dV accumulate over tiles, from 0 unless the first tile
   // spans every key; on the packed kernel, and on OpenBLAS with heads last and several tiles,
   // they accumulate in per-head scratch, copied out whole; else in place, zeroed per head first.
-  const bool reread = c.plan.tiles.size() > 1;  // K, V, dK, dV rows serve several tiles
+  const bool reread = c.plan->tiles.size() > 1;  // K, V, dK, dV rows serve several tiles
   const bool packed = packed_products<T>();
   const bool direct = d.S <= kDirectKeys;  // packed: dV and dK straight to the gradient rows
-  const bool zero_kv = !c.plan.first_spans_all,
+  const bool zero_kv = !c.plan->first_spans_all,
              kv_scratch = packed ? !direct : d.heads_last && reread;
   auto zero_head_kv = [&](int64_t b, int64_t h) {
     if (!zero_kv || kv_scratch) return;
@@ -602,8 +582,8 @@ void attention_backward(const AttentionCall& call, T* pdq, T* pdk, T* pdv, const
                 std::vector<float>(direct ? 0 : d.hs * d.S),
                 std::vector<float>(pack_floats(d)),
                 std::vector<float>(apack_floats(d)),
-                std::vector<float>(c.dropout ? c.plan.max_tile : 0),
-                std::vector<float>(c.plan.max_tile)};
+                std::vector<float>(c.dropout ? c.plan->max_tile : 0),
+                std::vector<float>(c.plan->max_tile)};
           },
           [&](Scratch& s, int64_t b, int64_t h) {
             const Rows<float> dqh = head_rows(d, Dims::kQ, pdq, b, h, d.T, d.hs),
@@ -626,7 +606,7 @@ void attention_backward(const AttentionCall& call, T* pdq, T* pdk, T* pdv, const
               std::fill(s.dvt.begin(), s.dvt.end(), 0.f);
               std::fill(s.dkt.begin(), s.dkt.end(), 0.f);
             }
-            for (const Tile& t : c.plan.tiles)
+            for (const Tile& t : c.plan->tiles)
               backward_tile(c, rm, b, h, t, prod, dqh, s.Pd.data(), s.dP.data(), dense);
             if (direct) return;
             attention_transpose_f32(d.hsv, d.S, s.dvt.data(), d.S, dvh.p, dvh.ld);
@@ -648,8 +628,8 @@ void attention_backward(const AttentionCall& call, T* pdq, T* pdk, T* pdv, const
                        HeadRows<T>(d, Dims::kQ, d.T, d.hs, false),
                        HeadRows<T>(d, Dims::kK, d.S, d.hs, reread),
                        HeadRows<T>(d, Dims::kV, d.S, d.hsv, reread),
-                       std::vector<T>(c.dropout ? c.plan.max_tile : 0),
-                       std::vector<T>(c.plan.max_tile)};
+                       std::vector<T>(c.dropout ? c.plan->max_tile : 0),
+                       std::vector<T>(c.plan->max_tile)};
       },
       [&](Scratch& s, int64_t b, int64_t h) {
         const BlasBackward<T> prod{c,
@@ -665,7 +645,7 @@ void attention_backward(const AttentionCall& call, T* pdq, T* pdk, T* pdv, const
           std::fill(s.hdk.buf.begin(), s.hdk.buf.end(), T(0));
           std::fill(s.hdv.buf.begin(), s.hdv.buf.end(), T(0));
         }
-        for (const Tile& t : c.plan.tiles)
+        for (const Tile& t : c.plan->tiles)
           backward_tile(c, rm, b, h, t, prod, prod.dq, s.Pd.data(), s.dP.data(), dense);
         s.hdq.done(pdq, b, h, d.T, d.hs);
         s.hdk.done(pdk, b, h, d.S, d.hs);

@@ -34,7 +34,6 @@ Table make(bool avx512) {
 #if defined(TG_HAVE_AVX512)
   if (avx512) {
     t.name = "avx512";
-    t.avx512 = true;
     avx512::fill_softmax(t);
     avx512::fill_unary(t);
     avx512::fill_attention(t);
@@ -48,8 +47,10 @@ const Table& native_table() {
   static const Table t = make(false);
   return t;
 }
+// AVX-512's table where the CPU has it, else the build's own (the same object).
 const Table& best_table() {
-  static const Table t = make(cpu_has_avx512());
+  static const Table avx512 = make(true);  // function pointers only: nothing runs unless chosen
+  static const Table& t = cpu_has_avx512() ? avx512 : native_table();
   return t;
 }
 std::atomic<const Table*>& active() {
@@ -61,7 +62,7 @@ std::atomic<const Table*>& active() {
 const Table& table() { return *active().load(std::memory_order_relaxed); }
 }  // namespace isa
 
-bool simd_avx512() { return isa::table().avx512; }
+bool simd_avx512() { return &isa::table() != &isa::native_table(); }
 bool attention_packed_products() { return isa::table().attention_gemm_f32 != nullptr; }
 const char* simd_kernels() { return isa::table().name; }
 bool set_simd_kernels(bool avx512) {
@@ -74,14 +75,19 @@ void attention_gemm_f32(int64_t M, int64_t N, int64_t K, float alpha, const floa
                         int64_t ak, const float* B, int64_t ldb, bool acc, float* C, int64_t ldc,
                         float* bpack, float* apack, const float* keys) {
   const auto f = isa::table().attention_gemm_f32;
-  if (!f) throw Error("attention_gemm_f32: no AVX-512 kernels in use (check cpu::simd_avx512())");
+  if (!f)
+    throw Error(
+        "attention_gemm_f32: no packed attention kernels in use (check "
+        "cpu::attention_packed_products())");
   f(M, N, K, alpha, A, am, ak, B, ldb, keys, acc, C, ldc, bpack, apack);
 }
 void attention_transpose_f32(int64_t rows, int64_t cols, const float* src, int64_t lds, float* dst,
                              int64_t ldd) {
   const auto f = isa::table().attention_transpose_f32;
   if (!f)
-    throw Error("attention_transpose_f32: no AVX-512 kernels in use (check cpu::simd_avx512())");
+    throw Error(
+        "attention_transpose_f32: no packed attention kernels in use (check "
+        "cpu::attention_packed_products())");
   f(rows, cols, src, lds, dst, ldd);
 }
 

@@ -18,7 +18,6 @@ using cuda::UnOp;
 
 struct Table {
   const char* name = nullptr;  // "avx512", or xsimd's name of the build's architecture
-  bool avx512 = false;
   // The row softmax / log_softmax (softmax_rows.hpp, kernels.hpp's rule); every variant has them.
   bool (*softmax_row_f32)(float* y, const float* x, int64_t n, bool is_log) = nullptr;
   bool (*softmax_row_f64)(double* y, const double* x, int64_t n, bool is_log) = nullptr;

@@ -29,14 +29,6 @@ using cuda::UnOp;
 #include "cuda/kernel_list.inc"
 #undef TG_KERNEL
 
-// f(T{}) for the float dtype dt (float32 or float64): how a raw kernel reaches its typed body.
-template <typename F>
-void for_float(DT dt, F&& f) {
-  if (dt == DT::F64)
-    f(double{});
-  else
-    f(float{});
-}
 
 // ---- elementwise (ops/cpu/unary.cpp, ops/cpu/binary.cpp) ----
 // out[i] = f(x[i]) for i < n, f as documented for cuda::UnOp (p0, p1 its scalar parameters).

@@ -157,7 +157,7 @@ void cross_entropy_backward(T* dx, const double* grow, double grow_scalar, const
 void cross_entropy_forward(DT dt, double* loss, double* lse, const void* logits,
                            const int64_t* target, int64_t N, int64_t C, int64_t inner,
                            int64_t ignore_index, double label_smoothing, int64_t* count_host) {
-  for_float(dt, [&](auto tag) {
+  detail::dispatch_float(static_cast<DType>(dt), "cross_entropy_forward", [&](auto tag) {
     using T = decltype(tag);
     *count_host = cross_entropy_forward<T>(loss, lse, static_cast<const T*>(logits), target, N, C,
                                            inner, ignore_index, label_smoothing);
@@ -167,7 +167,7 @@ void cross_entropy_backward(DT dt, void* dlogits, const double* grow, double gro
                             const void* logits, const int64_t* target, const double* lse, int64_t N,
                             int64_t C, int64_t inner, int64_t ignore_index,
                             double label_smoothing) {
-  for_float(dt, [&](auto tag) {
+  detail::dispatch_float(static_cast<DType>(dt), "cross_entropy_backward", [&](auto tag) {
     using T = decltype(tag);
     cross_entropy_backward<T>(static_cast<T*>(dlogits), grow, grow_scalar,
                               static_cast<const T*>(logits), target, lse, N, C, inner, ignore_index,

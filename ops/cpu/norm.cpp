@@ -10,6 +10,7 @@
 // in double, then the chunks in order: the same bits at any thread count.
 // Deliberately not here: the op, its checks and record (ops/norm.cpp).
 #include "ops/cpu/kernels.hpp"
+#include "ops/detail.hpp"
 #include "ops/cpu/simd.hpp"
 #include "ops/cpu/xt.hpp"
 
@@ -131,7 +132,7 @@ void layer_norm_backward(T* dx, T* dw, T* db, const T* dout, const T* x, const T
 
 void layer_norm_forward(DT dt, void* y, double* mean, double* rstd, const void* x, const void* w,
                         const void* b, int64_t N, int64_t D, double eps) {
-  for_float(dt, [&](auto tag) {
+  detail::dispatch_float(static_cast<DType>(dt), "layer_norm_forward", [&](auto tag) {
     using T = decltype(tag);
     layer_norm_forward<T>(static_cast<T*>(y), mean, rstd, static_cast<const T*>(x),
                           static_cast<const T*>(w), static_cast<const T*>(b), N, D, eps);
@@ -140,7 +141,7 @@ void layer_norm_forward(DT dt, void* y, double* mean, double* rstd, const void* 
 void layer_norm_backward(DT dt, void* dx, void* dw, void* db, const void* dy, const void* x,
                          const void* w, const double* mean, const double* rstd, int64_t N,
                          int64_t D) {
-  for_float(dt, [&](auto tag) {
+  detail::dispatch_float(static_cast<DType>(dt), "layer_norm_backward", [&](auto tag) {
     using T = decltype(tag);
     layer_norm_backward<T>(static_cast<T*>(dx), static_cast<T*>(dw), static_cast<T*>(db),
                            static_cast<const T*>(dy), static_cast<const T*>(x),

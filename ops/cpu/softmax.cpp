@@ -106,14 +106,14 @@ void softmax_backward(T* dx, const T* g, const T* y, int64_t outer, int64_t n, i
 
 void softmax_forward(DT dt, void* y, const void* x, int64_t outer, int64_t r, int64_t inner,
                      bool log) {
-  for_float(dt, [&](auto tag) {
+  detail::dispatch_float(static_cast<DType>(dt), "softmax_forward", [&](auto tag) {
     using T = decltype(tag);
     softmax_forward<T>(static_cast<T*>(y), static_cast<const T*>(x), outer, r, inner, log);
   });
 }
 void softmax_backward(DT dt, void* dx, const void* g, const void* y, int64_t outer, int64_t r,
                       int64_t inner, bool log) {
-  for_float(dt, [&](auto tag) {
+  detail::dispatch_float(static_cast<DType>(dt), "softmax_backward", [&](auto tag) {
     using T = decltype(tag);
     softmax_backward<T>(static_cast<T*>(dx), static_cast<const T*>(g), static_cast<const T*>(y),
                         outer, r, inner, log);

@@ -16,6 +16,7 @@
 // (ops/elementwise.cpp).
 #include "ops/cpu/isa.hpp"
 #include "ops/cpu/kernels.hpp"
+#include "ops/detail.hpp"
 #include "ops/cpu/simd.hpp"
 #include "ops/cpu/unary_rows.hpp"
 #include "ops/cpu/xt.hpp"
@@ -259,14 +260,14 @@ void unary_backward(UnOp op, T* dx, const T* g, const T* x, const T* y, int64_t 
 }
 
 void unary(UnOp op, DT dt, void* out, const void* x, int64_t n, double p0, double p1) {
-  for_float(dt, [&](auto tag) {
+  detail::dispatch_float(static_cast<DType>(dt), "unary", [&](auto tag) {
     using T = decltype(tag);
     unary<T>(op, static_cast<T*>(out), static_cast<const T*>(x), n, p0, p1);
   });
 }
 void unary_backward(UnOp op, DT dt, void* dx, const void* g, const void* x, const void* y,
                     int64_t n, double p0, double p1) {
-  for_float(dt, [&](auto tag) {
+  detail::dispatch_float(static_cast<DType>(dt), "unary_backward", [&](auto tag) {
     using T = decltype(tag);
     unary_backward<T>(op, static_cast<T*>(dx), static_cast<const T*>(g), static_cast<const T*>(x),
                       static_cast<const T*>(y), n, p0, p1);
