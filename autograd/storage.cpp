@@ -1,5 +1,6 @@
 // autograd/storage.cpp — Storage: CPU blocks from a caching allocator (64-byte aligned, tiny
 // tensors inline), CUDA blocks from the CUDA module's caching allocator.
+#include "autograd/cuda_call.hpp"
 #include "autograd/device_detail.hpp"
 #include "autograd/tensor.hpp"
 #include "cuda/runtime.cuh"

@@ -1,8 +1,7 @@
 // autograd/tape.cpp — recording nodes, grad mode, and the reverse walk (backward and tg::grad).
 #include "autograd/tape.hpp"
 
-#include "cuda/kernels.cuh"
-#include "cuda/runtime.cuh"
+#include "autograd/device_detail.hpp"
 #include "autograd/trace_detail.hpp"
 
 #include <fmt/format.h>
@@ -45,19 +44,7 @@ void add_into(const Tensor& dst, const Tensor& src_in) {
     throw Error(fmt::format("backward: cannot accumulate a gradient {} on {} into one on {}",
                             shape_str(src.shape()), src.device().str(), dst.device().str()));
   if (dst.device().type == DeviceType::CUDA) {
-    tg::cuda::OpScope scope("backward (accumulate)");
-    try {
-      tg::cuda::set_device(dst.device().index);
-      tg::cuda::Strided st;
-      st.ndim = 1;
-      st.shape[0] = n;
-      st.stride[0][0] = st.stride[1][0] = st.stride[2][0] = 1;
-      const auto dt = static_cast<tg::cuda::DT>(dst.dtype());
-      tg::cuda::binary(tg::cuda::BinOp::Add, dt, dt, dst.data_ptr(), dst.data_ptr(), src.data_ptr(),
-                       st);
-    } catch (const tg::cuda::Error& e) {
-      throw Error(e.what());
-    }
+    detail::cuda_add_into(dst, src, "backward (accumulate)");
     return;
   }
   if (dst.dtype() == kFloat32) {

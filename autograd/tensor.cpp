@@ -6,8 +6,6 @@
 #include "autograd/copy_detail.hpp"
 #include "autograd/device_detail.hpp"
 #include "autograd/tape.hpp"
-#include "cuda/kernels.cuh"
-#include "cuda/runtime.cuh"
 
 #include <fmt/format.h>
 
@@ -18,7 +16,6 @@
 
 namespace tg {
 using detail::check_cuda_index;
-using detail::cuda_call;
 
 // ---- tensor metadata ----
 void throw_not_host(const char* what, const Tensor& t) {
@@ -137,21 +134,7 @@ Tensor dense_copy(const Tensor& x) {
   if (x.numel() == 0) return out;
   const Shape st = x.strides();
   if (x.device().type == DeviceType::CUDA) {
-    if (x.dim() > tg::cuda::kMaxDims)
-      throw Error(fmt::format("contiguous: shape {} has {} dims; CUDA kernels take at most {}",
-                              shape_str(x.shape()), x.dim(), tg::cuda::kMaxDims));
-    tg::cuda::Strided s;
-    s.ndim = static_cast<int>(x.dim());
-    const Shape cs = contiguous_strides(x.shape());
-    for (int d = 0; d < s.ndim; ++d) {
-      s.shape[d] = x.shape()[d];
-      s.stride[0][d] = cs[d];
-      s.stride[1][d] = st[d];
-    }
-    cuda_call("contiguous", [&] {
-      tg::cuda::set_device(x.device().index);
-      tg::cuda::strided_copy(static_cast<tg::cuda::DT>(x.dtype()), out.data_ptr(), x.data_ptr(), s);
-    });
+    detail::cuda_dense_copy(out, x, "contiguous");
     return out;
   }
   if (x.dim() == 0) {
@@ -247,11 +230,7 @@ Tensor convert_tensor(const Tensor& src_in, DType dtype) {
   const Tensor src = detail::dense(src_in);
   if (src.device().type == DeviceType::CUDA) {
     Tensor out = Tensor::empty(src.shape(), dtype, src.device());
-    cuda_call("to", [&] {
-      tg::cuda::set_device(src.device().index);
-      tg::cuda::cast(static_cast<tg::cuda::DT>(src.dtype()), static_cast<tg::cuda::DT>(dtype),
-                     out.data_ptr(), src.data_ptr(), src.numel());
-    });
+    detail::cuda_cast(out, src, "to");
     return out;
   }
   Tensor out = Tensor::empty(src.shape(), dtype);
@@ -313,19 +292,10 @@ Tensor copy_to(const Tensor& src_in, Device device) {
   Tensor out = Tensor::empty(src.shape(), src.dtype(), device);
   const size_t bytes = src.numel() * dtype_size(src.dtype());
   const Device from = src.device();
-  cuda_call("to", [&] {
-    if (from.type == DeviceType::CPU && device.type == DeviceType::CPU)
-      std::memcpy(out.data_ptr(), src.data_ptr(), bytes);
-    else if (from.type == DeviceType::CPU)
-      tg::cuda::copy_to_device(out.data_ptr(), src.data_ptr(), bytes, device.index);
-    else if (device.type == DeviceType::CPU)
-      tg::cuda::copy_to_host(out.data_ptr(), src.data_ptr(), bytes, from.index);
-    else if (from.index == device.index)
-      tg::cuda::copy_on_device(out.data_ptr(), src.data_ptr(), bytes, device.index);
-    else
-      tg::cuda::copy_between_devices(out.data_ptr(), device.index, src.data_ptr(), from.index,
-                                     bytes);
-  });
+  if (from.type == DeviceType::CPU && device.type == DeviceType::CPU)
+    std::memcpy(out.data_ptr(), src.data_ptr(), bytes);
+  else
+    detail::cuda_copy_bytes(out.data_ptr(), device, src.data_ptr(), from, bytes, "to");
   return out;
 }
 }  // namespace
@@ -401,7 +371,7 @@ void Tensor::zero_grad() {
   Tensor g(impl_->grad);
   const size_t bytes = g.numel() * dtype_size(g.dtype());
   if (g.device().type == DeviceType::CUDA)
-    cuda_call("zero_grad", [&] { tg::cuda::memset_zero(g.data_ptr(), bytes, g.device().index); });
+    detail::cuda_zero(g.data_ptr(), bytes, g.device(), "zero_grad");
   else
     std::memset(g.data_ptr(), 0, bytes);
 }
@@ -477,18 +447,13 @@ Tensor full(const Shape& shape, double v, DType dtype, Device device) {
                     v, shape_str(shape)));
   if (device.type == DeviceType::CPU) return fill_with(shape, dtype, [v](int64_t) { return v; });
   Tensor t = Tensor::empty(shape, dtype, device);
-  cuda_call("full", [&] {
-    tg::cuda::set_device(device.index);
-    tg::cuda::fill(static_cast<tg::cuda::DT>(dtype), t.data_ptr(), t.numel(), v);
-  });
+  detail::cuda_fill(t, v, "full");
   return t;
 }
 Tensor zeros(const Shape& shape, DType dtype, Device device) {
   if (device.type == DeviceType::CPU) return fill_with(shape, dtype, [](int64_t) { return 0.0; });
   Tensor t = Tensor::empty(shape, dtype, device);
-  cuda_call("zeros", [&] {
-    tg::cuda::memset_zero(t.data_ptr(), t.numel() * dtype_size(dtype), device.index);
-  });
+  detail::cuda_zero(t.data_ptr(), t.numel() * dtype_size(dtype), device, "zeros");
   return t;
 }
 Tensor ones(const Shape& shape, DType dtype, Device device) {

@@ -15,49 +15,26 @@
 
 #include <cstdint>
 
+#include "cuda/kernel_codes.hpp"
+
 namespace tg::cuda {
 
-// Element types, numbered like tg::DType (ops/ static_asserts this).
-enum class DT : uint8_t { F32 = 0, F64 = 1, I64 = 2, Bool = 3 };
-
-// ---- strided N-d iteration (broadcasting, permutes, slices) ----
-constexpr int kMaxDims = 8;
-// An N-d index space `shape` (ndim <= kMaxDims; ndim 0 is one element) and, per operand, the
-// element stride of each dim (0 where the operand is broadcast) plus an element offset.
-struct Strided {
-  int ndim = 0;
-  int64_t shape[kMaxDims] = {};
-  int64_t stride[3][kMaxDims] = {};  // operand 0 = out, 1 = a, 2 = b (or cond / x / y for where)
-  int64_t offset[3] = {};
-};
+using kern::BinOp;
+using kern::DT;
+using kern::kAttentionMaxHeadSize;
+using kern::kMaxBlocked;
+using kern::kMaxDims;
+using kern::MaskDesc;
+using kern::RedOp;
+using kern::Strided;
+using kern::UnOp;
 
 // ---- elementwise (cuda/elementwise.cu) ----
-enum class BinOp : uint8_t { Add, Sub, Mul, Div, Pow, Max, Min, Eq, Ne, Lt, Le, Gt, Ge };
 // out[i] = a[i] op b[i] over st (operands 0, 1, 2); a and b of type dt, out of type out_dt (dt
 // for arithmetic, Bool for comparisons). Max/Min propagate NaN like torch.maximum. Int64 Div is
 // not offered (ops/ rejects it); int64 Pow too.
 void binary(BinOp op, DT dt, DT out_dt, void* out, const void* a, const void* b, const Strided& st);
 
-// Unary ops with up to two scalar parameters p0, p1 (computed in double, stored as dt):
-enum class UnOp : uint8_t {
-  Neg,
-  Exp,
-  Log,
-  Sqrt,
-  Rsqrt,
-  Abs,
-  Tanh,
-  Sigmoid,
-  Relu,
-  GeluErf,   // x·Φ(x)
-  GeluTanh,  // 0.5·x·(1 + tanh(√(2/π)(x + 0.044715x³)))
-  AddS,      // x + p0
-  MulS,      // x · p0
-  RSubS,     // p0 - x
-  RDivS,     // p0 / x
-  PowS,      // x^p0
-  Clamp,     // min(max(x, p0), p1), NaN stays NaN; p0 = -inf or p1 = +inf for one-sided clamps
-};
 // out[i] = f(x[i]) for i < n; dt floating.
 void unary(UnOp op, DT dt, void* out, const void* x, int64_t n, double p0 = 0, double p1 = 0);
 // dx[i] = g[i] · f'(x[i]) for i < n, where y = f(x) is the forward output. The CPU's derivatives,
@@ -96,7 +73,6 @@ void index_add(DT dt, void* dx, const void* g, const int64_t* idx, int64_t outer
 int64_t first_out_of_range(const int64_t* idx, int64_t n, int64_t lo, int64_t hi);
 
 // ---- reductions (cuda/reduce.cu) ----
-enum class RedOp : uint8_t { Sum, Max, Min };
 // out (outer, inner) = reduce over the middle dim of x (outer, r, inner); Max/Min propagate NaN.
 // Float sums accumulate in double (as on the CPU) in an order fixed by the shape alone, so a run
 // repeats bit for bit. Int64 sums in int64; Bool is rejected (cast to I64 first).
@@ -168,38 +144,17 @@ void dropout_forward(DT dt, void* out, void* keep, const void* x, int64_t n, dou
 double dropout_uniform_host(uint64_t seed, uint64_t offset, int64_t i);
 
 // ---- optimizers (cuda/optim.cu) ----
-// One fused Adam / AdamW step on n elements, in place, in nn/optim.cpp's order: (decoupled:
-// p *= 1 − lr·wd first, AdamW; else g += wd·p, Adam's L2) m = b1·m + (1−b1)·g;
-// v = b2·v + (1−b2)·g²; p += (−lr/bc1)·m / (sqrt(v)/sqrt(bc2) + eps), where bc1 = 1 − b1^t,
-// bc2 = 1 − b2^t. Arithmetic in double per element, storage in dt (the CPU computes float32
-// params in float32: about 1 ulp apart). No amsgrad / maximize (nn/ refuses them on CUDA).
-void adam_step(DT dt, void* p, const void* g, void* m, void* v, int64_t n, double lr, double b1,
-               double b2, double eps, double weight_decay, bool decoupled, double bc1, double bc2);
+// One fused Adam / AdamW step on n elements, in place, in ops/cpu/optim.cpp's order (PyTorch
+// 1.13's _single_tensor_adam): g = −g if maximize; (decoupled: p *= 1 − lr·wd first, AdamW; else
+// g += wd·p, Adam's L2) m = b1·m + (1−b1)·g; v = b2·v + (1−b2)·g²; with vmax (amsgrad, or null)
+// vmax = max(vmax, v) and v̂ = vmax, else v̂ = v; p += (−lr/bc1)·m / (sqrt(v̂)/sqrt(bc2) + eps),
+// where bc1 = 1 − b1^t, bc2 = 1 − b2^t. Arithmetic in double per element, storage in dt (the CPU
+// computes float32 params in float32: about 1 ulp apart).
+void adam_step(DT dt, void* p, const void* g, void* m, void* v, void* vmax, int64_t n, double lr,
+               double b1, double b2, double eps, double weight_decay, bool decoupled, bool maximize,
+               double bc1, double bc2);
 
-// ---- attention (cuda/attention.cu) ----
-// The structural mask, one contiguous key range per query row (see ops/attention.hpp):
-//   i' = i + shift (shift = S − T for bottom-right alignment, else 0);
-//   causal: j <= i'; local (left, right): i' − left <= j <= i' + right (left/right < 0: none);
-//   blocked(W, back, ahead, causal): floor(i'/W) − back <= floor(j/W) <= floor(i'/W) + ahead,
-//   and j <= i' if causal. Parts intersect. Plus data parts: key_allowed (B, S) bool (true =
-//   allowed) and key_lengths (B) int64 (j < len[b] allowed), allowed (bool, strided over
-//   (B, NH, T, S), true = allowed), additive (same dtype as q, strided over (B, NH, T, S)).
-constexpr int kMaxBlocked = 4;
-struct MaskDesc {
-  int64_t shift = 0;
-  bool causal = false;
-  bool has_local = false;
-  int64_t left = 0, right = 0;
-  int n_blocked = 0;
-  int64_t block_W[kMaxBlocked] = {}, block_back[kMaxBlocked] = {}, block_ahead[kMaxBlocked] = {};
-  bool block_causal[kMaxBlocked] = {};
-  const bool* key_allowed = nullptr;     // (B, S) or null
-  const int64_t* key_lengths = nullptr;  // (B) or null
-  const bool* allowed = nullptr;         // or null
-  int64_t allowed_stride[4] = {};        // element strides over (B, NH, T, S); 0 = broadcast
-  const void* additive = nullptr;        // or null
-  int64_t additive_stride[4] = {};
-};
+// ---- attention (cuda/attention.cu; the mask description: cuda/kernel_codes.hpp) ----
 // Fused attention forward (FlashAttention-2 style: tiles of queries per block, online softmax
 // over key tiles, tiles entirely outside the structural range skipped).
 // q (B, NH, T, hs), k (B, NH, S, hs), v (B, NH, S, hs_v) -> o (B, NH, T, hs_v) and lse (B, NH, T)
@@ -215,7 +170,5 @@ void attention_backward(DT dt, void* dq, void* dk, void* dv, const void* dout, c
                         const void* k, const void* v, const void* o, const void* lse, int64_t B,
                         int64_t NH, int64_t T, int64_t S, int64_t hs, int64_t hs_v, double scale,
                         const MaskDesc& mask);
-// Largest head size the fused kernels take.
-constexpr int64_t kAttentionMaxHeadSize = 128;
 
 }  // namespace tg::cuda

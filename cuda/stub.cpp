@@ -98,8 +98,8 @@ void dropout_forward(DT, void*, void*, const void*, int64_t, double, uint64_t, u
   no_cuda("dropout_forward");
 }
 double dropout_uniform_host(uint64_t, uint64_t, int64_t) { no_cuda("dropout_uniform_host"); }
-void adam_step(DT, void*, const void*, void*, void*, int64_t, double, double, double, double,
-               double, bool, double, double) {
+void adam_step(DT, void*, const void*, void*, void*, void*, int64_t, double, double, double, double,
+               double, bool, bool, double, double) {
   no_cuda("adam_step");
 }
 void attention_forward(DT, void*, void*, const void*, const void*, const void*, int64_t, int64_t,

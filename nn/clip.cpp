@@ -1,9 +1,8 @@
 // nn/clip.cpp — clip_grad_norm_ and clip_grad_value_ (see clip.hpp). Norms accumulate in double.
 #include "nn/clip.hpp"
 
-#include "cuda/kernels.cuh"
-#include "cuda/runtime.cuh"
 #include "autograd/tape.hpp"
+#include "ops/kernels.hpp"
 #include "ops/ops.hpp"
 
 #include <fmt/format.h>
@@ -47,7 +46,7 @@ std::vector<Tensor> host_params(const std::vector<Tensor>& params) {
   return out;
 }
 // Σ|g|^p (or max |g| for p = inf) of CUDA gradients: norm 2 through one device accumulator per
-// device (cuda::sum_squares), other orders composed from ops; one read-back each.
+// device (the kernel table's sum_squares), other orders composed from ops; one read-back each.
 double cuda_norm_part(const std::vector<Tensor>& gs, double p) {
   NoGradGuard ng;
   const bool inf = std::isinf(p);
@@ -55,14 +54,9 @@ double cuda_norm_part(const std::vector<Tensor>& gs, double p) {
   if (p == 2) {
     for (const Tensor& g : gs) {
       Tensor slot = zeros({}, kFloat64, g.device());
-      tg::cuda::OpScope scope("clip_grad_norm_");
-      try {
-        tg::cuda::set_device(g.device().index);
-        tg::cuda::sum_squares(static_cast<tg::cuda::DT>(g.dtype()),
-                              static_cast<double*>(slot.data_ptr()), g.data_ptr(), g.numel());
-      } catch (const tg::cuda::Error& e) {
-        throw Error(e.what());
-      }
+      tg::detail::kernels("clip_grad_norm_", g)
+          .sum_squares(tg::detail::cdt(g.dtype()), static_cast<double*>(slot.data_ptr()),
+                       g.data_ptr(), g.numel());
       acc += slot.item<double>();
     }
     return acc;

@@ -2,8 +2,7 @@
 // loops, written in the operation order of PyTorch 1.13's _single_tensor_* functions.
 #include "nn/optim.hpp"
 
-#include "cuda/kernels.cuh"
-#include "cuda/runtime.cuh"
+#include "ops/kernels.hpp"
 
 #include <fmt/format.h>
 
@@ -232,42 +231,21 @@ Options adam_defaults(const AdamOptions& o) {
 }
 }  // namespace
 namespace detail {
-// m, v: moments; vmax: running max of v (amsgrad) or null.
-template <typename T>
-void adam_update_t(T* p, const T* g, T* m, T* v, T* vmax, int64_t n, const AdamScalars& s) {
-  const T b1 = static_cast<T>(s.beta1), b2 = static_cast<T>(s.beta2), eps = static_cast<T>(s.eps);
-  const T wd = static_cast<T>(s.wd), decay = static_cast<T>(1 - s.lr * s.wd);
-  const T bc2 = static_cast<T>(s.bc2_sqrt), step = static_cast<T>(-s.step_size);
-  const T one_b1 = static_cast<T>(1 - s.beta1), one_b2 = static_cast<T>(1 - s.beta2);
-  for (int64_t i = 0; i < n; ++i) {
-    T gi = s.maximize ? -g[i] : g[i];
-    if (s.decoupled)
-      p[i] = p[i] * decay;
-    else if (wd != 0)
-      gi = gi + wd * p[i];
-    m[i] = m[i] * b1 + one_b1 * gi;
-    v[i] = v[i] * b2 + one_b2 * gi * gi;
-    T vi = v[i];
-    if (vmax) vi = vmax[i] = std::max(vmax[i], v[i]);
-    T denom = std::sqrt(vi) / bc2 + eps;
-    p[i] = p[i] + step * m[i] / denom;  // addcdiv: p + value·m / denom
-  }
-}
-void adam_update(float* p, const float* g, float* m, float* v, float* vmax, int64_t n,
-                 const AdamScalars& s) {
-  adam_update_t(p, g, m, v, vmax, n, s);
-}
-void adam_update(double* p, const double* g, double* m, double* v, double* vmax, int64_t n,
-                 const AdamScalars& s) {
-  adam_update_t(p, g, m, v, vmax, n, s);
-}
 AdamScalars adam_scalars(const Options& o, double step, bool decoupled) {
   AdamScalars s{
       o.at("lr"), o.at("beta1"), o.at("beta2"),        o.at("eps"), o.at("weight_decay"), 0,
       0,          decoupled,     o.at("maximize") != 0};
-  s.step_size = s.lr / (1 - std::pow(s.beta1, step));
-  s.bc2_sqrt = std::sqrt(1 - std::pow(s.beta2, step));
+  s.bc1 = 1 - std::pow(s.beta1, step);
+  s.bc2 = 1 - std::pow(s.beta2, step);
   return s;
+}
+void adam_step(const char* op, Device device, DType dtype, void* p, const void* g, void* m, void* v,
+               void* vmax, int64_t n, const AdamScalars& s) {
+  if (!is_floating(dtype))
+    throw Error(fmt::format("{}: parameter of dtype {} is not floating", op, dtype_name(dtype)));
+  tg::detail::kernels(op, device)
+      .adam_step(tg::detail::cdt(dtype), p, g, m, v, vmax, n, s.lr, s.beta1, s.beta2, s.eps, s.wd,
+                 s.decoupled, s.maximize, s.bc1, s.bc2);
 }
 }  // namespace detail
 
@@ -313,33 +291,13 @@ void Adam::step() {
       const detail::AdamScalars s = detail::adam_scalars(o, step, decoupled_);
       Tensor m = st.tensors.at("exp_avg"), v = st.tensors.at("exp_avg_sq");
       Tensor vmax = amsgrad ? st.tensors.at("max_exp_avg_sq") : Tensor();
-      if (p.device().is_cuda()) {  // one fused kernel per parameter (cuda/optim.cu)
-        if (amsgrad || s.maximize)
-          throw Error(
-              fmt::format("{}: amsgrad and maximize are not implemented on {} yet (param {})",
-                          name_, p.device().str(), shape_str(p.shape())));
-        if (g.device() != p.device() || m.device() != p.device())
-          throw Error(fmt::format("{}: parameter {} is on {} but its gradient or state is on {}",
-                                  name_, shape_str(p.shape()), p.device().str(),
-                                  g.device() != p.device() ? g.device().str() : m.device().str()));
-        tg::cuda::OpScope scope(name_.c_str());
-        try {
-          tg::cuda::set_device(p.device().index);
-          tg::cuda::adam_step(static_cast<tg::cuda::DT>(p.dtype()), p.data_ptr(), g.data_ptr(),
-                              m.data_ptr(), v.data_ptr(), p.numel(), s.lr, s.beta1, s.beta2, s.eps,
-                              s.wd, decoupled_, 1 - std::pow(s.beta1, step),
-                              1 - std::pow(s.beta2, step));
-        } catch (const tg::cuda::Error& e) {
-          throw Error(e.what());
-        }
-        note_inplace_write(p, decoupled_ ? "AdamW.step" : "Adam.step");
-        continue;
-      }
-      by_dtype(p, [&](auto t) {
-        using T = decltype(t);
-        detail::adam_update(p.data<T>(), g.data<T>(), m.data<T>(), v.data<T>(),
-                            vmax.defined() ? vmax.data<T>() : nullptr, p.numel(), s);
-      });
+      if (g.device() != p.device() || m.device() != p.device())
+        throw Error(fmt::format("{}: parameter {} is on {} but its gradient or state is on {}",
+                                name_, shape_str(p.shape()), p.device().str(),
+                                g.device() != p.device() ? g.device().str() : m.device().str()));
+      detail::adam_step(name_.c_str(), p.device(), p.dtype(), p.data_ptr(), g.data_ptr(),
+                        m.data_ptr(), v.data_ptr(), vmax.defined() ? vmax.data_ptr() : nullptr,
+                        p.numel(), s);
       note_inplace_write(p, decoupled_ ? "AdamW.step" : "Adam.step");
     }
   }

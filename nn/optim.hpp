@@ -149,15 +149,17 @@ class AdamW : public Adam {
 // ---- the Adam update on raw buffers (ZeroRedundancyAdamW in nn/dist steps shards with it) ----
 namespace detail {
 struct AdamScalars {
-  double lr, beta1, beta2, eps, wd, step_size, bc2_sqrt;
+  double lr, beta1, beta2, eps, wd;
+  double bc1, bc2;  // bias corrections 1 − beta^step
   bool decoupled, maximize;
 };
 // From a group's options at step `step` (1-based).
 AdamScalars adam_scalars(const Options& o, double step, bool decoupled);
-void adam_update(float* p, const float* g, float* m, float* v, float* vmax, int64_t n,
-                 const AdamScalars& s);
-void adam_update(double* p, const double* g, double* m, double* v, double* vmax, int64_t n,
-                 const AdamScalars& s);
+// One Adam / AdamW step on n elements of raw buffers of `dtype` on `device`, in place (vmax: the
+// amsgrad running max, or null): the kernel table's adam_step (ops/cpu/optim.cpp, or CUDA's fused
+// kernel), `op` named in its errors.
+void adam_step(const char* op, Device device, DType dtype, void* p, const void* g, void* m, void* v,
+               void* vmax, int64_t n, const AdamScalars& s);
 }  // namespace detail
 
 }  // namespace tg::nn

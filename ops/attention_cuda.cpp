@@ -26,8 +26,8 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 Tensor moved(const Tensor& t, Device d) { return t.defined() ? t.detach().to(d) : t; }
 
 // The structural parts and device pointers of `m` (tensors already on q's device) for the kernel.
-cuda::MaskDesc mask_desc(const AttentionMask& m, int64_t B, int64_t NH, int64_t T, int64_t S) {
-  cuda::MaskDesc md;
+kern::MaskDesc mask_desc(const AttentionMask& m, int64_t B, int64_t NH, int64_t T, int64_t S) {
+  kern::MaskDesc md;
   md.shift = m.align_ == CausalAlign::BottomRight ? S - T : 0;
   md.causal = m.causal_;
   for (const AttentionMask::Local& l : m.local_) {  // ranges intersect: the tightest offsets
@@ -79,15 +79,14 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
   const int64_t B = q.size(0), NH = q.size(1), T = q.size(2), S = k.size(2), hs = q.size(3),
                 hsv = v.size(3);
   const Device dev = q.device();
-  auto md = std::make_shared<cuda::MaskDesc>(mask_desc(m, B, NH, T, S));
+  auto md = std::make_shared<kern::MaskDesc>(mask_desc(m, B, NH, T, S));
   AttentionResult res;
   res.output = zeros({B, NH, T, hsv}, q.dtype(), dev);
   Tensor lse = full({B, NH, T}, -kInf, q.dtype(), dev);
   if (res.output.numel() > 0 && S > 0)
-    on_device(kSdpa, dev, [&] {
-      cuda::attention_forward(cdt(q.dtype()), res.output.data_ptr(), lse.data_ptr(), q.data_ptr(),
-                              k.data_ptr(), v.data_ptr(), B, NH, T, S, hs, hsv, scale, *md);
-    });
+    kernels(kSdpa, dev)
+        .attention_forward(cdt(q.dtype()), res.output.data_ptr(), lse.data_ptr(), q.data_ptr(),
+                           k.data_ptr(), v.data_ptr(), B, NH, T, S, hs, hsv, scale, *md);
   if (m.errors_on_fully_masked()) check_fully_masked(lse, NH, T);
   if (needs_record({&q, &k, &v})) {
     const double pairs = static_cast<double>(B) * NH * T * S;
@@ -105,12 +104,11 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
              Tensor dk = zeros(kd.shape(), kd.dtype(), kd.device());
              Tensor dv = zeros(vd.shape(), vd.dtype(), vd.device());
              if (g.numel() > 0 && S > 0)
-               on_device("scaled_dot_product_attention backward", qd.device(), [&] {
-                 cuda::attention_backward(cdt(qd.dtype()), dq.data_ptr(), dk.data_ptr(),
-                                          dv.data_ptr(), g.data_ptr(), qd.data_ptr(), kd.data_ptr(),
-                                          vd.data_ptr(), od.data_ptr(), lse.data_ptr(), B, NH, T, S,
-                                          hs, hsv, scale, *md);
-               });
+               kernels("scaled_dot_product_attention backward", qd.device())
+                   .attention_backward(cdt(qd.dtype()), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(),
+                                       g.data_ptr(), qd.data_ptr(), kd.data_ptr(), vd.data_ptr(),
+                                       od.data_ptr(), lse.data_ptr(), B, NH, T, S, hs, hsv, scale,
+                                       *md);
              return {dq, dk, dv};
            });
   }
@@ -180,9 +178,9 @@ AttentionResult cuda_sdpa(const Tensor& q_in, const Tensor& k_in, const Tensor& 
   const bool mask_grad =
       mask.additive_.defined() && mask.additive_.requires_grad() && grad_enabled();
   const bool fuse = !drop && !opts.need_weights && !opts.probe && !mask_grad &&
-                    q.size(3) <= cuda::kAttentionMaxHeadSize &&
-                    v.size(3) <= cuda::kAttentionMaxHeadSize &&
-                    mask.blocked_.size() <= static_cast<size_t>(cuda::kMaxBlocked);
+                    q.size(3) <= kern::kAttentionMaxHeadSize &&
+                    v.size(3) <= kern::kAttentionMaxHeadSize &&
+                    mask.blocked_.size() <= static_cast<size_t>(kern::kMaxBlocked);
   if (fuse) return fused(q, k, v, attention_mask_on(mask, q.device()), scale);
   const AttentionMask host = attention_mask_on(mask, kCPU);
   // The additive part not detached when it requires grad (the host copy serves dense_allowed).

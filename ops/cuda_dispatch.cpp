@@ -6,11 +6,11 @@
 
 namespace tg::detail {
 
-cuda::Strided make_strided(const Shape& out, std::initializer_list<const Shape*> operands) {
-  if (out.size() > static_cast<size_t>(cuda::kMaxDims))
+kern::Strided make_strided(const Shape& out, std::initializer_list<const Shape*> operands) {
+  if (out.size() > static_cast<size_t>(kern::kMaxDims))
     throw Error(fmt::format("cuda: shape {} has {} dims; CUDA kernels take at most {}",
-                            shape_str(out), out.size(), cuda::kMaxDims));
-  cuda::Strided st;
+                            shape_str(out), out.size(), kern::kMaxDims));
+  kern::Strided st;
   st.ndim = static_cast<int>(out.size());
   Shape cs = contiguous_strides(out);
   for (int d = 0; d < st.ndim; ++d) {
@@ -26,12 +26,12 @@ cuda::Strided make_strided(const Shape& out, std::initializer_list<const Shape*>
   return st;
 }
 
-void set_operand(cuda::Strided& st, int k, const Shape& strides, int64_t offset) {
+void set_operand(kern::Strided& st, int k, const Shape& strides, int64_t offset) {
   for (int d = 0; d < st.ndim; ++d) st.stride[k][d] = strides[d];
   st.offset[k] = offset;
 }
 
-Tensor cuda_reduce(const Tensor& x_in, const std::vector<bool>& reduced, cuda::RedOp op) {
+Tensor cuda_reduce(const Tensor& x_in, const std::vector<bool>& reduced, kern::RedOp op) {
   const Tensor x = dense(x_in);
   if (x.numel() == 0) {  // an empty input: a sum of nothing is 0 (max/min are refused earlier)
     Shape keep = x.shape();
@@ -57,9 +57,8 @@ Tensor cuda_reduce(const Tensor& x_in, const std::vector<bool>& reduced, cuda::R
     for (int64_t i = lo; i <= hi; ++i)
       if (reduced[i]) next[i] = 1;
     Tensor out = Tensor::empty(next, cur.dtype(), x.device());
-    on_device("reduce", x.device(), [&] {
-      cuda::reduce(op, cdt(cur.dtype()), out.data_ptr(), cur.data_ptr(), outer, r, inner);
-    });
+    kernels("reduce", x)
+        .reduce(op, cdt(cur.dtype()), out.data_ptr(), cur.data_ptr(), outer, r, inner);
     cur = out;
     shape = next;
     d = lo - 1;

@@ -24,10 +24,9 @@ void forward_kernel(const Tensor& out, const Tensor& keep, const Tensor& x, doub
   if (on_cuda(x)) {
     const uint64_t seed = default_generator().next_u64();
     if (x.numel() > 0)
-      on_device("dropout", x.device(), [&] {
-        cuda::dropout_forward(cdt(x.dtype()), out.data_ptr(), keep.data_ptr(), x.data_ptr(),
-                              x.numel(), p, seed, 0);
-      });
+      kernels("dropout", x.device())
+          .dropout_forward(cdt(x.dtype()), out.data_ptr(), keep.data_ptr(), x.data_ptr(), x.numel(),
+                           p, seed, 0);
     return;
   }
   dispatch_float(x.dtype(), "dropout", [&](auto tag) {

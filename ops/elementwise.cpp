@@ -25,7 +25,7 @@ RecordInfo elementwise_info(const Tensor& out, int bwd_per_element) {
 // ---- binary kernels ----
 // out = a op b over the broadcast shape, of dtype out_dtype (a's, or bool for comparisons):
 // cpu::binary or cuda::binary.
-Tensor binary_kernel(const char* op, cuda::BinOp code, const Tensor& a_in, const Tensor& b_in,
+Tensor binary_kernel(const char* op, kern::BinOp code, const Tensor& a_in, const Tensor& b_in,
                      DType out_dtype) {
   Tensor ha, hb;  // the kernels read row-major operands
   const Tensor &a = dense_ref(a_in, ha), &b = dense_ref(b_in, hb);
@@ -33,11 +33,10 @@ Tensor binary_kernel(const char* op, cuda::BinOp code, const Tensor& a_in, const
   Tensor out = Tensor::empty(os, out_dtype, a.device());
   if (out.numel() == 0) return out;
   if (on_cuda(a)) {
-    cuda::Strided st = make_strided(os, {&a.shape(), &b.shape()});
-    on_device(op, a.device(), [&] {
-      cuda::binary(code, cdt(a.dtype()), cdt(out_dtype), out.data_ptr(), a.data_ptr(), b.data_ptr(),
-                   st);
-    });
+    kern::Strided st = make_strided(os, {&a.shape(), &b.shape()});
+    kernels(op, a.device())
+        .binary(code, cdt(a.dtype()), cdt(out_dtype), out.data_ptr(), a.data_ptr(), b.data_ptr(),
+                st);
     return out;
   }
   dispatch_all(a.dtype(), [&](auto tag) {
@@ -67,7 +66,7 @@ void check_binary(const char* op, const Tensor& a, const Tensor& b, bool allow_i
 // The kernel code of a unary op (the same table on both backends: cuda/kernels.cuh) and its
 // scalar parameters.
 struct UnCode {
-  cuda::UnOp op;
+  kern::UnOp op;
   double p0 = 0, p1 = 0;
 };
 // out = f(x) elementwise, same dtype and device: cpu::unary or cuda::unary.
@@ -83,7 +82,7 @@ Tensor unary_forward(const char* op, UnCode code, const Tensor& x_in) {
 // dx = g · f'(x) elementwise, where y = f(x) is the forward output (x, y undefined when the
 // derivative does not read them).
 Tensor unary_backward(UnCode code, const Tensor& g_in, const Tensor& x_in, const Tensor& y_in) {
-  if (code.op == cuda::UnOp::AddS) return g_in;  // d(x + c)/dx = 1: pass dout on, as add does
+  if (code.op == kern::UnOp::AddS) return g_in;  // d(x + c)/dx = 1: pass dout on, as add does
   Tensor hg, hx, hy;
   const Tensor &g = dense_ref(g_in, hg), &x = dense_ref(x_in, hx), &y = dense_ref(y_in, hy);
   Tensor dx = Tensor::empty(g.shape(), g.dtype(), g.device());
@@ -151,7 +150,7 @@ Tensor sum_to(const Tensor& g, const Shape& shape) {
 Tensor add(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
   check_binary("add", a, b, true);
-  Tensor out = binary_kernel("add", cuda::BinOp::Add, a, b, a.dtype());
+  Tensor out = binary_kernel("add", kern::BinOp::Add, a, b, a.dtype());
   if (needs_record({&a, &b})) {
     Shape sa = a.shape(), sb = b.shape();
     record("add", out, {a, b}, elementwise_info(out, a.requires_grad() + b.requires_grad()).saved(),
@@ -164,7 +163,7 @@ Tensor add(const Tensor& a, const Tensor& b, Site site) {
 Tensor sub(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
   check_binary("sub", a, b, true);
-  Tensor out = binary_kernel("sub", cuda::BinOp::Sub, a, b, a.dtype());
+  Tensor out = binary_kernel("sub", kern::BinOp::Sub, a, b, a.dtype());
   if (needs_record({&a, &b})) {
     Shape sa = a.shape(), sb = b.shape();
     record("sub", out, {a, b}, elementwise_info(out, a.requires_grad() + b.requires_grad()).saved(),
@@ -177,7 +176,7 @@ Tensor sub(const Tensor& a, const Tensor& b, Site site) {
 Tensor mul(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
   check_binary("mul", a, b, true);
-  Tensor out = binary_kernel("mul", cuda::BinOp::Mul, a, b, a.dtype());
+  Tensor out = binary_kernel("mul", kern::BinOp::Mul, a, b, a.dtype());
   if (needs_record({&a, &b})) {
     // Inputs are saved as they are (an input cannot hold this node); only outputs are detached.
     Tensor sa = a, sb = b;
@@ -193,7 +192,7 @@ Tensor mul(const Tensor& a, const Tensor& b, Site site) {
 Tensor div(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
   check_binary("div", a, b, false);
-  Tensor out = binary_kernel("div", cuda::BinOp::Div, a, b, a.dtype());
+  Tensor out = binary_kernel("div", kern::BinOp::Div, a, b, a.dtype());
   if (needs_record({&a, &b})) {
     Tensor sb = b.detach(), so = out.detach();
     Shape sa = a.shape();
@@ -212,7 +211,7 @@ Tensor div(const Tensor& a, const Tensor& b, Site site) {
 Tensor pow(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
   check_binary("pow", a, b, false);
-  Tensor out = binary_kernel("pow", cuda::BinOp::Pow, a, b, a.dtype());
+  Tensor out = binary_kernel("pow", kern::BinOp::Pow, a, b, a.dtype());
   if (needs_record({&a, &b})) {
     Tensor sa = a.detach(), sb = b.detach(), so = out.detach();
     bool gb = b.requires_grad();
@@ -244,7 +243,7 @@ Tensor extremum(const char* op, const Tensor& a, const Tensor& b, bool is_max) {
   check_same_dtype(a, b, op, "self", "other");
   if (a.dtype() == kBool) return extremum(op, a.to(kInt64), b.to(kInt64), is_max).to(kBool);
   // NaN propagates (cpu/binary.cpp).
-  Tensor out = binary_kernel(op, is_max ? cuda::BinOp::Max : cuda::BinOp::Min, a, b, a.dtype());
+  Tensor out = binary_kernel(op, is_max ? kern::BinOp::Max : kern::BinOp::Min, a, b, a.dtype());
   if (needs_record({&a, &b})) {
     Tensor sa = a.detach(), sb = b.detach();
     record(op, out, {a, b}, elementwise_info(out, 4).saved(sa, sb),
@@ -272,75 +271,75 @@ Tensor minimum(const Tensor& a, const Tensor& b, Site site) {
 // The definitions of every unary op and its derivative are the CPU kernels (ops/cpu/unary.cpp).
 Tensor add(const Tensor& a, double b, Site site) {
   SiteScope scope(site);
-  return unary_op("add", {cuda::UnOp::AddS, b}, a, false, false);
+  return unary_op("add", {kern::UnOp::AddS, b}, a, false, false);
 }
 Tensor sub(const Tensor& a, double b, Site site) {
   SiteScope scope(site);
-  return unary_op("sub", {cuda::UnOp::AddS, -b}, a, false, false);
+  return unary_op("sub", {kern::UnOp::AddS, -b}, a, false, false);
 }
 Tensor rsub(double a, const Tensor& b, Site site) {
   SiteScope scope(site);
-  return unary_op("rsub", {cuda::UnOp::RSubS, a}, b, false, false);
+  return unary_op("rsub", {kern::UnOp::RSubS, a}, b, false, false);
 }
 Tensor mul(const Tensor& a, double b, Site site) {
   SiteScope scope(site);
-  return unary_op("mul", {cuda::UnOp::MulS, b}, a, false, false);
+  return unary_op("mul", {kern::UnOp::MulS, b}, a, false, false);
 }
 Tensor div(const Tensor& a, double b, Site site) {
   SiteScope scope(site);
-  return unary_op("div", {cuda::UnOp::MulS, 1.0 / b}, a, false, false);
+  return unary_op("div", {kern::UnOp::MulS, 1.0 / b}, a, false, false);
 }
 Tensor rdiv(double a, const Tensor& b, Site site) {  // d(a/x)/dx = -a/x² = -y/x
   SiteScope scope(site);
-  return unary_op("rdiv", {cuda::UnOp::RDivS, a}, b, true, true);
+  return unary_op("rdiv", {kern::UnOp::RDivS, a}, b, true, true);
 }
 Tensor pow(const Tensor& a, double p, Site site) {
   SiteScope scope(site);
-  return unary_op("pow", {cuda::UnOp::PowS, p}, a, true, false);
+  return unary_op("pow", {kern::UnOp::PowS, p}, a, true, false);
 }
 
 // ---- unary ops ----
 Tensor neg(const Tensor& a, Site site) {
   SiteScope scope(site);
-  return unary_op("neg", {cuda::UnOp::Neg}, a, false, false);
+  return unary_op("neg", {kern::UnOp::Neg}, a, false, false);
 }
 Tensor exp(const Tensor& a, Site site) {  // d/dx = y
   SiteScope scope(site);
-  return unary_op("exp", {cuda::UnOp::Exp}, a, false, true);
+  return unary_op("exp", {kern::UnOp::Exp}, a, false, true);
 }
 Tensor log(const Tensor& a, Site site) {  // d/dx = 1/x
   SiteScope scope(site);
-  return unary_op("log", {cuda::UnOp::Log}, a, true, false);
+  return unary_op("log", {kern::UnOp::Log}, a, true, false);
 }
 Tensor sqrt(const Tensor& a, Site site) {  // d/dx = 0.5/y
   SiteScope scope(site);
-  return unary_op("sqrt", {cuda::UnOp::Sqrt}, a, false, true);
+  return unary_op("sqrt", {kern::UnOp::Sqrt}, a, false, true);
 }
 Tensor rsqrt(const Tensor& a, Site site) {  // d/dx = -0.5·y³
   SiteScope scope(site);
-  return unary_op("rsqrt", {cuda::UnOp::Rsqrt}, a, false, true);
+  return unary_op("rsqrt", {kern::UnOp::Rsqrt}, a, false, true);
 }
 Tensor abs(const Tensor& a, Site site) {  // d/dx = sign(x), 0 at 0
   SiteScope scope(site);
-  return unary_op("abs", {cuda::UnOp::Abs}, a, true, false);
+  return unary_op("abs", {kern::UnOp::Abs}, a, true, false);
 }
 Tensor tanh(const Tensor& a, Site site) {  // d/dx = 1 - y²
   SiteScope scope(site);
-  return unary_op("tanh", {cuda::UnOp::Tanh}, a, false, true);
+  return unary_op("tanh", {kern::UnOp::Tanh}, a, false, true);
 }
 Tensor sigmoid(const Tensor& a, Site site) {  // d/dx = y(1 - y)
   SiteScope scope(site);
-  return unary_op("sigmoid", {cuda::UnOp::Sigmoid}, a, false, true);
+  return unary_op("sigmoid", {kern::UnOp::Sigmoid}, a, false, true);
 }
 Tensor relu(const Tensor& a, Site site) {  // d/dx = 1 where x > 0
   SiteScope scope(site);
-  return unary_op("relu", {cuda::UnOp::Relu}, a, true, false);
+  return unary_op("relu", {kern::UnOp::Relu}, a, true, false);
 }
 // GELU, exact (x·Φ(x)) or PyTorch's tanh approximation.
 Tensor gelu(const Tensor& a, const std::string& approximate, Site site) {
   SiteScope scope(site);
-  if (approximate == "none") return unary_op("gelu", {cuda::UnOp::GeluErf}, a, true, false);
-  if (approximate == "tanh") return unary_op("gelu_tanh", {cuda::UnOp::GeluTanh}, a, true, false);
+  if (approximate == "none") return unary_op("gelu", {kern::UnOp::GeluErf}, a, true, false);
+  if (approximate == "tanh") return unary_op("gelu_tanh", {kern::UnOp::GeluTanh}, a, true, false);
   throw Error(
       fmt::format("gelu: approximate must be \"none\" or \"tanh\", got \"{}\"", approximate));
 }
@@ -351,24 +350,24 @@ Tensor gelu(const Tensor& a, const std::string& approximate, Site site) {
 // false for NaN).
 Tensor clamp(const Tensor& a, double lo, double hi, Site site) {
   SiteScope scope(site);
-  const UnCode grad{cuda::UnOp::Clamp, lo, hi};
+  const UnCode grad{kern::UnOp::Clamp, lo, hi};
   if (std::isnan(lo) || std::isnan(hi))
-    return unary_op("clamp", {cuda::UnOp::MulS, NAN}, a, true, false, grad);
-  if (lo > hi) return unary_op("clamp", {cuda::UnOp::Clamp, hi, hi}, a, true, false, grad);
+    return unary_op("clamp", {kern::UnOp::MulS, NAN}, a, true, false, grad);
+  if (lo > hi) return unary_op("clamp", {kern::UnOp::Clamp, hi, hi}, a, true, false, grad);
   return unary_op("clamp", grad, a, true, false);
 }
 Tensor clamp_min(const Tensor& a, double lo, Site site) {
   SiteScope scope(site);
-  return unary_op("clamp", {cuda::UnOp::Clamp, lo, INFINITY}, a, true, false);
+  return unary_op("clamp", {kern::UnOp::Clamp, lo, INFINITY}, a, true, false);
 }
 Tensor clamp_max(const Tensor& a, double hi, Site site) {
   SiteScope scope(site);
-  return unary_op("clamp", {cuda::UnOp::Clamp, -INFINITY, hi}, a, true, false);
+  return unary_op("clamp", {kern::UnOp::Clamp, -INFINITY, hi}, a, true, false);
 }
 
 // ---- comparisons ----
 namespace {
-Tensor compare(const char* op, cuda::BinOp code, const Tensor& a, const Tensor& b) {
+Tensor compare(const char* op, kern::BinOp code, const Tensor& a, const Tensor& b) {
   check_defined(a, op, "self");
   check_defined(b, op, "other");
   check_same_device(a, b, op, "self", "other");
@@ -378,27 +377,27 @@ Tensor compare(const char* op, cuda::BinOp code, const Tensor& a, const Tensor& 
 }  // namespace
 Tensor eq(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
-  return compare("eq", cuda::BinOp::Eq, a, b);
+  return compare("eq", kern::BinOp::Eq, a, b);
 }
 Tensor ne(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
-  return compare("ne", cuda::BinOp::Ne, a, b);
+  return compare("ne", kern::BinOp::Ne, a, b);
 }
 Tensor lt(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
-  return compare("lt", cuda::BinOp::Lt, a, b);
+  return compare("lt", kern::BinOp::Lt, a, b);
 }
 Tensor le(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
-  return compare("le", cuda::BinOp::Le, a, b);
+  return compare("le", kern::BinOp::Le, a, b);
 }
 Tensor gt(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
-  return compare("gt", cuda::BinOp::Gt, a, b);
+  return compare("gt", kern::BinOp::Gt, a, b);
 }
 Tensor ge(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
-  return compare("ge", cuda::BinOp::Ge, a, b);
+  return compare("ge", kern::BinOp::Ge, a, b);
 }
 // Any dtype, bool out: a number is true where it is not 0 (NaN is true), as in PyTorch.
 Tensor logical_not(const Tensor& a_in, Site site) {
@@ -409,10 +408,9 @@ Tensor logical_not(const Tensor& a_in, Site site) {
   const Tensor& a = dense_ref(a_in, ha);
   if (on_cuda(a)) {
     Tensor out = Tensor::empty(a.shape(), kBool, a.device());
-    on_device("logical_not", a.device(), [&] {
-      cuda::logical_not(static_cast<bool*>(out.data_ptr()), static_cast<const bool*>(a.data_ptr()),
-                        a.numel());
-    });
+    kernels("logical_not", a.device())
+        .logical_not(static_cast<bool*>(out.data_ptr()), static_cast<const bool*>(a.data_ptr()),
+                     a.numel());
     return out;
   }
   Tensor out = Tensor::empty(a.shape(), kBool);

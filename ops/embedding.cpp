@@ -41,10 +41,9 @@ int64_t check_embedding(const Tensor& indices, const Tensor& weight,
                             shape_str(weight.shape()), shape_str(indices.shape())));
   const int64_t V = weight.size(0);
   if (on_cuda(indices) && indices.numel() > 0) {  // one read-back: the first bad position
-    const int64_t k = on_device(kOp, indices.device(), [&] {
-      return cuda::first_out_of_range(static_cast<const int64_t*>(indices.data_ptr()),
-                                      indices.numel(), 0, V);
-    });
+    const int64_t k = kernels(kOp, indices.device())
+                          .first_out_of_range(static_cast<const int64_t*>(indices.data_ptr()),
+                                              indices.numel(), 0, V);
     if (k >= 0)
       throw Error(fmt::format(
           "{}: index {} at {} is out of range for weight {} with V = {} (indices {})", kOp,
@@ -76,10 +75,9 @@ void forward_kernel(const Tensor& out, const Tensor& indices, const Tensor& weig
   const int64_t V = weight.size(0), C = weight.size(1), n = indices.numel();
   if (out.numel() == 0) return;
   if (on_cuda(weight)) {
-    on_device(kOp, weight.device(), [&] {
-      cuda::index_select(cdt(weight.dtype()), out.data_ptr(), weight.data_ptr(),
-                         static_cast<const int64_t*>(indices.data_ptr()), 1, V, n, C);
-    });
+    kernels(kOp, weight.device())
+        .index_select(cdt(weight.dtype()), out.data_ptr(), weight.data_ptr(),
+                      static_cast<const int64_t*>(indices.data_ptr()), 1, V, n, C);
     return;
   }
   dispatch_float(weight.dtype(), kOp, [&](auto tag) {
@@ -95,13 +93,13 @@ void backward_kernel(const Tensor& dw, const Tensor& g, const Tensor& indices, i
   const int64_t V = dw.size(0), C = dw.size(1), n = indices.numel();
   if (g.numel() == 0) return;
   if (on_cuda(g)) {
-    on_device("embedding backward", g.device(), [&] {
-      cuda::index_add(cdt(g.dtype()), dw.data_ptr(), g.data_ptr(),
-                      static_cast<const int64_t*>(indices.data_ptr()), 1, V, n, C, deterministic);
-      if (pad >= 0)
-        cuda::memset_zero(static_cast<char*>(dw.data_ptr()) + pad * C * dtype_size(g.dtype()),
-                          C * dtype_size(g.dtype()), g.device().index);
-    });
+    kernels("embedding backward", g.device())
+        .index_add(cdt(g.dtype()), dw.data_ptr(), g.data_ptr(),
+                   static_cast<const int64_t*>(indices.data_ptr()), 1, V, n, C, deterministic);
+    if (pad >= 0)
+      kernels("embedding backward", g.device())
+          .memset_zero(static_cast<char*>(dw.data_ptr()) + pad * C * dtype_size(g.dtype()),
+                       C * dtype_size(g.dtype()), g.device().index);
     return;
   }
   dispatch_float(g.dtype(), kOp, [&](auto tag) {

@@ -28,11 +28,10 @@ void write_into(const char* op, const Tensor& x, const Tensor& v_in) {
   if (x.numel() == 0) return;
   const Shape xst = x.strides(), vst = broadcast_strides(v.shape(), x.shape());
   if (on_cuda(x)) {
-    cuda::Strided st = make_strided(x.shape(), {});
+    kern::Strided st = make_strided(x.shape(), {});
     set_operand(st, 0, xst, 0);
     set_operand(st, 1, vst, 0);
-    on_device(op, x.device(),
-              [&] { cuda::strided_copy(cdt(x.dtype()), x.data_ptr(), v.data_ptr(), st); });
+    kernels(op, x.device()).strided_copy(cdt(x.dtype()), x.data_ptr(), v.data_ptr(), st);
     return;
   }
   if (x.is_contiguous() && v.shape() == x.shape()) {

@@ -59,10 +59,9 @@ CeLayout check_cross_entropy(const Tensor& x, const Tensor& t, const CrossEntrop
   if (on_cuda(t) && t.numel() > 0) {  // ignored rows read as class 0; one read-back
     Tensor ign = full({}, static_cast<double>(o.ignore_index), kInt64, t.device());
     Tensor checked = where(eq(t, ign), zeros({}, kInt64, t.device()), t);
-    const int64_t k = on_device(kOp, t.device(), [&] {
-      return cuda::first_out_of_range(static_cast<const int64_t*>(checked.data_ptr()), t.numel(), 0,
-                                      l.C);
-    });
+    const int64_t k =
+        kernels(kOp, t.device())
+            .first_out_of_range(static_cast<const int64_t*>(checked.data_ptr()), t.numel(), 0, l.C);
     if (k >= 0)
       throw Error(fmt::format(
           "{}: target class {} at flat position {} is out of range [0, {}) for logits {} "

@@ -30,12 +30,11 @@ Tensor where_kernel(const char* op, const Tensor& cond, const Tensor& a, const T
   Tensor out = Tensor::empty(os, a.dtype(), a.device());
   if (out.numel() == 0) return out;
   if (on_cuda(a)) {
-    cuda::Strided st = make_strided(os, {&a.shape(), &b.shape()});
+    kern::Strided st = make_strided(os, {&a.shape(), &b.shape()});
     const Shape sc = broadcast_strides(cond.shape(), os);
-    on_device(op, a.device(), [&] {
-      cuda::where(cdt(a.dtype()), out.data_ptr(), static_cast<const bool*>(cond.data_ptr()),
-                  sc.data(), 0, a.data_ptr(), b.data_ptr(), st);
-    });
+    kernels(op, a.device())
+        .where(cdt(a.dtype()), out.data_ptr(), static_cast<const bool*>(cond.data_ptr()), sc.data(),
+               0, a.data_ptr(), b.data_ptr(), st);
     return out;
   }
   dispatch_all(a.dtype(), [&](auto tag) {

@@ -37,10 +37,9 @@ template <typename T>
 void gemm(Device dev, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A, int64_t lda,
           const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
   if (dev.is_cuda()) {
-    on_device("matmul", dev, [&] {
-      cuda::gemm(cdt(dtype_of<T>::value), ta, tb, M, N, K, 1.0, A, lda, 0, B, ldb, 0,
-                 static_cast<double>(beta), C, ldc, 0, 1);
-    });
+    kernels("matmul", dev)
+        .gemm(cdt(dtype_of<T>::value), ta, tb, M, N, K, 1.0, A, lda, 0, B, ldb, 0,
+              static_cast<double>(beta), C, ldc, 0, 1);
     return;
   }
   for (int64_t v : {M, N, K, lda, ldb, ldc}) check_blas_int(v);
@@ -154,10 +153,9 @@ bool cuda_batched(const Plan& p, bool ta, bool tb, int64_t M, int64_t N, int64_t
                   int64_t lda, int64_t sA, const T* B, int64_t ldb, int64_t sB, T* C, int64_t ldc,
                   int64_t sC) {
   if (!p.dev.is_cuda() || !p.off_a.empty() || !p.off_b.empty() || p.batch == 1) return false;
-  on_device("matmul", p.dev, [&] {
-    cuda::gemm(cdt(dtype_of<T>::value), ta, tb, M, N, K, 1.0, A, lda, sA, B, ldb, sB, 0.0, C, ldc,
-               sC, p.batch);
-  });
+  kernels("matmul", p.dev)
+      .gemm(cdt(dtype_of<T>::value), ta, tb, M, N, K, 1.0, A, lda, sA, B, ldb, sB, 0.0, C, ldc, sC,
+            p.batch);
   return true;
 }
 
@@ -293,9 +291,9 @@ void fill_rows(Device dev, T* y, const T* b, int64_t N, int64_t Cout) {
     for (int64_t r = 0; r < N; ++r) std::memcpy(y + r * Cout, b, Cout * sizeof(T));
     return;
   }
-  cuda::Strided st = make_strided({N, Cout}, {});
+  kern::Strided st = make_strided({N, Cout}, {});
   set_operand(st, 1, {0, 1}, 0);
-  on_device("linear", dev, [&] { cuda::strided_copy(cdt(dtype_of<T>::value), y, b, st); });
+  kernels("linear", dev).strided_copy(cdt(dtype_of<T>::value), y, b, st);
 }
 template <typename T>
 void linear_forward(Device dev, const T* x, const T* w, const T* b, T* y, int64_t N, int64_t Cin,
@@ -307,8 +305,8 @@ void linear_forward(Device dev, const T* x, const T* w, const T* b, T* y, int64_
 template <typename T>
 void bias_backward(Device dev, const T* dy, T* db, int64_t N, int64_t Cout) {
   if (dev.is_cuda()) {
-    on_device("linear backward", dev,
-              [&] { cuda::reduce(cuda::RedOp::Sum, cdt(dtype_of<T>::value), db, dy, 1, N, Cout); });
+    kernels("linear backward", dev)
+        .reduce(kern::RedOp::Sum, cdt(dtype_of<T>::value), db, dy, 1, N, Cout);
     return;
   }
   // Blocks of kRows rows are summed in T (vectorised across columns), each block's sum added

@@ -129,7 +129,7 @@ Tensor spread_sum(const Tensor& g, const ReducePlan& p, double scale) {
 
 // ---- CUDA: the same reductions, composed from the reduce kernel and broadcasting ops ----
 // The reduction of x on its CUDA device, shaped as the op returns it.
-Tensor cuda_reduced(const Tensor& x, const ReducePlan& p, cuda::RedOp op) {
+Tensor cuda_reduced(const Tensor& x, const ReducePlan& p, kern::RedOp op) {
   return reshape(cuda_reduce(x, p.reduced, op), p.out_shape);
 }
 // dout (out_shape) seen at every input position: expanded back over the reduced dims.
@@ -138,8 +138,8 @@ Tensor cuda_spread(const Tensor& g, const ReducePlan& p) {
 }
 Tensor cuda_sum(const Tensor& x, const ReducePlan& p) {
   if (!is_floating(x.dtype()))
-    return cuda_reduced(x.to(kInt64), p, cuda::RedOp::Sum);  // int64 and bool sum to int64
-  Tensor out = cuda_reduced(x, p, cuda::RedOp::Sum);
+    return cuda_reduced(x.to(kInt64), p, kern::RedOp::Sum);  // int64 and bool sum to int64
+  Tensor out = cuda_reduced(x, p, kern::RedOp::Sum);
   if (needs_record({&x})) {
     record(
         "sum", out, {x},
@@ -150,7 +150,7 @@ Tensor cuda_sum(const Tensor& x, const ReducePlan& p) {
 }
 // amax with ties sharing the gradient, as on the CPU.
 Tensor cuda_max(const Tensor& x, const ReducePlan& p) {
-  Tensor out = cuda_reduced(x, p, cuda::RedOp::Max);
+  Tensor out = cuda_reduced(x, p, kern::RedOp::Max);
   if (needs_record({&x})) {
     Tensor sx = x.detach(), sm = out.detach();
     record("max", out, {x},
@@ -159,7 +159,7 @@ Tensor cuda_max(const Tensor& x, const ReducePlan& p) {
                .saved(sx, sm),
            [p, sx, sm](const Tensor& g) -> std::vector<Tensor> {
              Tensor hit = eq(sx, cuda_spread(sm, p)).to(sx.dtype());
-             Tensor ties = reshape(cuda_reduce(hit, p.reduced, cuda::RedOp::Sum), p.out_shape);
+             Tensor ties = reshape(cuda_reduce(hit, p.reduced, kern::RedOp::Sum), p.out_shape);
              return {mul(hit, cuda_spread(div(g, ties), p))};
            });
   }
@@ -317,10 +317,9 @@ Tensor argmax(const Tensor& x_in, int64_t dim, bool keepdim, Site site) {
   check_nonempty(p, "argmax", {dim});
   Tensor out = Tensor::empty(p.out_shape, kInt64, x.device());
   if (on_cuda(x)) {
-    on_device("argmax", x.device(), [&] {
-      cuda::argmax(cdt(x.dtype()), static_cast<int64_t*>(out.data_ptr()), x.data_ptr(), p.outer,
-                   p.red, p.inner);
-    });
+    kernels("argmax", x.device())
+        .argmax(cdt(x.dtype()), static_cast<int64_t*>(out.data_ptr()), x.data_ptr(), p.outer, p.red,
+                p.inner);
     return out;
   }
   dispatch_all(x.dtype(), [&](auto tag) {

@@ -51,10 +51,9 @@ Tensor detail::view_scatter(const Tensor& g_in, const Shape& in_shape, const Sha
   if (on_cuda(g)) {
     Tensor dx = zeros(in_shape, g.dtype(), g.device());
     if (g.numel() == 0) return dx;
-    cuda::Strided cs = make_strided(g.shape(), {&g.shape()});
+    kern::Strided cs = make_strided(g.shape(), {&g.shape()});
     set_operand(cs, 0, st, offset);
-    on_device("scatter", g.device(),
-              [&] { cuda::strided_copy(cdt(g.dtype()), dx.data_ptr(), g.data_ptr(), cs); });
+    kernels("scatter", g.device()).strided_copy(cdt(g.dtype()), dx.data_ptr(), g.data_ptr(), cs);
     return dx;
   }
   Tensor dx = zeros(in_shape, g.dtype());
@@ -469,9 +468,8 @@ Tensor cuda_index_select(const Tensor& x, int64_t d, const Tensor& index) {
   const int64_t outer = span(xs, 0, d), size = xs[d], inner = span(xs, d + 1, x.dim());
   const int64_t k = index.numel();
   const auto* pi = static_cast<const int64_t*>(index.data_ptr());
-  const int64_t bad = k == 0 ? -1 : on_device("index_select", x.device(), [&] {
-    return cuda::first_out_of_range(pi, k, 0, size);
-  });
+  const int64_t bad =
+      k == 0 ? -1 : kernels("index_select", x.device()).first_out_of_range(pi, k, 0, size);
   if (bad >= 0)
     throw Error(fmt::format(
         "index_select: index {} at position {} is out of range for dim {} of size {} (input {}, "
@@ -482,9 +480,8 @@ Tensor cuda_index_select(const Tensor& x, int64_t d, const Tensor& index) {
   os[d] = k;
   Tensor out = Tensor::empty(os, x.dtype(), x.device());
   if (out.numel() > 0)
-    on_device("index_select", x.device(), [&] {
-      cuda::index_select(cdt(x.dtype()), out.data_ptr(), x.data_ptr(), pi, outer, size, k, inner);
-    });
+    kernels("index_select", x.device())
+        .index_select(cdt(x.dtype()), out.data_ptr(), x.data_ptr(), pi, outer, size, k, inner);
   if (needs_record({&x})) {
     Tensor si = index.detach();
     record("index_select", out, {x}, RecordInfo().flops(0, 0).saved(si),
@@ -492,11 +489,10 @@ Tensor cuda_index_select(const Tensor& x, int64_t d, const Tensor& index) {
              Tensor dx = zeros(xs, g.dtype(), g.device());
              const int64_t outer = span(xs, 0, d), size = xs[d], inner = span(xs, d + 1, xs.size());
              if (g.numel() > 0)
-               on_device("index_select backward", g.device(), [&] {
-                 cuda::index_add(cdt(g.dtype()), dx.data_ptr(), g.data_ptr(),
-                                 static_cast<const int64_t*>(si.data_ptr()), outer, size,
-                                 si.numel(), inner, true);
-               });
+               kernels("index_select backward", g.device())
+                   .index_add(cdt(g.dtype()), dx.data_ptr(), g.data_ptr(),
+                              static_cast<const int64_t*>(si.data_ptr()), outer, size, si.numel(),
+                              inner, true);
              return {dx};
            });
   }
@@ -505,10 +501,9 @@ Tensor cuda_index_select(const Tensor& x, int64_t d, const Tensor& index) {
 // Copies x into out at `offset` elements, x's dims strided like out's (a slice of cat's output).
 void cuda_copy_into(const Tensor& out, const Tensor& x, int64_t offset) {
   if (x.numel() == 0) return;
-  cuda::Strided st = make_strided(x.shape(), {&x.shape()});
+  kern::Strided st = make_strided(x.shape(), {&x.shape()});
   set_operand(st, 0, contiguous_strides(out.shape()), offset);
-  on_device("cat", x.device(),
-            [&] { cuda::strided_copy(cdt(x.dtype()), out.data_ptr(), x.data_ptr(), st); });
+  kernels("cat", x.device()).strided_copy(cdt(x.dtype()), out.data_ptr(), x.data_ptr(), st);
 }
 }  // namespace
 

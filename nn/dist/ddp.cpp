@@ -4,7 +4,6 @@
 #include "nn/dist/ddp.hpp"
 
 #include "autograd/tape.hpp"
-#include "cuda/runtime.cuh"
 #include "nn/dist/dist.hpp"
 #include "nn/dist/detail.hpp"
 

@@ -2,7 +2,7 @@
 // copies on a GPU).
 #include "nn/dist/detail.hpp"
 
-#include "cuda/runtime.cuh"
+#include "ops/kernels.hpp"
 
 #include <fmt/format.h>
 
@@ -26,11 +26,8 @@ void copy_elems(const Tensor& dst, int64_t doff, const Tensor& src, int64_t soff
                             dst.device().str(), doff));
   const size_t bytes = static_cast<size_t>(n) * dtype_size(dst.dtype());
   if (dst.is_cuda()) {
-    try {
-      tg::cuda::copy_on_device(base(dst, doff), base(src, soff), bytes, dst.device().index);
-    } catch (const tg::cuda::Error& e) {
-      throw Error(e.what());
-    }
+    tg::detail::kernels("dist copy", dst)
+        .copy_on_device(base(dst, doff), base(src, soff), bytes, dst.device().index);
   } else {
     std::memcpy(base(dst, doff), base(src, soff), bytes);
   }

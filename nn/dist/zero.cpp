@@ -3,8 +3,6 @@
 #include "nn/dist/zero.hpp"
 
 #include "autograd/tape.hpp"
-#include "cuda/kernels.cuh"
-#include "cuda/runtime.cuh"
 #include "nn/dist/detail.hpp"
 #include "ops/ops.hpp"
 #include "nn/dist/dist.hpp"
@@ -118,30 +116,9 @@ void ZeroRedundancyAdamW::step() {
       auto at = [&](const Tensor& t, int64_t off) {
         return static_cast<char*>(t.data_ptr()) + off * static_cast<int64_t>(es);
       };
-      if (p.is_cuda()) {
-        if (sc.maximize) throw Error("ZeroRedundancyAdamW: maximize is not implemented on CUDA");
-        try {
-          tg::cuda::set_device(p.device().index);
-          tg::cuda::adam_step(static_cast<tg::cuda::DT>(p.dtype()), at(p, pc.param_off),
-                              at(s.grad, pc.shard_off), at(s.exp_avg, pc.shard_off),
-                              at(s.exp_avg_sq, pc.shard_off), pc.n, sc.lr, sc.beta1, sc.beta2,
-                              sc.eps, sc.wd, true, 1 - std::pow(sc.beta1, steps_[pc.param]),
-                              1 - std::pow(sc.beta2, steps_[pc.param]));
-        } catch (const tg::cuda::Error& e) {
-          throw Error(e.what());
-        }
-      } else if (p.dtype() == kFloat32) {
-        detail::adam_update(p.data<float>() + pc.param_off, s.grad.data<float>() + pc.shard_off,
-                            s.exp_avg.data<float>() + pc.shard_off,
-                            s.exp_avg_sq.data<float>() + pc.shard_off, nullptr, pc.n, sc);
-      } else if (p.dtype() == kFloat64) {
-        detail::adam_update(p.data<double>() + pc.param_off, s.grad.data<double>() + pc.shard_off,
-                            s.exp_avg.data<double>() + pc.shard_off,
-                            s.exp_avg_sq.data<double>() + pc.shard_off, nullptr, pc.n, sc);
-      } else {
-        throw Error(fmt::format("ZeroRedundancyAdamW: parameter of dtype {} is not floating",
-                                dtype_name(p.dtype())));
-      }
+      detail::adam_step("ZeroRedundancyAdamW", p.device(), p.dtype(), at(p, pc.param_off),
+                        at(s.grad, pc.shard_off), at(s.exp_avg, pc.shard_off),
+                        at(s.exp_avg_sq, pc.shard_off), nullptr, pc.n, sc);
       note_inplace_write(p, "ZeroRedundancyAdamW.step");
     }
   }

@@ -8,13 +8,13 @@
 // fill line. Internal to ops/cpu/.
 #pragma once
 
-#include "cuda/kernels.cuh"  // the op codes; nothing with code or static objects: the AVX-512
-                             // files include this header (see softmax_rows.hpp for why)
+#include "cuda/kernel_codes.hpp"  // the op codes; nothing with code or static objects: the AVX-512
+                                  // files include this header (see softmax_rows.hpp for why)
 
 #include <cstdint>
 
 namespace tg::cpu::isa {
-using cuda::UnOp;
+using kern::UnOp;
 
 struct Table {
   const char* name = nullptr;  // "avx512", or xsimd's name of the build's architecture

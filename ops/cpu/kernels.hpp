@@ -1,37 +1,40 @@
 // ops/cpu/kernels.hpp — the plain C++ face of tapegrad's CPU kernels (ops/cpu/*.cpp): raw
-// pointers, sizes and the op codes of cuda/kernels.cuh, so both backends of an op read one table
-// of codes and the op families (ops/*.cpp) dispatch with one switch. No xtensor here: it stays in
-// the kernel translation units. ops/ checks every argument and shape first; these trust them.
+// pointers, sizes and the op codes of cuda/kernel_codes.hpp, so both backends of an op read one
+// table of codes and the op families (ops/*.cpp) dispatch with one switch. No xtensor here: it
+// stays in the kernel translation units. ops/ checks every argument and shape first; these trust
+// them.
 //
-// Conventions, as in cuda/kernels.cuh: outputs, inputs, saved buffers, sizes, options; every
-// pointer contiguous row-major unless strides say otherwise; T is float or double unless stated.
-// float32 computes in float32 with vectorised math (xsimd), as PyTorch does; sums over long rows
-// accumulate in double. These kernels are the specification the CUDA kernels are tested against.
-// Shape vocabulary: N rows, D a trailing size, (outer, r, inner) a tensor seen around one dim.
+// Conventions, as in cuda/kernels.cuh (which documents each kernel of the list): outputs, inputs,
+// saved buffers, sizes, options; every pointer contiguous row-major unless strides say otherwise; T
+// is float or double unless stated. float32 computes in float32 with vectorised math (xsimd), as
+// PyTorch does; sums over long rows accumulate in double. These kernels are the specification the
+// CUDA kernels are tested against. Shape vocabulary: N rows, D a trailing size, (outer, r, inner) a
+// tensor seen around one dim.
 #pragma once
 
 #include "autograd/tensor.hpp"
-#include "cuda/kernels.cuh"
+#include "cuda/kernel_codes.hpp"
 
 #include <cstdint>
 
 namespace tg::cpu {
 
-using cuda::BinOp;
-using cuda::DT;
-using cuda::RedOp;
-using cuda::UnOp;
+using kern::BinOp;
+using kern::DT;
+using kern::RedOp;
+using kern::UnOp;
 
 // ---- the raw face: the CUDA kernels' signatures (cuda/kernel_list.inc) ----
 // One function per line of the list, dt a float dtype (the caller checked it): the dtype dispatch
 // to the typed kernels below happens inside ops/cpu. ops/kernels.cpp calls these for CPU tensors.
 #define TG_KERNEL(name, params, args) void name params;
+#define TG_CUDA_KERNEL(ret, name, params, args)
 #include "cuda/kernel_list.inc"
+#undef TG_CUDA_KERNEL
 #undef TG_KERNEL
 
-
 // ---- elementwise (ops/cpu/unary.cpp, ops/cpu/binary.cpp) ----
-// out[i] = f(x[i]) for i < n, f as documented for cuda::UnOp (p0, p1 its scalar parameters).
+// out[i] = f(x[i]) for i < n, f as documented for kern::UnOp (p0, p1 its scalar parameters).
 template <typename T>
 void unary(UnOp op, T* out, const T* x, int64_t n, double p0 = 0, double p1 = 0);
 // dx[i] = g[i] · f'(x[i]) where y = f(x); the same reads as cuda::unary_backward (x or y may be

@@ -8,7 +8,7 @@
 // xsimd is not std::'s answer). Internal to ops/cpu/.
 #pragma once
 
-#include "cuda/kernels.cuh"
+#include "cuda/kernel_codes.hpp"
 #include "ops/cpu/simd.hpp"
 
 #include <xsimd/xsimd.hpp>
@@ -20,7 +20,7 @@
 namespace tg::cpu {
 namespace {
 namespace urows {
-using cuda::UnOp;
+using kern::UnOp;
 
 // Rounded from double, as unary.cpp's float64 constants are (the same floats in both files).
 constexpr float kSqrt1_2 = static_cast<float>(0.70710678118654752440);

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdint>
@@ -370,8 +371,26 @@ void dropout_adam_squares() {
   }
   Dev<double> dP(p0), dG(g), dM(std::vector<double>(size_t(n), 0.0)),
       dV(std::vector<double>(size_t(n), 0.0));
-  tc::adam_step(tc::DT::F64, dP.p, dG.p, dM.p, dV.p, n, lr, b1, b2, e, wd, true, bc1, bc2);
+  tc::adam_step(tc::DT::F64, dP.p, dG.p, dM.p, dV.p, nullptr, n, lr, b1, b2, e, wd, true, false,
+                bc1, bc2);
   expect_near("adamw step F64", dP.host(), p, 1e-14);
+
+  // Adam (L2 weight decay) with amsgrad and maximize: half the running maxima start above v.
+  std::vector<double> p2 = p0, m2(size_t(n), 0.01), v2(size_t(n), 1e-4),
+                      vmax(static_cast<size_t>(n));
+  for (size_t i = 0; i < size_t(n); ++i) vmax[i] = i % 2 ? 1e-2 : 0.0;
+  Dev<double> dP2(p2), dM2(m2), dV2(v2), dVmax(vmax);
+  for (size_t i = 0; i < size_t(n); ++i) {
+    const double gi = -g[i] + wd * p2[i];
+    m2[i] = b1 * m2[i] + (1 - b1) * gi;
+    v2[i] = b2 * v2[i] + (1 - b2) * gi * gi;
+    vmax[i] = std::max(vmax[i], v2[i]);
+    p2[i] += (-lr / bc1) * m2[i] / (std::sqrt(vmax[i]) / std::sqrt(bc2) + e);
+  }
+  tc::adam_step(tc::DT::F64, dP2.p, dG.p, dM2.p, dV2.p, dVmax.p, n, lr, b1, b2, e, wd, false, true,
+                bc1, bc2);
+  expect_near("adam amsgrad maximize step F64: p", dP2.host(), p2, 1e-14);
+  expect_near("adam amsgrad maximize step F64: vmax", dVmax.host(), vmax, 1e-15);
 
   double sq = 0;
   for (double xi : x) sq += double(float(xi)) * double(float(xi));

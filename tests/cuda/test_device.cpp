@@ -10,6 +10,8 @@
 #include "nn/optim.hpp"
 #include "nn/transformer.hpp"
 
+#include <memory>
+
 using namespace tg;
 
 TEST_CASE("cuda device: to, cpu, cuda round trip and its gradient") {
@@ -119,6 +121,37 @@ TEST_CASE("cuda training smoke: the loss falls and matches the CPU run (with key
     INFO("step " << i << ": cpu " << cpu[i] << " gpu " << gpu[i]);
     CHECK(std::fabs(cpu[i] - gpu[i]) <= 2e-3 * (1 + std::fabs(cpu[i])));
   }
+}
+
+TEST_CASE("cuda Adam and AdamW: amsgrad, maximize and weight decay match the CPU step") {
+  for (bool decoupled : {false, true})
+    for (DType dt : {kFloat32, kFloat64}) {
+      auto run = [&](Device dev) {
+        manual_seed(3);
+        Tensor p = randn({257}, dt).to(dev).requires_grad_();
+        nn::AdamWOptions o(1e-2);
+        o.amsgrad = true;
+        o.maximize = true;
+        o.weight_decay = 0.05;
+        std::unique_ptr<nn::Optimizer> opt;
+        if (decoupled)
+          opt = std::make_unique<nn::AdamW>(std::vector<Tensor>{p}, o);
+        else
+          opt = std::make_unique<nn::Adam>(std::vector<Tensor>{p}, o);
+        for (int s = 0; s < 4; ++s) {
+          opt->zero_grad();
+          // A gradient that shrinks after step 1, so amsgrad's running max is what gets read.
+          sum(mul(mul(p, p), s == 0 ? 4.0 : 0.25)).backward();
+          opt->step();
+        }
+        return p.detach().cpu().to(kFloat64).to_vector<double>();
+      };
+      const std::vector<double> cpu = run(kCPU), gpu = run(cuda_device());
+      const double tol = dt == kFloat32 ? 2e-6 : 1e-12;
+      INFO((decoupled ? "AdamW " : "Adam ") << dtype_name(dt));
+      REQUIRE(cpu.size() == gpu.size());
+      for (size_t i = 0; i < cpu.size(); ++i) CHECK(std::fabs(cpu[i] - gpu[i]) <= tol);
+    }
 }
 
 TEST_CASE("cuda checkpoints: a GPU module saves and loads into a CPU module") {
