@@ -108,7 +108,7 @@ Tensor make_view(const Tensor& x, const Shape& shape, const Shape& strides, int6
 Tensor view_scatter(const Tensor& g, const Shape& in_shape, const Shape& st, int64_t offset);
 
 // ---- parallel loops ----
-// Work (elements touched) below which a loop stays serial: a parallel region costs ~1 µs.
+// Work (elements touched) below which a loop stays serial: starting a parallel region costs more.
 constexpr int64_t kParallelMin = 1 << 15;
 // Calls f(i) for i in [0, n), in parallel (OpenMP, tg::set_num_threads) when `work` is large.
 // The branch sits outside the pragma: `#pragma omp parallel for if(false)` still enters the

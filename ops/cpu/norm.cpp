@@ -3,9 +3,9 @@
 // variance; backward's two row means) accumulate in double on xsimd batches (simd.hpp); the
 // per-element passes compute in T (float32 in float32, as PyTorch does), with x - mean taken as
 // (x - float(mean)) - (mean - float(mean)) so a row far from 0 keeps its precision.
-// The per-element passes are hand loops, measured against xt::noalias(o) = (x - m)·rs·w + b over
-// 1-D row adaptors (float32, one thread): 193 vs 395 µs on (4096, 128), 195 vs 242 µs on
-// (512, 1024) — xtensor's per-row expression setup costs more than the row's arithmetic.
+// The per-element passes are hand loops rather than xt::noalias(o) = (x - m)·rs·w + b over 1-D
+// row adaptors: xtensor's per-row expression setup costs more than the row's arithmetic
+// (docs/cpu-kernels.md, "The measured exceptions").
 // Rows split across threads; dw/db sum fixed chunks of rows (kChunk, whatever the thread count)
 // in double, then the chunks in order: the same bits at any thread count.
 // Deliberately not here: the op, its checks and record (ops/norm.cpp).

@@ -3,13 +3,11 @@
 // bodies, the dim bookkeeping and the non-adjacent case (a permuted copy first) live in
 // ops/reduce.cpp; sum_to (ops/elementwise.cpp) can call reduce_sum.
 //
-// inner == 1: one contiguous row per output, reduced on xsimd batches (simd.hpp: a double sum per
-// row is 4-20x faster than xt::sum<double>(row), a row max 13x faster than xt::amax, measured).
-// inner > 1: rows of inner elements are combined element by element into a block of outputs
-// (vectorised adds into a double accumulator, or compares for max). Those are plain loops that
-// gcc vectorises: measured on (4096, 128) over dim 0, 67 µs for the loop against 101-313 µs for
-// xt::noalias(acc) += xt::cast<double>(row) (xtensor widens one element at a time) and 52 µs
-// against 149 µs for xt::where(v > m || xt::isnan(v), v, m). Elementwise spreads that read one
+// inner == 1: one contiguous row per output, reduced on xsimd batches (simd.hpp: xt::sum<double>
+// and xt::amax reduce a row scalar-wise). inner > 1: rows of inner elements are combined element
+// by element into a block of outputs (vectorised adds into a double accumulator, or compares for
+// max), plain loops that gcc vectorises, because xtensor widens one element at a time. Both are
+// measured exceptions (docs/cpu-kernels.md has the figures). Elementwise spreads that read one
 // dtype (max and var backward) are xtensor expressions over 1-D adaptors.
 //
 // Threads split the work into (outer row, block of up to kBlock inner outputs) tasks; each output

@@ -2,11 +2,9 @@
 // project's rule for fully masked and NaN rows (kernels.hpp states it). Used by softmax and
 // log_softmax over any dim (ops/softmax.cpp; a non-last dim gathers columns into rows here) and
 // by the fused CPU attention's score rows (ops/cpu/attention.cpp).
-// Written on xsimd batches, not xtensor expressions: measured here (rows of 128 and 1024, f32,
-// one thread), the per-row xtensor form (xt::amax, xt::exp(row - max) into the output,
-// xt::sum<double>, scale) took 3.0-3.4x the time of these loops forward (xt::amax reduces
-// scalar-wise, and each expression costs ~20 ns of setup per row) and xt::sum<double>(g * y) with
-// y ⊙ (g - dot) 1.8-2.2x backward. float32 math in float32 (xsimd::exp), float64 in float64; sums
+// Written on xsimd batches, not xtensor expressions: xt::amax reduces scalar-wise and each
+// per-row expression pays its setup again (docs/cpu-kernels.md, "The measured exceptions").
+// float32 math in float32 (xsimd::exp), float64 in float64; sums
 // accumulate in T lanes over at most kFlush batches, then in double. The row kernels themselves
 // are in softmax_rows.hpp, built here for the build's architecture and in softmax_avx512.cpp for
 // AVX-512; the table of ops/cpu/isa.hpp chooses between them.

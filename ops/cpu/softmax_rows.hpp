@@ -82,10 +82,9 @@ double row_sum(int64_t n, F f, FS fs) {
 // x = n·ln2 + r (|r| <= ln2/2), Cephes' degree-6 polynomial for e^r, then vscalefps (p·2^n).
 // Below -87.3, where e^x leaves the normal floats, the result is 0 (as with flush-to-zero): x is
 // raised to -87.3 for the arithmetic, whose results then stay normal (a denormal or underflowing
-// result costs a microcode assist, measured 3x slower on rows with -inf entries), and those lanes
-// are zeroed; -inf gives 0, NaN stays NaN (max returns its second operand then; NaN < c is false).
-// Within 1.3 ulp of e^x above -87.3 (measured against double in steps of 7e-4: 1.23 ulp at most;
-// exp(100) = inf).
+// result costs a microcode assist), and those lanes are zeroed; -inf gives 0, NaN stays NaN (max
+// returns its second operand then; NaN < c is false); exp(100) = inf. Its speed and accuracy
+// against double: docs/cpu-kernels.md, "The measured exceptions".
 template <typename A, typename T>
 xsimd::batch<T, A> exp(const xsimd::batch<T, A>& x) {
 #if defined(__AVX512F__)
