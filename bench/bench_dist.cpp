@@ -6,7 +6,7 @@
 //                     communication time, the part of it the end of backward waited for, and
 //                     so the part hidden behind backward.
 // Prints one line per row: "dist <name> <value> <unit> ..." (bench/dist.sh keeps them).
-#include "nn/dist/ddp.hpp"
+#include "nn/ddp.hpp"
 #include "nn/dist/dist.hpp"
 #include "text_classification/model.hpp"
 

@@ -3,10 +3,10 @@
 #pragma once
 
 #include "helpers.hpp"
-#include "nn/dist/checkpoint.hpp"
-#include "nn/dist/ddp.hpp"
+#include "nn/checkpoint_distributed.hpp"
+#include "nn/ddp.hpp"
 #include "nn/dist/dist.hpp"
-#include "nn/dist/zero.hpp"
+#include "nn/zero.hpp"
 
 #include <tapegrad.hpp>
 

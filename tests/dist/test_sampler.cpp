@@ -2,7 +2,7 @@
 // reshuffled per epoch, PyTorch's padding and drop_last.
 #include "helpers.hpp"
 #include "nn/dist/dist.hpp"
-#include "nn/dist/sampler.hpp"
+#include "nn/sampler.hpp"
 
 #include <algorithm>
 #include <set>

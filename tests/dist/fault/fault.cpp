@@ -2,7 +2,7 @@
 // SIGKILL (--mode kill), throwing an uncaught exception (--mode throw), or hanging (--mode hang).
 // run_fault.cmake runs it under mpirun and checks the whole job ends non-zero, with a message,
 // within a bounded time (no rank waits forever).
-#include "nn/dist/ddp.hpp"
+#include "nn/ddp.hpp"
 #include "nn/dist/dist.hpp"
 
 #include <tapegrad.hpp>

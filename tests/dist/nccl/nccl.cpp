@@ -2,7 +2,7 @@
 // collective against the CPU result, and 3 DDP steps of a CUDA model against the same steps on
 // the CPU. Exits 77 (ctest: skipped) when the build has no NCCL or the machine no GPU; never
 // passes without running.
-#include "nn/dist/ddp.hpp"
+#include "nn/ddp.hpp"
 #include "nn/dist/dist.hpp"
 
 #include <tapegrad.hpp>

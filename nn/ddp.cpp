@@ -1,11 +1,11 @@
-// nn/dist/ddp.cpp — DistributedDataParallel: the consistency check and broadcast at
+// nn/ddp.cpp — DistributedDataParallel: the consistency check and broadcast at
 // construction, the buckets, the gradient hooks that launch their all-reduce (or reduce-scatter),
 // and the end-of-backward callback that waits and writes the averages back.
-#include "nn/dist/ddp.hpp"
+#include "nn/ddp.hpp"
 
 #include "autograd/tape.hpp"
 #include "nn/dist/dist.hpp"
-#include "nn/dist/detail.hpp"
+#include "nn/flat_copy.hpp"
 
 #include <fmt/format.h>
 
@@ -14,7 +14,7 @@
 
 namespace tg::nn {
 
-namespace ddetail = tg::dist::detail;
+namespace ddetail = tg::nn::detail;
 
 struct DistributedDataParallel::Reducer {
   DDPOptions opts;

@@ -1,8 +1,8 @@
-// nn/dist/checkpoint.cpp — rank 0 writes, every rank loads; generator states per rank.
-#include "nn/dist/checkpoint.hpp"
+// nn/checkpoint_distributed.cpp — rank 0 writes, every rank loads; generator states per rank.
+#include "nn/checkpoint_distributed.hpp"
 
 #include "nn/dist/dist.hpp"
-#include "nn/dist/zero.hpp"
+#include "nn/zero.hpp"
 
 #include <fmt/format.h>
 

@@ -1,9 +1,9 @@
-// nn/dist/zero.cpp — ZeroRedundancyAdamW: the slices of each DDP bucket this rank owns, the
+// nn/zero.cpp — ZeroRedundancyAdamW: the slices of each DDP bucket this rank owns, the
 // AdamW update on them, the parameter all-gather, and the state's gather / re-partition.
-#include "nn/dist/zero.hpp"
+#include "nn/zero.hpp"
 
 #include "autograd/tape.hpp"
-#include "nn/dist/detail.hpp"
+#include "nn/flat_copy.hpp"
 #include "ops/ops.hpp"
 #include "nn/dist/dist.hpp"
 
@@ -14,7 +14,7 @@
 
 namespace tg::nn {
 
-namespace ddetail = tg::dist::detail;
+namespace ddetail = tg::nn::detail;
 
 ZeroRedundancyAdamW::ZeroRedundancyAdamW(DistributedDataParallel& ddp,
                                          const std::vector<ParamGroup>& groups, AdamWOptions opts)

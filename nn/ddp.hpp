@@ -1,4 +1,4 @@
-// nn/dist/ddp.hpp — nn::DistributedDataParallel: the same model on every rank, gradients averaged
+// nn/ddp.hpp — nn::DistributedDataParallel: the same model on every rank, gradients averaged
 // across ranks during backward (PyTorch's DDP semantics, llm.c's data parallelism).
 //
 //   tg::dist::init();
@@ -25,7 +25,7 @@
 // first backward after it averages the accumulated gradients.
 //
 // zero1: each bucket is reduce-scattered instead of all-reduced: rank r keeps the averaged
-// gradient of slice r of every bucket only (see ZeroRedundancyAdamW in nn/dist/zero.hpp, which
+// gradient of slice r of every bucket only (see ZeroRedundancyAdamW in nn/zero.hpp, which
 // steps that slice); the parameters' .grad() keep their local, un-averaged values.
 // Buffers are broadcast at construction only (sync_buffers() does it again on demand).
 #pragma once

@@ -1,6 +1,6 @@
-// nn/dist/detail.cpp — element copies for nn/dist (memcpy on the host, stream-ordered device
-// copies on a GPU).
-#include "nn/dist/detail.hpp"
+// nn/flat_copy.cpp — element copies for DDP and ZeRO-1 (memcpy on the host, a stream-ordered
+// device copy through the kernel table on a GPU).
+#include "nn/flat_copy.hpp"
 
 #include "ops/kernels.hpp"
 
@@ -8,7 +8,7 @@
 
 #include <cstring>
 
-namespace tg::dist::detail {
+namespace tg::nn::detail {
 
 namespace {
 char* base(const Tensor& t, int64_t off) {
@@ -46,4 +46,4 @@ void fill_zeros(const Tensor& dst, int64_t off, int64_t n) {
   }
 }
 
-}  // namespace tg::dist::detail
+}  // namespace tg::nn::detail

@@ -1,4 +1,4 @@
-// nn/dist/zero.hpp — ZeroRedundancyAdamW: AdamW whose state is sharded across ranks (ZeRO
+// nn/zero.hpp — ZeroRedundancyAdamW: AdamW whose state is sharded across ranks (ZeRO
 // stage 1). With DistributedDataParallel(model, {.zero1 = true}) every bucket's gradients are
 // reduce-scattered during backward, so rank r holds the averaged gradient of slice r of each
 // bucket; step() updates that slice of the parameters with its own slice of exp_avg and
@@ -18,7 +18,7 @@
 // (it works on the averaged shards), not nn::clip_grad_norm_.
 #pragma once
 
-#include "nn/dist/ddp.hpp"
+#include "nn/ddp.hpp"
 #include "nn/optim.hpp"
 
 #include <unordered_map>

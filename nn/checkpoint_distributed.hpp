@@ -1,6 +1,6 @@
-// nn/dist/checkpoint.hpp — training checkpoints of a data-parallel run: rank 0 writes (through
-// nn::save_checkpoint, atomically as always), every rank loads the same files. The format is the
-// single-process one (nn/checkpoint.hpp) plus metadata: dist.world_size and every rank's
+// nn/checkpoint_distributed.hpp — training checkpoints of a data-parallel run: rank 0 writes
+// (through nn::save_checkpoint, atomically as always), every rank loads the same files. The format
+// is the single-process one (nn/checkpoint.hpp) plus metadata: dist.world_size and every rank's
 // generator state (dist.rng.<rank>), so a run resumes bit for bit at the same world size, and at
 // another world size with the same weights and optimizer state (ZeRO-1 shards are gathered
 // before saving and re-partitioned after loading; new ranks draw from rank 0's generator state

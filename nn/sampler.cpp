@@ -1,5 +1,5 @@
-// nn/dist/sampler.cpp — DistributedSampler (PyTorch's padding and striding rules).
-#include "nn/dist/sampler.hpp"
+// nn/sampler.cpp — DistributedSampler (PyTorch's padding and striding rules).
+#include "nn/sampler.hpp"
 
 #include "autograd/tensor.hpp"
 #include "nn/dist/dist.hpp"

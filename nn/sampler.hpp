@@ -1,4 +1,4 @@
-// nn/dist/sampler.hpp — DistributedSampler: which examples this rank reads in an epoch, with
+// nn/sampler.hpp — DistributedSampler: which examples this rank reads in an epoch, with
 // torch.utils.data.DistributedSampler's rules. Shuffled (seeded with seed + epoch, the same
 // permutation on every rank), then padded by repeating its first indices to a multiple of the
 // world size (or, with drop_last, cut to one), then every rank takes indices r, r+N, r+2N, ...:

@@ -1,13 +1,13 @@
-// nn/dist/detail.hpp — element copies between flat buffers and parameters on either device,
-// shared by DDP's buckets and ZeRO-1's shards. Internal to nn/dist.
+// nn/flat_copy.hpp — element copies between flat buffers and parameters on either device,
+// shared by DDP's buckets and ZeRO-1's shards (nn/ddp.cpp, nn/zero.cpp). Internal to nn/.
 #pragma once
 
 #include "autograd/tensor.hpp"
 
-namespace tg::dist::detail {
+namespace tg::nn::detail {
 
 // dst[doff .. doff+n) = src[soff .. soff+n), elements; same dtype and device (checked).
 void copy_elems(const Tensor& dst, int64_t doff, const Tensor& src, int64_t soff, int64_t n);
 void fill_zeros(const Tensor& dst, int64_t off, int64_t n);
 
-}  // namespace tg::dist::detail
+}  // namespace tg::nn::detail
