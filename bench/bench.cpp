@@ -10,7 +10,7 @@
 // kGroups, add the PyTorch twin to bench_torch.py, and a row to report.py.
 // Deliberately not here: aggregation across rounds and the table (report.py), thread pinning
 // (run.sh exports OMP_NUM_THREADS / OPENBLAS_NUM_THREADS before starting us).
-#include "tapegrad.hpp"
+#include "bench/harness.hpp"
 #include "ops/cpu/kernels.hpp"  // cpu::simd_kernels (--simd)
 
 #include <cblas.h>
@@ -30,62 +30,7 @@
 extern "C" char* openblas_get_corename();  // OpenBLAS: the kernel set it picked at load
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-struct Options {
-  double budget = 0.8;  // seconds per group of interleaved candidates (one size, one op)
-  std::string filter;   // run only groups whose name contains this
-};
-
-void emit(const std::string& name, double value, const char* unit) {
-  fmt::print("metric {} {:.6g} {}\n", name, value, unit);
-  std::fflush(stdout);
-}
-
-// Seconds per call of f, over one batch of `inner` calls.
-double time_batch(const std::function<void()>& f, int64_t inner) {
-  auto t0 = Clock::now();
-  for (int64_t i = 0; i < inner; ++i) f();
-  return std::chrono::duration<double>(Clock::now() - t0).count() / static_cast<double>(inner);
-}
-
-// Calls per batch so that one batch takes about `target` seconds (after a warm-up call).
-int64_t calibrate(const std::function<void()>& f, double target) {
-  f();
-  int64_t inner = 1;
-  while (inner < (int64_t{1} << 30)) {
-    double t = time_batch(f, inner) * static_cast<double>(inner);
-    if (t >= target) break;
-    inner *= t < target / 16 ? 8 : 2;
-  }
-  return inner;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-// Median seconds per call of each candidate, measured in alternating batches (A B A B …) until
-// `budget` seconds are spent, with at least `min_batches` batches each.
-std::vector<double> interleaved(const std::vector<std::function<void()>>& fs, double budget,
-                                int min_batches = 5) {
-  const double batch_target = std::max(2e-3, budget / (8.0 * static_cast<double>(fs.size())));
-  std::vector<int64_t> inner;
-  for (const auto& f : fs) inner.push_back(calibrate(f, batch_target));
-  std::vector<std::vector<double>> t(fs.size());
-  auto t0 = Clock::now();
-  for (int b = 0;; ++b) {
-    for (size_t i = 0; i < fs.size(); ++i) t[i].push_back(time_batch(fs[i], inner[i]));
-    double spent = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (b + 1 >= min_batches && spent >= budget) break;
-  }
-  std::vector<double> med;
-  for (auto& v : t) med.push_back(median(v));
-  return med;
-}
+using namespace tgbench;
 
 // ---- (a) matmul GFLOP/s: tg::matmul against raw cblas_sgemm on the same operands ----
 void bench_matmul(const Options& o) {
@@ -343,19 +288,6 @@ struct Seq2Seq : tg::nn::Module {
 };
 
 // One training step for each model, over a fixed random batch; returns the step function.
-struct TrainRig {
-  std::shared_ptr<tg::nn::Module> model;
-  std::unique_ptr<tg::nn::AdamW> opt;
-  std::function<tg::Tensor()> loss;
-  double max_grad_norm = 0;  // > 0: clip_grad_norm_(parameters, max_grad_norm) before the step
-  void step() {
-    opt->zero_grad(true);
-    tg::Tensor l = loss();
-    l.backward();
-    if (max_grad_norm > 0) tg::nn::clip_grad_norm_(model->parameters(), max_grad_norm);
-    opt->step();
-  }
-};
 
 TrainRig make_encoder_rig() {
   auto m = std::make_shared<EncoderClassifier>();
@@ -453,16 +385,19 @@ void bench_gpt(const Options& o) {
   emit("train.gpt.tg", s[0] * 1e3, "ms");
 }
 
-// `--steps enc|s2s|gpt N`: N training steps of one model and nothing else (for perf record).
+// `--steps enc|s2s|gpt|nanogpt N`: N training steps of one model and nothing else (for perf
+// record).
 int run_steps(const std::string& kind, int64_t n) {
-  if (kind != "enc" && kind != "s2s" && kind != "gpt") {
-    fmt::print(stderr, "bench_tapegrad --steps: kind must be enc, s2s or gpt, got '{}'\n", kind);
+  if (kind != "enc" && kind != "s2s" && kind != "gpt" && kind != "nanogpt") {
+    fmt::print(stderr, "bench_tapegrad --steps: kind must be enc, s2s, gpt or nanogpt, got '{}'\n",
+               kind);
     return 2;
   }
   tg::manual_seed(0);
   TrainRig r = kind == "enc"   ? make_encoder_rig()
                : kind == "s2s" ? make_seq2seq_rig()
-                               : make_gpt_rig();
+               : kind == "gpt" ? make_gpt_rig()
+                               : make_nanogpt_rig();
   r.step();  // warm-up
   auto t0 = Clock::now();
   for (int64_t i = 0; i < n; ++i) r.step();
@@ -559,6 +494,7 @@ const Group kGroups[] = {
     {"unary", bench_unary},      // gelu, tanh, exp, sigmoid
     {"rowwise", bench_rowwise},  // softmax, layer_norm, sum
     {"gpt", bench_gpt},          // a GPT-style training step
+    {"nanogpt", bench_nanogpt},  // nanoGPT's CPU recipe shape (nanogpt.cpp)
 };
 
 }  // namespace
@@ -590,8 +526,8 @@ int main(int argc, char** argv) {
           "usage: bench_tapegrad [--budget SECONDS] [--filter GROUP] [--native-simd] [--blas-core] "
           "[--simd]\n"
           "       bench_tapegrad [--budget SECONDS] --one local|dense T\n"
-          "       bench_tapegrad --steps enc|s2s|gpt N   (N steps, for a profiler)\n"
-          "groups: matmul, tiny, mha, train, unary, rowwise, gpt (local runs only through "
+          "       bench_tapegrad --steps enc|s2s|gpt|nanogpt N   (N steps, for a profiler)\n"
+          "groups: matmul, tiny, mha, train, unary, rowwise, gpt, nanogpt (local runs only through "
           "--one, one process each)\n");
       return 2;
     }

@@ -3,10 +3,12 @@
 Prints `metric <name> <value> <unit>` lines with the same names as bench/bench.cpp, `torch` in
 place of `tg`. Measures the same way: warm-up, calibrated batches, candidates interleaved, median.
 bench/run.sh pins OMP_NUM_THREADS / OPENBLAS_NUM_THREADS before starting us; we also call
-torch.set_num_threads(1) (it does not reach OpenBLAS's own pool, hence the environment).
+torch.set_num_threads(--threads, default 1), which does not reach OpenBLAS's own pool, hence the
+environment.
 Adding a benchmark: a function that calls emit(), listed in GROUPS, and a row in report.py.
 """
 import argparse
+import math
 import statistics
 import sys
 import time
@@ -362,6 +364,90 @@ def bench_gpt(opts):
     emit("train.gpt.torch", s * 1e3, "ms")
 
 
+class NanoGPT(torch.nn.Module):
+    """nanoGPT's model.py (Karpathy) at its CPU recipe shape, bias-free, with its own LayerNorm
+    and the masked-softmax attention it falls back to on PyTorch 1.13 (no
+    F.scaled_dot_product_attention there); bench/nanogpt.cpp is the tapegrad port."""
+    V, B, T, C, NH, L = 65, 12, 64, 128, 4, 4
+
+    class LayerNorm(torch.nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.ones(n))
+
+        def forward(self, x):
+            return torch.nn.functional.layer_norm(x, self.weight.shape, self.weight, None, 1e-5)
+
+    class Block(torch.nn.Module):
+        def __init__(self, C, NH, T):
+            super().__init__()
+            L = torch.nn.Linear
+            self.NH = NH
+            self.ln_1, self.ln_2 = NanoGPT.LayerNorm(C), NanoGPT.LayerNorm(C)
+            self.c_attn, self.attn_proj = L(C, 3 * C, bias=False), L(C, C, bias=False)
+            self.c_fc, self.mlp_proj = L(C, 4 * C, bias=False), L(4 * C, C, bias=False)
+            self.register_buffer("bias", torch.tril(torch.ones(T, T)).view(1, 1, T, T))
+
+        def attn(self, x):
+            B, T, C = x.size()
+            q, k, v = self.c_attn(x).split(C, dim=2)
+            k = k.view(B, T, self.NH, C // self.NH).transpose(1, 2)
+            q = q.view(B, T, self.NH, C // self.NH).transpose(1, 2)
+            v = v.view(B, T, self.NH, C // self.NH).transpose(1, 2)
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+            att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+            att = torch.nn.functional.softmax(att, dim=-1)
+            y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+            return self.attn_proj(y)
+
+        def forward(self, x):
+            x = x + self.attn(self.ln_1(x))
+            return x + self.mlp_proj(torch.nn.functional.gelu(self.c_fc(self.ln_2(x))))
+
+    def __init__(self):
+        super().__init__()
+        self.wte = torch.nn.Embedding(self.V, self.C)
+        self.wpe = torch.nn.Embedding(self.T, self.C)
+        self.h = torch.nn.ModuleList([self.Block(self.C, self.NH, self.T) for _ in range(self.L)])
+        self.ln_f = self.LayerNorm(self.C)
+        self.lm_head = torch.nn.Linear(self.C, self.V, bias=False)
+        self.wte.weight = self.lm_head.weight  # nanoGPT's weight tying
+        self.register_buffer("positions", torch.arange(self.T))
+
+    def forward(self, idx):
+        x = self.wte(idx) + self.wpe(self.positions[:idx.size(1)])
+        for b in self.h:
+            x = b(x)
+        return self.lm_head(self.ln_f(x))
+
+
+def make_nanogpt_step():
+    F = torch.nn.functional
+    M = NanoGPT
+    m = M().train()
+    idx = torch.randint(0, M.V, (M.B, M.T))
+    targets = torch.randint(0, M.V, (M.B * M.T,))
+    decay = [p for p in m.parameters() if p.dim() >= 2]
+    no_decay = [p for p in m.parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=1e-3, betas=(0.9, 0.99))
+    loss = lambda: F.cross_entropy(m(idx).reshape(M.B * M.T, M.V), targets)
+    n = sum(p.numel() for p in m.parameters())
+    print(f"# train {type(m).__name__}: {n} parameters, first loss {loss().item():.4f}")
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss().backward()
+        torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+        opt.step()
+    return step
+
+
+def bench_nanogpt(opts):
+    (s,) = interleaved([make_nanogpt_step()], opts.budget * 3, 3)
+    emit("train.nanogpt.torch", s * 1e3, "ms")
+
+
 UNARY_SHAPE = (16, 256, 1024)
 
 
@@ -428,17 +514,18 @@ def bench_rowwise(opts):
 
 
 GROUPS = {"matmul": bench_matmul, "tiny": bench_tiny, "mha": bench_mha, "train": bench_train,
-          "unary": bench_unary, "rowwise": bench_rowwise, "gpt": bench_gpt}
+          "unary": bench_unary, "rowwise": bench_rowwise, "gpt": bench_gpt, "nanogpt": bench_nanogpt}
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--budget", type=float, default=0.8, help="seconds per group of candidates")
     p.add_argument("--filter", default="", help="run only groups whose name contains this")
+    p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (run.sh: 1, or 2)")
     p.add_argument("--one", nargs=2, metavar=("KIND", "T"),
                    help="one local-attention configuration in this process: blk|loop|dense T")
     opts = p.parse_args()
-    torch.set_num_threads(1)
+    torch.set_num_threads(opts.threads)
     torch.manual_seed(0)
     if opts.one:
         return run_one(opts.one[0], int(opts.one[1]), opts.budget)

@@ -7,6 +7,7 @@ value and of its baseline, and the ratio tapegrad / baseline computed per round,
 Adding a row: append to ROWS; the metrics come from bench.cpp and bench_torch.py.
 """
 import collections
+import os
 import statistics
 import sys
 
@@ -29,6 +30,8 @@ ROWS += [
     ("train step enc-classifier ms", "train.enc.tg", "train.enc.torch", "torch", ("ratio", "<=", 0.8), None),
     ("train step seq2seq ms", "train.s2s.tg", "train.s2s.torch", "torch", ("ratio", "<=", 0.8), None),
     ("train step gpt ms", "train.gpt.tg", "train.gpt.torch", "torch", ("ratio", "<=", 0.75), None),
+    ("train step nanogpt (4L C128 T64 B12) ms", "train.nanogpt.tg", "train.nanogpt.torch", "torch",
+     ("ratio", "<=", 0.7), None),
     ("mul 4 elems fwd us", "tiny.fwd.tg", "tiny.fwd.torch", "torch", None, None),
     ("mul 4 elems fwd+bwd us", "tiny.fwd_bwd.tg", "tiny.fwd_bwd.torch", "torch", ("value", "<=", 1.0), None),
     ("10 chained mul fwd+bwd us", "chain10.fwd_bwd.tg", "chain10.fwd_bwd.torch", "torch", None, None),
@@ -188,6 +191,48 @@ def local_report(data):
               f"{'ok' if gr <= 1.3 else 'MISS'}")
 
 
+# The rows run again at 2 threads (run.sh: metrics prefixed "t2."): goal, each 2-thread ratio <= its
+# 1-thread ratio; the GPT step >= 1.7x faster at 2 threads than at 1; nanoGPT's step <= 0.7.
+T2_ROWS = [("train step enc-classifier", "train.enc"), ("train step seq2seq", "train.s2s"),
+           ("train step gpt", "train.gpt"), ("train step nanogpt", "train.nanogpt")]
+for tag in MHA_SIZES:
+    for m in ("none", "causal", "pad", "cross"):
+        T2_ROWS.append((f"MHA fwd+bwd {tag} {m}", f"mha.{m}", tag))
+
+
+def two_thread_report(data):
+    if not any(m.startswith("t2.") for m in data):
+        return
+    print()
+    policy = os.environ.get("T2_POLICY", "?")
+    print(f"2 threads (OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 OMP_WAIT_POLICY={policy}, "
+          "torch.set_num_threads(2)), ms, medians "
+          "over rounds; ratios per round, median [min, max]; goal: the 2-thread tg/torch ratio <= the "
+          "1-thread one")
+    head = ["row", "tg 2t", "torch 2t", "tg/torch 2t", "tg/torch 1t", "goal", "tg 1t/2t", "torch 1t/2t"]
+    table, verdicts = [head], []
+    for row in T2_ROWS:
+        label, stem = row[0], row[1]
+        suffix = f".{row[2]}" if len(row) > 2 else ""
+        tg1, th1 = f"{stem}.tg{suffix}", f"{stem}.torch{suffix}"
+        tg2, th2 = f"t2.{tg1}", f"t2.{th1}"
+        if tg2 not in data:
+            continue
+        r2, r1 = ratio(data, tg2, th2), ratio(data, tg1, th1)
+        ok = "n/a" if r2 is None or r1 is None else ("ok" if r2[0] <= r1[0] else "MISS")
+        if stem == "train.nanogpt" and r2 is not None:
+            ok += f"; <= 0.7 {'ok' if r2[0] <= 0.7 else 'MISS'}"
+        sp = ratio(data, tg1, tg2)
+        if stem == "train.gpt" and sp is not None:
+            verdicts.append(f"  GPT step 1 thread / 2 threads = {fmt_ratio(sp)} (>= 1.7)  "
+                            f"{'ok' if sp[0] >= 1.7 else 'MISS'}")
+        table.append([label, fmt_num(med(data, tg2)), fmt_num(med(data, th2)), fmt_ratio(r2), fmt_ratio(r1),
+                      ok, fmt_ratio(sp), fmt_ratio(ratio(data, th1, th2))])
+    print_table(table)
+    for v in verdicts:
+        print(v)
+
+
 def main():
     data, _ = load(sys.argv[1])
     rounds = sorted({r for m, v in data.items() if not m.startswith("local.") for r in v})
@@ -198,6 +243,7 @@ def main():
     note = f", {sys.argv[2]}" if len(sys.argv) > 2 else ""
     if not rows:  # e.g. FILTER=local
         print(f"tapegrad benchmarks: 1 thread{note}")
+        two_thread_report(data)
         local_report(data)
         return
     print(f"tapegrad benchmarks: {len(rounds)} rounds, 1 thread{note}; medians over rounds; ratio = tapegrad / "
@@ -207,6 +253,7 @@ def main():
                         for j, (c, w) in enumerate(zip(line, widths))).rstrip())
         if i == 0:
             print("  ".join("-" * w for w in widths))
+    two_thread_report(data)
     local_report(data)
 
 

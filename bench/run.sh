@@ -7,8 +7,12 @@
 #   FILTER=mha / FILTER=local         only the MHA rows / only the local-attention table
 #   FILTER=train                      only the two training-step rows (~1–2 min)
 #   FILTER=unary / FILTER=rowwise     only gelu, tanh, exp, sigmoid / softmax, layer_norm, sum
-#   FILTER=gpt                        only the GPT-style training step
-# Groups: matmul, tiny, mha, train, unary, rowwise, gpt (in-process, interleaved rounds) and local
+#   FILTER=gpt                        the GPT-style and the nanoGPT-shaped training steps
+#   FILTER=nanogpt                    only the nanoGPT-shaped step (bench/nanogpt.cpp)
+#   T2_ROUNDS=0                       skip the 2-thread rounds (mha, train, gpt, nanogpt; default:
+#                                     ROUNDS)
+# Groups: matmul, tiny, mha, train, unary, rowwise, gpt, nanogpt (in-process, interleaved rounds),
+# the 2-thread rounds of mha, train, gpt and nanogpt (both sides at 2 threads), and local
 # (one fresh process per configuration, LROUNDS rounds, each round all T interleaved: tg local, tg
 # dense, torch blockwise (unfold, and a Python loop), torch dense). FILTER matches group names.
 # Raw lines are kept in $BUILD/bench_raw.txt.
@@ -55,13 +59,42 @@ have_torch=1
 raw="$build/bench_raw.txt"
 : >"$raw"
 in_process=0
-for g in matmul tiny mha train unary rowwise gpt; do want $g && in_process=1; done
+for g in matmul tiny mha train unary rowwise gpt nanogpt; do want $g && in_process=1; done
 for ((r = 0; in_process && r <= rounds; r++)); do
   echo "round $r/$rounds$([[ $r == 0 ]] && echo ' (warm-up, dropped)')" >&2
   "$build/bench/bench_tapegrad" --budget "$budget" ${filter:+--filter "$filter"} | sed "s/^/$r /" >>"$raw"
   if [[ $have_torch == 1 ]]; then
     "$python" bench/bench_torch.py --budget "$budget" ${filter:+--filter "$filter"} | sed "s/^/$r /" >>"$raw"
   fi
+done
+
+# The training steps and MHA again at 2 threads on both sides (metrics prefixed "t2."), interleaved
+# round by round like the 1-thread rounds; "gpt" selects the GPT and the nanoGPT steps. Both sides
+# run with OMP_WAIT_POLICY=passive (unless the caller set a policy), as tapegrad's programs do
+# (autograd/openmp_wait.hpp): libgomp's spinning idle workers take the cores OpenBLAS's threads
+# and the next region need, on either side (bench/README.md has the figures). Skipped on a 1-CPU
+# machine or with T2_ROUNDS=0.
+t2_policy=${OMP_WAIT_POLICY:-passive}
+t2_rounds=${T2_ROUNDS:-$rounds}
+(( $(nproc --all) < 2 )) && t2_rounds=0  # plain nproc reads OMP_NUM_THREADS (1 here)
+t2_groups=()
+for g in mha train gpt nanogpt; do
+  want $g || continue
+  [[ $g == nanogpt ]] && want gpt && continue  # the filter "gpt" already runs nanogpt
+  t2_groups+=("$g")
+done
+for ((r = 0; t2_rounds > 0 && ${#t2_groups[@]} > 0 && r <= t2_rounds; r++)); do
+  echo "2-thread round $r/$t2_rounds$([[ $r == 0 ]] && echo ' (warm-up, dropped)')" >&2
+  for g in "${t2_groups[@]}"; do
+    OMP_WAIT_POLICY=$t2_policy OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 \
+      "$build/bench/bench_tapegrad" --budget "$budget" \
+      --filter "$g" | sed "s/^metric /metric t2./; s/^/$r /" >>"$raw"
+    if [[ $have_torch == 1 ]]; then
+      OMP_WAIT_POLICY=$t2_policy OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 \
+        "$python" bench/bench_torch.py --threads 2 \
+        --budget "$budget" --filter "$g" | sed "s/^metric /metric t2./; s/^/$r /" >>"$raw"
+    fi
+  done
 done
 
 # Local attention: one fresh process per (side, path, T) so that ru_maxrss is that
@@ -88,4 +121,4 @@ if want local; then
   done
 fi
 simd=$("$build/bench/bench_tapegrad" --simd)
-python3 bench/report.py "$raw" "OpenBLAS core $core, our kernels $simd"  # needs no torch
+T2_POLICY=$t2_policy python3 bench/report.py "$raw" "OpenBLAS core $core, our kernels $simd"  # needs no torch

@@ -1,0 +1,95 @@
+// bench/harness.hpp — what bench_tapegrad's groups share: the options, emit() (one
+// `metric <name> <value> <unit>` line), interleaved() (candidates timed in alternating batches,
+// median per candidate) and TrainRig (one model's training step). Used by bench.cpp and
+// nanogpt.cpp. Deliberately not here: the groups themselves.
+#pragma once
+
+#include "tapegrad.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tgbench {
+
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  double budget = 0.8;  // seconds per group of interleaved candidates (one size, one op)
+  std::string filter;   // run only groups whose name contains this
+};
+
+inline void emit(const std::string& name, double value, const char* unit) {
+  fmt::print("metric {} {:.6g} {}\n", name, value, unit);
+  std::fflush(stdout);
+}
+
+// Seconds per call of f, over one batch of `inner` calls.
+inline double time_batch(const std::function<void()>& f, int64_t inner) {
+  auto t0 = Clock::now();
+  for (int64_t i = 0; i < inner; ++i) f();
+  return std::chrono::duration<double>(Clock::now() - t0).count() / static_cast<double>(inner);
+}
+
+// Calls per batch so that one batch takes about `target` seconds (after a warm-up call).
+inline int64_t calibrate(const std::function<void()>& f, double target) {
+  f();
+  int64_t inner = 1;
+  while (inner < (int64_t{1} << 30)) {
+    double t = time_batch(f, inner) * static_cast<double>(inner);
+    if (t >= target) break;
+    inner *= t < target / 16 ? 8 : 2;
+  }
+  return inner;
+}
+
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Median seconds per call of each candidate, measured in alternating batches (A B A B …) until
+// `budget` seconds are spent, with at least `min_batches` batches each.
+inline std::vector<double> interleaved(const std::vector<std::function<void()>>& fs, double budget,
+                                       int min_batches = 5) {
+  const double batch_target = std::max(2e-3, budget / (8.0 * static_cast<double>(fs.size())));
+  std::vector<int64_t> inner;
+  for (const auto& f : fs) inner.push_back(calibrate(f, batch_target));
+  std::vector<std::vector<double>> t(fs.size());
+  auto t0 = Clock::now();
+  for (int b = 0;; ++b) {
+    for (size_t i = 0; i < fs.size(); ++i) t[i].push_back(time_batch(fs[i], inner[i]));
+    double spent = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (b + 1 >= min_batches && spent >= budget) break;
+  }
+  std::vector<double> med;
+  for (auto& v : t) med.push_back(median(v));
+  return med;
+}
+
+struct TrainRig {
+  std::shared_ptr<tg::nn::Module> model;
+  std::unique_ptr<tg::nn::AdamW> opt;
+  std::function<tg::Tensor()> loss;
+  double max_grad_norm = 0;  // > 0: clip_grad_norm_(parameters, max_grad_norm) before the step
+  void step() {
+    opt->zero_grad(true);
+    tg::Tensor l = loss();
+    l.backward();
+    if (max_grad_norm > 0) tg::nn::clip_grad_norm_(model->parameters(), max_grad_norm);
+    opt->step();
+  }
+};
+
+// The nanoGPT-shaped training step (nanogpt.cpp): the group and its `--steps` rig.
+void bench_nanogpt(const Options& o);
+TrainRig make_nanogpt_rig();
+
+}  // namespace tgbench
