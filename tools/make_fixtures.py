@@ -1,49 +1,52 @@
 #!/usr/bin/python3
-"""tools/make_fixtures.py — PyTorch reference values for tests/ops/test_parity.cpp (and the matmul
-parity test), written as small float64 .npy files into tests/fixtures/.
+"""tools/make_fixtures.py — PyTorch reference values for tests/ops/test_parity.cpp: softmax,
+log_softmax, layer_norm, gelu, cross_entropy and broadcasting matmul, one small file per case,
+tests/fixtures/<family>/<case>.safetensors (through tools/fixture_io.py).
 
-Run with Debian's torch (1.13, CPU):  /usr/bin/python3 tools/make_fixtures.py
-Every case <name> writes:
-  <name>_<input>.npy    each input (float64; int64 for targets)
-  <name>_out.npy        the op's output
-  <name>_dout.npy       the fixed upstream gradient fed to backward (same shape as out)
-  <name>_d<input>.npy   the gradient of each differentiable input
+Run with Debian's torch (1.13, CPU):  /usr/bin/python3 tools/make_fixtures.py [--out DIR]
+Every case file holds the tensors
+  <input>      each input (float64; int64 for targets)
+  out          the op's output
+  dout         the fixed upstream gradient fed to backward (same shape as out)
+  d<input>     the gradient of each differentiable input
 Seeds are fixed, so rerunning reproduces the files byte for byte.
 """
+import argparse
 import os
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
+import fixture_io
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-OUT = os.path.join(HERE, "..", "tests", "fixtures")
+OUT = os.path.normpath(os.path.join(HERE, "..", "tests", "fixtures"))
 
 
-def save(name, arr):
-    arr = arr.detach().numpy() if isinstance(arr, torch.Tensor) else arr
-    np.save(os.path.join(OUT, name + ".npy"), np.array(arr, order="C"))  # keeps 0-dim shapes
-
-
-def case(name, fn, inputs, seed):
+def case(family, name, fn, inputs, seed):
     """inputs: list of (arg name, tensor); float tensors get gradients."""
     g = torch.Generator().manual_seed(seed)
-    leaves = []
+    leaves, tensors = [], {}
     for arg, t in inputs:
         if t.is_floating_point():
             t = t.clone().requires_grad_()
         leaves.append(t)
-        save(f"{name}_{arg}", t)
+        tensors[arg] = t
     out = fn(*leaves)
     dout = torch.randn(out.shape, generator=g, dtype=torch.float64)
     diff = [t for t in leaves if t.requires_grad]
     grads = torch.autograd.grad(out, diff, dout)
-    save(f"{name}_out", out)
-    save(f"{name}_dout", dout)
+    tensors["out"] = out
+    tensors["dout"] = dout
     gi = iter(grads)
     for (arg, _), t in zip(inputs, leaves):
         if t.requires_grad:
-            save(f"{name}_d{arg}", next(gi))
+            tensors[f"d{arg}"] = next(gi)
+    fixture_io.write(fixture_io.case_path(OUT, family, name), tensors)
+    N[0] += 1
+
+
+N = [0]  # case files written
 
 
 def randn(*shape, seed):
@@ -51,52 +54,54 @@ def randn(*shape, seed):
 
 
 def main():
-    os.makedirs(OUT, exist_ok=True)
+    global OUT
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=OUT, help="fixtures root (default: tests/fixtures)")
+    OUT = ap.parse_args().out
     torch.manual_seed(0)
 
     # softmax / log_softmax
-    case("softmax_dim1", lambda x: F.softmax(x, 1), [("x", randn(3, 5, seed=1))], 101)
-    case("softmax_dim0", lambda x: F.softmax(x, 0), [("x", randn(4, 2, 3, seed=2))], 102)
-    case("log_softmax_dimm1", lambda x: F.log_softmax(x, -1), [("x", randn(2, 3, 6, seed=3))], 103)
-    case("log_softmax_dim1", lambda x: F.log_softmax(x, 1), [("x", randn(2, 4, 3, seed=4))], 104)
+    case("softmax", "dim1", lambda x: F.softmax(x, 1), [("x", randn(3, 5, seed=1))], 101)
+    case("softmax", "dim0", lambda x: F.softmax(x, 0), [("x", randn(4, 2, 3, seed=2))], 102)
+    case("log_softmax", "dimm1", lambda x: F.log_softmax(x, -1), [("x", randn(2, 3, 6, seed=3))], 103)
+    case("log_softmax", "dim1", lambda x: F.log_softmax(x, 1), [("x", randn(2, 4, 3, seed=4))], 104)
 
     # layer_norm with weight and bias, over 1 and 2 trailing dims
-    case("layer_norm_1d", lambda x, w, b: F.layer_norm(x, (6,), w, b, 1e-5),
+    case("layer_norm", "1d", lambda x, w, b: F.layer_norm(x, (6,), w, b, 1e-5),
          [("x", randn(2, 3, 6, seed=5) * 2 + 1), ("w", randn(6, seed=6)), ("b", randn(6, seed=7))], 105)
-    case("layer_norm_2d", lambda x, w, b: F.layer_norm(x, (3, 4), w, b, 1e-5),
+    case("layer_norm", "2d", lambda x, w, b: F.layer_norm(x, (3, 4), w, b, 1e-5),
          [("x", randn(2, 3, 4, seed=8)), ("w", randn(3, 4, seed=9)), ("b", randn(3, 4, seed=10))], 106)
 
     # gelu
-    case("gelu_none", lambda x: F.gelu(x), [("x", randn(4, 5, seed=11) * 2)], 107)
-    case("gelu_tanh", lambda x: F.gelu(x, approximate="tanh"), [("x", randn(4, 5, seed=12) * 2)], 108)
+    case("gelu", "none", lambda x: F.gelu(x), [("x", randn(4, 5, seed=11) * 2)], 107)
+    case("gelu", "tanh", lambda x: F.gelu(x, approximate="tanh"), [("x", randn(4, 5, seed=12) * 2)], 108)
 
     # cross_entropy
     logits = randn(6, 5, seed=13) * 2
     tgt = torch.tensor([1, 0, 4, 2, 2, 3])
     tgt_ign = torch.tensor([1, -100, 4, 2, -100, 3])
     for red in ("mean", "sum", "none"):
-        case(f"ce_{red}", lambda x, t, red=red: F.cross_entropy(x, t, reduction=red),
+        case("cross_entropy", red, lambda x, t, red=red: F.cross_entropy(x, t, reduction=red),
              [("x", logits), ("t", tgt)], 109)
-    case("ce_ignore", lambda x, t: F.cross_entropy(x, t, ignore_index=-100), [("x", logits), ("t", tgt_ign)], 110)
-    case("ce_smooth", lambda x, t: F.cross_entropy(x, t, label_smoothing=0.1), [("x", logits), ("t", tgt)], 111)
-    case("ce_smooth_ignore_none",
+    case("cross_entropy", "ignore", lambda x, t: F.cross_entropy(x, t, ignore_index=-100), [("x", logits), ("t", tgt_ign)], 110)
+    case("cross_entropy", "smooth", lambda x, t: F.cross_entropy(x, t, label_smoothing=0.1), [("x", logits), ("t", tgt)], 111)
+    case("cross_entropy", "smooth_ignore_none",
          lambda x, t: F.cross_entropy(x, t, ignore_index=-100, label_smoothing=0.2, reduction="none"),
          [("x", logits), ("t", tgt_ign)], 112)
-    case("ce_smooth_ignore_mean",
+    case("cross_entropy", "smooth_ignore_mean",
          lambda x, t: F.cross_entropy(x, t, ignore_index=2, label_smoothing=0.3),
          [("x", logits), ("t", tgt)], 113)
     tgt_ncd = torch.tensor([[0, 3, 1], [2, -100, 3]])
-    case("ce_ncd", lambda x, t: F.cross_entropy(x, t, label_smoothing=0.05),
+    case("cross_entropy", "ncd", lambda x, t: F.cross_entropy(x, t, label_smoothing=0.05),
          [("x", randn(2, 4, 3, seed=14)), ("t", tgt_ncd)], 114)
-    case("ce_ncd_none", lambda x, t: F.cross_entropy(x, t, reduction="none"),
+    case("cross_entropy", "ncd_none", lambda x, t: F.cross_entropy(x, t, reduction="none"),
          [("x", randn(2, 4, 3, seed=14)), ("t", tgt_ncd)], 115)
 
     # broadcasting matmul (the test lives with the matmul family)
-    case("matmul_4d3d", torch.matmul, [("a", randn(2, 1, 3, 4, seed=15)), ("b", randn(5, 4, 6, seed=16))], 116)
-    case("matmul_1d3d", torch.matmul, [("a", randn(4, seed=17)), ("b", randn(2, 4, 3, seed=18))], 117)
+    case("matmul", "4d3d", torch.matmul, [("a", randn(2, 1, 3, 4, seed=15)), ("b", randn(5, 4, 6, seed=16))], 116)
+    case("matmul", "1d3d", torch.matmul, [("a", randn(4, seed=17)), ("b", randn(2, 4, 3, seed=18))], 117)
 
-    total = sum(os.path.getsize(os.path.join(OUT, f)) for f in os.listdir(OUT) if f.endswith(".npy"))
-    print(f"wrote {len(os.listdir(OUT))} files, {total} bytes, into {os.path.normpath(OUT)}")
+    print(f"wrote {N[0]} case files into {OUT}")
 
 
 if __name__ == "__main__":
