@@ -1,30 +1,38 @@
 #!/usr/bin/python3
-"""tools/make_nn_fixtures.py — PyTorch reference values for tests/nn/test_optim.cpp, written as small
-float64 .npy files into tests/fixtures/nn_*.npy.
+"""tools/make_nn_fixtures.py — PyTorch reference values for tests/nn/test_optim.cpp and
+tests/nn/test_schedule_clip.cpp, float64, one file per case (through tools/fixture_io.py):
 
-Run with Debian's torch (1.13, CPU):  /usr/bin/python3 tools/make_nn_fixtures.py
-Files:
-  nn_problem_{W,b,X,Y}.npy      the fixed problem: loss = sum((X·Wᵀ + b - Y)²), W (3,4), b (3)
-  nn_<opt>_{W,b}.npy            W and b after STEPS (20) steps of each optimizer on that loss
-  nn_<opt>_loss.npy             the loss before each of the STEPS steps
-  nn_sched_<name>.npy           get_last_lr() after construction and after each step (group 0)
-  nn_clip_g{0,1}.npy            two fixed gradients; nn_clip_<case>_{total,g0,g1}.npy the results
+Run with Debian's torch (1.13, CPU):  /usr/bin/python3 tools/make_nn_fixtures.py [--out DIR]
+Files under tests/fixtures/ (tensors in brackets):
+  nn_optim/problem.safetensors  [W, b, X, Y] the fixed problem: loss = sum((X·Wᵀ + b - Y)²),
+                                W (3,4), b (3)
+  nn_optim/<opt>.safetensors    [W, b] after STEPS (20) steps of each optimizer on that loss,
+                                [loss] the loss before each of the STEPS steps
+  nn_sched/<name>.safetensors   [lr] get_last_lr() after construction and after each step (group 0)
+  nn_clip/inputs.safetensors    [g0, g1] two fixed gradients;
+  nn_clip/<case>.safetensors    [total (not for value), g0, g1] the results
 Everything is deterministic (fixed values, seeded generators), so reruns give the same bytes.
 """
+import argparse
 import math
 import os
 
 import numpy as np
 import torch
 
+import fixture_io
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-OUT = os.path.join(HERE, "..", "tests", "fixtures")
+OUT = os.path.normpath(os.path.join(HERE, "..", "tests", "fixtures"))
 STEPS = 20  # optimizer trajectory length (the issue asks for 20 steps matching PyTorch)
 
 
-def save(name, arr):
-    arr = arr.detach().numpy() if isinstance(arr, torch.Tensor) else np.asarray(arr, dtype=np.float64)
-    np.save(os.path.join(OUT, "nn_" + name + ".npy"), np.array(arr, order="C"))
+def f64(arr):
+    return arr.detach().numpy() if isinstance(arr, torch.Tensor) else np.asarray(arr, dtype=np.float64)
+
+
+def save(family, case, tensors):
+    fixture_io.write(fixture_io.case_path(OUT, family, case), {n: f64(t) for n, t in tensors.items()})
 
 
 def randn(*shape, seed):
@@ -50,17 +58,12 @@ def run_optimizer(name, make):
         losses.append(loss.item())
         loss.backward()
         opt.step()
-    save(f"{name}_W", W)
-    save(f"{name}_b", b)
-    save(f"{name}_loss", losses)
+    save("nn_optim", name, {"W": W, "b": b, "loss": losses})
 
 
 def optimizers():
     W, b, X, Y = problem()
-    save("problem_W", W)
-    save("problem_b", b)
-    save("problem_X", X)
-    save("problem_Y", Y)
+    save("nn_optim", "problem", {"W": W, "b": b, "X": X, "Y": Y})
     run_optimizer("sgd_momentum", lambda W, b: torch.optim.SGD([W, b], lr=0.01, momentum=0.9))
     run_optimizer("sgd", lambda W, b: torch.optim.SGD([W, b], lr=0.01, momentum=0.9, nesterov=True,
                                                         weight_decay=0.1))
@@ -100,7 +103,7 @@ def schedule(name, base_lr, make, steps):
         opt.step()
         sched.step()
         lrs.append(sched.get_last_lr()[0])
-    save(f"sched_{name}", lrs)
+    save("nn_sched", name, {"lr": lrs})
 
 
 def schedulers():
@@ -114,15 +117,14 @@ def clip_case(name, fn):
     p0, p1 = torch.zeros(3, 4, dtype=torch.float64), torch.zeros(5, dtype=torch.float64)
     p0.grad, p1.grad = g0.clone(), g1.clone()
     total = fn([p0, p1])
+    tensors = {"g0": p0.grad, "g1": p1.grad}
     if total is not None:
-        save(f"clip_{name}_total", [float(total)])
-    save(f"clip_{name}_g0", p0.grad)
-    save(f"clip_{name}_g1", p1.grad)
+        tensors["total"] = [float(total)]
+    save("nn_clip", name, tensors)
 
 
 def clipping():
-    save("clip_g0", randn(3, 4, seed=21))
-    save("clip_g1", randn(5, seed=22))
+    save("nn_clip", "inputs", {"g0": randn(3, 4, seed=21), "g1": randn(5, seed=22)})
     clip = torch.nn.utils
     clip_case("norm2", lambda ps: clip.clip_grad_norm_(ps, 1.0))
     clip_case("norm3", lambda ps: clip.clip_grad_norm_(ps, 0.5, norm_type=3.0))
@@ -132,7 +134,10 @@ def clipping():
 
 
 def main():
-    os.makedirs(OUT, exist_ok=True)
+    global OUT
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=OUT, help="fixtures root (default: tests/fixtures)")
+    OUT = ap.parse_args().out
     optimizers()
     schedulers()
     clipping()

@@ -1,9 +1,10 @@
 // tests/nn/test_optim.cpp — SGD, Adam and AdamW against PyTorch 1.13 (20-step trajectories
-// from tools/make_nn_fixtures.py: every loss and the final parameters), parameter groups,
+// from tools/make_nn_fixtures.py in tests/fixtures/nn_optim: every loss and the final parameters),
+// parameter groups,
 // optimizer state dicts, option checks and the initialisers' ranges.
+#include "fixtures.hpp"
 #include "helpers.hpp"
 
-#include "autograd/io.hpp"
 #include "nn/init.hpp"
 #include "nn/layers.hpp"
 #include "nn/optim.hpp"
@@ -14,8 +15,10 @@
 using namespace tg;
 
 namespace {
-Tensor fixture(const std::string& name) {
-  return load_npy(std::string(TG_FIXTURES) + "/nn_" + name + ".npy");
+// tests/fixtures/nn_optim/<c>.safetensors: "problem" holds W, b, X, Y; every optimizer case its
+// final W, b and the loss before each step.
+Tensor fixture(const std::string& c, const std::string& name) {
+  return tgt::Fixture("nn_optim/" + c).tensor(name);
 }
 
 constexpr int kSteps = 20;  // STEPS in tools/make_nn_fixtures.py
@@ -28,9 +31,9 @@ constexpr int kSteps = 20;  // STEPS in tools/make_nn_fixtures.py
 void check_against_torch(
     const std::string& name,
     const std::function<std::unique_ptr<nn::Optimizer>(Tensor W, Tensor b)>& make) {
-  Tensor W = fixture("problem_W").clone().requires_grad_(),
-         b = fixture("problem_b").clone().requires_grad_();
-  Tensor X = fixture("problem_X"), Y = fixture("problem_Y");
+  Tensor W = fixture("problem", "W").clone().requires_grad_(),
+         b = fixture("problem", "b").clone().requires_grad_();
+  Tensor X = fixture("problem", "X"), Y = fixture("problem", "Y");
   auto opt = make(W, b);
   std::vector<double> losses;
   for (int i = 0; i < kSteps; ++i) {
@@ -41,11 +44,11 @@ void check_against_torch(
     loss.backward();
     opt->step();
   }
-  Tensor want = fixture(name + "_loss");
+  Tensor want = fixture(name, "loss");
   REQUIRE(want.shape() == Shape{kSteps});
   tgt::require_close(tensor(losses), want, 0, 1e-13, name + " losses");
-  tgt::require_close(W.detach(), fixture(name + "_W"), 1e-13, 1e-12, name + " W");
-  tgt::require_close(b.detach(), fixture(name + "_b"), 1e-13, 1e-12, name + " b");
+  tgt::require_close(W.detach(), fixture(name, "W"), 1e-13, 1e-12, name + " W");
+  tgt::require_close(b.detach(), fixture(name, "b"), 1e-13, 1e-12, name + " b");
 }
 }  // namespace
 
@@ -68,7 +71,7 @@ TEST_CASE("SGD with momentum and weight decay follows PyTorch's rule", "[optim]"
                 "SGD: parameter 0 of group 0 must be a leaf tensor that requires grad");
 }
 
-TEST_CASE("optimizers match PyTorch 1.13 over 20 steps", "[optim]") {
+TEST_CASE("optimizers match PyTorch 1.13 over 20 steps", "[optim][parity][nn_optim]") {
   using P = std::unique_ptr<nn::Optimizer>;
   check_against_torch("sgd_momentum", [](Tensor W, Tensor b) -> P {
     return std::make_unique<nn::SGD>(std::vector<Tensor>{W, b}, nn::SGDOptions{0.01, 0.9});
@@ -134,9 +137,9 @@ TEST_CASE("parameter groups: no weight decay on biases and LayerNorm", "[optim]"
                 "AdamW: unknown option \"betas\"");
 }
 
-TEST_CASE("optimizer state_dict round trip resumes identically", "[optim]") {
+TEST_CASE("optimizer state_dict round trip resumes identically", "[optim][nn_optim]") {
   auto run = [](nn::Adam& opt, Tensor& W, Tensor& b, int steps) {
-    Tensor X = fixture("problem_X"), Y = fixture("problem_Y");
+    Tensor X = fixture("problem", "X"), Y = fixture("problem", "Y");
     for (int i = 0; i < steps; ++i) {
       opt.zero_grad();
       Tensor r = linear(X, W, b) - Y;
@@ -147,8 +150,8 @@ TEST_CASE("optimizer state_dict round trip resumes identically", "[optim]") {
   nn::AdamOptions o;
   o.lr = 0.05;
   o.amsgrad = true;
-  Tensor W = fixture("problem_W").clone().requires_grad_(),
-         b = fixture("problem_b").clone().requires_grad_();
+  Tensor W = fixture("problem", "W").clone().requires_grad_(),
+         b = fixture("problem", "b").clone().requires_grad_();
   nn::Adam a({W, b}, o);
   run(a, W, b, 2);
   nn::OptimizerState s = a.state_dict();
@@ -166,7 +169,7 @@ TEST_CASE("optimizer state_dict round trip resumes identically", "[optim]") {
   run(a, W, b, kSteps - 2);
   run(fresh, W2, b2, kSteps - 2);
   REQUIRE(W2.to_vector<double>() == W.to_vector<double>());
-  tgt::require_close(W.detach(), fixture("adam_amsgrad_W"), 1e-13, 1e-12);
+  tgt::require_close(W.detach(), fixture("adam_amsgrad", "W"), 1e-13, 1e-12);
 
   nn::SGD sgd({W2}, {});
   REQUIRE_ERROR(sgd.load_state_dict(s), "SGD.load_state_dict: state is for a Adam optimizer");

@@ -1,8 +1,9 @@
 // tests/nn/test_schedule_clip.cpp — LR schedulers and gradient clipping against PyTorch 1.13
-// (fixtures from tools/make_nn_fixtures.py), scheduler state and argument errors.
+// (tests/fixtures/nn_sched and nn_clip, from tools/make_nn_fixtures.py), scheduler state and
+// argument errors.
+#include "fixtures.hpp"
 #include "helpers.hpp"
 
-#include "autograd/io.hpp"
 #include "nn/clip.hpp"
 #include "nn/optim.hpp"
 #include "nn/schedule.hpp"
@@ -12,8 +13,10 @@
 using namespace tg;
 
 namespace {
-Tensor fixture(const std::string& name) {
-  return load_npy(std::string(TG_FIXTURES) + "/nn_" + name + ".npy");
+// tests/fixtures/<family>/<c>.safetensors: nn_sched/<schedule> holds "lr" (the sequence);
+// nn_clip/inputs the gradients g0, g1 and nn_clip/<case> the results total, g0, g1.
+Tensor fixture(const std::string& family, const std::string& c, const std::string& name) {
+  return tgt::Fixture(family + "/" + c).tensor(name);
 }
 
 // get_last_lr()[0] after construction and after each of `steps` steps.
@@ -28,26 +31,26 @@ std::vector<double> lr_sequence(nn::LRScheduler& s, nn::Optimizer& opt, int step
 }
 }  // namespace
 
-TEST_CASE("LR schedulers match PyTorch", "[schedule]") {
+TEST_CASE("LR schedulers match PyTorch", "[schedule][parity][nn_sched]") {
   Tensor p = zeros({1}).requires_grad_();
   {
     nn::SGD opt({p}, {0.1});
     nn::StepLR s(opt, 3, 0.5);
-    tgt::require_close(tensor(lr_sequence(s, opt, 10)), fixture("sched_step"), 1e-15, 1e-13,
-                       "StepLR");
+    tgt::require_close(tensor(lr_sequence(s, opt, 10)), fixture("nn_sched", "step", "lr"), 1e-15,
+                       1e-13, "StepLR");
   }
   {
     nn::SGD opt({p}, {0.1});
     nn::CosineWithWarmupLR s(opt, 3, 10, 0.1);
-    tgt::require_close(tensor(lr_sequence(s, opt, 12)), fixture("sched_cosine"), 1e-15, 1e-13,
-                       "cosine");
+    tgt::require_close(tensor(lr_sequence(s, opt, 12)), fixture("nn_sched", "cosine", "lr"), 1e-15,
+                       1e-13, "cosine");
     REQUIRE(s.get_last_lr()[0] == Approx(0.01));  // stays at min after total
   }
   {
     nn::SGD opt({p}, {2.0});
     nn::NoamLR s(opt, 16, 4);
-    tgt::require_close(tensor(lr_sequence(s, opt, 10)), fixture("sched_noam"), 1e-15, 1e-13,
-                       "Noam");
+    tgt::require_close(tensor(lr_sequence(s, opt, 10)), fixture("nn_sched", "noam", "lr"), 1e-15,
+                       1e-13, "Noam");
   }
 }
 
@@ -80,12 +83,12 @@ TEST_CASE("schedulers drive every group from its own base lr - state round trip"
                 "LambdaLR.load_state_dict: state has 1 base lrs, optimizer has 2");
 }
 
-TEST_CASE("clip_grad_norm_ and clip_grad_value_ match PyTorch", "[clip]") {
+TEST_CASE("clip_grad_norm_ and clip_grad_value_ match PyTorch", "[clip][parity][nn_clip]") {
   auto params = [] {
     Tensor p0 = zeros({3, 4}, kFloat64).requires_grad_(),
            p1 = zeros({5}, kFloat64).requires_grad_();
-    p0.set_grad(fixture("clip_g0").clone());
-    p1.set_grad(fixture("clip_g1").clone());
+    p0.set_grad(fixture("nn_clip", "inputs", "g0").clone());
+    p1.set_grad(fixture("nn_clip", "inputs", "g1").clone());
     return std::vector<Tensor>{p0, p1};
   };
   struct Case {
@@ -98,14 +101,14 @@ TEST_CASE("clip_grad_norm_ and clip_grad_value_ match PyTorch", "[clip]") {
     std::vector<Tensor> ps = params();
     double total = nn::clip_grad_norm_(ps, c.max_norm, c.norm_type);
     std::string n = c.name;
-    REQUIRE(total == Approx(fixture("clip_" + n + "_total").item<double>()).epsilon(1e-13));
-    tgt::require_close(ps[0].grad(), fixture("clip_" + n + "_g0"), 1e-14, 1e-12, n);
-    tgt::require_close(ps[1].grad(), fixture("clip_" + n + "_g1"), 1e-14, 1e-12, n);
+    REQUIRE(total == Approx(fixture("nn_clip", n, "total").item<double>()).epsilon(1e-13));
+    tgt::require_close(ps[0].grad(), fixture("nn_clip", n, "g0"), 1e-14, 1e-12, n);
+    tgt::require_close(ps[1].grad(), fixture("nn_clip", n, "g1"), 1e-14, 1e-12, n);
   }
   std::vector<Tensor> ps = params();
   nn::clip_grad_value_(ps, 0.5);
-  tgt::require_close(ps[0].grad(), fixture("clip_value_g0"), 0, 0);
-  tgt::require_close(ps[1].grad(), fixture("clip_value_g1"), 0, 0);
+  tgt::require_close(ps[0].grad(), fixture("nn_clip", "value", "g0"), 0, 0);
+  tgt::require_close(ps[1].grad(), fixture("nn_clip", "value", "g1"), 0, 0);
 
   // No gradients: total 0. float32 gradients are clipped too.
   Tensor q = zeros({2}).requires_grad_();
