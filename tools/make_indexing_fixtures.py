@@ -1,62 +1,65 @@
 #!/usr/bin/python3
 """tools/make_indexing_fixtures.py — PyTorch reference values for tests/ops/test_indexing.cpp
 (gather, scatter_add, topk, sort with ties, cumsum, tril/triu, one_hot, arange, x[...] indexing and
-index_put_ with a mask, matmul of transposed and permuted views), written as small .npy files into
-tests/fixtures/indexing/.
+index_put_ with a mask, matmul of transposed and permuted views), one file per case,
+tests/fixtures/indexing/<name>.safetensors (through tools/fixture_io.py).
 
-Run with Debian's torch (1.13, CPU):  /usr/bin/python3 tools/make_indexing_fixtures.py
-Every case <name> writes:
-  <name>_<input>.npy    each input (float64; int64 for indices, int64/bool for integer inputs)
-  <name>_out.npy        the op's output (for topk/sort: the values)
-  <name>_indices.npy    topk/sort only: the int64 indices
-  <name>_dout.npy       float outputs only: the fixed upstream gradient fed to backward
-  <name>_d<input>.npy   the gradient of each float input
+Run with Debian's torch (1.13, CPU):  /usr/bin/python3 tools/make_indexing_fixtures.py [--out DIR]
+Every case file holds the tensors
+  <input>      each input (float64; int64 for indices, int64/bool for integer inputs)
+  out          the op's output (for topk/sort: the values)
+  indices      topk/sort only: the int64 indices
+  dout         float outputs only: the fixed upstream gradient fed to backward
+  d<input>     the gradient of each float input
+and arange.safetensors one tensor per arange call (f32_tenths, f64_tenths, ..., i64_2p53).
 Ties: torch.topk does not promise which of equal values it picks (1.13 picked the higher index
 here); tapegrad keeps the lower index first, like a stable sort. So the case with ties
 (topk_ties) takes its reference from torch.sort(stable=True) narrowed to k, and the script checks
 that torch.topk's values agree with it. Seeds are fixed, so rerunning reproduces the files byte for
 byte.
 """
+import argparse
 import os
+import shutil
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
+import fixture_io
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-OUT = os.path.join(HERE, "..", "tests", "fixtures", "indexing")
+OUT = os.path.normpath(os.path.join(HERE, "..", "tests", "fixtures"))
 
 
-def save(name, arr):
-    arr = arr.detach().numpy() if isinstance(arr, torch.Tensor) else arr
-    np.save(os.path.join(OUT, name + ".npy"), np.array(arr, order="C"))  # keeps 0-dim shapes
+def save(name, tensors):
+    fixture_io.write(fixture_io.case_path(OUT, "indexing", name), tensors)
 
 
 def case(name, fn, inputs, seed):
     """inputs: list of (arg name, tensor); float tensors get gradients. fn returns a tensor or
     (values, indices)."""
     g = torch.Generator().manual_seed(seed)
-    leaves = []
+    leaves, tensors = [], {}
     for arg, t in inputs:
         if t.is_floating_point():
             t = t.clone().requires_grad_()
         leaves.append(t)
-        save(f"{name}_{arg}", t)
+        tensors[arg] = t
     out = fn(*leaves)
     if isinstance(out, tuple):
         out, indices = out
-        save(f"{name}_indices", indices)
-    save(f"{name}_out", out)
+        tensors["indices"] = indices
+    tensors["out"] = out
     diff = [t for t in leaves if t.requires_grad]
-    if not out.is_floating_point() or not diff:
-        return
-    dout = torch.randn(out.shape, generator=g, dtype=torch.float64)
-    grads = torch.autograd.grad(out, diff, dout)
-    save(f"{name}_dout", dout)
-    gi = iter(grads)
-    for (arg, _), t in zip(inputs, leaves):
-        if t.requires_grad:
-            save(f"{name}_d{arg}", next(gi))
+    if out.is_floating_point() and diff:
+        dout = torch.randn(out.shape, generator=g, dtype=torch.float64)
+        grads = torch.autograd.grad(out, diff, dout)
+        tensors["dout"] = dout
+        gi = iter(grads)
+        for (arg, _), t in zip(inputs, leaves):
+            if t.requires_grad:
+                tensors[f"d{arg}"] = next(gi)
+    save(name, tensors)
 
 
 def randn(*shape, seed):
@@ -73,10 +76,11 @@ def stable_topk(x, k, dim, largest):
 
 
 def main():
-    os.makedirs(OUT, exist_ok=True)
-    for f in os.listdir(OUT):
-        if f.endswith(".npy"):
-            os.remove(os.path.join(OUT, f))
+    global OUT
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=OUT, help="fixtures root (default: tests/fixtures)")
+    OUT = ap.parse_args().out
+    shutil.rmtree(os.path.join(OUT, "indexing"), ignore_errors=True)
 
     # gather: repeated indices (the gradient sums), index smaller than x off the dim, index
     # longer than x along the dim, a negative dim
@@ -163,17 +167,18 @@ def main():
 
     # arange in every dtype: float32 rounds start + i·step computed in double; int64 truncates
     # its arguments first
-    save("arange_f32_tenths", torch.arange(0, 1, 0.1, dtype=torch.float32))
-    save("arange_f64_tenths", torch.arange(0, 1, 0.1, dtype=torch.float64))
-    save("arange_f32_2p24", torch.arange(16777216, 16777220, 1, dtype=torch.float32))
-    save("arange_f64_down", torch.arange(2, -1, -0.75, dtype=torch.float64))
-    save("arange_i64_down", torch.arange(5, 0, -1.5, dtype=torch.int64))
-    save("arange_i64_frac", torch.arange(-2.5, 2, 1, dtype=torch.int64))
-    save("arange_i64_2p53", torch.arange(2**53, 2**53 + 4, 1, dtype=torch.int64))
+    save("arange", {
+        "f32_tenths": torch.arange(0, 1, 0.1, dtype=torch.float32),
+        "f64_tenths": torch.arange(0, 1, 0.1, dtype=torch.float64),
+        "f32_2p24": torch.arange(16777216, 16777220, 1, dtype=torch.float32),
+        "f64_down": torch.arange(2, -1, -0.75, dtype=torch.float64),
+        "i64_down": torch.arange(5, 0, -1.5, dtype=torch.int64),
+        "i64_frac": torch.arange(-2.5, 2, 1, dtype=torch.int64),
+        "i64_2p53": torch.arange(2**53, 2**53 + 4, 1, dtype=torch.int64),
+    })
 
-    files = [f for f in os.listdir(OUT) if f.endswith(".npy")]
-    total = sum(os.path.getsize(os.path.join(OUT, f)) for f in files)
-    print(f"wrote {len(files)} files, {total} bytes, into {os.path.normpath(OUT)}")
+    files = os.listdir(os.path.join(OUT, "indexing"))
+    print(f"wrote {len(files)} case files into {os.path.join(OUT, 'indexing')}")
 
 
 if __name__ == "__main__":

@@ -1,15 +1,14 @@
 // tests/ops/test_indexing.cpp — the indexing and sampling family (ops/indexing.cpp): outputs,
-// indices and input gradients against PyTorch 1.13 (tests/fixtures/indexing, written by
-// tools/make_indexing_fixtures.py) in float64 and float32; float64 gradchecks of every
+// indices and input gradients against PyTorch 1.13 (tests/fixtures/indexing/<case>.safetensors,
+// written by tools/make_indexing_fixtures.py) in float64 and float32; float64 gradchecks of every
 // differentiable op over several dims (negative dims, k = 1 and k = size); hand-checked edge cases
 // (ties, NaN, 0-dim, src larger than index, large rows against std::stable_sort); x.index({...})
 // and index_put_ through a mask, and matmul of transposed/permuted views, against PyTorch's x[...],
 // y[mask] = v and a.t() @ b; multinomial's
 // seeding, no-repeat rule and distribution (chi-square tests); arange in every dtype; and the
 // error messages.
+#include "fixtures.hpp"
 #include "helpers.hpp"
-
-#include "autograd/io.hpp"
 
 #include <algorithm>
 #include <functional>
@@ -21,8 +20,9 @@ using namespace tg;
 using namespace tg::indexing;
 
 namespace {
-Tensor fixture(const std::string& name) {
-  return load_npy(std::string(TG_FIXTURES) + "/indexing/" + name + ".npy");
+// Tensor `name` of tests/fixtures/indexing/<c>.safetensors.
+Tensor fixture(const std::string& c, const std::string& name) {
+  return tgt::Fixture("indexing/" + c).tensor(name);
 }
 
 // A case returns its output and, for topk/sort, the indices as a second tensor.
@@ -69,52 +69,72 @@ std::vector<IndexingCase> cases() {
       {"one_hot_infer", {"index"}, [](In in) { return one(one_hot(in[0])); }},
       {"one_hot_5", {"index"}, [](In in) { return one(one_hot(in[0], 5)); }},
       // x[...] as x.index({...}) (ops/index.cpp) and views feeding matmul
-      {"index_int_slice_step", {"x"},
-       [](In in) { return one(in[0].index({1, Slice(), Slice(None, None, 2)})); }},
-      {"index_none_ellipsis", {"x"}, [](In in) { return one(in[0].index({None, Ellipsis, -1})); }},
-      {"index_neg_slice", {"x"},
-       [](In in) { return one(in[0].index({Slice(-2, None), Slice(1, -1), 3})); }},
-      {"index_int64_rows", {"x", "index"}, [](In in) { return one(in[0].index({Slice(), in[1]})); }},
-      {"index_bool_mask", {"x"},
+      {"index_int_slice_step",
+       {"x"},
+       [](In in) {
+         return one(in[0].index({1, Slice(), Slice(None, None, 2)}));
+       }},
+      {"index_none_ellipsis",
+       {"x"},
+       [](In in) {
+         return one(in[0].index({None, Ellipsis, -1}));
+       }},
+      {"index_neg_slice",
+       {"x"},
+       [](In in) {
+         return one(in[0].index({Slice(-2, None), Slice(1, -1), 3}));
+       }},
+      {"index_int64_rows",
+       {"x", "index"},
+       [](In in) {
+         return one(in[0].index({Slice(), in[1]}));
+       }},
+      {"index_bool_mask",
+       {"x"},
        [](In in) { return one(in[0].index({gt(in[0].detach(), zeros({}, in[0].dtype()))})); }},
-      {"index_put_mask", {"x"},
+      {"index_put_mask",
+       {"x"},
        [](In in) {
          Tensor y = in[0] * 1.0;
          y.index_put_({gt(in[0].detach(), full({}, 0.5, in[0].dtype()))}, -1.0);
          return one(y);
        }},
-      {"matmul_transposed", {"a", "b"},
+      {"matmul_transposed",
+       {"a", "b"},
        [](In in) { return one(matmul(in[0].t(), in[1].transpose(0, 1))); }},
-      {"matmul_permuted", {"q", "k"},
-       [](In in) { return one(matmul(in[0].transpose(1, 2), in[1].permute({0, 2, 3, 1}))); }},
+      {"matmul_permuted",
+       {"q", "k"},
+       [](In in) {
+         return one(matmul(in[0].transpose(1, 2), in[1].permute({0, 2, 3, 1})));
+       }},
   };
 }
 
-// Loads <name>_<arg> for every arg (float ones converted to dtype, as leaves), runs the case and
-// compares <name>_out (dtype and values), <name>_indices exactly, and, for a float output, the
-// gradients <name>_d<arg> after a backward with <name>_dout.
+// Loads the case's tensor <arg> for every arg (float ones converted to dtype, as leaves), runs the
+// case and compares "out" (dtype and values), "indices" exactly, and, for a float output, the
+// gradients "d<arg>" after a backward with "dout".
 void check_case(const IndexingCase& c, DType dtype, double atol, double rtol) {
   std::vector<Tensor> ins;
   for (const std::string& a : c.args) {
-    Tensor t = fixture(c.name + "_" + a);
+    Tensor t = fixture(c.name, a);
     if (is_floating(t.dtype())) t = t.to(dtype).detach().requires_grad_();
     ins.push_back(t);
   }
   std::vector<Tensor> out = c.fn(ins);
   const std::string what = c.name + " (" + dtype_name(dtype) + ")";
-  Tensor want = fixture(c.name + "_out");
+  Tensor want = fixture(c.name, "out");
   INFO(what);
   REQUIRE(out[0].dtype() == (is_floating(want.dtype()) ? dtype : want.dtype()));
   tgt::require_close(out[0], want, atol, rtol, what + " out");
   if (out.size() > 1) {
     REQUIRE(out[1].dtype() == kInt64);
-    tgt::require_close(out[1], fixture(c.name + "_indices"), 0, 0, what + " indices");
+    tgt::require_close(out[1], fixture(c.name, "indices"), 0, 0, what + " indices");
   }
   if (!is_floating(want.dtype()) || !out[0].requires_grad()) return;
-  out[0].backward(fixture(c.name + "_dout").to(dtype));
+  out[0].backward(fixture(c.name, "dout").to(dtype));
   for (size_t i = 0; i < c.args.size(); ++i) {
     if (!ins[i].requires_grad()) continue;
-    tgt::require_close(ins[i].grad(), fixture(c.name + "_d" + c.args[i]), atol, rtol,
+    tgt::require_close(ins[i].grad(), fixture(c.name, "d" + c.args[i]), atol, rtol,
                        what + " d" + c.args[i]);
   }
 }
@@ -125,29 +145,29 @@ std::vector<int64_t> ints(const Tensor& t) { return t.to_vector<int64_t>(); }
 }  // namespace
 
 // ---- PyTorch parity ----
-TEST_CASE("indexing ops match PyTorch in float64", "[indexing]") {
+TEST_CASE("indexing ops match PyTorch in float64", "[indexing][parity]") {
   for (const IndexingCase& c : cases()) {
     SECTION(c.name) { check_case(c, kFloat64, 1e-12, 1e-10); }
   }
 }
 
-TEST_CASE("indexing ops match PyTorch in float32", "[indexing]") {
+TEST_CASE("indexing ops match PyTorch in float32", "[indexing][parity]") {
   for (const IndexingCase& c : cases()) {
     SECTION(c.name) { check_case(c, kFloat32, 1e-5, 1e-5); }
   }
 }
 
-TEST_CASE("the indexing fixtures hold the documented shapes and ties", "[indexing]") {
-  REQUIRE(fixture("gather_dimm1_index").shape() == Shape{2, 2, 6});  // longer than x along dim
-  REQUIRE(fixture("gather_dim0_out").shape() == Shape{2, 3, 2});
-  REQUIRE(fixture("scatter_add_dim0_dsrc").shape() == Shape{2, 4});
-  REQUIRE(fixture("topk_kall_out").shape() == Shape{2, 4, 3});
-  REQUIRE(fixture("cumsum_bool_x").dtype() == kBool);
-  REQUIRE(fixture("cumsum_bool_out").dtype() == kInt64);
-  REQUIRE(fixture("one_hot_infer_out").shape() == Shape{2, 3, 3});
+TEST_CASE("the indexing fixtures hold the documented shapes and ties", "[indexing][parity]") {
+  REQUIRE(fixture("gather_dimm1", "index").shape() == Shape{2, 2, 6});  // longer than x along dim
+  REQUIRE(fixture("gather_dim0", "out").shape() == Shape{2, 3, 2});
+  REQUIRE(fixture("scatter_add_dim0", "dsrc").shape() == Shape{2, 4});
+  REQUIRE(fixture("topk_kall", "out").shape() == Shape{2, 4, 3});
+  REQUIRE(fixture("cumsum_bool", "x").dtype() == kBool);
+  REQUIRE(fixture("cumsum_bool", "out").dtype() == kInt64);
+  REQUIRE(fixture("one_hot_infer", "out").shape() == Shape{2, 3, 3});
   // topk_ties really has ties across the chosen boundary: row 0 is {0,0,1,2,0,1,2}.
-  tgt::require_close(fixture("topk_ties_x").narrow(0, 0, 1), {0, 0, 1, 2, 0, 1, 2}, 0, 0);
-  tgt::require_close(fixture("topk_ties_indices").narrow(0, 0, 1), {3, 6, 2, 5}, 0, 0);
+  tgt::require_close(fixture("topk_ties", "x").narrow(0, 0, 1), {0, 0, 1, 2, 0, 1, 2}, 0, 0);
+  tgt::require_close(fixture("topk_ties", "indices").narrow(0, 0, 1), {3, 6, 2, 5}, 0, 0);
 }
 
 // ---- gradchecks (float64) ----
@@ -344,15 +364,15 @@ TEST_CASE("one_hot infers or takes num_classes", "[indexing]") {
   REQUIRE(one_hot(scalar_tensor(2, kInt64)).shape() == Shape{3});
 }
 
-TEST_CASE("arange works in every dtype like PyTorch", "[indexing]") {
-  tgt::require_close(arange(0, 1, 0.1, kFloat32), fixture("arange_f32_tenths"), 0, 0);
-  tgt::require_close(arange(0, 1, 0.1, kFloat64), fixture("arange_f64_tenths"), 0, 0);
-  tgt::require_close(arange(16777216, 16777220, 1, kFloat32), fixture("arange_f32_2p24"), 0, 0);
-  tgt::require_close(arange(2, -1, -0.75, kFloat64), fixture("arange_f64_down"), 0, 0);
-  REQUIRE(ints(arange(5, 0, -1.5, kInt64)) == ints(fixture("arange_i64_down")));
-  REQUIRE(ints(arange(-2.5, 2, 1, kInt64)) == ints(fixture("arange_i64_frac")));
+TEST_CASE("arange works in every dtype like PyTorch", "[indexing][parity]") {
+  tgt::require_close(arange(0, 1, 0.1, kFloat32), fixture("arange", "f32_tenths"), 0, 0);
+  tgt::require_close(arange(0, 1, 0.1, kFloat64), fixture("arange", "f64_tenths"), 0, 0);
+  tgt::require_close(arange(16777216, 16777220, 1, kFloat32), fixture("arange", "f32_2p24"), 0, 0);
+  tgt::require_close(arange(2, -1, -0.75, kFloat64), fixture("arange", "f64_down"), 0, 0);
+  REQUIRE(ints(arange(5, 0, -1.5, kInt64)) == ints(fixture("arange", "i64_down")));
+  REQUIRE(ints(arange(-2.5, 2, 1, kInt64)) == ints(fixture("arange", "i64_frac")));
   const double two53 = 9007199254740992.0;
-  REQUIRE(ints(arange(two53, two53 + 4, 1, kInt64)) == ints(fixture("arange_i64_2p53")));
+  REQUIRE(ints(arange(two53, two53 + 4, 1, kInt64)) == ints(fixture("arange", "i64_2p53")));
   REQUIRE(arange(0, 1, 0.1, kFloat32).dtype() == kFloat32);
   REQUIRE(arange(3, 3, 1, kFloat64).numel() == 0);
   REQUIRE(arange(4).dtype() == kInt64);
