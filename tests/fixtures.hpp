@@ -5,7 +5,8 @@
 // tg::nn::load_safetensors.
 //   tgt::Fixture f("mha/add_bias_kv");
 //   Tensor x = f.tensor("x");  std::string v = f.meta("key");  bool has = f.has("dx");
-// A missing file, tensor or key is a REQUIRE failure naming the file and the name. tensor()
+// A missing file, tensor or key fails the test, naming the file and the name (a lookup that
+// succeeds is not an assertion, so a test's count is that of its comparisons). tensor()
 // returns a fresh copy every call, so a test may change what it gets. Families whose cases
 // carry an "index" key (the case names in the generator's order, e.g. mha, transformer) are
 // listed by fixture_index(family), which checks the directory holds exactly those files.
@@ -48,16 +49,14 @@ class Fixture {
   const std::string& path() const { return path_; }
   bool has(const std::string& name) const { return file_->tensors.contains(name); }
   tg::Tensor tensor(const std::string& name) const {
-    INFO("fixture " << path_ << ": tensor \"" << name << "\"");
-    REQUIRE(has(name));
+    if (!has(name)) FAIL("fixture " << path_ << ": no tensor \"" << name << "\"");
     return file_->tensors.at(name).clone();
   }
   const tg::nn::StateDict& tensors() const { return file_->tensors; }
 
   bool has_meta(const std::string& key) const { return file_->metadata.count(key) != 0; }
   const std::string& meta(const std::string& key) const {
-    INFO("fixture " << path_ << ": metadata key \"" << key << "\"");
-    REQUIRE(has_meta(key));
+    if (!has_meta(key)) FAIL("fixture " << path_ << ": no metadata key \"" << key << "\"");
     return file_->metadata.at(key);
   }
   std::vector<std::string> meta_list(const std::string& key) const { return split(meta(key)); }
@@ -69,8 +68,7 @@ class Fixture {
     static std::map<std::string, std::shared_ptr<const tg::nn::SafetensorsFile>> cache;
     auto it = cache.find(path);
     if (it != cache.end()) return it->second;
-    INFO("fixture " << path);
-    REQUIRE(std::filesystem::is_regular_file(path));
+    if (!std::filesystem::is_regular_file(path)) FAIL("fixture " << path << ": no such file");
     std::shared_ptr<const tg::nn::SafetensorsFile> f;
     try {
       f = std::make_shared<const tg::nn::SafetensorsFile>(tg::nn::load_safetensors(path));

@@ -4,22 +4,25 @@
 Run with Debian's torch (1.13, CPU), not the python3 on PATH:
     /usr/bin/python3 tools/make_mha_fixtures.py
 
-For every configuration <name> in CONFIGS this writes tests/fixtures/mha/<name>/:
-  config.txt                       one `key value` line each (see docs/mha_fixtures.md)
-  query.npy key.npy value.npy      inputs, float64, in the layout given to PyTorch
-  attn_mask.npy                    when present: bool (True = blocked) or float64 (added to the scores)
-  key_padding_mask.npy             when present: bool (True = padded / blocked)
-  <param>.npy                      every parameter under its state_dict name
+For every configuration <name> in CONFIGS this writes one file,
+tests/fixtures/mha/<name>.safetensors (through tools/fixture_io.py), holding the tensors
+  query key value                  inputs, float64, in the layout given to PyTorch
+  attn_mask                        when present: bool (True = blocked) or float64 (added to the scores)
+  key_padding_mask                 when present: bool (True = padded / blocked)
+  <param>                          every parameter under its state_dict name
                                    (in_proj_weight, in_proj_bias, q_proj_weight, k_proj_weight,
                                    v_proj_weight, out_proj.weight, out_proj.bias, bias_k, bias_v)
-  out.npy                          attn_output
-  weights.npy                      attn_output_weights (only when need_weights)
-  d_out.npy                        the fixed upstream gradient (same shape as out)
-  d_query.npy d_key.npy d_value.npy, d_<param>.npy
-                                   gradients after out.backward(d_out) (weights take no part)
+  out                              attn_output
+  weights                          attn_output_weights (only when need_weights)
+  d_out                            the fixed upstream gradient (same shape as out)
+  d_query d_key d_value, d_<param> gradients after out.backward(d_out) (weights take no part)
+and, as its string metadata, the configuration (see docs/mha_fixtures.md) and "index": every
+configuration's name in CONFIGS' order, so the test knows which files to expect.
+    /usr/bin/python3 tools/make_mha_fixtures.py [--out DIR]   (DIR: the fixtures root, default
+    tests/fixtures; tools/check_fixtures.py compares a rerun with the committed files)
 
-All dtypes are <f8, <i8 or |b1, C order, little-endian. Seeds are fixed per configuration, so a
-rerun reproduces every file byte for byte. The module runs in training mode with dropout 0 and
+All dtypes are F64, I64 or BOOL. Seeds are fixed per configuration, so a rerun reproduces every
+file byte for byte. The module runs in training mode with dropout 0 and
 inputs that require grad, so PyTorch 1.13 always takes the Python path
 (F.multi_head_attention_forward), never the fused "fast path".
 
@@ -28,6 +31,7 @@ conventions documented in docs/mha_fixtures.md (explicit per-batch, per-head loo
 weights and (through autograd) gradients are checked against PyTorch's to 1e-12, so the fixtures
 and the document cannot drift apart silently.
 """
+import argparse
 import math
 import os
 import shutil
@@ -35,8 +39,10 @@ import shutil
 import numpy as np
 import torch
 
+import fixture_io
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-OUT = os.path.normpath(os.path.join(HERE, "..", "tests", "fixtures", "mha"))
+OUT = os.path.normpath(os.path.join(HERE, "..", "tests", "fixtures"))  # the fixtures root
 
 E, NH, B = 8, 2, 2
 MAXDIFF = [0.0]  # largest |PyTorch - reference| seen, printed at the end
@@ -243,10 +249,6 @@ def to_np(t):
     return np.ascontiguousarray(a)
 
 
-def save(d, name, t):
-    np.save(os.path.join(d, name + ".npy"), to_np(t), allow_pickle=False)
-
-
 def reference(cfg, q_in, k_in, v_in, params, attn_mask, kpm):
     """Independent float64 re-implementation of the documented conventions (explicit loops).
     Returns (out, weights) in PyTorch's output layout."""
@@ -397,27 +399,18 @@ def run_config(idx, cfg):
         assert (o2 - out).abs().max() < 1e-12
         assert (xs.grad - (query.grad + key.grad + value.grad)).abs().max() < 1e-12
 
-    # ---- write
-    d = os.path.join(OUT, cfg["name"])
-    os.makedirs(d)
-    save(d, "query", query)
-    save(d, "key", key)
-    save(d, "value", value)
+    # ---- the file's tensors
+    tensors = {"query": query, "key": key, "value": value}
     if attn_mask is not None:
-        save(d, "attn_mask", attn_mask)
+        tensors["attn_mask"] = attn_mask
     if kpm is not None:
-        save(d, "key_padding_mask", kpm)
-    for n, p in params.items():
-        save(d, n, p)
-    save(d, "out", out)
+        tensors["key_padding_mask"] = kpm
+    tensors.update(params)
+    tensors["out"] = out
     if weights is not None:
-        save(d, "weights", weights)
-    save(d, "d_out", d_out)
-    save(d, "d_query", query.grad)
-    save(d, "d_key", key.grad)
-    save(d, "d_value", value.grad)
-    for n, p in params.items():
-        save(d, "d_" + n, p.grad)
+        tensors["weights"] = weights
+    tensors.update({"d_out": d_out, "d_query": query.grad, "d_key": key.grad, "d_value": value.grad})
+    tensors.update({"d_" + n: p.grad for n, p in params.items()})
 
     s_attn = S + int(cfg["add_bias_kv"]) + int(cfg["add_zero_attn"])
     am_kind = "none" if attn_mask is None else ("bool" if attn_mask.dtype == torch.bool else "float")
@@ -450,25 +443,25 @@ def run_config(idx, cfg):
         ("params", ",".join(params)),
         ("description", cfg["desc"]),
     ]
-    with open(os.path.join(d, "config.txt"), "w") as f:
-        for k_, v_ in lines:
-            f.write(f"{k_} {v_}\n")
+    meta = dict(lines)
+    meta["index"] = ",".join(c["name"] for c in CONFIGS)
+    fixture_io.write(fixture_io.case_path(OUT, "mha", cfg["name"]),
+                     {n: to_np(t) for n, t in tensors.items()}, meta)
     return cfg["name"]
 
 
 def main():
+    global OUT
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=OUT, help="fixtures root (default: tests/fixtures)")
+    OUT = ap.parse_args().out
     torch.set_num_threads(1)  # keep reductions in one fixed order
     names = [c["name"] for c in CONFIGS]
     assert len(names) == len(set(names))
-    if os.path.isdir(OUT):
-        shutil.rmtree(OUT)
-    os.makedirs(OUT)
+    shutil.rmtree(os.path.join(OUT, "mha"), ignore_errors=True)
     for i, cfg in enumerate(CONFIGS):
         run_config(i, cfg)
-    with open(os.path.join(OUT, "index.txt"), "w") as f:
-        for n in names:
-            f.write(n + "\n")
-    print(f"wrote {len(names)} configurations to {OUT}; max |PyTorch - reference| = {MAXDIFF[0]:.3g}")
+    print(f"wrote {len(names)} configurations to {os.path.join(OUT, 'mha')}; max |PyTorch - reference| = {MAXDIFF[0]:.3g}")
 
 
 if __name__ == "__main__":

@@ -2,20 +2,25 @@
 """tools/make_transformer_fixtures.py — PyTorch 1.13 nn.Transformer* reference values for tapegrad.
 
 Run with Debian's torch (1.13, CPU), not the python3 on PATH:
-    /usr/bin/python3 tools/make_transformer_fixtures.py
+    /usr/bin/python3 tools/make_transformer_fixtures.py [--out DIR]
+(DIR: the fixtures root, default tests/fixtures; tools/check_fixtures.py compares a rerun with the
+committed files.)
 
-For every configuration <name> in CONFIGS this writes tests/fixtures/transformer/<name>/:
-  config.txt            one `key value` line each: module, d_model, nhead, dim_feedforward,
-                        activation, norm_first, batch_first, num_layers / num_encoder_layers /
-                        num_decoder_layers, final_norm, inputs, masks, params (comma separated)
-  <input>.npy           src / tgt / memory, float64, in the layout given to PyTorch
-  <mask>.npy            src_mask, tgt_mask, memory_mask (bool True = blocked, or float64 added),
+For every configuration <name> in CONFIGS this writes, through tools/fixture_io.py, one file
+tests/fixtures/transformer/<name>.safetensors holding the tensors
+  <input>               src / tgt / memory, float64, in the layout given to PyTorch
+  <mask>                src_mask, tgt_mask, memory_mask (bool True = blocked, or float64 added),
                         src_key_padding_mask, tgt_key_padding_mask, memory_key_padding_mask (bool)
-  <param>.npy           every parameter under its state_dict name (self_attn.in_proj_weight, ...)
-  weights.safetensors   every parameter again, F64, in one safetensors file (written here with
-                        struct + json, not the safetensors package)
-  out.npy, d_out.npy    output and the fixed upstream gradient
-  d_<input>.npy, d_<param>.npy   gradients after out.backward(d_out)
+  <param>               every parameter under its state_dict name (self_attn.in_proj_weight, ...)
+  out, d_out            output and the fixed upstream gradient
+  d_<input>, d_<param>  gradients after out.backward(d_out)
+and, as string metadata: module, d_model, nhead, dim_feedforward, activation, norm_first,
+batch_first, num_layers, inputs, masks, params (comma separated) and "index" (every
+configuration's name, in CONFIGS' order). Beside it goes a file for the safetensors reader's tests,
+tests/fixtures/safetensors/transformer/<name>.safetensors: the parameters alone, F64, in
+named_parameters() order with the metadata last, as a PyTorch state_dict export lays them out
+(written here with struct + json, not the safetensors package), so load_model of a Python-written
+file is tested on a real model.
 
 Modules run in training mode with dropout 0 and inputs that require grad, so PyTorch always takes
 the Python path (never the fused or nested-tensor fast paths). Every parameter is re-drawn from a
@@ -23,6 +28,7 @@ seeded generator (LayerNorm weights around 1, biases nonzero, and the layers of 
 different, unlike PyTorch's deep copies), so every gradient is exercised. No mask leaves a query
 row without keys (PyTorch gives NaN there). Seeds are fixed: reruns reproduce every file.
 """
+import argparse
 import json
 import os
 import shutil
@@ -32,8 +38,10 @@ import numpy as np
 import torch
 import torch.nn as nn
 
+import fixture_io
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-OUT = os.path.normpath(os.path.join(HERE, "..", "tests", "fixtures", "transformer"))
+OUT = os.path.normpath(os.path.join(HERE, "..", "tests", "fixtures"))  # the fixtures root
 
 E, NH, FF, B = 8, 2, 16, 2
 
@@ -71,11 +79,6 @@ def layout(x_tb, batch_first):
     return x_tb.transpose(0, 1).contiguous() if batch_first else x_tb
 
 
-def save_npy(d, name, t):
-    a = t.detach().cpu().numpy()
-    np.save(os.path.join(d, name + ".npy"), np.ascontiguousarray(a))
-
-
 def write_safetensors(path, tensors, metadata):
     """tensors: list of (name, float64 tensor). 8-byte LE header length, JSON header, raw LE data."""
     header, blobs, off = {}, [], 0
@@ -87,6 +90,7 @@ def write_safetensors(path, tensors, metadata):
     header["__metadata__"] = metadata
     h = json.dumps(header, separators=(",", ":")).encode("utf-8")
     h += b" " * ((8 - len(h) % 8) % 8)  # the data starts 8-aligned, like the reference writer
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(h)))
         f.write(h)
@@ -187,41 +191,33 @@ def make(name, c, seed):
     d_out = torch.randn(out.shape, generator=gen, dtype=torch.float64)
     out.backward(d_out)
 
-    d = os.path.join(OUT, name)
-    os.makedirs(d)
+    tensors = {}
     for n, t in inputs.items():
-        save_npy(d, n, t)
-        save_npy(d, "d_" + n, t.grad)
-    for n, t in masks.items():
-        save_npy(d, n, t)
+        tensors[n], tensors["d_" + n] = t, t.grad
+    tensors.update(masks)
     params = list(m.named_parameters())
     for n, p in params:
-        save_npy(d, n, p)
-        save_npy(d, "d_" + n, p.grad)
-    write_safetensors(os.path.join(d, "weights.safetensors"), params,
-                      {"format": "pt", "config": name, "torch": torch.__version__})
-    save_npy(d, "out", out)
-    save_npy(d, "d_out", d_out)
+        tensors[n], tensors["d_" + n] = p, p.grad
+    tensors["out"], tensors["d_out"] = out, d_out
     cfg = [("module", k), ("d_model", E), ("nhead", NH), ("dim_feedforward", FF), ("activation", c["act"]),
            ("norm_first", int(c["norm_first"])), ("batch_first", int(bf)), ("num_layers", c.get("layers", 1)),
-           ("inputs", ",".join(inputs)), ("masks", ",".join(masks)), ("params", ",".join(n for n, _ in params))]
-    with open(os.path.join(d, "config.txt"), "w") as f:
-        for key, v in cfg:
-            f.write(f"{key} {v}\n")
-
+           ("inputs", ",".join(inputs)), ("masks", ",".join(masks)), ("params", ",".join(n for n, _ in params)),
+           ("index", ",".join(CONFIGS))]
+    fixture_io.write(fixture_io.case_path(OUT, "transformer", name), tensors, dict(cfg))
+    write_safetensors(fixture_io.case_path(os.path.join(OUT, "safetensors"), "transformer", name), params,
+                      {"format": "pt", "config": name, "torch": torch.__version__})
 
 def main():
+    global OUT
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=OUT, help="fixtures root (default: tests/fixtures)")
+    OUT = ap.parse_args().out
     torch.set_num_threads(1)
-    if os.path.isdir(OUT):
-        shutil.rmtree(OUT)
-    os.makedirs(OUT)
+    for d in (os.path.join(OUT, "transformer"), os.path.join(OUT, "safetensors", "transformer")):
+        shutil.rmtree(d, ignore_errors=True)
     for i, (name, c) in enumerate(CONFIGS.items()):
         make(name, c, 1000 + i)
-    with open(os.path.join(OUT, "index.txt"), "w") as f:
-        f.write("\n".join(CONFIGS) + "\n")
-    total = sum(os.path.getsize(os.path.join(r, fn)) for r, _, fs in os.walk(OUT) for fn in fs)
-    print(f"wrote {len(CONFIGS)} configurations to {OUT} ({total / 1024:.0f} KiB)")
-
+    print(f"wrote {len(CONFIGS)} configurations to {os.path.join(OUT, 'transformer')}")
 
 if __name__ == "__main__":
     main()

@@ -1,12 +1,11 @@
 // tests/nn/test_attention.cpp — MultiheadAttention: parity with torch.nn.MultiheadAttention on
-// every configuration in tests/fixtures/mha (outputs, weights, gradients of inputs and every
-// parameter; float64 to 1e-10, float32 to 1e-5), float64 gradchecks of inputs and parameters for
-// the mask variants (incl. local / blocked / fully masked rows, which PyTorch cannot express
-// without NaN), parameter names and initialisation, errors, and the seed's layout.
+// every configuration in tests/fixtures/mha/<name>.safetensors (outputs, weights, gradients of
+// inputs and every parameter; float64 to 1e-10, float32 to 1e-5), float64 gradchecks of inputs and
+// parameters for the mask variants (incl. local / blocked / fully masked rows, which PyTorch cannot
+// express without NaN), parameter names and initialisation, errors, and the seed's layout.
+#include "fixtures.hpp"
 #include "helpers.hpp"
-#include "fixture_config.hpp"
 
-#include "autograd/io.hpp"
 #include "nn/attention.hpp"
 
 #include <fstream>
@@ -16,18 +15,14 @@ using namespace tg;
 using nn::MultiheadAttention;
 
 namespace {
-const std::string kDir = std::string(TG_FIXTURES) + "/mha/";
-
+// One file per configuration: tests/fixtures/mha/<name>.safetensors (tools/make_mha_fixtures.py).
+tgt::Fixture fixture(const std::string& name) { return tgt::Fixture("mha/" + name); }
 std::map<std::string, std::string> read_config(const std::string& name) {
-  return tgt::read_config(kDir + name + "/config.txt");
+  return fixture(name).metadata();
 }
-std::vector<std::string> config_names() { return tgt::read_lines(kDir + "index.txt"); }
-Tensor fx(const std::string& cfg, const std::string& file) {
-  return load_npy(kDir + cfg + "/" + file + ".npy");
-}
-bool exists(const std::string& cfg, const std::string& file) {
-  return std::ifstream(kDir + cfg + "/" + file + ".npy").good();
-}
+std::vector<std::string> config_names() { return tgt::fixture_index("mha"); }
+Tensor fx(const std::string& cfg, const std::string& tensor) { return fixture(cfg).tensor(tensor); }
+bool exists(const std::string& cfg, const std::string& tensor) { return fixture(cfg).has(tensor); }
 std::vector<std::string> split(const std::string& s, char sep) { return tgt::split(s, sep); }
 
 void run_parity(const std::string& name, DType dt, double atol, double rtol) {
@@ -87,7 +82,7 @@ void run_parity(const std::string& name, DType dt, double atol, double rtol) {
 }
 }  // namespace
 
-TEST_CASE("MultiheadAttention matches PyTorch on every fixture configuration", "[mha]") {
+TEST_CASE("MultiheadAttention matches PyTorch on every fixture configuration", "[mha][parity]") {
   std::vector<std::string> names = config_names();
   REQUIRE(names.size() >= 25);
   for (const std::string& n : names) {

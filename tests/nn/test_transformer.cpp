@@ -1,20 +1,18 @@
 // tests/nn/test_transformer.cpp — the Transformer family: parity with torch 1.13's
 // nn.TransformerEncoderLayer / DecoderLayer / Encoder / Decoder / Transformer on every
-// configuration in tests/fixtures/transformer (outputs and the gradients of inputs and every
-// parameter; float64 to 1e-10, float32 to 1e-5), float64 gradchecks through encoder and decoder
-// layers with local / blocked self-attention and padding (incl. fully masked rows), per-layer
-// attention weights, the causal mask helper, names, stack cloning, hooks, errors, and a seeded
-// end-to-end run that learns to reverse sequences.
+// configuration in tests/fixtures/transformer/<name>.safetensors (outputs and the gradients of
+// inputs and every parameter; float64 to 1e-10, float32 to 1e-5), float64 gradchecks through
+// encoder and decoder layers with local / blocked self-attention and padding (incl. fully masked
+// rows), per-layer attention weights, the causal mask helper, names, stack cloning, hooks, errors,
+// and a seeded end-to-end run that learns to reverse sequences.
+#include "fixtures.hpp"
 #include "helpers.hpp"
-#include "fixture_config.hpp"
 
-#include "autograd/io.hpp"
 #include "nn/optim.hpp"
 #include "nn/transformer.hpp"
 
 #include <chrono>
 #include <cmath>
-#include <fstream>
 #include <map>
 
 using namespace tg;
@@ -25,15 +23,14 @@ using nn::TransformerEncoder;
 using nn::TransformerEncoderLayer;
 
 namespace {
-const std::string kDir = std::string(TG_FIXTURES) + "/transformer/";
-
+// One file per configuration: tests/fixtures/transformer/<name>.safetensors
+// (tools/make_transformer_fixtures.py).
 std::map<std::string, std::string> read_config(const std::string& name) {
-  return tgt::read_config(kDir + name + "/config.txt");
+  return tgt::Fixture("transformer/" + name).metadata();
 }
-std::vector<std::string> lines(const std::string& path) { return tgt::read_lines(path); }
 std::vector<std::string> split(const std::string& s) { return tgt::split(s); }
-Tensor fx(const std::string& cfg, const std::string& file) {
-  return load_npy(kDir + cfg + "/" + file + ".npy");
+Tensor fx(const std::string& cfg, const std::string& tensor) {
+  return tgt::Fixture("transformer/" + cfg).tensor(tensor);
 }
 
 nn::TransformerLayerOptions layer_options(std::map<std::string, std::string>& cfg) {
@@ -128,8 +125,9 @@ void run_parity(const std::string& name, DType dt, double atol, double rtol) {
 std::vector<double> values(const Tensor& t) { return t.to_vector<double>(); }
 }  // namespace
 
-TEST_CASE("Transformer family matches PyTorch on every fixture configuration", "[transformer]") {
-  std::vector<std::string> names = lines(kDir + "index.txt");
+TEST_CASE("Transformer family matches PyTorch on every fixture configuration",
+          "[transformer][parity]") {
+  std::vector<std::string> names = tgt::fixture_index("transformer");
   REQUIRE(names.size() >= 10);
   for (const std::string& n : names) {
     SECTION(n + " float64") { run_parity(n, kFloat64, 1e-10, 1e-10); }

@@ -1,16 +1,18 @@
 // tests/nn/test_transformer_safetensors.cpp — the safetensors format both ways on the Transformer
-// fixtures (tests/fixtures/transformer/<config>/weights.safetensors, written by
-// tools/make_transformer_fixtures.py with plain struct + json, not the safetensors package):
-//   - Python -> C++: every tensor in the file equals the .npy parameter bit for bit, and a module
-//     built from config.txt and filled with tg::nn::load_model (strict, not the .npy parameters)
-//     reproduces torch 1.13's output and input / parameter gradients (float64, 1e-10);
+// fixtures: tests/fixtures/safetensors/transformer/<config>.safetensors holds a configuration's
+// parameters alone, in named_parameters() order with the metadata last, as a PyTorch export lays
+// them out (written by tools/make_transformer_fixtures.py with plain struct + json, not the
+// safetensors package), beside the case file tests/fixtures/transformer/<config>.safetensors:
+//   - Python -> C++: every tensor in the file equals the case's parameter bit for bit, and a module
+//     built from the case's configuration and filled with tg::nn::load_model (strict, not the
+//     case's parameters) reproduces torch 1.13's output and input / parameter gradients (float64,
+//     1e-10);
 //   - C++ -> C++: save_safetensors of the module's state_dict reads back identical tensors (names,
 //     order, dtype, shape, bytes) and metadata, and load_model of that file into a freshly
 //     initialised module gives the same PyTorch parity.
+#include "fixtures.hpp"
 #include "helpers.hpp"
-#include "fixture_config.hpp"
 
-#include "autograd/io.hpp"
 #include "nn/checkpoint.hpp"
 #include "nn/transformer.hpp"
 
@@ -31,8 +33,6 @@ using nn::TransformerEncoderLayer;
 namespace fs = std::filesystem;
 
 namespace {
-const std::string kDir = std::string(TG_FIXTURES) + "/transformer/";
-
 // Every configuration kind: encoder / decoder layers, stacks with a final norm, full Transformers.
 const std::vector<std::string> kConfigs = {"enc_post_relu",       "enc_pre_gelu_bf",
                                            "dec_post_relu",       "dec_post_gelu_bf_mm",
@@ -40,11 +40,11 @@ const std::vector<std::string> kConfigs = {"enc_post_relu",       "enc_pre_gelu_
                                            "transformer_1_1",     "transformer_1_1_bf_masks"};
 
 std::map<std::string, std::string> read_config(const std::string& name) {
-  return tgt::read_config(kDir + name + "/config.txt");
+  return tgt::Fixture("transformer/" + name).metadata();
 }
 std::vector<std::string> split(const std::string& s) { return tgt::split(s); }
-Tensor fx(const std::string& cfg, const std::string& file) {
-  return load_npy(kDir + cfg + "/" + file + ".npy");
+Tensor fx(const std::string& cfg, const std::string& tensor) {
+  return tgt::Fixture("transformer/" + cfg).tensor(tensor);
 }
 nn::TransformerLayerOptions layer_options(std::map<std::string, std::string>& cfg) {
   nn::TransformerLayerOptions o;
@@ -57,10 +57,13 @@ nn::TransformerLayerOptions layer_options(std::map<std::string, std::string>& cf
 }
 // ---- end of the copy ----
 
-std::string weights_path(const std::string& name) { return kDir + name + "/weights.safetensors"; }
+std::string weights_path(const std::string& name) {
+  return tgt::fixture_path("safetensors/transformer/" + name);
+}
 
-// A module built from config.txt exactly as test_transformer.cpp builds it (float64, freshly
-// initialised: its weights come from elsewhere), its inputs (leaves) and a closure running it.
+// A module built from the case's configuration exactly as test_transformer.cpp builds it (float64,
+// freshly initialised: its weights come from elsewhere), its inputs (leaves) and a closure running
+// it.
 struct Case {
   std::shared_ptr<nn::Module> mod;
   std::map<std::string, Tensor> in;
@@ -164,8 +167,8 @@ void require_identical(const nn::StateDict& a, const nn::StateDict& b, const std
   }
 }
 
-// The fixture's parameters as a StateDict, from the .npy files, in config.txt's order.
-nn::StateDict npy_params(const std::string& name) {
+// The case file's parameters as a StateDict, in its "params" order (named_parameters()).
+nn::StateDict case_params(const std::string& name) {
   nn::StateDict sd;
   for (const std::string& p : split(read_config(name).at("params"))) sd.insert(p, fx(name, p));
   return sd;
@@ -185,14 +188,14 @@ struct TempFile {
 };
 }  // namespace
 
-TEST_CASE("Python-written weights.safetensors equal the .npy parameters bit for bit",
+TEST_CASE("Python-written weights equal the case file's parameters bit for bit",
           "[transformer][safetensors]") {
   for (const std::string& name : kConfigs) {
     INFO(name);
     nn::SafetensorsFile f = nn::load_safetensors(weights_path(name));
-    nn::StateDict want = npy_params(name);
+    nn::StateDict want = case_params(name);
     for (const auto& [k, t] : want) REQUIRE(t.dtype() == kFloat64);
-    require_identical(f.tensors, want, name + ": safetensors vs .npy");
+    require_identical(f.tensors, want, name + ": weights file vs case file");
     REQUIRE(f.metadata.size() == 3);
     REQUIRE(f.metadata.at("format") == "pt");
     REQUIRE(f.metadata.at("config") == name);
@@ -233,7 +236,7 @@ TEST_CASE("save_safetensors of the state_dict reads back identical and loads int
       nn::SafetensorsFile back = nn::load_safetensors(tmp.path);
       require_identical(back.tensors, sd, name + ": saved state_dict read back");
       REQUIRE(back.metadata == meta);
-      require_identical(back.tensors, npy_params(name), name + ": saved state_dict vs .npy");
+      require_identical(back.tensors, case_params(name), name + ": saved state_dict vs case file");
 
       manual_seed(9);
       Case b = build(name);
@@ -255,7 +258,7 @@ TEST_CASE("float32 modules: load_model needs convert_dtypes, and a float32 round
                     ": Transformer.load_state_dict: 34 error(s):\n  dtype mismatch for "
                     "encoder.layers.0.self_attn.in_proj_weight: checkpoint float64, model float32");
   nn::load_model(weights_path(name), *c.mod, true, /*convert_dtypes=*/true);
-  nn::StateDict want = npy_params(name);
+  nn::StateDict want = case_params(name);
   for (const auto& [k, t] : c.mod->state_dict()) {
     INFO(k);
     REQUIRE(t.dtype() == kFloat32);
