@@ -4,10 +4,10 @@
     /usr/bin/python3 tools/results.py [--runs runs/results] [--write README.md]
 
 Reads <runs>/<row>/seed<k>/metrics.json for the rows below (tools/results.sh trains them) and
-prints one Markdown table: per row the mean and [min, max] over the seeds found, the baseline
-the program computed on the same split and the BLAS core the runs used. Training times are left
-to each run's metrics.json (train_seconds): they say more about the machine and its load than
-about the recipe. With
+prints one Markdown table, task | baseline | result | time | command: per row the baseline the
+program computed on the same split, the result as mean and [min, max] over the seeds found, the
+mean training time (train_seconds) with the thread count, process count and OpenBLAS core the
+runs used (a time says as much about the machine as about the recipe), and the command. With
 --write FILE the table replaces the text between FILE's lines `<!-- results: begin -->` and
 `<!-- results: end -->`. Standard library only. A row with no finished run is left out.
 """
@@ -18,19 +18,21 @@ import os
 import statistics
 import sys
 
-# (folder, what the row is, metric key, baseline key, unit, scale to the unit, decimals,
-#  baseline's name); a unit of "%" is printed after the numbers
+# (folder, task, metric key, baseline key, unit, scale to the unit, decimals, baseline's name,
+#  command); a unit of "%" is printed after the numbers
 ROWS = [
-    ("spam", "text classification, SpamAssassin (`tools/train_classifier.sh`)", "test_accuracy",
-     "baseline_accuracy", "test accuracy %", 100.0, 2, "Naive Bayes"),
-    ("spam_np2", "the same, `mpirun -np 2`, `--batch-size 16` (1 thread each)", "test_accuracy",
-     "baseline_accuracy", "test accuracy %", 100.0, 2, "Naive Bayes"),
-    ("fortunes", "text classification, 7 fortune categories (`--dataset fortunes`)",
-     "test_accuracy", "baseline_accuracy", "test accuracy %", 100.0, 2, "Naive Bayes"),
-    ("translation", "translation, numbers (`tools/train_translation.sh`)",
-     "heldout_exact_match_beam", None, "held-out exact match (beam 4) %", 1.0, 2, None),
-    ("gpt", "character GPT, fortunes (`tools/train_gpt.sh`)", "heldout_nats_per_char",
-     "baseline_heldout_nats_per_char", "held-out nats/char", 1.0, 4, "Kneser-Ney 5-gram"),
+    ("spam", "text classification, SpamAssassin", "test_accuracy", "baseline_accuracy",
+     "test accuracy %", 100.0, 2, "Naive Bayes", "bash tools/train_classifier.sh"),
+    ("spam_np2", "the same on 2 processes, `--batch-size 16`", "test_accuracy",
+     "baseline_accuracy", "test accuracy %", 100.0, 2, "Naive Bayes",
+     "mpirun -np 2 ./build/examples/text_classification --batch-size 16 --threads 1"),
+    ("fortunes", "text classification, 7 fortune categories", "test_accuracy",
+     "baseline_accuracy", "test accuracy %", 100.0, 2, "Naive Bayes",
+     "bash tools/train_classifier.sh --dataset fortunes"),
+    ("translation", "translation, English number words to French", "heldout_exact_match_beam",
+     None, "held-out exact match (beam 4) %", 1.0, 2, None, "bash tools/train_translation.sh"),
+    ("gpt", "character GPT, fortunes", "heldout_nats_per_char", "baseline_heldout_nats_per_char",
+     "held-out nats/char", 1.0, 4, "Kneser-Ney 5-gram", "bash tools/train_gpt.sh"),
 ]
 
 
@@ -51,22 +53,35 @@ def spread(values, scale, decimals, unit_pct):  # metrics.json: accuracies 0..1,
     return f"{mean} [{min(v):.{decimals}f}, {max(v):.{decimals}f}]"
 
 
+def minutes(seconds):
+    return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
+
+
 def table(runs):
-    lines = ["| run | seeds | result: mean [min, max] | baseline, same split | BLAS core |",
+    lines = ["| task | baseline, same split | result: mean [min, max] over seeds | training time |"
+             " command |",
              "|---|---|---|---|---|"]
-    for folder, what, key, base_key, unit, scale, dec, base_name in ROWS:
+    for folder, task, key, base_key, unit, scale, dec, base_name, command in ROWS:
         ms = [m for m in load(runs, folder) if isinstance(m.get(key), (int, float))]
         if not ms:
             continue
         pct = unit.endswith(" %")
         unit = unit[:-2] if pct else unit
         seeds = ", ".join(str(m.get("seed", m.get("training", {}).get("seed", "?"))) for m in ms)
-        result = f"{unit} {spread([m[key] for m in ms], scale, dec, pct)}"
-        base = ""
+        result = f"{unit} {spread([m[key] for m in ms], scale, dec, pct)} (seed{'s' if len(ms) > 1 else ''} {seeds})"
+        base = "—"  # the program computes none
         if base_key:
             base = f"{base_name} {spread([m[base_key] for m in ms], scale, dec, pct)}"
-        cores = sorted({m.get("environment", {}).get("blas_core", "?") for m in ms})
-        lines.append(f"| {what} | {seeds} | {result} | {base} | {', '.join(cores)} |")
+        times = [m["train_seconds"] for m in ms if isinstance(m.get("train_seconds"), (int, float))]
+        env = [m.get("environment", {}) for m in ms]
+        threads = sorted({str(e.get("threads", "?")) for e in env})
+        world = sorted({int(e.get("world_size", 1)) for e in env})
+        cores = sorted({e.get("blas_core", "?") for e in env})
+        where = f"{'/'.join(threads)} thread{'s' if threads != ['1'] else ''}"
+        if world != [1]:
+            where = f"{'/'.join(map(str, world))} processes × {where}"
+        time = f"{minutes(statistics.fmean(times))} ({where}, OpenBLAS {', '.join(cores)})" if times else ""
+        lines.append(f"| {task} | {base} | {result} | {time} | `{command}` |")
     return "\n".join(lines) + "\n"
 
 
