@@ -50,45 +50,56 @@ void forward_row(T* o, const T* x, const T* w, const T* b, int64_t D, double m, 
 
 // One row backward. With norm = (x - m)·rs, dnorm = w·g (g when w is null), A = mean(dnorm),
 // B = mean(dnorm·norm): dx = rs·(dnorm - A - norm·B) (dx may be null); pw += g·norm and
-// pb += g (double, each may be null).
-template <typename T>
+// pb += g (double, each may be null). Two passes over the row: both sums in one, then dx, pw and
+// pb in one (docs/cpu-kernels.md, "Layer norm").
+template <typename T, bool kHasW>
 void backward_row(T* dx, double* pw, double* pb, const T* g, const T* x, const T* w, int64_t D,
                   double m, double rs) {
   using xtd::dbatch;
   using xtd::load_d;
   const dbatch mb(m);
-  // Σ dnorm and Σ dnorm·(x - m), in double.
-  const double sa = w ? xtd::dot(w, g, D) : xtd::sum(g, D);
-  const double sc = xtd::dsum(
-      D,
-      [&](int64_t i) {
-        const dbatch dn = w ? load_d(w + i) * load_d(g + i) : load_d(g + i);
-        return dn * (load_d(x + i) - mb);
+  // sa = Σ dnorm and sc = Σ dnorm·(x - m), in double, each in the order of one xtd::dsum.
+  double sa, sc;
+  xtd::dsum2(
+      D, sa, sc,
+      [&](int64_t i, dbatch& a, dbatch& c) {
+        const dbatch gi = load_d(g + i), xi = load_d(x + i);
+        if constexpr (kHasW) {
+          const dbatch wi = load_d(w + i);
+          a += wi * gi;
+          c += wi * gi * (xi - mb);
+        } else {
+          a += gi;
+          c += gi * (xi - mb);
+        }
       },
-      [&](int64_t i) {
-        const double dn = w ? static_cast<double>(w[i]) * g[i] : static_cast<double>(g[i]);
-        return dn * (static_cast<double>(x[i]) - m);
+      [&](int64_t i, double& a, double& c) {
+        const double gi = static_cast<double>(g[i]), xi = static_cast<double>(x[i]);
+        if constexpr (kHasW) {
+          const double wi = static_cast<double>(w[i]);
+          a += wi * gi;
+          c += wi * gi * (xi - m);
+        } else {
+          a += gi;
+          c += gi * (xi - m);
+        }
       });
   const Centre<T> c(m);
   const T r = static_cast<T>(rs);
-  if (dx) {
-    const double n = static_cast<double>(D);
-    const T ra = static_cast<T>(rs * sa / n);           // rs·A
-    const T k = static_cast<T>(rs * rs * rs * sc / n);  // rs·norm·B = (x - m)·k
-    if (w)
-      for (int64_t i = 0; i < D; ++i) dx[i] = w[i] * g[i] * r - ra - c(x[i]) * k;
-    else
-      for (int64_t i = 0; i < D; ++i) dx[i] = g[i] * r - ra - c(x[i]) * k;
-  }
-  if (pw && pb)
-    for (int64_t i = 0; i < D; ++i) {
-      pw[i] += static_cast<double>(g[i] * (c(x[i]) * r));
-      pb[i] += static_cast<double>(g[i]);
+  const double n = static_cast<double>(D);
+  const T ra = static_cast<T>(rs * sa / n);           // rs·A
+  const T k = static_cast<T>(rs * rs * rs * sc / n);  // rs·norm·B = (x - m)·k
+  for (int64_t i = 0; i < D; ++i) {
+    const T cx = c(x[i]);
+    if (dx) {
+      if constexpr (kHasW)
+        dx[i] = w[i] * g[i] * r - ra - cx * k;
+      else
+        dx[i] = g[i] * r - ra - cx * k;
     }
-  else if (pw)
-    for (int64_t i = 0; i < D; ++i) pw[i] += static_cast<double>(g[i] * (c(x[i]) * r));
-  else if (pb)
-    for (int64_t i = 0; i < D; ++i) pb[i] += static_cast<double>(g[i]);
+    if (pw) pw[i] += static_cast<double>(g[i] * (cx * r));
+    if (pb) pb[i] += static_cast<double>(g[i]);
+  }
 }
 }  // namespace
 
@@ -116,8 +127,9 @@ void layer_norm_backward(T* dx, T* dw, T* db, const T* dout, const T* x, const T
     double* pw = dw ? part.data() + ch * 2 * D : nullptr;
     double* pb = db ? part.data() + ch * 2 * D + D : nullptr;
     for (int64_t r = ch * kChunk; r < std::min(N, (ch + 1) * kChunk); ++r)
-      backward_row(dx ? dx + r * D : nullptr, pw, pb, dout + r * D, x + r * D, w, D, mean[r],
-                   rstd[r]);
+      (w ? backward_row<T, true> : backward_row<T, false>)(dx ? dx + r * D : nullptr, pw, pb,
+                                                           dout + r * D, x + r * D, w, D, mean[r],
+                                                           rstd[r]);
   });
   for (int64_t i = 0; i < D && (dw || db); ++i) {
     double sw = 0, sb = 0;

@@ -49,6 +49,25 @@ double dsum(int64_t n, FV&& fv, FS&& fs) {
   return s;
 }
 
+// Σ f(i) and Σ h(i) in one pass, each added in dsum's order: fv(i, a, b) adds the batches of f
+// and h at i .. i+kDL to the accumulators a and b, fs(i, s, t) the scalars to s and t. Written as
+// dsum's own updates (a += x·y), they are contracted as there (docs/cpu-kernels.md, "Layer norm").
+template <typename FV, typename FS>
+void dsum2(int64_t n, double& s, double& t, FV&& fv, FS&& fs) {
+  dbatch a0(0.0), a1(0.0), a2(0.0), a3(0.0), b0(0.0), b1(0.0), b2(0.0), b3(0.0);
+  int64_t i = 0;
+  for (; i + 4 * kDL <= n; i += 4 * kDL) {
+    fv(i, a0, b0);
+    fv(i + kDL, a1, b1);
+    fv(i + 2 * kDL, a2, b2);
+    fv(i + 3 * kDL, a3, b3);
+  }
+  for (; i + kDL <= n; i += kDL) fv(i, a0, b0);
+  s = xsimd::hadd((a0 + a1) + (a2 + a3));
+  t = xsimd::hadd((b0 + b1) + (b2 + b3));
+  for (; i < n; ++i) fs(i, s, t);
+}
+
 // Σ p[i] in double.
 template <typename T>
 double sum(const T* p, int64_t n) {
