@@ -207,6 +207,7 @@ def make(name, c, seed):
     write_safetensors(fixture_io.case_path(os.path.join(OUT, "safetensors"), "transformer", name), params,
                       {"format": "pt", "config": name, "torch": torch.__version__})
 
+
 def main():
     global OUT
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -218,6 +219,7 @@ def main():
     for i, (name, c) in enumerate(CONFIGS.items()):
         make(name, c, 1000 + i)
     print(f"wrote {len(CONFIGS)} configurations to {os.path.join(OUT, 'transformer')}")
+
 
 if __name__ == "__main__":
     main()

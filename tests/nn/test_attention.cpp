@@ -8,7 +8,6 @@
 
 #include "nn/attention.hpp"
 
-#include <fstream>
 #include <map>
 
 using namespace tg;
