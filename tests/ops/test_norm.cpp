@@ -2,7 +2,11 @@
 // dims with and without weight/bias, float32 agreement and errors.
 #include "helpers.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
 
 using namespace tg;
 
@@ -92,4 +96,125 @@ TEST_CASE("layer_norm errors name normalized_shape, weight and input shapes", "[
                 "layer_norm: input (2,3,4) is float32 but weight (4) is float64");
   REQUIRE_ERROR(layer_norm(zeros({2, 4}, kInt64), {4}), "layer_norm: input (2,4) has dtype int64");
   REQUIRE_ERROR(layer_norm(x, {4}, Tensor(), Tensor(), -1), "layer_norm: eps must be >= 0, got -1");
+}
+
+namespace {
+// layer_norm over the last dim with weight and bias, forward and backward, in long double by the
+// textbook formulas: the reference for the special-value test below.
+struct LnRef {
+  std::vector<double> y, dx, dw, db, rs;  // rs: each row's 1/sqrt(var + eps)
+};
+LnRef ln_reference(const std::vector<double>& x, const std::vector<double>& w,
+                   const std::vector<double>& b, const std::vector<double>& g, int64_t N, int64_t D,
+                   double eps) {
+  LnRef r{std::vector<double>(N * D), std::vector<double>(N * D), std::vector<double>(D, 0.0),
+          std::vector<double>(D, 0.0), std::vector<double>(N)};
+  std::vector<long double> dw(D, 0.0L), db(D, 0.0L);
+  for (int64_t i = 0; i < N; ++i) {
+    const double* xr = x.data() + i * D;
+    const double* gr = g.data() + i * D;
+    long double m = 0, v = 0, sa = 0, sc = 0;
+    for (int64_t j = 0; j < D; ++j) m += xr[j];
+    m /= D;
+    for (int64_t j = 0; j < D; ++j) v += (xr[j] - m) * (xr[j] - m);
+    const long double rs = 1.0L / std::sqrt(v / D + eps);
+    r.rs[i] = static_cast<double>(rs);
+    for (int64_t j = 0; j < D; ++j) {
+      const long double nj = (xr[j] - m) * rs, dn = gr[j] * (long double)w[j];
+      r.y[i * D + j] = static_cast<double>(nj * w[j] + b[j]);
+      sa += dn;
+      sc += dn * nj;
+      dw[j] += gr[j] * nj;
+      db[j] += gr[j];
+    }
+    for (int64_t j = 0; j < D; ++j) {
+      const long double nj = (xr[j] - m) * rs, dn = gr[j] * (long double)w[j];
+      r.dx[i * D + j] = static_cast<double>(rs * (dn - sa / D - nj * sc / D));
+    }
+  }
+  for (int64_t j = 0; j < D; ++j) {
+    r.dw[j] = static_cast<double>(dw[j]);
+    r.db[j] = static_cast<double>(db[j]);
+  }
+  return r;
+}
+
+// "" when got matches want: the same NaNs, the same infinities, and finite values within
+// tol·scale[i / per] (scale: the size of the terms each value is made of, one per `per` values).
+std::string ln_mismatch(const std::vector<double>& got, const std::vector<double>& want, double tol,
+                        const std::vector<double>& scale, size_t per, const std::string& what) {
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double a = got[i], e = want[i];
+    const bool ok = std::isnan(e)   ? std::isnan(a)
+                    : std::isinf(e) ? a == e
+                                    : std::isfinite(a) && std::fabs(a - e) <= tol * scale[i / per];
+    if (!ok) return fmt::format("{}[{}]: {} (want {})", what, i, a, e);
+  }
+  return "";
+}
+}  // namespace
+
+// The row kernels (ops/cpu/norm.cpp) run four double accumulators over xsimd batches, a single-
+// batch loop and a scalar tail; lengths 1..67 reach each of them with every tail length at 4 and 8
+// lanes. One special value sits at the start, middle or end of row 1 of 3: a NaN or ±inf makes its
+// row NaN (and dw NaN), while ±0 and subnormals are ordinary values.
+TEMPLATE_TEST_CASE("layer_norm forward and backward at special values, any length and position",
+                   "[norm][special]", float, double) {
+  using T = TestType;
+  const DType dt = std::is_same_v<T, float> ? kFloat32 : kFloat64;
+  const double tol = std::is_same_v<T, float> ? 2e-5 : 1e-12;
+  const double eps = 1e-5;
+  const std::vector<double> specials = {
+      0.0,
+      -0.0,
+      std::numeric_limits<double>::infinity(),
+      -std::numeric_limits<double>::infinity(),
+      std::numeric_limits<double>::quiet_NaN(),
+      static_cast<double>(std::numeric_limits<T>::denorm_min()),
+      -static_cast<double>(std::numeric_limits<T>::denorm_min()) * 3};
+  manual_seed(41);
+  int64_t cases = 0, nan_rows = 0;
+  std::string fail;
+  for (int64_t D = 1; D <= 67 && fail.empty(); ++D) {
+    const int64_t N = 3;
+    // Values exactly representable in T, so the reference sees what the kernel sees.
+    auto draw = [&](Shape s, double scale, double shift) {
+      return (randn(s, kFloat64) * scale + shift).to(dt).to(kFloat64).to_vector<double>();
+    };
+    const std::vector<double> x0 = draw({N, D}, 2.0, 3.0), w = draw({D}, 0.5, 1.0),
+                              b = draw({D}, 1.0, 0.0), g = draw({N, D}, 1.0, 0.0);
+    for (double v : specials)
+      for (int64_t pos : {int64_t{0}, D / 2, D - 1}) {
+        std::vector<double> xv = x0;
+        xv[D + pos] = v;
+        const LnRef want = ln_reference(xv, w, b, g, N, D, eps);
+        Tensor x = tensor(xv, {N, D}).to(dt).detach().requires_grad_();
+        Tensor wt = tensor(w, {D}).to(dt).detach().requires_grad_();
+        Tensor bt = tensor(b, {D}).to(dt).detach().requires_grad_();
+        Tensor y = layer_norm(x, {D}, wt, bt, eps);
+        y.backward(tensor(g, {N, D}).to(dt));
+        // Scales: y is norm·w + b; a row's dx is rs·(terms of size |w·g|, rs up to 1/sqrt(eps) on a
+        // constant row); dw and db sum N rows of g·norm and g.
+        double gw = 1;
+        for (int64_t j = 0; j < N * D; ++j) gw = std::max(gw, std::fabs(g[j] * w[j % D]));
+        std::vector<double> dx_scale(N);
+        for (int64_t i = 0; i < N; ++i) dx_scale[i] = std::max(1.0, want.rs[i]) * gw;
+        const std::vector<double> ten = {10.0}, sums = {10.0 * N};
+        const size_t all = static_cast<size_t>(N * D);
+        const std::string what = fmt::format("D {} x[1][{}] = {}: ", D, pos, v);
+        for (const std::string& m :
+             {ln_mismatch(y.to_vector<double>(), want.y, tol, ten, all, what + "y"),
+              ln_mismatch(x.grad().to_vector<double>(), want.dx, tol, dx_scale,
+                          static_cast<size_t>(D), what + "dx"),
+              ln_mismatch(wt.grad().to_vector<double>(), want.dw, tol, sums, all, what + "dw"),
+              ln_mismatch(bt.grad().to_vector<double>(), want.db, tol, sums, all, what + "db")})
+          if (fail.empty() && !m.empty()) fail = m;
+        ++cases;
+        nan_rows += std::isnan(want.y[D + pos]);
+      }
+  }
+  INFO(fail);
+  CHECK(fail.empty());
+  CHECK(cases == 67 * 7 * 3);
+  CHECK(nan_rows == 67 * 3 * 3);  // every NaN and ±inf case, and only those
 }
