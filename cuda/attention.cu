@@ -3,7 +3,7 @@
 // MaskDesc. Never a T×S buffer: the extra memory is the plan (key range per query row and tile)
 // and lse / D, O(T).
 //
-// Masks. plan_kernel evaluates AttentionMask::key_range (ops/attention_mask.cpp) once per query row
+// Masks. plan_kernel evaluates key_range (cuda/kernel_codes.hpp, the CPU's too) once per query row
 // into row_lo/row_hi, and per query tile the union [tile_lo, tile_hi]. Key tiles outside a query
 // tile's union are never visited (causal, local and blocked masks cost their band only). Per
 // visited tile, shared memory holds each row's range relative to the tile and one flag per key
@@ -158,29 +158,7 @@ __device__ __forceinline__ void st_chunk(double* p, const double* v) {
   }
 }
 
-// ---- the structural mask ----
-__device__ int64_t floor_div(int64_t a, int64_t b) {
-  const int64_t q = a / b;
-  return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
-}
-
-// AttentionMask::key_range, exactly: the inclusive key range [lo, hi] of query row i. A negative
-// local left / right (kernels.cuh: "none"; the CPU rejects negative sizes) means no bound on that
-// side, as FlashAttention's window_size = -1.
-__device__ void key_range(const MaskDesc& m, int64_t i, int64_t S, int64_t& lo, int64_t& hi) {
-  lo = 0;
-  hi = S - 1;
-  const int64_t ip = i + m.shift;
-  if (m.causal) hi = imin(hi, ip);
-  if (m.has_local && m.left >= 0) lo = imax(lo, ip - m.left);
-  if (m.has_local && m.right >= 0) hi = imin(hi, ip + m.right);
-  for (int k = 0; k < m.n_blocked; ++k) {
-    const int64_t W = m.block_W[k], blk = floor_div(ip, W);
-    lo = imax(lo, (blk - m.block_back[k]) * W);
-    hi = imin(hi, (blk + m.block_ahead[k] + 1) * W - 1);
-    if (m.block_causal[k]) hi = imin(hi, ip);
-  }
-}
+// ---- the structural mask: kern::key_range (cuda/kernel_codes.hpp), shared with the CPU ----
 
 // One block of BR threads per query tile: row_lo/row_hi (T) per row, and tile_lo/tile_hi the
 // union of the tile's non-empty rows (lo = S, hi = -1 when every row is empty).

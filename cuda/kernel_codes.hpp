@@ -1,8 +1,8 @@
 // cuda/kernel_codes.hpp — the codes and plain descriptors both backends' kernels take, in
 // tg::kern: element types, the elementwise / unary / reduction op codes, the strided iteration
-// space and the attention mask description. Neutral: no CUDA, no library header, no function; the
-// CPU (ops/cpu) and the CUDA kernels (cuda/kernels.cuh, which takes them into tg::cuda) read the
-// same enumerators, so a code means one thing on both.
+// space and the attention mask description with its one function, key_range (host and device).
+// Neutral: no CUDA, no library header; the CPU (ops/cpu) and the CUDA kernels (cuda/kernels.cuh,
+// which takes them into tg::cuda) read the same enumerators, so a code means one thing on both.
 #pragma once
 
 #include <cstdint>
@@ -58,6 +58,9 @@ enum class RedOp : uint8_t { Sum, Max, Min };
 //   and j <= i' if causal. Parts intersect. Plus data parts: key_allowed (B, S) bool (true =
 //   allowed) and key_lengths (B) int64 (j < len[b] allowed), allowed (bool, strided over
 //   (B, NH, T, S), true = allowed), additive (same dtype as q, strided over (B, NH, T, S)).
+// ops/attention_mask.cpp lowers an AttentionMask into one (attention_mask_desc) for either backend.
+// Blocked parts past kMaxBlocked go to more_blocked, (W, back, ahead, causal) per part in host
+// memory: the CPU reads them, the fused CUDA kernels take masks without them.
 constexpr int kMaxBlocked = 4;
 struct MaskDesc {
   int64_t shift = 0;
@@ -73,7 +76,44 @@ struct MaskDesc {
   int64_t allowed_stride[4] = {};        // element strides over (B, NH, T, S); 0 = broadcast
   const void* additive = nullptr;        // or null
   int64_t additive_stride[4] = {};
+  const int64_t* more_blocked = nullptr;
+  int n_more_blocked = 0;
 };
+
+// nvcc compiles key_range for both sides; g++ (the CPU, and cuda/ on the host emulator) for one.
+#if defined(__CUDACC__)
+#define TG_HOST_DEVICE __host__ __device__
+#else
+#define TG_HOST_DEVICE
+#endif
+
+// One blocked part's bounds on [lo, hi] for query position ip (floor division: ip may be < 0).
+TG_HOST_DEVICE inline void blocked_range(int64_t ip, int64_t W, int64_t back, int64_t ahead,
+                                         bool causal, int64_t& lo, int64_t& hi) {
+  const int64_t q = ip / W, blk = (ip % W != 0 && (ip < 0) != (W < 0)) ? q - 1 : q;
+  const int64_t l = (blk - back) * W, h = (blk + ahead + 1) * W - 1;
+  lo = lo > l ? lo : l;
+  hi = hi < h ? hi : h;
+  if (causal && ip < hi) hi = ip;
+}
+// The structural key range [lo, hi] (inclusive; empty when lo > hi) of query row i against S keys:
+// the one definition, read by the CPU's plan (ops/attention.cpp), AttentionMask::key_range and the
+// CUDA plan kernel (cuda/attention.cu).
+TG_HOST_DEVICE inline void key_range(const MaskDesc& m, int64_t i, int64_t S, int64_t& lo,
+                                     int64_t& hi) {
+  lo = 0;
+  hi = S - 1;
+  const int64_t ip = i + m.shift;
+  if (m.causal && ip < hi) hi = ip;
+  if (m.has_local && m.left >= 0 && ip - m.left > lo) lo = ip - m.left;
+  if (m.has_local && m.right >= 0 && ip + m.right < hi) hi = ip + m.right;
+  for (int k = 0; k < m.n_blocked; ++k)
+    blocked_range(ip, m.block_W[k], m.block_back[k], m.block_ahead[k], m.block_causal[k], lo, hi);
+  for (int k = 0; k < m.n_more_blocked; ++k) {
+    const int64_t* b = m.more_blocked + 4 * k;
+    blocked_range(ip, b[0], b[1], b[2], b[3] != 0, lo, hi);
+  }
+}
 // Largest head size the fused kernels take.
 constexpr int64_t kAttentionMaxHeadSize = 128;
 

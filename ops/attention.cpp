@@ -1,16 +1,18 @@
 // ops/attention.cpp — scaled_dot_product_attention (and its packed self- and cross-attention
-// forms): the checks, the plan (each query row's structural key range, AttentionMask::key_range,
-// and the row tiles), the lowering of the mask's data parts, and the tape node; the kernels are
-// cpu::attention_forward / attention_backward (ops/cpu/attention.cpp) and, for a CUDA device,
-// ops/attention_cuda.cpp. q, k, v come as (B, NH, T, hs), heads last (B, T, NH, hs), packed
-// (B, T, 3, NH, hs), or q heads last with k and v packed (B, S, 2, NH, hs) (cpu::AttentionDims).
-// One tape node: an additive mask that requires grad is one more input (the backward writes dS
-// densely, (B, NH, T, S), and sums it to the mask's shape, since dScores = dMask). The full T×S
-// matrix is stored only when the mask really is full (ops/cpu/attention.hpp: MEMORY); without a
-// tape the P tiles are scratch. Deliberately not here: the composed forms (attention(), additive
-// attention: attention_composed.cpp), the mask description (attention_mask.cpp), modules.
+// forms): the checks, the plan (each query row's structural key range, kern::key_range over the
+// mask's lowering, ops/attention_mask.cpp, shared with CUDA, and the row tiles), the row mask, and
+// the tape node; the kernels are cpu::attention_forward / attention_backward
+// (ops/cpu/attention.cpp) and, for a CUDA device, ops/attention_cuda.cpp. q, k, v come as (B, NH,
+// T, hs), heads last (B, T, NH, hs), packed (B, T, 3, NH, hs), or q heads last with k and v packed
+// (B, S, 2, NH, hs) (cpu::AttentionDims). One tape node: an additive mask that requires grad is one
+// more input (the backward writes dS densely, (B, NH, T, S), and sums it to the mask's shape, since
+// dScores = dMask). The full T×S matrix is stored only when the mask really is full
+// (ops/cpu/attention.hpp: MEMORY); without a tape the P tiles are scratch. Deliberately not here:
+// the composed forms (attention(), additive attention: attention_composed.cpp), the mask
+// description (attention_mask.cpp), modules.
 #include "ops/attention.hpp"
 #include "ops/attention_cuda.hpp"
+#include "ops/attention_desc.hpp"
 #include "ops/cpu/attention.hpp"
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"
@@ -19,7 +21,6 @@
 #include <cmath>
 #include <limits>
 #include <memory>
-#include <tuple>
 #include <vector>
 
 namespace tg {
@@ -82,7 +83,8 @@ cpu::AttentionPlan make_plan(const AttentionMask& m, int64_t T, int64_t S) {
   cpu::AttentionPlan p;
   p.lo.resize(T);
   p.hi.resize(T);
-  for (int64_t i = 0; i < T; ++i) std::tie(p.lo[i], p.hi[i]) = m.key_range(i, T, S);
+  const MaskLowering l = mask_structure(m, T, S);
+  for (int64_t i = 0; i < T; ++i) kern::key_range(l.desc, i, S, p.lo[i], p.hi[i]);
   const int64_t tile = m.has_structure() ? cpu::kAttentionRowTile : cpu::kAttentionRowTileFull;
   for (int64_t r0 = 0; r0 < T; r0 += tile) {
     cpu::AttentionTile t{r0, std::min(T, r0 + tile), S, -1, p.per_bh};
@@ -109,21 +111,16 @@ struct LoweredMask {
 LoweredMask lower_mask(const AttentionMask& m, const Dims& d, DType dt) {
   LoweredMask lm;
   cpu::AttentionRowMask& r = lm.rows;
-  const Shape full{d.B, d.NH, d.T, d.S};
-  auto strides = [&](const Shape& of, int64_t* st) {
-    const Shape s = broadcast_strides(of, full);
-    std::copy(s.begin(), s.end(), st);
-  };
-  if (m.key_allowed_.defined()) r.key_allowed = m.key_allowed_.data<bool>();
-  if (m.key_lengths_.defined()) r.lengths = m.key_lengths_.data<int64_t>();
-  if (m.allowed_.defined()) {
-    r.allowed = m.allowed_.data<bool>();
-    strides(m.allowed_.shape(), r.allowed_st);
-  }
-  if (m.additive_.defined()) {
+  const MaskLowering l = mask_desc(m, d.B, d.NH, d.T, d.S);
+  const kern::MaskDesc& md = l.desc;
+  r.key_allowed = md.key_allowed;
+  r.lengths = md.key_lengths;
+  r.allowed = md.allowed;
+  std::copy(md.allowed_stride, md.allowed_stride + 4, r.allowed_st);
+  if (md.additive) {  // the kernels read it in float64
     lm.additive64 = m.additive_.detach().to(kFloat64);
     r.additive = lm.additive64.data<double>();
-    strides(m.additive_.shape(), r.additive_st);
+    std::copy(md.additive_stride, md.additive_stride + 4, r.additive_st);
   }
   if ((r.key_allowed || r.lengths) && !r.allowed && !r.additive) {
     lm.key_block = Tensor::empty({d.B, d.S}, dt);

@@ -7,8 +7,10 @@
 //     dropout, attention weights, the introspection probe and large heads.
 // Mask tensors may live on the CPU or on q's device: they are copied where each path reads them.
 // ops/attention.cpp reaches it through ops/attention_cuda.hpp after the op's checks.
-// Deliberately not here: the kernels (cuda/attention.cu), the mask description, the CPU path.
+// Deliberately not here: the kernels (cuda/attention.cu), the mask's lowering
+// (ops/attention_mask.cpp, shared with the CPU), the CPU path.
 #include "ops/attention_cuda.hpp"
+#include "ops/attention_desc.hpp"
 #include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"
@@ -24,42 +26,6 @@ constexpr const char* kSdpa = "scaled_dot_product_attention";
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 Tensor moved(const Tensor& t, Device d) { return t.defined() ? t.detach().to(d) : t; }
-
-// The structural parts and device pointers of `m` (tensors already on q's device) for the kernel.
-kern::MaskDesc mask_desc(const AttentionMask& m, int64_t B, int64_t NH, int64_t T, int64_t S) {
-  kern::MaskDesc md;
-  md.shift = m.align_ == CausalAlign::BottomRight ? S - T : 0;
-  md.causal = m.causal_;
-  for (const AttentionMask::Local& l : m.local_) {  // ranges intersect: the tightest offsets
-    md.left = md.has_local ? std::min(md.left, l.left) : l.left;
-    md.right = md.has_local ? std::min(md.right, l.right) : l.right;
-    md.has_local = true;
-  }
-  md.n_blocked = static_cast<int>(m.blocked_.size());
-  for (int i = 0; i < md.n_blocked; ++i) {
-    const AttentionMask::Blocked& b = m.blocked_[i];
-    md.block_W[i] = b.W;
-    md.block_back[i] = b.opts.look_back;
-    md.block_ahead[i] = b.opts.look_ahead;
-    md.block_causal[i] = b.opts.causal;
-  }
-  const Shape full{B, NH, T, S};
-  if (m.key_allowed_.defined())
-    md.key_allowed = static_cast<const bool*>(m.key_allowed_.data_ptr());
-  if (m.key_lengths_.defined())
-    md.key_lengths = static_cast<const int64_t*>(m.key_lengths_.data_ptr());
-  if (m.allowed_.defined()) {
-    md.allowed = static_cast<const bool*>(m.allowed_.data_ptr());
-    Shape st = broadcast_strides(m.allowed_.shape(), full);
-    for (int d = 0; d < 4; ++d) md.allowed_stride[d] = st[d];
-  }
-  if (m.additive_.defined()) {
-    md.additive = m.additive_.data_ptr();
-    Shape st = broadcast_strides(m.additive_.shape(), full);
-    for (int d = 0; d < 4; ++d) md.additive_stride[d] = st[d];
-  }
-  return md;
-}
 
 // Raises the CPU's error for the first fully masked row (lse = -inf), naming batch, head, row.
 void check_fully_masked(const Tensor& lse, int64_t NH, int64_t T) {
@@ -79,14 +45,15 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
   const int64_t B = q.size(0), NH = q.size(1), T = q.size(2), S = k.size(2), hs = q.size(3),
                 hsv = v.size(3);
   const Device dev = q.device();
-  auto md = std::make_shared<kern::MaskDesc>(mask_desc(m, B, NH, T, S));
+  // The mask's tensors are on q's device (attention_mask_on); at most kMaxBlocked blocked parts.
+  auto md = std::make_shared<const MaskLowering>(mask_desc(m, B, NH, T, S));
   AttentionResult res;
   res.output = zeros({B, NH, T, hsv}, q.dtype(), dev);
   Tensor lse = full({B, NH, T}, -kInf, q.dtype(), dev);
   if (res.output.numel() > 0 && S > 0)
     kernels(kSdpa, dev)
         .attention_forward(cdt(q.dtype()), res.output.data_ptr(), lse.data_ptr(), q.data_ptr(),
-                           k.data_ptr(), v.data_ptr(), B, NH, T, S, hs, hsv, scale, *md);
+                           k.data_ptr(), v.data_ptr(), B, NH, T, S, hs, hsv, scale, md->desc);
   if (m.errors_on_fully_masked()) check_fully_masked(lse, NH, T);
   if (needs_record({&q, &k, &v})) {
     const double pairs = static_cast<double>(B) * NH * T * S;
@@ -108,7 +75,7 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
                    .attention_backward(cdt(qd.dtype()), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(),
                                        g.data_ptr(), qd.data_ptr(), kd.data_ptr(), vd.data_ptr(),
                                        od.data_ptr(), lse.data_ptr(), B, NH, T, S, hs, hsv, scale,
-                                       *md);
+                                       md->desc);
              return {dq, dk, dv};
            });
   }

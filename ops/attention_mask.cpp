@@ -3,9 +3,11 @@
 // per-element reference (allowed, dense_allowed, keys_per_row, describe) that fast paths are
 // tested against. No gradients here: masks are data.
 #include "ops/attention.hpp"
+#include "ops/attention_desc.hpp"
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace tg {
@@ -13,11 +15,6 @@ using namespace detail;
 
 namespace {
 constexpr const char* kOp = "attention_mask";
-
-int64_t floor_div(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
-}
 
 // Offset of (b, h, i, j) in a tensor broadcastable to (B, NH, T, S) (right-aligned, size-1 dims
 // broadcast).
@@ -234,19 +231,9 @@ bool AttentionMask::has_data() const {
 bool AttentionMask::is_none() const { return !has_structure() && !has_data(); }
 
 std::pair<int64_t, int64_t> AttentionMask::key_range(int64_t i, int64_t T, int64_t S) const {
-  int64_t lo = 0, hi = S - 1;
-  const int64_t ip = align_ == CausalAlign::BottomRight ? i + (S - T) : i;
-  if (causal_) hi = std::min(hi, ip);
-  for (const Local& l : local_) {
-    lo = std::max(lo, ip - l.left);
-    hi = std::min(hi, ip + l.right);
-  }
-  for (const Blocked& b : blocked_) {
-    const int64_t blk = floor_div(ip, b.W);
-    lo = std::max(lo, (blk - b.opts.look_back) * b.W);
-    hi = std::min(hi, (blk + b.opts.look_ahead + 1) * b.W - 1);
-    if (b.opts.causal) hi = std::min(hi, ip);
-  }
+  const MaskLowering l = mask_structure(*this, T, S);
+  int64_t lo, hi;
+  kern::key_range(l.desc, i, S, lo, hi);
   return {lo, hi};
 }
 
@@ -360,3 +347,55 @@ std::string AttentionMask::name() const {
 }
 
 }  // namespace tg
+
+namespace tg::detail {
+
+MaskLowering mask_structure(const AttentionMask& m, int64_t T, int64_t S) {
+  MaskLowering l;
+  kern::MaskDesc& md = l.desc;
+  md.shift = m.align_ == CausalAlign::BottomRight ? S - T : 0;
+  md.causal = m.causal_;
+  for (const AttentionMask::Local& lc : m.local_) {  // ranges intersect: the tightest offsets
+    md.left = md.has_local ? std::min(md.left, lc.left) : lc.left;
+    md.right = md.has_local ? std::min(md.right, lc.right) : lc.right;
+    md.has_local = true;
+  }
+  for (const AttentionMask::Blocked& b : m.blocked_) {
+    if (md.n_blocked < kern::kMaxBlocked) {
+      const int k = md.n_blocked++;
+      md.block_W[k] = b.W;
+      md.block_back[k] = b.opts.look_back;
+      md.block_ahead[k] = b.opts.look_ahead;
+      md.block_causal[k] = b.opts.causal;
+    } else {
+      l.more.insert(l.more.end(),
+                    {b.W, b.opts.look_back, b.opts.look_ahead, b.opts.causal ? 1 : 0});
+    }
+  }
+  md.n_more_blocked = static_cast<int>(l.more.size() / 4);
+  md.more_blocked = l.more.empty() ? nullptr : l.more.data();
+  return l;
+}
+
+MaskLowering mask_desc(const AttentionMask& m, int64_t B, int64_t NH, int64_t T, int64_t S) {
+  MaskLowering l = mask_structure(m, T, S);
+  kern::MaskDesc& md = l.desc;
+  const Shape full{B, NH, T, S};
+  if (m.key_allowed_.defined())
+    md.key_allowed = static_cast<const bool*>(m.key_allowed_.data_ptr());
+  if (m.key_lengths_.defined())
+    md.key_lengths = static_cast<const int64_t*>(m.key_lengths_.data_ptr());
+  if (m.allowed_.defined()) {
+    md.allowed = static_cast<const bool*>(m.allowed_.data_ptr());
+    const Shape st = broadcast_strides(m.allowed_.shape(), full);
+    std::copy(st.begin(), st.end(), md.allowed_stride);
+  }
+  if (m.additive_.defined()) {
+    md.additive = m.additive_.data_ptr();
+    const Shape st = broadcast_strides(m.additive_.shape(), full);
+    std::copy(st.begin(), st.end(), md.additive_stride);
+  }
+  return l;
+}
+
+}  // namespace tg::detail

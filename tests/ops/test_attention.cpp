@@ -74,6 +74,10 @@ std::vector<Case> mask_cases() {
       {"blocked(2) look_back 1", A::blocked(2, {1, 0, false}), 6, 6},
       {"blocked(3) look_back 1 causal", A::blocked(3, {1, 0, true}), 7, 7},
       {"blocked(2) look_ahead 1", A::blocked(2, {0, 1, false}), 5, 5},
+      {"six blocked parts (past the kernels' slots)",
+       A::blocked(2, {1, 0, false}) & A::blocked(3, {1, 1, false}) & A::blocked(4) &
+           A::blocked(5, {0, 1, false}) & A::blocked(6, {1, 0, true}) & A::blocked(7),
+       12, 12},
       {"key_padding", A::key_padding(pad, MaskPolarity::TrueBlocked), 5, 6},
       {"key_lengths", A::key_lengths(tensor(std::vector<int64_t>{3, 6})), 5, 6},
       {"padding + window: fully masked rows",

@@ -106,6 +106,41 @@ TEST_CASE("blocked windows: block size dividing or not, look-back, causal inside
   REQUIRE_ERROR(AttentionMask::blocked(2, {-1, 0, false}), "look_back must be >= 0");
 }
 
+TEST_CASE("more blocked parts than the kernels' fixed slots intersect like any others",
+          "[attention_mask]") {
+  // Six parts: four in MaskDesc's slots, two in its host list (cuda/kernel_codes.hpp).
+  auto six_parts = [](CausalAlign al) {
+    return std::vector<AttentionMask>{AttentionMask::blocked(2, {1, 0, false}, al),
+                                      AttentionMask::blocked(3, {1, 1, false}, al),
+                                      AttentionMask::blocked(4, {}, al),
+                                      AttentionMask::blocked(5, {0, 1, false}, al),
+                                      AttentionMask::blocked(6, {1, 0, true}, al),
+                                      AttentionMask::blocked(7, {2, 0, false}, al)};
+  };
+  for (CausalAlign al : {CausalAlign::TopLeft, CausalAlign::BottomRight}) {
+    const std::vector<AttentionMask> parts = six_parts(al);
+    for (auto [T, S] : {std::pair<int64_t, int64_t>{23, 23}, {9, 23}}) {
+      AttentionMask all = AttentionMask::causal(al);
+      for (const AttentionMask& p : parts) all = all & p;
+      for (int64_t i = 0; i < T; ++i) {
+        std::pair<int64_t, int64_t> want = AttentionMask::causal(al).key_range(i, T, S);
+        for (const AttentionMask& p : parts) {
+          // each part alone, aligned like the whole mask
+          AttentionMask q = AttentionMask::causal(al) & p;
+          const auto r = q.key_range(i, T, S);
+          want = {std::max(want.first, r.first), std::min(want.second, r.second)};
+        }
+        INFO("row " << i << ", T " << T << ", S " << S);
+        REQUIRE(all.key_range(i, T, S) == want);
+      }
+    }
+  }
+  // Keys per row at T = S = 12 without causal, from the definition (ops/attention.hpp) by hand.
+  const std::vector<AttentionMask> p = six_parts(CausalAlign::TopLeft);
+  REQUIRE((p[0] & p[1] & p[2] & p[3] & p[4] & p[5]).keys_per_row(12) ==
+          V{1, 2, 3, 4, 1, 1, 2, 3, 1, 2, 1, 2});
+}
+
 TEST_CASE("bool masks state their polarity - padding and lengths", "[attention_mask]") {
   // PyTorch MHA: True = blocked. SDPA: True = allowed. The same tensor, opposite meanings.
   Tensor tri =

@@ -1,0 +1,31 @@
+// ops/attention_desc.hpp — internal to ops/ (not part of the API): the one lowering of an
+// AttentionMask to the kernels' description kern::MaskDesc (cuda/kernel_codes.hpp), shared by the
+// CPU path (ops/attention.cpp: the plan's key ranges, the row mask) and the CUDA path
+// (ops/attention_cuda.cpp: the fused kernels). Defined in ops/attention_mask.cpp.
+#pragma once
+
+#include "cuda/kernel_codes.hpp"
+#include "ops/attention.hpp"
+
+#include <vector>
+
+namespace tg::detail {
+
+// A MaskDesc and the host memory of its blocked parts past kern::kMaxBlocked (desc.more_blocked
+// points into `more`). Moves keep that pointer valid; copies are refused.
+struct MaskLowering {
+  kern::MaskDesc desc;
+  std::vector<int64_t> more;
+  MaskLowering() = default;
+  MaskLowering(MaskLowering&&) = default;
+  MaskLowering(const MaskLowering&) = delete;
+  MaskLowering& operator=(const MaskLowering&) = delete;
+};
+
+// The structural parts of m for T query rows against S keys (what key_range reads).
+MaskLowering mask_structure(const AttentionMask& m, int64_t T, int64_t S);
+// The structure and the data parts: pointers into m's tensors (on whichever device they live; the
+// caller keeps m alive), with strides broadcast to (B, NH, T, S).
+MaskLowering mask_desc(const AttentionMask& m, int64_t B, int64_t NH, int64_t T, int64_t S);
+
+}  // namespace tg::detail
