@@ -72,11 +72,29 @@ void index_add(DT dt, void* dx, const void* g, const int64_t* idx, int64_t outer
 // Synchronises (it reads back one int64).
 int64_t first_out_of_range(const int64_t* idx, int64_t n, int64_t lo, int64_t hi);
 
-// ---- reductions (cuda/reduce.cu) ----
-// out (outer, inner) = reduce over the middle dim of x (outer, r, inner); Max/Min propagate NaN.
+// ---- reductions (cuda/reduce.cu); CPU twins in ops/cpu/reduce.cpp ----
+// x is seen as (outer, r, inner): output (o, i) reduces x[o, 0 .. r, i]; out is (outer, inner).
 // Float sums accumulate in double (as on the CPU) in an order fixed by the shape alone, so a run
-// repeats bit for bit. Int64 sums in int64; Bool is rejected (cast to I64 first).
-void reduce(RedOp op, DT dt, void* out, const void* x, int64_t outer, int64_t r, int64_t inner);
+// repeats bit for bit; Int64 sums in int64; Bool is rejected (cast to I64 first).
+// out = Σ_r x / divisor (mean: divisor = r), rounded once; int64 ignores divisor; r == 0 gives 0.
+void reduce_sum(DT dt, void* out, const void* x, int64_t outer, int64_t r, int64_t inner,
+                double divisor);
+// dx (outer, r, inner) = dout (outer, inner)·scale, the product in double. F32/F64.
+void reduce_sum_backward(DT dt, void* dx, const void* dout, int64_t outer, int64_t r, int64_t inner,
+                         double scale);
+// out = max (RedOp::Max) or min (RedOp::Min) over r >= 1; NaN propagates. F32/F64/I64.
+void reduce_extreme(RedOp op, DT dt, void* out, const void* x, int64_t outer, int64_t r,
+                    int64_t inner);
+// dx = dout / ties where x equals m (the forward output; ties share the gradient evenly), else 0.
+void reduce_extreme_backward(DT dt, void* dx, const void* dout, const void* x, const void* m,
+                             int64_t outer, int64_t r, int64_t inner);
+// out = Σ_r (x - mean)² / denom and mean (outer, inner) float64 = Σ_r x / r (saved for
+// backward), both in double. F32/F64.
+void reduce_var(DT dt, void* out, double* mean, const void* x, int64_t outer, int64_t r,
+                int64_t inner, double denom);
+// dx = dout·2(x - mean)/denom, in double. F32/F64.
+void reduce_var_backward(DT dt, void* dx, const void* dout, const void* x, const double* mean,
+                         int64_t outer, int64_t r, int64_t inner, double denom);
 // out (outer, inner) int64 = index of the first maximum along r (NaN counts as maximal, the first
 // NaN wins), like torch.argmax.
 void argmax(DT dt, int64_t* out, const void* x, int64_t outer, int64_t r, int64_t inner);

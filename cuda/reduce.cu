@@ -1,15 +1,18 @@
-// cuda/reduce.cu — the reductions of kernels.cuh over the middle dim of (outer, r, inner): sum,
-// max, min (NaN propagates), argmax (first maximum; the first NaN wins), and the sum of squares
-// behind gradient-norm clipping. CPU twin: ops/reduce.cpp (the ops layer calls reduce once per
-// contiguous group of reduced dims, or after a permute). Deliberately not here: softmax
-// (softmax.cu), layer norm statistics (norm.cu), the spreading backward of sum/max (it is a
-// broadcast: elementwise.cu / copy.cu).
+// cuda/reduce.cu — the reductions of kernels.cuh over the middle dim of (outer, r, inner) and
+// their backward spreads: sum and mean, max and min (NaN propagates; ties share the gradient),
+// var (the means saved in double), argmax (first maximum; the first NaN wins), and the sum of
+// squares behind gradient-norm clipping. CPU twins: ops/cpu/reduce.cpp (ops/reduce.cpp views a
+// reduction as (outer, r, inner), permuting first when the reduced dims are apart). Deliberately
+// not here: softmax (softmax.cu), layer norm statistics (norm.cu).
 //
 // Layouts: inner == 1 and r >= 32 -> one warp per (row, split), lanes striding the row
 // (coalesced), then a warp-shuffle tree; otherwise one thread per (outer, split, inner) walking
-// r (coalesced across inner). When outer·inner is too small to fill the GPU, r is cut into
-// `splits` chunks whose partials (outer, splits, inner) are reduced by a second pass. The splits
-// depend only on the shape, so every result is deterministic (run to run and GPU to GPU).
+// r (coalesced across inner). var and the max/min backward (two passes over a row: the mean or
+// the ties, then the deviations or the shares) use the same two layouts without splits; the
+// sum and var backward are one thread per dx element. When outer·inner is too small to fill the
+// GPU, r is cut into `splits` chunks whose partials (outer, splits, inner) are reduced by a second
+// pass. The splits depend only on the shape, so every result is deterministic (run to run and GPU
+// to GPU).
 //
 // Numerics: float32 sums accumulate in double, like the CPU (ops/reduce.cpp: "float32
 // accumulates in double"), which is tighter than kernels.cuh's float32 tree promise; int64 sums
@@ -79,11 +82,19 @@ __device__ __forceinline__ A warp_reduce(A v) {
   return v;
 }
 
+// A result as written out: a float accumulator divided by `div` (mean; 1 otherwise, exact) in
+// its own precision and rounded once, as the CPU does; an integer one as it is.
+template <typename Out, typename A>
+__device__ __forceinline__ Out finish(A a, double div) {
+  if constexpr (std::is_floating_point_v<A>) return static_cast<Out>(a / static_cast<A>(div));
+  return static_cast<Out>(a);
+}
+
 // ---- reduce kernels ----
 // inner == 1: warp w handles unit u = (o, s) = row o, chunk s of `chunk` elements; out[u].
 template <RedOp OP, typename In, typename A, typename Out>
 __global__ void row_reduce_kernel(Out* out, const In* x, int64_t units, int64_t r, int64_t splits,
-                                  int64_t chunk) {
+                                  int64_t chunk, double div) {
   const int lane = threadIdx.x & 31;
   const int64_t nwarps = int64_t(gridDim.x) * kWarpsPerBlock;
   for (int64_t u = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) >> 5; u < units;
@@ -96,14 +107,14 @@ __global__ void row_reduce_kernel(Out* out, const In* x, int64_t units, int64_t 
     for (int64_t k = s * chunk + lane; k < k1; k += 32)
       a = Red<OP, A>::combine(a, static_cast<A>(row[k]));
     a = warp_reduce<OP>(a);
-    if (lane == 0) out[u] = static_cast<Out>(a);
+    if (lane == 0) out[u] = finish<Out>(a, div);
   }
 }
 
 // Thread t = (o, s, i) walks chunk s of r at column i; out (outer, splits, inner)[t].
 template <RedOp OP, typename In, typename A, typename Out>
 __global__ void col_reduce_kernel(Out* out, const In* x, int64_t total, int64_t r, int64_t inner,
-                                  int64_t splits, int64_t chunk) {
+                                  int64_t splits, int64_t chunk, double div) {
   for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total;
        t += int64_t(blockDim.x) * gridDim.x) {
     const int64_t u = t / inner, i = t - u * inner;
@@ -113,14 +124,15 @@ __global__ void col_reduce_kernel(Out* out, const In* x, int64_t total, int64_t 
     A a = Red<OP, A>::identity();
 #pragma unroll 4
     for (int64_t k = k0; k < k1; ++k, p += inner) a = Red<OP, A>::combine(a, static_cast<A>(*p));
-    out[t] = static_cast<Out>(a);
+    out[t] = finish<Out>(a, div);
   }
 }
 
-// out (outer, inner) = reduce of x (outer, r, inner), accumulating in A; may split r (then a
-// second pass reduces the partials, without splitting again).
+// out (outer, inner) = reduce of x (outer, r, inner), accumulating in A, divided by div; may split
+// r (then a second pass reduces the partials, without splitting again, and divides).
 template <RedOp OP, typename In, typename A, typename Out>
-void reduce_pass(Out* out, const In* x, int64_t outer, int64_t r, int64_t inner, bool may_split) {
+void reduce_pass(Out* out, const In* x, int64_t outer, int64_t r, int64_t inner, bool may_split,
+                 double div) {
   cudaStream_t st = detail::cur_stream();
   if (inner == 1 && r >= 32) {
     int64_t splits = 1;
@@ -131,15 +143,15 @@ void reduce_pass(Out* out, const In* x, int64_t outer, int64_t r, int64_t inner,
     splits = ceil_div(r, chunk);  // no empty chunk
     if (splits == 1) {
       row_reduce_kernel<OP, In, A, Out>
-          <<<blocks(outer * 32), kThreads, 0, st>>>(out, x, outer, r, 1, r);
+          <<<blocks(outer * 32), kThreads, 0, st>>>(out, x, outer, r, 1, r, div);
       TG_CUDA_LAUNCH_CHECK("reduce");
       return;
     }
     DeviceTemp part(static_cast<size_t>(outer * splits) * sizeof(A));
     row_reduce_kernel<OP, In, A, A><<<blocks(outer * splits * 32), kThreads, 0, st>>>(
-        part.as<A>(), x, outer * splits, r, splits, chunk);
+        part.as<A>(), x, outer * splits, r, splits, chunk, 1.0);
     TG_CUDA_LAUNCH_CHECK("reduce");
-    reduce_pass<OP, A, A, Out>(out, part.as<A>(), outer, splits, 1, false);
+    reduce_pass<OP, A, A, Out>(out, part.as<A>(), outer, splits, 1, false, div);
     return;
   }
   int64_t splits = 1;
@@ -150,22 +162,115 @@ void reduce_pass(Out* out, const In* x, int64_t outer, int64_t r, int64_t inner,
   splits = std::max<int64_t>(1, ceil_div(r, chunk));
   if (splits == 1) {
     col_reduce_kernel<OP, In, A, Out>
-        <<<blocks(outer * inner), kThreads, 0, st>>>(out, x, outer * inner, r, inner, 1, r);
+        <<<blocks(outer * inner), kThreads, 0, st>>>(out, x, outer * inner, r, inner, 1, r, div);
     TG_CUDA_LAUNCH_CHECK("reduce");
     return;
   }
   const int64_t total = outer * splits * inner;
   DeviceTemp part(static_cast<size_t>(total) * sizeof(A));
   col_reduce_kernel<OP, In, A, A>
-      <<<blocks(total), kThreads, 0, st>>>(part.as<A>(), x, total, r, inner, splits, chunk);
+      <<<blocks(total), kThreads, 0, st>>>(part.as<A>(), x, total, r, inner, splits, chunk, 1.0);
   TG_CUDA_LAUNCH_CHECK("reduce");
-  reduce_pass<OP, A, A, Out>(out, part.as<A>(), outer, splits, inner, false);
+  reduce_pass<OP, A, A, Out>(out, part.as<A>(), outer, splits, inner, false, div);
 }
 
 template <RedOp OP, typename T>
-void reduce_typed(void* out, const void* x, int64_t outer, int64_t r, int64_t inner) {
+void reduce_typed(void* out, const void* x, int64_t outer, int64_t r, int64_t inner,
+                  double div = 1.0) {
   reduce_pass<OP, T, Acc<OP, T>, T>(static_cast<T*>(out), static_cast<const T*>(x), outer, r, inner,
-                                    true);
+                                    true, div);
+}
+
+// ---- backward spreads and var ----
+// dx[t] = dout[(o, i)]·scale for t = (o, k, i), the product in double.
+template <typename T>
+__global__ void sum_backward_kernel(T* dx, const T* dout, int64_t total, int64_t r, int64_t inner,
+                                    double scale) {
+  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total;
+       t += int64_t(blockDim.x) * gridDim.x) {
+    const int64_t i = t % inner, o = t / (r * inner);
+    dx[t] = static_cast<T>(static_cast<double>(dout[o * inner + i]) * scale);
+  }
+}
+
+// dx[t] = (x[t] - mean[(o, i)])·(2·dout[(o, i)]/denom), in double, as the CPU.
+template <typename T>
+__global__ void var_backward_kernel(T* dx, const T* dout, const T* x, const double* mean,
+                                    int64_t total, int64_t r, int64_t inner, double denom) {
+  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total;
+       t += int64_t(blockDim.x) * gridDim.x) {
+    const int64_t i = t % inner, o = t / (r * inner), u = o * inner + i;
+    const double c = 2.0 * static_cast<double>(dout[u]) / denom;
+    dx[t] = static_cast<T>((static_cast<double>(x[t]) - mean[u]) * c);
+  }
+}
+
+// One output u = (o, i) of x (outer, r, inner), read by `lanes` threads (32: a warp along a
+// contiguous row, inner == 1; 1: a thread down a column). sum() combines the lanes' partials in a
+// fixed order, so each result depends on the shape alone.
+struct Line {
+  const int64_t base, step, r;
+  const int lane, lanes;
+  template <typename F>
+  __device__ void each(F&& f) const {
+    for (int64_t k = lane; k < r; k += lanes) f(k, base + k * step);
+  }
+  __device__ double sum(double v) const { return lanes == 32 ? warp_reduce<RedOp::Sum>(v) : v; }
+};
+
+// Calls f(line, u) for every output u of (outer, r, inner): a warp per row when inner == 1 and
+// r >= 32, else a thread per (o, i). Warp-uniform in the warp layout (u is the same on all lanes).
+template <typename F>
+__device__ void for_lines(int64_t outer, int64_t r, int64_t inner, F&& f) {
+  const int64_t gtid = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  const int64_t nthreads = int64_t(blockDim.x) * gridDim.x;
+  if (inner == 1 && r >= 32) {
+    for (int64_t u = gtid >> 5; u < outer; u += nthreads >> 5)
+      f(Line{u * r, 1, r, static_cast<int>(threadIdx.x & 31), 32}, u);
+    return;
+  }
+  for (int64_t u = gtid; u < outer * inner; u += nthreads) {
+    const int64_t o = u / inner, i = u - o * inner;
+    f(Line{o * r * inner + i, inner, r, 0, 1}, u);
+  }
+}
+unsigned line_blocks(int64_t outer, int64_t r, int64_t inner) {
+  return blocks(inner == 1 && r >= 32 ? outer * 32 : outer * inner);
+}
+
+// mean[u] = Σ x / r, out[u] = Σ (x - mean)² / denom, both sums in double.
+template <typename T>
+__global__ void var_kernel(T* out, double* mean, const T* x, int64_t outer, int64_t r,
+                           int64_t inner, double denom) {
+  for_lines(outer, r, inner, [&](const Line& l, int64_t u) {
+    double s = 0;
+    l.each([&](int64_t, int64_t j) { s += static_cast<double>(x[j]); });
+    const double mu = l.sum(s) / static_cast<double>(r);
+    double q = 0;
+    l.each([&](int64_t, int64_t j) {
+      const double d = static_cast<double>(x[j]) - mu;
+      q += d * d;
+    });
+    q = l.sum(q);
+    if (l.lane == 0) {
+      mean[u] = mu;
+      out[u] = static_cast<T>(q / denom);
+    }
+  });
+}
+
+// dx = dout[u] / ties where x equals m[u], else 0 (the share in double, rounded once, as the CPU).
+template <typename T>
+__global__ void extreme_backward_kernel(T* dx, const T* dout, const T* x, const T* m, int64_t outer,
+                                        int64_t r, int64_t inner) {
+  for_lines(outer, r, inner, [&](const Line& l, int64_t u) {
+    const T mu = m[u];
+    double ties = 0;  // exact: counts below 2^53
+    l.each([&](int64_t, int64_t j) { ties += x[j] == mu ? 1.0 : 0.0; });
+    ties = l.sum(ties);
+    const T w = static_cast<T>(static_cast<double>(dout[u]) * (1.0 / ties));
+    l.each([&](int64_t, int64_t j) { dx[j] = x[j] == mu ? w : T(0); });
+  });
 }
 
 // ---- argmax ----
@@ -275,21 +380,70 @@ void dispatch_numeric(DT dt, const char* name, F&& f) {
 }
 }  // namespace
 
-// out (outer, inner) = reduce of x (outer, r, inner) over r; dt F32, F64 or I64.
-void reduce(RedOp op, DT dt, void* out, const void* x, int64_t outer, int64_t r, int64_t inner) {
-  dispatch_numeric(dt, "reduce", [&](auto tag) {
+void reduce_sum(DT dt, void* out, const void* x, int64_t outer, int64_t r, int64_t inner,
+                double divisor) {
+  dispatch_numeric(dt, "reduce_sum", [&](auto tag) {
     using T = decltype(tag);
     if (outer * inner == 0) return;
-    switch (op) {
-      case RedOp::Sum:
-        return reduce_typed<RedOp::Sum, T>(out, x, outer, r, inner);
-      case RedOp::Max:
-        return reduce_typed<RedOp::Max, T>(out, x, outer, r, inner);
-      case RedOp::Min:
-        return reduce_typed<RedOp::Min, T>(out, x, outer, r, inner);
-    }
-    throw Error("reduce: unknown op " + std::to_string(static_cast<int>(op)));
+    reduce_typed<RedOp::Sum, T>(out, x, outer, r, inner, std::is_integral_v<T> ? 1.0 : divisor);
   });
+}
+
+void reduce_sum_backward(DT dt, void* dx, const void* dout, int64_t outer, int64_t r, int64_t inner,
+                         double scale) {
+  const int64_t total = outer * r * inner;
+  if (total == 0) return;
+  TG_DISPATCH_FLOAT(dt, "reduce_sum_backward", [&] {
+    sum_backward_kernel<scalar_t><<<blocks(total), kThreads, 0, detail::cur_stream()>>>(
+        static_cast<scalar_t*>(dx), static_cast<const scalar_t*>(dout), total, r, inner, scale);
+  });
+  TG_CUDA_LAUNCH_CHECK("reduce_sum_backward");
+}
+
+void reduce_extreme(RedOp op, DT dt, void* out, const void* x, int64_t outer, int64_t r,
+                    int64_t inner) {
+  dispatch_numeric(dt, "reduce_extreme", [&](auto tag) {
+    using T = decltype(tag);
+    if (outer * inner == 0) return;
+    if (op == RedOp::Max) return reduce_typed<RedOp::Max, T>(out, x, outer, r, inner);
+    if (op == RedOp::Min) return reduce_typed<RedOp::Min, T>(out, x, outer, r, inner);
+    throw Error("reduce_extreme: op " + std::to_string(static_cast<int>(op)) +
+                " is not Max or Min");
+  });
+}
+
+void reduce_extreme_backward(DT dt, void* dx, const void* dout, const void* x, const void* m,
+                             int64_t outer, int64_t r, int64_t inner) {
+  if (outer * r * inner == 0) return;
+  TG_DISPATCH_FLOAT(dt, "reduce_extreme_backward", [&] {
+    extreme_backward_kernel<scalar_t>
+        <<<line_blocks(outer, r, inner), kThreads, 0, detail::cur_stream()>>>(
+            static_cast<scalar_t*>(dx), static_cast<const scalar_t*>(dout),
+            static_cast<const scalar_t*>(x), static_cast<const scalar_t*>(m), outer, r, inner);
+  });
+  TG_CUDA_LAUNCH_CHECK("reduce_extreme_backward");
+}
+
+void reduce_var(DT dt, void* out, double* mean, const void* x, int64_t outer, int64_t r,
+                int64_t inner, double denom) {
+  if (outer * inner == 0) return;
+  TG_DISPATCH_FLOAT(dt, "reduce_var", [&] {
+    var_kernel<scalar_t><<<line_blocks(outer, r, inner), kThreads, 0, detail::cur_stream()>>>(
+        static_cast<scalar_t*>(out), mean, static_cast<const scalar_t*>(x), outer, r, inner, denom);
+  });
+  TG_CUDA_LAUNCH_CHECK("reduce_var");
+}
+
+void reduce_var_backward(DT dt, void* dx, const void* dout, const void* x, const double* mean,
+                         int64_t outer, int64_t r, int64_t inner, double denom) {
+  const int64_t total = outer * r * inner;
+  if (total == 0) return;
+  TG_DISPATCH_FLOAT(dt, "reduce_var_backward", [&] {
+    var_backward_kernel<scalar_t><<<blocks(total), kThreads, 0, detail::cur_stream()>>>(
+        static_cast<scalar_t*>(dx), static_cast<const scalar_t*>(dout),
+        static_cast<const scalar_t*>(x), mean, total, r, inner, denom);
+  });
+  TG_CUDA_LAUNCH_CHECK("reduce_var_backward");
 }
 
 // out (outer, inner) int64 = first index of the maximum of x (outer, r, inner) along r.

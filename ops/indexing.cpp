@@ -15,10 +15,10 @@
 // shape, zero where index does not reach (PyTorch 1.13 fails when src is larger than index); topk
 // breaks ties by the lower index, like a stable sort, and sorted = false returns the chosen k in
 // index order. 0-dim inputs act as 1-D of one element (dims 0 and -1), like PyTorch.
-// CUDA: no kernels of this family. An input on a CUDA device is copied to the CPU with the
-// differentiable x.cpu(), the op runs there and its outputs return with .to(device), so gradients
-// flow back through both copies; multinomial always draws from the CPU generator, so one seed
-// gives the same draws on every device.
+// CUDA: no kernels of this family yet. An input on a CUDA device goes through via_cpu
+// (ops/cuda_dispatch.hpp, the one fallback): the op runs on CPU copies and its outputs return to
+// the device, gradients flowing back through both copies; multinomial therefore always draws from
+// the CPU generator, so one seed gives the same draws on every device.
 // Deliberately not here: index_select (shape.cpp), embedding (embedding.cpp), scatter without
 // add, in-place variants.
 #include "ops/cpu/kernels.hpp"
@@ -82,7 +82,7 @@ Tensor gather(const Tensor& x_in, int64_t dim, const Tensor& index_in, Site site
   check_defined(x, op, "x");
   check_dtype(index, kInt64, op, "index", true);
   check_same_device(x, index, op, "x", "index");
-  if (on_cuda(x)) return gather(x.cpu(), dim, index.cpu()).to(x.device());
+  if (on_cuda(x)) return via_cpu(x.device(), &tg::gather, x, dim, index, site);
   const Shape xs = x.shape(), is = index.shape();
   if (index.dim() != x.dim())
     throw Error(fmt::format("{}: x {} and index {}: index must have x's ndim {}", op, shape_str(xs),
@@ -130,7 +130,7 @@ Tensor scatter_add(const Tensor& x_in, int64_t dim, const Tensor& index_in, cons
     throw Error(fmt::format("{}: x {} has dtype bool, expected float32, float64 or int64", op,
                             shape_str(x.shape())));
   check_same_dtype(x, src, op, "x", "src");
-  if (on_cuda(x)) return scatter_add(x.cpu(), dim, index.cpu(), src.cpu()).to(x.device());
+  if (on_cuda(x)) return via_cpu(x.device(), &tg::scatter_add, x, dim, index, src, site);
   const Shape xs = x.shape(), is = index.shape(), ss = src.shape();
   if (index.dim() != x.dim() || src.dim() != x.dim())
     throw Error(fmt::format("{}: x {}, index {} and src {}: index and src must have x's ndim {}",
@@ -215,10 +215,7 @@ ValuesIndices sort_kernel(const char* op, const Tensor& x_in, int64_t dim, int64
 ValuesIndices sort(const Tensor& x, int64_t dim, bool descending, Site site) {
   SiteScope scope(site);
   check_defined(x, "sort", "x");
-  if (on_cuda(x)) {
-    ValuesIndices r = sort(x.cpu(), dim, descending);
-    return {r.values.to(x.device()), r.indices.to(x.device())};
-  }
+  if (on_cuda(x)) return via_cpu(x.device(), &tg::sort, x, dim, descending, site);
   const Shape wx = working(x.shape());
   const int64_t n = wx[norm_dim(dim, static_cast<int64_t>(wx.size()), "sort", x.shape())];
   return sort_kernel("sort", x, dim, n, descending, true, true);
@@ -227,7 +224,7 @@ ValuesIndices sort(const Tensor& x, int64_t dim, bool descending, Site site) {
 Tensor argsort(const Tensor& x, int64_t dim, bool descending, Site site) {
   SiteScope scope(site);
   check_defined(x, "argsort", "x");
-  if (on_cuda(x)) return argsort(x.cpu(), dim, descending).to(x.device());
+  if (on_cuda(x)) return via_cpu(x.device(), &tg::argsort, x, dim, descending, site);
   const Shape wx = working(x.shape());
   const int64_t n = wx[norm_dim(dim, static_cast<int64_t>(wx.size()), "argsort", x.shape())];
   return sort_kernel("argsort", x, dim, n, descending, true, false).indices;
@@ -237,10 +234,7 @@ ValuesIndices topk(const Tensor& x, int64_t k, int64_t dim, bool largest, bool s
   SiteScope scope(site);
   constexpr const char* op = "topk";
   check_defined(x, op, "x");
-  if (on_cuda(x)) {
-    ValuesIndices r = topk(x.cpu(), k, dim, largest, sorted);
-    return {r.values.to(x.device()), r.indices.to(x.device())};
-  }
+  if (on_cuda(x)) return via_cpu(x.device(), &tg::topk, x, k, dim, largest, sorted, site);
   const Shape wx = working(x.shape());
   const int64_t d = norm_dim(dim, static_cast<int64_t>(wx.size()), op, x.shape());
   if (k < 0 || k > wx[d])
@@ -255,7 +249,7 @@ Tensor cumsum(const Tensor& x_in, int64_t dim, Site site) {
   const Tensor x = contig(x_in);
   constexpr const char* op = "cumsum";
   check_defined(x, op, "x");
-  if (on_cuda(x)) return cumsum(x.cpu(), dim).to(x.device());
+  if (on_cuda(x)) return via_cpu(x.device(), &tg::cumsum, x, dim, site);
   const Shape xs = x.shape(), wx = working(xs);
   const int64_t d = norm_dim(dim, static_cast<int64_t>(wx.size()), op, xs);
   const Around a = around(wx, d);
@@ -289,7 +283,7 @@ Tensor triangle(const char* op, const Tensor& x_in, int64_t diagonal, bool lower
   if (x.dim() < 2)
     throw Error(
         fmt::format("{}: x {} must have at least 2 dims (B..., N, C)", op, shape_str(x.shape())));
-  if (on_cuda(x)) return triangle(op, x.cpu(), diagonal, lower).to(x.device());
+  if (on_cuda(x)) return via_cpu(x.device(), &triangle, op, x, diagonal, lower);
   const Shape xs = x.shape();
   const int64_t n = x.dim(), N = xs[n - 2], C = xs[n - 1];
   const int64_t B = around(xs, n - 2).outer;
@@ -324,7 +318,7 @@ Tensor one_hot(const Tensor& index_in, int64_t num_classes, Site site) {
   const Tensor index = contig(index_in);
   constexpr const char* op = "one_hot";
   check_dtype(index, kInt64, op, "index", true);
-  if (on_cuda(index)) return one_hot(index.cpu(), num_classes).to(index.device());
+  if (on_cuda(index)) return via_cpu(index.device(), &tg::one_hot, index, num_classes, site);
   const Shape is = index.shape();
   if (num_classes < -1)
     throw Error(
@@ -390,7 +384,8 @@ Tensor multinomial(const Tensor& probs_in, int64_t num_samples, bool replacement
   const Tensor probs = contig(probs_in);
   constexpr const char* op = "multinomial";
   check_float(probs, op, "probs", true);
-  if (on_cuda(probs)) return multinomial(probs.cpu(), num_samples, replacement).to(probs.device());
+  if (on_cuda(probs))
+    return via_cpu(probs.device(), &tg::multinomial, probs, num_samples, replacement, site);
   const Shape ps = probs.shape();
   if (probs.dim() != 1 && probs.dim() != 2)
     throw Error(fmt::format("{}: probs {} must be (C) or (N, C)", op, shape_str(ps)));

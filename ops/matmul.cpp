@@ -305,8 +305,7 @@ void linear_forward(Device dev, const T* x, const T* w, const T* b, T* y, int64_
 template <typename T>
 void bias_backward(Device dev, const T* dy, T* db, int64_t N, int64_t Cout) {
   if (dev.is_cuda()) {
-    kernels("linear backward", dev)
-        .reduce(kern::RedOp::Sum, cdt(dtype_of<T>::value), db, dy, 1, N, Cout);
+    kernels("linear backward", dev).reduce_sum(cdt(dtype_of<T>::value), db, dy, 1, N, Cout, 1.0);
     return;
   }
   // Blocks of kRows rows are summed in T (vectorised across columns), each block's sum added

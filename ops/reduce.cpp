@@ -5,18 +5,15 @@
 // reduced, inner) when the reduced dims are adjacent (size-1 dims in between do not count); the
 // CPU kernels (ops/cpu/reduce.cpp: float32 accumulates in double) read that view. Reduced dims
 // that are not adjacent are first gathered by a permuted copy, kept dims first, reduced dims last:
-// (out_numel, count, 1); each backward writes dx in that layout and permutes it back. On CUDA the
-// same reductions are composed from cuda::reduce and broadcasting ops.
+// (out_numel, count, 1); each backward writes dx in that layout and permutes it back. One path
+// for both backends: kernels(op, x) runs the CPU twin or cuda/reduce.cu.
 // Deliberately not here: softmax/log_softmax (softmax.cpp), layer_norm's statistics (norm.cpp),
 // sum_to's unbroadcast (elementwise.cpp).
-#include "ops/cpu/kernels.hpp"
-#include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
+#include "ops/kernels.hpp"
 #include "ops/ops.hpp"
 
 #include <fmt/ranges.h>
-
-#include <type_traits>
 
 namespace tg {
 using namespace detail;
@@ -116,52 +113,35 @@ Tensor input_layout(const Tensor& d, const ReducePlan& p) {
 
 void check_input(const Tensor& x, const char* op) { check_defined(x, op, "input"); }
 
-// ---- CPU backward spreads: dx (input shape) from dout (out_shape) ----
-// dx = dout·scale over the reduced dims (sum: 1, mean: 1/count).
-Tensor spread_sum(const Tensor& g, const ReducePlan& p, double scale) {
-  Tensor d = Tensor::empty(p.kernel_shape, g.dtype());
-  dispatch_float(g.dtype(), "sum", [&](auto tag) {
-    using T = decltype(tag);
-    cpu::reduce_sum_backward<T>(d.data<T>(), g.data<T>(), p.outer, p.red, p.inner, scale);
-  });
+// dx (input shape) = dout (out_shape)·scale over the reduced dims (sum: 1, mean: 1/count).
+Tensor spread_sum(const char* op, const Tensor& g, const ReducePlan& p, double scale) {
+  Tensor d = Tensor::empty(p.kernel_shape, g.dtype(), g.device());
+  kernels(op, g).reduce_sum_backward(cdt(g.dtype()), d.data_ptr(), g.data_ptr(), p.outer, p.red,
+                                     p.inner, scale);
   return input_layout(d, p);
 }
 
-// ---- CUDA: the same reductions, composed from the reduce kernel and broadcasting ops ----
-// The reduction of x on its CUDA device, shaped as the op returns it.
-Tensor cuda_reduced(const Tensor& x, const ReducePlan& p, kern::RedOp op) {
-  return reshape(cuda_reduce(x, p.reduced, op), p.out_shape);
-}
-// dout (out_shape) seen at every input position: expanded back over the reduced dims.
-Tensor cuda_spread(const Tensor& g, const ReducePlan& p) {
-  return expand(reshape(g, p.keep_shape), p.in_shape);
-}
-Tensor cuda_sum(const Tensor& x, const ReducePlan& p) {
-  if (!is_floating(x.dtype()))
-    return cuda_reduced(x.to(kInt64), p, kern::RedOp::Sum);  // int64 and bool sum to int64
-  Tensor out = cuda_reduced(x, p, kern::RedOp::Sum);
-  if (needs_record({&x})) {
-    record(
-        "sum", out, {x},
-        RecordInfo().flops(static_cast<double>(x.numel()), static_cast<double>(x.numel())).saved(),
-        [p](const Tensor& g) -> std::vector<Tensor> { return {cuda_spread(g, p).clone()}; });
+// The sum of x's kernel view xk over the plan, divided by divisor (mean), recorded as op.
+Tensor sum_op(const char* op, const Tensor& x, const ReducePlan& p, double divisor) {
+  Tensor xk = kernel_input(x, p);
+  if (!is_floating(x.dtype())) {  // int64 and bool sum to int64, without a gradient
+    if (xk.dtype() != kInt64) xk = xk.to(kInt64);
+    Tensor out = Tensor::empty(p.out_shape, kInt64, x.device());
+    kernels(op, x).reduce_sum(kern::DT::I64, out.data_ptr(), xk.data_ptr(), p.outer, p.red, p.inner,
+                              1.0);
+    return out;
   }
-  return out;
-}
-// amax with ties sharing the gradient, as on the CPU.
-Tensor cuda_max(const Tensor& x, const ReducePlan& p) {
-  Tensor out = cuda_reduced(x, p, kern::RedOp::Max);
+  Tensor out = Tensor::empty(p.out_shape, x.dtype(), x.device());
+  kernels(op, x).reduce_sum(cdt(x.dtype()), out.data_ptr(), xk.data_ptr(), p.outer, p.red, p.inner,
+                            divisor);
   if (needs_record({&x})) {
-    Tensor sx = x.detach(), sm = out.detach();
-    record("max", out, {x},
-           RecordInfo()
-               .flops(static_cast<double>(x.numel()), 2 * static_cast<double>(x.numel()))
-               .saved(sx, sm),
-           [p, sx, sm](const Tensor& g) -> std::vector<Tensor> {
-             Tensor hit = eq(sx, cuda_spread(sm, p)).to(sx.dtype());
-             Tensor ties = reshape(cuda_reduce(hit, p.reduced, kern::RedOp::Sum), p.out_shape);
-             return {mul(hit, cuda_spread(div(g, ties), p))};
-           });
+    // adds; backward broadcasts
+    record(
+        op, out, {x},
+        RecordInfo().flops(static_cast<double>(x.numel()), static_cast<double>(x.numel())).saved(),
+        [op, p, divisor](const Tensor& g) -> std::vector<Tensor> {
+          return {spread_sum(op, g, p, 1.0 / divisor)};
+        });
   }
   return out;
 }
@@ -179,28 +159,7 @@ Tensor sum(const Tensor& x_in, std::vector<int64_t> dims, bool keepdim, Site sit
   SiteScope scope(site);
   const Tensor x = contig(x_in);
   check_input(x, "sum");
-  ReducePlan p = make_plan("sum", x.shape(), dims, keepdim);
-  if (on_cuda(x)) return cuda_sum(x, p);
-  Tensor xk = kernel_input(x, p);
-  if (!is_floating(x.dtype())) {
-    if (xk.dtype() != kInt64) xk = xk.to(kInt64);  // bool
-    Tensor out = Tensor::empty(p.out_shape, kInt64);
-    cpu::reduce_sum<int64_t>(out.data<int64_t>(), xk.data<int64_t>(), p.outer, p.red, p.inner);
-    return out;
-  }
-  Tensor out = Tensor::empty(p.out_shape, x.dtype());
-  dispatch_float(x.dtype(), "sum", [&](auto tag) {
-    using T = decltype(tag);
-    cpu::reduce_sum<T>(out.data<T>(), xk.data<T>(), p.outer, p.red, p.inner);
-  });
-  if (needs_record({&x})) {
-    // adds; backward broadcasts
-    record(
-        "sum", out, {x},
-        RecordInfo().flops(static_cast<double>(x.numel()), static_cast<double>(x.numel())).saved(),
-        [p](const Tensor& g) -> std::vector<Tensor> { return {spread_sum(g, p, 1.0)}; });
-  }
-  return out;
+  return sum_op("sum", x, make_plan("sum", x.shape(), dims, keepdim), 1.0);
 }
 
 Tensor mean(const Tensor& x_in, std::vector<int64_t> dims, bool keepdim, Site site) {
@@ -208,21 +167,7 @@ Tensor mean(const Tensor& x_in, std::vector<int64_t> dims, bool keepdim, Site si
   const Tensor x = contig(x_in);
   check_float(x, "mean", "input", true);
   ReducePlan p = make_plan("mean", x.shape(), dims, keepdim);
-  const double n = static_cast<double>(p.count);
-  if (on_cuda(x)) return div(cuda_sum(x, p), n);
-  Tensor xk = kernel_input(x, p);
-  Tensor out = Tensor::empty(p.out_shape, x.dtype());
-  dispatch_float(x.dtype(), "mean", [&](auto tag) {
-    using T = decltype(tag);
-    cpu::reduce_sum<T>(out.data<T>(), xk.data<T>(), p.outer, p.red, p.inner, n);
-  });
-  if (needs_record({&x})) {
-    record(
-        "mean", out, {x},
-        RecordInfo().flops(static_cast<double>(x.numel()), static_cast<double>(x.numel())).saved(),
-        [p, n](const Tensor& g) -> std::vector<Tensor> { return {spread_sum(g, p, 1.0 / n)}; });
-  }
-  return out;
+  return sum_op("mean", x, p, static_cast<double>(p.count));
 }
 
 // ---- max (amax) ----
@@ -234,14 +179,10 @@ Tensor max(const Tensor& x_in, std::vector<int64_t> dims, bool keepdim, Site sit
   if (x.dtype() == kBool) return max(x.to(kInt64), dims, keepdim).to(kBool);  // any, as PyTorch
   ReducePlan p = make_plan("max", x.shape(), dims, keepdim);
   check_nonempty(p, "max", dims);
-  if (on_cuda(x)) return cuda_max(x, p);
   Tensor xk = kernel_input(x, p);
-  Tensor out = Tensor::empty(p.out_shape, x.dtype());
-  dispatch_all(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (!std::is_same_v<T, bool>)
-      cpu::reduce_extreme<T>(cpu::RedOp::Max, out.data<T>(), xk.data<T>(), p.outer, p.red, p.inner);
-  });
+  Tensor out = Tensor::empty(p.out_shape, x.dtype(), x.device());
+  kernels("max", x).reduce_extreme(kern::RedOp::Max, cdt(x.dtype()), out.data_ptr(), xk.data_ptr(),
+                                   p.outer, p.red, p.inner);
   if (needs_record({&x})) {
     Tensor sm = out.detach();  // the kernels' layout: xk, not x
     record("max", out, {x},
@@ -249,12 +190,10 @@ Tensor max(const Tensor& x_in, std::vector<int64_t> dims, bool keepdim, Site sit
                .flops(static_cast<double>(x.numel()), 2 * static_cast<double>(x.numel()))
                .saved(xk, sm),
            [p, xk, sm](const Tensor& g) -> std::vector<Tensor> {
-             Tensor d = Tensor::empty(p.kernel_shape, g.dtype());
-             dispatch_float(g.dtype(), "max", [&](auto tag) {
-               using T = decltype(tag);
-               cpu::reduce_extreme_backward<T>(d.data<T>(), g.data<T>(), xk.data<T>(), sm.data<T>(),
-                                               p.outer, p.red, p.inner);
-             });
+             Tensor d = Tensor::empty(p.kernel_shape, g.dtype(), g.device());
+             kernels("max", g).reduce_extreme_backward(cdt(g.dtype()), d.data_ptr(), g.data_ptr(),
+                                                       xk.data_ptr(), sm.data_ptr(), p.outer, p.red,
+                                                       p.inner);
              return {input_layout(d, p)};
            });
   }
@@ -274,30 +213,21 @@ Tensor var(const Tensor& x_in, std::vector<int64_t> dims, bool keepdim, int64_t 
   ReducePlan p = make_plan("var", x.shape(), dims, keepdim);
   // PyTorch divides by max(0, n - correction): 0 gives inf or nan, as there.
   const double denom = std::max<double>(0.0, static_cast<double>(p.count - correction));
-  if (on_cuda(x)) {  // composed: its backward comes from the ops
-    Tensor d = sub(x, cuda_spread(div(cuda_sum(x, p), static_cast<double>(p.count)), p));
-    return div(cuda_sum(mul(d, d), p), denom);
-  }
   Tensor xk = kernel_input(x, p);
-  Tensor out = Tensor::empty(p.out_shape, x.dtype());
-  Tensor mu = Tensor::empty({p.out_numel}, kFloat64);  // the means, saved for backward
-  dispatch_float(x.dtype(), "var", [&](auto tag) {
-    using T = decltype(tag);
-    cpu::reduce_var<T>(out.data<T>(), mu.data<double>(), xk.data<T>(), p.outer, p.red, p.inner,
-                       denom);
-  });
+  Tensor out = Tensor::empty(p.out_shape, x.dtype(), x.device());
+  Tensor mu = Tensor::empty({p.out_numel}, kFloat64, x.device());  // the means, saved for backward
+  kernels("var", x).reduce_var(cdt(x.dtype()), out.data_ptr(), static_cast<double*>(mu.data_ptr()),
+                               xk.data_ptr(), p.outer, p.red, p.inner, denom);
   if (needs_record({&x})) {
     record("var", out, {x},
            RecordInfo()
                .flops(3 * static_cast<double>(x.numel()), 3 * static_cast<double>(x.numel()))
                .saved(xk, mu),
            [p, xk, mu, denom](const Tensor& g) -> std::vector<Tensor> {
-             Tensor d = Tensor::empty(p.kernel_shape, g.dtype());
-             dispatch_float(g.dtype(), "var", [&](auto tag) {
-               using T = decltype(tag);
-               cpu::reduce_var_backward<T>(d.data<T>(), g.data<T>(), xk.data<T>(),
-                                           mu.data<double>(), p.outer, p.red, p.inner, denom);
-             });
+             Tensor d = Tensor::empty(p.kernel_shape, g.dtype(), g.device());
+             kernels("var", g).reduce_var_backward(
+                 cdt(g.dtype()), d.data_ptr(), g.data_ptr(), xk.data_ptr(),
+                 static_cast<const double*>(mu.data_ptr()), p.outer, p.red, p.inner, denom);
              return {input_layout(d, p)};
            });
   }
@@ -316,17 +246,9 @@ Tensor argmax(const Tensor& x_in, int64_t dim, bool keepdim, Site site) {
   ReducePlan p = make_plan("argmax", x.shape(), {dim}, keepdim);  // one dim: always adjacent
   check_nonempty(p, "argmax", {dim});
   Tensor out = Tensor::empty(p.out_shape, kInt64, x.device());
-  if (on_cuda(x)) {
-    kernels("argmax", x.device())
-        .argmax(cdt(x.dtype()), static_cast<int64_t*>(out.data_ptr()), x.data_ptr(), p.outer, p.red,
-                p.inner);
-    return out;
-  }
-  dispatch_all(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (!std::is_same_v<T, bool>)
-      cpu::argmax<T>(out.data<int64_t>(), x.data<T>(), p.outer, p.red, p.inner);
-  });
+  kernels("argmax", x)
+      .argmax(cdt(x.dtype()), static_cast<int64_t*>(out.data_ptr()), x.data_ptr(), p.outer, p.red,
+              p.inner);
   return out;
 }
 

@@ -1,5 +1,6 @@
 // ops/cpu/reduce.cpp — CPU kernels of the reductions over the middle dim of an (outer, r, inner)
-// view (cpu::reduce_sum, reduce_extreme, argmax, reduce_var) and their backward spreads. The op
+// view (cpu::reduce_sum, reduce_extreme, argmax, reduce_var) and their backward spreads, with the
+// raw faces of cuda/kernel_list.inc (dtype code, void*) that dispatch to them. The op
 // bodies, the dim bookkeeping and the non-adjacent case (a permuted copy first) live in
 // ops/reduce.cpp; sum_to (ops/elementwise.cpp) can call reduce_sum.
 //
@@ -17,6 +18,7 @@
 // Deliberately not here: softmax (softmax.cpp), layer norm statistics (norm.cpp).
 #include "ops/cpu/kernels.hpp"
 #include "ops/cpu/simd.hpp"
+#include "ops/detail.hpp"
 #include "ops/cpu/xt.hpp"
 
 #include <algorithm>
@@ -252,5 +254,67 @@ TG_REDUCE_ANY(double)
 TG_REDUCE_ANY(int64_t)
 #undef TG_REDUCE_FLOAT
 #undef TG_REDUCE_ANY
+
+// ---- the raw faces (cuda/kernel_list.inc): the dtype dispatch ----
+namespace {
+// Calls f(T{}) for T = float, double or int64_t (the forward kernels' dtypes; ops/ casts bool).
+template <typename F>
+void dispatch_numeric(DT dt, const char* name, F&& f) {
+  if (dt == DT::I64) return f(int64_t{});
+  detail::dispatch_float(static_cast<DType>(dt), name, f);
+}
+}  // namespace
+
+void reduce_sum(DT dt, void* out, const void* x, int64_t outer, int64_t r, int64_t inner,
+                double divisor) {
+  dispatch_numeric(dt, "reduce_sum", [&](auto tag) {
+    using T = decltype(tag);
+    reduce_sum<T>(static_cast<T*>(out), static_cast<const T*>(x), outer, r, inner, divisor);
+  });
+}
+void reduce_sum_backward(DT dt, void* dx, const void* dout, int64_t outer, int64_t r, int64_t inner,
+                         double scale) {
+  detail::dispatch_float(static_cast<DType>(dt), "reduce_sum_backward", [&](auto tag) {
+    using T = decltype(tag);
+    reduce_sum_backward<T>(static_cast<T*>(dx), static_cast<const T*>(dout), outer, r, inner,
+                           scale);
+  });
+}
+void reduce_extreme(RedOp op, DT dt, void* out, const void* x, int64_t outer, int64_t r,
+                    int64_t inner) {
+  dispatch_numeric(dt, "reduce_extreme", [&](auto tag) {
+    using T = decltype(tag);
+    reduce_extreme<T>(op, static_cast<T*>(out), static_cast<const T*>(x), outer, r, inner);
+  });
+}
+void reduce_extreme_backward(DT dt, void* dx, const void* dout, const void* x, const void* m,
+                             int64_t outer, int64_t r, int64_t inner) {
+  detail::dispatch_float(static_cast<DType>(dt), "reduce_extreme_backward", [&](auto tag) {
+    using T = decltype(tag);
+    reduce_extreme_backward<T>(static_cast<T*>(dx), static_cast<const T*>(dout),
+                               static_cast<const T*>(x), static_cast<const T*>(m), outer, r, inner);
+  });
+}
+void reduce_var(DT dt, void* out, double* mean, const void* x, int64_t outer, int64_t r,
+                int64_t inner, double denom) {
+  detail::dispatch_float(static_cast<DType>(dt), "reduce_var", [&](auto tag) {
+    using T = decltype(tag);
+    reduce_var<T>(static_cast<T*>(out), mean, static_cast<const T*>(x), outer, r, inner, denom);
+  });
+}
+void reduce_var_backward(DT dt, void* dx, const void* dout, const void* x, const double* mean,
+                         int64_t outer, int64_t r, int64_t inner, double denom) {
+  detail::dispatch_float(static_cast<DType>(dt), "reduce_var_backward", [&](auto tag) {
+    using T = decltype(tag);
+    reduce_var_backward<T>(static_cast<T*>(dx), static_cast<const T*>(dout),
+                           static_cast<const T*>(x), mean, outer, r, inner, denom);
+  });
+}
+void argmax(DT dt, int64_t* out, const void* x, int64_t outer, int64_t r, int64_t inner) {
+  dispatch_numeric(dt, "argmax", [&](auto tag) {
+    using T = decltype(tag);
+    argmax<T>(out, static_cast<const T*>(x), outer, r, inner);
+  });
+}
 
 }  // namespace tg::cpu

@@ -132,11 +132,11 @@ void reduce_sum_max() {
     char what[128];
     std::snprintf(what, sizeof what, "reduce sum F64 (%lld, %lld, %lld)", (long long)s.outer,
                   (long long)s.r, (long long)s.inner);
-    tc::reduce(tc::RedOp::Sum, tc::DT::F64, dout.p, dx.p, s.outer, s.r, s.inner);
+    tc::reduce_sum(tc::DT::F64, dout.p, dx.p, s.outer, s.r, s.inner, 1.0);
     expect_near(what, dout.host(), sum, 1e-12);
     std::snprintf(what, sizeof what, "reduce max F64 (%lld, %lld, %lld)", (long long)s.outer,
                   (long long)s.r, (long long)s.inner);
-    tc::reduce(tc::RedOp::Max, tc::DT::F64, dout.p, dx.p, s.outer, s.r, s.inner);
+    tc::reduce_extreme(tc::RedOp::Max, tc::DT::F64, dout.p, dx.p, s.outer, s.r, s.inner);
     expect_near(what, dout.host(), mx, 0);
   }
 }

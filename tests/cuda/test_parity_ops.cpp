@@ -180,6 +180,18 @@ std::vector<ParityCase> cases() {
         return out({max(x[0], {1}), max(x[0], {0, 2}, true), max(x[0]), var(x[0], {2}),
                     var(x[0], {0, 1}, false, 0)});
       });
+  // The warp-per-row layouts (a last dim >= 32, split when long), the column layouts with a
+  // long r, mean's divisor after a split, and ties shared along long rows and columns.
+  add_case(
+      "mean, max with ties and var along long rows and columns",
+      [] {
+        return in({round_half(rn({6, 3000})), round_half(rn({2500, 3})), rn({3, 40, 2})});
+      },
+      [](const Inputs& x) {
+        return out({mean(x[0], {1}), max(x[0], {1}), var(x[0], {1}), var(x[0], {0}),
+                    mean(x[1], {0}), max(x[1], {0}, true), var(x[1], {0}, false, 0), var(x[2], {1}),
+                    max(x[2], {1}), mean(x[2], {0, 2})});
+      });
   add_case(
       "argmax and int sums",
       [] {
@@ -190,6 +202,18 @@ std::vector<ParityCase> cases() {
                     sum(gt(x[1], full({}, 4, kInt64, x[1].device())))});
       },
       2e-5, false);
+  // ---- indexing: no CUDA kernels, the CPU fallback (via_cpu) and its gradients ----
+  add_case(
+      "gather, scatter_add, topk, sort, cumsum, tril/triu, one_hot through the CPU fallback",
+      [] {
+        return in({rn({4, 6}), ints(6, {4, 3}), rn({4, 3}), ints(5, {7})});
+      },
+      [](const Inputs& x) {
+        ValuesIndices t = topk(x[0], 2, 1), so = sort(x[0], 0, true);
+        return out({gather(x[0], 1, x[1]), scatter_add(x[0], 1, x[1], x[2]), t.values, t.indices,
+                    so.values, so.indices, argsort(x[0], -1), cumsum(x[0], 1), tril(x[0], 1),
+                    triu(x[0], -1), one_hot(x[3], 6)});
+      });
   // ---- matmul ----
   add_case(
       "matmul 2-D, odd sizes",
