@@ -1,8 +1,9 @@
-// bench/attention_check.cu — standalone device check for cuda/attention.cu (not part of the repo's build):
-// parity of attention_forward / attention_backward against a float64 CPU reference for every mask
-// kind, bitwise determinism of the backward, then timings of (B, NH, T, hs) = (4, 16, T, 64) F32.
-// Build (repo root):  nvcc -std=c++17 -arch=sm_90 -O2 -I. bench/attention_check.cu -o /tmp/attention_check
-// Run:                /tmp/attention_check [--no-bench]        exit code 0 = all parity checks passed
+// bench/attention_check.cu — standalone device check for cuda/attention.cu (not part of the repo's
+// build): parity of attention_forward / attention_backward against a float64 CPU reference for
+// every mask kind, bitwise determinism of the backward, then timings of (B, NH, T, hs) = (4, 16, T,
+// 64) F32. Build (repo root):  nvcc -std=c++17 -arch=sm_90 -O2 -I. bench/attention_check.cu -o
+// /tmp/attention_check Run:                /tmp/attention_check [--no-bench]        exit code 0 =
+// all parity checks passed
 #include "cuda/attention.cu"
 
 #include <chrono>
@@ -73,9 +74,9 @@ struct Ref {
   std::vector<double> o, lse, dq, dk, dv;
 };
 static Ref reference(const std::vector<double>& q, const std::vector<double>& k,
-                     const std::vector<double>& v, const std::vector<double>& g,
-                     const HostMask& m, int64_t B, int64_t NH, int64_t T, int64_t S, int64_t hs,
-                     int64_t hsv, double scale) {
+                     const std::vector<double>& v, const std::vector<double>& g, const HostMask& m,
+                     int64_t B, int64_t NH, int64_t T, int64_t S, int64_t hs, int64_t hsv,
+                     double scale) {
   Ref r;
   r.o.assign(B * NH * T * hsv, 0), r.lse.assign(B * NH * T, 0), r.dq.assign(q.size(), 0);
   r.dk.assign(k.size(), 0), r.dv.assign(v.size(), 0);
@@ -132,7 +133,9 @@ struct Dev {
   size_t n = 0;
   explicit Dev(size_t n_) : n(n_) { cudaMalloc(&p, std::max<size_t>(n, 1) * sizeof(T)); }
   ~Dev() { cudaFree(p); }
-  void put(const std::vector<T>& h) { cudaMemcpy(p, h.data(), n * sizeof(T), cudaMemcpyHostToDevice); }
+  void put(const std::vector<T>& h) {
+    cudaMemcpy(p, h.data(), n * sizeof(T), cudaMemcpyHostToDevice);
+  }
   std::vector<T> get() const {
     std::vector<T> h(n);
     cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost);
@@ -214,13 +217,14 @@ static void run_case(const Case& c) {
   cudaMemset(dK.p, 0xff, dK.n * sizeof(T));
   cudaMemset(dV.p, 0xff, dV.n * sizeof(T));
   cudaMemset(dO.p, 0xff, dO.n * sizeof(T));
-  tg::cuda::attention_forward(dt, dO.p, dL.p, dq_.p, dk_.p, dv_.p, B, NH, T_, S, hs, hsv, scale,
-                              md);
-  tg::cuda::attention_backward(dt, dQ.p, dK.p, dV.p, dg.p, dq_.p, dk_.p, dv_.p, dO.p, dL.p, B, NH,
-                               T_, S, hs, hsv, scale, md);
+  tg::kern::AttentionLayout L;
+  L.B = B, L.NH = NH, L.T = T_, L.S = S, L.hs = hs, L.hsv = hsv;
+  tg::cuda::attention_forward(dt, dO.p, dL.p, dq_.p, dk_.p, dv_.p, L, scale, md);
+  tg::cuda::attention_backward(dt, dQ.p, dK.p, dV.p, dg.p, dq_.p, dk_.p, dv_.p, dO.p, dL.p, L,
+                               scale, md);
   const std::vector<T> dq1 = dQ.get(), dk1 = dK.get(), dv1 = dV.get();
-  tg::cuda::attention_backward(dt, dQ.p, dK.p, dV.p, dg.p, dq_.p, dk_.p, dv_.p, dO.p, dL.p, B, NH,
-                               T_, S, hs, hsv, scale, md);
+  tg::cuda::attention_backward(dt, dQ.p, dK.p, dV.p, dg.p, dq_.p, dk_.p, dv_.p, dO.p, dL.p, L,
+                               scale, md);
   const cudaError_t err = cudaDeviceSynchronize();
   const int before = failures;
   if (err != cudaSuccess) {
@@ -238,8 +242,8 @@ static void run_case(const Case& c) {
     printf("    backward is not deterministic (two runs differ)\n");
     ++failures;
   }
-  printf("  %-28s %s (B%ld NH%ld T%ld S%ld hs%ld hsv%ld) %s\n", c.name, sizeof(T) == 4 ? "f32" : "f64",
-         B, NH, T_, S, hs, hsv, failures == before ? "ok" : "FAIL");
+  printf("  %-28s %s (B%ld NH%ld T%ld S%ld hs%ld hsv%ld) %s\n", c.name,
+         sizeof(T) == 4 ? "f32" : "f64", B, NH, T_, S, hs, hsv, failures == before ? "ok" : "FAIL");
 }
 
 static void bench(bool causal) {
@@ -255,13 +259,14 @@ static void bench(bool causal) {
     MaskDesc m;
     m.causal = causal;
     const double scale = 0.125;
+    tg::kern::AttentionLayout L;
+    L.B = B, L.NH = NH, L.T = T, L.S = T, L.hs = hs, L.hsv = hs;
     auto fwd = [&] {
-      tg::cuda::attention_forward(tg::cuda::DT::F32, o.p, lse.p, q.p, k.p, v.p, B, NH, T, T, hs,
-                                  hs, scale, m);
+      tg::cuda::attention_forward(tg::cuda::DT::F32, o.p, lse.p, q.p, k.p, v.p, L, scale, m);
     };
     auto bwd = [&] {
       tg::cuda::attention_backward(tg::cuda::DT::F32, dq.p, dk.p, dv.p, g.p, q.p, k.p, v.p, o.p,
-                                   lse.p, B, NH, T, T, hs, hs, scale, m);
+                                   lse.p, L, scale, m);
     };
     auto time_ms = [&](const std::function<void()>& f) {
       f();
@@ -279,8 +284,9 @@ static void bench(bool causal) {
     };
     const double tf = time_ms(fwd), tb = time_ms(bwd);
     const double flops = 4.0 * B * NH * T * T * hs * (causal ? 0.5 : 1.0);
-    printf("  %s T=%6ld  fwd %9.3f ms %6.1f TFLOP/s   bwd %9.3f ms %6.1f TFLOP/s (2.5x fwd flops)\n",
-           causal ? "causal" : "full  ", T, tf, flops / tf / 1e9, tb, 2.5 * flops / tb / 1e9);
+    printf(
+        "  %s T=%6ld  fwd %9.3f ms %6.1f TFLOP/s   bwd %9.3f ms %6.1f TFLOP/s (2.5x fwd flops)\n",
+        causal ? "causal" : "full  ", T, tf, flops / tf / 1e9, tb, 2.5 * flops / tb / 1e9);
     if (cudaGetLastError() != cudaSuccess) printf("  CUDA error in the benchmark\n");
   }
 }
@@ -293,9 +299,13 @@ int main(int argc, char** argv) {
       {"none hs64 multi-tile", 1, 2, 300, 260, 64, 64, none},
       {"causal", 1, 2, 130, 130, 32, 32, [](HostMask& m, auto...) { m.d.causal = true; }},
       {"causal T=1 bottom-right", 2, 1, 1, 37, 8, 8,
-       [](HostMask& m, int64_t, int64_t, int64_t T, int64_t S) { m.d.causal = true, m.d.shift = S - T; }},
+       [](HostMask& m, int64_t, int64_t, int64_t T, int64_t S) {
+         m.d.causal = true, m.d.shift = S - T;
+       }},
       {"causal bottom-right T>S", 1, 2, 100, 40, 24, 40,
-       [](HostMask& m, int64_t, int64_t, int64_t T, int64_t S) { m.d.causal = true, m.d.shift = S - T; }},
+       [](HostMask& m, int64_t, int64_t, int64_t T, int64_t S) {
+         m.d.causal = true, m.d.shift = S - T;
+       }},
       {"local(40,10)", 1, 2, 600, 600, 64, 64,
        [](HostMask& m, auto...) { m.d.has_local = true, m.d.left = 40, m.d.right = 10; }},
       {"local(-1, 5): no left bound", 1, 1, 90, 120, 32, 32,
@@ -311,7 +321,9 @@ int main(int argc, char** argv) {
          for (int64_t e = 0; e < B * S; ++e) m.key_allowed[e] = (r() % 10) < 7 && e / S != 1;
        }},
       {"lengths (0, 17, S) + causal", 3, 1, 66, 66, 32, 32,
-       [](HostMask& m, auto...) { m.lengths = {0, 17, 66}, m.d.causal = true; }},
+       [](HostMask& m, auto...) {
+         m.lengths = {0, 17, 66}, m.d.causal = true;
+       }},
       {"bool (T,S) with an empty row", 1, 2, 70, 90, 16, 16,
        [](HostMask& m, int64_t, int64_t, int64_t T, int64_t S) {
          std::mt19937 r(7);
@@ -329,7 +341,9 @@ int main(int argc, char** argv) {
          m.d.additive_stride[0] = T * S, m.d.additive_stride[2] = S, m.d.additive_stride[3] = 1;
        }},
       {"hs128 bottom-right causal", 1, 1, 70, 45, 128, 128,
-       [](HostMask& m, int64_t, int64_t, int64_t T, int64_t S) { m.d.causal = true, m.d.shift = S - T; }},
+       [](HostMask& m, int64_t, int64_t, int64_t T, int64_t S) {
+         m.d.causal = true, m.d.shift = S - T;
+       }},
       {"hs100 / hsv72", 1, 1, 33, 65, 100, 72, none},
   };
   printf("parity (float64 CPU reference) and determinism:\n");

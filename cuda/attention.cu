@@ -217,27 +217,28 @@ __device__ __forceinline__ void put(scalar_t* dst, const scalar_t* src, int64_t 
     *dst = valid ? src[off] : scalar_t(0);
   }
 }
-// dst[r][c] (row stride LDS) = src[(row0 + r)·width + c] for row0 + r < nrows and c < width, else
+// dst[r][c] (row stride LDS) = src[(row0 + r)·ld + c] for row0 + r < nrows and c < width, else
 // 0: a (ROWS, D) tile, lanes walking columns (coalesced).
 template <typename scalar_t, int D, int ROWS, int LDS, bool kAsync = false>
 __device__ void load_rows(scalar_t* dst, const scalar_t* src, int64_t row0, int64_t nrows,
-                          int width) {
+                          int width, int64_t ld) {
   for (int e = threadIdx.x; e < ROWS * D; e += kThreads) {
     const int r = e / D, c = e % D;
     const int64_t row = row0 + r;
-    put<kAsync>(dst + r * LDS + c, src, row * width + c, row < nrows && c < width);
+    put<kAsync>(dst + r * LDS + c, src, row * ld + c, row < nrows && c < width);
   }
 }
 
-// dst[c][r] (row stride LDS) = src[(row0 + r)·width + c], 0 outside rows < nrows, c < width:
+// dst[c][r] (row stride LDS) = src[(row0 + r)·ld + c], 0 outside rows < nrows, c < width:
 // a (ROWS, D) tile stored k-major, lanes walking rows (conflict-free shared stores; each thread's
 // global reads of a row are reused from L1).
 template <typename scalar_t, int D, int ROWS, int LDS, bool kAsync = false>
-__device__ void load_t(scalar_t* dst, const scalar_t* src, int64_t row0, int64_t nrows, int width) {
+__device__ void load_t(scalar_t* dst, const scalar_t* src, int64_t row0, int64_t nrows, int width,
+                       int64_t ld) {
   for (int e = threadIdx.x; e < ROWS * D; e += kThreads) {
     const int r = e % ROWS, c = e / ROWS;
     const int64_t row = row0 + r;
-    put<kAsync>(dst + c * LDS + r, src, row * width + c, row < nrows && c < width);
+    put<kAsync>(dst + c * LDS + r, src, row * ld + c, row < nrows && c < width);
   }
 }
 
@@ -393,10 +394,16 @@ __device__ __forceinline__ scalar_t softmax_step(scalar_t (&s)[TN], scalar_t& m_
   return alpha;
 }
 
-// Sizes every kernel reads.
+// Sizes every kernel reads, and the operands' layout (kern::AttentionLayout, the CPU's too).
+constexpr int kQ = AttentionLayout::kQ, kK = AttentionLayout::kK, kV = AttentionLayout::kV,
+              kO = AttentionLayout::kO;
 struct Dims {
   int64_t BH, NH, T, S;
   int hs, hsv;
+  AttentionLayout L;
+  // Where head bh's row 0 of operand `which` starts, and the distance between its rows.
+  __device__ int64_t head(int which, int64_t bh) const { return L.at(which, bh / NH, bh % NH, 0); }
+  __device__ int64_t ld(int which) const { return L.stride(which); }
 };
 
 // ---- forward ----
@@ -422,20 +429,20 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<scalar_t>)
   const int64_t nqt = (d.T + BR - 1) / BR;
   const int64_t bh = blockIdx.x % d.BH, qt = nqt - 1 - blockIdx.x / d.BH;
   const int64_t b = bh / d.NH, h = bh % d.NH, r0 = qt * BR;
-  load_t<scalar_t, D, BR, BR>(Qt, q + bh * d.T * d.hs, r0, d.T, d.hs);
+  load_t<scalar_t, D, BR, BR>(Qt, q + d.head(kQ, bh), r0, d.T, d.hs, d.ld(kQ));
   scalar_t acc[TM][TD], m_run[TM], l_part[TM];  // l_part: over this thread's columns only
   zero(acc);
 #pragma unroll
   for (int a = 0; a < TM; ++a) m_run[a] = neg_inf<scalar_t>(), l_part[a] = 0;
   // Key tiles c0 = c_first, c_first + BC, .. <= khi. K and V arrive by cp.async, one tile ahead:
   // K of the next tile loads during P·V, V during the next scores (groups: K, V, K, V, ...).
-  const scalar_t* kb = k + bh * d.S * d.hs;
-  const scalar_t* vb = v + bh * d.S * d.hsv;
+  const scalar_t* kb = k + d.head(kK, bh);
+  const scalar_t* vb = v + d.head(kV, bh);
   const int64_t khi = tile_hi[qt], c_first = tile_lo[qt] / BC * BC;
   if (c_first <= khi) {
-    load_t<scalar_t, D, BC, BC, true>(Kt, kb, c_first, d.S, d.hs);
+    load_t<scalar_t, D, BC, BC, true>(Kt, kb, c_first, d.S, d.hs, d.ld(kK));
     cp_commit();
-    load_rows<scalar_t, D, BC, D, true>(Vs, vb, c_first, d.S, d.hsv);
+    load_rows<scalar_t, D, BC, D, true>(Vs, vb, c_first, d.S, d.hsv, d.ld(kV));
     cp_commit();
   }
   for (int64_t c0 = c_first; c0 <= khi; c0 += BC) {
@@ -456,11 +463,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<scalar_t>)
     store_t<scalar_t, TM, RC, TN, CC, BR, true>(Pt, s, ty, tx);
     cp_wait<0>();  // this tile's V
     __syncthreads();
-    if (more) load_t<scalar_t, D, BC, BC, true>(Kt, kb, c0 + BC, d.S, d.hs);
+    if (more) load_t<scalar_t, D, BC, BC, true>(Kt, kb, c0 + BC, d.S, d.hs, d.ld(kK));
     cp_commit();
     mm<scalar_t, TM, RC, TD, CD, BC, BR, D, CC>(acc, Pt, Vs, ty, tx);
     __syncthreads();
-    if (more) load_rows<scalar_t, D, BC, D, true>(Vs, vb, c0 + BC, d.S, d.hsv);
+    if (more) load_rows<scalar_t, D, BC, D, true>(Vs, vb, c0 + BC, d.S, d.hsv, d.ld(kV));
     cp_commit();
   }
 #pragma unroll
@@ -470,7 +477,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<scalar_t>)
     if (i >= d.T) continue;
     const bool empty = l == scalar_t(0);  // no allowed key with a finite score
     const scalar_t inv = empty ? scalar_t(0) : scalar_t(1) / l;
-    scalar_t* orow = o + (bh * d.T + i) * d.hsv;
+    scalar_t* orow = o + d.head(kO, bh) + i * d.ld(kO);
 #pragma unroll
     for (int c = 0; c < TD; ++c) {
       const int col = row_of<CD>(c, tx);
@@ -481,16 +488,18 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<scalar_t>)
 }
 
 // ---- backward ----
-// Dv[r] = Σ_c dout[r][c]·o[r][c] over rows r < rows (double accumulation), one warp per row.
+// Dv[r] = Σ_c dout[r][c]·o[r][c] over rows r = (bh, t) < BH·T (double accumulation; dout and o
+// in the output's layout), one warp per row.
 template <typename scalar_t>
-__global__ void dot_kernel(scalar_t* Dv, const scalar_t* dout, const scalar_t* o, int64_t rows,
-                           int hsv) {
+__global__ void dot_kernel(scalar_t* Dv, const scalar_t* dout, const scalar_t* o, Dims d) {
   const int lane = threadIdx.x % 32, warps = blockDim.x / 32;
+  const int64_t rows = d.BH * d.T;
   for (int64_t r = static_cast<int64_t>(blockIdx.x) * warps + threadIdx.x / 32; r < rows;
        r += static_cast<int64_t>(gridDim.x) * warps) {
+    const int64_t at = d.head(kO, r / d.T) + (r % d.T) * d.ld(kO);
     double acc = 0;
-    for (int c = lane; c < hsv; c += 32)
-      acc += static_cast<double>(dout[r * hsv + c]) * static_cast<double>(o[r * hsv + c]);
+    for (int c = lane; c < d.hsv; c += 32)
+      acc += static_cast<double>(dout[at + c]) * static_cast<double>(o[at + c]);
 #pragma unroll
     for (int off = 16; off > 0; off >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, off);
     if (lane == 0) Dv[r] = static_cast<scalar_t>(acc);
@@ -531,8 +540,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<scalar_t>)
   const int64_t nqt = (d.T + BR - 1) / BR;
   const int64_t bh = blockIdx.x % d.BH, qt = nqt - 1 - blockIdx.x / d.BH;
   const int64_t b = bh / d.NH, h = bh % d.NH, r0 = qt * BR;
-  load_t<scalar_t, D, BR, BR>(Qt, q + bh * d.T * d.hs, r0, d.T, d.hs);
-  load_t<scalar_t, D, BR, BR>(dOt, dout + bh * d.T * d.hsv, r0, d.T, d.hsv);
+  load_t<scalar_t, D, BR, BR>(Qt, q + d.head(kQ, bh), r0, d.T, d.hs, d.ld(kQ));
+  load_t<scalar_t, D, BR, BR>(dOt, dout + d.head(kO, bh), r0, d.T, d.hsv, d.ld(kO));
   scalar_t lse_r[TM], D_r[TM], acc[TM][TD];
   zero(acc);
 #pragma unroll
@@ -542,14 +551,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<scalar_t>)
     D_r[a] = i < d.T ? Dv[bh * d.T + i] : scalar_t(0);
   }
   // As the forward: the next tile's Kt, Vt load during dS·K, its Ks during the next S and dP.
-  const scalar_t* kb = k + bh * d.S * d.hs;
-  const scalar_t* vb = v + bh * d.S * d.hsv;
+  const scalar_t* kb = k + d.head(kK, bh);
+  const scalar_t* vb = v + d.head(kV, bh);
   const int64_t khi = tile_hi[qt], c_first = tile_lo[qt] / BC * BC;
   if (c_first <= khi) {
-    load_t<scalar_t, D, BC, BC, true>(Kt, kb, c_first, d.S, d.hs);
-    load_t<scalar_t, D, BC, BC, true>(Vt, vb, c_first, d.S, d.hsv);
+    load_t<scalar_t, D, BC, BC, true>(Kt, kb, c_first, d.S, d.hs, d.ld(kK));
+    load_t<scalar_t, D, BC, BC, true>(Vt, vb, c_first, d.S, d.hsv, d.ld(kV));
     cp_commit();
-    load_rows<scalar_t, D, BC, D, true>(Ks, kb, c_first, d.S, d.hs);
+    load_rows<scalar_t, D, BC, D, true>(Ks, kb, c_first, d.S, d.hs, d.ld(kK));
     cp_commit();
   }
   for (int64_t c0 = c_first; c0 <= khi; c0 += BC) {
@@ -574,13 +583,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<scalar_t>)
     cp_wait<0>();  // this tile's Ks
     __syncthreads();
     if (more) {
-      load_t<scalar_t, D, BC, BC, true>(Kt, kb, c0 + BC, d.S, d.hs);
-      load_t<scalar_t, D, BC, BC, true>(Vt, vb, c0 + BC, d.S, d.hsv);
+      load_t<scalar_t, D, BC, BC, true>(Kt, kb, c0 + BC, d.S, d.hs, d.ld(kK));
+      load_t<scalar_t, D, BC, BC, true>(Vt, vb, c0 + BC, d.S, d.hsv, d.ld(kV));
     }
     cp_commit();
     mm<scalar_t, TM, RC, TD, CD, BC, BR, D, CC>(acc, dSt, Ks, ty, tx);
     __syncthreads();
-    if (more) load_rows<scalar_t, D, BC, D, true>(Ks, kb, c0 + BC, d.S, d.hs);
+    if (more) load_rows<scalar_t, D, BC, D, true>(Ks, kb, c0 + BC, d.S, d.hs, d.ld(kK));
     cp_commit();
   }
 #pragma unroll
@@ -590,7 +599,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<scalar_t>)
 #pragma unroll
     for (int c = 0; c < TD; ++c) {
       const int col = row_of<CD>(c, tx);
-      if (col < d.hs) dq[(bh * d.T + i) * d.hs + col] = scale * acc[a][c];
+      if (col < d.hs) dq[d.head(kQ, bh) + i * d.ld(kQ) + col] = scale * acc[a][c];
     }
   }
 }
@@ -623,16 +632,16 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<scalar_t>)
   const int64_t bh = blockIdx.x % d.BH, kt = blockIdx.x / d.BH;
   const int64_t b = bh / d.NH, h = bh % d.NH, c0 = kt * BC;
   const int64_t c_last = imin(c0 + BC, d.S) - 1;
-  load_t<scalar_t, D, BC, LC>(Kt, k + bh * d.S * d.hs, c0, d.S, d.hs);
-  load_t<scalar_t, D, BC, LC>(Vt, v + bh * d.S * d.hsv, c0, d.S, d.hsv);
+  load_t<scalar_t, D, BC, LC>(Kt, k + d.head(kK, bh), c0, d.S, d.hs, d.ld(kK));
+  load_t<scalar_t, D, BC, LC>(Vt, v + d.head(kV, bh), c0, d.S, d.hsv, d.ld(kV));
   scalar_t dk_acc[TK][TD], dv_acc[TK][TD];
   zero(dk_acc);
   zero(dv_acc);
   for (int64_t qt = 0; qt < nqt; ++qt) {
     if (tile_lo[qt] > c_last || tile_hi[qt] < c0) continue;  // uniform over the block
     const int64_t r0 = qt * BR;
-    load_rows<scalar_t, D, BR, LK>(Qs, q + bh * d.T * d.hs, r0, d.T, d.hs);
-    load_rows<scalar_t, D, BR, LK>(dOs, dout + bh * d.T * d.hsv, r0, d.T, d.hsv);
+    load_rows<scalar_t, D, BR, LK>(Qs, q + d.head(kQ, bh), r0, d.T, d.hs, d.ld(kQ));
+    load_rows<scalar_t, D, BR, LK>(dOs, dout + d.head(kO, bh), r0, d.T, d.hsv, d.ld(kO));
     const bool full_part = load_mask<BR, BC>(tm, row_lo, row_hi, m, b, h, r0, c0, d.T, d.S);
     for (int r = threadIdx.x; r < BR; r += kThreads) {
       const int64_t i = r0 + r;
@@ -667,8 +676,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<scalar_t>)
 #pragma unroll
     for (int c = 0; c < TD; ++c) {
       const int col = tx + 16 * c;
-      if (col < d.hs) dk[(bh * d.S + j) * d.hs + col] = scale * dk_acc[a][c];
-      if (col < d.hsv) dv[(bh * d.S + j) * d.hsv + col] = dv_acc[a][c];
+      if (col < d.hs) dk[d.head(kK, bh) + j * d.ld(kK) + col] = scale * dk_acc[a][c];
+      if (col < d.hsv) dv[d.head(kV, bh) + j * d.ld(kV) + col] = dv_acc[a][c];
     }
   }
 }
@@ -775,8 +784,8 @@ void run_backward(scalar_t* dq, scalar_t* dk, scalar_t* dv, const scalar_t* dout
   DeviceBuffer Dbuf(static_cast<size_t>(d.BH * d.T) * sizeof(scalar_t));
   scalar_t* Dv = Dbuf.as<scalar_t>();
   if (d.T > 0) {
-    dot_kernel<scalar_t><<<detail::grid_for(d.BH * d.T, 8), 256, 0, detail::cur_stream()>>>(
-        Dv, dout, o, d.BH * d.T, d.hsv);
+    dot_kernel<scalar_t>
+        <<<detail::grid_for(d.BH * d.T, 8), 256, 0, detail::cur_stream()>>>(Dv, dout, o, d);
     TG_CUDA_LAUNCH_CHECK("attention dot_kernel");
     allow_smem(dq_kernel<scalar_t, D>, C::kSmemDq);
     dq_kernel<scalar_t, D><<<grid_size(d.BH * nqt, "attention_backward"), kThreads, C::kSmemDq,
@@ -796,11 +805,17 @@ void run_backward(scalar_t* dq, scalar_t* dk, scalar_t* dv, const scalar_t* dout
 
 }  // namespace
 
+namespace {
+Dims dims(const AttentionLayout& L) {
+  return Dims{L.B * L.NH, L.NH, L.T, L.S, static_cast<int>(L.hs), static_cast<int>(L.hsv), L};
+}
+}  // namespace
+
 void attention_forward(DT dt, void* o, void* lse, const void* q, const void* k, const void* v,
-                       int64_t B, int64_t NH, int64_t T, int64_t S, int64_t hs, int64_t hs_v,
-                       double scale, const MaskDesc& mask) {
-  const Dims d{B * NH, NH, T, S, static_cast<int>(hs), static_cast<int>(hs_v)};
-  if (d.BH == 0 || T == 0) return;
+                       const AttentionLayout& L, double scale, const MaskDesc& mask) {
+  const Dims d = dims(L);
+  const int64_t hs = L.hs, hs_v = L.hsv;
+  if (d.BH == 0 || d.T == 0) return;
   TG_DISPATCH_FLOAT(dt, "attention_forward", [&] {
     dispatch_head(hs, hs_v, "attention_forward", [&](auto dc) {
       run_forward<scalar_t, decltype(dc)::value>(
@@ -811,10 +826,10 @@ void attention_forward(DT dt, void* o, void* lse, const void* q, const void* k, 
 }
 
 void attention_backward(DT dt, void* dq, void* dk, void* dv, const void* dout, const void* q,
-                        const void* k, const void* v, const void* o, const void* lse, int64_t B,
-                        int64_t NH, int64_t T, int64_t S, int64_t hs, int64_t hs_v, double scale,
-                        const MaskDesc& mask) {
-  const Dims d{B * NH, NH, T, S, static_cast<int>(hs), static_cast<int>(hs_v)};
+                        const void* k, const void* v, const void* o, const void* lse,
+                        const AttentionLayout& L, double scale, const MaskDesc& mask) {
+  const Dims d = dims(L);
+  const int64_t hs = L.hs, hs_v = L.hsv;
   if (d.BH == 0) return;
   TG_DISPATCH_FLOAT(dt, "attention_backward", [&] {
     dispatch_head(hs, hs_v, "attention_backward", [&](auto dc) {

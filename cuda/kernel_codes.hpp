@@ -1,6 +1,7 @@
 // cuda/kernel_codes.hpp — the codes and plain descriptors both backends' kernels take, in
 // tg::kern: element types, the elementwise / unary / reduction op codes, the strided iteration
-// space and the attention mask description with its one function, key_range (host and device).
+// space, the attention mask description with its one function, key_range, and the attention
+// operands' layout (host and device).
 // Neutral: no CUDA, no library header; the CPU (ops/cpu) and the CUDA kernels (cuda/kernels.cuh,
 // which takes them into tg::cuda) read the same enumerators, so a code means one thing on both.
 #pragma once
@@ -114,6 +115,46 @@ TG_HOST_DEVICE inline void key_range(const MaskDesc& m, int64_t i, int64_t S, in
     blocked_range(ip, b[0], b[1], b[2], b[3] != 0, lo, hi);
   }
 }
+// The fused attention's sizes and operand layout, read by both backends (ops/cpu/attention.cpp,
+// cuda/attention.cu). q, k, v and the output come as (B, NH, T, hs), heads last (B, T, NH, hs),
+// packed (B, T, 3, NH, hs: kQKV, S = T; q, k and v point at the same tensor) or q heads last with
+// k and v packed (B, S, 2, NH, hs: kKV, hs_v = hs); every head's rows are addressed with an offset
+// and a leading dimension (row, ld), never permuted. Gradients come in their operand's layout.
+struct AttentionLayout {
+  int64_t B = 0, NH = 0, T = 0, S = 0, hs = 0, hsv = 0;
+  bool heads_last = false;
+  enum Packing : int { kNone, kQKV, kKV } packing = kNone;
+  // Operands: kQ (q, dq), kK (k, dk), kV (v, dv), kO (output, dO).
+  static constexpr int kQ = 0, kK = 1, kV = 2, kO = 3;
+  // Offset of row t of head (b, h) of an operand with n rows per head of w elements, and the
+  // distance between its rows (a GEMM's leading dimension).
+  TG_HOST_DEVICE int64_t row(int which, int64_t b, int64_t h, int64_t t, int64_t n,
+                             int64_t w) const {
+    if (!heads_last) return ((b * NH + h) * n + t) * w;
+    return (b * n + t) * ld(which, w) + part(which) * NH * w + h * w;
+  }
+  TG_HOST_DEVICE int64_t ld(int which, int64_t w) const {
+    return heads_last ? parts(which) * NH * w : w;
+  }
+  // How many operands share the operand's tensor rows, and its place among them.
+  TG_HOST_DEVICE int64_t parts(int which) const {
+    if (packing == kQKV && which != kO) return 3;
+    if (packing == kKV && (which == kK || which == kV)) return 2;
+    return 1;
+  }
+  TG_HOST_DEVICE int64_t part(int which) const {
+    if (packing == kQKV && which != kO) return which;
+    if (packing == kKV && which == kV) return 1;
+    return 0;
+  }
+  // The same for an operand's own sizes: rows per head (T or S) and row width (hs or hs_v).
+  TG_HOST_DEVICE int64_t at(int which, int64_t b, int64_t h, int64_t t) const {
+    return row(which, b, h, t, which == kQ || which == kO ? T : S, width(which));
+  }
+  TG_HOST_DEVICE int64_t stride(int which) const { return ld(which, width(which)); }
+  TG_HOST_DEVICE int64_t width(int which) const { return which == kQ || which == kK ? hs : hsv; }
+};
+
 // Largest head size the fused kernels take.
 constexpr int64_t kAttentionMaxHeadSize = 128;
 

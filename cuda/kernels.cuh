@@ -19,6 +19,7 @@
 
 namespace tg::cuda {
 
+using kern::AttentionLayout;
 using kern::BinOp;
 using kern::DT;
 using kern::kAttentionMaxHeadSize;
@@ -174,19 +175,19 @@ void adam_step(DT dt, void* p, const void* g, void* m, void* v, void* vmax, int6
 
 // ---- attention (cuda/attention.cu; the mask description: cuda/kernel_codes.hpp) ----
 // Fused attention forward (FlashAttention-2 style: tiles of queries per block, online softmax
-// over key tiles, tiles entirely outside the structural range skipped).
-// q (B, NH, T, hs), k (B, NH, S, hs), v (B, NH, S, hs_v) -> o (B, NH, T, hs_v) and lse (B, NH, T)
-// float32 for F32 / float64 for F64 (log-sum-exp of the scaled, masked scores; -inf for a fully
-// masked row, whose output is 0). Supported head sizes: hs, hs_v <= 128.
+// over key tiles, tiles entirely outside the structural range skipped). The operands are laid
+// out as d says (kern::AttentionLayout: (B, NH, T, hs), heads last, packed qkv or packed kv; the
+// same layouts as the CPU's, read in place):
+// q (B, NH, T, hs), k (B, NH, S, hs), v (B, NH, S, hs_v) -> o (B, NH, T, hs_v) and lse (B, NH, T,
+// always heads first) float32 for F32 / float64 for F64 (log-sum-exp of the scaled, masked scores;
+// -inf for a fully masked row, whose output is 0). Supported head sizes: hs, hs_v <= 128.
 void attention_forward(DT dt, void* o, void* lse, const void* q, const void* k, const void* v,
-                       int64_t B, int64_t NH, int64_t T, int64_t S, int64_t hs, int64_t hs_v,
-                       double scale, const MaskDesc& mask);
-// Backward from o, lse and dout (B, NH, T, hs_v): dq (B, NH, T, hs), dk (B, NH, S, hs), dv
-// (B, NH, S, hs_v), all written (not accumulated). Fully masked rows send zero gradient.
-// Deterministic (no atomics across key tiles).
+                       const AttentionLayout& d, double scale, const MaskDesc& mask);
+// Backward from o, lse and dout (o's layout): dq, dk, dv in q's, k's and v's layouts (one tensor
+// when packed: dq, dk and dv then point at it), all written (not accumulated). Fully masked rows
+// send zero gradient. Deterministic (no atomics across key tiles).
 void attention_backward(DT dt, void* dq, void* dk, void* dv, const void* dout, const void* q,
-                        const void* k, const void* v, const void* o, const void* lse, int64_t B,
-                        int64_t NH, int64_t T, int64_t S, int64_t hs, int64_t hs_v, double scale,
-                        const MaskDesc& mask);
+                        const void* k, const void* v, const void* o, const void* lse,
+                        const AttentionLayout& d, double scale, const MaskDesc& mask);
 
 }  // namespace tg::cuda

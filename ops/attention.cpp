@@ -250,16 +250,10 @@ AttentionResult sdpa_cpu(const Dims& dims, const Tensor& q, const Tensor& k, con
     // local masks compute fewer than T·S): forward QKᵀ 2·hs, softmax ~5, P·V 2·hs_v; backward
     // dV and dP 2·hs_v each, softmax ~3, dQ and dK 2·hs each.
     const double pairs = static_cast<double>(d.B) * d.NH * c->plan.per_bh;
-    // anomaly reports: output/dq rows are (b, h, t), or (b, t, h) with heads last (packed: the
-    // output's only; d(qkv) falls back to indices)
-    const char* rows = d.packing == Dims::kQKV  ? "b,t,h"
-                       : d.packing == Dims::kKV ? "b,t,h|b,t,h"
-                       : d.heads_last           ? "b,t,h|b,t,h|b,s,h|b,s,h"
-                                                : "b,h,t|b,h,t|b,h,s|b,h,s";
     RecordInfo info =
         RecordInfo()
             .flops(pairs * (2.0 * d.hs + 2.0 * d.hsv + 5), pairs * (4.0 * d.hs + 4.0 * d.hsv + 3))
-            .rows(3, rows);
+            .rows(3, attention_rows(d));
     if (d.packing == Dims::kQKV)
       info.saved(q, c->P, c->keep);
     else if (d.packing == Dims::kKV)
@@ -285,15 +279,8 @@ AttentionResult scaled_dot_product_attention(const Tensor& q_in, const Tensor& k
   const Tensor k = contig(k_in);
   const Tensor v = contig(v_in);
   const Dims d = check_sdpa(q, k, v, mask, opts);
-  if (q.device().is_cuda()) {
-    const double scale = default_scale(opts, d.hs);
-    if (!d.heads_last) return cuda_sdpa(q, k, v, mask, opts, scale);
-    // The CUDA kernels read (B, NH, T, hs): transpose there and back (recorded copies).
-    AttentionResult r =
-        cuda_sdpa(transpose(q, 1, 2), transpose(k, 1, 2), transpose(v, 1, 2), mask, opts, scale);
-    r.output = transpose(r.output, 1, 2);
-    return r;
-  }
+  if (q.device().is_cuda())
+    return cuda_sdpa(d, q, k, v, {q, k, v}, mask, opts, default_scale(opts, d.hs));
   return sdpa_cpu(d, q, k, v, {q, k, v}, mask, opts);
 }
 
@@ -306,17 +293,13 @@ AttentionResult scaled_dot_product_attention_packed(const Tensor& qkv_in, const 
     throw Error(fmt::format("{}: qkv {}: expected (B, T, 3, NH, hs), q, k, v for every position",
                             kSdpa, shape_str(qkv.shape())));
   const int64_t B = qkv.size(0), T = qkv.size(1), NH = qkv.size(3), hs = qkv.size(4);
-  if (qkv.device().is_cuda()) {  // three heads-last views (recorded copies) for the CUDA path
-    SDPAOptions o = opts;
-    o.heads_last = true;
-    auto part = [&](int64_t i) { return reshape(narrow(qkv, 2, i, 1), {B, T, NH, hs}); };
-    return scaled_dot_product_attention(part(0), part(1), part(2), mask, o);
-  }
   SDPAOptions o = opts;
   o.heads_last = true;
   Dims d{B, NH, T, T, hs, hs, true};
   d.packing = Dims::kQKV;
   check_options(d, mask, o, fmt::format("qkv {}", shape_str(qkv.shape())), qkv.device());
+  if (qkv.device().is_cuda())
+    return cuda_sdpa(d, qkv, qkv, qkv, {qkv}, mask, o, default_scale(o, hs));
   return sdpa_cpu(d, qkv, qkv, qkv, {qkv}, mask, o);
 }
 
@@ -342,13 +325,10 @@ AttentionResult scaled_dot_product_attention_kv_packed(const Tensor& q_in, const
   const int64_t B = q.size(0), T = q.size(1), NH = q.size(2), hs = q.size(3), S = kv.size(1);
   SDPAOptions o = opts;
   o.heads_last = true;
-  if (q.device().is_cuda()) {  // two heads-last views (recorded copies) for the CUDA path
-    auto part = [&](int64_t i) { return reshape(narrow(kv, 2, i, 1), {B, S, NH, hs}); };
-    return scaled_dot_product_attention(q, part(0), part(1), mask, o);
-  }
   Dims d{B, NH, T, S, hs, hs, true};
   d.packing = Dims::kKV;
   check_options(d, mask, o, shapes, q.device());
+  if (q.device().is_cuda()) return cuda_sdpa(d, q, kv, kv, {q, kv}, mask, o, default_scale(o, hs));
   return sdpa_cpu(d, q, kv, kv, {q, kv}, mask, o);
 }
 

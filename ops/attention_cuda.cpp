@@ -1,10 +1,13 @@
-// ops/attention_cuda.cpp — scaled_dot_product_attention on a CUDA device. Two paths, one
-// semantics (the CPU's, ops/attention.cpp):
+// ops/attention_cuda.cpp — scaled_dot_product_attention on a CUDA device, in every layout the CPU
+// takes (kern::AttentionLayout: heads first, heads last, packed qkv, q with packed kv). Two paths,
+// one semantics (the CPU's, ops/attention.cpp):
 //   fused: cuda::attention_forward/backward (FlashAttention-2 style: online softmax, the
 //     log-sum-exp saved, O(T) extra memory, tiles outside the structural key range skipped),
-//     used when there is no dropout, no need_weights, no probe and hs, hs_v <= 128;
-//   composed: QKᵀ, the dense mask, softmax, dropout and P·V as ops (their own backward), for
-//     dropout, attention weights, the introspection probe and large heads.
+//     reading and writing every layout in place, used when there is no dropout, no need_weights,
+//     no probe and hs, hs_v <= 128;
+//   composed: QKᵀ, the dense mask, softmax, dropout and P·V as ops (their own backward) on
+//     (B, NH, T, hs) views, for dropout, attention weights, the introspection probe and large
+//     heads.
 // Mask tensors may live on the CPU or on q's device: they are copied where each path reads them.
 // ops/attention.cpp reaches it through ops/attention_cuda.hpp after the op's checks.
 // Deliberately not here: the kernels (cuda/attention.cu), the mask's lowering
@@ -22,6 +25,7 @@
 namespace tg::detail {
 
 namespace {
+using Dims = kern::AttentionLayout;
 constexpr const char* kSdpa = "scaled_dot_product_attention";
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
@@ -40,42 +44,60 @@ void check_fully_masked(const Tensor& lse, int64_t NH, int64_t T) {
     }
 }
 
-AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionMask& m,
-                      double scale) {
-  const int64_t B = q.size(0), NH = q.size(1), T = q.size(2), S = k.size(2), hs = q.size(3),
-                hsv = v.size(3);
+// q, k, v (or k, v) as (B, NH, T|S, hs) views of the operands laid out as d says: the composed
+// path's ops record the views, so gradients reach packed or heads-last inputs.
+std::vector<Tensor> heads_first(const Dims& d, const Tensor& q, const Tensor& k, const Tensor& v) {
+  auto part = [](const Tensor& t, int64_t i) { return squeeze(narrow(t, 2, i, 1), 2); };
+  std::vector<Tensor> r{q, k, v};
+  if (d.packing == Dims::kQKV) r = {part(q, 0), part(q, 1), part(q, 2)};
+  if (d.packing == Dims::kKV) r = {q, part(k, 0), part(k, 1)};
+  if (d.heads_last)
+    for (Tensor& t : r) t = transpose(t, 1, 2);
+  return r;
+}
+
+AttentionResult fused(const Dims& d, const Tensor& q, const Tensor& k, const Tensor& v,
+                      const std::vector<Tensor>& inputs, const AttentionMask& m, double scale) {
   const Device dev = q.device();
   // The mask's tensors are on q's device (attention_mask_on); at most kMaxBlocked blocked parts.
-  auto md = std::make_shared<const MaskLowering>(mask_desc(m, B, NH, T, S));
+  auto md = std::make_shared<const MaskLowering>(mask_desc(m, d.B, d.NH, d.T, d.S));
   AttentionResult res;
-  res.output = zeros({B, NH, T, hsv}, q.dtype(), dev);
-  Tensor lse = full({B, NH, T}, -kInf, q.dtype(), dev);
-  if (res.output.numel() > 0 && S > 0)
+  res.output = zeros(d.heads_last ? Shape{d.B, d.T, d.NH, d.hsv} : Shape{d.B, d.NH, d.T, d.hsv},
+                     q.dtype(), dev);
+  Tensor lse = full({d.B, d.NH, d.T}, -kInf, q.dtype(), dev);
+  if (res.output.numel() > 0 && d.S > 0)
     kernels(kSdpa, dev)
         .attention_forward(cdt(q.dtype()), res.output.data_ptr(), lse.data_ptr(), q.data_ptr(),
-                           k.data_ptr(), v.data_ptr(), B, NH, T, S, hs, hsv, scale, md->desc);
-  if (m.errors_on_fully_masked()) check_fully_masked(lse, NH, T);
+                           k.data_ptr(), v.data_ptr(), d, scale, md->desc);
+  if (m.errors_on_fully_masked()) check_fully_masked(lse, d.NH, d.T);
   if (needs_record({&q, &k, &v})) {
-    const double pairs = static_cast<double>(B) * NH * T * S;
+    const double pairs = static_cast<double>(d.B) * d.NH * d.T * d.S;
+    const bool qkv = d.packing == Dims::kQKV, kv = d.packing == Dims::kKV;
+    RecordInfo info =
+        RecordInfo()
+            .flops(pairs * (2.0 * d.hs + 2.0 * d.hsv + 5), pairs * (4.0 * d.hs + 4.0 * d.hsv + 3))
+            .rows(3, attention_rows(d));
+    if (qkv)
+      info.saved(q, res.output, lse);
+    else if (kv)
+      info.saved(q, k, res.output, lse);
+    else
+      info.saved(q, k, v, res.output, lse);
     // The mask's tensors stay alive with the node: md points into them.
-    record(kSdpa, res.output, {q, k, v},
-           RecordInfo()
-               .flops(pairs * (2.0 * hs + 2.0 * hsv + 5), pairs * (4.0 * hs + 4.0 * hsv + 3))
-               .saved(q, k, v, res.output, lse)
-               .rows(3, "b,h,t|b,h,t|b,h,s|b,h,s"),
-           [m, md, scale, lse, qd = q.detach(), kd = k.detach(), vd = v.detach(),
+    record(kSdpa, res.output, inputs, info,
+           [d, m, md, scale, lse, qkv, kv, qd = q.detach(), kd = k.detach(), vd = v.detach(),
             od = res.output.detach()](const Tensor& g) -> std::vector<Tensor> {
-             const int64_t B = qd.size(0), NH = qd.size(1), T = qd.size(2), S = kd.size(2),
-                           hs = qd.size(3), hsv = vd.size(3);
+             // Packed: one gradient tensor for q, k and v (or k and v), written at their offsets.
              Tensor dq = zeros(qd.shape(), qd.dtype(), qd.device());
-             Tensor dk = zeros(kd.shape(), kd.dtype(), kd.device());
-             Tensor dv = zeros(vd.shape(), vd.dtype(), vd.device());
-             if (g.numel() > 0 && S > 0)
+             Tensor dk = qkv ? dq : zeros(kd.shape(), kd.dtype(), kd.device());
+             Tensor dv = qkv ? dq : kv ? dk : zeros(vd.shape(), vd.dtype(), vd.device());
+             if (g.numel() > 0 && d.S > 0)
                kernels("scaled_dot_product_attention backward", qd.device())
                    .attention_backward(cdt(qd.dtype()), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(),
                                        g.data_ptr(), qd.data_ptr(), kd.data_ptr(), vd.data_ptr(),
-                                       od.data_ptr(), lse.data_ptr(), B, NH, T, S, hs, hsv, scale,
-                                       md->desc);
+                                       od.data_ptr(), lse.data_ptr(), d, scale, md->desc);
+             if (qkv) return {dq};
+             if (kv) return {dq, dk};
              return {dq, dk, dv};
            });
   }
@@ -83,6 +105,7 @@ AttentionResult fused(const Tensor& q, const Tensor& k, const Tensor& v, const A
 }
 
 // The composed path: every step an op on the device, so the tape differentiates it.
+// q, k, v are (B, NH, T|S, hs) views; the output is (B, NH, T, hs_v).
 AttentionResult composed(const Tensor& q, const Tensor& k, const Tensor& v,
                          const AttentionMask& host_mask, const Tensor& additive,
                          const SDPAOptions& opts, double scale) {
@@ -129,10 +152,9 @@ AttentionMask attention_mask_on(const AttentionMask& mask, Device d) {
   return m;
 }
 
-AttentionResult cuda_sdpa(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
-                          const AttentionMask& mask, const SDPAOptions& opts, double scale) {
-  // the kernels read (B, NH, T, hs) row-major: a heads-last caller's transposed views are copied
-  const Tensor q = contig(q_in), k = contig(k_in), v = contig(v_in);
+AttentionResult cuda_sdpa(const Dims& d, const Tensor& q, const Tensor& k, const Tensor& v,
+                          const std::vector<Tensor>& inputs, const AttentionMask& mask,
+                          const SDPAOptions& opts, double scale) {
   check_same_device(q, k, kSdpa, "q", "k");
   check_same_device(q, v, kSdpa, "q", "v");
   if (mask.additive_.defined() && mask.additive_.dtype() != q.dtype())
@@ -145,22 +167,23 @@ AttentionResult cuda_sdpa(const Tensor& q_in, const Tensor& k_in, const Tensor& 
   const bool mask_grad =
       mask.additive_.defined() && mask.additive_.requires_grad() && grad_enabled();
   const bool fuse = !drop && !opts.need_weights && !opts.probe && !mask_grad &&
-                    q.size(3) <= kern::kAttentionMaxHeadSize &&
-                    v.size(3) <= kern::kAttentionMaxHeadSize &&
+                    d.hs <= kern::kAttentionMaxHeadSize && d.hsv <= kern::kAttentionMaxHeadSize &&
                     mask.blocked_.size() <= static_cast<size_t>(kern::kMaxBlocked);
-  if (fuse) return fused(q, k, v, attention_mask_on(mask, q.device()), scale);
+  if (fuse) return fused(d, q, k, v, inputs, attention_mask_on(mask, q.device()), scale);
   const AttentionMask host = attention_mask_on(mask, kCPU);
   // The additive part not detached when it requires grad (the host copy serves dense_allowed).
+  const std::vector<Tensor> h = heads_first(d, q, k, v);
   AttentionResult res =
-      composed(q, k, v, host, mask_grad ? mask.additive_ : host.additive_, opts, scale);
+      composed(h[0], h[1], h[2], host, mask_grad ? mask.additive_ : host.additive_, opts, scale);
+  if (d.heads_last) res.output = transpose(res.output, 1, 2).contiguous();
   if (mask.errors_on_fully_masked()) {
     // Same check as the CPU: any row whose keys are all blocked.
-    Tensor any = sum(host.dense_allowed(q.size(0), q.size(1), q.size(2), k.size(2)), {-1});
+    Tensor any = sum(host.dense_allowed(d.B, d.NH, d.T, d.S), {-1});
     std::vector<int64_t> cnt = any.to_vector<int64_t>();
     Tensor lse_like = full({static_cast<int64_t>(cnt.size())}, 0.0, kFloat64);
     for (size_t r = 0; r < cnt.size(); ++r)
       if (cnt[r] == 0) lse_like.data<double>()[r] = -kInf;
-    check_fully_masked(lse_like, q.size(1), q.size(2));
+    check_fully_masked(lse_like, d.NH, d.T);
   }
   return res;
 }

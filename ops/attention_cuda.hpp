@@ -4,7 +4,10 @@
 // not here: the kernels (cuda/attention.cu, reached through cuda/kernels.cuh), the CPU path.
 #pragma once
 
+#include "cuda/kernel_codes.hpp"
 #include "ops/attention.hpp"
+
+#include <vector>
 
 namespace tg::detail {
 
@@ -12,10 +15,14 @@ namespace tg::detail {
 // parts are shared.
 AttentionMask attention_mask_on(const AttentionMask& mask, Device d);
 
-// q (B, NH, T, hs), k (B, NH, S, hs), v (B, NH, S, hs_v) on one CUDA device, already checked by
-// the caller (shapes, dtypes, mask against (B, NH, T, S), dropout_p, scale), scale resolved: the
-// fused kernel when it applies, else the composed ops; records its own tape node.
-AttentionResult cuda_sdpa(const Tensor& q, const Tensor& k, const Tensor& v,
+// q, k, v contiguous on one CUDA device in the layout d describes (the CPU's: heads first, heads
+// last, packed qkv, or q with packed kv; q, k and v then point at the packed tensors), already
+// checked by the caller (shapes, dtypes, mask against (B, NH, T, S), dropout_p, scale), scale
+// resolved; `inputs` are the tensors the tape node differentiates ({q, k, v}, {qkv} or {q, kv}).
+// The fused kernels read every layout in place; otherwise the composed ops run on views. Records
+// its own tape node.
+AttentionResult cuda_sdpa(const kern::AttentionLayout& d, const Tensor& q, const Tensor& k,
+                          const Tensor& v, const std::vector<Tensor>& inputs,
                           const AttentionMask& mask, const SDPAOptions& opts, double scale);
 
 }  // namespace tg::detail

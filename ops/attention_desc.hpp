@@ -1,7 +1,8 @@
 // ops/attention_desc.hpp — internal to ops/ (not part of the API): the one lowering of an
 // AttentionMask to the kernels' description kern::MaskDesc (cuda/kernel_codes.hpp), shared by the
 // CPU path (ops/attention.cpp: the plan's key ranges, the row mask) and the CUDA path
-// (ops/attention_cuda.cpp: the fused kernels). Defined in ops/attention_mask.cpp.
+// (ops/attention_cuda.cpp: the fused kernels), defined in ops/attention_mask.cpp; and the row
+// labels both backends' tape nodes give anomaly reports.
 #pragma once
 
 #include "cuda/kernel_codes.hpp"
@@ -27,5 +28,16 @@ MaskLowering mask_structure(const AttentionMask& m, int64_t T, int64_t S);
 // The structure and the data parts: pointers into m's tensors (on whichever device they live; the
 // caller keeps m alive), with strides broadcast to (B, NH, T, S).
 MaskLowering mask_desc(const AttentionMask& m, int64_t B, int64_t NH, int64_t T, int64_t S);
+
+// The row labels of the tape node's output and input gradients for anomaly reports (RecordInfo's
+// rows): (b, h, t), or (b, t, h) with heads last (packed: the output's only; d(qkv) falls back to
+// indices). Both backends' nodes use it.
+inline const char* attention_rows(const kern::AttentionLayout& d) {
+  using L = kern::AttentionLayout;
+  return d.packing == L::kQKV  ? "b,t,h"
+         : d.packing == L::kKV ? "b,t,h|b,t,h"
+         : d.heads_last        ? "b,t,h|b,t,h|b,s,h|b,s,h"
+                               : "b,h,t|b,h,t|b,h,s|b,h,s";
+}
 
 }  // namespace tg::detail

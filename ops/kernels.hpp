@@ -27,6 +27,7 @@ inline bool on_cuda(const Tensor& t) { return t.device().type == DeviceType::CUD
 class Kernels {
  public:
   Kernels(const char* op, Device device) : op_(op), device_(device) {}
+  using AttentionLayout = kern::AttentionLayout;
   using BinOp = kern::BinOp;
   using DT = kern::DT;
   using MaskDesc = kern::MaskDesc;

@@ -6,6 +6,8 @@
 // Internal to ops/.
 #pragma once
 
+#include "cuda/kernel_codes.hpp"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -17,35 +19,9 @@ namespace tg::cpu {
 constexpr int64_t kAttentionRowTile = 64;
 constexpr int64_t kAttentionRowTileFull = 256;
 
-// The operands' layout. q, k, v and the output come as (B, NH, T, hs), heads last
-// (B, T, NH, hs), packed (B, T, 3, NH, hs: kQKV, S = T) or q heads last with k and v packed
-// (B, S, 2, NH, hs: kKV, hs_v = hs); every head's rows are addressed with an offset and a leading
-// dimension (row, ld), never permuted.
-struct AttentionDims {
-  int64_t B, NH, T, S, hs, hsv;
-  bool heads_last = false;
-  enum Packing { kNone, kQKV, kKV } packing = kNone;
-  // Operands: kQ (q, dq), kK (k, dk), kV (v, dv), kO (output, dO).
-  static constexpr int kQ = 0, kK = 1, kV = 2, kO = 3;
-  // Offset of row t of head (b, h) of an operand with n rows per head of w elements, and the
-  // distance between its rows (a GEMM's leading dimension).
-  int64_t row(int which, int64_t b, int64_t h, int64_t t, int64_t n, int64_t w) const {
-    if (!heads_last) return ((b * NH + h) * n + t) * w;
-    return (b * n + t) * ld(which, w) + part(which) * NH * w + h * w;
-  }
-  int64_t ld(int which, int64_t w) const { return heads_last ? parts(which) * NH * w : w; }
-  // How many operands share the operand's tensor rows, and its place among them.
-  int64_t parts(int which) const {
-    if (packing == kQKV && which != kO) return 3;
-    if (packing == kKV && (which == kK || which == kV)) return 2;
-    return 1;
-  }
-  int64_t part(int which) const {
-    if (packing == kQKV && which != kO) return which;
-    if (packing == kKV && which == kV) return 1;
-    return 0;
-  }
-};
+// The operands' layout, shared with the CUDA kernels: kern::AttentionLayout
+// (cuda/kernel_codes.hpp).
+using AttentionDims = kern::AttentionLayout;
 
 // The structure of the mask, the same for every (b, h): row tiles and their key ranges.
 struct AttentionTile {

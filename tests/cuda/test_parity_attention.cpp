@@ -126,32 +126,74 @@ TEST_CASE("cuda parity: scaled_dot_product_attention, every mask kind") {
 }
 
 TEST_CASE("cuda parity: heads-last and packed (B, T, 3, NH, hs) layouts") {
-  // On CUDA both go through the kernels' (B, NH, T, hs) layout with recorded transposes.
+  // The fused kernels read and write every layout in place (kern::AttentionLayout); need_weights
+  // takes the composed path on (B, NH, T, hs) views of the same inputs.
   for (DType dt : {kFloat64, kFloat32}) {
-    ParityCase c;
-    c.name = "heads_last, causal";
-    c.tol32 = 1e-4;
-    c.inputs = [] {
-      return Inputs{randn({2, 19, 3, 16}, kFloat64), randn({2, 23, 3, 16}, kFloat64),
-                    randn({2, 23, 3, 8}, kFloat64)};
-    };
-    c.fn = [](const Inputs& x) {
-      SDPAOptions o;
-      o.heads_last = true;
-      return std::vector<Tensor>{
-          scaled_dot_product_attention(x[0], x[1], x[2], AttentionMask::causal(), o).output};
-    };
-    tgt::run_parity(c, dt);
-    ParityCase p;
-    p.name = "packed, local(3, 1)";
-    p.tol32 = 1e-4;
-    p.inputs = [] { return Inputs{randn({2, 21, 3, 2, 16}, kFloat64)}; };
-    p.fn = [](const Inputs& x) {
-      return std::vector<Tensor>{
-          scaled_dot_product_attention_packed(x[0], AttentionMask::local(3, 1)).output};
-    };
-    tgt::run_parity(p, dt);
+    for (bool weights : {false, true}) {
+      ParityCase c;
+      c.name = weights ? "heads_last, causal, need_weights (composed)" : "heads_last, causal";
+      c.tol32 = 1e-4;
+      c.inputs = [] {
+        return Inputs{randn({2, 19, 3, 16}, kFloat64), randn({2, 23, 3, 16}, kFloat64),
+                      randn({2, 23, 3, 8}, kFloat64)};
+      };
+      c.fn = [weights](const Inputs& x) {
+        SDPAOptions o;
+        o.heads_last = true;
+        o.need_weights = weights;
+        AttentionResult r = scaled_dot_product_attention(
+            x[0], x[1], x[2], AttentionMask::causal(CausalAlign::BottomRight), o);
+        return weights ? std::vector<Tensor>{r.output, r.weights} : std::vector<Tensor>{r.output};
+      };
+      tgt::run_parity(c, dt);
+      ParityCase p;
+      p.name = weights ? "packed, local(3, 1), need_weights (composed)" : "packed, local(3, 1)";
+      p.tol32 = 1e-4;
+      p.inputs = [] { return Inputs{randn({2, 21, 3, 2, 16}, kFloat64)}; };
+      p.fn = [weights](const Inputs& x) {
+        SDPAOptions o;
+        o.need_weights = weights;
+        AttentionResult r =
+            scaled_dot_product_attention_packed(x[0], AttentionMask::local(3, 1), o);
+        return weights ? std::vector<Tensor>{r.output, r.weights} : std::vector<Tensor>{r.output};
+      };
+      tgt::run_parity(p, dt);
+      ParityCase kv;
+      kv.name =
+          weights ? "kv packed, key padding, need_weights (composed)" : "kv packed, key padding";
+      kv.tol32 = 1e-4;
+      kv.inputs = [] {
+        return Inputs{randn({2, 17, 3, 16}, kFloat64), randn({2, 29, 2, 3, 16}, kFloat64)};
+      };
+      kv.fn = [weights](const Inputs& x) {
+        SDPAOptions o;
+        o.need_weights = weights;
+        Tensor pad = zeros({2, 29}, kBool);
+        pad.data<bool>()[5] = pad.data<bool>()[29 + 28] = true;
+        AttentionResult r = scaled_dot_product_attention_kv_packed(
+            x[0], x[1], AttentionMask::key_padding(pad, MaskPolarity::TrueBlocked), o);
+        return weights ? std::vector<Tensor>{r.output, r.weights} : std::vector<Tensor>{r.output};
+      };
+      tgt::run_parity(kv, dt);
+    }
   }
+}
+
+TEST_CASE("cuda: the fused attention reads heads-last and packed inputs in place") {
+  // One tape node whose edges are the caller's tensors themselves: no transpose or copy between.
+  Tensor qkv = randn({2, 21, 3, 2, 16}, kFloat32).to(tgt::gpu()).requires_grad_();
+  Tensor out = scaled_dot_product_attention_packed(qkv, AttentionMask::causal()).output;
+  REQUIRE(std::string(out.grad_fn()->op) == "scaled_dot_product_attention");
+  REQUIRE(out.grad_fn()->next.size() == 1);
+  CHECK(out.grad_fn()->next[0].leaf.get() == qkv.impl());
+  CHECK(tg::shape_str(out.shape()) == "(2,21,2,16)");
+  CHECK(out.is_contiguous());
+  Tensor q = randn({2, 9, 2, 16}, kFloat32).to(tgt::gpu()).requires_grad_();
+  SDPAOptions o;
+  o.heads_last = true;
+  Tensor o2 = scaled_dot_product_attention(q, q, q, AttentionMask(), o).output;
+  REQUIRE(o2.grad_fn()->next.size() == 3);
+  for (const auto& e : o2.grad_fn()->next) CHECK(e.leaf.get() == q.impl());
 }
 
 TEST_CASE("cuda parity: additive float mask with -inf entries") {
