@@ -11,7 +11,7 @@
 // Deliberately not here: aggregation across rounds and the table (report.py), thread pinning
 // (run.sh exports OMP_NUM_THREADS / OPENBLAS_NUM_THREADS before starting us).
 #include "bench/harness.hpp"
-#include "ops/cpu/kernels.hpp"  // cpu::simd_kernels (--simd)
+#include "ops/cpu/kernels.hpp"  // cpu::simd_kernels (--simd), the kernel families (variants)
 
 #include <cblas.h>
 #include <fmt/format.h>
@@ -482,19 +482,76 @@ void bench_rowwise(const Options& o) {
   emit("rowwise.sum_first.tg.4096x128", s[1] * 1e6, "us");
 }
 
+// ---- (g) each kernel family's AVX-512 variant against the build's own, on this CPU ----
+// The figures behind ops/cpu/isa.cpp's per-CPU preference list: per family, the same work with
+// that family's AVX-512 variant and with the build's own (the others as chosen), alternating.
+void bench_variants(const Options& o) {
+  using tg::cpu::KernelFamily;
+  if (!tg::cpu::set_simd_kernels(true)) {
+    fmt::print("# variants: no AVX-512 in this build or CPU, nothing to compare\n");
+    tg::cpu::reset_simd_kernels();
+    return;
+  }
+  tg::cpu::reset_simd_kernels();
+  tg::Tensor rows = tg::randn({4096, 128}).requires_grad_(), grows = tg::randn({4096, 128});
+  tg::Tensor big = tg::randn({4, 256, 1024}).requires_grad_(), gbig = tg::randn({4, 256, 1024});
+  tg::Tensor q = tg::randn({8, 8, 256, 64}).requires_grad_(), k = tg::randn({8, 8, 256, 64}),
+             v = tg::randn({8, 8, 256, 64}), go = tg::randn({8, 8, 256, 64});
+  tg::Tensor cols = tg::randn({4096, 128}), cols3 = tg::randn({64, 512, 128});
+  const std::pair<KernelFamily, std::function<void()>> work[] = {
+      {KernelFamily::Softmax,
+       [&] {
+         rows.reset_grad();
+         tg::softmax(rows, -1).backward(grows);
+       }},
+      {KernelFamily::Unary,
+       [&] {
+         big.reset_grad();
+         tg::Tensor y = tg::add(tg::add(tg::gelu(big), tg::tanh(big)), tg::sigmoid(big));
+         tg::add(y, tg::exp(big)).backward(gbig);
+       }},
+      {KernelFamily::Attention,
+       [&] {
+         q.reset_grad();
+         for (const tg::AttentionMask& m : {tg::AttentionMask(), tg::AttentionMask::causal()})
+           tg::scaled_dot_product_attention(q, k, v, m).output.backward(go);
+       }},
+      {KernelFamily::Reduce,
+       [&] {
+         tg::NoGradGuard no_grad;
+         tg::Tensor a = tg::sum(cols, {0}), b = tg::mean(cols3, {1});
+       }},
+  };
+  const char* names[] = {"softmax", "unary", "attention", "reduce"};
+  for (const auto& [family, f] : work) {
+    auto with = [&, fam = family, fn = f](bool avx512) {
+      return [=] {
+        tg::cpu::set_kernel_variant(fam, avx512);
+        fn();
+      };
+    };
+    std::vector<double> s = interleaved({with(true), with(false)}, o.budget);
+    tg::cpu::reset_simd_kernels();
+    const char* name = names[static_cast<int>(family)];
+    emit(fmt::format("variants.{}.avx512", name), s[0] * 1e3, "ms");
+    emit(fmt::format("variants.{}.native", name), s[1] * 1e3, "ms");
+  }
+}
+
 struct Group {
   const char* name;
   void (*run)(const Options&);
 };
 const Group kGroups[] = {
-    {"matmul", bench_matmul},    // tg::matmul vs raw sgemm
-    {"tiny", bench_tiny},        // per-op overhead
-    {"mha", bench_mha},          // nn::MultiheadAttention
-    {"train", bench_train},      // encoder-classifier and seq2seq training steps
-    {"unary", bench_unary},      // gelu, tanh, exp, sigmoid
-    {"rowwise", bench_rowwise},  // softmax, layer_norm, sum
-    {"gpt", bench_gpt},          // a GPT-style training step
-    {"nanogpt", bench_nanogpt},  // nanoGPT's CPU recipe shape (nanogpt.cpp)
+    {"matmul", bench_matmul},      // tg::matmul vs raw sgemm
+    {"tiny", bench_tiny},          // per-op overhead
+    {"mha", bench_mha},            // nn::MultiheadAttention
+    {"train", bench_train},        // encoder-classifier and seq2seq training steps
+    {"unary", bench_unary},        // gelu, tanh, exp, sigmoid
+    {"rowwise", bench_rowwise},    // softmax, layer_norm, sum
+    {"gpt", bench_gpt},            // a GPT-style training step
+    {"nanogpt", bench_nanogpt},    // nanoGPT's CPU recipe shape (nanogpt.cpp)
+    {"variants", bench_variants},  // each kernel family's AVX-512 variant vs the build's own
 };
 
 }  // namespace
@@ -518,16 +575,21 @@ int main(int argc, char** argv) {
     } else if (arg == "--simd") {  // what our own kernels run on (ops/cpu/isa.cpp)
       fmt::print("{}\n", tg::cpu::simd_kernels());
       return 0;
+    } else if (arg == "--choice") {  // the same, with the CPU model and how it was chosen
+      fmt::print("{}\n", tg::cpu::kernel_choice());
+      return 0;
     } else if (arg == "--native-simd") {  // the build's own kernels, not AVX-512's (A/B runs)
       tg::cpu::set_simd_kernels(false);
     } else {
       fmt::print(
           stderr,
           "usage: bench_tapegrad [--budget SECONDS] [--filter GROUP] [--native-simd] [--blas-core] "
-          "[--simd]\n"
+          "[--simd] [--choice]\n"
           "       bench_tapegrad [--budget SECONDS] --one local|dense T\n"
           "       bench_tapegrad --steps enc|s2s|gpt|nanogpt N   (N steps, for a profiler)\n"
-          "groups: matmul, tiny, mha, train, unary, rowwise, gpt, nanogpt (local runs only through "
+          "groups: matmul, tiny, mha, train, unary, rowwise, gpt, nanogpt, variants (local runs "
+          "only "
+          "through "
           "--one, one process each)\n");
       return 2;
     }

@@ -51,7 +51,14 @@ for tag in ROW_SIZES:
                      ("ratio", "<=", 0.8), None))
 for op, label in (("sum_last", "sum dim -1"), ("sum_first", "sum dim 0")):
     ROWS.append((f"{label} fwd 4096x128 us", f"rowwise.{op}.tg.4096x128", f"rowwise.{op}.torch.4096x128",
-                 "torch", None, None))
+                 "torch", ("ratio", "<=", 1.0), None))
+# Each kernel family's AVX-512 variant against the build's own on this CPU (tapegrad only): the
+# figures behind ops/cpu/isa.cpp's per-CPU preference list (a ratio < 1: AVX-512 is faster).
+for fam, what in (("softmax", "softmax fwd+bwd 4096x128"), ("unary", "gelu+tanh+sigmoid+exp 4x256x1024"),
+                  ("attention", "SDPA none+causal 8x8x256x64"),
+                  ("reduce", "sum dim 0 4096x128 + mean dim 1 64x512x128")):
+    ROWS.append((f"{fam} variant avx512 vs native: {what} ms", f"variants.{fam}.avx512",
+                 f"variants.{fam}.native", "native", None, None))
 
 
 def load(path):

@@ -9,6 +9,8 @@
 #   FILTER=unary / FILTER=rowwise     only gelu, tanh, exp, sigmoid / softmax, layer_norm, sum
 #   FILTER=gpt                        the GPT-style and the nanoGPT-shaped training steps
 #   FILTER=nanogpt                    only the nanoGPT-shaped step (bench/nanogpt.cpp)
+#   FILTER=variants                   each kernel family's AVX-512 variant against the build's own
+#                                     (ops/cpu/isa.cpp's per-CPU preference list; tapegrad only)
 #   T2_ROUNDS=0                       skip the 2-thread rounds (mha, train, gpt, nanogpt; default:
 #                                     ROUNDS)
 # Groups: matmul, tiny, mha, train, unary, rowwise, gpt, nanogpt (in-process, interleaved rounds),
@@ -59,7 +61,7 @@ have_torch=1
 raw="$build/bench_raw.txt"
 : >"$raw"
 in_process=0
-for g in matmul tiny mha train unary rowwise gpt nanogpt; do want $g && in_process=1; done
+for g in matmul tiny mha train unary rowwise gpt nanogpt variants; do want $g && in_process=1; done
 for ((r = 0; in_process && r <= rounds; r++)); do
   echo "round $r/$rounds$([[ $r == 0 ]] && echo ' (warm-up, dropped)')" >&2
   "$build/bench/bench_tapegrad" --budget "$budget" ${filter:+--filter "$filter"} | sed "s/^/$r /" >>"$raw"
@@ -120,5 +122,5 @@ if want local; then
     done
   done
 fi
-simd=$("$build/bench/bench_tapegrad" --simd)
+simd=$("$build/bench/bench_tapegrad" --choice)
 T2_POLICY=$t2_policy python3 bench/report.py "$raw" "OpenBLAS core $core, our kernels $simd"  # needs no torch

@@ -16,6 +16,7 @@
 #include "cuda/kernel_codes.hpp"
 
 #include <cstdint>
+#include <string>
 
 namespace tg::cpu {
 
@@ -92,15 +93,24 @@ void reduce_var_backward(T* dx, const T* dout, const T* x, const double* mean, i
                          int64_t r, int64_t inner, double denom);
 
 // ---- the instruction set of the hand-written kernels (ops/cpu/isa.hpp, isa.cpp) ----
-// AVX-512 where the build compiled those kernels and the CPU has AVX-512 F/CD/DQ/BW/VL (the row
-// softmax, the float32 unary family, the fused attention's float32 GEMMs), else the build's own
-// (AVX2 + FMA by default). simd_kernels() names the one in use ("avx512", "fma3+avx2");
-// set_simd_kernels(false) makes every later call use the build's own (and the attention OpenBLAS),
-// set_simd_kernels(true) AVX-512 where possible; returns whether the level asked for is now in use
-// (tests, benchmarks).
+// Four families have an AVX-512 variant beside the build's own (AVX2 + FMA by default): the row
+// softmax, the float32 unary family, the fused attention's float32 products (else OpenBLAS), the
+// column sums of the reductions over a leading dim (the same bits on both). Each
+// family runs AVX-512 where the build compiled it, the CPU has AVX-512 F/CD/DQ/BW/VL and the
+// preference list (isa.cpp, from bench/run.sh's variant rows on that CPU model) does not say the
+// build's own is faster there. simd_kernels() names the choice ("avx512" when every family runs
+// AVX-512, the build's name ("fma3+avx2") when none does, else "avx512 (attention: fma3+avx2)");
+// kernel_choice() also names the CPU model and whether the choice was measured on it.
+// set_simd_kernels(false) makes every later call use the build's own, set_simd_kernels(true)
+// AVX-512 wherever possible (tests of each variant), reset_simd_kernels() the per-CPU choice again;
+// set_kernel_variant switches one family. Each returns whether the level asked for is in use.
+enum class KernelFamily { Softmax, Unary, Attention, Reduce };
 bool simd_avx512();
 const char* simd_kernels();
+std::string kernel_choice();
 bool set_simd_kernels(bool avx512);
+bool set_kernel_variant(KernelFamily family, bool avx512);
+void reset_simd_kernels();
 // Whether the instruction-set table in use has the attention's packed float32 products (the two
 // below; ops/cpu/attention_avx512.cpp), which ops/cpu/attention.cpp then uses instead of OpenBLAS.
 bool attention_packed_products();

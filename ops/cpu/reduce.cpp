@@ -5,11 +5,13 @@
 // ops/reduce.cpp; sum_to (ops/elementwise.cpp) can call reduce_sum.
 //
 // inner == 1: one contiguous row per output, reduced on xsimd batches (simd.hpp: xt::sum<double>
-// and xt::amax reduce a row scalar-wise). inner > 1: rows of inner elements are combined element
-// by element into a block of outputs (vectorised adds into a double accumulator, or compares for
-// max), plain loops that gcc vectorises, because xtensor widens one element at a time. Both are
-// measured exceptions (docs/cpu-kernels.md has the figures). Elementwise spreads that read one
-// dtype (max and var backward) are xtensor expressions over 1-D adaptors.
+// and xt::amax reduce a row scalar-wise), sums two rows at a time. inner > 1: rows of inner
+// elements are combined element by element into a block of outputs: sums by reduce_cols.hpp's
+// column kernel (accumulators held in registers down the rows; an AVX-512 variant in the
+// instruction-set table), max by plain loops that gcc vectorises, because xtensor widens one
+// element at a time. Both are measured exceptions (docs/cpu-kernels.md has the figures).
+// Elementwise spreads that read one dtype (max and var backward) are xtensor expressions over 1-D
+// adaptors.
 //
 // Threads split the work into (outer row, block of up to kBlock inner outputs) tasks; each output
 // is computed by the same code whatever the split, so results are bit-identical at any thread
@@ -17,6 +19,8 @@
 // order of its additions depend on the split.)
 // Deliberately not here: softmax (softmax.cpp), layer norm statistics (norm.cpp).
 #include "ops/cpu/kernels.hpp"
+#include "ops/cpu/isa.hpp"
+#include "ops/cpu/reduce_cols.hpp"
 #include "ops/cpu/simd.hpp"
 #include "ops/detail.hpp"
 #include "ops/cpu/xt.hpp"
@@ -55,13 +59,13 @@ bool is_nan(T v) {
     return false;
 }
 
-// acc[i] += x[j·stride + i] for j < r, i < m. (A loop: see the header comment.)
-template <typename T>
-void add_rows(double* acc, const T* x, int64_t r, int64_t stride, int64_t m) {
-  for (int64_t j = 0; j < r; ++j) {
-    const T* p = x + j * stride;
-    for (int64_t i = 0; i < m; ++i) acc[i] += static_cast<double>(p[i]);
-  }
+// acc[i] += x[j·stride + i] for j < r, i < m, row after row (reduce_cols.hpp, through the
+// instruction-set table).
+inline void add_rows(double* acc, const float* x, int64_t r, int64_t stride, int64_t m) {
+  isa::table().add_rows_f32(acc, x, r, stride, m);
+}
+inline void add_rows(double* acc, const double* x, int64_t r, int64_t stride, int64_t m) {
+  isa::table().add_rows_f64(acc, x, r, stride, m);
 }
 }  // namespace
 
@@ -78,12 +82,23 @@ void reduce_sum(T* out, const T* x, int64_t outer, int64_t r, int64_t inner, dou
       }
     });
   } else {
+    if (inner == 1) {  // one row per output: rows in pairs (xtd::sum2), each in sum's order
+      const int64_t pairs = (outer + 1) / 2;
+      detail::parallel_for(pairs, outer * r, [&](int64_t k) {
+        const int64_t o = 2 * k;
+        if (o + 1 < outer) {
+          double s0, s1;
+          xtd::sum2(x + o * r, x + (o + 1) * r, r, s0, s1);
+          out[o] = static_cast<T>(s0 / divisor);
+          out[o + 1] = static_cast<T>(s1 / divisor);
+        } else {
+          out[o] = static_cast<T>(xtd::sum(x + o * r, r) / divisor);
+        }
+      });
+      return;
+    }
     for_blocks(outer, r, inner, [&](int64_t o, int64_t lo, int64_t hi) {
       const T* xo = x + o * r * inner;
-      if (inner == 1) {
-        out[o] = static_cast<T>(xtd::sum(xo, r) / divisor);
-        return;
-      }
       double acc[kBlock] = {};
       add_rows(acc, xo + lo, r, inner, hi - lo);
       for (int64_t i = lo; i < hi; ++i) out[o * inner + i] = static_cast<T>(acc[i - lo] / divisor);
@@ -254,6 +269,13 @@ TG_REDUCE_ANY(double)
 TG_REDUCE_ANY(int64_t)
 #undef TG_REDUCE_FLOAT
 #undef TG_REDUCE_ANY
+
+namespace isa::native {
+void fill_reduce(Table& t) {
+  t.add_rows_f32 = cols::add_rows<xsimd::default_arch, float>;
+  t.add_rows_f64 = cols::add_rows<xsimd::default_arch, double>;
+}
+}  // namespace isa::native
 
 // ---- the raw faces (cuda/kernel_list.inc): the dtype dispatch ----
 namespace {

@@ -76,6 +76,34 @@ double sum(const T* p, int64_t n) {
       [&](int64_t i) { return static_cast<double>(p[i]); });
 }
 
+// Σ p[i] and Σ q[i] in double, each bit for bit sum(): the two rows' additions interleaved, so
+// that short rows, whose four dependency chains are short, keep the adder busy.
+template <typename T>
+void sum2(const T* p, const T* q, int64_t n, double& sp, double& sq) {
+  dbatch a0(0.0), a1(0.0), a2(0.0), a3(0.0), b0(0.0), b1(0.0), b2(0.0), b3(0.0);
+  int64_t i = 0;
+  for (; i + 4 * kDL <= n; i += 4 * kDL) {
+    a0 += load_d(p + i);
+    b0 += load_d(q + i);
+    a1 += load_d(p + i + kDL);
+    b1 += load_d(q + i + kDL);
+    a2 += load_d(p + i + 2 * kDL);
+    b2 += load_d(q + i + 2 * kDL);
+    a3 += load_d(p + i + 3 * kDL);
+    b3 += load_d(q + i + 3 * kDL);
+  }
+  for (; i + kDL <= n; i += kDL) {
+    a0 += load_d(p + i);
+    b0 += load_d(q + i);
+  }
+  sp = xsimd::hadd((a0 + a1) + (a2 + a3));
+  sq = xsimd::hadd((b0 + b1) + (b2 + b3));
+  for (; i < n; ++i) {
+    sp += static_cast<double>(p[i]);
+    sq += static_cast<double>(q[i]);
+  }
+}
+
 // Σ (p[i] - m)² in double.
 template <typename T>
 double sum_sq_dev(const T* p, int64_t n, double m) {

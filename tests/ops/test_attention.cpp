@@ -225,7 +225,7 @@ TEST_CASE("SDPA with heads last (B, T, NH, hs) equals the (B, NH, T, hs) layout 
 // long key rows (the transposed dV/dK form), dropout, need_weights, and the packed forms.
 TEST_CASE("SDPA float32: the AVX-512 kernel equals OpenBLAS and float64", "[attention]") {
   struct Restore {
-    ~Restore() { cpu::set_simd_kernels(true); }
+    ~Restore() { cpu::reset_simd_kernels(); }
   } restore;
   const bool have = cpu::set_simd_kernels(true);
   if (!have) WARN("no AVX-512 kernels on this CPU or build: OpenBLAS against float64 only");

@@ -15,7 +15,10 @@
 
 TEST_CASE("cpu::attention_gemm_f32 matches a raw loop: shapes, layouts, packing, key mask",
           "[cpu][attention]") {
-  if (!tg::cpu::simd_avx512()) {
+  struct Restore {
+    ~Restore() { tg::cpu::reset_simd_kernels(); }
+  } restore;
+  if (!tg::cpu::set_kernel_variant(tg::cpu::KernelFamily::Attention, true)) {
     WARN("no AVX-512 on this CPU or build: the kernel is not used here");
     return;
   }
@@ -79,7 +82,10 @@ TEST_CASE("cpu::attention_gemm_f32 matches a raw loop: shapes, layouts, packing,
 
 TEST_CASE("cpu::attention_transpose_f32 transposes any shape and leaves the gaps",
           "[cpu][attention]") {
-  if (!tg::cpu::simd_avx512()) {
+  struct Restore {
+    ~Restore() { tg::cpu::reset_simd_kernels(); }
+  } restore;
+  if (!tg::cpu::set_kernel_variant(tg::cpu::KernelFamily::Attention, true)) {
     WARN("no AVX-512 on this CPU or build: the kernel is not used here");
     return;
   }

@@ -181,7 +181,7 @@ void check_unary_case(const UnCase& c, int64_t n, double atol, double rtol) {
 template <typename F>
 void on_both_tables(F&& body) {
   struct Restore {
-    ~Restore() { cpu::set_simd_kernels(true); }
+    ~Restore() { cpu::reset_simd_kernels(); }
   } restore;
   for (bool avx512 : {false, true}) {
     if (!cpu::set_simd_kernels(avx512)) {
@@ -232,7 +232,7 @@ TEST_CASE("cpu unary kernels match the scalar definitions", "[cpu][elementwise]"
 TEST_CASE("cpu unary kernels: the AVX-512 table agrees with the build's own",
           "[cpu][elementwise]") {
   struct Restore {
-    ~Restore() { cpu::set_simd_kernels(true); }
+    ~Restore() { cpu::reset_simd_kernels(); }
   } restore;
   if (!cpu::set_simd_kernels(true)) {
     WARN("this CPU (or this build) has no AVX-512 kernels: nothing to compare");

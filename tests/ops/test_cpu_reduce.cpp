@@ -232,6 +232,54 @@ TEST_CASE("cpu reduction kernels on int64: sum, max, min and argmax are exact", 
   }
 }
 
+// The kernels add rows in pairs (inner == 1) and four rows per pass over the accumulators
+// (inner > 1) for speed; each output must still get the bits of its own additions in order.
+template <typename T>
+void check_sum_order() {
+  for (int64_t r : {1, 3, 4, 5, 15, 16, 17, 31, 33, 64, 128, 129, 1000}) {
+    for (int64_t outer : {1, 2, 3, 5, 64}) {
+      const Geo g{outer, r, 1};
+      std::vector<T> x = make_x<T>(g, 11, true), out(outer), one(1);
+      cpu::reduce_sum<T>(out.data(), x.data(), outer, r, 1);
+      for (int64_t o = 0; o < outer; ++o) {
+        cpu::reduce_sum<T>(one.data(), x.data() + o * r, 1, r, 1);  // the row alone
+        INFO(geo_str(g) << " row " << o);
+        REQUIRE(std::memcmp(&out[o], &one[0], sizeof(T)) == 0);
+      }
+    }
+    for (int64_t inner : {1, 3, 8, 300}) {
+      const Geo g{2, r, inner};
+      std::vector<T> x = make_x<T>(g, 12, true), out(2 * inner), want(2 * inner);
+      cpu::reduce_sum<T>(out.data(), x.data(), 2, r, inner);
+      for (int64_t o = 0; o < 2; ++o)
+        for (int64_t i = 0; i < inner; ++i) {
+          double acc = 0;  // row after row, in double
+          for (int64_t j = 0; j < r; ++j) acc += static_cast<double>(x[(o * r + j) * inner + i]);
+          want[o * inner + i] = static_cast<T>(acc);
+        }
+      INFO(geo_str(g));
+      REQUIRE(std::memcmp(out.data(), want.data(), out.size() * sizeof(T)) == 0);
+    }
+  }
+}
+
+TEST_CASE("cpu sums give every output the bits of its own row, added alone and in order",
+          "[reduce][cpu]") {
+  // The build's own column kernel and the AVX-512 one (where the CPU has it): the same bits.
+  struct Restore {
+    ~Restore() { cpu::reset_simd_kernels(); }
+  } restore;
+  for (bool avx512 : {false, true}) {
+    if (!cpu::set_kernel_variant(cpu::KernelFamily::Reduce, avx512)) {
+      WARN("no AVX-512 in this build or CPU: the AVX-512 column sums are not checked here");
+      continue;
+    }
+    INFO("kernels " << cpu::simd_kernels());
+    check_sum_order<float>();
+    check_sum_order<double>();
+  }
+}
+
 TEST_CASE("cpu reduction kernels give the same bits at 1 and 3 threads", "[reduce][cpu]") {
   const int saved = get_num_threads();
   for (const Geo& g : {Geo{64, 1000, 1}, Geo{1, 3000, 40}, Geo{3, 500, 300}, Geo{700, 9, 31}}) {

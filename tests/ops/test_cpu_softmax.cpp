@@ -204,7 +204,7 @@ TEST_CASE("cpu::softmax_row matches a raw loop on normal, mixed, -inf and NaN ro
 // loop; and against each other (the same exp, sums in another lane order).
 TEST_CASE("cpu::softmax_row on AVX-512 and on the build's own batches", "[softmax][cpu]") {
   struct Restore {
-    ~Restore() { tg::cpu::set_simd_kernels(true); }
+    ~Restore() { tg::cpu::reset_simd_kernels(); }
   } restore;
   REQUIRE(tg::cpu::set_simd_kernels(false));
   REQUIRE(std::string(tg::cpu::simd_kernels()) != "avx512");

@@ -422,7 +422,7 @@ const char* dname() {
 TEMPLATE_TEST_CASE("unary ops match their references at special values, any length and position",
                    "[special]", float, double) {
   struct Restore {
-    ~Restore() { tg::cpu::set_simd_kernels(true); }
+    ~Restore() { tg::cpu::reset_simd_kernels(); }
   } restore;
   for (bool avx512 : {false, true}) {
     if (!tg::cpu::set_simd_kernels(avx512)) {
