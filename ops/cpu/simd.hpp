@@ -76,32 +76,43 @@ double sum(const T* p, int64_t n) {
       [&](int64_t i) { return static_cast<double>(p[i]); });
 }
 
-// Σ p[i] and Σ q[i] in double, each bit for bit sum(): the two rows' additions interleaved, so
-// that short rows, whose four dependency chains are short, keep the adder busy.
-template <typename T>
-void sum2(const T* p, const T* q, int64_t n, double& sp, double& sq) {
+// Σ f(i) and Σ h(i) for two rows, each bit for bit the dsum of it alone (the same updates, each
+// accumulator's in the same order), the rows' additions interleaved so that short rows, whose
+// four dependency chains are short, keep the adder busy. fv/fs as dsum's, gv/gs for the second.
+template <typename FV, typename FS, typename GV, typename GS>
+void dsum_pair(int64_t n, double& sf, double& sh, FV&& fv, FS&& fs, GV&& gv, GS&& gs) {
   dbatch a0(0.0), a1(0.0), a2(0.0), a3(0.0), b0(0.0), b1(0.0), b2(0.0), b3(0.0);
   int64_t i = 0;
   for (; i + 4 * kDL <= n; i += 4 * kDL) {
-    a0 += load_d(p + i);
-    b0 += load_d(q + i);
-    a1 += load_d(p + i + kDL);
-    b1 += load_d(q + i + kDL);
-    a2 += load_d(p + i + 2 * kDL);
-    b2 += load_d(q + i + 2 * kDL);
-    a3 += load_d(p + i + 3 * kDL);
-    b3 += load_d(q + i + 3 * kDL);
+    a0 += fv(i);
+    b0 += gv(i);
+    a1 += fv(i + kDL);
+    b1 += gv(i + kDL);
+    a2 += fv(i + 2 * kDL);
+    b2 += gv(i + 2 * kDL);
+    a3 += fv(i + 3 * kDL);
+    b3 += gv(i + 3 * kDL);
   }
   for (; i + kDL <= n; i += kDL) {
-    a0 += load_d(p + i);
-    b0 += load_d(q + i);
+    a0 += fv(i);
+    b0 += gv(i);
   }
-  sp = xsimd::hadd((a0 + a1) + (a2 + a3));
-  sq = xsimd::hadd((b0 + b1) + (b2 + b3));
+  sf = xsimd::hadd((a0 + a1) + (a2 + a3));
+  sh = xsimd::hadd((b0 + b1) + (b2 + b3));
   for (; i < n; ++i) {
-    sp += static_cast<double>(p[i]);
-    sq += static_cast<double>(q[i]);
+    sf += fs(i);
+    sh += gs(i);
   }
+}
+
+// Σ p[i] and Σ q[i] in double, each bit for bit sum(p or q, n).
+template <typename T>
+void sum2(const T* p, const T* q, int64_t n, double& sp, double& sq) {
+  dsum_pair(
+      n, sp, sq, [&](int64_t i) { return load_d(p + i); },
+      [&](int64_t i) { return static_cast<double>(p[i]); },
+      [&](int64_t i) { return load_d(q + i); },
+      [&](int64_t i) { return static_cast<double>(q[i]); });
 }
 
 // Σ (p[i] - m)² in double.
