@@ -10,7 +10,7 @@
 # the CPU environment); README="" leaves README.md alone and only prints the table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rows=${ROWS:-spam spam_np2 translation gpt}
+rows=${ROWS:-spam spam_np2 fortunes translation gpt}
 seeds=${SEEDS:-0 1 2}
 readme=${README-README.md}
 source tools/build_example.sh text_classification
