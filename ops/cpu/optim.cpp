@@ -1,39 +1,73 @@
 // ops/cpu/optim.cpp — the CPU twins of the optimizer and clipping kernels of cuda/kernel_list.inc:
 // the fused Adam / AdamW step (cpu::adam_step, the spec cuda/optim.cu follows) and the sum of
 // squares a gradient-norm clip accumulates (cpu::sum_squares). Plain loops: one pass over memory
-// each, with no broadcasting for xtensor to help with. Deliberately not here: the optimizers'
+// each, with no broadcasting for xtensor to help with; the Adam step's is vectorised by gcc (its
+// options compiled in, -fno-math-errno: ops/CMakeLists.txt), each element's bits as the scalar
+// loop's. The sum of squares stays one scalar chain: its order is the result's bits. Deliberately not here: the optimizers'
 // state and options (nn/optim.cpp), SGD (nn/optim.cpp: CPU only).
 #include "ops/cpu/kernels.hpp"
 #include "ops/detail.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 namespace tg::cpu {
 
 namespace {
+// The step's constants in T.
+template <typename T>
+struct AdamConst {
+  T b1, b2, eps, wd, decay, bc2_sqrt, step, one_b1, one_b2;
+};
+
 // PyTorch 1.13's _single_tensor_adam, in T: maximize negates g; AdamW decays p, Adam adds wd·p to
-// g; m, v updated; vmax (amsgrad, or null) keeps the running max of v and is read instead of v.
+// g; m, v updated; vmax (amsgrad) keeps the running max of v and is read instead of v. The options
+// are template parameters and the pointers restrict, so that gcc vectorises the loop (with the
+// options as runtime branches it stays scalar); each element's arithmetic is the same either way.
+template <typename T, bool kMaximize, bool kDecoupled, bool kWd, bool kAms>
+void adam_loop(T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v,
+               T* __restrict vmax, int64_t n, const AdamConst<T> c) {
+  // AdamW's decay in a pass of its own: p·decay is rounded before the update adds to it, as in
+  // PyTorch's p.mul_(1 - lr·wd) (in one loop gcc would fuse the two into an FMA).
+  if constexpr (kDecoupled)
+    for (int64_t i = 0; i < n; ++i) p[i] = p[i] * c.decay;
+  for (int64_t i = 0; i < n; ++i) {
+    T gi = kMaximize ? -g[i] : g[i];
+    if constexpr (!kDecoupled && kWd) gi = gi + c.wd * p[i];
+    m[i] = m[i] * c.b1 + c.one_b1 * gi;
+    v[i] = v[i] * c.b2 + c.one_b2 * gi * gi;
+    T vi = v[i];
+    if constexpr (kAms) vi = vmax[i] = std::max(vmax[i], v[i]);
+    const T denom = std::sqrt(vi) / c.bc2_sqrt + c.eps;
+    p[i] = p[i] + c.step * m[i] / denom;  // addcdiv: p + value·m / denom
+  }
+}
+
 template <typename T>
 void adam_t(T* p, const T* g, T* m, T* v, T* vmax, int64_t n, double lr, double beta1, double beta2,
             double eps_, double wd_, bool decoupled, bool maximize, double bc1, double bc2) {
-  const T b1 = static_cast<T>(beta1), b2 = static_cast<T>(beta2), eps = static_cast<T>(eps_);
-  const T wd = static_cast<T>(wd_), decay = static_cast<T>(1 - lr * wd_);
-  const T bc2_sqrt = static_cast<T>(std::sqrt(bc2)), step = static_cast<T>(-(lr / bc1));
-  const T one_b1 = static_cast<T>(1 - beta1), one_b2 = static_cast<T>(1 - beta2);
-  for (int64_t i = 0; i < n; ++i) {
-    T gi = maximize ? -g[i] : g[i];
-    if (decoupled)
-      p[i] = p[i] * decay;
-    else if (wd != 0)
-      gi = gi + wd * p[i];
-    m[i] = m[i] * b1 + one_b1 * gi;
-    v[i] = v[i] * b2 + one_b2 * gi * gi;
-    T vi = v[i];
-    if (vmax) vi = vmax[i] = std::max(vmax[i], v[i]);
-    const T denom = std::sqrt(vi) / bc2_sqrt + eps;
-    p[i] = p[i] + step * m[i] / denom;  // addcdiv: p + value·m / denom
-  }
+  const AdamConst<T> c{
+      static_cast<T>(beta1),       static_cast<T>(beta2),        static_cast<T>(eps_),
+      static_cast<T>(wd_),         static_cast<T>(1 - lr * wd_), static_cast<T>(std::sqrt(bc2)),
+      static_cast<T>(-(lr / bc1)), static_cast<T>(1 - beta1),    static_cast<T>(1 - beta2)};
+  const bool wd = c.wd != 0, ams = vmax != nullptr;
+  // The 16 option combinations, each its own loop.
+  auto run = [&](auto mx, auto dec, auto w, auto am) {
+    adam_loop<T, decltype(mx)::value, decltype(dec)::value, decltype(w)::value,
+              decltype(am)::value>(p, g, m, v, vmax, n, c);
+  };
+  auto pick = [&](bool b, auto&& next) {
+    if (b)
+      next(std::true_type{});
+    else
+      next(std::false_type{});
+  };
+  pick(maximize, [&](auto mx) {
+    pick(decoupled, [&](auto dec) {
+      pick(wd, [&](auto w) { pick(ams, [&](auto am) { run(mx, dec, w, am); }); });
+    });
+  });
 }
 }  // namespace
 
