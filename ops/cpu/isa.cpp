@@ -24,7 +24,7 @@ namespace isa {
 namespace {
 constexpr int kFamilies = 4;  // KernelFamily's enumerators, bits of a choice
 constexpr unsigned kAll = (1u << kFamilies) - 1;
-unsigned bit(KernelFamily f) { return 1u << static_cast<int>(f); }
+constexpr unsigned bit(KernelFamily f) { return 1u << static_cast<int>(f); }
 constexpr const char* kFamilyNames[kFamilies] = {"softmax", "unary", "attention", "reduce"};
 
 bool cpu_has_avx512() {
@@ -69,16 +69,14 @@ struct Preference {
   unsigned family, model;
   unsigned measured, avx512;  // bits of KernelFamily
 };
-constexpr unsigned kSoftmax = 1u << static_cast<int>(KernelFamily::Softmax),
-                   kUnary = 1u << static_cast<int>(KernelFamily::Unary),
-                   kAttention = 1u << static_cast<int>(KernelFamily::Attention),
-                   kReduce = 1u << static_cast<int>(KernelFamily::Reduce);
+constexpr unsigned kMeasuredOn0xcf =
+    bit(KernelFamily::Softmax) | bit(KernelFamily::Unary) | bit(KernelFamily::Attention);
 constexpr Preference kPreferences[] = {
-    // Xeon, family 6 model 0xa7: all four faster on AVX-512 (bench/run.sh, 2026-12-03).
+    // Xeon, family 6 model 0xa7: all four faster on AVX-512.
     {"GenuineIntel", 6, 0xa7, kAll, kAll},
-    // Xeon, family 6 model 0xcf (207): softmax, unary and the attention products faster on
-    // AVX-512 (the figures of docs/cpu-kernels.md's AVX-512 table); reduce not measured there.
-    {"GenuineIntel", 6, 0xcf, kSoftmax | kUnary | kAttention, kSoftmax | kUnary | kAttention},
+    // Xeon, family 6 model 0xcf: softmax, unary and the attention products faster on AVX-512
+    // (docs/cpu-kernels.md's AVX-512 table); reduce not measured there.
+    {"GenuineIntel", 6, 0xcf, kMeasuredOn0xcf, kMeasuredOn0xcf},
 };
 
 const Preference* preference(const CpuModel& m) {
@@ -92,8 +90,7 @@ const Preference* preference(const CpuModel& m) {
 unsigned possible() { return cpu_has_avx512() ? kAll : 0u; }
 
 Table make(unsigned avx512) {
-  Table t;
-  t.name = xsimd::default_arch::name();
+  Table t;  // its name is set by Tables
   native::fill_softmax(t);
   native::fill_reduce(t);
 #if defined(TG_HAVE_AVX512)

@@ -234,12 +234,24 @@ TEST_CASE("cpu reduction kernels on int64: sum, max, min and argmax are exact", 
 
 // The kernels add rows in pairs (inner == 1) and four rows per pass over the accumulators
 // (inner > 1) for speed; each output must still get the bits of its own additions in order.
+// x with -0 and subnormals sprinkled in (make_x's NaN and infinities are in its first rows).
+template <typename T>
+std::vector<T> with_zeros_and_subnormals(std::vector<T> x) {
+  const T sub = std::numeric_limits<T>::denorm_min();
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (i % 7 == 3) x[i] = -T(0);
+    if (i % 11 == 5) x[i] = sub * T(static_cast<double>(i % 5) + 1);
+    if (i % 13 == 6) x[i] = -sub;
+  }
+  return x;
+}
+
 template <typename T>
 void check_sum_order() {
   for (int64_t r : {1, 3, 4, 5, 15, 16, 17, 31, 33, 64, 128, 129, 1000}) {
     for (int64_t outer : {1, 2, 3, 5, 64}) {
       const Geo g{outer, r, 1};
-      std::vector<T> x = make_x<T>(g, 11, true), out(outer), one(1);
+      std::vector<T> x = with_zeros_and_subnormals(make_x<T>(g, 11, true)), out(outer), one(1);
       cpu::reduce_sum<T>(out.data(), x.data(), outer, r, 1);
       for (int64_t o = 0; o < outer; ++o) {
         cpu::reduce_sum<T>(one.data(), x.data() + o * r, 1, r, 1);  // the row alone
@@ -247,9 +259,10 @@ void check_sum_order() {
         REQUIRE(std::memcmp(&out[o], &one[0], sizeof(T)) == 0);
       }
     }
-    for (int64_t inner : {1, 3, 8, 300}) {
+    for (int64_t inner : {3, 8, 17, 300}) {  // the column path (inner == 1 is a row, above)
       const Geo g{2, r, inner};
-      std::vector<T> x = make_x<T>(g, 12, true), out(2 * inner), want(2 * inner);
+      std::vector<T> x = with_zeros_and_subnormals(make_x<T>(g, 12, true)), out(2 * inner),
+                     want(2 * inner);
       cpu::reduce_sum<T>(out.data(), x.data(), 2, r, inner);
       for (int64_t o = 0; o < 2; ++o)
         for (int64_t i = 0; i < inner; ++i) {
