@@ -192,6 +192,24 @@ std::vector<ParityCase> cases() {
                     mean(x[1], {0}), max(x[1], {0}, true), var(x[1], {0}, false, 0), var(x[2], {1}),
                     max(x[2], {1}), mean(x[2], {0, 2})});
       });
+  // The same kernels at special values: a NaN, +inf, -inf, -0 and float32 subnormals in long
+  // rows (the warp layouts) and columns (the thread layouts), forward and backward.
+  add_case(
+      "sum, mean, max and var at NaN, ±inf, -0 and subnormals",
+      [] {
+        Tensor a = rn({5, 300});
+        double* p = a.data<double>();
+        p[17] = std::numeric_limits<double>::quiet_NaN();
+        p[300 + 250] = std::numeric_limits<double>::infinity();
+        p[600 + 3] = -std::numeric_limits<double>::infinity();
+        for (int j = 0; j < 300; j += 7) p[900 + j] = -0.0;
+        for (int j = 0; j < 300; j += 5) p[1200 + j] = 3e-40 * (1 + j % 3);
+        return in({a, transpose(a, 0, 1).contiguous()});
+      },
+      [](const Inputs& x) {
+        return out({sum(x[0], {1}), mean(x[0], {1}), max(x[0], {1}), var(x[0], {1}), sum(x[1], {0}),
+                    mean(x[1], {0}), max(x[1], {0}), var(x[1], {0})});
+      });
   add_case(
       "argmax and int sums",
       [] {
