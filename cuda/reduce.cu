@@ -206,14 +206,15 @@ __global__ void var_backward_kernel(T* dx, const T* dout, const T* x, const doub
 }
 
 // One output u = (o, i) of x (outer, r, inner), read by `lanes` threads (32: a warp along a
-// contiguous row, inner == 1; 1: a thread down a column). sum() combines the lanes' partials in a
-// fixed order, so each result depends on the shape alone.
+// contiguous row, inner == 1; 1: a thread down a column). each(f) calls f(offset) for the line's
+// elements this thread reads; sum() combines the lanes' partials in a fixed order, so each result
+// depends on the shape alone.
 struct Line {
   const int64_t base, step, r;
   const int lane, lanes;
   template <typename F>
   __device__ void each(F&& f) const {
-    for (int64_t k = lane; k < r; k += lanes) f(k, base + k * step);
+    for (int64_t k = lane; k < r; k += lanes) f(base + k * step);
   }
   __device__ double sum(double v) const { return lanes == 32 ? warp_reduce<RedOp::Sum>(v) : v; }
 };
@@ -244,10 +245,10 @@ __global__ void var_kernel(T* out, double* mean, const T* x, int64_t outer, int6
                            int64_t inner, double denom) {
   for_lines(outer, r, inner, [&](const Line& l, int64_t u) {
     double s = 0;
-    l.each([&](int64_t, int64_t j) { s += static_cast<double>(x[j]); });
+    l.each([&](int64_t j) { s += static_cast<double>(x[j]); });
     const double mu = l.sum(s) / static_cast<double>(r);
     double q = 0;
-    l.each([&](int64_t, int64_t j) {
+    l.each([&](int64_t j) {
       const double d = static_cast<double>(x[j]) - mu;
       q += d * d;
     });
@@ -266,10 +267,10 @@ __global__ void extreme_backward_kernel(T* dx, const T* dout, const T* x, const 
   for_lines(outer, r, inner, [&](const Line& l, int64_t u) {
     const T mu = m[u];
     double ties = 0;  // exact: counts below 2^53
-    l.each([&](int64_t, int64_t j) { ties += x[j] == mu ? 1.0 : 0.0; });
+    l.each([&](int64_t j) { ties += x[j] == mu ? 1.0 : 0.0; });
     ties = l.sum(ties);
     const T w = static_cast<T>(static_cast<double>(dout[u]) * (1.0 / ties));
-    l.each([&](int64_t, int64_t j) { dx[j] = x[j] == mu ? w : T(0); });
+    l.each([&](int64_t j) { dx[j] = x[j] == mu ? w : T(0); });
   });
 }
 

@@ -27,9 +27,7 @@ std::string dims_str(const std::vector<int64_t>& dims) {
 // Which dims a reduction removes and how the kernels see the input.
 struct ReducePlan {
   Shape in_shape;
-  std::vector<bool> reduced;  // per input dim
-  Shape out_shape;            // as returned (reduced dims dropped unless keepdim)
-  Shape keep_shape;           // reduced dims as 1
+  Shape out_shape;  // as returned (reduced dims dropped unless keepdim)
   int64_t out_numel = 1;
   int64_t count = 1;  // input elements per output element
   // The kernels' (outer, red, inner) view. perm is empty when the reduced dims are adjacent (the
@@ -62,18 +60,16 @@ ReducePlan make_plan(const char* op, const Shape& shape, const std::vector<int64
                      bool keepdim) {
   ReducePlan p;
   p.in_shape = p.kernel_shape = shape;
-  p.reduced = reduced_dims(op, shape, dims);
+  const std::vector<bool> reduced = reduced_dims(op, shape, dims);  // per input dim
   const int64_t n = static_cast<int64_t>(shape.size());
   int64_t lo = n, hi = -1;
   for (int64_t d = 0; d < n; ++d) {
-    if (p.reduced[d]) {
-      p.keep_shape.push_back(1);
+    if (reduced[d]) {
       if (keepdim) p.out_shape.push_back(1);
       p.count *= shape[d];
       lo = std::min(lo, d);
       hi = d;
     } else {
-      p.keep_shape.push_back(shape[d]);
       p.out_shape.push_back(shape[d]);
       p.out_numel *= shape[d];
     }
@@ -81,14 +77,14 @@ ReducePlan make_plan(const char* op, const Shape& shape, const std::vector<int64
   if (hi < 0) lo = hi = n;  // nothing reduced: (numel, 1, 1)
   bool adjacent = true;
   for (int64_t d = lo; d <= hi && d < n; ++d)
-    if (!p.reduced[d] && shape[d] != 1) adjacent = false;
+    if (!reduced[d] && shape[d] != 1) adjacent = false;
   if (adjacent) {
     for (int64_t d = 0; d < n; ++d) (d < lo ? p.outer : d <= hi ? p.red : p.inner) *= shape[d];
     return p;
   }
   for (int pass = 0; pass < 2; ++pass)
     for (int64_t d = 0; d < n; ++d)
-      if (p.reduced[d] == (pass == 1)) p.perm.push_back(d);
+      if (reduced[d] == (pass == 1)) p.perm.push_back(d);
   p.inv.resize(n);
   p.kernel_shape.clear();
   for (int64_t k = 0; k < n; ++k) {
