@@ -15,7 +15,7 @@
 
 #include <cstdint>
 
-#include "cuda/kernel_codes.hpp"
+#include "ops/kernel_codes.hpp"
 
 namespace tg::cuda {
 
@@ -173,7 +173,7 @@ void adam_step(DT dt, void* p, const void* g, void* m, void* v, void* vmax, int6
                double b1, double b2, double eps, double weight_decay, bool decoupled, bool maximize,
                double bc1, double bc2);
 
-// ---- attention (cuda/attention.cu; the mask description: cuda/kernel_codes.hpp) ----
+// ---- attention (cuda/attention.cu; the mask description: ops/kernel_codes.hpp) ----
 // Fused attention forward (FlashAttention-2 style: tiles of queries per block, online softmax
 // over key tiles, tiles entirely outside the structural range skipped). The operands are laid
 // out as d says (kern::AttentionLayout: (B, NH, T, hs), heads last, packed qkv or packed kv; the

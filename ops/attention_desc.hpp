@@ -1,11 +1,11 @@
 // ops/attention_desc.hpp — internal to ops/ (not part of the API): the one lowering of an
-// AttentionMask to the kernels' description kern::MaskDesc (cuda/kernel_codes.hpp), shared by the
+// AttentionMask to the kernels' description kern::MaskDesc (ops/kernel_codes.hpp), shared by the
 // CPU path (ops/attention.cpp: the plan's key ranges, the row mask) and the CUDA path
 // (ops/attention_cuda.cpp: the fused kernels), defined in ops/attention_mask.cpp; and the row
 // labels both backends' tape nodes give anomaly reports.
 #pragma once
 
-#include "cuda/kernel_codes.hpp"
+#include "ops/kernel_codes.hpp"
 #include "ops/attention.hpp"
 
 #include <vector>

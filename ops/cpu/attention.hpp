@@ -6,7 +6,7 @@
 // Internal to ops/.
 #pragma once
 
-#include "cuda/kernel_codes.hpp"
+#include "ops/kernel_codes.hpp"
 
 #include <cstdint>
 #include <string>
@@ -20,7 +20,7 @@ constexpr int64_t kAttentionRowTile = 64;
 constexpr int64_t kAttentionRowTileFull = 256;
 
 // The operands' layout, shared with the CUDA kernels: kern::AttentionLayout
-// (cuda/kernel_codes.hpp).
+// (ops/kernel_codes.hpp).
 using AttentionDims = kern::AttentionLayout;
 
 // The structure of the mask, the same for every (b, h): row tiles and their key ranges.

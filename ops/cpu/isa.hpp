@@ -10,7 +10,7 @@
 // one slot here, one body per variant file, one fill line. Internal to ops/cpu/.
 #pragma once
 
-#include "cuda/kernel_codes.hpp"  // the op codes; nothing with code or static objects: the AVX-512
+#include "ops/kernel_codes.hpp"  // the op codes; nothing with code or static objects: the AVX-512
                                   // files include this header (see softmax_rows.hpp for why)
 
 #include <cstdint>

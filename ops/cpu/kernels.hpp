@@ -1,5 +1,5 @@
 // ops/cpu/kernels.hpp — the plain C++ face of tapegrad's CPU kernels (ops/cpu/*.cpp): raw
-// pointers, sizes and the op codes of cuda/kernel_codes.hpp, so both backends of an op read one
+// pointers, sizes and the op codes of ops/kernel_codes.hpp, so both backends of an op read one
 // table of codes and the op families (ops/*.cpp) dispatch with one switch. No xtensor here: it
 // stays in the kernel translation units. ops/ checks every argument and shape first; these trust
 // them.
@@ -13,7 +13,7 @@
 #pragma once
 
 #include "autograd/tensor.hpp"
-#include "cuda/kernel_codes.hpp"
+#include "ops/kernel_codes.hpp"
 
 #include <cstdint>
 #include <string>
@@ -25,12 +25,12 @@ using kern::DT;
 using kern::RedOp;
 using kern::UnOp;
 
-// ---- the raw face: the CUDA kernels' signatures (cuda/kernel_list.inc) ----
+// ---- the raw face: the CUDA kernels' signatures (ops/kernel_list.inc) ----
 // One function per line of the list, dt a float dtype (the caller checked it): the dtype dispatch
 // to the typed kernels below happens inside ops/cpu. ops/kernels.cpp calls these for CPU tensors.
 #define TG_KERNEL(name, params, args) void name params;
 #define TG_CUDA_KERNEL(ret, name, params, args)
-#include "cuda/kernel_list.inc"
+#include "ops/kernel_list.inc"
 #undef TG_CUDA_KERNEL
 #undef TG_KERNEL
 

@@ -1,4 +1,4 @@
-// ops/cpu/optim.cpp — the CPU twins of the optimizer and clipping kernels of cuda/kernel_list.inc:
+// ops/cpu/optim.cpp — the CPU twins of the optimizer and clipping kernels of ops/kernel_list.inc:
 // the fused Adam / AdamW step (cpu::adam_step, the spec cuda/optim.cu follows) and the sum of
 // squares a gradient-norm clip accumulates (cpu::sum_squares). Plain loops: one pass over memory
 // each, with no broadcasting for xtensor to help with; the Adam step's is vectorised by gcc (its
