@@ -418,6 +418,7 @@ void bench_unary(const Options& o) {
       {"tanh", [](const tg::Tensor& t) { return tg::tanh(t); }},
       {"exp", [](const tg::Tensor& t) { return tg::exp(t); }},
       {"sigmoid", [](const tg::Tensor& t) { return tg::sigmoid(t); }},
+      {"silu", [](const tg::Tensor& t) { return tg::silu(t); }},
   };
   const tg::Shape shape = {16, 256, 1024};
   tg::Tensor x = tg::randn(shape).requires_grad_();
@@ -547,7 +548,7 @@ const Group kGroups[] = {
     {"tiny", bench_tiny},          // per-op overhead
     {"mha", bench_mha},            // nn::MultiheadAttention
     {"train", bench_train},        // encoder-classifier and seq2seq training steps
-    {"unary", bench_unary},        // gelu, tanh, exp, sigmoid
+    {"unary", bench_unary},        // gelu, tanh, exp, sigmoid, silu
     {"rowwise", bench_rowwise},    // softmax, layer_norm, sum
     {"gpt", bench_gpt},            // a GPT-style training step
     {"nanogpt", bench_nanogpt},    // nanoGPT's CPU recipe shape (nanogpt.cpp)

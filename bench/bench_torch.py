@@ -456,7 +456,7 @@ def bench_unary(opts):
     forward + backward with a fixed g, x.grad reset per call; the two alternate batch by batch."""
     F = torch.nn.functional
     ops = (("gelu", F.gelu), ("gelu_tanh", lambda t: F.gelu(t, approximate="tanh")),
-           ("tanh", torch.tanh), ("exp", torch.exp), ("sigmoid", torch.sigmoid))
+           ("tanh", torch.tanh), ("exp", torch.exp), ("sigmoid", torch.sigmoid), ("silu", F.silu))
     x = torch.randn(*UNARY_SHAPE, requires_grad=True)
     g = torch.randn(*UNARY_SHAPE)  # fixed upstream gradient
     for name, f in ops:

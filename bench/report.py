@@ -40,7 +40,7 @@ ROWS += [
 ]
 UNARY_TAG = "16x256x1024"
 for op, label in (("gelu", "gelu"), ("gelu_tanh", "gelu tanh"), ("tanh", "tanh"), ("exp", "exp"),
-                  ("sigmoid", "sigmoid")):
+                  ("sigmoid", "sigmoid"), ("silu", "silu")):
     for m, what in (("fwd", "fwd"), ("fwd_bwd", "fwd+bwd")):
         ROWS.append((f"{label} {what} {UNARY_TAG} ms", f"unary.{op}.{m}.tg", f"unary.{op}.{m}.torch", "torch",
                      ("ratio", "<=", 1.0), None))

@@ -12,6 +12,7 @@
 // (3) Int64 Add/Mul and Bool Eq through the broadcast path; (4) GeluErf/GeluTanh backward
 // F32 against the float64 reference.
 #include "cuda/check.cuh"
+#include "ops/unary_formulas.hpp"
 
 #include <cmath>
 #include <string>
@@ -273,8 +274,17 @@ __device__ __forceinline__ double pow_scalar(double x, double e) {
   return pow(x, e);
 }
 
+// The math and activation ops (ops/unary_formulas.hpp, written once for both backends).
+template <UnOp OP>
+constexpr bool kMath = false
+#define TG_UNMATH_IS(name) || OP == UnOp::name
+    TG_UNMATH_OPS(TG_UNMATH_IS)
+#undef TG_UNMATH_IS
+    ;
+
 template <UnOp OP>
 __device__ __forceinline__ double un_fwd(double x, double p0, double p1) {
+  if constexpr (kMath<OP>) return kern::un_math_fwd<OP, double>(x, p0, p1);
   if constexpr (OP == UnOp::Neg) return -x;
   if constexpr (OP == UnOp::Exp) return exp(x);
   if constexpr (OP == UnOp::Log) return log(x);
@@ -298,11 +308,11 @@ __device__ __forceinline__ double un_fwd(double x, double p0, double p1) {
 // Which saved value f'(x) reads (kernels.cuh; ops/elementwise.cpp's derivative lambdas).
 template <UnOp OP>
 constexpr bool kReadsY = OP == UnOp::Exp || OP == UnOp::Tanh || OP == UnOp::Sigmoid ||
-                         OP == UnOp::Sqrt || OP == UnOp::Rsqrt;
+                         OP == UnOp::Sqrt || OP == UnOp::Rsqrt || kern::kMathReadsY<OP>;
 template <UnOp OP>
 constexpr bool kReadsX =
     OP == UnOp::Log || OP == UnOp::Abs || OP == UnOp::Relu || OP == UnOp::GeluErf ||
-    OP == UnOp::GeluTanh || OP == UnOp::RDivS || OP == UnOp::PowS || OP == UnOp::Clamp;
+    OP == UnOp::GeluTanh || OP == UnOp::RDivS || OP == UnOp::PowS || OP == UnOp::Clamp || kMath<OP>;
 
 // f'(x) from x and/or y = f(x).
 template <UnOp OP>
@@ -355,7 +365,11 @@ __global__ void unary_backward_kernel(T* dx, const T* g, const T* x, const T* y,
       if constexpr (kReadsX<OP>) xv = static_cast<double>(x[i]);
       if constexpr (kReadsY<OP>) yv = static_cast<double>(y[i]);
     }
-    dx[i] = static_cast<T>(static_cast<double>(g[i]) * un_deriv<OP>(xv, yv, p0, p1));
+    if constexpr (kMath<OP>)
+      dx[i] =
+          static_cast<T>(kern::un_math_bwd<OP, double>(static_cast<double>(g[i]), xv, yv, p0, p1));
+    else
+      dx[i] = static_cast<T>(static_cast<double>(g[i]) * un_deriv<OP>(xv, yv, p0, p1));
   }
 }
 
@@ -389,7 +403,7 @@ void launch_unary_backward(DT dt, void* dx, const void* g, const void* x, const 
 // clang-format off
 #define TG_UNOPS(X) \
   X(Neg) X(Exp) X(Log) X(Sqrt) X(Rsqrt) X(Abs) X(Tanh) X(Sigmoid) X(Relu) X(GeluErf) \
-  X(GeluTanh) X(AddS) X(MulS) X(RSubS) X(RDivS) X(PowS) X(Clamp)
+  X(GeluTanh) X(AddS) X(MulS) X(RSubS) X(RDivS) X(PowS) X(Clamp) TG_UNMATH_OPS(X)
 // clang-format on
 
 // ---- where, logical_not ----

@@ -6,6 +6,7 @@
 #include "ops/detail.hpp"
 #include "ops/kernels.hpp"
 #include "ops/ops.hpp"
+#include "ops/unary_op.hpp"
 
 #include <cmath>
 #include <optional>
@@ -62,13 +63,10 @@ void check_binary(const char* op, const Tensor& a, const Tensor& b, bool allow_i
                             allow_int ? " or int64" : ""));
 }
 
-// ---- unary kernels ----
-// The kernel code of a unary op (the same table on both backends: cuda/kernels.cuh) and its
-// scalar parameters.
-struct UnCode {
-  kern::UnOp op;
-  double p0 = 0, p1 = 0;
-};
+}  // namespace
+
+namespace detail {
+// ---- unary kernels and unary_op (ops/unary_op.hpp: shared with ops/unary_math.cpp) ----
 // out = f(x) elementwise, same dtype and device: cpu::unary or cuda::unary.
 Tensor unary_forward(const char* op, UnCode code, const Tensor& x_in) {
   Tensor hx;
@@ -96,7 +94,7 @@ Tensor unary_backward(UnCode code, const Tensor& g_in, const Tensor& x_in, const
 // allocate + kernel → record. The backward is code's, or bwd's where the forward is computed by
 // another kernel (clamp's corner cases).
 Tensor unary_op(const char* op, UnCode code, const Tensor& x, bool save_x, bool save_y,
-                std::optional<UnCode> bwd = std::nullopt) {
+                std::optional<UnCode> bwd) {
   check_float(x, op, "input", true);
   Tensor out = unary_forward(op, code, x);
   if (needs_record({&x})) {
@@ -110,7 +108,7 @@ Tensor unary_op(const char* op, UnCode code, const Tensor& x, bool save_x, bool 
   }
   return out;
 }
-}  // namespace
+}  // namespace detail
 
 // ---- broadcasting ----
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {

@@ -2,6 +2,7 @@
 // PyTorch so a snippet ports line by line. Each family lives in one .cpp holding forward and
 // backward side by side:
 //   elementwise.cpp  binary/unary math with NumPy broadcasting, C++ operators
+//   unary_math.cpp   sin … sign, the activations (silu, softplus, elu, hardswish, …)
 //   reduce.cpp       sum, mean, max, var, argmax
 //   matmul.cpp       matmul, bmm, linear (BLAS)
 //   shape.cpp        the views (reshape/view, transpose, permute, t, squeeze, unsqueeze, expand,
@@ -60,6 +61,47 @@ Tensor gelu(const Tensor& a, const std::string& approximate = "none",
 Tensor clamp(const Tensor& a, double min, double max, Site site = Site::here());
 Tensor clamp_min(const Tensor& a, double min, Site site = Site::here());
 Tensor clamp_max(const Tensor& a, double max, Site site = Site::here());
+// Math (unary_math.cpp): floating inputs; floor, ceil, round (half to even), trunc and sign have
+// a zero gradient, sign(±0) = sign(NaN) = 0 as in PyTorch.
+Tensor sin(const Tensor& a, Site site = Site::here());
+Tensor cos(const Tensor& a, Site site = Site::here());
+Tensor tan(const Tensor& a, Site site = Site::here());
+Tensor asin(const Tensor& a, Site site = Site::here());
+Tensor acos(const Tensor& a, Site site = Site::here());
+Tensor atan(const Tensor& a, Site site = Site::here());
+Tensor sinh(const Tensor& a, Site site = Site::here());
+Tensor cosh(const Tensor& a, Site site = Site::here());
+Tensor asinh(const Tensor& a, Site site = Site::here());
+Tensor acosh(const Tensor& a, Site site = Site::here());
+Tensor atanh(const Tensor& a, Site site = Site::here());
+Tensor erf(const Tensor& a, Site site = Site::here());
+Tensor erfc(const Tensor& a, Site site = Site::here());
+Tensor exp2(const Tensor& a, Site site = Site::here());
+Tensor expm1(const Tensor& a, Site site = Site::here());
+Tensor log2(const Tensor& a, Site site = Site::here());
+Tensor log10(const Tensor& a, Site site = Site::here());
+Tensor log1p(const Tensor& a, Site site = Site::here());
+Tensor floor(const Tensor& a, Site site = Site::here());
+Tensor ceil(const Tensor& a, Site site = Site::here());
+Tensor round(const Tensor& a, Site site = Site::here());
+Tensor trunc(const Tensor& a, Site site = Site::here());
+Tensor sign(const Tensor& a, Site site = Site::here());
+// Activations (unary_math.cpp), torch.nn.functional's names and defaults.
+Tensor silu(const Tensor& a, Site site = Site::here());  // x·σ(x)
+Tensor softplus(const Tensor& a, double beta = 1.0, double threshold = 20.0,
+                Site site = Site::here());  // x where beta·x > threshold
+Tensor leaky_relu(const Tensor& a, double negative_slope = 0.01, Site site = Site::here());
+Tensor elu(const Tensor& a, double alpha = 1.0, Site site = Site::here());
+Tensor selu(const Tensor& a, Site site = Site::here());
+Tensor celu(const Tensor& a, double alpha = 1.0, Site site = Site::here());  // alpha != 0
+Tensor mish(const Tensor& a, Site site = Site::here());
+Tensor hardswish(const Tensor& a, Site site = Site::here());
+Tensor hardsigmoid(const Tensor& a, Site site = Site::here());
+Tensor hardtanh(const Tensor& a, double min_val = -1.0, double max_val = 1.0,
+                Site site = Site::here());  // the gradient passes strictly inside (min, max)
+Tensor relu6(const Tensor& a, Site site = Site::here());  // hardtanh(a, 0, 6)
+Tensor logsigmoid(const Tensor& a, Site site = Site::here());
+Tensor softsign(const Tensor& a, Site site = Site::here());
 
 Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a, const Tensor& b);

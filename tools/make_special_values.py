@@ -51,6 +51,16 @@ UNARY = {
                                        4.0]},
     "clamp": lambda x: torch.clamp(x, -1.0, 2.0), "clamp_0": lambda x: torch.clamp(x, 0.0, 0.5),
     "clamp_min": lambda x: torch.clamp_min(x, 0.5), "clamp_max": lambda x: torch.clamp_max(x, -0.5),
+    **{n: getattr(torch, n) for n in ["sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
+                                       "asinh", "acosh", "atanh", "erf", "erfc", "exp2", "expm1",
+                                       "log2", "log10", "log1p", "floor", "ceil", "round", "trunc",
+                                       "sign"]},
+    "silu": F.silu, "softplus": F.softplus,
+    "softplus_b2_t1": lambda x: F.softplus(x, beta=2.0, threshold=1.0),
+    "leaky_relu": F.leaky_relu, "elu": F.elu, "elu_a0.5": lambda x: F.elu(x, alpha=0.5),
+    "selu": F.selu, "celu_a0.5": lambda x: F.celu(x, alpha=0.5), "mish": F.mish,
+    "hardswish": F.hardswish, "hardsigmoid": F.hardsigmoid, "hardtanh": F.hardtanh,
+    "relu6": F.relu6, "logsigmoid": F.logsigmoid, "softsign": F.softsign,
 }
 BINARY = {
     "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div, "pow": torch.pow,

@@ -12,12 +12,14 @@
 // with a scalar exponent and relu follow PyTorch's special cases (tested at every special value:
 // tests/ops/test_special_values.cpp). Long tensors are split into one chunk per thread on 64-byte
 // boundaries, so results do not depend on the thread count.
+// The math and activation ops past Clamp are unary_math.cpp's.
 // Deliberately not here: broadcasting binary ops (binary.cpp), the op bodies and records
-// (ops/elementwise.cpp).
+// (ops/elementwise.cpp, ops/unary_math.cpp).
 #include "ops/cpu/isa.hpp"
 #include "ops/cpu/kernels.hpp"
 #include "ops/detail.hpp"
 #include "ops/cpu/simd.hpp"
+#include "ops/cpu/unary_math.hpp"
 #include "ops/cpu/unary_rows.hpp"
 #include "ops/cpu/xt.hpp"
 
@@ -159,6 +161,10 @@ void unary(UnOp op, T* out, const T* x, int64_t n, double p0, double p1) {
           case UnOp::Clamp:
             xt::noalias(O) = xt::where(X < a, a, xt::where(X > b, b, X));
             break;
+          default:  // the math and activation ops
+            if (!unary_math<T>(op, out + lo, x + lo, hi - lo, a, b))
+              throw Error(fmt::format("unary: unknown op code {}", static_cast<int>(op)));
+            break;
         }
       },
       sizeof(T));
@@ -253,6 +259,11 @@ void unary_backward(UnOp op, T* dx, const T* g, const T* x, const T* y, int64_t 
           // The gradient passes where lo <= x <= hi (PyTorch's convention at the boundary).
           case UnOp::Clamp:
             xt::noalias(D) = xt::where(X >= a && X <= b, G, zero);
+            break;
+          default:  // the math and activation ops
+            if (!unary_math_backward<T>(op, dx + lo, g + lo, x ? x + lo : nullptr,
+                                        y ? y + lo : nullptr, m, a, b))
+              throw Error(fmt::format("unary_backward: unknown op code {}", static_cast<int>(op)));
             break;
         }
       },

@@ -134,6 +134,29 @@ std::vector<ParityCase> cases() {
         return out({log(x[0]), sqrt(x[0]), rsqrt(x[0])});
       });
   add_case(
+      "math and activation functions",
+      [] {
+        return in({rn({4, 33})});
+      },
+      [](const Inputs& x) {
+        const Tensor& v = x[0];
+        return out({sin(v), cos(v), tan(v), atan(v), sinh(v), cosh(v), asinh(v), erf(v), erfc(v),
+                    exp2(v), expm1(v), floor(v), ceil(v), round(v), trunc(v), sign(v), silu(v),
+                    softplus(v), softplus(v, 2.0, 1.0), leaky_relu(v, 0.2), elu(v, 0.7), selu(v),
+                    celu(v, 0.5), mish(v), hardswish(mul(v, 3.0)), hardsigmoid(mul(v, 3.0)),
+                    hardtanh(v, -0.5, 0.8), relu6(mul(v, 4.0)), logsigmoid(v), softsign(v)});
+      });
+  add_case(
+      "math functions on their domains",
+      [] {
+        return in({pos({5, 17})});
+      },
+      [](const Inputs& x) {
+        const Tensor u = tanh(x[0]);  // (0, 1)
+        return out({asin(u), acos(u), atanh(mul(u, 0.9)), acosh(add(x[0], 1.1)), log2(x[0]),
+                    log10(x[0]), log1p(x[0])});
+      });
+  add_case(
       "comparisons and logical_not",
       [] {
         return in({ints(3, {4, 5}), ints(3, {5})});

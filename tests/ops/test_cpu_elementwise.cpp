@@ -57,7 +57,74 @@ double ref_unary(UnOp op, double x, double p0, double p1) {
     case UnOp::PowS:
       return std::pow(x, p0);
     case UnOp::Clamp:
+    case UnOp::Hardtanh:
       return x < p0 ? p0 : (x > p1 ? p1 : x);
+    case UnOp::Sin:
+      return std::sin(x);
+    case UnOp::Cos:
+      return std::cos(x);
+    case UnOp::Tan:
+      return std::tan(x);
+    case UnOp::Asin:
+      return std::asin(x);
+    case UnOp::Acos:
+      return std::acos(x);
+    case UnOp::Atan:
+      return std::atan(x);
+    case UnOp::Sinh:
+      return std::sinh(x);
+    case UnOp::Cosh:
+      return std::cosh(x);
+    case UnOp::Asinh:
+      return std::asinh(x);
+    case UnOp::Acosh:
+      return std::acosh(x);
+    case UnOp::Atanh:
+      return std::atanh(x);
+    case UnOp::Erf:
+      return std::erf(x);
+    case UnOp::Erfc:
+      return std::erfc(x);
+    case UnOp::Exp2:
+      return std::exp2(x);
+    case UnOp::Expm1:
+      return std::expm1(x);
+    case UnOp::Log2:
+      return std::log2(x);
+    case UnOp::Log10:
+      return std::log10(x);
+    case UnOp::Log1p:
+      return std::log1p(x);
+    case UnOp::Floor:
+      return std::floor(x);
+    case UnOp::Ceil:
+      return std::ceil(x);
+    case UnOp::Round:
+      return std::nearbyint(x);
+    case UnOp::Trunc:
+      return std::trunc(x);
+    case UnOp::Sign:
+      return (x > 0) - (x < 0);
+    case UnOp::Silu:
+      return x / (1 + std::exp(-x));
+    case UnOp::Softplus:
+      return p0 * x > p1 ? x : std::log1p(std::exp(p0 * x)) / p0;
+    case UnOp::LeakyRelu:
+      return x > 0 ? x : p0 * x;
+    case UnOp::Elu:
+      return p1 * (x > 0 ? x : p0 * std::expm1(x));
+    case UnOp::Celu:
+      return x > 0 ? x : p0 * std::expm1(x / p0);
+    case UnOp::Mish:
+      return x * std::tanh(std::log1p(std::exp(x)));
+    case UnOp::Hardswish:
+      return x * std::min(std::max(x + 3, 0.0), 6.0) / 6;
+    case UnOp::Hardsigmoid:
+      return std::min(std::max(x + 3, 0.0), 6.0) / 6;
+    case UnOp::LogSigmoid:
+      return -std::log1p(std::exp(-x));
+    case UnOp::Softsign:
+      return x / (1 + std::fabs(x));
   }
   return 0;
 }
@@ -102,6 +169,74 @@ double ref_deriv(UnOp op, double x, double p0, double p1) {
       return p0 == 0 ? 0 : p0 * std::pow(x, p0 - 1);
     case UnOp::Clamp:
       return x >= p0 && x <= p1 ? 1 : 0;
+    case UnOp::Hardtanh:
+      return x > p0 && x < p1 ? 1 : 0;
+    case UnOp::Sin:
+      return std::cos(x);
+    case UnOp::Cos:
+      return -std::sin(x);
+    case UnOp::Tan:
+      return 1 + y * y;
+    case UnOp::Asin:
+      return 1 / std::sqrt(1 - x * x);
+    case UnOp::Acos:
+      return -1 / std::sqrt(1 - x * x);
+    case UnOp::Atan:
+      return 1 / (1 + x * x);
+    case UnOp::Sinh:
+      return std::cosh(x);
+    case UnOp::Cosh:
+      return std::sinh(x);
+    case UnOp::Asinh:
+      return 1 / std::sqrt(x * x + 1);
+    case UnOp::Acosh:
+      return 1 / std::sqrt(x * x - 1);
+    case UnOp::Atanh:
+      return 1 / (1 - x * x);
+    case UnOp::Erf:
+      return 2 / std::sqrt(M_PI) * std::exp(-x * x);
+    case UnOp::Erfc:
+      return -2 / std::sqrt(M_PI) * std::exp(-x * x);
+    case UnOp::Exp2:
+      return y * M_LN2;
+    case UnOp::Expm1:
+      return y + 1;
+    case UnOp::Log2:
+      return 1 / (x * M_LN2);
+    case UnOp::Log10:
+      return 1 / (x * M_LN10);
+    case UnOp::Log1p:
+      return 1 / (1 + x);
+    case UnOp::Floor:
+    case UnOp::Ceil:
+    case UnOp::Round:
+    case UnOp::Trunc:
+    case UnOp::Sign:
+      return 0;
+    case UnOp::Silu: {
+      const double s = 1 / (1 + std::exp(-x));
+      return s + x * s * (1 - s);
+    }
+    case UnOp::Softplus:
+      return p0 * x > p1 ? 1 : 1 / (1 + std::exp(-p0 * x));
+    case UnOp::LeakyRelu:
+      return x > 0 ? 1 : p0;
+    case UnOp::Elu:
+      return p1 * (x > 0 ? 1 : p0 * std::exp(x));
+    case UnOp::Celu:
+      return x > 0 ? 1 : std::exp(x / p0);
+    case UnOp::Mish: {
+      const double t = std::tanh(std::log1p(std::exp(x))), s = 1 / (1 + std::exp(-x));
+      return t + x * s * (1 - t * t);
+    }
+    case UnOp::Hardswish:
+      return x < -3 ? 0 : (x <= 3 ? x / 3 + 0.5 : 1);
+    case UnOp::Hardsigmoid:
+      return x > -3 && x < 3 ? 1.0 / 6 : 0;
+    case UnOp::LogSigmoid:
+      return 1 / (1 + std::exp(x));
+    case UnOp::Softsign:
+      return 1 / ((1 + std::fabs(x)) * (1 + std::fabs(x)));
   }
   return 0;
 }
@@ -130,7 +265,43 @@ const std::vector<UnCase> kUnary = {{UnOp::Neg, "neg"},
                                     {UnOp::PowS, "pow_s 2", 2.0},
                                     {UnOp::PowS, "pow_s 1.5", 1.5, 0, true},
                                     {UnOp::PowS, "pow_s 0", 0.0},
-                                    {UnOp::Clamp, "clamp", -0.5, 0.7}};
+                                    {UnOp::Clamp, "clamp", -0.5, 0.7},
+                                    {UnOp::Sin, "sin"},
+                                    {UnOp::Cos, "cos"},
+                                    {UnOp::Tan, "tan"},
+                                    {UnOp::Asin, "asin"},
+                                    {UnOp::Acos, "acos"},
+                                    {UnOp::Atan, "atan"},
+                                    {UnOp::Sinh, "sinh"},
+                                    {UnOp::Cosh, "cosh"},
+                                    {UnOp::Asinh, "asinh"},
+                                    {UnOp::Acosh, "acosh", 0, 0, true},
+                                    {UnOp::Atanh, "atanh"},
+                                    {UnOp::Erf, "erf"},
+                                    {UnOp::Erfc, "erfc"},
+                                    {UnOp::Exp2, "exp2"},
+                                    {UnOp::Expm1, "expm1"},
+                                    {UnOp::Log2, "log2", 0, 0, true},
+                                    {UnOp::Log10, "log10", 0, 0, true},
+                                    {UnOp::Log1p, "log1p", 0, 0, true},
+                                    {UnOp::Floor, "floor"},
+                                    {UnOp::Ceil, "ceil"},
+                                    {UnOp::Round, "round"},
+                                    {UnOp::Trunc, "trunc"},
+                                    {UnOp::Sign, "sign"},
+                                    {UnOp::Silu, "silu"},
+                                    {UnOp::Softplus, "softplus", 1.0, 20.0},
+                                    {UnOp::Softplus, "softplus beta 2 threshold 1", 2.0, 1.0},
+                                    {UnOp::LeakyRelu, "leaky_relu", 0.01},
+                                    {UnOp::Elu, "elu", 1.0, 1.0},
+                                    {UnOp::Elu, "selu", 1.6732632423543772, 1.0507009873554805},
+                                    {UnOp::Celu, "celu 0.5", 0.5, 2.0},
+                                    {UnOp::Mish, "mish"},
+                                    {UnOp::Hardswish, "hardswish"},
+                                    {UnOp::Hardsigmoid, "hardsigmoid"},
+                                    {UnOp::Hardtanh, "hardtanh", -1.0, 1.0},
+                                    {UnOp::LogSigmoid, "logsigmoid"},
+                                    {UnOp::Softsign, "softsign"}};
 
 std::vector<double> inputs(int64_t n, bool positive, uint32_t seed) {
   std::mt19937 rng(seed);

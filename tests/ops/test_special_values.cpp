@@ -13,6 +13,7 @@
 
 #include "ops/cpu/kernels.hpp"
 #include "ops/ops.hpp"
+#include "ops/unary_formulas.hpp"
 
 #include <cmath>
 #include <fstream>
@@ -200,6 +201,20 @@ T gelu_tanh_grad_ref(T x) {
   return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * (beta * (T(1) + T(3) * kappa * x_sq));
 }
 
+// The math and activation ops: their reference is ops/unary_formulas.hpp's scalar formula in T,
+// which the kernels' scalar lanes run; the tables below check the vector lanes against it, and
+// the last test checks it against PyTorch's values.
+#define TG_MATH(name, OP, call, p0, p1) TG_MATH_TOL(name, OP, call, p0, p1, 4)
+#define TG_MATH_TOL(name, OP, call, p0, p1, rtol)                                          \
+  {                                                                                        \
+    name, [](const Tensor& x) { return call; },                                            \
+        [](T x) { return tg::kern::un_math_fwd<tg::kern::UnOp::OP, T>(x, T(p0), T(p1)); }, \
+        [](T x, T y) {                                                                     \
+          return tg::kern::un_math_bwd<tg::kern::UnOp::OP, T>(T(1), x, y, T(p0), T(p1));   \
+        },                                                                                 \
+        rtol                                                                               \
+  }
+
 #define TG_POW(e)                                                                                 \
   {                                                                                               \
     "pow" #e, [](const Tensor& x) { return tg::pow(x, e); }, [](T x) { return torch_pow(x, e); }, \
@@ -272,8 +287,51 @@ std::vector<UnCase<T>> unary_table() {
       {"clamp_max", [](const Tensor& x) { return tg::clamp_max(x, -0.5); },
        [](T x) { return std::isnan(x) ? x : std::min(x, T(-0.5)); },
        [](T x, T) { return T(x <= T(-0.5)); }},
+      TG_MATH("sin", Sin, tg::sin(x), 0, 0),
+      TG_MATH("cos", Cos, tg::cos(x), 0, 0),
+      TG_MATH("tan", Tan, tg::tan(x), 0, 0),
+      TG_MATH("asin", Asin, tg::asin(x), 0, 0),
+      TG_MATH("acos", Acos, tg::acos(x), 0, 0),
+      TG_MATH("atan", Atan, tg::atan(x), 0, 0),
+      TG_MATH("sinh", Sinh, tg::sinh(x), 0, 0),
+      TG_MATH("cosh", Cosh, tg::cosh(x), 0, 0),
+      TG_MATH("asinh", Asinh, tg::asinh(x), 0, 0),
+      TG_MATH("acosh", Acosh, tg::acosh(x), 0, 0),
+      TG_MATH("atanh", Atanh, tg::atanh(x), 0, 0),
+      TG_MATH("erf", Erf, tg::erf(x), 0, 0),
+      TG_MATH("erfc", Erfc, tg::erfc(x), 0, 0),
+      TG_MATH("exp2", Exp2, tg::exp2(x), 0, 0),
+      TG_MATH("expm1", Expm1, tg::expm1(x), 0, 0),
+      TG_MATH("log2", Log2, tg::log2(x), 0, 0),
+      TG_MATH("log10", Log10, tg::log10(x), 0, 0),
+      TG_MATH("log1p", Log1p, tg::log1p(x), 0, 0),
+      TG_MATH("floor", Floor, tg::floor(x), 0, 0),
+      TG_MATH("ceil", Ceil, tg::ceil(x), 0, 0),
+      TG_MATH("round", Round, tg::round(x), 0, 0),
+      TG_MATH("trunc", Trunc, tg::trunc(x), 0, 0),
+      TG_MATH("sign", Sign, tg::sign(x), 0, 0),
+      TG_MATH("silu", Silu, tg::silu(x), 0, 0),
+      TG_MATH("softplus", Softplus, tg::softplus(x), 1, 20),
+      TG_MATH("softplus_b2_t1", Softplus, tg::softplus(x, 2.0, 1.0), 2, 1),
+      TG_MATH("leaky_relu", LeakyRelu, tg::leaky_relu(x), 0.01, 0),
+      TG_MATH("elu", Elu, tg::elu(x), 1, 1),
+      TG_MATH("elu_a0.5", Elu, tg::elu(x, 0.5), 0.5, 1),
+      TG_MATH("selu", Elu, tg::selu(x), 1.6732632423543772848170429916717,
+              1.0507009873554804934193349852946),
+      TG_MATH("celu_a0.5", Celu, tg::celu(x, 0.5), 0.5, 2),
+      // mish's gradient t + x·s·(1 − t²) cancels for x < 0: a few epsilons of t and s become
+      // tens of the result's
+      TG_MATH_TOL("mish", Mish, tg::mish(x), 0, 0, 32),
+      TG_MATH("hardswish", Hardswish, tg::hardswish(x), 0, 0),
+      TG_MATH("hardsigmoid", Hardsigmoid, tg::hardsigmoid(x), 0, 0),
+      TG_MATH("hardtanh", Hardtanh, tg::hardtanh(x), -1, 1),
+      TG_MATH("relu6", Hardtanh, tg::relu6(x), 0, 6),
+      TG_MATH("logsigmoid", LogSigmoid, tg::logsigmoid(x), 0, 0),
+      TG_MATH("softsign", Softsign, tg::softsign(x), 0, 0),
   };
 }
+#undef TG_MATH
+#undef TG_MATH_TOL
 #undef TG_POW
 
 template <typename T>
@@ -331,7 +389,7 @@ struct Failures {
   int count = 0;
   template <typename... A>
   void add(const char* f, const A&... a) {
-    if (count++ < 12) text += fmt::format(f, a...) + "\n";
+    if (count++ < 40) text += fmt::format(f, a...) + "\n";
   }
 };
 
@@ -475,6 +533,22 @@ std::vector<std::vector<std::string>> fixture_rows(const std::string& kind, cons
 }
 }  // namespace
 
+// torch 1.13's slips, where its value is not the function's and the reference keeps std::'s:
+// sinh and cosh overflow to inf where e^|x| does but the result is finite; log1p(max) gives inf;
+// results in the subnormal range lose digits or flush to 0 (softplus and mish of a large negative
+// x, softsign's gradient at ±max); hardsigmoid's float64 gradient is float32's 1/6.
+template <typename T>
+bool torch_slip(const std::string& op, T x, T want, bool grad) {
+  const T big = std::numeric_limits<T>::max();
+  // (the gradient of each is the other)
+  if ((op == "sinh" || op == "cosh") && std::isfinite(want) && std::fabs(want) > big / 2)
+    return true;
+  if (!grad && op == "log1p" && x == big) return true;
+  if (want != 0 && std::fabs(want) < std::numeric_limits<T>::min()) return true;
+  if (grad && op == "hardsigmoid" && sizeof(T) == 8) return true;
+  return false;
+}
+
 // The references above are PyTorch's: checked against the values torch 1.13 printed.
 TEMPLATE_TEST_CASE("the special-value references agree with PyTorch 1.13", "[special]", float,
                    double) {
@@ -492,9 +566,9 @@ TEMPLATE_TEST_CASE("the special-value references agree with PyTorch 1.13", "[spe
     const UnCase<T>& c = un.at(w[2]);
     const T x = parse<T>(w[3]), y = parse<T>(w[4]), dx = parse<T>(w[5]);
     const T want = c.f(x), dwant = c.df(x, want);
-    if (!matches(want, y, c.rtol, c.atol, c.sign_of_zero))
+    if (!torch_slip(c.name, x, want, false) && !matches(want, y, c.rtol, c.atol, c.sign_of_zero))
       fail.add("{} x={:.9g}: reference y {:.9g}, torch {:.9g}", c.name, x, want, y);
-    if (!matches(dwant, dx, c.rtol, c.atol, false))
+    if (!torch_slip(c.name, x, dwant, true) && !matches(dwant, dx, c.rtol, c.atol, false))
       fail.add("{} x={:.9g}: reference dx {:.9g}, torch {:.9g}", c.name, x, dwant, dx);
     ++seen;
   }

@@ -31,10 +31,16 @@ Tensor positive_leaf(const Shape& s) {
   return (tg::abs(tg::randn(s, tg::kFloat64)) + 0.5).detach().requires_grad_();
 }
 // The unary ops' input: --values when given, else N(0,1) (or positive) of --shape.
-Tensor unary_input(const CaseArgs& a, bool positive) {
+// The input domains of the unary cases.
+enum Domain { kAny, kPositive, kUnit, kAboveOne };
+Tensor unary_input(const CaseArgs& a, Domain d) {
   if (!a.values.empty()) return tg::tensor(a.values).requires_grad_();
   const Shape s = a.shape.value_or(Shape{2, 3});
-  return positive ? positive_leaf(s) : leaf(s);
+  if (d == kAny) return leaf(s);
+  if (d == kPositive) return positive_leaf(s);
+  tg::NoGradGuard ng;
+  if (d == kAboveOne) return (positive_leaf(s) + 0.6).detach().requires_grad_();  // > 1.1
+  return (tg::rand(s, tg::kFloat64) * 1.8 - 0.9).detach().requires_grad_();       // (-0.9, 0.9)
 }
 // Bool of shape s, true with probability p.
 Tensor random_bool(const Shape& s, double p) {
@@ -62,27 +68,63 @@ BuiltCase two(Tensor x, Tensor y, std::function<Tensor(const Tensor&, const Tens
 void add_elementwise(std::vector<OpInfo>& r) {
   struct U {
     const char* name;
-    bool positive;
+    Domain domain;
     Tensor (*f)(const Tensor&);
   };
   static const U unary[] = {
-      {"exp", false, [](const Tensor& x) { return tg::exp(x); }},
-      {"log", true, [](const Tensor& x) { return tg::log(x); }},
-      {"sqrt", true, [](const Tensor& x) { return tg::sqrt(x); }},
-      {"rsqrt", true, [](const Tensor& x) { return tg::rsqrt(x); }},
-      {"abs", false, [](const Tensor& x) { return tg::abs(x); }},
-      {"neg", false, [](const Tensor& x) { return tg::neg(x); }},
-      {"tanh", false, [](const Tensor& x) { return tg::tanh(x); }},
-      {"sigmoid", false, [](const Tensor& x) { return tg::sigmoid(x); }},
-      {"relu", false, [](const Tensor& x) { return tg::relu(x); }},
-      {"gelu", false, [](const Tensor& x) { return tg::gelu(x); }},
-      {"gelu_tanh", false, [](const Tensor& x) { return tg::gelu(x, "tanh"); }},
-      {"clamp", false, [](const Tensor& x) { return tg::clamp(x, -0.5, 0.5); }},
-      {"pow", false, [](const Tensor& x) { return tg::pow(x, 3.0); }},
+      {"exp", kAny, [](const Tensor& x) { return tg::exp(x); }},
+      {"log", kPositive, [](const Tensor& x) { return tg::log(x); }},
+      {"sqrt", kPositive, [](const Tensor& x) { return tg::sqrt(x); }},
+      {"rsqrt", kPositive, [](const Tensor& x) { return tg::rsqrt(x); }},
+      {"abs", kAny, [](const Tensor& x) { return tg::abs(x); }},
+      {"neg", kAny, [](const Tensor& x) { return tg::neg(x); }},
+      {"tanh", kAny, [](const Tensor& x) { return tg::tanh(x); }},
+      {"sigmoid", kAny, [](const Tensor& x) { return tg::sigmoid(x); }},
+      {"relu", kAny, [](const Tensor& x) { return tg::relu(x); }},
+      {"gelu", kAny, [](const Tensor& x) { return tg::gelu(x); }},
+      {"gelu_tanh", kAny, [](const Tensor& x) { return tg::gelu(x, "tanh"); }},
+      {"clamp", kAny, [](const Tensor& x) { return tg::clamp(x, -0.5, 0.5); }},
+      {"pow", kAny, [](const Tensor& x) { return tg::pow(x, 3.0); }},
+      {"sin", kAny, [](const Tensor& x) { return tg::sin(x); }},
+      {"cos", kAny, [](const Tensor& x) { return tg::cos(x); }},
+      {"tan", kUnit, [](const Tensor& x) { return tg::tan(x); }},
+      {"asin", kUnit, [](const Tensor& x) { return tg::asin(x); }},
+      {"acos", kUnit, [](const Tensor& x) { return tg::acos(x); }},
+      {"atan", kAny, [](const Tensor& x) { return tg::atan(x); }},
+      {"sinh", kAny, [](const Tensor& x) { return tg::sinh(x); }},
+      {"cosh", kAny, [](const Tensor& x) { return tg::cosh(x); }},
+      {"asinh", kAny, [](const Tensor& x) { return tg::asinh(x); }},
+      {"acosh", kAboveOne, [](const Tensor& x) { return tg::acosh(x); }},
+      {"atanh", kUnit, [](const Tensor& x) { return tg::atanh(x); }},
+      {"erf", kAny, [](const Tensor& x) { return tg::erf(x); }},
+      {"erfc", kAny, [](const Tensor& x) { return tg::erfc(x); }},
+      {"exp2", kAny, [](const Tensor& x) { return tg::exp2(x); }},
+      {"expm1", kAny, [](const Tensor& x) { return tg::expm1(x); }},
+      {"log2", kPositive, [](const Tensor& x) { return tg::log2(x); }},
+      {"log10", kPositive, [](const Tensor& x) { return tg::log10(x); }},
+      {"log1p", kPositive, [](const Tensor& x) { return tg::log1p(x); }},
+      {"floor", kAny, [](const Tensor& x) { return tg::floor(x); }},
+      {"ceil", kAny, [](const Tensor& x) { return tg::ceil(x); }},
+      {"round", kAny, [](const Tensor& x) { return tg::round(x); }},
+      {"trunc", kAny, [](const Tensor& x) { return tg::trunc(x); }},
+      {"sign", kAny, [](const Tensor& x) { return tg::sign(x); }},
+      {"silu", kAny, [](const Tensor& x) { return tg::silu(x); }},
+      {"softplus", kAny, [](const Tensor& x) { return tg::softplus(x, 2.0, 1.5); }},
+      {"leaky_relu", kAny, [](const Tensor& x) { return tg::leaky_relu(x, 0.1); }},
+      {"elu", kAny, [](const Tensor& x) { return tg::elu(x, 0.7); }},
+      {"selu", kAny, [](const Tensor& x) { return tg::selu(x); }},
+      {"celu", kAny, [](const Tensor& x) { return tg::celu(x, 0.5); }},
+      {"mish", kAny, [](const Tensor& x) { return tg::mish(x); }},
+      {"hardswish", kAny, [](const Tensor& x) { return tg::hardswish(tg::mul(x, 3.0)); }},
+      {"hardsigmoid", kAny, [](const Tensor& x) { return tg::hardsigmoid(tg::mul(x, 3.0)); }},
+      {"hardtanh", kAny, [](const Tensor& x) { return tg::hardtanh(x, -0.5, 0.8); }},
+      {"relu6", kAny, [](const Tensor& x) { return tg::relu6(tg::mul(x, 4.0)); }},
+      {"logsigmoid", kAny, [](const Tensor& x) { return tg::logsigmoid(x); }},
+      {"softsign", kAny, [](const Tensor& x) { return tg::softsign(x); }},
   };
   for (const U& u : unary)
     r.push_back({u.name, "--shape S | --values v1,v2,...",
-                 [u](const CaseArgs& a) { return one(unary_input(a, u.positive), u.f); }});
+                 [u](const CaseArgs& a) { return one(unary_input(a, u.domain), u.f); }});
   struct Bn {
     const char* name;
     int domain;  // 0 any, 1 a positive (pow), 2 b away from 0 (div)
@@ -111,7 +153,7 @@ void add_elementwise(std::vector<OpInfo>& r) {
   r.push_back(
       {"broken_square", "deliberately wrong backward, to see a failure: forward x², backward 3x",
        [](const CaseArgs& a) {
-         return one(unary_input(a, false), [](const Tensor& x) {
+         return one(unary_input(a, kAny), [](const Tensor& x) {
            Tensor out = x.detach() * x.detach(), saved = x.detach();
            tg::record("broken_square", out, {x}, [saved](const Tensor& g) -> std::vector<Tensor> {
              return {g * saved * 3.0};  // wrong on purpose: d(x²)/dx = 2x
