@@ -440,8 +440,9 @@ void bench_unary(const Options& o) {
 }
 
 // ---- (h) row-wise ops over the last dim of (N, C) float32 ----
-// softmax and layer_norm (nn::LayerNorm(C): weight 1, bias 0) forward + backward with a fixed
-// random g, the grads of x, weight and bias reset per call, alternating batch by batch; then sum
+// softmax, layer_norm (nn::LayerNorm(C): weight 1, bias 0) and rms_norm (nn::RMSNorm(C, 1e-6):
+// weight 1) forward + backward with a fixed random g, the grads of x, weight and bias reset per
+// call, alternating batch by batch; then sum
 // over the last dim and over dim 0 of (4096, 128), forward under NoGradGuard.
 struct RowSize {
   int64_t N, C;
@@ -464,10 +465,18 @@ void bench_rowwise(const Options& o) {
       tg::Tensor y = ln.forward(x);
       y.backward(g);
     };
-    std::vector<double> s = interleaved({softmax, layer_norm}, o.budget);
+    tg::nn::RMSNorm rms(z.C, 1e-6);
+    auto rms_norm = [&] {
+      x.reset_grad();
+      rms.zero_grad(true);
+      tg::Tensor y = rms.forward(x);
+      y.backward(g);
+    };
+    std::vector<double> s = interleaved({softmax, layer_norm, rms_norm}, o.budget);
     const std::string tag = fmt::format("{}x{}", z.N, z.C);
     emit(fmt::format("rowwise.softmax.tg.{}", tag), s[0] * 1e3, "ms");
     emit(fmt::format("rowwise.layer_norm.tg.{}", tag), s[1] * 1e3, "ms");
+    emit(fmt::format("rowwise.rms_norm.tg.{}", tag), s[2] * 1e3, "ms");
   }
   tg::Tensor x = tg::randn({4096, 128});
   auto sum_last = [&] {

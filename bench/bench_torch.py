@@ -477,7 +477,8 @@ ROW_SIZES = ((4096, 128), (512, 1024))
 
 
 def bench_rowwise(opts):
-    """softmax and F.layer_norm (weight 1, bias 0, requiring grad) over the last dim, forward +
+    """softmax, F.layer_norm (weight 1, bias 0, requiring grad) and a composed RMSNorm (weight 1)
+    over the last dim, forward +
     backward with a fixed g, grads reset per call; then sums of (4096, 128) under no_grad."""
     F = torch.nn.functional
     for (N, C) in ROW_SIZES:
@@ -494,10 +495,15 @@ def bench_rowwise(opts):
             x.grad = w.grad = b.grad = None
             F.layer_norm(x, (C,), w, b).backward(g)
 
-        s = interleaved([softmax, layer_norm], opts.budget)
+        def rms_norm():  # torch 1.13 has no F.rms_norm: the composed form models used before it
+            x.grad = w.grad = None
+            (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w).backward(g)
+
+        s = interleaved([softmax, layer_norm, rms_norm], opts.budget)
         tag = f"{N}x{C}"
         emit(f"rowwise.softmax.torch.{tag}", s[0] * 1e3, "ms")
         emit(f"rowwise.layer_norm.torch.{tag}", s[1] * 1e3, "ms")
+        emit(f"rowwise.rms_norm.torch.{tag}", s[2] * 1e3, "ms")
     x = torch.randn(4096, 128)
 
     def sum_last():

@@ -137,6 +137,12 @@ void layer_norm_forward(DT dt, void* y, double* mean, double* rstd, const void* 
 void layer_norm_backward(DT dt, void* dx, void* dw, void* db, const void* dy, const void* x,
                          const void* w, const double* mean, const double* rstd, int64_t N,
                          int64_t D);
+// RMSNorm (cuda/norm.cu): y = x·rstd·w, rstd = 1/sqrt(mean(x²) + eps) per row (saved); w (D) or
+// null. Backward: dx (N, D) and dw (D) or null, from dy, x, w, rstd.
+void rms_norm_forward(DT dt, void* y, double* rstd, const void* x, const void* w, int64_t N,
+                      int64_t D, double eps);
+void rms_norm_backward(DT dt, void* dx, void* dw, const void* dy, const void* x, const void* w,
+                       const double* rstd, int64_t N, int64_t D);
 
 // ---- cross-entropy fused with log-softmax (cuda/loss.cu) ----
 // logits (N, C, inner) (inner = 1 for (N, C)), target (N, inner) int64 already checked to lie in

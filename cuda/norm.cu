@@ -8,8 +8,9 @@
 // Launch shapes: rows of D <= 1024 go one warp per row (8 rows per block), longer rows one
 // 512-thread block per row (forward and dx). dw/db are deterministic without atomics: a first
 // kernel sums fixed chunks of rows per column d into a (chunks, D) float64 buffer, a second adds
-// the chunks per column in order; the chunking depends only on N. Deliberately not here: RMSNorm,
-// batch/group norm, statistics in float32.
+// the chunks per column in order; the chunking depends only on N. RMSNorm runs the same kernels
+// with mean null: the statistics about 0 (rstd = 1/sqrt(mean(x²) + eps)), no bias, no mean term in
+// dx. Deliberately not here: batch/group norm, statistics in float32.
 #include "cuda/check.cuh"
 #include "cuda/rowwise.cuh"
 
@@ -31,9 +32,11 @@ template <typename scalar_t, typename Row>
 __device__ void layer_norm_row(const Row& g, scalar_t* y, double* mean, double* rstd,
                                const scalar_t* x, const scalar_t* w, const scalar_t* b, int64_t D,
                                double eps) {
-  double m = 0;
-  for (int64_t j = g.first; j < D; j += g.step) m += static_cast<double>(x[j]);
-  m = g.sum(m) / static_cast<double>(D);
+  double m = 0;  // RMSNorm (mean null): the mean stays 0
+  if (mean) {
+    for (int64_t j = g.first; j < D; j += g.step) m += static_cast<double>(x[j]);
+    m = g.sum(m) / static_cast<double>(D);
+  }
   double v = 0;
   for (int64_t j = g.first; j < D; j += g.step) {
     const double d = static_cast<double>(x[j]) - m;
@@ -48,7 +51,7 @@ __device__ void layer_norm_row(const Row& g, scalar_t* y, double* mean, double* 
     y[j] = static_cast<scalar_t>(n);
   }
   if (g.leader()) {
-    *mean = m;
+    if (mean) *mean = m;
     *rstd = rs;
   }
 }
@@ -57,7 +60,7 @@ __device__ void layer_norm_row(const Row& g, scalar_t* y, double* mean, double* 
 template <typename scalar_t, typename Row>
 __device__ void layer_norm_backward_row(const Row& g, scalar_t* dx, const scalar_t* dy,
                                         const scalar_t* x, const scalar_t* w, double m, double rs,
-                                        int64_t D) {
+                                        int64_t D, bool centred) {
   double dnorm_mean = 0, dnorm_norm_mean = 0;
   for (int64_t j = g.first; j < D; j += g.step) {
     const double norm = (static_cast<double>(x[j]) - m) * rs;
@@ -65,7 +68,7 @@ __device__ void layer_norm_backward_row(const Row& g, scalar_t* dx, const scalar
     dnorm_mean += dnorm;
     dnorm_norm_mean += dnorm * norm;
   }
-  dnorm_mean = g.sum(dnorm_mean) / static_cast<double>(D);
+  dnorm_mean = centred ? g.sum(dnorm_mean) / static_cast<double>(D) : 0.0;  // RMSNorm: no term
   dnorm_norm_mean = g.sum(dnorm_norm_mean) / static_cast<double>(D);
   for (int64_t j = g.first; j < D; j += g.step) {
     const double norm = (static_cast<double>(x[j]) - m) * rs;
@@ -84,7 +87,7 @@ __global__ void layer_norm_warp_kernel(scalar_t* y, double* mean, double* rstd, 
   const int64_t step = static_cast<int64_t>(gridDim.x) * kWarpRowsPerBlock;
   for (int64_t r = static_cast<int64_t>(blockIdx.x) * kWarpRowsPerBlock + threadIdx.x / 32; r < N;
        r += step)
-    layer_norm_row(g, y + r * D, mean + r, rstd + r, x + r * D, w, b, D, eps);
+    layer_norm_row(g, y + r * D, mean ? mean + r : nullptr, rstd + r, x + r * D, w, b, D, eps);
 }
 
 template <typename scalar_t>
@@ -94,7 +97,7 @@ __global__ void layer_norm_block_kernel(scalar_t* y, double* mean, double* rstd,
   __shared__ double shm[32];
   const BlockRow g{static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), shm};
   for (int64_t r = blockIdx.x; r < N; r += gridDim.x)
-    layer_norm_row(g, y + r * D, mean + r, rstd + r, x + r * D, w, b, D, eps);
+    layer_norm_row(g, y + r * D, mean ? mean + r : nullptr, rstd + r, x + r * D, w, b, D, eps);
 }
 
 // ---- backward dx: dx, dy, x (N, D) ----
@@ -107,7 +110,8 @@ __global__ void layer_norm_dx_warp_kernel(scalar_t* dx, const scalar_t* dy, cons
   const int64_t step = static_cast<int64_t>(gridDim.x) * kWarpRowsPerBlock;
   for (int64_t r = static_cast<int64_t>(blockIdx.x) * kWarpRowsPerBlock + threadIdx.x / 32; r < N;
        r += step)
-    layer_norm_backward_row(g, dx + r * D, dy + r * D, x + r * D, w, mean[r], rstd[r], D);
+    layer_norm_backward_row(g, dx + r * D, dy + r * D, x + r * D, w, mean ? mean[r] : 0.0, rstd[r],
+                            D, mean != nullptr);
 }
 
 template <typename scalar_t>
@@ -117,7 +121,8 @@ __global__ void layer_norm_dx_block_kernel(scalar_t* dx, const scalar_t* dy, con
   __shared__ double shm[32];
   const BlockRow g{static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), shm};
   for (int64_t r = blockIdx.x; r < N; r += gridDim.x)
-    layer_norm_backward_row(g, dx + r * D, dy + r * D, x + r * D, w, mean[r], rstd[r], D);
+    layer_norm_backward_row(g, dx + r * D, dy + r * D, x + r * D, w, mean ? mean[r] : 0.0, rstd[r],
+                            D, mean != nullptr);
 }
 
 // ---- backward dw, db: two deterministic stages ----
@@ -140,7 +145,7 @@ __global__ void layer_norm_dwdb_partial_kernel(double* pw, double* pb, const sca
     double sw = 0, sb = 0;
     for (int64_t r = r0; r < r1; ++r) {
       const double gr = static_cast<double>(dy[r * D + d]);
-      if (pw) sw += gr * ((static_cast<double>(x[r * D + d]) - mean[r]) * rstd[r]);
+      if (pw) sw += gr * ((static_cast<double>(x[r * D + d]) - (mean ? mean[r] : 0.0)) * rstd[r]);
       sb += gr;
     }
     if (pw) pw[chunk * D + d] = sw;
@@ -233,6 +238,16 @@ void layer_norm_backward(DT dt, void* dx, void* dw, void* db, const void* dy, co
       launch_dwdb(static_cast<scalar_t*>(dw), static_cast<scalar_t*>(db), dyp, xp, mean, rstd, N,
                   D);
   });
+}
+
+// RMSNorm: layer norm's kernels with no mean (statistics about 0) and no bias.
+void rms_norm_forward(DT dt, void* y, double* rstd, const void* x, const void* w, int64_t N,
+                      int64_t D, double eps) {
+  layer_norm_forward(dt, y, nullptr, rstd, x, w, nullptr, N, D, eps);
+}
+void rms_norm_backward(DT dt, void* dx, void* dw, const void* dy, const void* x, const void* w,
+                       const double* rstd, int64_t N, int64_t D) {
+  layer_norm_backward(dt, dx, dw, nullptr, dy, x, w, nullptr, rstd, N, D);
 }
 
 }  // namespace tg::cuda

@@ -101,34 +101,68 @@ std::string Embedding::extra_repr() const {
 // ---- LayerNorm
 // ------------------------------------------------------------------------------------
 
-LayerNorm::LayerNorm(Shape shape, double eps_, bool affine)
+namespace {
+// The normalising modules' checks: a non-empty shape of positive sizes; an input ending with it.
+void check_norm_shape(const char* module, const Shape& ns) {
+  if (ns.empty() || shape_numel(ns) <= 0)
+    throw Error(fmt::format("{}({}): normalized_shape must be non-empty with positive sizes",
+                            module, shape_str(ns)));
+}
+void check_norm_input(const char* module, const Shape& ns, const Tensor& x) {
+  const size_t k = ns.size();
+  const bool ok = x.defined() && x.shape().size() >= k &&
+                  Shape(x.shape().end() - static_cast<std::ptrdiff_t>(k), x.shape().end()) == ns;
+  if (!ok)
+    throw Error(fmt::format("{}({}): input {} must end with {}", module, shape_str(ns),
+                            x.defined() ? shape_str(x.shape()) : "undefined", shape_str(ns)));
+}
+}  // namespace
+
+LayerNorm::LayerNorm(Shape shape, double eps_, bool affine, bool with_bias)
     : TensorModule("LayerNorm"),
       normalized_shape(std::move(shape)),
       eps(eps_),
       elementwise_affine(affine) {
-  if (normalized_shape.empty() || shape_numel(normalized_shape) <= 0)
-    throw Error(fmt::format("LayerNorm({}): normalized_shape must be non-empty with positive sizes",
-                            shape_str(normalized_shape)));
+  check_norm_shape("LayerNorm", normalized_shape);
   if (affine) {
     weight = ones(normalized_shape);
-    bias = zeros(normalized_shape);
     register_parameter("weight", &weight);
-    register_parameter("bias", &bias);
+    if (with_bias) {
+      bias = zeros(normalized_shape);
+      register_parameter("bias", &bias);
+    }
   }
 }
 Tensor LayerNorm::forward(const Tensor& x) {
-  size_t k = normalized_shape.size();
-  bool ok =
-      x.defined() && x.shape().size() >= k &&
-      Shape(x.shape().end() - static_cast<std::ptrdiff_t>(k), x.shape().end()) == normalized_shape;
-  if (!ok)
-    throw Error(fmt::format("LayerNorm({}): input {} must end with {}", shape_str(normalized_shape),
-                            x.defined() ? shape_str(x.shape()) : "undefined",
-                            shape_str(normalized_shape)));
+  check_norm_input("LayerNorm", normalized_shape, x);
   return hooked({x}, layer_norm(x, normalized_shape, weight, bias, eps));
 }
 std::string LayerNorm::extra_repr() const {
   return fmt::format("{}, eps={}, elementwise_affine={}", shape_str(normalized_shape), eps,
+                     py_bool(elementwise_affine));
+}
+
+RMSNorm::RMSNorm(Shape shape, std::optional<double> eps_, bool affine)
+    : TensorModule("RMSNorm"),
+      normalized_shape(std::move(shape)),
+      eps(eps_),
+      elementwise_affine(affine) {
+  check_norm_shape("RMSNorm", normalized_shape);
+  if (eps && !(*eps >= 0))
+    throw Error(
+        fmt::format("RMSNorm({}): eps must be >= 0, got {}", shape_str(normalized_shape), *eps));
+  if (affine) {
+    weight = ones(normalized_shape);
+    register_parameter("weight", &weight);
+  }
+}
+Tensor RMSNorm::forward(const Tensor& x) {
+  check_norm_input("RMSNorm", normalized_shape, x);
+  return hooked({x}, rms_norm(x, normalized_shape, weight, eps));
+}
+std::string RMSNorm::extra_repr() const {
+  return fmt::format("{}, eps={}, elementwise_affine={}", shape_str(normalized_shape),
+                     eps ? fmt::format("{}", *eps) : std::string("None"),
                      py_bool(elementwise_affine));
 }
 

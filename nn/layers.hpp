@@ -1,5 +1,5 @@
 // nn/layers.hpp — PyTorch's basic layers with its parameter names, shapes, initialisation and
-// input layouts: Linear, Embedding, LayerNorm, Dropout, activations (ReLU, GELU, Tanh),
+// input layouts: Linear, Embedding, LayerNorm, RMSNorm, Dropout, activations (ReLU, GELU, Tanh),
 // positional encodings (sinusoidal buffer, learned table) and the containers Sequential and
 // ModuleList. Every forward validates its input and throws naming the module and the shapes,
 // e.g. `Linear(4, 3): input (2,5) must have last dim 4`, and ends with Module::hooked().
@@ -41,17 +41,37 @@ class Embedding : public TensorModule {
 
 // Normalises over the trailing normalized_shape dims. weight = 1, bias = 0 (both of
 // normalized_shape) when elementwise_affine.
+// bias false: a weight alone (PyTorch's LayerNorm(..., bias=False), as in nanoGPT).
 class LayerNorm : public TensorModule {
  public:
-  explicit LayerNorm(Shape normalized_shape, double eps = 1e-5, bool elementwise_affine = true);
-  explicit LayerNorm(int64_t normalized_size, double eps = 1e-5, bool elementwise_affine = true)
-      : LayerNorm(Shape{normalized_size}, eps, elementwise_affine) {}
+  explicit LayerNorm(Shape normalized_shape, double eps = 1e-5, bool elementwise_affine = true,
+                     bool bias = true);
+  explicit LayerNorm(int64_t normalized_size, double eps = 1e-5, bool elementwise_affine = true,
+                     bool bias = true)
+      : LayerNorm(Shape{normalized_size}, eps, elementwise_affine, bias) {}
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
   Shape normalized_shape;
   double eps;
   bool elementwise_affine;
   Tensor weight, bias;
+};
+
+// torch.nn.RMSNorm: x / sqrt(mean(x²) + eps) · weight over the trailing dims; eps unset: the
+// input dtype's epsilon; weight starts at ones.
+class RMSNorm : public TensorModule {
+ public:
+  explicit RMSNorm(Shape normalized_shape, std::optional<double> eps = std::nullopt,
+                   bool elementwise_affine = true);
+  explicit RMSNorm(int64_t normalized_size, std::optional<double> eps = std::nullopt,
+                   bool elementwise_affine = true)
+      : RMSNorm(Shape{normalized_size}, eps, elementwise_affine) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  Shape normalized_shape;
+  std::optional<double> eps;
+  bool elementwise_affine;
+  Tensor weight;
 };
 
 // Zeroes elements with probability p and scales the rest by 1/(1-p) in training mode; the

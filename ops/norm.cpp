@@ -9,7 +9,8 @@
 //   dx = rstd·(dnorm - mean_D(dnorm) - norm·mean_D(dnorm·norm))
 //   dw = Σ_N dout·norm, db = Σ_N dout
 // The op: check → allocate → kernel (cpu::layer_norm_forward/backward in ops/cpu/norm.cpp, or
-// cuda::) → record. Deliberately not here: the kernels themselves, batch/group norm, RMSNorm.
+// cuda::) → record. RMSNorm (rms_norm, below) is the same with the mean fixed at 0 and no bias.
+// Deliberately not here: the kernels themselves, batch/group norm.
 #include "ops/cpu/kernels.hpp"
 #include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
@@ -22,11 +23,10 @@ namespace tg {
 using namespace detail;
 
 namespace {
-constexpr const char* kOp = "layer_norm";
 
 // Checks x, normalized_shape, weight and bias; returns D (elements per normalised row).
 int64_t check_layer_norm(const Tensor& x, const Shape& ns, const Tensor& w, const Tensor& b,
-                         double eps) {
+                         double eps, const char* kOp = "layer_norm") {
   check_float(x, kOp, "input", true);
   if (ns.empty())
     throw Error(fmt::format("{}: normalized_shape is empty; expected the trailing dims of input {}",
@@ -59,10 +59,10 @@ int64_t check_layer_norm(const Tensor& x, const Shape& ns, const Tensor& w, cons
 void forward_kernel(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& x,
                     const Tensor& w, const Tensor& b, int64_t N, int64_t D, double eps) {
   if (N == 0) return;
-  kernels(kOp, x).layer_norm_forward(cdt(x.dtype()), out.data_ptr(),
-                                     static_cast<double*>(data_or_null(mean)),
-                                     static_cast<double*>(data_or_null(rstd)), x.data_ptr(),
-                                     data_or_null(w), data_or_null(b), N, D, eps);
+  kernels("layer_norm", x)
+      .layer_norm_forward(cdt(x.dtype()), out.data_ptr(), static_cast<double*>(data_or_null(mean)),
+                          static_cast<double*>(data_or_null(rstd)), x.data_ptr(), data_or_null(w),
+                          data_or_null(b), N, D, eps);
 }
 
 // dx (N, D), dw and db (D) — each allocated or undefined, dw and db zeroed — from dout and the
@@ -86,6 +86,7 @@ Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tenso
   const Tensor weight = contig(weight_in);
   const Tensor bias = contig(bias_in);
   const int64_t D = check_layer_norm(x, normalized_shape, weight, bias, eps);
+  const char* kOp = "layer_norm";
   const int64_t N = D == 0 ? 0 : x.numel() / D;
   const Device dev = x.device();
   Tensor out = Tensor::empty(x.shape(), x.dtype(), dev);
@@ -108,6 +109,54 @@ Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tenso
              Tensor db = gb ? zeros(ns, sx.dtype(), dev) : Tensor();
              backward_kernel(dx, dw, db, g, sx, sw, mean, rstd, N, D);
              return {dx, dw, db};
+           });
+  }
+  return out;
+}
+
+// ---- RMSNorm: x·rstd·w, rstd = 1/sqrt(mean(x²) + eps) over the trailing dims ----
+// Saved: x, w and rstd per row. dnorm = dout·w, norm = x·rstd:
+//   dx = rstd·(dnorm − norm·mean_D(dnorm·norm)),  dw = Σ_N dout·norm
+// (layer norm's formulas with the mean fixed at 0: the same kernels, ops/cpu/norm.cpp).
+Tensor rms_norm(const Tensor& x_in, const Shape& normalized_shape, const Tensor& weight_in,
+                std::optional<double> eps_in, Site site) {
+  SiteScope scope(site);
+  const char* kOp = "rms_norm";
+  const Tensor x = contig(x_in);
+  const Tensor weight = contig(weight_in);
+  check_float(x, kOp, "input", true);
+  // eps None: the machine epsilon of x's dtype, as torch.nn.functional.rms_norm
+  const double eps =
+      eps_in ? *eps_in : (x.dtype() == kFloat32 ? 1.1920928955078125e-07 : 2.220446049250313e-16);
+  const int64_t D = check_layer_norm(x, normalized_shape, weight, Tensor(), eps, kOp);
+  const int64_t N = D == 0 ? 0 : x.numel() / D;
+  const Device dev = x.device();
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), dev);
+  Tensor rstd = Tensor::empty({N}, kFloat64, dev);
+  if (N > 0)
+    kernels(kOp, x).rms_norm_forward(cdt(x.dtype()), out.data_ptr(),
+                                     static_cast<double*>(rstd.data_ptr()), x.data_ptr(),
+                                     data_or_null(weight), N, D, eps);
+  if (needs_record({&x, &weight})) {
+    Tensor sx = x.detach(), sw = weight.defined() ? weight.detach() : Tensor();
+    const bool gx = x.requires_grad(), gw = weight.defined() && weight.requires_grad();
+    const Shape ns = normalized_shape;
+    // Cost model per element: ~5 forward (square-sum, scale, weight), ~8 backward.
+    record(kOp, out, {x, weight},
+           RecordInfo()
+               .flops(5.0 * static_cast<double>(x.numel()), 8.0 * static_cast<double>(x.numel()))
+               .saved(sx, sw, rstd),
+           [sx, sw, rstd, gx, gw, ns, N, D](const Tensor& g_in) -> std::vector<Tensor> {
+             const Tensor g = contig(g_in);
+             const Device dev = sx.device();
+             Tensor dx = gx ? Tensor::empty(sx.shape(), sx.dtype(), dev) : Tensor();
+             Tensor dw = gw ? zeros(ns, sx.dtype(), dev) : Tensor();
+             if (N > 0)
+               kernels("rms_norm backward", sx)
+                   .rms_norm_backward(cdt(g.dtype()), data_or_null(dx), data_or_null(dw),
+                                      g.data_ptr(), sx.data_ptr(), data_or_null(sw),
+                                      static_cast<const double*>(rstd.data_ptr()), N, D);
+             return {dx, dw};
            });
   }
   return out;

@@ -12,7 +12,7 @@
 //   rearrange.cpp    einops-style rearrange
 //   softmax.cpp      softmax, log_softmax
 //   mask.cpp         masked_fill, where, comparisons
-//   norm.cpp         layer_norm
+//   norm.cpp         layer_norm, rms_norm
 //   embedding.cpp    embedding
 //   dropout.cpp      dropout
 //   loss.cpp         cross_entropy
@@ -202,6 +202,10 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b,
 // Normalises over the trailing normalized_shape dims; weight/bias may be undefined.
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
                   const Tensor& bias = Tensor(), double eps = 1e-5, Site site = Site::here());
+// RMSNorm over the trailing normalized_shape dims (torch.nn.functional.rms_norm):
+// x / sqrt(mean(x²) + eps) · weight; weight may be undefined; eps unset: the dtype's epsilon.
+Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
+                std::optional<double> eps = std::nullopt, Site site = Site::here());
 // weight (V, C), indices int64 any shape -> (..., C). Rows equal to padding_idx get no gradient.
 // padding_idx: none by default (PyTorch's None); negative values count from V like PyTorch (-1 is
 // row V-1).

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """tools/make_fixtures.py — PyTorch reference values for tests/ops/test_parity.cpp: softmax,
-log_softmax, layer_norm, gelu, cross_entropy and broadcasting matmul, one small file per case,
+log_softmax, layer_norm, rms_norm, gelu, cross_entropy and broadcasting matmul, one small file per case,
 tests/fixtures/<family>/<case>.safetensors (through tools/fixture_io.py).
 
 Run with Debian's torch (1.13, CPU):  /usr/bin/python3 tools/make_fixtures.py [--out DIR]
@@ -71,6 +71,17 @@ def main():
          [("x", randn(2, 3, 6, seed=5) * 2 + 1), ("w", randn(6, seed=6)), ("b", randn(6, seed=7))], 105)
     case("layer_norm", "2d", lambda x, w, b: F.layer_norm(x, (3, 4), w, b, 1e-5),
          [("x", randn(2, 3, 4, seed=8)), ("w", randn(3, 4, seed=9)), ("b", randn(3, 4, seed=10))], 106)
+
+    # rms_norm (torch 1.13 has no F.rms_norm: torch 2.4's definition, composed)
+    def rms(x, w, ns, eps):
+        dims = tuple(range(-len(ns), 0))
+        y = x * torch.rsqrt(x.pow(2).mean(dims, keepdim=True) + eps)
+        return y * w if w is not None else y
+    case("rms_norm", "1d", lambda x, w: rms(x, w, (6,), 1e-5),
+         [("x", randn(2, 3, 6, seed=19) * 2 + 1), ("w", randn(6, seed=20))], 118)
+    case("rms_norm", "2d", lambda x, w: rms(x, w, (3, 4), 1e-6),
+         [("x", randn(2, 3, 4, seed=21)), ("w", randn(3, 4, seed=22))], 119)
+    case("rms_norm", "noweight", lambda x: rms(x, None, (5,), 1e-5), [("x", randn(4, 5, seed=23))], 120)
 
     # gelu
     case("gelu", "none", lambda x: F.gelu(x), [("x", randn(4, 5, seed=11) * 2)], 107)

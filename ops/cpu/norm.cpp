@@ -1,6 +1,7 @@
-// ops/cpu/norm.cpp — CPU kernels of layer norm (cpu::layer_norm_forward, layer_norm_backward),
-// llm.c's layernorm_forward / layernorm_backward per row of D elements. Row statistics (mean,
-// variance; backward's two row means) accumulate in double on xsimd batches (simd.hpp); the
+// ops/cpu/norm.cpp — CPU kernels of layer norm (cpu::layer_norm_forward, layer_norm_backward) and
+// RMSNorm (rms_norm_forward/backward: the same rows with the mean fixed at 0, no bias, and no mean
+// term in dx), llm.c's layernorm_forward / layernorm_backward per row of D elements. Row statistics
+// (mean, variance; backward's two row means) accumulate in double on xsimd batches (simd.hpp); the
 // per-element passes compute in T (float32 in float32, as PyTorch does), with x - mean taken as
 // (x - float(mean)) - (mean - float(mean)) so a row far from 0 keeps its precision.
 // The per-element passes are hand loops rather than xt::noalias(o) = (x - m)·rs·w + b over 1-D
@@ -8,7 +9,7 @@
 // (docs/cpu-kernels.md, "The measured exceptions").
 // Rows split across threads; dw/db sum fixed chunks of rows (kChunk, whatever the thread count)
 // in double, then the chunks in order: the same bits at any thread count.
-// Deliberately not here: the op, its checks and record (ops/norm.cpp).
+// Deliberately not here: the ops, their checks and records (ops/norm.cpp).
 #include "ops/cpu/kernels.hpp"
 #include "ops/detail.hpp"
 #include "ops/cpu/simd.hpp"
@@ -54,7 +55,7 @@ void forward_row(T* o, const T* x, const T* w, const T* b, int64_t D, double m, 
 // pb in one (docs/cpu-kernels.md, "Layer norm").
 template <typename T, bool kHasW>
 void backward_row(T* dx, double* pw, double* pb, const T* g, const T* x, const T* w, int64_t D,
-                  double m, double rs) {
+                  double m, double rs, bool centred) {
   using xtd::dbatch;
   using xtd::load_d;
   const dbatch mb(m);
@@ -87,8 +88,8 @@ void backward_row(T* dx, double* pw, double* pb, const T* g, const T* x, const T
   const Centre<T> c(m);
   const T r = static_cast<T>(rs);
   const double n = static_cast<double>(D);
-  const T ra = static_cast<T>(rs * sa / n);           // rs·A
-  const T k = static_cast<T>(rs * rs * rs * sc / n);  // rs·norm·B = (x - m)·k
+  const T ra = centred ? static_cast<T>(rs * sa / n) : T(0);  // rs·A (RMSNorm: no mean term)
+  const T k = static_cast<T>(rs * rs * rs * sc / n);          // rs·norm·B = (x - m)·k
   for (int64_t i = 0; i < D; ++i) {
     const T cx = c(x[i]);
     if (dx) {
@@ -103,23 +104,25 @@ void backward_row(T* dx, double* pw, double* pb, const T* g, const T* x, const T
 }
 }  // namespace
 
+// Layer norm, or RMSNorm where mean is null (m = 0: rs = 1/sqrt(mean(x²) + eps), no bias).
 template <typename T>
-void layer_norm_forward(T* out, double* mean, double* rstd, const T* x, const T* w, const T* b,
-                        int64_t N, int64_t D, double eps) {
+void norm_forward(T* out, double* mean, double* rstd, const T* x, const T* w, const T* b, int64_t N,
+                  int64_t D, double eps) {
   const double n = static_cast<double>(D);
   detail::parallel_for(N, N * D, [&](int64_t r) {
     const T* xr = x + r * D;
-    const double m = xtd::sum(xr, D) / n;
+    const double m = mean ? xtd::sum(xr, D) / n : 0.0;
     const double rs = 1.0 / std::sqrt(xtd::sum_sq_dev(xr, D, m) / n + eps);
     forward_row(out + r * D, xr, w, b, D, m, rs);
-    mean[r] = m;
+    if (mean) mean[r] = m;
     rstd[r] = rs;
   });
 }
 
+// Layer norm's backward, or RMSNorm's where mean is null (db then null too).
 template <typename T>
-void layer_norm_backward(T* dx, T* dw, T* db, const T* dout, const T* x, const T* w,
-                         const double* mean, const double* rstd, int64_t N, int64_t D) {
+void norm_backward(T* dx, T* dw, T* db, const T* dout, const T* x, const T* w, const double* mean,
+                   const double* rstd, int64_t N, int64_t D) {
   const int64_t chunks = (N + kChunk - 1) / kChunk;
   // Per chunk: D partial sums for dw, then D for db.
   std::vector<double> part((dw || db) ? chunks * 2 * D : 0, 0.0);
@@ -127,9 +130,9 @@ void layer_norm_backward(T* dx, T* dw, T* db, const T* dout, const T* x, const T
     double* pw = dw ? part.data() + ch * 2 * D : nullptr;
     double* pb = db ? part.data() + ch * 2 * D + D : nullptr;
     for (int64_t r = ch * kChunk; r < std::min(N, (ch + 1) * kChunk); ++r)
-      (w ? backward_row<T, true> : backward_row<T, false>)(dx ? dx + r * D : nullptr, pw, pb,
-                                                           dout + r * D, x + r * D, w, D, mean[r],
-                                                           rstd[r]);
+      (w ? backward_row<T, true>
+         : backward_row<T, false>)(dx ? dx + r * D : nullptr, pw, pb, dout + r * D, x + r * D, w, D,
+                                   mean ? mean[r] : 0.0, rstd[r], mean != nullptr);
   });
   for (int64_t i = 0; i < D && (dw || db); ++i) {
     double sw = 0, sb = 0;
@@ -140,6 +143,17 @@ void layer_norm_backward(T* dx, T* dw, T* db, const T* dout, const T* x, const T
     if (dw) dw[i] = static_cast<T>(sw);
     if (db) db[i] = static_cast<T>(sb);
   }
+}
+
+template <typename T>
+void layer_norm_forward(T* out, double* mean, double* rstd, const T* x, const T* w, const T* b,
+                        int64_t N, int64_t D, double eps) {
+  norm_forward(out, mean, rstd, x, w, b, N, D, eps);
+}
+template <typename T>
+void layer_norm_backward(T* dx, T* dw, T* db, const T* dout, const T* x, const T* w,
+                         const double* mean, const double* rstd, int64_t N, int64_t D) {
+  norm_backward(dx, dw, db, dout, x, w, mean, rstd, N, D);
 }
 
 void layer_norm_forward(DT dt, void* y, double* mean, double* rstd, const void* x, const void* w,
@@ -158,6 +172,23 @@ void layer_norm_backward(DT dt, void* dx, void* dw, void* db, const void* dy, co
     layer_norm_backward<T>(static_cast<T*>(dx), static_cast<T*>(dw), static_cast<T*>(db),
                            static_cast<const T*>(dy), static_cast<const T*>(x),
                            static_cast<const T*>(w), mean, rstd, N, D);
+  });
+}
+
+void rms_norm_forward(DT dt, void* y, double* rstd, const void* x, const void* w, int64_t N,
+                      int64_t D, double eps) {
+  detail::dispatch_float(static_cast<DType>(dt), "rms_norm_forward", [&](auto tag) {
+    using T = decltype(tag);
+    norm_forward<T>(static_cast<T*>(y), nullptr, rstd, static_cast<const T*>(x),
+                    static_cast<const T*>(w), nullptr, N, D, eps);
+  });
+}
+void rms_norm_backward(DT dt, void* dx, void* dw, const void* dy, const void* x, const void* w,
+                       const double* rstd, int64_t N, int64_t D) {
+  detail::dispatch_float(static_cast<DType>(dt), "rms_norm_backward", [&](auto tag) {
+    using T = decltype(tag);
+    norm_backward<T>(static_cast<T*>(dx), static_cast<T*>(dw), nullptr, static_cast<const T*>(dy),
+                     static_cast<const T*>(x), static_cast<const T*>(w), nullptr, rstd, N, D);
   });
 }
 

@@ -140,11 +140,36 @@ std::vector<ParityCase> cases() {
       },
       [](const Inputs& x) {
         const Tensor& v = x[0];
-        return out({sin(v), cos(v), tan(v), atan(v), sinh(v), cosh(v), asinh(v), erf(v), erfc(v),
-                    exp2(v), expm1(v), floor(v), ceil(v), round(v), trunc(v), sign(v), silu(v),
-                    softplus(v), softplus(v, 2.0, 1.0), leaky_relu(v, 0.2), elu(v, 0.7), selu(v),
-                    celu(v, 0.5), mish(v), hardswish(mul(v, 3.0)), hardsigmoid(mul(v, 3.0)),
-                    hardtanh(v, -0.5, 0.8), relu6(mul(v, 4.0)), logsigmoid(v), softsign(v)});
+        return out({sin(v),
+                    cos(v),
+                    tan(v),
+                    atan(v),
+                    sinh(v),
+                    cosh(v),
+                    asinh(v),
+                    erf(v),
+                    erfc(v),
+                    exp2(v),
+                    expm1(v),
+                    floor(v),
+                    ceil(v),
+                    round(v),
+                    trunc(v),
+                    sign(v),
+                    silu(v),
+                    softplus(v),
+                    softplus(v, 2.0, 1.0),
+                    leaky_relu(v, 0.2),
+                    elu(v, 0.7),
+                    selu(v),
+                    celu(v, 0.5),
+                    mish(v),
+                    hardswish(mul(v, 3.0)),
+                    hardsigmoid(mul(v, 3.0)),
+                    hardtanh(v, -0.5, 0.8),
+                    relu6(mul(v, 4.0)),
+                    logsigmoid(v),
+                    softsign(v)});
       });
   add_case(
       "math functions on their domains",
@@ -342,6 +367,16 @@ std::vector<ParityCase> cases() {
       [](const Inputs& x) {
         return out({layer_norm(x[0], {32}, x[1], x[2]), layer_norm(x[0], {10, 32}),
                     layer_norm(x[3], {2000})});
+      },
+      1e-4);
+  add_case(
+      "rms_norm: weighted, plain, 2-D normalized shape, wide rows",
+      [] {
+        return in({rn({6, 10, 32}), rn({32}), rn({3, 2000})});
+      },
+      [](const Inputs& x) {
+        return out({rms_norm(x[0], {32}, x[1]), rms_norm(x[0], {10, 32}, Tensor(), 1e-5),
+                    rms_norm(x[2], {2000}, Tensor(), 1e-6)});
       },
       1e-4);
   add_case(

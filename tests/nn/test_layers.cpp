@@ -90,6 +90,33 @@ TEST_CASE("LayerNorm: ones/zeros init, gradcheck, errors", "[layers]") {
                 "LayerNorm((2,3)): input (4,3,2) must end with (2,3)");
 }
 
+TEST_CASE("LayerNorm without bias, RMSNorm: parameters, values, gradcheck, repr, errors",
+          "[layers]") {
+  // LayerNorm(..., bias=False): a weight alone, as layer_norm with no bias
+  auto nb = std::make_shared<nn::LayerNorm>(4, 1e-5, true, false);
+  REQUIRE(nb->num_parameters() == 4);
+  REQUIRE(nb->named_parameters().size() == 1);
+  REQUIRE_FALSE(nb->bias.defined());
+  Tensor x = randn({3, 4});
+  REQUIRE(nb->forward(x).to_vector<float>() ==
+          layer_norm(x, {4}, nb->weight, Tensor()).to_vector<float>());
+  // RMSNorm: weight ones, eps None by default (the dtype's epsilon), PyTorch's repr
+  auto rms = std::make_shared<nn::RMSNorm>(Shape{2, 3});
+  REQUIRE(rms->weight.to_vector<float>() == std::vector<float>(6, 1.0f));
+  CHECK(rms->repr() == "RMSNorm((2,3), eps=None, elementwise_affine=True)");
+  CHECK(nn::RMSNorm(8, 1e-6).repr() == "RMSNorm((8), eps=1e-06, elementwise_affine=True)");
+  REQUIRE(nn::RMSNorm(8, std::nullopt, false).num_parameters() == 0);
+  rms->to(kFloat64);
+  double* p = rms->weight.data<double>();
+  for (int64_t i = 0; i < 6; ++i) p[i] += 0.1 * static_cast<double>(i + 1);
+  Tensor xr = tgt::leaf({4, 2, 3});
+  tgt::check_grad([&](const std::vector<Tensor>& in) { return rms->forward(in[0]); },
+                  {xr, rms->weight}, "RMSNorm (4,2,3) over (2,3)");
+  REQUIRE_ERROR(rms->forward(zeros({4, 3, 2}, kFloat64)),
+                "RMSNorm((2,3)): input (4,3,2) must end with (2,3)");
+  REQUIRE_ERROR(nn::RMSNorm(Shape{}), "RMSNorm(()): normalized_shape must be non-empty");
+}
+
 TEST_CASE("positional encodings: sinusoid values, learned table gradcheck", "[layers]") {
   auto pe = std::make_shared<nn::PositionalEncoding>(6, 10);
   REQUIRE(pe->pe.shape() == Shape{10, 6});

@@ -1,5 +1,5 @@
-// tests/ops/test_norm.cpp — layer_norm: hand-computed values, gradchecks over one and two trailing
-// dims with and without weight/bias, float32 agreement and errors.
+// tests/ops/test_norm.cpp — layer_norm and rms_norm: hand-computed values, gradchecks over one and
+// two trailing dims with and without weight/bias, float32 agreement, special values and errors.
 #include "helpers.hpp"
 
 #include <algorithm>
@@ -99,14 +99,15 @@ TEST_CASE("layer_norm errors name normalized_shape, weight and input shapes", "[
 }
 
 namespace {
-// layer_norm over the last dim with weight and bias, forward and backward, in long double by the
-// textbook formulas: the reference for the special-value test below.
+// layer_norm over the last dim with weight and bias (rms: rms_norm with weight, the mean fixed
+// at 0 and no bias), forward and backward, in long double by the textbook formulas: the reference
+// for the special-value test below.
 struct LnRef {
   std::vector<double> y, dx, dw, db, rs;  // rs: each row's 1/sqrt(var + eps)
 };
 LnRef ln_reference(const std::vector<double>& x, const std::vector<double>& w,
                    const std::vector<double>& b, const std::vector<double>& g, int64_t N, int64_t D,
-                   double eps) {
+                   double eps, bool rms = false) {
   LnRef r{std::vector<double>(N * D), std::vector<double>(N * D), std::vector<double>(D, 0.0),
           std::vector<double>(D, 0.0), std::vector<double>(N)};
   std::vector<long double> dw(D, 0.0L), db(D, 0.0L);
@@ -114,14 +115,14 @@ LnRef ln_reference(const std::vector<double>& x, const std::vector<double>& w,
     const double* xr = x.data() + i * D;
     const double* gr = g.data() + i * D;
     long double m = 0, v = 0, sa = 0, sc = 0;
-    for (int64_t j = 0; j < D; ++j) m += xr[j];
+    for (int64_t j = 0; j < D && !rms; ++j) m += xr[j];
     m /= D;
     for (int64_t j = 0; j < D; ++j) v += (xr[j] - m) * (xr[j] - m);
     const long double rs = 1.0L / std::sqrt(v / D + eps);
     r.rs[i] = static_cast<double>(rs);
     for (int64_t j = 0; j < D; ++j) {
       const long double nj = (xr[j] - m) * rs, dn = gr[j] * (long double)w[j];
-      r.y[i * D + j] = static_cast<double>(nj * w[j] + b[j]);
+      r.y[i * D + j] = static_cast<double>(nj * w[j] + (rms ? 0.0 : b[j]));
       sa += dn;
       sc += dn * nj;
       dw[j] += gr[j] * nj;
@@ -129,7 +130,7 @@ LnRef ln_reference(const std::vector<double>& x, const std::vector<double>& w,
     }
     for (int64_t j = 0; j < D; ++j) {
       const long double nj = (xr[j] - m) * rs, dn = gr[j] * (long double)w[j];
-      r.dx[i * D + j] = static_cast<double>(rs * (dn - sa / D - nj * sc / D));
+      r.dx[i * D + j] = static_cast<double>(rs * (dn - (rms ? 0.0L : sa / D) - nj * sc / D));
     }
   }
   for (int64_t j = 0; j < D; ++j) {
@@ -158,8 +159,9 @@ std::string ln_mismatch(const std::vector<double>& got, const std::vector<double
 // batch loop and a scalar tail; lengths 1..67 reach each of them with every tail length at 4 and 8
 // lanes. One special value sits at the start, middle or end of row 1 of 3: a NaN or ±inf makes its
 // row NaN (and dw NaN), while ±0 and subnormals are ordinary values.
-TEMPLATE_TEST_CASE("layer_norm forward and backward at special values, any length and position",
-                   "[norm][special]", float, double) {
+TEMPLATE_TEST_CASE(
+    "layer_norm and rms_norm forward and backward at special values, any length and position",
+    "[norm][special]", float, double) {
   using T = TestType;
   const DType dt = std::is_same_v<T, float> ? kFloat32 : kFloat64;
   const double tol = std::is_same_v<T, float> ? 2e-5 : 1e-12;
@@ -175,46 +177,94 @@ TEMPLATE_TEST_CASE("layer_norm forward and backward at special values, any lengt
   manual_seed(41);
   int64_t cases = 0, nan_rows = 0;
   std::string fail;
-  for (int64_t D = 1; D <= 67 && fail.empty(); ++D) {
-    const int64_t N = 3;
-    // Values exactly representable in T, so the reference sees what the kernel sees.
-    auto draw = [&](Shape s, double scale, double shift) {
-      return (randn(s, kFloat64) * scale + shift).to(dt).to(kFloat64).to_vector<double>();
-    };
-    const std::vector<double> x0 = draw({N, D}, 2.0, 3.0), w = draw({D}, 0.5, 1.0),
-                              b = draw({D}, 1.0, 0.0), g = draw({N, D}, 1.0, 0.0);
-    for (double v : specials)
-      for (int64_t pos : {int64_t{0}, D / 2, D - 1}) {
-        std::vector<double> xv = x0;
-        xv[D + pos] = v;
-        const LnRef want = ln_reference(xv, w, b, g, N, D, eps);
-        Tensor x = tensor(xv, {N, D}).to(dt).detach().requires_grad_();
-        Tensor wt = tensor(w, {D}).to(dt).detach().requires_grad_();
-        Tensor bt = tensor(b, {D}).to(dt).detach().requires_grad_();
-        Tensor y = layer_norm(x, {D}, wt, bt, eps);
-        y.backward(tensor(g, {N, D}).to(dt));
-        // Scales: y is norm·w + b; a row's dx is rs·(terms of size |w·g|, rs up to 1/sqrt(eps) on a
-        // constant row); dw and db sum N rows of g·norm and g.
-        double gw = 1;
-        for (int64_t j = 0; j < N * D; ++j) gw = std::max(gw, std::fabs(g[j] * w[j % D]));
-        std::vector<double> dx_scale(N);
-        for (int64_t i = 0; i < N; ++i) dx_scale[i] = std::max(1.0, want.rs[i]) * gw;
-        const std::vector<double> ten = {10.0}, sums = {10.0 * N};
-        const size_t all = static_cast<size_t>(N * D);
-        const std::string what = fmt::format("D {} x[1][{}] = {}: ", D, pos, v);
-        for (const std::string& m :
-             {ln_mismatch(y.to_vector<double>(), want.y, tol, ten, all, what + "y"),
-              ln_mismatch(x.grad().to_vector<double>(), want.dx, tol, dx_scale,
-                          static_cast<size_t>(D), what + "dx"),
-              ln_mismatch(wt.grad().to_vector<double>(), want.dw, tol, sums, all, what + "dw"),
-              ln_mismatch(bt.grad().to_vector<double>(), want.db, tol, sums, all, what + "db")})
-          if (fail.empty() && !m.empty()) fail = m;
-        ++cases;
-        nan_rows += std::isnan(want.y[D + pos]);
-      }
-  }
+  for (bool rms : {false, true})
+    for (int64_t D = 1; D <= 67 && fail.empty(); ++D) {
+      const int64_t N = 3;
+      // Values exactly representable in T, so the reference sees what the kernel sees.
+      auto draw = [&](Shape s, double scale, double shift) {
+        return (randn(s, kFloat64) * scale + shift).to(dt).to(kFloat64).to_vector<double>();
+      };
+      const std::vector<double> x0 = draw({N, D}, 2.0, 3.0), w = draw({D}, 0.5, 1.0),
+                                b = draw({D}, 1.0, 0.0), g = draw({N, D}, 1.0, 0.0);
+      for (double v : specials)
+        for (int64_t pos : {int64_t{0}, D / 2, D - 1}) {
+          std::vector<double> xv = x0;
+          xv[D + pos] = v;
+          const LnRef want = ln_reference(xv, w, b, g, N, D, eps, rms);
+          Tensor x = tensor(xv, {N, D}).to(dt).detach().requires_grad_();
+          Tensor wt = tensor(w, {D}).to(dt).detach().requires_grad_();
+          Tensor bt = tensor(b, {D}).to(dt).detach().requires_grad_();
+          Tensor y = rms ? rms_norm(x, {D}, wt, eps) : layer_norm(x, {D}, wt, bt, eps);
+          y.backward(tensor(g, {N, D}).to(dt));
+          // Scales: y is norm·w + b; a row's dx is rs·(terms of size |w·g|, rs up to 1/sqrt(eps) on
+          // a constant row); dw and db sum N rows of g·norm and g.
+          double gw = 1;
+          for (int64_t j = 0; j < N * D; ++j) gw = std::max(gw, std::fabs(g[j] * w[j % D]));
+          std::vector<double> dx_scale(N);
+          for (int64_t i = 0; i < N; ++i) dx_scale[i] = std::max(1.0, want.rs[i]) * gw;
+          const std::vector<double> ten = {10.0}, sums = {10.0 * N};
+          const size_t all = static_cast<size_t>(N * D);
+          const std::string what =
+              fmt::format("{} D {} x[1][{}] = {}: ", rms ? "rms_norm" : "layer_norm", D, pos, v);
+          for (const std::string& m :
+               {ln_mismatch(y.to_vector<double>(), want.y, tol, ten, all, what + "y"),
+                ln_mismatch(x.grad().to_vector<double>(), want.dx, tol, dx_scale,
+                            static_cast<size_t>(D), what + "dx"),
+                ln_mismatch(wt.grad().to_vector<double>(), want.dw, tol, sums, all, what + "dw"),
+                rms ? std::string()
+                    : ln_mismatch(bt.grad().to_vector<double>(), want.db, tol, sums, all,
+                                  what + "db")})
+            if (fail.empty() && !m.empty()) fail = m;
+          ++cases;
+          nan_rows += std::isnan(want.y[D + pos]);
+        }
+    }
   INFO(fail);
   CHECK(fail.empty());
-  CHECK(cases == 67 * 7 * 3);
-  CHECK(nan_rows == 67 * 3 * 3);  // every NaN and ±inf case, and only those
+  CHECK(cases == 2 * 67 * 7 * 3);
+  CHECK(nan_rows == 2 * 67 * 3 * 3);  // every NaN and ±inf case, and only those
+}
+
+// RMSNorm: hand values, gradchecks with and without weight, the eps default and errors.
+TEST_CASE("rms_norm matches hand-computed values and the dtype's epsilon by default", "[norm]") {
+  Tensor x = tensor(std::vector<double>{1, 2, 3, 4, 0, 0, 0, 0}, {2, 4});
+  const double rs = 1 / std::sqrt(7.5 + 1e-5);  // mean(x²) = 30/4
+  tgt::require_close(rms_norm(x, {4}, Tensor(), 1e-5), {rs, 2 * rs, 3 * rs, 4 * rs, 0, 0, 0, 0},
+                     1e-14);
+  Tensor w = tensor(std::vector<double>{1, -1, 0.5, 2}, {4});
+  const double rs0 = 1 / std::sqrt(7.5 + 2.220446049250313e-16);
+  tgt::require_close(rms_norm(x, {4}, w), {rs0, -2 * rs0, 1.5 * rs0, 8 * rs0, 0, 0, 0, 0}, 1e-14);
+  // float32's default eps is 2^-23: a zero row gives 0, not NaN
+  std::vector<float> zf = rms_norm(zeros({2, 3}), {3}).to_vector<float>();
+  for (float v : zf) CHECK(v == 0.0f);
+  // over two trailing dims: one statistic over all 6 elements
+  Tensor y =
+      rms_norm(tensor(std::vector<double>{1, 1, 1, 1, 1, 1}, {1, 2, 3}), {2, 3}, Tensor(), 0.0);
+  tgt::require_close(y, {1, 1, 1, 1, 1, 1}, 1e-15);
+}
+
+TEST_CASE("rms_norm gradcheck over 1 and 2 trailing dims, with and without weight", "[norm]") {
+  manual_seed(5);
+  for (const Shape& ns : {Shape{5}, Shape{2, 3}}) {
+    Shape xs = {3};
+    xs.insert(xs.end(), ns.begin(), ns.end());
+    Tensor x = randn(xs, kFloat64).requires_grad_();
+    Tensor w = randn(ns, kFloat64).requires_grad_();
+    const std::string what = "rms_norm over " + shape_str(ns);
+    tgt::check_grad(
+        [ns](const std::vector<Tensor>& in) { return rms_norm(in[0], ns, in[1], 1e-3); }, {x, w},
+        what + " with weight");
+    tgt::check_grad([ns](const std::vector<Tensor>& in) { return rms_norm(in[0], ns); }, {x},
+                    what + " without weight");
+  }
+}
+
+TEST_CASE("rms_norm errors name the op, normalized_shape, weight and input shapes", "[norm]") {
+  Tensor x = zeros({2, 3});
+  CHECK_THROWS_WITH(rms_norm(x, {4}),
+                    "rms_norm: normalized_shape (4) must match the trailing dims of input (2,3)");
+  CHECK_THROWS_WITH(rms_norm(x, {3}, zeros({2})),
+                    "rms_norm: weight (2) must have normalized_shape (3) (input (2,3))");
+  CHECK_THROWS_WITH(rms_norm(x, {3}, Tensor(), -1.0),
+                    "rms_norm: eps must be >= 0, got -1 (input (2,3))");
 }

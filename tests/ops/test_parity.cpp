@@ -1,6 +1,6 @@
 // tests/ops/test_parity.cpp — outputs and input gradients against PyTorch 1.13 reference values
-// for softmax, log_softmax, layer_norm, gelu, cross_entropy and broadcasting matmul, in float64
-// (rtol 1e-10) and float32 (1e-5). Each case is tests/fixtures/<family>/<case>.safetensors
+// for softmax, log_softmax, layer_norm, rms_norm, gelu, cross_entropy and broadcasting matmul, in
+// float64 (rtol 1e-10) and float32 (1e-5). Each case is tests/fixtures/<family>/<case>.safetensors
 // (written by tools/make_fixtures.py); every test is tagged [parity][<family>].
 #include "fixtures.hpp"
 #include "helpers.hpp"
@@ -70,6 +70,17 @@ std::vector<ParityCase> cases() {
        [](const std::vector<Tensor>& in) {
          return layer_norm(in[0], {3, 4}, in[1], in[2], 1e-5);
        }},
+      {"rms_norm/1d",
+       {"x", "w"},
+       [](const std::vector<Tensor>& in) { return rms_norm(in[0], {6}, in[1], 1e-5); }},
+      {"rms_norm/2d",
+       {"x", "w"},
+       [](const std::vector<Tensor>& in) {
+         return rms_norm(in[0], {3, 4}, in[1], 1e-6);
+       }},
+      {"rms_norm/noweight",
+       {"x"},
+       [](const std::vector<Tensor>& in) { return rms_norm(in[0], {5}, Tensor(), 1e-5); }},
       {"gelu/none", {"x"}, [](const std::vector<Tensor>& in) { return gelu(in[0], "none"); }},
       {"gelu/tanh", {"x"}, [](const std::vector<Tensor>& in) { return gelu(in[0], "tanh"); }},
       {"cross_entropy/mean", {"x", "t"}, ce_fn(ce_opts(Reduction::Mean))},
@@ -117,6 +128,7 @@ void check_family(const std::string& family, DType dtype, double atol, double rt
 TG_PARITY_FAMILY(softmax)
 TG_PARITY_FAMILY(log_softmax)
 TG_PARITY_FAMILY(layer_norm)
+TG_PARITY_FAMILY(rms_norm)
 TG_PARITY_FAMILY(gelu)
 TG_PARITY_FAMILY(cross_entropy)
 TG_PARITY_FAMILY(matmul)

@@ -318,24 +318,33 @@ void add_nn_functions(std::vector<OpInfo>& r) {
                  return two(leaf(s), leaf(a.shape2.value_or(s)),
                             [c](const Tensor& x, const Tensor& y) { return tg::where(c, x, y); });
                }});
+  // layer_norm (weight and bias) or rms_norm (weight), over the last dim.
+  auto norm_case = [](bool rms) {
+    return [rms](const CaseArgs& a) {
+      const Shape s = a.shape.value_or(Shape{2, 5});
+      BuiltCase c;
+      c.inputs = {leaf(s)};
+      c.names = {"x"};
+      if (!a.no_bias) {
+        c.inputs.push_back(leaf({s.back()}));
+        c.names.push_back("weight");
+        if (!rms) {
+          c.inputs.push_back(leaf({s.back()}));
+          c.names.push_back("bias");
+        }
+      }
+      c.fn = [rms](const std::vector<Tensor>& in) {
+        const Tensor w = in.size() > 1 ? in[1] : Tensor();
+        if (rms) return tg::rms_norm(in[0], {in[0].size(-1)}, w, 1e-3);
+        return tg::layer_norm(in[0], {in[0].size(-1)}, w, in.size() > 2 ? in[2] : Tensor());
+      };
+      return c;
+    };
+  };
   r.push_back({"layer_norm", "--shape ...,D (normalised over D) [--no-bias: no weight/bias]",
-               [](const CaseArgs& a) {
-                 const Shape s = a.shape.value_or(Shape{2, 5});
-                 BuiltCase c;
-                 c.inputs = {leaf(s)};
-                 c.names = {"x"};
-                 if (!a.no_bias) {
-                   c.inputs.push_back(leaf({s.back()}));
-                   c.inputs.push_back(leaf({s.back()}));
-                   c.names.push_back("weight");
-                   c.names.push_back("bias");
-                 }
-                 c.fn = [](const std::vector<Tensor>& in) {
-                   return tg::layer_norm(in[0], {in[0].size(-1)}, in.size() > 1 ? in[1] : Tensor(),
-                                         in.size() > 1 ? in[2] : Tensor());
-                 };
-                 return c;
-               }});
+               norm_case(false)});
+  r.push_back(
+      {"rms_norm", "--shape ...,D (normalised over D) [--no-bias: no weight]", norm_case(true)});
   r.push_back(
       {"embedding", "--shape indices --vocab V --embed C [--padding-idx p]", [](const CaseArgs& a) {
          Tensor idx = tg::randint(0, a.vocab, a.shape.value_or(Shape{2, 3}));
