@@ -490,6 +490,18 @@ void bench_rowwise(const Options& o) {
   std::vector<double> s = interleaved({sum_last, sum_first}, o.budget);
   emit("rowwise.sum_last.tg.4096x128", s[0] * 1e6, "us");
   emit("rowwise.sum_first.tg.4096x128", s[1] * 1e6, "us");
+  // rotary embeddings on (B 8, NH 8, T 256, hs 64) float32, forward + backward: the module's
+  // tables (no gradient) against Hugging Face's rotate_half form with its (T, hs) tables
+  tg::nn::RotaryEmbedding rope(64, 256);
+  tg::Tensor q = tg::randn({8, 8, 256, 64}).requires_grad_();
+  tg::Tensor gq = tg::randn({8, 8, 256, 64});
+  auto rotary = [&] {
+    q.reset_grad();
+    tg::Tensor y = rope.forward(q);
+    y.backward(gq);
+  };
+  s = interleaved({rotary}, o.budget);
+  emit("rowwise.rope.tg.8x8x256x64", s[0] * 1e3, "ms");
 }
 
 // ---- (g) each kernel family's AVX-512 variant against the build's own, on this CPU ----

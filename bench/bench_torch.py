@@ -518,6 +518,22 @@ def bench_rowwise(opts):
     emit("rowwise.sum_last.torch.4096x128", s[0] * 1e6, "us")
     emit("rowwise.sum_first.torch.4096x128", s[1] * 1e6, "us")
 
+    # rotary embeddings, Hugging Face's LLaMA form: (T, hs) tables built once, no gradient
+    inv = 10000.0 ** (-torch.arange(0, 64, 2, dtype=torch.float64) / 64)
+    ang = torch.arange(256, dtype=torch.float64)[:, None] * inv[None, :]
+    cos = torch.cat([ang.cos(), ang.cos()], -1).float()
+    sin = torch.cat([ang.sin(), ang.sin()], -1).float()
+    q = torch.randn(8, 8, 256, 64, requires_grad=True)
+    gq = torch.randn(8, 8, 256, 64)
+
+    def rotary():
+        q.grad = None
+        rot = torch.cat([-q[..., 32:], q[..., :32]], -1)
+        (q * cos + rot * sin).backward(gq)
+
+    s = interleaved([rotary], opts.budget)
+    emit("rowwise.rope.torch.8x8x256x64", s[0] * 1e3, "ms")
+
 
 GROUPS = {"matmul": bench_matmul, "tiny": bench_tiny, "mha": bench_mha, "train": bench_train,
           "unary": bench_unary, "rowwise": bench_rowwise, "gpt": bench_gpt, "nanogpt": bench_nanogpt}

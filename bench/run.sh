@@ -6,7 +6,8 @@
 #   FILTER=tiny bash bench/run.sh     only the groups whose name contains "tiny"
 #   FILTER=mha / FILTER=local         only the MHA rows / only the local-attention table
 #   FILTER=train                      only the two training-step rows (~1–2 min)
-#   FILTER=unary / FILTER=rowwise     only gelu, tanh, exp, sigmoid, silu / softmax, layer_norm, sum
+#   FILTER=unary / FILTER=rowwise     only gelu, tanh, exp, sigmoid, silu / softmax, layer_norm,
+#                                     rms_norm, sum, rope
 #   FILTER=gpt                        the GPT-style and the nanoGPT-shaped training steps
 #   FILTER=nanogpt                    only the nanoGPT-shaped step (bench/nanogpt.cpp)
 #   FILTER=variants                   each kernel family's AVX-512 variant against the build's own

@@ -144,6 +144,13 @@ void rms_norm_forward(DT dt, void* y, double* rstd, const void* x, const void* w
 void rms_norm_backward(DT dt, void* dx, void* dw, const void* dy, const void* x, const void* w,
                        const double* rstd, int64_t N, int64_t D);
 
+// ---- rotary position embeddings (cuda/rotary.cu) ----
+// out, x (outer, T, inner, D): the first R dims of each row at position t rotated in pairs by
+// cos, sin (T, R/2) (half-split pairs (i, i + R/2), or (2i, 2i+1) interleaved); the rest copied.
+// inverse: by −θ (the backward).
+void rotary(DT dt, void* out, const void* x, const void* cos, const void* sin, int64_t outer,
+            int64_t T, int64_t inner, int64_t D, int64_t R, bool interleaved, bool inverse);
+
 // ---- cross-entropy fused with log-softmax (cuda/loss.cu) ----
 // logits (N, C, inner) (inner = 1 for (N, C)), target (N, inner) int64 already checked to lie in
 // [0, C) or equal ignore_index. Per row r = n·inner + i: loss[r] (float64) and lse[r] (float64,

@@ -214,6 +214,51 @@ std::string PositionalEncoding::extra_repr() const {
   return fmt::format("{}, max_len={}", embedding_dim, max_len);
 }
 
+RotaryEmbedding::RotaryEmbedding(int64_t d, int64_t L, double b, bool inter)
+    : TensorModule("RotaryEmbedding"), dim(d), max_seq_len(L), base(b), interleaved(inter) {
+  const std::string label = fmt::format("RotaryEmbedding({}, max_seq_len={})", d, L);
+  require_positive("dim", d, label);
+  require_positive("max_seq_len", L, label);
+  if (d % 2 != 0) throw Error(fmt::format("{}: dim must be even, got {}", label, d));
+  if (!(b > 0)) throw Error(fmt::format("{}: base must be > 0, got {}", label, b));
+  const int64_t h = d / 2;
+  std::vector<double> c(static_cast<size_t>(L * h)), s(c.size());
+  for (int64_t i = 0; i < h; ++i) {
+    const double theta = std::pow(b, -2.0 * static_cast<double>(i) / static_cast<double>(d));
+    for (int64_t t = 0; t < L; ++t) {
+      c[static_cast<size_t>(t * h + i)] = std::cos(static_cast<double>(t) * theta);
+      s[static_cast<size_t>(t * h + i)] = std::sin(static_cast<double>(t) * theta);
+    }
+  }
+  cos = register_buffer("cos", tensor(c, {L, h}).to(kFloat32), false);
+  sin = register_buffer("sin", tensor(s, {L, h}).to(kFloat32), false);
+}
+Tensor RotaryEmbedding::forward(const Tensor& x, int64_t offset, int64_t seq_dim) {
+  const int64_t nd = x.defined() ? x.dim() : 0;
+  const int64_t sd = seq_dim < 0 ? seq_dim + nd : seq_dim;
+  if (!x.defined() || nd < 2 || sd < 0 || sd > nd - 2 || x.size(-1) < dim)
+    throw Error(
+        fmt::format("RotaryEmbedding({}): input {} must be (..., T at seq_dim {}, ..., D) "
+                    "with D >= {}",
+                    dim, x.defined() ? shape_str(x.shape()) : "undefined", seq_dim, dim));
+  const int64_t T = x.size(sd);
+  if (offset < 0 || offset + T > max_seq_len)
+    throw Error(
+        fmt::format("RotaryEmbedding({}): positions {} .. {} out of range [0, {}) (offset "
+                    "{}, input {})",
+                    dim, offset, offset + T - 1, max_seq_len, offset, shape_str(x.shape())));
+  Tensor c = narrow(cos, 0, offset, T), s = narrow(sin, 0, offset, T);
+  if (c.dtype() != x.dtype() || c.device() != x.device()) {
+    c = c.to(x.device()).to(x.dtype());
+    s = s.to(x.device()).to(x.dtype());
+  }
+  return hooked({x}, apply_rotary(x, c, s, interleaved, sd));
+}
+std::string RotaryEmbedding::extra_repr() const {
+  return fmt::format("dim={}, max_seq_len={}, base={}, interleaved={}", dim, max_seq_len, base,
+                     py_bool(interleaved));
+}
+
 LearnedPositionalEmbedding::LearnedPositionalEmbedding(int64_t L, int64_t C)
     : TensorModule("LearnedPositionalEmbedding"), max_len(L), embedding_dim(C) {
   std::string label = fmt::format("LearnedPositionalEmbedding({}, {})", L, C);

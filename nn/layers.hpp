@@ -1,6 +1,6 @@
 // nn/layers.hpp — PyTorch's basic layers with its parameter names, shapes, initialisation and
 // input layouts: Linear, Embedding, LayerNorm, RMSNorm, Dropout, activations (ReLU, GELU, Tanh),
-// positional encodings (sinusoidal buffer, learned table) and the containers Sequential and
+// positional encodings (sinusoidal buffer, rotary, learned table) and the containers Sequential and
 // ModuleList. Every forward validates its input and throws naming the module and the shapes,
 // e.g. `Linear(4, 3): input (2,5) must have last dim 4`, and ends with Module::hooked().
 // Parameters start as float32 (PyTorch's default); module->to(kFloat64) converts them.
@@ -113,6 +113,25 @@ class PositionalEncoding : public TensorModule {
   std::string extra_repr() const override;
   int64_t embedding_dim, max_len;
   Tensor pe;
+};
+
+// Rotary position embeddings (RoFormer) over the first `dim` features: buffers cos, sin
+// (max_seq_len, dim/2) of the angles t·base^(−2i/dim), computed in double, not saved in state
+// dicts (PyTorch's persistent=False). forward(x, offset, seq_dim) is apply_rotary(x, cos, sin)
+// with the tables' rows offset .. offset + T (decoding after offset cached positions), x (..., T
+// at seq_dim, ..., D ≥ dim); half-split pairs by default (GPT-NeoX, Hugging Face), interleaved
+// (GPT-J, Meta's LLaMA) on request. No parameters.
+class RotaryEmbedding : public TensorModule {
+ public:
+  explicit RotaryEmbedding(int64_t dim, int64_t max_seq_len = 4096, double base = 10000.0,
+                           bool interleaved = false);
+  Tensor forward(const Tensor& x) override { return forward(x, 0); }
+  Tensor forward(const Tensor& x, int64_t offset, int64_t seq_dim = -2);
+  std::string extra_repr() const override;
+  int64_t dim, max_seq_len;
+  double base;
+  bool interleaved;
+  Tensor cos, sin;
 };
 
 // Learned positions (GPT-2's wpe): weight (max_len, C) ~ N(0, 1). x (..., T, C) -> x + weight[:T].

@@ -13,6 +13,7 @@
 //   softmax.cpp      softmax, log_softmax
 //   mask.cpp         masked_fill, where, comparisons
 //   norm.cpp         layer_norm, rms_norm
+//   rotary.cpp       apply_rotary (rotary position embeddings)
 //   embedding.cpp    embedding
 //   dropout.cpp      dropout
 //   loss.cpp         cross_entropy
@@ -206,6 +207,13 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 // x / sqrt(mean(x²) + eps) · weight; weight may be undefined; eps unset: the dtype's epsilon.
 Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
                 std::optional<double> eps = std::nullopt, Site site = Site::here());
+// Rotary position embeddings (rotary.cpp): x (..., T at seq_dim, ..., D), cos and sin (T, R/2),
+// R <= D even: the first R dims of x turn in pairs by the angles at each position, half-split
+// pairs (i, i + R/2) as in GPT-NeoX and Hugging Face's rotate_half, or interleaved (2i, 2i+1) as
+// in GPT-J and Meta's LLaMA; dims past R pass through. Decoding at an offset: pass the tables'
+// rows from the offset (nn::RotaryEmbedding does).
+Tensor apply_rotary(const Tensor& x, const Tensor& cos, const Tensor& sin, bool interleaved = false,
+                    int64_t seq_dim = -2, Site site = Site::here());
 // weight (V, C), indices int64 any shape -> (..., C). Rows equal to padding_idx get no gradient.
 // padding_idx: none by default (PyTorch's None); negative values count from V like PyTorch (-1 is
 // row V-1).

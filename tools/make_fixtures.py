@@ -83,6 +83,32 @@ def main():
          [("x", randn(2, 3, 4, seed=21)), ("w", randn(3, 4, seed=22))], 119)
     case("rms_norm", "noweight", lambda x: rms(x, None, (5,), 1e-5), [("x", randn(4, 5, seed=23))], 120)
 
+    # rotary embeddings: x with cos, sin (T, R/2) of base 10000 (all three get gradients)
+    def tables(T, R, offset=0):
+        inv = 10000.0 ** (-torch.arange(0, R, 2, dtype=torch.float64) / R)
+        ang = torch.arange(offset, offset + T, dtype=torch.float64)[:, None] * inv[None, :]
+        return torch.cos(ang), torch.sin(ang)
+
+    def rotate_half(x, c, s):  # Hugging Face's LLaMA / GPT-NeoX form, x (B, NH, T, hs)
+        cf, sf = torch.cat([c, c], -1), torch.cat([s, s], -1)
+        h = x.shape[-1] // 2
+        rot = torch.cat([-x[..., h:], x[..., :h]], -1)
+        return x * cf + rot * sf
+
+    def interleaved(x, c, s, R):  # Meta's LLaMA form (complex pairs), x (B, T, NH, hs), first R dims
+        xr = x[..., :R].reshape(*x.shape[:-1], R // 2, 2)
+        xc = torch.complex(xr[..., 0], xr[..., 1])
+        f = torch.complex(c, s)[None, :, None, :]  # broadcast over B and NH
+        o = xc * f
+        rot = torch.stack([o.real, o.imag], -1).reshape(*x.shape[:-1], R)
+        return torch.cat([rot, x[..., R:]], -1)
+
+    c, s = tables(5, 8, offset=3)
+    case("rotary", "half", rotate_half, [("x", randn(2, 3, 5, 8, seed=24)), ("cos", c), ("sin", s)], 121)
+    c, s = tables(5, 6)
+    case("rotary", "interleaved_partial", lambda x, c, s: interleaved(x, c, s, 6),
+         [("x", randn(2, 5, 3, 8, seed=25)), ("cos", c), ("sin", s)], 122)
+
     # gelu
     case("gelu", "none", lambda x: F.gelu(x), [("x", randn(4, 5, seed=11) * 2)], 107)
     case("gelu", "tanh", lambda x: F.gelu(x, approximate="tanh"), [("x", randn(4, 5, seed=12) * 2)], 108)

@@ -370,6 +370,16 @@ std::vector<ParityCase> cases() {
       },
       1e-4);
   add_case(
+      "apply_rotary: half-split, interleaved partial, tables with gradient",
+      [] {
+        return in({rn({2, 3, 5, 8}), rn({5, 4}), rn({5, 4}), rn({2, 5, 3, 10})});
+      },
+      [](const Inputs& x) {
+        const Tensor c = x[1].detach(), s = x[2].detach();
+        return out({apply_rotary(x[0], c, s), apply_rotary(x[3], c, s, true, 1),
+                    apply_rotary(x[0], x[1], x[2])});
+      });
+  add_case(
       "rms_norm: weighted, plain, 2-D normalized shape, wide rows",
       [] {
         return in({rn({6, 10, 32}), rn({32}), rn({3, 2000})});

@@ -341,6 +341,23 @@ void add_nn_functions(std::vector<OpInfo>& r) {
       return c;
     };
   };
+  r.push_back(
+      {"apply_rotary",
+       "--shape ...,T,D (D even; R = D: half-split with the tables differentiated, interleaved "
+       "with constant tables)",
+       [](const CaseArgs& a) {
+         const Shape s = a.shape.value_or(Shape{2, 3, 6});
+         const int64_t T = s[s.size() - 2], h = s.back() / 2;
+         BuiltCase c;
+         c.inputs = {leaf(s), leaf({T, h}), leaf({T, h})};
+         c.names = {"x", "cos", "sin"};
+         // composed (the tables' gradients) plus fused (constant tables, interleaved)
+         const Tensor ct = tg::randn({T, h}, tg::kFloat64), st = tg::randn({T, h}, tg::kFloat64);
+         c.fn = [ct, st](const std::vector<Tensor>& in) {
+           return tg::apply_rotary(in[0], in[1], in[2]) + tg::apply_rotary(in[0], ct, st, true);
+         };
+         return c;
+       }});
   r.push_back({"layer_norm", "--shape ...,D (normalised over D) [--no-bias: no weight/bias]",
                norm_case(false)});
   r.push_back(

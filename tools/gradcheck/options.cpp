@@ -292,6 +292,7 @@ const std::vector<TableCase>& all_cases() {
       {"layer_norm", "--op layer_norm --shape 2,5"},
       {"layer_norm no affine", "--op layer_norm --shape 3,4 --no-bias"},
       {"rms_norm", "--op rms_norm --shape 2,5"},
+      {"apply_rotary (both layouts)", "--op apply_rotary --shape 2,3,6"},
       {"rms_norm no weight", "--op rms_norm --shape 3,4 --no-bias"},
       {"embedding weights", "--op embedding --shape 2,3 --vocab 5 --embed 3"},
       {"embedding padding_idx", "--op embedding --shape 2,4 --vocab 5 --embed 2 --padding-idx 1"},
