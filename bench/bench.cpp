@@ -437,6 +437,18 @@ void bench_unary(const Options& o) {
     emit(fmt::format("unary.{}.fwd.tg", name), s[0] * 1e3, "ms");
     emit(fmt::format("unary.{}.fwd_bwd.tg", name), s[1] * 1e3, "ms");
   }
+  // the SwiGLU feed-forward of a small LLaMA (C 256, hidden 688) on (16, 128, 256), fwd + bwd
+  tg::nn::SwiGLU ff(256, 688);
+  tg::Tensor h = tg::randn({16, 128, 256}).requires_grad_();
+  tg::Tensor gh = tg::randn({16, 128, 256});
+  auto swiglu = [&] {
+    h.reset_grad();
+    ff.zero_grad(true);
+    tg::Tensor y = ff.forward(h);
+    y.backward(gh);
+  };
+  std::vector<double> s = interleaved({swiglu}, o.budget);
+  emit("unary.swiglu.fwd_bwd.tg", s[0] * 1e3, "ms");
 }
 
 // ---- (h) row-wise ops over the last dim of (N, C) float32 ----
@@ -569,7 +581,7 @@ const Group kGroups[] = {
     {"tiny", bench_tiny},          // per-op overhead
     {"mha", bench_mha},            // nn::MultiheadAttention
     {"train", bench_train},        // encoder-classifier and seq2seq training steps
-    {"unary", bench_unary},        // gelu, tanh, exp, sigmoid, silu
+    {"unary", bench_unary},        // gelu, tanh, exp, sigmoid, silu, the SwiGLU block
     {"rowwise", bench_rowwise},    // softmax, layer_norm, sum
     {"gpt", bench_gpt},            // a GPT-style training step
     {"nanogpt", bench_nanogpt},    // nanoGPT's CPU recipe shape (nanogpt.cpp)

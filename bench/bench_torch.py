@@ -472,6 +472,21 @@ def bench_unary(opts):
         emit(f"unary.{name}.fwd.torch", s[0] * 1e3, "ms")
         emit(f"unary.{name}.fwd_bwd.torch", s[1] * 1e3, "ms")
 
+    # the SwiGLU feed-forward of a small LLaMA (C 256, hidden 688) on (16, 128, 256), fwd + bwd
+    lin = [torch.nn.Linear(256, 688, bias=False), torch.nn.Linear(256, 688, bias=False),
+           torch.nn.Linear(688, 256, bias=False)]
+    h = torch.randn(16, 128, 256, requires_grad=True)
+    gh = torch.randn(16, 128, 256)
+
+    def swiglu():
+        h.grad = None
+        for m in lin:
+            m.weight.grad = None
+        lin[2](F.silu(lin[0](h)) * lin[1](h)).backward(gh)
+
+    s = interleaved([swiglu], opts.budget)
+    emit("unary.swiglu.fwd_bwd.torch", s[0] * 1e3, "ms")
+
 
 ROW_SIZES = ((4096, 128), (512, 1024))
 

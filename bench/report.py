@@ -44,6 +44,8 @@ for op, label in (("gelu", "gelu"), ("gelu_tanh", "gelu tanh"), ("tanh", "tanh")
     for m, what in (("fwd", "fwd"), ("fwd_bwd", "fwd+bwd")):
         ROWS.append((f"{label} {what} {UNARY_TAG} ms", f"unary.{op}.{m}.tg", f"unary.{op}.{m}.torch", "torch",
                      ("ratio", "<=", 1.0), None))
+ROWS.append(("SwiGLU block fwd+bwd 16x128x256 (hidden 688) ms", "unary.swiglu.fwd_bwd.tg",
+             "unary.swiglu.fwd_bwd.torch", "torch", ("ratio", "<=", 1.0), None))
 ROW_SIZES = ("4096x128", "512x1024")  # N x C, over the last dim
 for tag in ROW_SIZES:
     for op, goal in (("softmax", 0.8), ("layer_norm", 0.8), ("rms_norm", 0.7)):

@@ -214,6 +214,25 @@ std::string PositionalEncoding::extra_repr() const {
   return fmt::format("{}, max_len={}", embedding_dim, max_len);
 }
 
+SwiGLU::SwiGLU(int64_t d, int64_t hidden, bool bias)
+    : TensorModule("SwiGLU"), dim(d), hidden_dim(hidden) {
+  const std::string label = fmt::format("SwiGLU({}, {})", d, hidden);
+  require_positive("dim", d, label);
+  require_positive("hidden_dim", hidden, label);
+  gate_proj = register_module("gate_proj", std::make_shared<Linear>(d, hidden, bias));
+  up_proj = register_module("up_proj", std::make_shared<Linear>(d, hidden, bias));
+  down_proj = register_module("down_proj", std::make_shared<Linear>(hidden, d, bias));
+}
+Tensor SwiGLU::forward(const Tensor& x) {
+  if (!x.defined() || x.dim() < 1 || x.size(-1) != dim)
+    throw Error(fmt::format("SwiGLU({}, {}): input {} must have last dim {}", dim, hidden_dim,
+                            x.defined() ? shape_str(x.shape()) : "undefined", dim));
+  return hooked({x}, down_proj->forward(silu(gate_proj->forward(x)) * up_proj->forward(x)));
+}
+std::string SwiGLU::extra_repr() const {
+  return fmt::format("dim={}, hidden_dim={}", dim, hidden_dim);
+}
+
 RotaryEmbedding::RotaryEmbedding(int64_t d, int64_t L, double b, bool inter)
     : TensorModule("RotaryEmbedding"), dim(d), max_seq_len(L), base(b), interleaved(inter) {
   const std::string label = fmt::format("RotaryEmbedding({}, max_seq_len={})", d, L);

@@ -144,6 +144,18 @@ class LearnedPositionalEmbedding : public TensorModule {
   Tensor weight;
 };
 
+// The SwiGLU feed-forward of LLaMA-style models (Shazeer 2020): down_proj(silu(gate_proj(x)) ·
+// up_proj(x)), three Linear layers with Hugging Face's names, no biases unless asked for.
+// x (..., dim) -> (..., dim).
+class SwiGLU : public TensorModule {
+ public:
+  SwiGLU(int64_t dim, int64_t hidden_dim, bool bias = false);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  int64_t dim, hidden_dim;
+  std::shared_ptr<Linear> gate_proj, up_proj, down_proj;
+};
+
 // Chains TensorModules; children are named "0", "1", ... like PyTorch.
 class Sequential : public TensorModule {
  public:

@@ -103,6 +103,8 @@ Tensor hardtanh(const Tensor& a, double min_val = -1.0, double max_val = 1.0,
 Tensor relu6(const Tensor& a, Site site = Site::here());  // hardtanh(a, 0, 6)
 Tensor logsigmoid(const Tensor& a, Site site = Site::here());
 Tensor softsign(const Tensor& a, Site site = Site::here());
+// a·σ(b) for the halves a, b of x along dim (its size must be even).
+Tensor glu(const Tensor& a, int64_t dim = -1, Site site = Site::here());
 
 Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a, const Tensor& b);

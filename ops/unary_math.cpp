@@ -102,4 +102,22 @@ Tensor softsign(const Tensor& a, Site site) {
   return math_op("softsign", {UnOp::Softsign}, a, site);
 }
 
+// glu: the first half of x along dim gated by the sigmoid of the second (torch.nn.functional.glu),
+// composed from recorded ops.
+Tensor glu(const Tensor& a, int64_t dim, Site site) {
+  SiteScope scope(site);
+  check_float(a, "glu", "input", true);
+  const int64_t nd = a.dim(), d = dim < 0 ? dim + nd : dim;
+  if (nd == 0 || d < 0 || d >= nd)
+    throw Error(fmt::format("glu: dim {} out of range for input {}: expected [{}, {}]", dim,
+                            shape_str(a.shape()), -std::max<int64_t>(nd, 1),
+                            std::max<int64_t>(nd, 1) - 1));
+  const int64_t n = a.size(d);
+  if (n % 2 != 0)
+    throw Error(
+        fmt::format("glu: halving dimension must be even, but dim {} of input {} has size {}", dim,
+                    shape_str(a.shape()), n));
+  return mul(narrow(a, d, 0, n / 2), sigmoid(narrow(a, d, n / 2, n / 2)));
+}
+
 }  // namespace tg

@@ -109,6 +109,14 @@ def main():
     case("rotary", "interleaved_partial", lambda x, c, s: interleaved(x, c, s, 6),
          [("x", randn(2, 5, 3, 8, seed=25)), ("cos", c), ("sin", s)], 122)
 
+    # glu, and the SwiGLU feed-forward: down(silu(gate(x)) * up(x)), bias-free
+    case("glu", "dimm1", lambda x: F.glu(x, -1), [("x", randn(3, 4, 6, seed=26))], 123)
+    case("glu", "dim0", lambda x: F.glu(x, 0), [("x", randn(4, 5, seed=27))], 124)
+    case("swiglu", "block",
+         lambda x, wg, wu, wd: F.linear(F.silu(F.linear(x, wg)) * F.linear(x, wu), wd),
+         [("x", randn(2, 3, 8, seed=28)), ("wg", randn(12, 8, seed=29) * 0.3),
+          ("wu", randn(12, 8, seed=30) * 0.3), ("wd", randn(8, 12, seed=31) * 0.3)], 125)
+
     # gelu
     case("gelu", "none", lambda x: F.gelu(x), [("x", randn(4, 5, seed=11) * 2)], 107)
     case("gelu", "tanh", lambda x: F.gelu(x, approximate="tanh"), [("x", randn(4, 5, seed=12) * 2)], 108)

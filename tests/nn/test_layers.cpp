@@ -195,3 +195,29 @@ TEST_CASE("same seed: bit-identical initial parameters and losses over SGD steps
   REQUIRE(a.first != c.first);
   REQUIRE(a.second[3] < a.second[0]);
 }
+
+TEST_CASE("SwiGLU: three bias-free projections, values, gradcheck, repr, errors", "[layers]") {
+  manual_seed(9);
+  nn::SwiGLU ff(6, 10);
+  const auto params = ff.named_parameters();
+  REQUIRE(params.size() == 3);
+  CHECK(params[0].first == "gate_proj.weight");
+  CHECK(params[1].first == "up_proj.weight");
+  CHECK(params[2].first == "down_proj.weight");
+  CHECK(ff.down_proj->weight.shape() == Shape{6, 10});
+  CHECK(ff.repr().rfind("SwiGLU(dim=6, hidden_dim=10)", 0) == 0);
+  Tensor x = randn({2, 3, 6});
+  Tensor want = linear(silu(linear(x, ff.gate_proj->weight)) * linear(x, ff.up_proj->weight),
+                       ff.down_proj->weight);
+  CHECK(ff.forward(x).to_vector<float>() == want.to_vector<float>());
+  ff.to(kFloat64);
+  Tensor xl = tgt::leaf({2, 6});
+  tgt::check_grad([&](const std::vector<Tensor>& in) { return ff.forward(in[0]); },
+                  {xl, ff.gate_proj->weight, ff.up_proj->weight, ff.down_proj->weight},
+                  "SwiGLU (2,6) -> 10 -> 6");
+  REQUIRE_ERROR(ff.forward(zeros({2, 5}, kFloat64)),
+                "SwiGLU(6, 10): input (2,5) must have last dim 6");
+  REQUIRE(nn::SwiGLU(4, 8, true).num_parameters() == 3 * 32 + 8 + 8 + 4);
+  REQUIRE_ERROR(glu(zeros({2, 5}), -1),
+                "glu: halving dimension must be even, but dim -1 of input (2,5) has size 5");
+}

@@ -1,7 +1,8 @@
 // tests/ops/test_parity.cpp — outputs and input gradients against PyTorch 1.13 reference values
-// for softmax, log_softmax, layer_norm, rms_norm, gelu, cross_entropy and broadcasting matmul, in
-// float64 (rtol 1e-10) and float32 (1e-5). Each case is tests/fixtures/<family>/<case>.safetensors
-// (written by tools/make_fixtures.py); every test is tagged [parity][<family>].
+// for softmax, log_softmax, layer_norm, rms_norm, gelu, glu, the SwiGLU block, cross_entropy and
+// broadcasting matmul, in float64 (rtol 1e-10) and float32 (1e-5). Each case is
+// tests/fixtures/<family>/<case>.safetensors (written by tools/make_fixtures.py); every test is
+// tagged [parity][<family>].
 #include "fixtures.hpp"
 #include "helpers.hpp"
 
@@ -81,6 +82,13 @@ std::vector<ParityCase> cases() {
       {"rms_norm/noweight",
        {"x"},
        [](const std::vector<Tensor>& in) { return rms_norm(in[0], {5}, Tensor(), 1e-5); }},
+      {"glu/dimm1", {"x"}, [](const std::vector<Tensor>& in) { return glu(in[0], -1); }},
+      {"glu/dim0", {"x"}, [](const std::vector<Tensor>& in) { return glu(in[0], 0); }},
+      {"swiglu/block",
+       {"x", "wg", "wu", "wd"},
+       [](const std::vector<Tensor>& in) {
+         return linear(silu(linear(in[0], in[1])) * linear(in[0], in[2]), in[3]);
+       }},
       {"gelu/none", {"x"}, [](const std::vector<Tensor>& in) { return gelu(in[0], "none"); }},
       {"gelu/tanh", {"x"}, [](const std::vector<Tensor>& in) { return gelu(in[0], "tanh"); }},
       {"cross_entropy/mean", {"x", "t"}, ce_fn(ce_opts(Reduction::Mean))},
@@ -130,6 +138,8 @@ TG_PARITY_FAMILY(log_softmax)
 TG_PARITY_FAMILY(layer_norm)
 TG_PARITY_FAMILY(rms_norm)
 TG_PARITY_FAMILY(gelu)
+TG_PARITY_FAMILY(glu)
+TG_PARITY_FAMILY(swiglu)
 TG_PARITY_FAMILY(cross_entropy)
 TG_PARITY_FAMILY(matmul)
 

@@ -121,6 +121,7 @@ void add_elementwise(std::vector<OpInfo>& r) {
       {"relu6", kAny, [](const Tensor& x) { return tg::relu6(tg::mul(x, 4.0)); }},
       {"logsigmoid", kAny, [](const Tensor& x) { return tg::logsigmoid(x); }},
       {"softsign", kAny, [](const Tensor& x) { return tg::softsign(x); }},
+      {"glu", kAny, [](const Tensor& x) { return tg::glu(x, -1); }},
   };
   for (const U& u : unary)
     r.push_back({u.name, "--shape S | --values v1,v2,...",

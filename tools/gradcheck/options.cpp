@@ -246,6 +246,7 @@ const std::vector<TableCase>& all_cases() {
       {"relu6", "--op relu6 --shape 2,5"},
       {"logsigmoid", "--op logsigmoid --shape 2,5"},
       {"softsign", "--op softsign --shape 2,5"},
+      {"glu", "--op glu --shape 3,4"},
       // elementwise, binary with broadcasting
       {"add (2,3)+(3)", "--op add --shape 2,3 --shape2 3"},
       {"sub (2,1,3)-(4,1)", "--op sub --shape 2,1,3 --shape2 4,1"},
