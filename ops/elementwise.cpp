@@ -397,6 +397,56 @@ Tensor ge(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
   return compare("ge", kern::BinOp::Ge, a, b);
 }
+// With a plain number (x == 0, x > 0.5): the number as a 0-dim tensor of x's dtype and device; an
+// int64 or bool x meets a non-integral number in float64 (PyTorch's type promotion).
+namespace {
+Tensor compare_scalar(const char* op, kern::BinOp code, const Tensor& a, double b) {
+  check_defined(a, op, "self");
+  const bool integral = a.dtype() == kInt64 || a.dtype() == kBool;
+  if (integral && (b != std::floor(b) || !std::isfinite(b)))
+    return compare(op, code, a.to(kFloat64), scalar_tensor(b, kFloat64, a.device()));
+  if (a.dtype() == kBool && b != 0 && b != 1)  // true/false are 1/0: compare as int64
+    return compare(op, code, a.to(kInt64), scalar_tensor(b, kInt64, a.device()));
+  return compare(op, code, a, scalar_tensor(b, a.dtype(), a.device()));
+}
+}  // namespace
+Tensor eq(const Tensor& a, double b, Site site) {
+  SiteScope scope(site);
+  return compare_scalar("eq", kern::BinOp::Eq, a, b);
+}
+Tensor ne(const Tensor& a, double b, Site site) {
+  SiteScope scope(site);
+  return compare_scalar("ne", kern::BinOp::Ne, a, b);
+}
+Tensor lt(const Tensor& a, double b, Site site) {
+  SiteScope scope(site);
+  return compare_scalar("lt", kern::BinOp::Lt, a, b);
+}
+Tensor le(const Tensor& a, double b, Site site) {
+  SiteScope scope(site);
+  return compare_scalar("le", kern::BinOp::Le, a, b);
+}
+Tensor gt(const Tensor& a, double b, Site site) {
+  SiteScope scope(site);
+  return compare_scalar("gt", kern::BinOp::Gt, a, b);
+}
+Tensor ge(const Tensor& a, double b, Site site) {
+  SiteScope scope(site);
+  return compare_scalar("ge", kern::BinOp::Ge, a, b);
+}
+Tensor operator==(const Tensor& a, double b) { return eq(a, b, Site()); }
+Tensor operator!=(const Tensor& a, double b) { return ne(a, b, Site()); }
+Tensor operator<(const Tensor& a, double b) { return lt(a, b, Site()); }
+Tensor operator<=(const Tensor& a, double b) { return le(a, b, Site()); }
+Tensor operator>(const Tensor& a, double b) { return gt(a, b, Site()); }
+Tensor operator>=(const Tensor& a, double b) { return ge(a, b, Site()); }
+Tensor operator==(double a, const Tensor& b) { return eq(b, a, Site()); }
+Tensor operator!=(double a, const Tensor& b) { return ne(b, a, Site()); }
+Tensor operator<(double a, const Tensor& b) { return gt(b, a, Site()); }
+Tensor operator<=(double a, const Tensor& b) { return ge(b, a, Site()); }
+Tensor operator>(double a, const Tensor& b) { return lt(b, a, Site()); }
+Tensor operator>=(double a, const Tensor& b) { return le(b, a, Site()); }
+
 // Any dtype, bool out: a number is true where it is not 0 (NaN is true), as in PyTorch.
 Tensor logical_not(const Tensor& a_in, Site site) {
   SiteScope scope(site);

@@ -116,6 +116,11 @@ Tensor cross_entropy(const Tensor& logits_in, const Tensor& target_in,
   SiteScope scope(site);
   const Tensor logits = contig(logits_in);
   const Tensor target = contig(target_in);
+  if (opts.reduction == Reduction::BatchMean)
+    throw Error(
+        fmt::format("cross_entropy: reduction batchmean is kl_div's alone; use none, mean "
+                    "or sum (logits {})",
+                    shape_str(logits_in.shape())));
   const CeLayout l = check_cross_entropy(logits, target, opts);
   const Device dev = logits.device();
   const int64_t rows = l.rows();

@@ -17,6 +17,8 @@
 //   embedding.cpp    embedding
 //   dropout.cpp      dropout
 //   loss.cpp         cross_entropy
+//   losses.cpp       mse, l1, smooth_l1, huber, binary cross-entropy (+ logits), nll, kl_div,
+//                    cosine_similarity, normalize
 //   indexing.cpp     gather, scatter_add, topk, sort, argsort, cumsum, tril, triu, one_hot,
 //                    multinomial
 // Shape vocabulary in comments: B batch, T/S query/key length, C channels, NH heads, hs head size,
@@ -131,6 +133,25 @@ Tensor lt(const Tensor& a, const Tensor& b, Site site = Site::here());
 Tensor le(const Tensor& a, const Tensor& b, Site site = Site::here());
 Tensor gt(const Tensor& a, const Tensor& b, Site site = Site::here());
 Tensor ge(const Tensor& a, const Tensor& b, Site site = Site::here());
+// With a plain number: x == 0, x > 0.5, eq(x, 3) (an int64 x meets a fraction in float64).
+Tensor eq(const Tensor& a, double b, Site site = Site::here());
+Tensor ne(const Tensor& a, double b, Site site = Site::here());
+Tensor lt(const Tensor& a, double b, Site site = Site::here());
+Tensor le(const Tensor& a, double b, Site site = Site::here());
+Tensor gt(const Tensor& a, double b, Site site = Site::here());
+Tensor ge(const Tensor& a, double b, Site site = Site::here());
+Tensor operator==(const Tensor& a, double b);
+Tensor operator!=(const Tensor& a, double b);
+Tensor operator<(const Tensor& a, double b);
+Tensor operator<=(const Tensor& a, double b);
+Tensor operator>(const Tensor& a, double b);
+Tensor operator>=(const Tensor& a, double b);
+Tensor operator==(double a, const Tensor& b);
+Tensor operator!=(double a, const Tensor& b);
+Tensor operator<(double a, const Tensor& b);
+Tensor operator<=(double a, const Tensor& b);
+Tensor operator>(double a, const Tensor& b);
+Tensor operator>=(double a, const Tensor& b);
 Tensor logical_not(const Tensor& a, Site site = Site::here());
 
 // ---- reductions (dims may be negative; empty dims = all) ----
@@ -227,7 +248,8 @@ void embedding_set_deterministic(bool on);
 // Zeroes each element with probability p and scales the rest by 1/(1-p) when training.
 Tensor dropout(const Tensor& x, double p, bool training = true, Site site = Site::here());
 
-enum class Reduction { None, Mean, Sum };
+// BatchMean (sum / size of dim 0) is kl_div's alone.
+enum class Reduction { None, Mean, Sum, BatchMean };
 struct CrossEntropyOptions {
   Reduction reduction = Reduction::Mean;
   int64_t ignore_index = -100;
@@ -236,6 +258,39 @@ struct CrossEntropyOptions {
 // logits (N, C) or (N, C, d1, ...), target int64 (N) or (N, d1, ...); PyTorch's semantics.
 Tensor cross_entropy(const Tensor& logits, const Tensor& target,
                      const CrossEntropyOptions& opts = {}, Site site = Site::here());
+// The other losses (losses.cpp), torch.nn.functional's names, argument order and defaults; input
+// and target of one floating dtype, broadcasting where PyTorch's do.
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean,
+                Site site = Site::here());
+Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean,
+               Site site = Site::here());
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target,
+                      Reduction reduction = Reduction::Mean, double beta = 1.0,
+                      Site site = Site::here());
+Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean,
+                  double delta = 1.0, Site site = Site::here());
+// input probabilities in [0, 1], target the same shape; weight (broadcast) may be undefined.
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target,
+                            const Tensor& weight = Tensor(), Reduction reduction = Reduction::Mean,
+                            Site site = Site::here());
+// input logits; pos_weight (broadcast over the last dim, one per class) may be undefined.
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
+                                        const Tensor& weight = Tensor(),
+                                        const Tensor& pos_weight = Tensor(),
+                                        Reduction reduction = Reduction::Mean,
+                                        Site site = Site::here());
+// input log-probabilities (C), (N, C) or (N, C, d1, ...), target int64 () / (N) / (N, d1, ...);
+// weight (C) may be undefined; mean divides by the summed weights of the targets not ignored.
+Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight = Tensor(),
+                int64_t ignore_index = -100, Reduction reduction = Reduction::Mean,
+                Site site = Site::here());
+// input log-probabilities; target probabilities, or log-probabilities with log_target.
+Tensor kl_div(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean,
+              bool log_target = false, Site site = Site::here());
+Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim = 1, double eps = 1e-8,
+                         Site site = Site::here());
+Tensor normalize(const Tensor& x, double p = 2.0, int64_t dim = 1, double eps = 1e-12,
+                 Site site = Site::here());
 
 // ---- indexing and sampling (indexing.cpp; CUDA inputs are computed on the CPU and returned on
 // their device) ----

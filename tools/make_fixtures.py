@@ -23,16 +23,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.normpath(os.path.join(HERE, "..", "tests", "fixtures"))
 
 
-def case(family, name, fn, inputs, seed):
-    """inputs: list of (arg name, tensor); float tensors get gradients."""
+def case(family, name, fn, inputs, seed, consts=()):
+    """inputs: list of (arg name, tensor); float tensors get gradients. consts: (name, tensor)
+    pairs stored with the case but passed to fn after the inputs without gradients."""
     g = torch.Generator().manual_seed(seed)
-    leaves, tensors = [], {}
+    leaves, tensors = [], dict(consts)
     for arg, t in inputs:
         if t.is_floating_point():
             t = t.clone().requires_grad_()
         leaves.append(t)
         tensors[arg] = t
-    out = fn(*leaves)
+    out = fn(*leaves, *[t for _, t in consts])
     dout = torch.randn(out.shape, generator=g, dtype=torch.float64)
     diff = [t for t in leaves if t.requires_grad]
     grads = torch.autograd.grad(out, diff, dout)
@@ -116,6 +117,44 @@ def main():
          lambda x, wg, wu, wd: F.linear(F.silu(F.linear(x, wg)) * F.linear(x, wu), wd),
          [("x", randn(2, 3, 8, seed=28)), ("wg", randn(12, 8, seed=29) * 0.3),
           ("wu", randn(12, 8, seed=30) * 0.3), ("wd", randn(8, 12, seed=31) * 0.3)], 125)
+
+    # the losses past cross_entropy (ops/losses.cpp)
+    x, t = randn(4, 5, seed=32), randn(4, 5, seed=33)
+    case("losses", "mse_mean", lambda a, b: F.mse_loss(a, b), [("x", x), ("t", t)], 126)
+    case("losses", "l1_sum", lambda a, b: F.l1_loss(a, b, reduction="sum"), [("x", x), ("t", t)], 127)
+    case("losses", "smooth_l1_beta0.5", lambda a, b: F.smooth_l1_loss(a, b, beta=0.5),
+         [("x", x), ("t", t)], 128)
+    case("losses", "huber_delta0.7_none", lambda a, b: F.huber_loss(a, b, reduction="none", delta=0.7),
+         [("x", x), ("t", t)], 129)
+    p = torch.sigmoid(randn(4, 5, seed=34))
+    tb = torch.rand(4, 5, generator=torch.Generator().manual_seed(35), dtype=torch.float64)
+    case("losses", "bce_weight", lambda a, b, w: F.binary_cross_entropy(a, b, weight=w),
+         [("x", p), ("t", tb)], 130, consts=[("weight", randn(5, seed=36).abs())])
+    case("losses", "bce_logits_pos_weight",
+         lambda a, b, w, pw: F.binary_cross_entropy_with_logits(a, b, weight=w, pos_weight=pw),
+         [("x", x * 3), ("t", tb)], 131,
+         consts=[("weight", randn(4, 5, seed=37).abs()), ("pos_weight", randn(5, seed=38).abs() + 0.5)])
+    case("losses", "bce_logits_sum", lambda a, b: F.binary_cross_entropy_with_logits(a, b, reduction="sum"),
+         [("x", x * 3), ("t", tb)], 132)
+    lp = F.log_softmax(randn(3, 4, 5, seed=39), 1)
+    tn = torch.tensor([[0, 3, -100, 1, 2], [2, 2, 0, -100, 3], [1, 0, 3, 3, 0]])
+    case("losses", "nll_weight_ignore", lambda a, b, w: F.nll_loss(a, b, weight=w),
+         [("x", lp), ("t", tn)], 133, consts=[("weight", randn(4, seed=40).abs() + 0.1)])
+    case("losses", "nll_none", lambda a, b: F.nll_loss(a, b, reduction="none"),
+         [("x", F.log_softmax(randn(6, 4, seed=41), 1)), ("t", torch.tensor([0, 3, 1, 1, 2, 0]))], 134)
+    q = F.log_softmax(randn(4, 6, seed=42), 1)
+    pt = F.softmax(randn(4, 6, seed=43), 1)
+    pt[0, 2] = 0.0  # a zero target probability: xlogy's 0
+    case("losses", "kl_batchmean", lambda a, b: F.kl_div(a, b, reduction="batchmean"),
+         [("x", q), ("t", pt)], 135)
+    case("losses", "kl_log_target_sum",
+         lambda a, b: F.kl_div(a, b, reduction="sum", log_target=True),
+         [("x", q), ("t", F.log_softmax(randn(4, 6, seed=44), 1))], 136)
+    case("losses", "cosine_dim1", lambda a, b: F.cosine_similarity(a, b, dim=1),
+         [("x", randn(4, 6, 3, seed=45)), ("t", randn(4, 6, 3, seed=46))], 137)
+    case("losses", "normalize_p2", lambda a: F.normalize(a, dim=1), [("x", randn(4, 6, seed=47))], 138)
+    case("losses", "normalize_p3_dimm1", lambda a: F.normalize(a, p=3.0, dim=-1),
+         [("x", randn(3, 5, seed=48))], 139)
 
     # gelu
     case("gelu", "none", lambda x: F.gelu(x), [("x", randn(4, 5, seed=11) * 2)], 107)

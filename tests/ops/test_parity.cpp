@@ -1,8 +1,8 @@
 // tests/ops/test_parity.cpp — outputs and input gradients against PyTorch 1.13 reference values
-// for softmax, log_softmax, layer_norm, rms_norm, gelu, glu, the SwiGLU block, cross_entropy and
-// broadcasting matmul, in float64 (rtol 1e-10) and float32 (1e-5). Each case is
-// tests/fixtures/<family>/<case>.safetensors (written by tools/make_fixtures.py); every test is
-// tagged [parity][<family>].
+// for softmax, log_softmax, layer_norm, rms_norm, gelu, glu, the SwiGLU block, cross_entropy, the
+// other losses (mse … normalize) and broadcasting matmul, in float64 (rtol 1e-10) and float32
+// (1e-5). Each case is tests/fixtures/<family>/<case>.safetensors (written by
+// tools/make_fixtures.py); every test is tagged [parity][<family>].
 #include "fixtures.hpp"
 #include "helpers.hpp"
 
@@ -12,6 +12,7 @@ using namespace tg;
 
 namespace {
 using ParityFn = std::function<Tensor(const std::vector<Tensor>&)>;
+using V = std::vector<Tensor>;
 
 // Loads the case's tensor <arg> for every arg, runs fn in `dtype`, and compares "out" and, after a
 // backward with "dout", "d<arg>" for every floating arg.
@@ -20,8 +21,10 @@ void check_parity(const std::string& name, const std::vector<std::string>& args,
   const tgt::Fixture f(name);
   std::vector<Tensor> ins;
   for (const std::string& a : args) {
-    Tensor t = f.tensor(a);
-    if (is_floating(t.dtype())) t = t.to(dtype).detach().requires_grad_();
+    const bool constant = a[0] == '=';  // "=name": loaded in dtype, no gradient (class weights)
+    Tensor t = f.tensor(constant ? a.substr(1) : a);
+    if (is_floating(t.dtype())) t = t.to(dtype).detach();
+    if (is_floating(t.dtype()) && !constant) t.requires_grad_();
     ins.push_back(t);
   }
   Tensor out = fn(ins);
@@ -89,6 +92,44 @@ std::vector<ParityCase> cases() {
        [](const std::vector<Tensor>& in) {
          return linear(silu(linear(in[0], in[1])) * linear(in[0], in[2]), in[3]);
        }},
+      {"losses/mse_mean", {"x", "t"}, [](const V& in) { return mse_loss(in[0], in[1]); }},
+      {"losses/l1_sum",
+       {"x", "t"},
+       [](const V& in) { return l1_loss(in[0], in[1], Reduction::Sum); }},
+      {"losses/smooth_l1_beta0.5",
+       {"x", "t"},
+       [](const V& in) { return smooth_l1_loss(in[0], in[1], Reduction::Mean, 0.5); }},
+      {"losses/huber_delta0.7_none",
+       {"x", "t"},
+       [](const V& in) { return huber_loss(in[0], in[1], Reduction::None, 0.7); }},
+      {"losses/bce_weight",
+       {"x", "t", "=weight"},
+       [](const V& in) { return binary_cross_entropy(in[0], in[1], in[2]); }},
+      {"losses/bce_logits_pos_weight",
+       {"x", "t", "=weight", "=pos_weight"},
+       [](const V& in) { return binary_cross_entropy_with_logits(in[0], in[1], in[2], in[3]); }},
+      {"losses/bce_logits_sum",
+       {"x", "t"},
+       [](const V& in) {
+         return binary_cross_entropy_with_logits(in[0], in[1], Tensor(), Tensor(), Reduction::Sum);
+       }},
+      {"losses/nll_weight_ignore",
+       {"x", "t", "=weight"},
+       [](const V& in) { return nll_loss(in[0], in[1], in[2]); }},
+      {"losses/nll_none",
+       {"x", "t"},
+       [](const V& in) { return nll_loss(in[0], in[1], Tensor(), -100, Reduction::None); }},
+      {"losses/kl_batchmean",
+       {"x", "t"},
+       [](const V& in) { return kl_div(in[0], in[1], Reduction::BatchMean); }},
+      {"losses/kl_log_target_sum",
+       {"x", "t"},
+       [](const V& in) { return kl_div(in[0], in[1], Reduction::Sum, true); }},
+      {"losses/cosine_dim1",
+       {"x", "t"},
+       [](const V& in) { return cosine_similarity(in[0], in[1]); }},
+      {"losses/normalize_p2", {"x"}, [](const V& in) { return normalize(in[0]); }},
+      {"losses/normalize_p3_dimm1", {"x"}, [](const V& in) { return normalize(in[0], 3.0, -1); }},
       {"gelu/none", {"x"}, [](const std::vector<Tensor>& in) { return gelu(in[0], "none"); }},
       {"gelu/tanh", {"x"}, [](const std::vector<Tensor>& in) { return gelu(in[0], "tanh"); }},
       {"cross_entropy/mean", {"x", "t"}, ce_fn(ce_opts(Reduction::Mean))},
@@ -140,6 +181,7 @@ TG_PARITY_FAMILY(rms_norm)
 TG_PARITY_FAMILY(gelu)
 TG_PARITY_FAMILY(glu)
 TG_PARITY_FAMILY(swiglu)
+TG_PARITY_FAMILY(losses)
 TG_PARITY_FAMILY(cross_entropy)
 TG_PARITY_FAMILY(matmul)
 

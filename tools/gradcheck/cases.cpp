@@ -414,7 +414,67 @@ void add_nn_functions(std::vector<OpInfo>& r) {
                  return one(
                      leaf(s), [t, o](const Tensor& x) { return tg::cross_entropy(x, t, o); },
                      "logits");
-               }});
+               }});  // the losses of ops/losses.cpp: input and target both differentiated where
+                     // PyTorch does
+  struct L {
+    const char* name;
+    Tensor (*f)(const Tensor&, const Tensor&);
+    int domain;  // 0 any, 1 probabilities (input and target in (0, 1)), 2 log-probs vs probs
+  };
+  static const L losses[] = {
+      {"mse_loss", [](const Tensor& x, const Tensor& t) { return tg::mse_loss(x, t); }, 0},
+      {"l1_loss", [](const Tensor& x, const Tensor& t) { return tg::l1_loss(x, t); }, 0},
+      {"smooth_l1_loss",
+       [](const Tensor& x, const Tensor& t) {
+         return tg::smooth_l1_loss(x, t, tg::Reduction::Mean, 0.5);
+       },
+       0},
+      {"huber_loss",
+       [](const Tensor& x, const Tensor& t) {
+         return tg::huber_loss(x, t, tg::Reduction::Sum, 0.5);
+       },
+       0},
+      {"binary_cross_entropy",
+       [](const Tensor& x, const Tensor& t) { return tg::binary_cross_entropy(x, t); }, 1},
+      {"binary_cross_entropy_with_logits",
+       [](const Tensor& x, const Tensor& t) {
+         return tg::binary_cross_entropy_with_logits(x, tg::sigmoid(t));
+       },
+       0},
+      {"kl_div",
+       [](const Tensor& x, const Tensor& t) {
+         return tg::kl_div(tg::log_softmax(x, -1), tg::softmax(t, -1), tg::Reduction::BatchMean);
+       },
+       0},
+      {"cosine_similarity",
+       [](const Tensor& x, const Tensor& t) { return tg::cosine_similarity(x, t, -1); }, 0},
+  };
+  for (const L& l : losses)
+    r.push_back({l.name, "--shape S (input and target)", [l](const CaseArgs& a) {
+                   const Shape s = a.shape.value_or(Shape{3, 4});
+                   Tensor x = leaf(s), t = leaf(s);
+                   if (l.domain == 1) {
+                     tg::NoGradGuard ng;
+                     x = tg::sigmoid(x).detach().requires_grad_();
+                     t = tg::sigmoid(t).detach().requires_grad_();
+                   }
+                   return two(x, t, l.f, "input", "target");
+                 }});
+  r.push_back(
+      {"nll_loss", "--shape N,C (class weights, one target ignored)", [](const CaseArgs& a) {
+         const Shape s = a.shape.value_or(Shape{4, 3});
+         if (s.size() != 2) throw UsageError("--op nll_loss needs --shape N,C");
+         Tensor t = tg::randint(0, s[1], {s[0]});
+         t.data<int64_t>()[0] = -100;
+         Tensor w = tg::add(tg::rand({s[1]}, tg::kFloat64), 0.5);
+         return one(
+             leaf(s), [t, w](const Tensor& x) { return tg::nll_loss(x, t, w); }, "input");
+       }});
+  r.push_back(
+      {"normalize", "--shape S (p 2 over dim 1, then p 3 over dim 0)", [](const CaseArgs& a) {
+         return one(leaf(a.shape.value_or(Shape{3, 4})),
+                    [](const Tensor& x) { return tg::normalize(x) + tg::normalize(x, 3.0, 0); });
+       }});
 }
 
 }  // namespace
