@@ -3,7 +3,8 @@
 // backward side by side:
 //   elementwise.cpp  binary/unary math with NumPy broadcasting, C++ operators
 //   unary_math.cpp   sin … sign, the activations (silu, softplus, elu, hardswish, …)
-//   reduce.cpp       sum, mean, max, var, argmax
+//   reduce.cpp       sum, mean, max, min, var, std, argmax, argmin, logsumexp, all, any,
+//                    isnan, isinf, isfinite
 //   matmul.cpp       matmul, bmm, linear (BLAS)
 //   shape.cpp        the views (reshape/view, transpose, permute, t, squeeze, unsqueeze, expand,
 //                    narrow/slice, select), index_select, cat, stack, split, chunk
@@ -167,6 +168,24 @@ Tensor var(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false
            int64_t correction = 1, Site site = Site::here());
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false,
               Site site = Site::here());  // int64, no gradient
+// amin semantics, as max above.
+Tensor min(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false,
+           Site site = Site::here());
+Tensor argmin(const Tensor& x, int64_t dim, bool keepdim = false,
+              Site site = Site::here());  // int64, no gradient; NaN counts as the minimum
+Tensor logsumexp(const Tensor& x, std::vector<int64_t> dims, bool keepdim = false,
+                 Site site = Site::here());
+// Spelled tg::std where `using namespace tg` is in force (std alone names the namespace).
+Tensor std(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false,
+           int64_t correction = 1, Site site = Site::here());
+// bool results (no gradient): a number is true where it is not 0
+Tensor all(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false,
+           Site site = Site::here());
+Tensor any(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false,
+           Site site = Site::here());
+Tensor isnan(const Tensor& x, Site site = Site::here());
+Tensor isinf(const Tensor& x, Site site = Site::here());
+Tensor isfinite(const Tensor& x, Site site = Site::here());
 
 // ---- linear algebra (BLAS) ----
 // PyTorch's rules: 1-D·1-D dot, 2-D·2-D mm, 1-D operands get a dim prepended/appended and

@@ -168,32 +168,46 @@ Tensor mean(const Tensor& x_in, std::vector<int64_t> dims, bool keepdim, Site si
 
 // ---- max (amax) ----
 // The gradient is shared evenly among the elements equal to the maximum. NaN propagates.
-Tensor max(const Tensor& x_in, std::vector<int64_t> dims, bool keepdim, Site site) {
-  SiteScope scope(site);
+namespace {
+// max or min (amax / amin): the kernels' extreme over the dims, its gradient shared evenly among
+// ties (reduce_extreme_backward reads x == the extreme).
+Tensor extreme(const char* op, kern::RedOp code, const Tensor& x_in, std::vector<int64_t> dims,
+               bool keepdim) {
   const Tensor x = contig(x_in);
-  check_input(x, "max");
-  if (x.dtype() == kBool) return max(x.to(kInt64), dims, keepdim).to(kBool);  // any, as PyTorch
-  ReducePlan p = make_plan("max", x.shape(), dims, keepdim);
-  check_nonempty(p, "max", dims);
+  check_input(x, op);
+  if (x.dtype() == kBool)  // any / all, as PyTorch
+    return extreme(op, code, x.to(kInt64), dims, keepdim).to(kBool);
+  ReducePlan p = make_plan(op, x.shape(), dims, keepdim);
+  check_nonempty(p, op, dims);
   Tensor xk = kernel_input(x, p);
   Tensor out = Tensor::empty(p.out_shape, x.dtype(), x.device());
-  kernels("max", x).reduce_extreme(kern::RedOp::Max, cdt(x.dtype()), out.data_ptr(), xk.data_ptr(),
-                                   p.outer, p.red, p.inner);
+  kernels(op, x).reduce_extreme(code, cdt(x.dtype()), out.data_ptr(), xk.data_ptr(), p.outer, p.red,
+                                p.inner);
   if (needs_record({&x})) {
     Tensor sm = out.detach();  // the kernels' layout: xk, not x
-    record("max", out, {x},
+    record(op, out, {x},
            RecordInfo()
                .flops(static_cast<double>(x.numel()), 2 * static_cast<double>(x.numel()))
                .saved(xk, sm),
-           [p, xk, sm](const Tensor& g) -> std::vector<Tensor> {
+           [op, p, xk, sm](const Tensor& g) -> std::vector<Tensor> {
              Tensor d = Tensor::empty(p.kernel_shape, g.dtype(), g.device());
-             kernels("max", g).reduce_extreme_backward(cdt(g.dtype()), d.data_ptr(), g.data_ptr(),
-                                                       xk.data_ptr(), sm.data_ptr(), p.outer, p.red,
-                                                       p.inner);
+             kernels(op, g).reduce_extreme_backward(cdt(g.dtype()), d.data_ptr(), g.data_ptr(),
+                                                    xk.data_ptr(), sm.data_ptr(), p.outer, p.red,
+                                                    p.inner);
              return {input_layout(d, p)};
            });
   }
   return out;
+}
+}  // namespace
+
+Tensor max(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Site site) {
+  SiteScope scope(site);
+  return extreme("max", kern::RedOp::Max, x, std::move(dims), keepdim);
+}
+Tensor min(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Site site) {
+  SiteScope scope(site);
+  return extreme("min", kern::RedOp::Min, x, std::move(dims), keepdim);
 }
 
 // ---- var ----
@@ -246,6 +260,82 @@ Tensor argmax(const Tensor& x_in, int64_t dim, bool keepdim, Site site) {
       .argmax(cdt(x.dtype()), static_cast<int64_t*>(out.data_ptr()), x.data_ptr(), p.outer, p.red,
               p.inner);
   return out;
+}
+
+// ---- composed from the reductions above ----
+Tensor argmin(const Tensor& x, int64_t dim, bool keepdim, Site site) {
+  SiteScope scope(site);
+  check_input(x, "argmin");
+  if (x.dtype() == kBool)
+    throw Error(fmt::format("argmin: input {} has dtype bool, expected float32, float64 or int64",
+                            shape_str(x.shape())));
+  const ReducePlan p = make_plan("argmin", x.shape(), {dim}, keepdim);  // errors name argmin
+  check_nonempty(p, "argmin", {dim});
+  // the first index of the minimum (NaN counts as the minimum, as PyTorch): argmax of −x
+  NoGradGuard ng;
+  const Tensor xf = x.dtype() == kInt64 ? x.to(kFloat64) : x;
+  return argmax(neg(xf), dim, keepdim);
+}
+
+// log Σ exp(x) over dims, shifted by the (detached) maximum; rows of −inf give −inf, a +inf
+// gives +inf, as PyTorch.
+Tensor logsumexp(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Site site) {
+  SiteScope scope(site);
+  check_float(x, "logsumexp", "input", true);
+  if (x.numel() == 0 && dims.empty())
+    return full({}, -std::numeric_limits<double>::infinity(), x.dtype(), x.device());
+  Tensor m = max(x, dims, true).detach();
+  m = where(isinf(m), zeros_like(m), m);
+  Tensor out = log(sum(exp(x - m), dims, true)) + m;
+  if (keepdim) return out;
+  const ReducePlan p = make_plan("logsumexp", x.shape(), dims, false);
+  return reshape(out, p.out_shape);
+}
+
+Tensor std(const Tensor& x, std::vector<int64_t> dims, bool keepdim, int64_t correction,
+           Site site) {
+  SiteScope scope(site);
+  check_float(x, "std", "input", true);
+  return sqrt(var(x, std::move(dims), keepdim, correction));
+}
+
+// Bool results; any dtype in (a number is true where it is not 0, NaN included); empty: all is
+// true, any false.
+Tensor all(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Site site) {
+  SiteScope scope(site);
+  check_input(x, "all");
+  NoGradGuard ng;
+  const Tensor b = x.dtype() == kBool ? x : ne(x, 0.0);
+  return eq(sum(logical_not(b).to(kInt64), std::move(dims), keepdim), 0.0);
+}
+Tensor any(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Site site) {
+  SiteScope scope(site);
+  check_input(x, "any");
+  NoGradGuard ng;
+  const Tensor b = x.dtype() == kBool ? x : ne(x, 0.0);
+  return gt(sum(b.to(kInt64), std::move(dims), keepdim), 0.0);
+}
+
+// ---- tests of values (bool, no gradient) ----
+Tensor isnan(const Tensor& x, Site site) {
+  SiteScope scope(site);
+  check_defined(x, "isnan", "input");
+  if (!is_floating(x.dtype())) return zeros(x.shape(), kBool, x.device());
+  return ne(x, x);
+}
+Tensor isinf(const Tensor& x, Site site) {
+  SiteScope scope(site);
+  check_defined(x, "isinf", "input");
+  if (!is_floating(x.dtype())) return zeros(x.shape(), kBool, x.device());
+  NoGradGuard ng;
+  return eq(abs(x), std::numeric_limits<double>::infinity());
+}
+Tensor isfinite(const Tensor& x, Site site) {
+  SiteScope scope(site);
+  check_defined(x, "isfinite", "input");
+  if (!is_floating(x.dtype())) return ones(x.shape(), kBool, x.device());
+  NoGradGuard ng;
+  return lt(abs(x), std::numeric_limits<double>::infinity());  // NaN: false
 }
 
 // ---- Tensor methods ----

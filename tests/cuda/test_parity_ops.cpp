@@ -380,6 +380,14 @@ std::vector<ParityCase> cases() {
                     apply_rotary(x[0], x[1], x[2])});
       });
   add_case(
+      "min, logsumexp, std",
+      [] {
+        return in({rn({5, 7, 3})});
+      },
+      [](const Inputs& x) {
+        return out({min(x[0], {1}), min(x[0]), logsumexp(x[0], {1, 2}), tg::std(x[0], {0})});
+      });
+  add_case(
       "rms_norm: weighted, plain, 2-D normalized shape, wide rows",
       [] {
         return in({rn({6, 10, 32}), rn({32}), rn({3, 2000})});

@@ -244,3 +244,53 @@ TEST_CASE("reduction errors name the op, the dims and the shape", "[reduce]") {
   REQUIRE_ERROR(var(x, {0}, false, -1), "var: correction must be >= 0, got -1 (input (2,3,4))");
   REQUIRE_ERROR(sum(Tensor()), "sum: input is undefined");
 }
+
+TEST_CASE("min, argmin, logsumexp, std, all, any, isnan/isinf/isfinite", "[reduce]") {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  Tensor x = tensor(std::vector<double>{3, -1, -1, 2, nan, 0, -inf, 5, 1}, {3, 3});
+  // min: NaN propagates, ties share the gradient (amin semantics), as max
+  std::vector<double> m = min(x, {1}).to_vector<double>();
+  CHECK(m[0] == -1);
+  CHECK(std::isnan(m[1]));
+  CHECK(m[2] == -inf);
+  Tensor xt = tensor(std::vector<double>{3, -1, -1, 2}, {4}).requires_grad_();
+  min(xt).backward();
+  CHECK(xt.grad().to_vector<double>() == std::vector<double>{0, 0.5, 0.5, 0});
+  // argmin: the first minimum; NaN counts as the minimum; int64 input
+  CHECK(argmin(x, 1).to_vector<int64_t>() == std::vector<int64_t>{1, 1, 0});
+  CHECK(argmin(tensor(std::vector<int64_t>{4, 2, 2, 7}, {4}), 0).item<int64_t>() == 1);
+  // logsumexp: shifted, exact for large values; rows of -inf give -inf
+  Tensor big = tensor(std::vector<double>{1000, 1000, -inf, -inf}, {2, 2});
+  std::vector<double> lse = logsumexp(big, {1}).to_vector<double>();
+  CHECK(lse[0] == Approx(1000 + std::log(2.0)).epsilon(1e-15));
+  CHECK(lse[1] == -inf);
+  CHECK(logsumexp(big, {1}, true).shape() == Shape{2, 1});
+  manual_seed(2);
+  tgt::check_grad(
+      [](const std::vector<Tensor>& in) {
+        return logsumexp(in[0], {0, 2});
+      },
+      {tgt::leaf({2, 3, 4})}, "logsumexp over dims 0, 2");
+  tgt::check_grad([](const std::vector<Tensor>& in) { return min(in[0], {1}); },
+                  {tgt::leaf({3, 4})}, "min over dim 1");
+  tgt::check_grad([](const std::vector<Tensor>& in) { return tg::std(in[0], {1}, true, 0); },
+                  {tgt::leaf({3, 4})}, "std, correction 0");
+  tgt::require_close(tg::std(tensor(std::vector<double>{1, 2, 3, 4}, {4})), {std::sqrt(5.0 / 3.0)},
+                     1e-15, 0);
+  // all / any: a number is true where it is not 0 (NaN too); empty: all true, any false
+  CHECK(all(x).item<bool>() == false);
+  CHECK(any(x).item<bool>() == true);
+  CHECK(all(x, {1}).to_vector<bool>() == std::vector<bool>{true, false, true});
+  CHECK(any(zeros({2, 0}), {1}).to_vector<bool>() == std::vector<bool>{false, false});
+  CHECK(all(zeros({0})).item<bool>() == true);
+  CHECK(isnan(x).to_vector<bool>() ==
+        std::vector<bool>{false, false, false, false, true, false, false, false, false});
+  CHECK(isinf(x).to_vector<bool>() ==
+        std::vector<bool>{false, false, false, false, false, false, true, false, false});
+  CHECK(isfinite(x).to_vector<bool>() ==
+        std::vector<bool>{true, true, true, true, false, true, false, true, true});
+  CHECK(isfinite(tensor(std::vector<int64_t>{1, 2}, {2})).to_vector<bool>() ==
+        std::vector<bool>{true, true});
+  REQUIRE_ERROR(min(zeros({2, 0}), {1}), "min");
+  REQUIRE_ERROR(argmin(zeros({2, 3}), 2), "argmin");
+}

@@ -179,6 +179,18 @@ void add_reduce_linalg(std::vector<OpInfo>& r) {
                  return one(leaf(a.shape.value_or(Shape{2, 3, 4})),
                             [a](const Tensor& x) { return tg::max(x, a.dims, a.keepdim); });
                }});
+  r.push_back({"min", red_help, [](const CaseArgs& a) {
+                 return one(leaf(a.shape.value_or(Shape{2, 3, 4})),
+                            [a](const Tensor& x) { return tg::min(x, a.dims, a.keepdim); });
+               }});
+  r.push_back({"logsumexp", red_help, [](const CaseArgs& a) {
+                 return one(leaf(a.shape.value_or(Shape{2, 3, 4})),
+                            [a](const Tensor& x) { return tg::logsumexp(x, a.dims, a.keepdim); });
+               }});
+  r.push_back({"std", red_help, [](const CaseArgs& a) {
+                 return one(leaf(a.shape.value_or(Shape{3, 4})),
+                            [a](const Tensor& x) { return tg::std(x, a.dims, a.keepdim); });
+               }});
   r.push_back({"var", "--shape S [--dims d] [--keepdim] [--correction 0|1]", [](const CaseArgs& a) {
                  return one(leaf(a.shape.value_or(Shape{3, 4})), [a](const Tensor& x) {
                    return tg::var(x, a.dims, a.keepdim, a.correction);

@@ -260,6 +260,9 @@ const std::vector<TableCase>& all_cases() {
       {"sum dims 0,2 keepdim", "--op sum --shape 2,3,4 --dims 0,2 --keepdim"},
       {"mean dim -1", "--op mean --shape 3,4 --dims -1"},
       {"max dim 1", "--op max --shape 3,4 --dims 1"},
+      {"min dim 1", "--op min --shape 3,4 --dims 1"},
+      {"logsumexp dims 0,2", "--op logsumexp --shape 2,3,4 --dims 0,2"},
+      {"std dim 1", "--op std --shape 3,4 --dims 1"},
       {"var dim 1 unbiased", "--op var --shape 3,4 --dims 1"},
       {"var all, correction 0", "--op var --shape 3,4 --correction 0"},
       // linear algebra
