@@ -492,9 +492,25 @@ Tensor arange(double start, double end, double step, DType dtype) {
   int64_t n = static_cast<int64_t>(std::ceil((end - start) / step));
   return fill_with({n}, dtype, [=](int64_t i) { return start + static_cast<double>(i) * step; });
 }
-Tensor eye(int64_t n, DType dtype) {
-  if (n < 0) throw Error(fmt::format("eye: n must be >= 0, got {}", n));
-  return fill_with({n, n}, dtype, [n](int64_t i) { return (i / n == i % n) ? 1.0 : 0.0; });
+Tensor eye(int64_t n, DType dtype) { return eye(n, n, dtype); }
+Tensor eye(int64_t n, int64_t m, DType dtype) {
+  if (n < 0 || m < 0) throw Error(fmt::format("eye: n and m must be >= 0, got {} and {}", n, m));
+  if (m == 0) return fill_with({n, m}, dtype, [](int64_t) { return 0.0; });
+  return fill_with({n, m}, dtype, [m](int64_t i) { return (i / m == i % m) ? 1.0 : 0.0; });
+}
+// torch.linspace: start + i·(end − start)/(steps − 1), the second half counted back from end
+// (so the last value is end exactly), as PyTorch's kernel does.
+Tensor linspace(double start, double end, int64_t steps, DType dtype) {
+  if (steps < 0) throw Error(fmt::format("linspace: number of steps must be >= 0, got {}", steps));
+  if (!is_floating(dtype))
+    throw Error(fmt::format("linspace: dtype must be floating, got {}", dtype_name(dtype)));
+  if (steps == 1) return fill_with({1}, dtype, [start](int64_t) { return start; });
+  const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
+  const int64_t half = steps / 2;
+  return fill_with({steps}, dtype, [=](int64_t i) {
+    return i < half ? start + step * static_cast<double>(i)
+                    : end - step * static_cast<double>(steps - i - 1);
+  });
 }
 Tensor rand(const Shape& shape, DType dtype, Device device) {
   if (device.type != DeviceType::CPU) return copy_to(rand(shape, dtype), device);

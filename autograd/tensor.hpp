@@ -325,6 +325,8 @@ Tensor full(const Shape& shape, double value, DType dtype = get_default_dtype(),
 Tensor arange(double end, DType dtype = kInt64);
 Tensor arange(double start, double end, double step = 1, DType dtype = kInt64);
 Tensor eye(int64_t n, DType dtype = get_default_dtype());
+Tensor eye(int64_t n, int64_t m, DType dtype = get_default_dtype());  // (n, m), ones on i == j
+Tensor linspace(double start, double end, int64_t steps, DType dtype = get_default_dtype());
 // rand/randn/randint on a device draw on the CPU generator and copy: the same seed gives the
 // same numbers on every device.
 Tensor rand(const Shape& shape, DType dtype = get_default_dtype(),

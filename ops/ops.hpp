@@ -11,6 +11,7 @@
 //   index.cpp        x.index({...}) with integers, slices, None, ..., index tensors; index_put_
 //   inplace.cpp      in-place writes under the version counter: add_, mul_, fill_, copy_, ...
 //   rearrange.cpp    einops-style rearrange
+//   repeat.cpp       flip, roll, repeat, repeat_interleave, pad, unflatten, meshgrid
 //   softmax.cpp      softmax, log_softmax
 //   mask.cpp         masked_fill, where, comparisons
 //   norm.cpp         layer_norm, rms_norm
@@ -229,6 +230,25 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
                           Site site = Site::here());
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0,
                           Site site = Site::here());
+// Reordering and repeating (repeat.cpp), PyTorch's semantics:
+Tensor flip(const Tensor& x, std::vector<int64_t> dims, Site site = Site::here());
+// dims empty: over the flattened tensor (one shift)
+Tensor roll(const Tensor& x, std::vector<int64_t> shifts, std::vector<int64_t> dims = {},
+            Site site = Site::here());
+Tensor repeat(const Tensor& x, std::vector<int64_t> sizes, Site site = Site::here());  // tiles
+// each element `repeats` times in a row along dim (unset: over the flattened tensor)
+Tensor repeat_interleave(const Tensor& x, int64_t repeats,
+                         std::optional<int64_t> dim = std::nullopt, Site site = Site::here());
+Tensor repeat_interleave(const Tensor& x, const Tensor& repeats,
+                         std::optional<int64_t> dim = std::nullopt, Site site = Site::here());
+// pads (left, right) for the last dim, then the one before, …; mode "constant" (value; negative
+// pads crop), "reflect", "replicate" or "circular" (torch.nn.functional.pad)
+Tensor pad(const Tensor& x, std::vector<int64_t> pads, const std::string& mode = "constant",
+           double value = 0.0, Site site = Site::here());
+Tensor unflatten(const Tensor& x, int64_t dim, const Shape& sizes,
+                 Site site = Site::here());  // one -1 allowed
+std::vector<Tensor> meshgrid(const std::vector<Tensor>& tensors, const std::string& indexing = "ij",
+                             Site site = Site::here());
 // einops: rearrange(x, "b t (h d) -> b h t d", {{"h", 4}}). Supports grouping "(...)" on both
 // sides, axis names and anonymous "1" axes; the ellipsis "..." is not supported.
 Tensor rearrange(const Tensor& x, const std::string& pattern,

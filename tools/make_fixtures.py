@@ -156,6 +156,19 @@ def main():
     case("losses", "normalize_p3_dimm1", lambda a: F.normalize(a, p=3.0, dim=-1),
          [("x", randn(3, 5, seed=48))], 139)
 
+    # reordering and repeating (ops/repeat.cpp)
+    r = randn(2, 3, 4, seed=49)
+    case("repeat", "flip_0_2", lambda x: torch.flip(x, (0, 2)), [("x", r)], 140)
+    case("repeat", "roll_1_m1", lambda x: torch.roll(x, (1, -3), (1, 2)), [("x", r)], 141)
+    case("repeat", "roll_flat", lambda x: torch.roll(x, 5), [("x", r)], 142)
+    case("repeat", "repeat_2_1_1_3", lambda x: x.repeat(2, 1, 1, 3), [("x", r)], 143)
+    case("repeat", "repeat_interleave_3_dim1", lambda x: torch.repeat_interleave(x, 3, dim=1), [("x", r)], 144)
+    case("repeat", "pad_constant", lambda x: F.pad(x, (1, 2, -1, 1), value=0.5), [("x", r)], 145)
+    r4 = randn(2, 3, 4, 5, seed=50)  # torch 1.13 pads the last k dims of a (k+2)-D input here
+    case("repeat", "pad_reflect", lambda x: F.pad(x, (3, 2, 2, 1), mode="reflect"), [("x", r4)], 146)
+    case("repeat", "pad_replicate", lambda x: F.pad(x, (2, 3, 1, 0), mode="replicate"), [("x", r4)], 147)
+    case("repeat", "pad_circular", lambda x: F.pad(x, (4, 1, 1, 3), mode="circular"), [("x", r4)], 148)
+
     # gelu
     case("gelu", "none", lambda x: F.gelu(x), [("x", randn(4, 5, seed=11) * 2)], 107)
     case("gelu", "tanh", lambda x: F.gelu(x, approximate="tanh"), [("x", randn(4, 5, seed=12) * 2)], 108)

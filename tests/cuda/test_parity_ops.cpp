@@ -380,6 +380,18 @@ std::vector<ParityCase> cases() {
                     apply_rotary(x[0], x[1], x[2])});
       });
   add_case(
+      "flip, roll, repeat, repeat_interleave, pad",
+      [] {
+        return in({rn({3, 4, 5})});
+      },
+      [](const Inputs& x) {
+        const Tensor& v = x[0];
+        return out({flip(v, {0, 2}), roll(v, {1, -2}, {1, 2}), repeat(v, {2, 1, 1}),
+                    repeat_interleave(v, 2, 1), pad(v, {2, 1, 1, 2}, "reflect"),
+                    pad(v, {1, 3}, "circular"), pad(v, {2, 2}, "replicate"),
+                    pad(v, {1, 1, 1, 1}, "constant", -1.0)});
+      });
+  add_case(
       "min, logsumexp, std",
       [] {
         return in({rn({5, 7, 3})});

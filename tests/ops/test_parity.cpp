@@ -1,7 +1,7 @@
 // tests/ops/test_parity.cpp — outputs and input gradients against PyTorch 1.13 reference values
 // for softmax, log_softmax, layer_norm, rms_norm, gelu, glu, the SwiGLU block, cross_entropy, the
-// other losses (mse … normalize) and broadcasting matmul, in float64 (rtol 1e-10) and float32
-// (1e-5). Each case is tests/fixtures/<family>/<case>.safetensors (written by
+// other losses (mse … normalize), flip/roll/repeat/pad and broadcasting matmul, in float64 (rtol
+// 1e-10) and float32 (1e-5). Each case is tests/fixtures/<family>/<case>.safetensors (written by
 // tools/make_fixtures.py); every test is tagged [parity][<family>].
 #include "fixtures.hpp"
 #include "helpers.hpp"
@@ -130,6 +130,45 @@ std::vector<ParityCase> cases() {
        [](const V& in) { return cosine_similarity(in[0], in[1]); }},
       {"losses/normalize_p2", {"x"}, [](const V& in) { return normalize(in[0]); }},
       {"losses/normalize_p3_dimm1", {"x"}, [](const V& in) { return normalize(in[0], 3.0, -1); }},
+      {"repeat/flip_0_2",
+       {"x"},
+       [](const V& in) {
+         return flip(in[0], {0, 2});
+       }},
+      {"repeat/roll_1_m1",
+       {"x"},
+       [](const V& in) {
+         return roll(in[0], {1, -3}, {1, 2});
+       }},
+      {"repeat/roll_flat", {"x"}, [](const V& in) { return roll(in[0], {5}); }},
+      {"repeat/repeat_2_1_1_3",
+       {"x"},
+       [](const V& in) {
+         return repeat(in[0], {2, 1, 1, 3});
+       }},
+      {"repeat/repeat_interleave_3_dim1",
+       {"x"},
+       [](const V& in) { return repeat_interleave(in[0], 3, 1); }},
+      {"repeat/pad_constant",
+       {"x"},
+       [](const V& in) {
+         return pad(in[0], {1, 2, -1, 1}, "constant", 0.5);
+       }},
+      {"repeat/pad_reflect",
+       {"x"},
+       [](const V& in) {
+         return pad(in[0], {3, 2, 2, 1}, "reflect");
+       }},
+      {"repeat/pad_replicate",
+       {"x"},
+       [](const V& in) {
+         return pad(in[0], {2, 3, 1, 0}, "replicate");
+       }},
+      {"repeat/pad_circular",
+       {"x"},
+       [](const V& in) {
+         return pad(in[0], {4, 1, 1, 3}, "circular");
+       }},
       {"gelu/none", {"x"}, [](const std::vector<Tensor>& in) { return gelu(in[0], "none"); }},
       {"gelu/tanh", {"x"}, [](const std::vector<Tensor>& in) { return gelu(in[0], "tanh"); }},
       {"cross_entropy/mean", {"x", "t"}, ce_fn(ce_opts(Reduction::Mean))},
@@ -182,6 +221,7 @@ TG_PARITY_FAMILY(gelu)
 TG_PARITY_FAMILY(glu)
 TG_PARITY_FAMILY(swiglu)
 TG_PARITY_FAMILY(losses)
+TG_PARITY_FAMILY(repeat)
 TG_PARITY_FAMILY(cross_entropy)
 TG_PARITY_FAMILY(matmul)
 

@@ -292,3 +292,46 @@ TEST_CASE("shape op errors name the op and every shape", "[shape]") {
   REQUIRE_ERROR(chunk(x, 0), "chunk: chunks must be positive, got 0 (input (3,3))");
   REQUIRE_ERROR(reshape(Tensor(), {1}), "reshape: input is undefined");
 }
+
+TEST_CASE("repeat family: values by hand, meshgrid, linspace, eye(n, m), errors",
+          "[shape][repeat]") {
+  Tensor x = tensor(std::vector<double>{1, 2, 3}, {3});
+  CHECK(flip(x, {0}).to_vector<double>() == std::vector<double>{3, 2, 1});
+  CHECK(roll(x, {1}).to_vector<double>() == std::vector<double>{3, 1, 2});
+  CHECK(roll(x, {-4}).to_vector<double>() == std::vector<double>{2, 3, 1});
+  CHECK(repeat(x, {2}).to_vector<double>() == std::vector<double>{1, 2, 3, 1, 2, 3});
+  CHECK(repeat_interleave(x, 2).to_vector<double>() == std::vector<double>{1, 1, 2, 2, 3, 3});
+  CHECK(repeat_interleave(x, tensor(std::vector<int64_t>{0, 2, 1}, {3}), 0).to_vector<double>() ==
+        std::vector<double>{2, 2, 3});
+  CHECK(pad(x, {2, 1}, "reflect").to_vector<double>() == std::vector<double>{3, 2, 1, 2, 3, 2});
+  CHECK(pad(x, {1, 2}, "replicate").to_vector<double>() == std::vector<double>{1, 1, 2, 3, 3, 3});
+  CHECK(pad(x, {1, 1}, "circular").to_vector<double>() == std::vector<double>{3, 1, 2, 3, 1});
+  CHECK(unflatten(zeros({2, 12}), 1, {3, -1}).shape() == Shape{2, 3, 4});
+  // meshgrid: "ij" and "xy"
+  std::vector<Tensor> g = meshgrid({x, tensor(std::vector<double>{10, 20}, {2})});
+  CHECK(g[0].shape() == Shape{3, 2});
+  CHECK(g[1].contiguous().to_vector<double>() == std::vector<double>{10, 20, 10, 20, 10, 20});
+  std::vector<Tensor> gx = meshgrid({x, tensor(std::vector<double>{10, 20}, {2})}, "xy");
+  CHECK(gx[0].shape() == Shape{2, 3});
+  CHECK(gx[0].contiguous().to_vector<double>() == std::vector<double>{1, 2, 3, 1, 2, 3});
+  // linspace ends exactly at end; eye(n, m)
+  std::vector<double> ls = linspace(0.0, 1.0, 4, kFloat64).to_vector<double>();
+  CHECK(ls == std::vector<double>{0.0, 1.0 / 3, 1.0 - 1.0 / 3, 1.0});
+  CHECK(linspace(2.0, 5.0, 1, kFloat64).to_vector<double>() == std::vector<double>{2.0});
+  CHECK(eye(2, 3, kFloat64).to_vector<double>() == std::vector<double>{1, 0, 0, 0, 1, 0});
+  // gradients: reflected elements sum their gradients (1 and 3 appear twice, 2 three times)
+  Tensor xl = tensor(std::vector<double>{1, 2, 3}, {3}).requires_grad_();
+  sum(pad(xl, {2, 2}, "reflect")).backward();
+  CHECK(xl.grad().to_vector<double>() == std::vector<double>{2, 3, 2});
+  REQUIRE_ERROR(pad(x, {3, 0}, "reflect"),
+                "pad: reflect padding [3, 0] of dim 0 must be in [0, 2]");
+  REQUIRE_ERROR(pad(x, {1, 1}, "wrap"), "pad: mode \"wrap\" is not one of constant");
+  REQUIRE_ERROR(pad(x, {1}), "pad: pads [1] must hold pairs");
+  REQUIRE_ERROR(flip(x, {0, -1}), "flip: dim -1 appears more than once");
+  REQUIRE_ERROR(roll(x, {1, 2}, {0}), "roll: shifts [1, 2] and dims [0] must have the same length");
+  REQUIRE_ERROR(repeat(zeros({2, 3}), {2}),
+                "repeat: 1 repeats [2] cannot be fewer than the 2 dims");
+  REQUIRE_ERROR(unflatten(zeros({2, 12}), 1, {5, -1}), "unflatten: sizes (5,-1) must multiply to");
+  REQUIRE_ERROR(linspace(0, 1, -1), "linspace: number of steps must be >= 0, got -1");
+  REQUIRE_ERROR(meshgrid({zeros({2, 2})}), "meshgrid: every tensor must be 1-D, got (2,2)");
+}

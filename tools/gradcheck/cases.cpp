@@ -472,6 +472,35 @@ void add_nn_functions(std::vector<OpInfo>& r) {
                    }
                    return two(x, t, l.f, "input", "target");
                  }});
+  // reordering and repeating (ops/repeat.cpp), one case each
+  struct Rp {
+    const char* name;
+    Tensor (*f)(const Tensor&);
+  };
+  static const Rp reorder[] = {
+      {"flip",
+       [](const Tensor& x) {
+         return tg::flip(x, {0, 1});
+       }},
+      {"roll",
+       [](const Tensor& x) {
+         return tg::roll(x, {1, -2}, {0, 1});
+       }},
+      {"repeat",
+       [](const Tensor& x) {
+         return tg::repeat(x, {2, 1, 3});
+       }},
+      {"repeat_interleave", [](const Tensor& x) { return tg::repeat_interleave(x, 2, 1); }},
+      {"pad",
+       [](const Tensor& x) {
+         return tg::pad(x, {2, 1}, "reflect") + tg::pad(x, {1, 2}, "circular") +
+                tg::pad(x, {3, 0}, "replicate") + tg::pad(x, {1, 2}, "constant", 0.5);
+       }},
+  };
+  for (const Rp& rp : reorder)
+    r.push_back({rp.name, "--shape S (2-D)", [rp](const CaseArgs& a) {
+                   return one(leaf(a.shape.value_or(Shape{3, 4})), rp.f);
+                 }});
   r.push_back(
       {"nll_loss", "--shape N,C (class weights, one target ignored)", [](const CaseArgs& a) {
          const Shape s = a.shape.value_or(Shape{4, 3});

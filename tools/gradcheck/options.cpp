@@ -315,6 +315,11 @@ const std::vector<TableCase>& all_cases() {
       {"cosine_similarity", "--op cosine_similarity --shape 3,4"},
       {"nll_loss", "--op nll_loss --shape 3,4"},
       {"normalize", "--op normalize --shape 3,4"},
+      {"flip", "--op flip --shape 3,4"},
+      {"roll", "--op roll --shape 3,4"},
+      {"repeat", "--op repeat --shape 3,4"},
+      {"repeat_interleave", "--op repeat_interleave --shape 3,4"},
+      {"pad", "--op pad --shape 3,4"},
       // attention: every mask kind
       {"sdpa no mask", "--op sdpa --len 4 --src-len 5"},
       {"sdpa causal", "--op sdpa --causal --len 5 --src-len 5"},
