@@ -526,6 +526,9 @@ Tensor randn(const Shape& shape, DType dtype, Device device) {
   Generator& g = default_generator();
   return fill_with(shape, dtype, [&g](int64_t) { return g.normal(); });
 }
+Tensor randint(int64_t high, const Shape& shape, DType dtype) {
+  return randint(0, high, shape, dtype);
+}
 Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype) {
   if (high <= low) throw Error(fmt::format("randint: high ({}) must be > low ({})", high, low));
   Generator& g = default_generator();

@@ -334,6 +334,7 @@ Tensor rand(const Shape& shape, DType dtype = get_default_dtype(),
 Tensor randn(const Shape& shape, DType dtype = get_default_dtype(),
              Device device = kCPU);  // N(0, 1)
 Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype = kInt64);
+Tensor randint(int64_t high, const Shape& shape, DType dtype = kInt64);  // low 0, as PyTorch
 // A random permutation of 0 .. n-1 (int64), e.g. to shuffle a dataset each epoch.
 Tensor randperm(int64_t n);
 // *_like keep the shape, dtype and device of t.

@@ -269,12 +269,20 @@ AttentionResult sdpa_cpu(const Dims& dims, const Tensor& q, const Tensor& k, con
 
 }  // namespace
 
+namespace {
+// SDPAOptions::is_causal as a mask part (PyTorch's top-left causal).
+AttentionMask with_is_causal(const AttentionMask& mask, const SDPAOptions& opts) {
+  return opts.is_causal ? mask & AttentionMask::causal() : mask;
+}
+}  // namespace
+
 // The weights tensor (need_weights) is an output only: it carries no gradient (the tape node
 // differentiates `output`). Differentiate through weights with the dense reference if needed.
 AttentionResult scaled_dot_product_attention(const Tensor& q_in, const Tensor& k_in,
-                                             const Tensor& v_in, const AttentionMask& mask,
+                                             const Tensor& v_in, const AttentionMask& mask_in,
                                              const SDPAOptions& opts, Site site) {
   SiteScope scope(site);
+  const AttentionMask mask = with_is_causal(mask_in, opts);
   const Tensor q = contig(q_in);
   const Tensor k = contig(k_in);
   const Tensor v = contig(v_in);
@@ -284,9 +292,11 @@ AttentionResult scaled_dot_product_attention(const Tensor& q_in, const Tensor& k
   return sdpa_cpu(d, q, k, v, {q, k, v}, mask, opts);
 }
 
-AttentionResult scaled_dot_product_attention_packed(const Tensor& qkv_in, const AttentionMask& mask,
+AttentionResult scaled_dot_product_attention_packed(const Tensor& qkv_in,
+                                                    const AttentionMask& mask_in,
                                                     const SDPAOptions& opts, Site site) {
   SiteScope scope(site);
+  const AttentionMask mask = with_is_causal(mask_in, opts);
   const Tensor qkv = contig(qkv_in);
   check_float(qkv, kSdpa, "qkv", true);
   if (qkv.dim() != 5 || qkv.size(2) != 3)
@@ -304,9 +314,10 @@ AttentionResult scaled_dot_product_attention_packed(const Tensor& qkv_in, const 
 }
 
 AttentionResult scaled_dot_product_attention_kv_packed(const Tensor& q_in, const Tensor& kv_in,
-                                                       const AttentionMask& mask,
+                                                       const AttentionMask& mask_in,
                                                        const SDPAOptions& opts, Site site) {
   SiteScope scope(site);
+  const AttentionMask mask = with_is_causal(mask_in, opts);
   const Tensor q = contig(q_in);
   const Tensor kv = contig(kv_in);
   check_float(q, kSdpa, "q", true);

@@ -152,6 +152,9 @@ struct SDPAOptions {
   // head-split copy (the CPU kernel reads the rows in place). Weights and the probe stay
   // (B, NH, T, S).
   bool heads_last = false;
+  // PyTorch's is_causal: the mask intersected with AttentionMask::causal() (top-left; a mask that
+  // is already bottom-right aligned is refused, naming both).
+  bool is_causal = false;
 };
 
 struct AttentionResult {

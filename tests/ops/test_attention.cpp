@@ -770,3 +770,28 @@ TEST_CASE("a long local window runs in O(T·W): T = 4096, local(8, 0), float32",
   REQUIRE(all_finite(k.grad()));
   REQUIRE(secs < 1.0);
 }
+
+TEST_CASE("SDPA is_causal equals the causal mask part; with a bottom-right mask it is refused",
+          "[attention]") {
+  manual_seed(21);
+  Tensor q = randn({2, 2, 9, 8}), k = randn({2, 2, 9, 8}), v = randn({2, 2, 9, 8});
+  SDPAOptions o;
+  o.is_causal = true;
+  const Tensor a = scaled_dot_product_attention(q, k, v, {}, o).output;
+  const Tensor b = scaled_dot_product_attention(q, k, v, AttentionMask::causal()).output;
+  CHECK(a.to_vector<float>() == b.to_vector<float>());
+  // with a local window: the intersection
+  const Tensor c = scaled_dot_product_attention(q, k, v, AttentionMask::local(2, 2), o).output;
+  const Tensor d =
+      scaled_dot_product_attention(q, k, v, AttentionMask::local(2, 2) & AttentionMask::causal())
+          .output;
+  CHECK(c.to_vector<float>() == d.to_vector<float>());
+  REQUIRE_ERROR(
+      scaled_dot_product_attention(q, k, v, AttentionMask::causal(CausalAlign::BottomRight), o),
+      "causal alignments differ");
+  // randint(high, shape): low 0, as PyTorch
+  manual_seed(3);
+  const Tensor r1 = randint(7, {50});
+  manual_seed(3);
+  CHECK(r1.to_vector<int64_t>() == randint(0, 7, {50}).to_vector<int64_t>());
+}
