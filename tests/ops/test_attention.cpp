@@ -771,7 +771,7 @@ TEST_CASE("a long local window runs in O(T·W): T = 4096, local(8, 0), float32",
   REQUIRE(secs < 1.0);
 }
 
-TEST_CASE("SDPA is_causal equals the causal mask part; with a bottom-right mask it is refused",
+TEST_CASE("SDPA is_causal equals the causal mask part and refuses a bottom-right mask",
           "[attention]") {
   manual_seed(21);
   Tensor q = randn({2, 2, 9, 8}), k = randn({2, 2, 9, 8}), v = randn({2, 2, 9, 8});
