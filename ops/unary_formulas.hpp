@@ -3,7 +3,8 @@
 // runs them in T (float32 in float32, as PyTorch does) where it has no vector form and on the lanes
 // its vector forms leave (ops/cpu/unary_math.cpp); CUDA runs them in double (cuda/elementwise.cu).
 // Each backward is PyTorch 1.13's formula (derivatives.yaml, or the activation's _backward
-// kernel) in PyTorch's order of operations, so special values come out as PyTorch's: checked by
+// kernel) in PyTorch's order of operations, but 1 − x² as (1 − x)(1 + x), which does not cancel
+// with or without FMA contraction; so special values come out as PyTorch's: checked by
 // tests/ops/test_special_values.cpp against tools/make_special_values.py's table.
 // Neutral: no library header, host and device.
 #pragma once
@@ -136,14 +137,15 @@ TG_HOST_DEVICE inline T un_math_bwd(T g, T x, T y, T p0, T p1) {
   if constexpr (OP == UnOp::Sin) return g * cos(x);
   if constexpr (OP == UnOp::Cos) return g * -sin(x);
   if constexpr (OP == UnOp::Tan) return g * (one + y * y);
-  if constexpr (OP == UnOp::Asin) return g * (one / sqrt(-x * x + one));
-  if constexpr (OP == UnOp::Acos) return g * -(one / sqrt(-x * x + one));
+  if constexpr (OP == UnOp::Asin) return g * (one / sqrt((one - x) * (one + x)));
+  if constexpr (OP == UnOp::Acos) return g * -(one / sqrt((one - x) * (one + x)));
   if constexpr (OP == UnOp::Atan) return g / (x * x + one);
   if constexpr (OP == UnOp::Sinh) return g * cosh(x);
   if constexpr (OP == UnOp::Cosh) return g * sinh(x);
   if constexpr (OP == UnOp::Asinh) return g * (one / sqrt(x * x + one));
-  if constexpr (OP == UnOp::Acosh) return g * (one / sqrt(x * x - one));
-  if constexpr (OP == UnOp::Atanh) return g * (one / (one - x * x));
+  // + 0 turns −0 into +0, so x = −1 gives +inf as PyTorch's x² − 1 does
+  if constexpr (OP == UnOp::Acosh) return g * (one / sqrt((x - one) * (x + one) + zero));
+  if constexpr (OP == UnOp::Atanh) return g * (one / ((one - x) * (one + x)));
   if constexpr (OP == UnOp::Erf) return T(kTwoOverSqrtPi) * exp(-(x * x)) * g;
   if constexpr (OP == UnOp::Erfc) return T(-kTwoOverSqrtPi) * exp(-(x * x)) * g;
   if constexpr (OP == UnOp::Exp2) return g * y * T(kLn2);
