@@ -604,9 +604,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<scalar_t>)
   }
 }
 
-// Block: (b, h, key tile kt). dk (B, NH, S, hs) = scale · Σ_i dS_ijᵀ·q_i, dv (B, NH, S, hs_v) =
-// Σ_i P_ijᵀ·dO_i over the query tiles whose key range meets this key tile, in tile order. A
-// thread owns keys row(a) and query rows (of a tile) / head columns col(b).
+// Block: (b, key/value head, key tile kt). dk (B, NKV, S, hs) = scale · Σ_h Σ_i dS_ijᵀ·q_i, dv =
+// Σ_h Σ_i P_ijᵀ·dO_i over the group's query heads h (one without grouped-query attention) and the
+// query tiles whose key range meets this key tile, in order. A thread owns keys row(a) and query
+// rows (of a tile) / head columns col(b).
 template <typename scalar_t, int D>
 __global__ void __launch_bounds__(kThreads, kMinBlocks<scalar_t>)
     dkv_kernel(scalar_t* dk, scalar_t* dv, const scalar_t* dout, const scalar_t* q,
@@ -629,15 +630,18 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<scalar_t>)
 
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   const int64_t nqt = (d.T + BR - 1) / BR;
-  const int64_t bh = blockIdx.x % d.BH, kt = blockIdx.x / d.BH;
-  const int64_t b = bh / d.NH, h = bh % d.NH, c0 = kt * BC;
+  const int64_t g = d.L.group(), units = d.BH / g, nkv = d.NH / g;
+  const int64_t u = blockIdx.x % units, kt = blockIdx.x / units;
+  const int64_t b = u / nkv, h0 = (u % nkv) * g, c0 = kt * BC;
   const int64_t c_last = imin(c0 + BC, d.S) - 1;
-  load_t<scalar_t, D, BC, LC>(Kt, k + d.head(kK, bh), c0, d.S, d.hs, d.ld(kK));
-  load_t<scalar_t, D, BC, LC>(Vt, v + d.head(kV, bh), c0, d.S, d.hsv, d.ld(kV));
+  const int64_t bh0 = b * d.NH + h0;  // the group's first query head: its k, v rows are the group's
+  load_t<scalar_t, D, BC, LC>(Kt, k + d.head(kK, bh0), c0, d.S, d.hs, d.ld(kK));
+  load_t<scalar_t, D, BC, LC>(Vt, v + d.head(kV, bh0), c0, d.S, d.hsv, d.ld(kV));
   scalar_t dk_acc[TK][TD], dv_acc[TK][TD];
   zero(dk_acc);
   zero(dv_acc);
-  for (int64_t qt = 0; qt < nqt; ++qt) {
+  for (int64_t qh = 0; qh < g * nqt; ++qh) {
+    const int64_t h = h0 + qh / nqt, bh = b * d.NH + h, qt = qh % nqt;
     if (tile_lo[qt] > c_last || tile_hi[qt] < c0) continue;  // uniform over the block
     const int64_t r0 = qt * BR;
     load_rows<scalar_t, D, BR, LK>(Qs, q + d.head(kQ, bh), r0, d.T, d.hs, d.ld(kQ));
@@ -676,8 +680,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<scalar_t>)
 #pragma unroll
     for (int c = 0; c < TD; ++c) {
       const int col = tx + 16 * c;
-      if (col < d.hs) dk[d.head(kK, bh) + j * d.ld(kK) + col] = scale * dk_acc[a][c];
-      if (col < d.hsv) dv[d.head(kV, bh) + j * d.ld(kV) + col] = dv_acc[a][c];
+      if (col < d.hs) dk[d.head(kK, bh0) + j * d.ld(kK) + col] = scale * dk_acc[a][c];
+      if (col < d.hsv) dv[d.head(kV, bh0) + j * d.ld(kV) + col] = dv_acc[a][c];
     }
   }
 }
@@ -795,10 +799,10 @@ void run_backward(scalar_t* dq, scalar_t* dk, scalar_t* dv, const scalar_t* dout
   }
   if (d.S > 0) {
     allow_smem(dkv_kernel<scalar_t, D>, C::kSmemDkv);
-    dkv_kernel<scalar_t, D><<<grid_size(d.BH * nkt, "attention_backward"), kThreads, C::kSmemDkv,
-                              detail::cur_stream()>>>(dk, dv, dout, q, k, v, lse, Dv, plan.row_lo,
-                                                      plan.row_hi, plan.tile_lo, plan.tile_hi, d,
-                                                      sc, m);
+    dkv_kernel<scalar_t, D>
+        <<<grid_size(d.BH / d.L.group() * nkt, "attention_backward"), kThreads, C::kSmemDkv,
+           detail::cur_stream()>>>(dk, dv, dout, q, k, v, lse, Dv, plan.row_lo, plan.row_hi,
+                                   plan.tile_lo, plan.tile_hi, d, sc, m);
     TG_CUDA_LAUNCH_CHECK("attention dkv_kernel");
   }
 }

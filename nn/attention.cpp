@@ -49,33 +49,40 @@ MultiheadAttention::MultiheadAttention(int64_t E, int64_t NH, MultiheadAttention
     throw Error(
         fmt::format("MultiheadAttention: dropout must be in [0, 1), got {}", options.dropout));
   head_dim = E / NH;
+  num_kv_heads = options.num_kv_heads < 0 ? NH : options.num_kv_heads;
+  if (num_kv_heads == 0 || NH % num_kv_heads != 0)
+    throw Error(
+        fmt::format("MultiheadAttention: num_kv_heads {} must divide num_heads {} (-1: num_heads)",
+                    options.num_kv_heads, NH));
+  kv_dim = num_kv_heads * head_dim;
+  const int64_t KV = kv_dim;
   kdim = options.kdim < 0 ? E : options.kdim;
   vdim = options.vdim < 0 ? E : options.vdim;
   same_embed = kdim == E && vdim == E;
   // PyTorch's registration order, hence its state_dict order.
   if (same_embed) {
-    in_proj_weight = zeros({3 * E, E});
+    in_proj_weight = zeros({E + 2 * KV, E});
     register_parameter("in_proj_weight", &in_proj_weight);
     init::xavier_uniform_(in_proj_weight);  // over the whole packed (3E, E) matrix, like PyTorch
   } else {
     q_proj_weight = zeros({E, E});
     register_parameter("q_proj_weight", &q_proj_weight);
-    k_proj_weight = zeros({E, kdim});
+    k_proj_weight = zeros({KV, kdim});
     register_parameter("k_proj_weight", &k_proj_weight);
-    v_proj_weight = zeros({E, vdim});
+    v_proj_weight = zeros({KV, vdim});
     register_parameter("v_proj_weight", &v_proj_weight);
     init::xavier_uniform_(q_proj_weight);
     init::xavier_uniform_(k_proj_weight);
     init::xavier_uniform_(v_proj_weight);
   }
   if (options.bias) {
-    in_proj_bias = zeros({3 * E});
+    in_proj_bias = zeros({E + 2 * KV});
     register_parameter("in_proj_bias", &in_proj_bias);
   }
   if (options.add_bias_kv) {
-    bias_k = zeros({1, 1, E});
+    bias_k = zeros({1, 1, KV});
     register_parameter("bias_k", &bias_k);
-    bias_v = zeros({1, 1, E});
+    bias_v = zeros({1, 1, KV});
     register_parameter("bias_v", &bias_v);
     xavier_normal(bias_k);
     xavier_normal(bias_v);
@@ -87,6 +94,7 @@ MultiheadAttention::MultiheadAttention(int64_t E, int64_t NH, MultiheadAttention
 std::string MultiheadAttention::extra_repr() const {
   std::string s = fmt::format("embed_dim={}, num_heads={}", embed_dim, num_heads);
   if (!same_embed) s += fmt::format(", kdim={}, vdim={}", kdim, vdim);
+  if (num_kv_heads != num_heads) s += fmt::format(", num_kv_heads={}", num_kv_heads);
   if (options.dropout > 0) s += fmt::format(", dropout={}", options.dropout);
   if (options.batch_first) s += ", batch_first=True";
   if (!options.structure.is_none()) s += ", structure=" + options.structure.name();
@@ -110,7 +118,7 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
                                                       const Tensor& value,
                                                       const MHAForwardOptions& f, Site site) {
   SiteScope scope(site);
-  const int64_t E = embed_dim, NH = num_heads, hd = head_dim;
+  const int64_t E = embed_dim, NH = num_heads, hd = head_dim, NKV = num_kv_heads, KV = kv_dim;
   const DType dt = out_proj->weight.dtype();
   check_float_input(query, "query", dt);
   check_float_input(key, "key", dt);
@@ -174,38 +182,40 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
 
   // Self-attention (one tensor as query, key and value) with the packed in_proj_weight: one
   // (B, T, 3E) projection, one GEMM, read in place by the packed attention (PyTorch packs too).
-  // Cross-attention with key = value: one (B, S, 2E) projection by the last two row blocks of
-  // in_proj_weight (a view), read in place as packed keys and values (PyTorch packs too).
+  // Cross-attention with key = value, and grouped-query self-attention: one (B, S, 2·kv_dim)
+  // projection by the last two row blocks of in_proj_weight (a view), read in place as packed
+  // keys and values (PyTorch packs too).
   const bool plain = same_embed && !options.add_bias_kv && !options.add_zero_attn;
-  const bool packed = plain && query.impl() == key.impl() && key.impl() == value.impl();
+  const bool packed =
+      plain && NKV == NH && query.impl() == key.impl() && key.impl() == value.impl();
   const bool kv_packed = plain && !packed && key.impl() == value.impl();
   Tensor qkv, qh, kh, vh, kv;
   if (packed) {
     qkv = reshape(linear(q, in_proj_weight, in_proj_bias), {B, T, 3, NH, hd});
   } else if (kv_packed) {
     const Tensor bq = in_proj_bias.defined() ? narrow(in_proj_bias, 0, 0, E) : Tensor();
-    const Tensor bkv = in_proj_bias.defined() ? narrow(in_proj_bias, 0, E, 2 * E) : Tensor();
+    const Tensor bkv = in_proj_bias.defined() ? narrow(in_proj_bias, 0, E, 2 * KV) : Tensor();
     qh = reshape(linear(q, narrow(in_proj_weight, 0, 0, E), bq), {B, T, NH, hd});
-    kv = reshape(linear(k, narrow(in_proj_weight, 0, E, 2 * E), bkv), {B, S, 2, NH, hd});
+    kv = reshape(linear(k, narrow(in_proj_weight, 0, E, 2 * KV), bkv), {B, S, 2, NKV, hd});
   } else {
     // In-projections: (B, T, E), (B, S, E), (B, S, E).
     Tensor Wq, Wk, Wv, bq, bk, bv;
     if (same_embed) {
       Wq = narrow(in_proj_weight, 0, 0, E);
-      Wk = narrow(in_proj_weight, 0, E, E);
-      Wv = narrow(in_proj_weight, 0, 2 * E, E);
+      Wk = narrow(in_proj_weight, 0, E, KV);
+      Wv = narrow(in_proj_weight, 0, E + KV, KV);
     } else {
       Wq = q_proj_weight, Wk = k_proj_weight, Wv = v_proj_weight;
     }
     if (in_proj_bias.defined()) {
       bq = narrow(in_proj_bias, 0, 0, E);
-      bk = narrow(in_proj_bias, 0, E, E);
-      bv = narrow(in_proj_bias, 0, 2 * E, E);
+      bk = narrow(in_proj_bias, 0, E, KV);
+      bv = narrow(in_proj_bias, 0, E + KV, KV);
     }
     Tensor qp = linear(q, Wq, bq), kp_ = linear(k, Wk, bk), vp = linear(v, Wv, bv);
     if (options.add_bias_kv) {  // one more key/value position, allowed by every mask
-      kp_ = cat({kp_, expand(bias_k, {B, 1, E})}, 1);
-      vp = cat({vp, expand(bias_v, {B, 1, E})}, 1);
+      kp_ = cat({kp_, expand(bias_k, {B, 1, KV})}, 1);
+      vp = cat({vp, expand(bias_v, {B, 1, KV})}, 1);
       kp = pad_key_column(kp);
       am = pad_key_column(am);
       ++S;
@@ -213,11 +223,11 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
     // Heads, last: (B, T, NH, hd), (B, S, NH, hd) are views of the projections (no head-split
     // copy); scaled_dot_product_attention reads them in place (heads_last).
     qh = reshape(qp, {B, T, NH, hd});
-    kh = reshape(kp_, {B, S, NH, hd});
-    vh = reshape(vp, {B, S, NH, hd});
+    kh = reshape(kp_, {B, S, NKV, hd});
+    vh = reshape(vp, {B, S, NKV, hd});
     if (options.add_zero_attn) {  // a zero key/value position after the projections
-      kh = cat({kh, zeros({B, 1, NH, hd}, dt, kh.device())}, 1);
-      vh = cat({vh, zeros({B, 1, NH, hd}, dt, vh.device())}, 1);
+      kh = cat({kh, zeros({B, 1, NKV, hd}, dt, kh.device())}, 1);
+      vh = cat({vh, zeros({B, 1, NKV, hd}, dt, vh.device())}, 1);
       kp = pad_key_column(kp);
       am = pad_key_column(am);
       ++S;
@@ -238,6 +248,7 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
   so.training = is_training();
   so.need_weights = f.need_weights;
   so.heads_last = true;
+  so.enable_gqa = NKV != NH;
   AttentionResult r = packed      ? scaled_dot_product_attention_packed(qkv, mask, so)
                       : kv_packed ? scaled_dot_product_attention_kv_packed(qh, kv, mask, so)
                                   : scaled_dot_product_attention(qh, kh, vh, mask, so);

@@ -32,6 +32,12 @@ struct MultiheadAttentionOptions {
   // blocked(W)), computed in O(T·W) — the LocalMultiheadAttention users build by subclassing
   // PyTorch's, without the dense T×S mask.
   AttentionMask structure;
+  // Grouped-/multi-query attention: this many key/value heads (-1: num_heads), dividing
+  // num_heads; query head h reads key/value head h / (num_heads / num_kv_heads), in place
+  // (SDPAOptions::enable_gqa). The key and value projections shrink to num_kv_heads·head_dim rows:
+  // in_proj_weight (E + 2·kv_dim, E), or k_proj_weight (kv_dim, kdim), v_proj_weight (kv_dim,
+  // vdim); bias_k, bias_v (1, 1, kv_dim).
+  int64_t num_kv_heads = -1;
 };
 
 struct MHAForwardOptions {
@@ -61,11 +67,12 @@ class MultiheadAttention : public Module {
   std::string extra_repr() const override;
 
   int64_t embed_dim, num_heads, head_dim, kdim, vdim;
+  int64_t num_kv_heads, kv_dim;  // kv_dim = num_kv_heads · head_dim (embed_dim without grouping)
   MultiheadAttentionOptions options;
   bool same_embed;  // kdim == vdim == embed_dim: one packed in_proj_weight
   // Packed (3E, E) when same_embed, else q_proj_weight (E, E), k_proj_weight (E, kdim),
   // v_proj_weight (E, vdim). in_proj_bias (3E) when bias; bias_k, bias_v (1, 1, E) with
-  // add_bias_kv.
+  // add_bias_kv. With num_kv_heads < num_heads the key and value parts have kv_dim rows.
   Tensor in_proj_weight, q_proj_weight, k_proj_weight, v_proj_weight, in_proj_bias, bias_k, bias_v;
   std::shared_ptr<Linear> out_proj;
 };

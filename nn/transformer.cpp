@@ -45,6 +45,7 @@ MultiheadAttentionOptions attn_options(const TransformerLayerOptions& o, bool se
   MultiheadAttentionOptions m;
   m.dropout = o.dropout;
   m.batch_first = o.batch_first;
+  m.num_kv_heads = o.num_kv_heads;
   if (self) m.structure = o.self_attn_structure;
   return m;
 }
@@ -149,7 +150,8 @@ static std::string layer_repr(int64_t d_model, int64_t nhead, const TransformerL
                               o.activation_fn ? "<callable>" : o.activation);
   if (o.batch_first) s += ", batch_first=True";
   if (o.norm_first) s += ", norm_first=True";
-  if (!o.self_attn_structure.is_none()) s += ", self_attn_structure=" + o.self_attn_structure.name();
+  if (!o.self_attn_structure.is_none())
+    s += ", self_attn_structure=" + o.self_attn_structure.name();
   return s;
 }
 

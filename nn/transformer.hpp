@@ -49,6 +49,7 @@ struct TransformerLayerOptions {
   AttentionMask self_attn_structure;  // causal / local / blocked self-attention, O(T·W)
   bool need_weights = false;          // keep the last forward's attention weights
   bool average_attn_weights = true;   // weights averaged over heads (B, T, S), else (B, NH, T, S)
+  int64_t num_kv_heads = -1;          // grouped-query attention: MultiheadAttentionOptions'
 };
 using TransformerEncoderLayerOptions = TransformerLayerOptions;
 using TransformerDecoderLayerOptions = TransformerLayerOptions;

@@ -45,6 +45,24 @@ void check_options(const Dims& d, const AttentionMask& mask, const SDPAOptions& 
     mask.check(kSdpa, d.B, d.NH, d.T, d.S);
 }
 
+// The key/value head count against NH: equal, or with enable_gqa a divisor of it. Returns NKV
+// for the layout (0 when equal).
+int64_t check_heads(int64_t NH, int64_t NKV, const SDPAOptions& opts, const std::string& shapes,
+                    bool hl) {
+  if (NKV == NH) return 0;
+  if (!opts.enable_gqa)
+    throw Error(
+        fmt::format("{}: {}: q has {} heads but k and v have {}{}; set enable_gqa for "
+                    "grouped-query attention",
+                    kSdpa, shapes, NH, NKV, hl ? " (heads_last: (B, T, NH, hs))" : ""));
+  if (NKV == 0 || NH % NKV != 0)
+    throw Error(
+        fmt::format("{}: {}: enable_gqa needs the {} query heads to be a multiple of the {} "
+                    "key/value heads",
+                    kSdpa, shapes, NH, NKV));
+  return NKV;
+}
+
 Dims check_sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionMask& mask,
                 const SDPAOptions& opts) {
   check_float(q, kSdpa, "q", true);
@@ -61,10 +79,12 @@ Dims check_sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Attenti
   check_same_dtype(q, k, kSdpa, "q", "k");
   check_same_dtype(q, v, kSdpa, "q", "v");
   const int dh = hl ? 2 : 1, dt = hl ? 1 : 2;  // the head and the length dims
-  if (k.size(0) != q.size(0) || v.size(0) != q.size(0) || k.size(dh) != q.size(dh) ||
-      v.size(dh) != q.size(dh))
-    throw Error(fmt::format("{}: {}: batch and head dims (B, NH) differ{}", kSdpa, shapes,
-                            hl ? " (heads_last: (B, T, NH, hs))" : ""));
+  if (k.size(0) != q.size(0) || v.size(0) != q.size(0))
+    throw Error(fmt::format("{}: {}: batch dims B differ", kSdpa, shapes));
+  if (k.size(dh) != v.size(dh))
+    throw Error(fmt::format("{}: {}: head counts of k ({}) and v ({}) differ{}", kSdpa, shapes,
+                            k.size(dh), v.size(dh), hl ? " (heads_last: (B, S, NH, hs))" : ""));
+  const int64_t nkv = check_heads(q.size(dh), k.size(dh), opts, shapes, hl);
   if (k.size(3) != q.size(3))
     throw Error(fmt::format("{}: {}: head size hs of q ({}) and k ({}) differ", kSdpa, shapes,
                             q.size(3), k.size(3)));
@@ -74,7 +94,8 @@ Dims check_sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Attenti
   if (q.device() != k.device() || q.device() != v.device())
     throw Error(fmt::format("{}: {}: q is on {}, k on {}, v on {}; move them to one device", kSdpa,
                             shapes, q.device().str(), k.device().str(), v.device().str()));
-  const Dims d{q.size(0), q.size(dh), q.size(dt), k.size(dt), q.size(3), v.size(3), hl};
+  Dims d{q.size(0), q.size(dh), q.size(dt), k.size(dt), q.size(3), v.size(3), hl};
+  d.NKV = nkv;
   check_options(d, mask, opts, shapes, q.device());
   return d;
 }
@@ -303,6 +324,11 @@ AttentionResult scaled_dot_product_attention_packed(const Tensor& qkv_in,
     throw Error(fmt::format("{}: qkv {}: expected (B, T, 3, NH, hs), q, k, v for every position",
                             kSdpa, shape_str(qkv.shape())));
   const int64_t B = qkv.size(0), T = qkv.size(1), NH = qkv.size(3), hs = qkv.size(4);
+  if (opts.enable_gqa)
+    throw Error(
+        fmt::format("{}: qkv {}: packed qkv has one head count; grouped-query attention "
+                    "takes q and kv (scaled_dot_product_attention_kv_packed) or q, k, v",
+                    kSdpa, shape_str(qkv.shape())));
   SDPAOptions o = opts;
   o.heads_last = true;
   Dims d{B, NH, T, T, hs, hs, true};
@@ -328,8 +354,9 @@ AttentionResult scaled_dot_product_attention_kv_packed(const Tensor& q_in, const
     throw Error(
         fmt::format("{}: {}: expected q (B, T, NH, hs) and kv (B, S, 2, NH, hs)", kSdpa, shapes));
   check_same_dtype(q, kv, kSdpa, "q", "kv");
-  if (kv.size(0) != q.size(0) || kv.size(3) != q.size(2) || kv.size(4) != q.size(3))
-    throw Error(fmt::format("{}: {}: B, NH and hs of q and kv differ", kSdpa, shapes));
+  if (kv.size(0) != q.size(0) || kv.size(4) != q.size(3))
+    throw Error(fmt::format("{}: {}: B and hs of q and kv differ", kSdpa, shapes));
+  const int64_t nkv = check_heads(q.size(2), kv.size(3), opts, shapes, true);
   if (q.device() != kv.device())
     throw Error(fmt::format("{}: {}: q is on {}, kv on {}; move them to one device", kSdpa, shapes,
                             q.device().str(), kv.device().str()));
@@ -338,6 +365,7 @@ AttentionResult scaled_dot_product_attention_kv_packed(const Tensor& q_in, const
   o.heads_last = true;
   Dims d{B, NH, T, S, hs, hs, true};
   d.packing = Dims::kKV;
+  d.NKV = nkv;
   check_options(d, mask, o, shapes, q.device());
   if (q.device().is_cuda()) return cuda_sdpa(d, q, kv, kv, {q, kv}, mask, o, default_scale(o, hs));
   return sdpa_cpu(d, q, kv, kv, {q, kv}, mask, o);

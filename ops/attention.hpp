@@ -155,6 +155,10 @@ struct SDPAOptions {
   // PyTorch's is_causal: the mask intersected with AttentionMask::causal() (top-left; a mask that
   // is already bottom-right aligned is refused, naming both).
   bool is_causal = false;
+  // PyTorch's enable_gqa (grouped- and multi-query attention): k and v may have NKV heads, NH a
+  // multiple of NKV; query head h reads key/value head h / (NH / NKV) (repeat_interleave order) in
+  // place, never repeated, and dK, dV sum over each group. Every layout but packed qkv.
+  bool enable_gqa = false;
 };
 
 struct AttentionResult {
@@ -163,7 +167,8 @@ struct AttentionResult {
 };
 
 // q (B, NH, T, hs), k (B, NH, S, hs), v (B, NH, S, hs_v) -> (B, NH, T, hs_v), or with
-// opts.heads_last (B, T, NH, hs), (B, S, NH, hs), (B, S, NH, hs_v) -> (B, T, NH, hs_v). One fused
+// opts.heads_last (B, T, NH, hs), (B, S, NH, hs), (B, S, NH, hs_v) -> (B, T, NH, hs_v); with
+// opts.enable_gqa k and v may have fewer heads (NKV, dividing NH). One fused
 // tape node: only the structural key range of each row tile is computed (causal upper triangle and
 // keys outside a local/blocked window cost nothing), scores are masked, softmaxed (fully masked
 // rows give 0), optionally dropped out, and multiplied by V; backward computes dQ, dK, dV directly.
@@ -182,10 +187,11 @@ AttentionResult scaled_dot_product_attention_packed(const Tensor& qkv,
                                                     Site site = Site::here());
 
 // Cross-attention with keys and values from one packed projection: q (B, T, NH, hs) and kv
-// (B, S, 2, NH, hs), the (B, S, 2·NH·hs) projection of one tensor by the last two row blocks of
-// in_proj_weight (PyTorch's in_projection_packed when key is value), reshaped. Returns
-// (B, T, NH, hs) (hs_v = hs; opts.heads_last is implied); one tape node differentiates q and kv,
-// so the key/value projection's backward is one GEMM. Masks and options as above.
+// (B, S, 2, NH, hs) (NKV heads with opts.enable_gqa), the (B, S, 2·NH·hs) projection of one
+// tensor by the last two row blocks of in_proj_weight (PyTorch's in_projection_packed when key is
+// value), reshaped. Returns (B, T, NH, hs) (hs_v = hs; opts.heads_last is implied); one tape node
+// differentiates q and kv, so the key/value projection's backward is one GEMM. Masks and options
+// as above.
 AttentionResult scaled_dot_product_attention_kv_packed(const Tensor& q, const Tensor& kv,
                                                        const AttentionMask& mask = {},
                                                        const SDPAOptions& opts = {},

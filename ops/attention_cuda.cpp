@@ -172,7 +172,9 @@ AttentionResult cuda_sdpa(const Dims& d, const Tensor& q, const Tensor& k, const
   if (fuse) return fused(d, q, k, v, inputs, attention_mask_on(mask, q.device()), scale);
   const AttentionMask host = attention_mask_on(mask, kCPU);
   // The additive part not detached when it requires grad (the host copy serves dense_allowed).
-  const std::vector<Tensor> h = heads_first(d, q, k, v);
+  std::vector<Tensor> h = heads_first(d, q, k, v);
+  if (d.group() > 1)  // grouped-query: the composed path repeats k and v (the fused one never does)
+    for (int i : {1, 2}) h[i] = repeat_interleave(h[i], d.group(), 1);
   AttentionResult res =
       composed(h[0], h[1], h[2], host, mask_grad ? mask.additive_ : host.additive_, opts, scale);
   if (d.heads_last) res.output = transpose(res.output, 1, 2).contiguous();

@@ -156,21 +156,34 @@ TG_HOST_DEVICE inline void key_range(const MaskDesc& m, int64_t i, int64_t S, in
 // packed (B, T, 3, NH, hs: kQKV, S = T; q, k and v point at the same tensor) or q heads last with
 // k and v packed (B, S, 2, NH, hs: kKV, hs_v = hs); every head's rows are addressed with an offset
 // and a leading dimension (row, ld), never permuted. Gradients come in their operand's layout.
+// Grouped-query attention: k and v have NKV heads (NH a multiple of it) and query head h reads
+// key/value head h / (NH / NKV), PyTorch's enable_gqa (repeat_interleave) order, in place.
 struct AttentionLayout {
   int64_t B = 0, NH = 0, T = 0, S = 0, hs = 0, hsv = 0;
   bool heads_last = false;
   enum Packing : int { kNone, kQKV, kKV } packing = kNone;
+  int64_t NKV = 0;  // key/value heads; 0: NH (no grouping)
   // Operands: kQ (q, dq), kK (k, dk), kV (v, dv), kO (output, dO).
   static constexpr int kQ = 0, kK = 1, kV = 2, kO = 3;
-  // Offset of row t of head (b, h) of an operand with n rows per head of w elements, and the
+  TG_HOST_DEVICE int64_t kv_heads() const { return NKV > 0 ? NKV : NH; }
+  TG_HOST_DEVICE int64_t group() const { return NH / kv_heads(); }  // query heads per k/v head
+  // The operand's own head count, and the head of it that query head h reads.
+  TG_HOST_DEVICE int64_t heads(int which) const {
+    return which == kK || which == kV ? kv_heads() : NH;
+  }
+  TG_HOST_DEVICE int64_t head_of(int which, int64_t h) const {
+    return which == kK || which == kV ? h / group() : h;
+  }
+  // Offset of row t of query head (b, h)'s operand with n rows per head of w elements, and the
   // distance between its rows (a GEMM's leading dimension).
   TG_HOST_DEVICE int64_t row(int which, int64_t b, int64_t h, int64_t t, int64_t n,
                              int64_t w) const {
-    if (!heads_last) return ((b * NH + h) * n + t) * w;
-    return (b * n + t) * ld(which, w) + part(which) * NH * w + h * w;
+    const int64_t H = heads(which), hh = head_of(which, h);
+    if (!heads_last) return ((b * H + hh) * n + t) * w;
+    return (b * n + t) * ld(which, w) + part(which) * H * w + hh * w;
   }
   TG_HOST_DEVICE int64_t ld(int which, int64_t w) const {
-    return heads_last ? parts(which) * NH * w : w;
+    return heads_last ? parts(which) * heads(which) * w : w;
   }
   // How many operands share the operand's tensor rows, and its place among them.
   TG_HOST_DEVICE int64_t parts(int which) const {

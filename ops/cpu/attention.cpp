@@ -344,7 +344,8 @@ void forward_tile(const Ctx& c, const RowMask& rm, int64_t b, int64_t h, const T
 // dQ, dK.
 template <typename T, typename Prod>
 void backward_tile(const Ctx& c, const RowMask& rm, int64_t b, int64_t h, const Tile& t,
-                   const Prod& prod, Rows<T> dq, T* Pd, T* dP, const DenseGrad<T>& dense) {
+                   const Prod& prod, Rows<T> dq, T* Pd, T* dP, const DenseGrad<T>& dense,
+                   bool kv_fresh) {
   const Dims& d = c.d;
   const int64_t bh = b * d.NH + h, rows = t.rows(), width = t.width();
   if (width == 0) {  // no key: dQ rows 0
@@ -359,8 +360,9 @@ void backward_tile(const Ctx& c, const RowMask& rm, int64_t b, int64_t h, const 
     for (int64_t e = 0; e < rows * width; ++e) Pd[e] = Pt[e] * Kt[e];
     Pv = Pd;
   }
-  // dK and dV accumulate over tiles; the first one sets them when it spans every key
-  const bool acc = !(&t == &c.plan->tiles.front() && c.plan->first_spans_all);
+  // dK and dV accumulate over tiles (and a group's query heads); the first tile of the group's
+  // first head (kv_fresh) sets them when it spans every key
+  const bool acc = !(kv_fresh && &t == &c.plan->tiles.front() && c.plan->first_spans_all);
   prod.dvalues(t, Pv, acc);
   prod.dprobs(t, dP);
   if (Kt)
@@ -423,19 +425,27 @@ int64_t apack_floats(const Dims& d) {
 // microseconds, more with passive waiting (autograd/openmp_wait.hpp), and a tiny context (one
 // sampled character) would spend more on that than on its heads.
 constexpr int64_t kHeadsParallelFlops = int64_t(1) << 20;
-// Calls body(scratch, b, h) for every head, each thread with its own Scratch (made by make()):
-// in parallel over the heads (OpenMP, tg::set_num_threads) when `parallel`, there is more than
-// one thread and head and the work reaches kHeadsParallelFlops; the heads write disjoint rows, so
-// the result is the same bits at any thread count. OpenBLAS runs each GEMM on the calling thread
-// meanwhile (cpu::SerialBlas: never two pools at once). An error thrown for a head is rethrown
-// after the loop, the lowest (b, h)'s first, as the serial order.
+// Calls body(scratch, b, h, first, last) for every query head, each thread with its own Scratch
+// (made by make()): in parallel (OpenMP, tg::set_num_threads) when `parallel`, there is more than
+// one thread and unit and the work reaches kHeadsParallelFlops. A unit is one query head, or with
+// `by_group` one key/value head's group of query heads in order (first / last say where in it the
+// head is: the backward accumulates the group's dK, dV in one thread, so no two threads write the
+// same rows). The units write disjoint rows, so the result is the same bits at any thread count.
+// OpenBLAS runs each GEMM on the calling thread meanwhile (cpu::SerialBlas: never two pools at
+// once). An error thrown for a head is rethrown after the loop, the lowest unit's first, as the
+// serial order.
 template <typename Make, typename Body>
-void for_heads(const Dims& d, bool parallel, Make make, Body body) {
-  const int64_t n = d.B * d.NH;
-  const int64_t flops = 2 * n * d.T * d.S * (d.hs + d.hsv);
+void for_heads(const Dims& d, bool parallel, bool by_group, Make make, Body body) {
+  const int64_t g = by_group ? d.group() : 1, n = d.B * d.NH / std::max<int64_t>(g, 1);
+  const int64_t units_per_b = d.NH / std::max<int64_t>(g, 1);
+  auto unit = [&](auto& s, int64_t u) {
+    const int64_t b = u / units_per_b, h0 = (u % units_per_b) * g;
+    for (int64_t j = 0; j < g; ++j) body(s, b, h0 + j, j == 0, j == g - 1);
+  };
+  const int64_t flops = 2 * d.B * d.NH * d.T * d.S * (d.hs + d.hsv);
   if (!parallel || n < 2 || flops < kHeadsParallelFlops || get_num_threads() < 2) {
     auto s = make();
-    for (int64_t bh = 0; bh < n; ++bh) body(s, bh / d.NH, bh % d.NH);
+    for (int64_t u = 0; u < n; ++u) unit(s, u);
     return;
   }
   const SerialBlas serial;
@@ -445,12 +455,12 @@ void for_heads(const Dims& d, bool parallel, Make make, Body body) {
   {
     auto s = make();
 #pragma omp for schedule(static)
-    for (int64_t bh = 0; bh < n; ++bh) {
+    for (int64_t u = 0; u < n; ++u) {
       try {
-        body(s, bh / d.NH, bh % d.NH);
+        unit(s, u);
       } catch (...) {
 #pragma omp critical(tg_sdpa_error)
-        if (bh < err_at) err_at = bh, err = std::current_exception();
+        if (u < err_at) err_at = u, err = std::current_exception();
       }
     }
   }
@@ -483,14 +493,17 @@ void attention_forward(const AttentionCall& call, T* o, const T* q, const T* k, 
   // stay serial, and the OpenBLAS path (which threads inside each GEMM) runs instead.
   if constexpr (std::is_same_v<T, float>)
     if (packed_products<T>() && (!c.dropout || get_num_threads() < 2)) {
-      struct Scratch {  // K transposed and V rows, once per head; P tiles without a tape
+      struct Scratch {  // K transposed and V rows, once per key/value head; P tiles without a tape
         std::vector<float> kt;
         HeadRows<float> vc;
         std::vector<float> pack, p;
+        int64_t kv_of = -1;  // the (b, key/value head) kt and vr hold
+        const float* ktp = nullptr;
+        Rows<const float> vr{nullptr, 0};
       };
       const float* kb = static_cast<const float*>(rm.key_block);
       for_heads(
-          d, !c.dropout,
+          d, !c.dropout, false,
           [&] {
             return Scratch{
                 {},
@@ -498,11 +511,18 @@ void attention_forward(const AttentionCall& call, T* o, const T* q, const T* k, 
                 std::vector<float>(pack_floats(d)),
                 std::vector<float>(keep_all ? 0 : c.plan->max_tile)};
           },
-          [&](Scratch& s, int64_t b, int64_t h) {
+          [&](Scratch& s, int64_t b, int64_t h, bool, bool) {
+            // a group's query heads read one key/value head: packed once
+            const int64_t kvu = b * d.kv_heads() + d.head_of(Dims::kK, h);
+            if (s.kv_of != kvu) {
+              s.ktp = transposed_rows(d, Dims::kK, k, b, h, d.S, d.hs, s.kt);
+              s.vr = s.vc.in(v, b, h, d.S, d.hsv);
+              s.kv_of = kvu;
+            }
             const PackedForward prod{c,
                                      head_rows(d, Dims::kQ, q, b, h, d.T, d.hs),
-                                     transposed_rows(d, Dims::kK, k, b, h, d.S, d.hs, s.kt),
-                                     s.vc.in(v, b, h, d.S, d.hsv),
+                                     s.ktp,
+                                     s.vr,
                                      s.pack.data(),
                                      kb ? kb + b * d.S : nullptr};
             const Rows<float> oh = head_rows(d, Dims::kO, o, b, h, d.T, d.hsv);
@@ -523,7 +543,7 @@ void attention_forward(const AttentionCall& call, T* o, const T* q, const T* k, 
     std::vector<T> p;
   };
   for_heads(
-      d, !c.dropout,
+      d, !c.dropout, false,
       [&] {
         return Scratch{HeadRows<T>(d, Dims::kQ, d.T, d.hs, false),
                        HeadRows<T>(d, Dims::kK, d.S, d.hs, reread),
@@ -531,7 +551,7 @@ void attention_forward(const AttentionCall& call, T* o, const T* q, const T* k, 
                        HeadRows<T>(d, Dims::kO, d.T, d.hsv, false),
                        std::vector<T>(keep_all ? 0 : c.plan->max_tile)};
       },
-      [&](Scratch& s, int64_t b, int64_t h) {
+      [&](Scratch& s, int64_t b, int64_t h, bool, bool) {
         const BlasForward<T> prod{c, s.hq.in(q, b, h, d.T, d.hs), s.hk.in(k, b, h, d.S, d.hs),
                                   s.hv.in(v, b, h, d.S, d.hsv)};
         const Rows<T> oh = s.ho.out(o, b, h, d.T, d.hsv);
@@ -559,8 +579,8 @@ void attention_backward(const AttentionCall& call, T* pdq, T* pdk, T* pdv, const
   const bool direct = d.S <= kDirectKeys;  // packed: dV and dK straight to the gradient rows
   const bool zero_kv = !c.plan->first_spans_all,
              kv_scratch = packed ? !direct : d.heads_last && reread;
-  auto zero_head_kv = [&](int64_t b, int64_t h) {
-    if (!zero_kv || kv_scratch) return;
+  auto zero_head_kv = [&](int64_t b, int64_t h, bool first) {
+    if (!zero_kv || kv_scratch || !first) return;
     for (int64_t t = 0; t < d.S; ++t) {
       std::fill_n(pdk + d.row(Dims::kK, b, h, t, d.S, d.hs), d.hs, T(0));
       std::fill_n(pdv + d.row(Dims::kV, b, h, t, d.S, d.hsv), d.hsv, T(0));
@@ -571,9 +591,12 @@ void attention_backward(const AttentionCall& call, T* pdq, T* pdk, T* pdv, const
       struct Scratch {
         HeadRows<float> kc;
         std::vector<float> vt, dvt, dkt, pack, apack, Pd, dP;
+        int64_t kv_of = -1;  // the (b, key/value head) kr and vtp hold
+        Rows<const float> kr{nullptr, 0};
+        const float* vtp = nullptr;
       };
       for_heads(
-          d, true,
+          d, true, true,
           [&] {
             return Scratch{
                 HeadRows<float>(d, Dims::kK, d.S, d.hs, far_apart(d, Dims::kK, d.S, d.hs)),
@@ -585,15 +608,21 @@ void attention_backward(const AttentionCall& call, T* pdq, T* pdk, T* pdv, const
                 std::vector<float>(c.dropout ? c.plan->max_tile : 0),
                 std::vector<float>(c.plan->max_tile)};
           },
-          [&](Scratch& s, int64_t b, int64_t h) {
+          [&](Scratch& s, int64_t b, int64_t h, bool first, bool last) {
+            const int64_t kvu = b * d.kv_heads() + d.head_of(Dims::kK, h);
+            if (s.kv_of != kvu) {
+              s.kr = s.kc.in(pk, b, h, d.S, d.hs);
+              s.vtp = transposed_rows(d, Dims::kV, pv, b, h, d.S, d.hsv, s.vt);
+              s.kv_of = kvu;
+            }
             const Rows<float> dqh = head_rows(d, Dims::kQ, pdq, b, h, d.T, d.hs),
                               dkh = head_rows(d, Dims::kK, pdk, b, h, d.S, d.hs),
                               dvh = head_rows(d, Dims::kV, pdv, b, h, d.S, d.hsv);
             const PackedBackward prod{c,
                                       head_rows(d, Dims::kQ, pq, b, h, d.T, d.hs),
                                       head_rows(d, Dims::kO, pg, b, h, d.T, d.hsv),
-                                      s.kc.in(pk, b, h, d.S, d.hs),
-                                      transposed_rows(d, Dims::kV, pv, b, h, d.S, d.hsv, s.vt),
+                                      s.kr,
+                                      s.vtp,
                                       dqh,
                                       dkh,
                                       dvh,
@@ -601,14 +630,14 @@ void attention_backward(const AttentionCall& call, T* pdq, T* pdk, T* pdv, const
                                       direct ? nullptr : s.dkt.data(),
                                       s.pack.data(),
                                       s.apack.data()};
-            zero_head_kv(b, h);
-            if (zero_kv && !direct) {
+            zero_head_kv(b, h, first);
+            if (zero_kv && !direct && first) {
               std::fill(s.dvt.begin(), s.dvt.end(), 0.f);
               std::fill(s.dkt.begin(), s.dkt.end(), 0.f);
             }
             for (const Tile& t : c.plan->tiles)
-              backward_tile(c, rm, b, h, t, prod, dqh, s.Pd.data(), s.dP.data(), dense);
-            if (direct) return;
+              backward_tile(c, rm, b, h, t, prod, dqh, s.Pd.data(), s.dP.data(), dense, first);
+            if (direct || !last) return;
             attention_transpose_f32(d.hsv, d.S, s.dvt.data(), d.S, dvh.p, dvh.ld);
             attention_transpose_f32(d.hs, d.S, s.dkt.data(), d.S, dkh.p, dkh.ld);
           });
@@ -619,7 +648,7 @@ void attention_backward(const AttentionCall& call, T* pdq, T* pdk, T* pdv, const
     std::vector<T> Pd, dP;
   };
   for_heads(
-      d, true,
+      d, true, true,
       [&] {
         return Scratch{HeadRows<T>(d, Dims::kQ, d.T, d.hs, false),
                        HeadRows<T>(d, Dims::kK, d.S, d.hs, reread),
@@ -631,7 +660,7 @@ void attention_backward(const AttentionCall& call, T* pdq, T* pdk, T* pdv, const
                        std::vector<T>(c.dropout ? c.plan->max_tile : 0),
                        std::vector<T>(c.plan->max_tile)};
       },
-      [&](Scratch& s, int64_t b, int64_t h) {
+      [&](Scratch& s, int64_t b, int64_t h, bool first, bool last) {
         const BlasBackward<T> prod{c,
                                    s.hq.in(pq, b, h, d.T, d.hs),
                                    s.hk.in(pk, b, h, d.S, d.hs),
@@ -640,14 +669,15 @@ void attention_backward(const AttentionCall& call, T* pdq, T* pdk, T* pdv, const
                                    s.hdq.out(pdq, b, h, d.T, d.hs),
                                    s.hdk.out(pdk, b, h, d.S, d.hs),
                                    s.hdv.out(pdv, b, h, d.S, d.hsv)};
-        zero_head_kv(b, h);
-        if (zero_kv && kv_scratch) {
+        zero_head_kv(b, h, first);
+        if (zero_kv && kv_scratch && first) {
           std::fill(s.hdk.buf.begin(), s.hdk.buf.end(), T(0));
           std::fill(s.hdv.buf.begin(), s.hdv.buf.end(), T(0));
         }
         for (const Tile& t : c.plan->tiles)
-          backward_tile(c, rm, b, h, t, prod, prod.dq, s.Pd.data(), s.dP.data(), dense);
+          backward_tile(c, rm, b, h, t, prod, prod.dq, s.Pd.data(), s.dP.data(), dense, first);
         s.hdq.done(pdq, b, h, d.T, d.hs);
+        if (!last) return;  // the group's dK, dV rows are complete after its last head
         s.hdk.done(pdk, b, h, d.S, d.hs);
         s.hdv.done(pdv, b, h, d.S, d.hsv);
       });

@@ -254,3 +254,62 @@ TEST_CASE("cuda attention: dropout runs on the composed path, seeded") {
   sum(a).backward();
   for (float g : q.grad().to_vector<float>()) CHECK(std::isfinite(g));
 }
+
+TEST_CASE("cuda parity: grouped- and multi-query attention (enable_gqa) in every layout") {
+  // The fused dK/dV kernel sums each group's query heads in one block; the composed path
+  // (need_weights) repeats k and v. Both against the CPU, whose kernel reads k and v in place.
+  using M = AttentionMask;
+  for (DType dt : {kFloat64, kFloat32})
+    for (bool weights : {false, true}) {
+      const std::string w = weights ? ", need_weights (composed)" : "";
+      ParityCase c;
+      c.name = "gqa 6 query / 2 kv heads, causal, several tiles" + w;
+      c.tol32 = 1e-4;
+      c.inputs = [] {
+        return Inputs{randn({2, 6, 70, 32}, kFloat64), randn({2, 2, 70, 32}, kFloat64),
+                      randn({2, 2, 70, 16}, kFloat64)};
+      };
+      c.fn = [weights](const Inputs& x) {
+        SDPAOptions o;
+        o.enable_gqa = true;
+        o.need_weights = weights;
+        AttentionResult r = scaled_dot_product_attention(x[0], x[1], x[2], M::causal(), o);
+        return weights ? std::vector<Tensor>{r.output, r.weights} : std::vector<Tensor>{r.output};
+      };
+      tgt::run_parity(c, dt);
+      ParityCase h;
+      h.name = "mqa heads last, 4 query / 1 kv head, local(5, 0) bottom-right" + w;
+      h.tol32 = 1e-4;
+      h.inputs = [] {
+        return Inputs{randn({2, 19, 4, 16}, kFloat64), randn({2, 40, 1, 16}, kFloat64),
+                      randn({2, 40, 1, 16}, kFloat64)};
+      };
+      h.fn = [weights](const Inputs& x) {
+        SDPAOptions o;
+        o.enable_gqa = true;
+        o.heads_last = true;
+        o.need_weights = weights;
+        AttentionResult r = scaled_dot_product_attention(
+            x[0], x[1], x[2], M::local(5, 0, CausalAlign::BottomRight), o);
+        return weights ? std::vector<Tensor>{r.output, r.weights} : std::vector<Tensor>{r.output};
+      };
+      tgt::run_parity(h, dt);
+      ParityCase kv;
+      kv.name = "gqa kv packed, 4 query / 2 kv heads, key padding" + w;
+      kv.tol32 = 1e-4;
+      kv.inputs = [] {
+        return Inputs{randn({2, 17, 4, 16}, kFloat64), randn({2, 29, 2, 2, 16}, kFloat64)};
+      };
+      kv.fn = [weights](const Inputs& x) {
+        SDPAOptions o;
+        o.enable_gqa = true;
+        o.need_weights = weights;
+        Tensor pad = zeros({2, 29}, kBool);
+        pad.data<bool>()[3] = pad.data<bool>()[29 + 20] = true;
+        AttentionResult r = scaled_dot_product_attention_kv_packed(
+            x[0], x[1], M::key_padding(pad, MaskPolarity::TrueBlocked), o);
+        return weights ? std::vector<Tensor>{r.output, r.weights} : std::vector<Tensor>{r.output};
+      };
+      tgt::run_parity(kv, dt);
+    }
+}

@@ -284,3 +284,87 @@ TEST_CASE("the seed's MultiHeadAttention layout (W_q, W_k, W_v, W_o - mask == 0 
       [&](const std::vector<Tensor>& in) { return m.forward(in[0], in[0], in[0], causal).first; },
       inputs, "seed mha");
 }
+
+// num_kv_heads: the module equals the same projections through SDPA with k and v repeated
+// (PyTorch's enable_gqa order), for self-attention (kv-packed), key = value, separate key and
+// value, and the bias_kv / zero_attn options; parameter shapes; float64 gradcheck; errors.
+TEST_CASE("MultiheadAttention with num_kv_heads: grouped and multi-query", "[mha][gqa]") {
+  manual_seed(130);
+  const int64_t E = 8, NH = 4, hd = 2, B = 2, T = 3, S = 5;
+  for (int64_t NKV : {2, 1})
+    for (int form = 0; form < 5; ++form) {
+      nn::MultiheadAttentionOptions o;
+      o.num_kv_heads = NKV;
+      o.batch_first = true;
+      if (form == 3) o.add_bias_kv = true;
+      if (form == 4) o.add_zero_attn = true;
+      MultiheadAttention mha(E, NH, o);
+      mha.to(kFloat64);
+      REQUIRE(mha.in_proj_weight.shape() == Shape{E + 2 * NKV * hd, E});
+      REQUIRE(mha.in_proj_bias.shape() == Shape{E + 2 * NKV * hd});
+      {
+        NoGradGuard ng;
+        for (auto& [n, p] : mha.named_parameters())  // nonzero biases, so they take part
+          if (n.find("bias") != std::string::npos) p.copy_(randn(p.shape(), kFloat64));
+      }
+      Tensor x = tgt::leaf({B, T, E}), mem = tgt::leaf({B, S, E}), val = tgt::leaf({B, S, E});
+      const Tensor& key = form == 0 ? x : mem;
+      const Tensor& value = form == 0 ? x : form == 2 ? val : mem;
+      Tensor out = mha.forward(x, key, value, Tensor(), false).first;
+      // the reference: projections, repeated heads, SDPA, out_proj
+      const int64_t KV = NKV * hd;
+      const Tensor& W = mha.in_proj_weight;
+      const Tensor& bias = mha.in_proj_bias;
+      Tensor q = linear(x, narrow(W, 0, 0, E), narrow(bias, 0, 0, E));
+      Tensor k = linear(key, narrow(W, 0, E, KV), narrow(bias, 0, E, KV));
+      Tensor v = linear(value, narrow(W, 0, E + KV, KV), narrow(bias, 0, E + KV, KV));
+      int64_t Sk = key.size(1);
+      if (o.add_bias_kv) {
+        REQUIRE(mha.bias_k.shape() == Shape{1, 1, KV});
+        k = cat({k, expand(mha.bias_k, {B, 1, KV})}, 1);
+        v = cat({v, expand(mha.bias_v, {B, 1, KV})}, 1);
+        ++Sk;
+      }
+      if (o.add_zero_attn) {
+        k = cat({k, zeros({B, 1, KV}, kFloat64)}, 1);
+        v = cat({v, zeros({B, 1, KV}, kFloat64)}, 1);
+        ++Sk;
+      }
+      auto heads = [&](const Tensor& t, int64_t n, int64_t h) {
+        return reshape(t, {B, n, h, hd}).transpose(1, 2);
+      };
+      Tensor r = scaled_dot_product_attention(heads(q, T, NH),
+                                              repeat_interleave(heads(k, Sk, NKV), NH / NKV, 1),
+                                              repeat_interleave(heads(v, Sk, NKV), NH / NKV, 1))
+                     .output;
+      Tensor ref = mha.out_proj->forward(reshape(r.transpose(1, 2), {B, T, E}));
+      tgt::require_close(out, ref, 1e-12, 0,
+                         "num_kv_heads " + std::to_string(NKV) + " form " + std::to_string(form));
+      Tensor dO = randn(out.shape(), kFloat64);
+      std::vector<Tensor> ga = tg::grad({out}, {x, W}, {dO});
+      std::vector<Tensor> gb = tg::grad({ref}, {x, W}, {dO});
+      tgt::require_close(ga[0], gb[0], 1e-12, 0, "dx");
+      tgt::require_close(ga[1], gb[1], 1e-12, 0, "d in_proj_weight");
+    }
+  // separate projections (kdim != E), gradcheck of inputs
+  nn::MultiheadAttentionOptions o;
+  o.num_kv_heads = 2;
+  o.kdim = 3;
+  o.vdim = 5;
+  o.structure = AttentionMask::causal();
+  MultiheadAttention mha(E, NH, o);
+  mha.to(kFloat64);
+  REQUIRE(mha.k_proj_weight.shape() == Shape{4, 3});
+  REQUIRE(mha.v_proj_weight.shape() == Shape{4, 5});
+  REQUIRE(mha.extra_repr() ==
+          "embed_dim=8, num_heads=4, kdim=3, vdim=5, num_kv_heads=2, "
+          "structure=causal");
+  Tensor q = tgt::leaf({4, 2, E}), k = tgt::leaf({4, 2, 3}), v = tgt::leaf({4, 2, 5});
+  tgt::check_grad(
+      [&](const std::vector<Tensor>& in) { return mha.forward(in[0], in[1], in[2]).first; },
+      {q, k, v}, "mha num_kv_heads 2, kdim 3, vdim 5");
+  nn::MultiheadAttentionOptions bad;
+  bad.num_kv_heads = 3;
+  REQUIRE_ERROR(MultiheadAttention(E, NH, bad),
+                "MultiheadAttention: num_kv_heads 3 must divide num_heads 4 (-1: num_heads)");
+}

@@ -216,7 +216,7 @@ TEST_CASE("SDPA with heads last (B, T, NH, hs) equals the (B, NH, T, hs) layout 
                 "key length S of k (5) and v (6) differ");
   REQUIRE_ERROR(scaled_dot_product_attention(q, zeros({2, 5, 1, 3}, kFloat64),
                                              zeros({2, 5, 2, 3}, kFloat64), {}, hl),
-                "batch and head dims (B, NH) differ (heads_last: (B, T, NH, hs))");
+                "head counts of k (1) and v (2) differ (heads_last: (B, S, NH, hs))");
 }
 
 // The float32 products run on our AVX-512 kernel where the CPU has it
@@ -430,7 +430,7 @@ TEST_CASE("kv-packed SDPA on q (B, T, NH, hs), kv (B, S, 2, NH, hs) equals heads
                 "hs) and kv (B, S, 2, NH, hs)");
   REQUIRE_ERROR(scaled_dot_product_attention_kv_packed(zeros({2, 4, 2, 3}, kFloat64),
                                                        zeros({2, 5, 2, 2, 4}, kFloat64)),
-                "B, NH and hs of q and kv differ");
+                "B and hs of q and kv differ");
 }
 
 TEST_CASE("SDPA gradcheck w.r.t. q, k, v for every mask kind", "[attention]") {
@@ -617,7 +617,12 @@ TEST_CASE("SDPA errors name every shape", "[attention]") {
                 "scaled_dot_product_attention: q (2,4,3), k (2,2,5,3), v (2,2,5,6): expected 4-D q "
                 "(B, NH, T, hs)");
   REQUIRE_ERROR(scaled_dot_product_attention(q, zeros({2, 1, 5, 3}, kFloat64), v),
-                "q (2,2,4,3), k (2,1,5,3), v (2,2,5,6): batch and head dims (B, NH) differ");
+                "q (2,2,4,3), k (2,1,5,3), v (2,2,5,6): head counts of k (1) and v (2) differ");
+  REQUIRE_ERROR(scaled_dot_product_attention(zeros({3, 2, 4, 3}, kFloat64), k, v),
+                "q (3,2,4,3), k (2,2,5,3), v (2,2,5,6): batch dims B differ");
+  REQUIRE_ERROR(
+      scaled_dot_product_attention(q, zeros({2, 1, 5, 3}, kFloat64), zeros({2, 1, 5, 6}, kFloat64)),
+      "q has 2 heads but k and v have 1; set enable_gqa for grouped-query attention");
   REQUIRE_ERROR(scaled_dot_product_attention(q, zeros({2, 2, 5, 4}, kFloat64), v),
                 "head size hs of q (3) and k (4) differ");
   REQUIRE_ERROR(scaled_dot_product_attention(q, k, zeros({2, 2, 6, 6}, kFloat64)),
@@ -794,4 +799,132 @@ TEST_CASE("SDPA is_causal equals the causal mask part and refuses a bottom-right
   const Tensor r1 = randint(7, {50});
   manual_seed(3);
   CHECK(r1.to_vector<int64_t>() == randint(0, 7, {50}).to_vector<int64_t>());
+}
+
+// Grouped- and multi-query attention (enable_gqa): k and v with NKV heads equal the call with
+// them repeated (repeat_interleave, PyTorch's order), values and gradients, for every mask kind,
+// both layouts, the kv-packed form, float32 on both product strategies, several tiles and long
+// key rows, and at 1 and 2 threads bit for bit.
+namespace {
+Run run_gqa(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionMask& m,
+            const Tensor& dO, bool heads_last = false) {
+  SDPAOptions o;
+  o.enable_gqa = true;
+  o.heads_last = heads_last;
+  auto hl = [&](const Tensor& x) { return heads_last ? x.transpose(1, 2) : x; };
+  Tensor out = hl(scaled_dot_product_attention(hl(q), hl(k), hl(v), m, o).output);
+  std::vector<Tensor> g = tg::grad({out}, {q, k, v}, {dO});
+  return {out, g[0], g[1], g[2]};
+}
+Run run_repeated(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionMask& m,
+                 const Tensor& dO) {
+  const int64_t g = q.size(1) / k.size(1);
+  Tensor out =
+      scaled_dot_product_attention(q, repeat_interleave(k, g, 1), repeat_interleave(v, g, 1), m)
+          .output;
+  std::vector<Tensor> gr = tg::grad({out}, {q, k, v}, {dO});
+  return {out, gr[0], gr[1], gr[2]};
+}
+}  // namespace
+
+TEST_CASE("grouped-query SDPA equals SDPA with k and v repeated, every mask kind",
+          "[attention][gqa]") {
+  manual_seed(120);
+  std::vector<Case> cases = mask_cases();
+  cases.push_back({"causal, several tiles", AttentionMask::causal(), 150, 150});
+  cases.push_back({"none, long key rows", AttentionMask(), 70, 300});
+  cases.push_back({"local(4,0) bottom-right, several tiles",
+                   AttentionMask::local(4, 0, CausalAlign::BottomRight), 100, 170});
+  for (DType dt : {kFloat64, kFloat32})
+    for (const Case& c : cases)
+      for (bool hl : {false, true}) {
+        // mask tensors are made for (B, NH) = (2, 2): multi-query there, groups of 2 elsewhere
+        const int64_t NH = c.mask.has_data() ? 2 : 4, NKV = c.mask.has_data() ? 1 : 2;
+        Tensor q = randn({2, NH, c.T, 5}, dt).requires_grad_(),
+               k = randn({2, NKV, c.S, 5}, dt).requires_grad_(),
+               v = randn({2, NKV, c.S, 3}, dt).requires_grad_();
+        Tensor dO = randn({2, NH, c.T, 3}, dt);
+        const std::string what =
+            c.name + (dt == kFloat32 ? " float32" : " float64") + (hl ? " heads last" : "");
+        const Run a = run_gqa(q, k, v, c.mask, dO, hl), b = run_repeated(q, k, v, c.mask, dO);
+        require_runs_close(a, b, dt == kFloat32 ? 2e-6 : 1e-13, what);
+        REQUIRE(a.dk.shape() == k.shape());
+      }
+}
+
+TEST_CASE("grouped-query SDPA: kv-packed, both float32 product strategies, threads, gradcheck",
+          "[attention][gqa]") {
+  struct Restore {
+    ~Restore() {
+      cpu::reset_simd_kernels();
+      set_num_threads(1);
+    }
+  } restore;
+  manual_seed(121);
+  using A = AttentionMask;
+  for (const Case& c : {Case{"causal", A::causal(), 70, 70}, Case{"none", A(), 40, 300},
+                        Case{"local(3,0)", A::local(3, 0), 130, 130}}) {
+    const int64_t B = 2, NH = 6, NKV = 2, hs = 8;
+    Tensor q = randn({B, c.T, NH, hs}, kFloat32).requires_grad_();
+    Tensor kv = randn({B, c.S, 2, NKV, hs}, kFloat32).requires_grad_();
+    Tensor dO = randn({B, c.T, NH, hs}, kFloat32);
+    SDPAOptions o;
+    o.enable_gqa = true;
+    std::vector<std::vector<Tensor>> runs;
+    for (bool simd : {true, false})
+      for (int threads : {1, 2}) {
+        cpu::set_simd_kernels(simd);
+        set_num_threads(threads);
+        Tensor out = scaled_dot_product_attention_kv_packed(q, kv, c.mask, o).output;
+        std::vector<Tensor> g = tg::grad({out}, {q, kv}, {dO});
+        runs.push_back({out, g[0], g[1]});
+      }
+    // the repeated reference, heads last
+    auto part = [&](int64_t i) {
+      return repeat_interleave(reshape(narrow(kv, 2, i, 1), {B, c.S, NKV, hs}), NH / NKV, 2);
+    };
+    o.heads_last = true;
+    o.enable_gqa = false;
+    Tensor ref = scaled_dot_product_attention(q, part(0), part(1), c.mask, o).output;
+    std::vector<Tensor> gr = tg::grad({ref}, {q, kv}, {dO});
+    for (size_t r = 0; r < runs.size(); ++r) {
+      const std::string what = c.name + " run " + std::to_string(r);
+      tgt::require_close(runs[r][0], ref, 2e-6, 0, what + ": output");
+      tgt::require_close(runs[r][1], gr[0], 2e-6, 0, what + ": dq");
+      tgt::require_close(runs[r][2], gr[1], 2e-6, 0, what + ": d(kv)");
+    }
+    for (size_t r : {1, 3})  // 2 threads = 1 thread, bit for bit
+      for (int i = 0; i < 3; ++i)
+        REQUIRE(runs[r][i].to_vector<double>() == runs[r - 1][i].to_vector<double>());
+  }
+  // float64 gradcheck: multi-query with padding, grouped with a window
+  Tensor q = tgt::leaf({2, 4, 4, 3}), k = tgt::leaf({2, 1, 5, 3}), v = tgt::leaf({2, 1, 5, 2});
+  Tensor pad =
+      tensor(std::vector<bool>{false, true, false, false, true, false, false, false, false, false},
+             {2, 5});
+  for (const A& m : {A::key_padding(pad, MaskPolarity::TrueBlocked), A::local(1, 1)}) {
+    SDPAOptions g;
+    g.enable_gqa = true;
+    tgt::check_grad(
+        [m, g](const std::vector<Tensor>& in) {
+          return scaled_dot_product_attention(in[0], in[1], in[2], m, g).output;
+        },
+        {q, k, v}, "gqa sdpa " + m.name());
+  }
+  Tensor k2 = tgt::leaf({2, 2, 5, 3}), v2 = tgt::leaf({2, 2, 5, 2});
+  SDPAOptions g;
+  g.enable_gqa = true;
+  tgt::check_grad(
+      [g](const std::vector<Tensor>& in) {
+        return scaled_dot_product_attention(in[0], in[1], in[2], A::causal(), g).output;
+      },
+      {q, k2, v2}, "gqa sdpa causal, groups of 2");
+  // errors
+  SDPAOptions e;
+  e.enable_gqa = true;
+  REQUIRE_ERROR(scaled_dot_product_attention(q, zeros({2, 3, 5, 3}, kFloat64),
+                                             zeros({2, 3, 5, 2}, kFloat64), {}, e),
+                "enable_gqa needs the 4 query heads to be a multiple of the 3 key/value heads");
+  REQUIRE_ERROR(scaled_dot_product_attention_packed(zeros({2, 4, 3, 2, 3}, kFloat64), {}, e),
+                "packed qkv has one head count");
 }
