@@ -249,8 +249,10 @@ RotaryEmbedding::RotaryEmbedding(int64_t d, int64_t L, double b, bool inter)
       s[static_cast<size_t>(t * h + i)] = std::sin(static_cast<double>(t) * theta);
     }
   }
-  cos = register_buffer("cos", tensor(c, {L, h}).to(kFloat32), false);
-  sin = register_buffer("sin", tensor(s, {L, h}).to(kFloat32), false);
+  cos64_ = tensor(c, {L, h});
+  sin64_ = tensor(s, {L, h});
+  cos = register_buffer("cos", cos64_.to(kFloat32), false);
+  sin = register_buffer("sin", sin64_.to(kFloat32), false);
 }
 Tensor RotaryEmbedding::forward(const Tensor& x, int64_t offset, int64_t seq_dim) {
   const int64_t nd = x.defined() ? x.dim() : 0;
@@ -266,7 +268,8 @@ Tensor RotaryEmbedding::forward(const Tensor& x, int64_t offset, int64_t seq_dim
         fmt::format("RotaryEmbedding({}): positions {} .. {} out of range [0, {}) (offset "
                     "{}, input {})",
                     dim, offset, offset + T - 1, max_seq_len, offset, shape_str(x.shape())));
-  Tensor c = narrow(cos, 0, offset, T), s = narrow(sin, 0, offset, T);
+  const bool f64 = x.dtype() == kFloat64;
+  Tensor c = narrow(f64 ? cos64_ : cos, 0, offset, T), s = narrow(f64 ? sin64_ : sin, 0, offset, T);
   if (c.dtype() != x.dtype() || c.device() != x.device()) {
     c = c.to(x.device()).to(x.dtype());
     s = s.to(x.device()).to(x.dtype());

@@ -117,10 +117,10 @@ class PositionalEncoding : public TensorModule {
 
 // Rotary position embeddings (RoFormer) over the first `dim` features: buffers cos, sin
 // (max_seq_len, dim/2) of the angles t·base^(−2i/dim), computed in double, not saved in state
-// dicts (PyTorch's persistent=False). forward(x, offset, seq_dim) is apply_rotary(x, cos, sin)
-// with the tables' rows offset .. offset + T (decoding after offset cached positions), x (..., T
-// at seq_dim, ..., D ≥ dim); half-split pairs by default (GPT-NeoX, Hugging Face), interleaved
-// (GPT-J, Meta's LLaMA) on request. No parameters.
+// dicts (PyTorch's persistent=False); float64 inputs read float64 tables (never a float32 copy).
+// forward(x, offset, seq_dim) is apply_rotary(x, cos, sin) with the tables' rows offset .. offset +
+// T (decoding after offset cached positions), x (..., T at seq_dim, ..., D ≥ dim); half-split pairs
+// by default (GPT-NeoX, Hugging Face), interleaved (GPT-J, Meta's LLaMA) on request. No parameters.
 class RotaryEmbedding : public TensorModule {
  public:
   explicit RotaryEmbedding(int64_t dim, int64_t max_seq_len = 4096, double base = 10000.0,
@@ -131,7 +131,10 @@ class RotaryEmbedding : public TensorModule {
   int64_t dim, max_seq_len;
   double base;
   bool interleaved;
-  Tensor cos, sin;
+  Tensor cos, sin;  // the module's dtype and device (float32 until .to())
+
+ private:
+  Tensor cos64_, sin64_;  // the tables in float64 on the CPU: float64 inputs read these
 };
 
 // Learned positions (GPT-2's wpe): weight (max_len, C) ~ N(0, 1). x (..., T, C) -> x + weight[:T].

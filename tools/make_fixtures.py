@@ -118,6 +118,42 @@ def main():
          [("x", randn(2, 3, 8, seed=28)), ("wg", randn(12, 8, seed=29) * 0.3),
           ("wu", randn(12, 8, seed=30) * 0.3), ("wd", randn(8, 12, seed=31) * 0.3)], 125)
 
+    # nn::LlamaDecoderLayer: RMSNorm, grouped-query attention with rotary (half-split) q and k,
+    # causal (and a sliding window of W keys: i - W < j <= i), SwiGLU; NH 4 query / NKV 2 kv heads
+    def llama_layer(x, wq, wk, wv, wo, wg, wu, wd, n1, n2, NH=4, NKV=2, eps=1e-6, window=0):
+        B, T, E = x.shape
+        hd = E // NH
+
+        def rms(t, w):
+            return t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + eps) * w
+
+        h = rms(x, n1)
+        q = F.linear(h, wq).view(B, T, NH, hd).transpose(1, 2)
+        k = F.linear(h, wk).view(B, T, NKV, hd).transpose(1, 2)
+        v = F.linear(h, wv).view(B, T, NKV, hd).transpose(1, 2)
+        c, s = tables(T, hd)
+        q, k = rotate_half(q, c, s), rotate_half(k, c, s)
+        k, v = k.repeat_interleave(NH // NKV, 1), v.repeat_interleave(NH // NKV, 1)
+        i = torch.arange(T)[:, None]
+        j = torch.arange(T)[None, :]
+        allowed = (j <= i) & ((i - j < window) if window else True)
+        sc = (q @ k.transpose(-2, -1)) / hd ** 0.5
+        att = torch.softmax(sc.masked_fill(~allowed, float("-inf")), -1) @ v
+        h2 = x + F.linear(att.transpose(1, 2).reshape(B, T, E), wo)
+        m = rms(h2, n2)
+        return h2 + F.linear(F.silu(F.linear(m, wg)) * F.linear(m, wu), wd)
+
+    def llama_inputs(seed):
+        return [("x", randn(2, 6, 8, seed=seed)), ("wq", randn(8, 8, seed=seed + 1) * 0.4),
+                ("wk", randn(4, 8, seed=seed + 2) * 0.4), ("wv", randn(4, 8, seed=seed + 3) * 0.4),
+                ("wo", randn(8, 8, seed=seed + 4) * 0.4), ("wg", randn(12, 8, seed=seed + 5) * 0.3),
+                ("wu", randn(12, 8, seed=seed + 6) * 0.3), ("wd", randn(8, 12, seed=seed + 7) * 0.3),
+                ("n1", 1 + 0.2 * randn(8, seed=seed + 8)), ("n2", 1 + 0.2 * randn(8, seed=seed + 9))]
+
+    case("llama", "decoder_layer_gqa", llama_layer, llama_inputs(60), 140)
+    case("llama", "decoder_layer_gqa_window3", lambda *a: llama_layer(*a, window=3),
+         llama_inputs(70), 141)
+
     # the losses past cross_entropy (ops/losses.cpp)
     x, t = randn(4, 5, seed=32), randn(4, 5, seed=33)
     case("losses", "mse_mean", lambda a, b: F.mse_loss(a, b), [("x", x), ("t", t)], 126)

@@ -14,8 +14,9 @@ int main(int argc, char** argv) {
   loss.backward();
   tg::GradcheckReport r = tg::gradcheck(
       [&](const std::vector<tg::Tensor>& in) { return tg::tanh(tg::linear(x, in[0])).sum(); }, {w});
-  std::printf("loss %.6f grad shape %s gradcheck %s\n", loss.item<double>(),
-              tg::shape_str(w.grad().shape()).c_str(), r.passed ? "passed" : "FAILED");
+  std::printf("loss %.6f grad shape %s gradcheck %s kernels %s\n", loss.item<double>(),
+              tg::shape_str(w.grad().shape()).c_str(), r.passed ? "passed" : "FAILED",
+              tg::cpu::simd_kernels());
   if (argc > 1 && std::strcmp(argv[1], "--cuda") == 0)
     std::printf("cuda devices: %d\n", tg::cuda_device_count());
   return r.passed && w.grad().numel() == 6 ? 0 : 1;

@@ -1,0 +1,55 @@
+// nn/kv_cache.hpp — the key/value cache of incremental decoding: one per attention layer, it
+// keeps the keys and values (heads last, (B, n, NKV, hd)) of every position seen so far, so that
+// generating one more token runs the model on that token alone (queries at an offset: the
+// attention's structural mask aligned bottom-right, docs/attention.md).
+//
+//   nn::KVCache cache(block);                    // up to `block` positions
+//   auto [K, V] = cache.append(k, v);            // k, v (B, T, NKV, hd): the new positions
+//   // K, V (B, n + T, NKV, hd): every cached position, oldest first, then the new ones
+//
+// A rolling cache keeps the last `capacity` positions and drops older ones: exact for
+// sliding-window attention whose window is at most `capacity` keys per query, the query included
+// (AttentionMask::hf_sliding_window(W), W <= capacity: older keys are never read). Its appends
+// return the capacity - 1 positions before the new ones, then the new ones.
+// Its buffer holds each position twice, at p mod capacity and p mod capacity + capacity, so the
+// last `capacity` positions are always one contiguous range: append writes only the new rows,
+// never shifts. Values are copied in (the caller's tensors may be views of a projection). The
+// cache is not differentiable (generation runs under NoGradGuard); append refuses inputs that
+// require grad while grad mode is on.
+// Deliberately not here: the attention modules that use it (nn/attention.hpp, nn/llama.hpp).
+#pragma once
+
+#include "autograd/tensor.hpp"
+
+#include <utility>
+
+namespace tg::nn {
+
+class KVCache {
+ public:
+  KVCache() = default;
+  // capacity >= 1 positions; rolling: keep the last `capacity` instead of refusing more.
+  explicit KVCache(int64_t capacity, bool rolling = false);
+
+  // Appends k, v (B, T, NKV, hd) and returns (K, V) (B, n, NKV, hd): every kept earlier
+  // position (rolling: at most capacity - 1), oldest first, then the T new ones (rolling, T > 1:
+  // possibly more than capacity keys in all, copied, since the new queries need keys it drops).
+  // Throws tg::Error naming the shapes when k and v disagree with each other or with the earlier
+  // appends, or (not rolling) when the positions would exceed capacity.
+  std::pair<Tensor, Tensor> append(const Tensor& k, const Tensor& v);
+
+  int64_t capacity() const { return capacity_; }
+  bool rolling() const { return rolling_; }
+  int64_t size() const;                       // positions kept (<= capacity)
+  int64_t position() const { return seen_; }  // positions appended since the last reset
+  bool empty() const { return seen_ == 0; }
+  void reset() { seen_ = 0; }  // keeps the buffers for the next sequence
+
+ private:
+  int64_t capacity_ = 0;
+  bool rolling_ = false;
+  int64_t seen_ = 0;
+  Tensor k_, v_;  // (B, capacity, NKV, hd), or (B, 2·capacity, NKV, hd) when rolling
+};
+
+}  // namespace tg::nn
