@@ -186,8 +186,14 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
   // projection by the last two row blocks of in_proj_weight (a view), read in place as packed
   // keys and values (PyTorch packs too).
   const bool plain = same_embed && !options.add_bias_kv && !options.add_zero_attn;
-  const bool packed =
-      plain && NKV == NH && query.impl() == key.impl() && key.impl() == value.impl();
+  const bool self = query.impl() == key.impl() && key.impl() == value.impl();
+  if (f.kv_cache && !(plain && self && !kp.defined() && !am.defined()))
+    throw Error(fmt::format(
+        "{}: kv_cache needs self-attention (query, key and value one tensor, here {}) with the "
+        "packed in_proj_weight, no add_bias_kv / add_zero_attn and no attn_mask or "
+        "key_padding_mask (the structure mask applies)",
+        kOp, self ? "one" : "not one"));
+  const bool packed = plain && NKV == NH && self && !f.kv_cache;
   const bool kv_packed = plain && !packed && key.impl() == value.impl();
   Tensor qkv, qh, kh, vh, kv;
   if (packed) {
@@ -197,6 +203,10 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
     const Tensor bkv = in_proj_bias.defined() ? narrow(in_proj_bias, 0, E, 2 * KV) : Tensor();
     qh = reshape(linear(q, narrow(in_proj_weight, 0, 0, E), bq), {B, T, NH, hd});
     kv = reshape(linear(k, narrow(in_proj_weight, 0, E, 2 * KV), bkv), {B, S, 2, NKV, hd});
+    if (f.kv_cache) {  // every cached position's keys and values, heads last
+      std::tie(kh, vh) = f.kv_cache->append(select(kv, 2, 0), select(kv, 2, 1));
+      S = kh.size(1);
+    }
   } else {
     // In-projections: (B, T, E), (B, S, E), (B, S, E).
     Tensor Wq, Wk, Wv, bq, bk, bv;
@@ -242,6 +252,7 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
     mask = mask & (am.dtype() == kBool ? AttentionMask::from_bool(am, MaskPolarity::TrueBlocked)
                                        : AttentionMask::additive(am));
   if (f.is_causal && !am.defined()) mask = mask & AttentionMask::causal();
+  if (f.kv_cache) mask.align_ = CausalAlign::BottomRight;  // the queries are the last T positions
 
   SDPAOptions so;
   so.dropout_p = options.dropout;
@@ -249,9 +260,10 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
   so.need_weights = f.need_weights;
   so.heads_last = true;
   so.enable_gqa = NKV != NH;
-  AttentionResult r = packed      ? scaled_dot_product_attention_packed(qkv, mask, so)
-                      : kv_packed ? scaled_dot_product_attention_kv_packed(qh, kv, mask, so)
-                                  : scaled_dot_product_attention(qh, kh, vh, mask, so);
+  AttentionResult r = packed ? scaled_dot_product_attention_packed(qkv, mask, so)
+                      : kv_packed && !f.kv_cache
+                          ? scaled_dot_product_attention_kv_packed(qh, kv, mask, so)
+                          : scaled_dot_product_attention(qh, kh, vh, mask, so);
 
   // Merge heads (a view: the output is (B, T, NH, hd)) and project: (B, T, E).
   Tensor out = out_proj->forward(reshape(r.output, {B, T, E}));

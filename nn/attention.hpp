@@ -11,6 +11,7 @@
 // Deliberately not here: the attention kernel itself (ops/attention.cpp, ops/cpu/attention.cpp).
 #pragma once
 
+#include "nn/kv_cache.hpp"
 #include "nn/layers.hpp"
 #include "nn/module.hpp"
 #include "ops/attention.hpp"
@@ -48,6 +49,11 @@ struct MHAForwardOptions {
   // PyTorch 2's hint that attn_mask is causal; here, without an attn_mask, it applies a causal
   // (top-left) mask.
   bool is_causal = false;
+  // Incremental decoding (our extension): self-attention (one tensor as query, key and value)
+  // appends this call's projected keys and values to the cache and attends to every cached
+  // position, the structure (and is_causal) aligned bottom-right: the queries are the last T
+  // positions. No attn_mask or key_padding_mask, add_bias_kv or add_zero_attn with it.
+  KVCache* kv_cache = nullptr;
 };
 
 class MultiheadAttention : public Module {

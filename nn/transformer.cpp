@@ -77,8 +77,10 @@ void check_input(const std::string& mod, const char* name, const Tensor& x, int6
 // Runs one attention call; its errors are prefixed with the module path (`...self_attn: `).
 std::pair<Tensor, Tensor> attend(const std::string& where, MultiheadAttention& m, const Tensor& q,
                                  const Tensor& kv, const Tensor& mask, const Tensor& kpm,
-                                 bool is_causal, const TransformerLayerOptions& o) {
+                                 bool is_causal, const TransformerLayerOptions& o,
+                                 KVCache* cache = nullptr) {
   MHAForwardOptions f;
+  f.kv_cache = cache;
   f.attn_mask = mask;
   f.key_padding_mask = kpm;
   f.is_causal = is_causal;
@@ -160,9 +162,9 @@ std::string TransformerEncoderLayer::extra_repr() const {
 }
 
 Tensor TransformerEncoderLayer::sa_block(const Tensor& x, const Tensor& mask, const Tensor& kpm,
-                                         bool is_causal) {
+                                         bool is_causal, KVCache* cache) {
   auto [out, w] =
-      attend(type_name() + ".self_attn", *self_attn, x, x, mask, kpm, is_causal, options);
+      attend(type_name() + ".self_attn", *self_attn, x, x, mask, kpm, is_causal, options, cache);
   self_weights_ = kept(w);
   return dropout1->forward(out);
 }
@@ -176,13 +178,22 @@ Tensor TransformerEncoderLayer::forward(const Tensor& src) { return forward(src,
 
 Tensor TransformerEncoderLayer::forward(const Tensor& src, const Tensor& src_mask,
                                         const Tensor& kpm, bool is_causal) {
+  EncoderForwardOptions f;
+  f.mask = src_mask;
+  f.src_key_padding_mask = kpm;
+  f.is_causal = is_causal;
+  return forward(src, f);
+}
+
+Tensor TransformerEncoderLayer::forward(const Tensor& src, const EncoderForwardOptions& f) {
   check_input(type_name(), "src", src, d_model, linear1->weight.dtype(), options.batch_first);
+  const Tensor &m = f.mask, &kpm = f.src_key_padding_mask;
   Tensor x = src;
   if (options.norm_first) {
-    x = x + sa_block(norm1->forward(x), src_mask, kpm, is_causal);
+    x = x + sa_block(norm1->forward(x), m, kpm, f.is_causal, f.kv_cache);
     x = x + ff_block(norm2->forward(x));
   } else {
-    x = norm1->forward(x + sa_block(x, src_mask, kpm, is_causal));
+    x = norm1->forward(x + sa_block(x, m, kpm, f.is_causal, f.kv_cache));
     x = norm2->forward(x + ff_block(x));
   }
   return hooked({src}, x);
@@ -282,6 +293,22 @@ Tensor TransformerEncoder::forward(const Tensor& src, const Tensor& mask, const 
                                    bool is_causal) {
   Tensor x = src;
   for (size_t i = 0; i < layers->size(); ++i) x = layer(i)->forward(x, mask, kpm, is_causal);
+  if (norm) x = norm->forward(x);
+  return hooked({src}, x);
+}
+
+Tensor TransformerEncoder::forward(const Tensor& src, const EncoderForwardOptions& f) {
+  if (!f.kv_caches) return forward(src, f.mask, f.src_key_padding_mask, f.is_causal);
+  if (f.kv_caches->size() != layers->size())
+    throw Error(fmt::format("TransformerEncoder: {} kv_caches for {} layers; give one per layer",
+                            f.kv_caches->size(), layers->size()));
+  Tensor x = src;
+  for (size_t i = 0; i < layers->size(); ++i) {
+    EncoderForwardOptions fi = f;
+    fi.kv_caches = nullptr;
+    fi.kv_cache = &(*f.kv_caches)[i];
+    x = layer(i)->forward(x, fi);
+  }
   if (norm) x = norm->forward(x);
   return hooked({src}, x);
 }

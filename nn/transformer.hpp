@@ -61,6 +61,10 @@ struct EncoderForwardOptions {
   Tensor mask;  // the layer's src_mask
   Tensor src_key_padding_mask;
   bool is_causal = false;
+  // Incremental decoding (our extension; MHAForwardOptions::kv_cache): a layer's self-attention
+  // cache, or for a stack one cache per layer. Only the structure mask applies with them.
+  KVCache* kv_cache = nullptr;
+  std::vector<KVCache>* kv_caches = nullptr;
 };
 struct DecoderForwardOptions {
   Tensor tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask;
@@ -86,9 +90,7 @@ class TransformerEncoderLayer : public TensorModule {
   Tensor forward(const Tensor& src) override;
   Tensor forward(const Tensor& src, const Tensor& src_mask,
                  const Tensor& src_key_padding_mask = Tensor(), bool is_causal = false);
-  Tensor forward(const Tensor& src, const EncoderForwardOptions& f) {
-    return forward(src, f.mask, f.src_key_padding_mask, f.is_causal);
-  }
+  Tensor forward(const Tensor& src, const EncoderForwardOptions& f);
   std::string extra_repr() const override;
   const Tensor& last_self_attn_weights() const {
     return self_weights_;
@@ -103,7 +105,8 @@ class TransformerEncoderLayer : public TensorModule {
 
  private:
   Tensor self_weights_;
-  Tensor sa_block(const Tensor& x, const Tensor& mask, const Tensor& kpm, bool is_causal);
+  Tensor sa_block(const Tensor& x, const Tensor& mask, const Tensor& kpm, bool is_causal,
+                  KVCache* cache);
   Tensor ff_block(const Tensor& x);
 };
 
@@ -162,9 +165,7 @@ class TransformerEncoder : public TensorModule {
   Tensor forward(const Tensor& src) override;
   virtual Tensor forward(const Tensor& src, const Tensor& mask,
                          const Tensor& src_key_padding_mask = Tensor(), bool is_causal = false);
-  Tensor forward(const Tensor& src, const EncoderForwardOptions& f) {
-    return forward(src, f.mask, f.src_key_padding_mask, f.is_causal);
-  }
+  Tensor forward(const Tensor& src, const EncoderForwardOptions& f);
   // One entry per layer (undefined where the layer kept none).
   std::vector<Tensor> last_self_attn_weights() const;
   // Sets need_weights (and average_attn_weights) on every layer.

@@ -34,11 +34,15 @@ ArgParser make_parser() {
               "an interpolated Kneser-Ney n-gram baseline; --sample generates text with a saved "
               "run.");
   p.option("data-dir", "", "folder of fortune files (default /usr/share/games/fortunes)")
+      .option("arch", "gpt",
+              "gpt (learned positions, LayerNorm, GELU) or llama (rotary, RMSNorm, SwiGLU, "
+              "grouped-query attention, no biases)")
+      .option("kv-heads", "0", "llama: key/value heads (0: --heads; must divide it)")
       .option("block", "32", "context length T (positions)")
       .option("d-model", "128", "model width C")
       .option("layers", "4", "Transformer blocks")
       .option("heads", "4", "attention heads (must divide --d-model)")
-      .option("ff", "0", "feed-forward width (0: 4 x --d-model)")
+      .option("ff", "0", "feed-forward width (0: 4 x --d-model; llama: 8/3 x, a multiple of 8)")
       .option("dropout", "0", "dropout in [0, 1)")
       .option("window", "0", "attention window W: 0 full causal, W > 0 the last W keys (O(T·W))")
       .flag("tie-weights", "share the LM head's weight with the token embedding")
@@ -62,6 +66,7 @@ ArgParser make_parser() {
       .option("temperature", "0.8", "sampling temperature (> 0)")
       .option("top-k", "0", "sample among the k likeliest characters (0: all)")
       .option("length", "300", "characters to generate")
+      .flag("no-kv-cache", "sample without the KV cache (recompute the context every step)")
       .flag("resume", "continue training from --out/last")
       .flag("overwrite", "start a new run in an --out that holds one (replaces its outputs)")
       .flag("quiet", "no progress output");
@@ -70,12 +75,18 @@ ArgParser make_parser() {
 
 GptConfig model_config(const ArgParser& a) {
   GptConfig c;
+  c.arch = a.str("arch");
+  if (c.arch != "gpt" && c.arch != "llama")
+    throw UserError(fmt::format("--arch {}: must be gpt or llama", c.arch));
   c.block = int_option(a, "block", 1, 65536);
   c.d_model = int_option(a, "d-model", 1, 8192);
   c.layers = int_option(a, "layers", 1, 128);
   c.heads = int_option(a, "heads", 1, 256);
   const int64_t ff = int_option(a, "ff", 0, 65536, "0: 4 x --d-model");
-  c.ff = ff > 0 ? ff : 4 * c.d_model;
+  // llama's SwiGLU has three matrices: 8/3 of the width keeps the GPT's parameter count
+  c.ff = ff > 0 ? ff : c.arch == "llama" ? (8 * c.d_model / 3 + 7) / 8 * 8 : 4 * c.d_model;
+  c.kv_heads = int_option(a, "kv-heads", 0, c.heads, "0: --heads");
+  if (c.kv_heads > 0 && c.arch != "llama") throw UserError("--kv-heads: only with --arch llama");
   c.window = int_option(a, "window", 0, c.block, "0: full causal attention; at most --block");
   c.dropout = number_option(a, "dropout", 0, 1);
   if (c.dropout >= 1) throw UserError(fmt::format("--dropout {}: must be < 1", a.str("dropout")));
@@ -111,6 +122,7 @@ SampleOptions sample_options(const ArgParser& a) {
   s.temperature = positive_option(a, "temperature", 100);
   s.top_k = int_option(a, "top-k", 0, 1000000, "0: off");
   s.length = int_option(a, "length", 0, 1000000);
+  s.kv_cache = !a.flag("no-kv-cache");
   return s;
 }
 
@@ -216,9 +228,10 @@ int train_mode(const ArgParser& a) {
                          {"model", cfg.to_json()},
                          {"vocab", vocab.to_json()}};
   prog.line(fmt::format(
-      "model: {} parameters ({} blocks, d_model {}, {} heads, T {}{}{}); {} "
+      "model: {} {} parameters ({} blocks, d_model {}, {} heads{}, T {}{}{}); {} "
       "steps of {} windows{}; {} threads on {}",
-      model.num_parameters(), cfg.layers, cfg.d_model, cfg.heads, cfg.block,
+      cfg.arch, model.num_parameters(), cfg.layers, cfg.d_model, cfg.heads,
+      cfg.kv_heads > 0 ? fmt::format(" / {} kv", cfg.kv_heads) : "", cfg.block,
       cfg.window > 0 ? fmt::format(", window {}", cfg.window) : "",
       cfg.tie_weights ? ", tied head" : "", to.steps, to.batch_size,
       tg::dist::world_size() > 1 ? fmt::format(" on each of {} ranks", tg::dist::world_size()) : "",
@@ -310,7 +323,8 @@ int run(const std::vector<std::string>& args) {
   const int threads = threads_option(a);
   if (threads > 0) tg::set_num_threads(threads);
   if (a.given("sample")) {  // inference: no training options, one process
-    refuse_unused(a, "--sample", {"sample", "out", "temperature", "top-k", "length", "seed"});
+    refuse_unused(a, "--sample",
+                  {"sample", "out", "temperature", "top-k", "length", "seed", "no-kv-cache"});
     return inference_elsewhere() ? 0 : sample_mode(a);
   }
   // Started by mpirun -np N: N data-parallel ranks (tg::dist), each with its share of the cores.

@@ -1,6 +1,7 @@
 // examples/gpt/model.cpp — Gpt and GptConfig (see model.hpp).
 #include "gpt/model.hpp"
 
+#include "autograd/tape.hpp"
 #include "common/cli.hpp"
 #include "common/config_json.hpp"
 #include "nn/init.hpp"
@@ -13,9 +14,17 @@
 namespace tgx::gpt {
 
 nlohmann::json GptConfig::to_json() const {
-  return {{"vocab_size", vocab_size}, {"block", block},     {"d_model", d_model},
-          {"layers", layers},         {"heads", heads},     {"ff", ff},
-          {"window", window},         {"dropout", dropout}, {"tie_weights", tie_weights}};
+  return {{"vocab_size", vocab_size},
+          {"block", block},
+          {"d_model", d_model},
+          {"layers", layers},
+          {"heads", heads},
+          {"ff", ff},
+          {"window", window},
+          {"dropout", dropout},
+          {"tie_weights", tie_weights},
+          {"arch", arch},
+          {"kv_heads", kv_heads}};
 }
 
 GptConfig GptConfig::from_json(const nlohmann::json& j, const std::string& what) {
@@ -32,6 +41,13 @@ GptConfig GptConfig::from_json(const nlohmann::json& j, const std::string& what)
     throw UserError(fmt::format("{}: model config lacks 'dropout' or 'tie_weights'", what));
   c.dropout = j["dropout"].get<double>();
   c.tie_weights = j["tie_weights"].get<bool>();
+  // Runs saved before arch existed are GPTs.
+  if (j.contains("arch")) {
+    if (!j["arch"].is_string())
+      throw UserError(fmt::format("{}: model config 'arch' is not a string", what));
+    c.arch = j["arch"].get<std::string>();
+    c.kv_heads = config_int(j, "kv_heads", what);
+  }
   return c;
 }
 
@@ -53,19 +69,66 @@ void GptConfig::validate() const {
     throw UserError(fmt::format("--d-model {} must be divisible by --heads {}", d_model, heads));
   if (!(dropout >= 0 && dropout < 1))
     throw UserError(fmt::format("--dropout {}: must be in [0, 1)", dropout));
+  if (arch != "gpt" && arch != "llama")
+    throw UserError(fmt::format("--arch {}: must be gpt or llama", arch));
+  at_least(kv_heads, 0, "--kv-heads");
+  if (kv_heads > 0 && (!is_llama() || heads % kv_heads != 0))
+    throw UserError(fmt::format("--kv-heads {} must divide --heads {} (and needs --arch llama)",
+                                kv_heads, heads));
+  if (is_llama() && (d_model / heads) % 2 != 0)
+    throw UserError(
+        fmt::format("--arch llama: the head size --d-model / --heads = {} must be even "
+                    "(rotary embeddings rotate pairs)",
+                    d_model / heads));
   if (vocab_size < 2)
     throw UserError(fmt::format("the vocabulary has {} characters; need >= 2", vocab_size));
 }
 
 tg::AttentionMask GptConfig::attention_mask() const {
   tg::AttentionMask m = tg::AttentionMask::causal();
-  return window > 0 ? m & tg::AttentionMask::hf_sliding_window(window) : m;
+  // llama reads sequences past block too (rotary positions): then the last block keys
+  const int64_t w = window > 0 ? window : (is_llama() ? block : 0);
+  return w > 0 ? m & tg::AttentionMask::hf_sliding_window(w) : m;
 }
 
 Gpt::Gpt(const GptConfig& c) : tg::nn::Module("Gpt"), cfg(c) {
   cfg.validate();
   tok_emb =
       register_module("tok_emb", std::make_shared<tg::nn::Embedding>(cfg.vocab_size, cfg.d_model));
+  if (cfg.is_llama()) {
+    tg::nn::LlamaDecoderLayerOptions o;
+    o.intermediate_size = cfg.ff;
+    o.dropout = cfg.dropout;
+    o.rms_norm_eps = 1e-5;
+    o.attention.num_kv_heads = cfg.kv_heads_or_heads();
+    o.attention.max_positions = kMaxPositions;
+    o.attention.structure = cfg.attention_mask();
+    layers = register_module("layers", std::make_shared<tg::nn::ModuleList>());
+    for (int64_t i = 0; i < cfg.layers; ++i)
+      layers->push_back(std::make_shared<tg::nn::LlamaDecoderLayer>(cfg.d_model, cfg.heads, o));
+    norm = register_module("norm", std::make_shared<tg::nn::RMSNorm>(cfg.d_model, 1e-5));
+  } else {
+    init_gpt_blocks();
+  }
+  if (!cfg.tie_weights)
+    lm_head = register_module(
+        "lm_head", std::make_shared<tg::nn::Linear>(cfg.d_model, cfg.vocab_size, /*bias=*/false));
+  // GPT-2's initialisation (nanoGPT's _init_weights and its c_proj rule).
+  const double proj_std = 0.02 / std::sqrt(2.0 * static_cast<double>(cfg.layers));
+  for (auto& [name, p] : named_parameters()) {
+    const bool residual_proj = name.find("out_proj.weight") != std::string::npos ||
+                               name.find("linear2.weight") != std::string::npos ||
+                               name.find("o_proj.weight") != std::string::npos ||
+                               name.find("down_proj.weight") != std::string::npos;
+    if (name.find("norm") != std::string::npos) continue;  // norms keep 1 (and 0)
+    if (p.dim() >= 2)
+      tg::nn::init::normal_(p, 0.0, residual_proj ? proj_std : 0.02);
+    else
+      tg::nn::init::zeros_(p);
+  }
+}
+
+void Gpt::init_gpt_blocks() {
   pos_emb = register_module(
       "pos_emb", std::make_shared<tg::nn::LearnedPositionalEmbedding>(cfg.block, cfg.d_model));
   drop = register_module("drop", std::make_shared<tg::nn::Dropout>(cfg.dropout));
@@ -81,20 +144,6 @@ Gpt::Gpt(const GptConfig& c) : tg::nn::Module("Gpt"), cfg(c) {
                            std::make_shared<tg::nn::TransformerEncoder>(
                                layer, cfg.layers, std::make_shared<tg::nn::LayerNorm>(cfg.d_model),
                                tg::nn::LayerClone::Fresh));
-  if (!cfg.tie_weights)
-    lm_head = register_module(
-        "lm_head", std::make_shared<tg::nn::Linear>(cfg.d_model, cfg.vocab_size, /*bias=*/false));
-  // GPT-2's initialisation (nanoGPT's _init_weights and its c_proj rule).
-  const double proj_std = 0.02 / std::sqrt(2.0 * static_cast<double>(cfg.layers));
-  for (auto& [name, p] : named_parameters()) {
-    const bool residual_proj = name.find("out_proj.weight") != std::string::npos ||
-                               name.find("linear2.weight") != std::string::npos;
-    if (name.find("norm") != std::string::npos) continue;  // LayerNorms keep 1 and 0
-    if (p.dim() >= 2)
-      tg::nn::init::normal_(p, 0.0, residual_proj ? proj_std : 0.02);
-    else
-      tg::nn::init::zeros_(p);
-  }
 }
 
 const tg::Tensor& Gpt::head_weight() const {
@@ -102,12 +151,52 @@ const tg::Tensor& Gpt::head_weight() const {
 }
 
 tg::Tensor Gpt::forward(const tg::Tensor& ids) {
-  if (ids.dim() != 2 || ids.size(1) < 1 || ids.size(1) > cfg.block)
-    throw tg::Error(fmt::format("Gpt: ids {} must be (B, T) with 1 <= T <= block {}",
-                                tg::shape_str(ids.shape()), cfg.block));
+  const int64_t limit = cfg.is_llama() ? kMaxPositions : cfg.block;
+  if (ids.dim() != 2 || ids.size(1) < 1 || ids.size(1) > limit)
+    throw tg::Error(fmt::format("Gpt: ids {} must be (B, T) with 1 <= T <= {} ({})",
+                                tg::shape_str(ids.shape()), limit,
+                                cfg.is_llama() ? "the rotary positions" : "block"));
+  if (cfg.is_llama()) {
+    tg::Tensor x = tok_emb->forward(ids);  // (B, T, C)
+    for (const auto& l : *layers)
+      x = std::static_pointer_cast<tg::nn::LlamaDecoderLayer>(l)->forward(x);
+    return tg::linear(norm->forward(x), head_weight());  // (B, T, V)
+  }
   tg::Tensor x = drop->forward(pos_emb->forward(tok_emb->forward(ids)));  // (B, T, C)
   x = blocks->forward(x);                                                 // (B, T, C)
   return tg::linear(x, head_weight());                                    // (B, T, V)
+}
+
+std::vector<tg::nn::KVCache> Gpt::make_caches() const {
+  // llama: a rolling window of the keys a query reads past block (its window, or block)
+  const int64_t keys = cfg.window > 0 ? cfg.window : cfg.block;
+  return std::vector<tg::nn::KVCache>(
+      static_cast<size_t>(cfg.layers),
+      cfg.is_llama() ? tg::nn::KVCache(keys, true) : tg::nn::KVCache(cfg.block));
+}
+
+tg::Tensor Gpt::forward(const tg::Tensor& ids, std::vector<tg::nn::KVCache>& caches) {
+  if (caches.size() != static_cast<size_t>(cfg.layers))
+    throw tg::Error(
+        fmt::format("Gpt: {} caches for {} layers (make_caches)", caches.size(), cfg.layers));
+  const int64_t start = caches.front().position(), T = ids.dim() == 2 ? ids.size(1) : 0;
+  const int64_t limit = cfg.is_llama() ? kMaxPositions : cfg.block;
+  if (ids.dim() != 2 || T < 1 || start + T > limit)
+    throw tg::Error(
+        fmt::format("Gpt: ids {} after {} cached positions must be (B, T) with T >= 1 "
+                    "and at most {} positions in all",
+                    tg::shape_str(ids.shape()), start, limit));
+  tg::NoGradGuard ng;
+  tg::Tensor x = tok_emb->forward(ids);  // (B, T, C)
+  if (cfg.is_llama()) {
+    for (size_t i = 0; i < caches.size(); ++i)
+      x = layers->at<tg::nn::LlamaDecoderLayer>(i)->forward(x, &caches[i]);
+    return tg::linear(norm->forward(x), head_weight());
+  }
+  x = drop->forward(x + tg::narrow(pos_emb->weight, 0, start, T));  // positions start..start+T-1
+  tg::nn::EncoderForwardOptions f;
+  f.kv_caches = &caches;
+  return tg::linear(blocks->forward(x, f), head_weight());
 }
 
 }  // namespace tgx::gpt

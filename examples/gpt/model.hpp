@@ -9,18 +9,31 @@
 //   logits = x · Wᵀ, W = lm_head.weight, or tok_emb.weight with tie_weights  (B, T, V)
 // Self-attention is causal (key j <= query i) as an AttentionMask structure; with window W > 0
 // also a sliding window of W keys (i - W < j <= i), computed in O(T·W) so long blocks stay cheap.
+//
+// arch "llama" (nn/llama.hpp): no positional table, no biases; L LlamaDecoderLayers (RMSNorm,
+// rotary grouped-query attention with kv_heads key/value heads, SwiGLU of width ff), a final
+// RMSNorm, then the LM head:
+//   x = tok_emb(ids); x = layers(x); logits = norm(x) · Wᵀ
+// Incremental decoding (forward(ids, caches)): one KVCache per layer (make_caches). The GPT's
+// learned positions end at `block`, so its cache holds `block` positions; llama's rotary
+// positions do not, so it reads sequences longer than block (up to kMaxPositions) with a sliding
+// window of block keys (or W), and its cache rolls: the cached logits equal the uncached
+// forward's over the whole sequence.
 // Initialisation is GPT-2's: N(0, 0.02) for embeddings and matrices, N(0, 0.02/√(2L)) for the
 // projections into the residual stream (attention out_proj, feed-forward linear2), biases 0.
 // Deliberately not here: sampling (sample.hpp), training (train.hpp).
 #pragma once
 
+#include "nn/kv_cache.hpp"
 #include "nn/layers.hpp"
+#include "nn/llama.hpp"
 #include "nn/transformer.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace tgx::gpt {
 
@@ -34,6 +47,8 @@ struct GptConfig {
   int64_t window = 0;  // 0: full causal attention; W > 0: the last W keys
   double dropout = 0.0;
   bool tie_weights = false;
+  std::string arch = "gpt";  // "gpt" or "llama"
+  int64_t kv_heads = 0;      // llama: key/value heads (0: heads); must divide heads
 
   nlohmann::json to_json() const;
   // UserError naming `what` when a field is missing or malformed.
@@ -42,14 +57,24 @@ struct GptConfig {
   std::string diff(const GptConfig& other) const;
   // UserError for values the model cannot be built with, naming the option.
   void validate() const;
+  // The causal structure and the window: W keys with --window W; llama's, block keys without
+  // one (a no-op up to block positions, the sliding window past them).
   tg::AttentionMask attention_mask() const;
+  bool is_llama() const { return arch == "llama"; }
+  int64_t kv_heads_or_heads() const { return kv_heads > 0 ? kv_heads : heads; }
 };
 
 class Gpt : public tg::nn::Module {
  public:
   explicit Gpt(const GptConfig& cfg);
-  // ids (B, T) int64 with 1 <= T <= block -> logits (B, T, V).
+  // ids (B, T) int64 with 1 <= T <= block (llama: kMaxPositions) -> logits (B, T, V).
   tg::Tensor forward(const tg::Tensor& ids);
+  // Incremental: ids (B, T) continue the positions the caches hold (one per layer, make_caches);
+  // returns their logits (B, T, V). No tape (generation).
+  tg::Tensor forward(const tg::Tensor& ids, std::vector<tg::nn::KVCache>& caches);
+  std::vector<tg::nn::KVCache> make_caches() const;
+  // llama: the rotary positions a sequence may reach (generation past block included).
+  static constexpr int64_t kMaxPositions = 8192;
   // The LM head's weight (V, C): lm_head's, or the token embedding's when tied.
   const tg::Tensor& head_weight() const;
 
@@ -59,6 +84,12 @@ class Gpt : public tg::nn::Module {
   std::shared_ptr<tg::nn::Dropout> drop;
   std::shared_ptr<tg::nn::TransformerEncoder> blocks;  // blocks.norm is the final LayerNorm
   std::shared_ptr<tg::nn::Linear> lm_head;             // null with tie_weights
+  // arch "llama" (pos_emb and blocks null): layers of LlamaDecoderLayer, the final RMSNorm.
+  std::shared_ptr<tg::nn::ModuleList> layers;
+  std::shared_ptr<tg::nn::RMSNorm> norm;
+
+ private:
+  void init_gpt_blocks();
 };
 
 }  // namespace tgx::gpt

@@ -368,3 +368,33 @@ TEST_CASE("MultiheadAttention with num_kv_heads: grouped and multi-query", "[mha
   REQUIRE_ERROR(MultiheadAttention(E, NH, bad),
                 "MultiheadAttention: num_kv_heads 3 must divide num_heads 4 (-1: num_heads)");
 }
+
+TEST_CASE("MultiheadAttention with a kv_cache: incremental self-attention equals the whole call",
+          "[mha][kv_cache]") {
+  manual_seed(131);
+  for (int64_t NKV : {4, 2}) {
+    nn::MultiheadAttentionOptions o;
+    o.batch_first = true;
+    o.num_kv_heads = NKV;
+    o.structure = AttentionMask::causal() & AttentionMask::hf_sliding_window(3);
+    MultiheadAttention mha(8, 4, o);
+    mha.to(kFloat64);
+    mha.eval();
+    NoGradGuard ng;
+    Tensor x = randn({2, 7, 8}, kFloat64);
+    Tensor full = mha.forward(x, x, x, Tensor(), false).first;
+    nn::KVCache cache(7);
+    nn::MHAForwardOptions f;
+    f.need_weights = false;
+    f.kv_cache = &cache;
+    std::vector<Tensor> steps;
+    for (int64_t t0 : {0, 2, 3, 4, 5, 6}) {  // 2 positions, then one at a time
+      Tensor xs = narrow(x, 1, t0, t0 == 0 ? 2 : 1).contiguous();
+      steps.push_back(mha.forward(xs, xs, xs, f).first);
+    }
+    tgt::require_close(cat(steps, 1), full, 1e-12, 0, "num_kv_heads " + std::to_string(NKV));
+    Tensor other = randn({2, 1, 8}, kFloat64);
+    REQUIRE_ERROR(mha.forward(other, x, x, f),
+                  "kv_cache needs self-attention (query, key and value one tensor, here not one)");
+  }
+}

@@ -190,6 +190,11 @@ TEST_CASE("gpt: bad options are refused with the allowed range", "[gpt]") {
   refused({"--device", "tpu"}, "tpu");
   refused({"--block", "900"}, "too short for windows of --block 900");
   refused({"--data-dir", kFix + "/missing"}, "no such folder");
+  refused({"--arch", "mamba"}, "--arch mamba: must be gpt or llama");
+  refused({"--kv-heads", "2"}, "--kv-heads: only with --arch llama");
+  refused({"--arch", "llama", "--kv-heads", "3"}, "--kv-heads 3: must be in [0, 2] (0: --heads)");
+  refused({"--arch", "llama", "--heads", "1", "--d-model", "31"},
+          "the head size --d-model / --heads = 31 must be even");
   REQUIRE_THROWS_WITH(run({"--out", out, "--sample", "x", "--temperature", "-1"}),
                       Contains("--temperature -1: must be in (0, 100]"));
 }
@@ -370,4 +375,85 @@ TEST_CASE("gpt: the loss curve names the final held-out figure and zooms on the 
     if (n > c.width / 2) line_row = y;
   }
   CHECK(line_row > 60);  // below the title and legend rows and the plot's top edge
+}
+
+// ---- issue 25: --arch llama and the KV cache ----
+
+namespace {
+GptConfig small_config(const std::string& arch) {
+  GptConfig c;
+  c.arch = arch;
+  c.vocab_size = 11;
+  c.block = 8;
+  c.d_model = 16;
+  c.layers = 2;
+  c.heads = 4;
+  c.kv_heads = arch == "llama" ? 2 : 0;
+  c.ff = 24;
+  return c;
+}
+}  // namespace
+
+TEST_CASE("gpt: cached incremental logits equal the uncached forward, gpt and llama", "[gpt]") {
+  for (const std::string arch : {"gpt", "llama"})
+    for (int64_t window : {0, 3}) {
+      GptConfig c = small_config(arch);
+      c.window = window;
+      tg::manual_seed(9);
+      Gpt m(c);
+      m.eval();
+      tg::NoGradGuard ng;
+      // The GPT stays within its block; llama runs past it (its window, or block keys).
+      const int64_t n = arch == "llama" ? 20 : c.block;
+      std::vector<int64_t> ids;
+      for (int64_t i = 0; i < n; ++i) ids.push_back((i * 7 + 3) % 11);
+      tg::Tensor full = m.forward(tg::tensor(ids, {1, n}));  // (1, n, V)
+      std::vector<tg::nn::KVCache> caches = m.make_caches();
+      std::vector<tg::Tensor> steps{m.forward(
+          tg::tensor(std::vector<int64_t>(ids.begin(), ids.begin() + 3), {1, 3}), caches)};
+      for (int64_t t = 3; t < n; ++t)
+        steps.push_back(m.forward(tg::tensor(std::vector<int64_t>{ids[t]}, {1, 1}), caches));
+      const std::vector<double> a = tg::cat(steps, 1).to_vector<double>(),
+                                b = full.to_vector<double>();
+      REQUIRE(a.size() == b.size());
+      double worst = 0;
+      for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
+      INFO(arch << " window " << window << ": max |cached - uncached| " << worst);
+      CHECK(worst < 1e-5);  // float32: different reduction orders only
+      if (arch == "gpt") {
+        REQUIRE_THROWS_WITH(m.forward(tg::tensor(std::vector<int64_t>{1}, {1, 1}), caches),
+                            Contains("at most 8 positions in all"));
+      }
+    }
+  // generate: the same seed gives the same text with and without the cache, past the block
+  for (const std::string arch : {"gpt", "llama"}) {
+    tg::manual_seed(10);
+    Gpt m(small_config(arch));
+    SampleOptions so;
+    so.length = 30;
+    so.temperature = 0.7;
+    tg::manual_seed(3);
+    std::vector<int64_t> with_cache = generate(m, {1, 2}, so);
+    so.kv_cache = false;
+    tg::manual_seed(3);
+    std::vector<int64_t> without = generate(m, {1, 2}, so);
+    CHECK(with_cache == without);
+    CHECK(with_cache.size() == 30);
+  }
+}
+
+TEST_CASE("gpt: --arch llama trains, saves its config and samples from the saved run", "[gpt]") {
+  const std::string out = fresh_dir("llama");
+  REQUIRE(run(with(short_args(out), {"--arch", "llama", "--kv-heads", "1", "--quiet"})) == 0);
+  std::ifstream f(out + "/metrics.json");
+  nlohmann::json j = nlohmann::json::parse(f);
+  CHECK(j["config"]["arch"] == "llama");
+  CHECK(j["config"]["kv_heads"] == 1);
+  auto loss = j["history"]["loss"].get<std::vector<double>>();
+  REQUIRE(loss.size() == 10);
+  CHECK(loss.back() < loss.front());
+  SavedModel s = load_best(out);
+  CHECK(s.model->cfg.is_llama());
+  CHECK(s.model->layers->size() == 2);
+  REQUIRE(run({"--out", out, "--sample", "a", "--length", "5", "--no-kv-cache"}) == 0);
 }
