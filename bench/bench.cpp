@@ -572,6 +572,33 @@ void bench_variants(const Options& o) {
   }
 }
 
+// ---- (h) grouped-query attention: the call with enable_gqa against the same call with k and v
+// repeated (what a port without it writes), fwd+bwd, 8 query / 2 key-value heads (tapegrad only:
+// torch 1.13 has neither scaled_dot_product_attention nor enable_gqa) ----
+void bench_gqa(const Options& o) {
+  const int64_t B = 8, NH = 8, NKV = 2, T = 256, hs = 64;
+  tg::Tensor q = tg::randn({B, T, NH, hs}).requires_grad_();
+  tg::Tensor k = tg::randn({B, T, NKV, hs}).requires_grad_();
+  tg::Tensor v = tg::randn({B, T, NKV, hs}).requires_grad_();
+  tg::Tensor go = tg::randn({B, T, NH, hs});
+  for (const auto& [name, mask] : {std::pair<const char*, tg::AttentionMask>{"none", {}},
+                                   {"causal", tg::AttentionMask::causal()}}) {
+    tg::SDPAOptions so;
+    so.heads_last = true;
+    auto step = [&](bool gqa) {
+      q.reset_grad(), k.reset_grad(), v.reset_grad();
+      tg::SDPAOptions s2 = so;
+      s2.enable_gqa = gqa;
+      const tg::Tensor kk = gqa ? k : tg::repeat_interleave(k, NH / NKV, 2);
+      const tg::Tensor vv = gqa ? v : tg::repeat_interleave(v, NH / NKV, 2);
+      tg::scaled_dot_product_attention(q, kk, vv, mask, s2).output.backward(go);
+    };
+    std::vector<double> s = interleaved({[&] { step(true); }, [&] { step(false); }}, o.budget);
+    emit(fmt::format("gqa.{}.gqa", name), s[0] * 1e3, "ms");
+    emit(fmt::format("gqa.{}.repeated", name), s[1] * 1e3, "ms");
+  }
+}
+
 struct Group {
   const char* name;
   void (*run)(const Options&);
@@ -586,6 +613,7 @@ const Group kGroups[] = {
     {"gpt", bench_gpt},            // a GPT-style training step
     {"nanogpt", bench_nanogpt},    // nanoGPT's CPU recipe shape (nanogpt.cpp)
     {"variants", bench_variants},  // each kernel family's AVX-512 variant vs the build's own
+    {"gqa", bench_gqa},            // grouped-query SDPA vs k and v repeated
 };
 
 }  // namespace
@@ -621,7 +649,8 @@ int main(int argc, char** argv) {
           "[--simd] [--choice]\n"
           "       bench_tapegrad [--budget SECONDS] --one local|dense T\n"
           "       bench_tapegrad --steps enc|s2s|gpt|nanogpt N   (N steps, for a profiler)\n"
-          "groups: matmul, tiny, mha, train, unary, rowwise, gpt, nanogpt, variants (local runs "
+          "groups: matmul, tiny, mha, train, unary, rowwise, gpt, nanogpt, variants, gqa (local "
+          "runs "
           "only "
           "through "
           "--one, one process each)\n");

@@ -56,6 +56,10 @@ for op, label in (("sum_last", "sum dim -1"), ("sum_first", "sum dim 0")):
                  "torch", ("ratio", "<=", 1.0), None))
 ROWS.append(("rope fwd+bwd 8x8x256x64 ms", "rowwise.rope.tg.8x8x256x64", "rowwise.rope.torch.8x8x256x64",
              "torch", ("ratio", "<=", 0.8), None))
+# Grouped-query SDPA (enable_gqa, k and v read in place) against the same call with them repeated.
+for m in ("none", "causal"):
+    ROWS.append((f"GQA SDPA fwd+bwd 8x256 8q/2kv hs 64 {m} vs repeated k/v ms", f"gqa.{m}.gqa",
+                 f"gqa.{m}.repeated", "repeated", ("ratio", "<=", 0.8), None))
 # Each kernel family's AVX-512 variant against the build's own on this CPU (tapegrad only): the
 # figures behind ops/cpu/isa.cpp's per-CPU preference list (a ratio < 1: AVX-512 is faster).
 for fam, what in (("softmax", "softmax fwd+bwd 4096x128"), ("unary", "gelu+tanh+sigmoid+exp 4x256x1024"),

@@ -4,7 +4,8 @@
 # metrics.json (tools/results.py), so no figure there is typed by hand. A run whose metrics.json
 # exists is kept, and one that was killed resumes (--resume), so the script can be run again.
 #   bash tools/results.sh                         the default rows, SEEDS="0 1 2"
-#   ROWS="spam translation" bash tools/results.sh  some rows (spam spam_np2 fortunes translation gpt)
+#   ROWS="spam translation" bash tools/results.sh  some rows (spam spam_np2 fortunes translation gpt
+#                                                 gpt_llama)
 #   SEEDS=0 ROWS=gpt bash tools/results.sh
 # It runs as the tools/train_*.sh scripts do (tools/build_example.sh: packages, data, build/,
 # the CPU environment); README="" leaves README.md alone and only prints the table.
@@ -38,7 +39,11 @@ for row in $rows; do
           "${resume[@]}" ;;
       translation) ./build/examples/translation --seed "$k" --out "$out" --quiet "${resume[@]}" ;;
       gpt) ./build/examples/gpt --seed "$k" --out "$out" --quiet "${resume[@]}" ;;
-      *) echo "results: unknown row $row (spam spam_np2 fortunes translation gpt)" >&2; exit 2 ;;
+      gpt_llama)
+        ./build/examples/gpt --arch llama --kv-heads 2 --seed "$k" --out "$out" --quiet \
+          "${resume[@]}" ;;
+      *) echo "results: unknown row $row (spam spam_np2 fortunes translation gpt gpt_llama)" >&2
+         exit 2 ;;
     esac
   done
 done
