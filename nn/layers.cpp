@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace tg::nn {
@@ -338,6 +339,41 @@ const ModulePtr& ModuleList::operator[](size_t i) const {
 void ModuleList::throw_wrong_type(size_t i) const {
   throw Error(fmt::format("ModuleList: element {} is a {}, not the requested type", i,
                           mods_[i]->type_name()));
+}
+
+ModuleDict::ModuleDict(std::initializer_list<std::pair<std::string, ModulePtr>> modules)
+    : Module("ModuleDict") {
+  for (const auto& [n, m] : modules) insert(n, m);
+}
+ModuleDict& ModuleDict::insert(const std::string& name, ModulePtr m) {
+  if (contains(name)) {
+    replace_child(name, std::move(m));
+    return *this;
+  }
+  register_module(name, std::move(m));
+  names_.push_back(name);
+  return *this;
+}
+bool ModuleDict::contains(const std::string& name) const {
+  return std::find(names_.begin(), names_.end(), name) != names_.end();
+}
+const ModulePtr& ModuleDict::operator[](const std::string& name) const {
+  static const ModulePtr none;
+  for (const auto& [n, m] : children_ref())
+    if (n == name) return m;
+  throw Error(fmt::format("ModuleDict: no key \"{}\" (keys: {})", name,
+                          names_.empty() ? "none" : fmt::format("{}", fmt::join(names_, ", "))));
+  return none;
+}
+ModulePtr ModuleDict::pop(const std::string& name) {
+  ModulePtr m = (*this)[name];
+  remove_child(name);
+  names_.erase(std::find(names_.begin(), names_.end(), name));
+  return m;
+}
+void ModuleDict::throw_wrong_type(const std::string& name) const {
+  throw Error(fmt::format("ModuleDict: \"{}\" is a {}, not the requested type", name,
+                          (*this)[name]->type_name()));
 }
 
 }  // namespace tg::nn

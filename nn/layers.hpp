@@ -173,6 +173,32 @@ class Sequential : public TensorModule {
   std::vector<std::shared_ptr<TensorModule>> mods_;
 };
 
+// torch.nn.ModuleDict: submodules by name, in insertion order (state_dict keys "name.…");
+// assigning an existing name replaces the module in its place, as PyTorch's update does. No
+// forward of its own.
+class ModuleDict : public Module {
+ public:
+  ModuleDict() : Module("ModuleDict") {}
+  ModuleDict(std::initializer_list<std::pair<std::string, ModulePtr>> modules);
+  ModuleDict& insert(const std::string& name, ModulePtr m);  // adds or replaces
+  ModulePtr pop(const std::string& name);                    // removes and returns it
+  bool contains(const std::string& name) const;
+  size_t size() const { return names_.size(); }
+  const std::vector<std::string>& keys() const { return names_; }
+  const ModulePtr& operator[](const std::string& name) const;  // throws naming the keys
+  template <typename M>
+  std::shared_ptr<M> at(const std::string& name) const {  // typed access
+    auto m = std::dynamic_pointer_cast<M>((*this)[name]);
+    if (!m) throw_wrong_type(name);
+    return m;
+  }
+  std::vector<std::pair<std::string, ModulePtr>> items() const { return named_children(); }
+
+ private:
+  std::vector<std::string> names_;
+  [[noreturn]] void throw_wrong_type(const std::string& name) const;
+};
+
 // A list of submodules (any kind) named "0", "1", ...; it has no forward of its own.
 class ModuleList : public Module {
  public:

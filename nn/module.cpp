@@ -113,6 +113,24 @@ void Module::add_child(const std::string& name, ModulePtr m) {
   children_.emplace_back(name, std::move(m));
 }
 
+void Module::replace_child(const std::string& name, ModulePtr m) {
+  if (!m) throw Error(fmt::format("{}: \"{}\" is null", type_name_, name));
+  for (auto& [n, c] : children_)
+    if (n == name) {
+      c = std::move(m);
+      return;
+    }
+  add_child(name, std::move(m));
+}
+
+void Module::remove_child(const std::string& name) {
+  for (auto it = children_.begin(); it != children_.end(); ++it)
+    if (it->first == name) {
+      children_.erase(it);
+      return;
+    }
+}
+
 // ---- traversal
 // ------------------------------------------------------------------------------------
 

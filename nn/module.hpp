@@ -144,6 +144,10 @@ class Module {
     return run_hooks(std::vector<Tensor>(inputs), out);
   }
   void add_child(const std::string& name, ModulePtr m);
+  // Replaces the child registered as `name` in place (its position kept; ModuleDict's update).
+  void replace_child(const std::string& name, ModulePtr m);
+  void remove_child(const std::string& name);
+  const std::vector<std::pair<std::string, ModulePtr>>& children_ref() const { return children_; }
 
  private:
   struct Buffer {

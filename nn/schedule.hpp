@@ -70,6 +70,15 @@ class LambdaLR : public LRScheduler {
   double factor_or_lr(double base, int64_t step) const override;
 };
 
+// nanoGPT's get_lr (linear warmup from (it + 1) / (warmup + 1), cosine to min_lr at
+// lr_decay_iters, min_lr after) is a LambdaLR of the factor, with the optimizer's lr =
+// learning_rate (tests/nn/test_schedule_clip.cpp checks these lines against nanoGPT's values):
+//   nn::LambdaLR sched(opt, [=](int64_t it) {
+//     if (it < warmup) return double(it + 1) / double(warmup + 1);
+//     if (it > decay_iters) return min_lr / lr;
+//     const double r = double(it - warmup) / double(decay_iters - warmup);
+//     return (min_lr + 0.5 * (1 + std::cos(M_PI * r)) * (lr - min_lr)) / lr;
+//   });
 // factor = step / warmup during warmup; then 0.5·(1 + cos(π·progress)) with progress =
 // (step - warmup) / (total - warmup) clamped to [0, 1] (HF leaves it unclamped and rises again
 // after total); lr = base · (min_lr_ratio + (1 - min_lr_ratio) · factor).

@@ -111,6 +111,77 @@ void backward_kernel(const Tensor& dx, const Tensor& grow, double gs, const Tens
 
 }  // namespace
 
+namespace {
+// weight (C) viewed to broadcast along the class dim of x (dim 1, or 0 for unbatched (C)).
+Tensor class_view(const Tensor& w, const Tensor& x) {
+  Shape s(static_cast<size_t>(x.dim()), 1);
+  s[x.dim() == 1 ? 0 : 1] = w.numel();
+  return reshape(w, s);
+}
+
+void check_weight(const Tensor& w, const Tensor& x) {
+  check_float(w, kOp, "weight", true);
+  check_same_dtype(x, w, kOp, "logits", "weight");
+  check_same_device(x, w, kOp, "logits", "weight");
+  const int64_t C = x.dim() == 1 ? x.size(0) : x.size(1);
+  if (w.dim() != 1 || w.size(0) != C)
+    throw Error(fmt::format("{}: weight {} must be (C) = ({}) for logits {}", kOp,
+                            shape_str(w.shape()), C, shape_str(x.shape())));
+}
+
+// Probability targets: -Σ_c w_c·t_c·log_softmax(x)_c per row (t smoothed first), mean over rows.
+Tensor cross_entropy_probs(const Tensor& x, const Tensor& t, const CrossEntropyOptions& o) {
+  if (t.shape() != x.shape() || x.dim() < 1)
+    throw Error(
+        fmt::format("{}: target {} has dtype {}, expected int64 class indices, or "
+                    "probabilities of the logits' shape {}",
+                    kOp, shape_str(t.shape()), dtype_name(t.dtype()), shape_str(x.shape())));
+  check_same_dtype(x, t, kOp, "logits", "target");
+  check_same_device(x, t, kOp, "logits", "target");
+  if (!(o.label_smoothing >= 0.0 && o.label_smoothing <= 1.0))
+    throw Error(fmt::format("{}: label_smoothing must be in [0, 1], got {} (logits {})", kOp,
+                            o.label_smoothing, shape_str(x.shape())));
+  const int64_t cd = x.dim() == 1 ? 0 : 1, C = x.size(cd);
+  Tensor target = t;
+  if (o.label_smoothing > 0)
+    target = add(mul(t, 1.0 - o.label_smoothing), o.label_smoothing / static_cast<double>(C));
+  Tensor terms = mul(log_softmax(x, cd), target);
+  if (o.weight.defined()) terms = mul(terms, class_view(o.weight, x));
+  if (o.reduction == Reduction::None) return neg(sum(terms, {cd}));
+  Tensor total = neg(sum(terms));
+  if (o.reduction == Reduction::Sum) return total;
+  const double rows = C > 0 ? static_cast<double>(x.numel() / C) : 0.0;
+  return div(total, rows);  // 0 rows: NaN, as PyTorch
+}
+
+// Class-index targets with class weights: nll_loss of log_softmax, plus PyTorch's weighted
+// label-smoothing term (-Σ_c w_c·log_softmax_c / C per row, 0 on ignored rows; mean divides
+// by the targets' summed weights, as nll_loss).
+Tensor cross_entropy_weighted(const Tensor& x, const Tensor& t, const CrossEntropyOptions& o) {
+  const int64_t cd = x.dim() == 1 ? 0 : 1, C = x.size(cd);
+  const Tensor lsm = log_softmax(x, cd);
+  Tensor loss = nll_loss(lsm, t, o.weight, o.ignore_index, o.reduction);
+  if (o.label_smoothing <= 0) return loss;
+  const Tensor keep = ne(t, static_cast<double>(o.ignore_index));  // rows not ignored
+  Tensor smooth = neg(sum(mul(lsm, class_view(o.weight, x)), {cd}));
+  smooth = where(keep, smooth, zeros({}, x.dtype(), x.device()));
+  Tensor ret;
+  if (o.reduction == Reduction::None) {
+    ret = smooth;
+  } else {
+    ret = sum(smooth);
+    if (o.reduction == Reduction::Mean) {
+      const Tensor safe = where(keep, t, zeros({}, kInt64, t.device()));
+      const Tensor wt = index_select(o.weight, 0, reshape(safe, {-1}));
+      const Tensor kept = reshape(keep, {-1}).to(x.dtype());
+      ret = div(ret, sum(mul(wt.detach(), kept)));
+    }
+  }
+  return add(mul(loss, 1.0 - o.label_smoothing),
+             mul(ret, o.label_smoothing / static_cast<double>(C)));
+}
+}  // namespace
+
 Tensor cross_entropy(const Tensor& logits_in, const Tensor& target_in,
                      const CrossEntropyOptions& opts, Site site) {
   SiteScope scope(site);
@@ -121,6 +192,20 @@ Tensor cross_entropy(const Tensor& logits_in, const Tensor& target_in,
         fmt::format("cross_entropy: reduction batchmean is kl_div's alone; use none, mean "
                     "or sum (logits {})",
                     shape_str(logits_in.shape())));
+  check_defined(logits, kOp, "logits");
+  check_defined(target, kOp, "target");
+  if (opts.weight.defined()) {
+    check_float(logits, kOp, "logits", true);
+    check_weight(opts.weight, logits);
+  }
+  if (is_floating(target.dtype())) {
+    check_float(logits, kOp, "logits", true);
+    return cross_entropy_probs(logits, target, opts);
+  }
+  if (opts.weight.defined()) {
+    check_cross_entropy(logits, target, opts);  // shapes, classes in range
+    return cross_entropy_weighted(logits, target, opts);
+  }
   const CeLayout l = check_cross_entropy(logits, target, opts);
   const Device dev = logits.device();
   const int64_t rows = l.rows();

@@ -3,8 +3,10 @@
 // backward side by side:
 //   elementwise.cpp  binary/unary math with NumPy broadcasting, C++ operators
 //   unary_math.cpp   sin … sign, the activations (silu, softplus, elu, hardswish, …)
+//   binary_math.cpp  fmod, remainder, copysign, lerp, logaddexp, isclose, logical_and/or/xor
 //   reduce.cpp       sum, mean, max, min, var, std, argmax, argmin, logsumexp, all, any,
 //                    isnan, isinf, isfinite
+//   scan.cpp         prod, cumprod, cummax, cummin, logcumsumexp, std_mean
 //   matmul.cpp       matmul, bmm, linear (BLAS)
 //   shape.cpp        the views (reshape/view, transpose, permute, t, squeeze, unsqueeze, expand,
 //                    narrow/slice, select), index_select, cat, stack, split, chunk
@@ -12,6 +14,8 @@
 //   inplace.cpp      in-place writes under the version counter: add_, mul_, fill_, copy_, ...
 //   rearrange.cpp    einops-style rearrange
 //   repeat.cpp       flip, roll, repeat, repeat_interleave, pad, unflatten, meshgrid
+//   diagonal.cpp     diagonal, diag, unfold, nonzero
+//   einsum.cpp       einsum
 //   softmax.cpp      softmax, log_softmax
 //   mask.cpp         masked_fill, where, comparisons
 //   norm.cpp         layer_norm, rms_norm
@@ -30,6 +34,8 @@
 
 #include "autograd/tensor.hpp"
 
+#include <array>
+#include <utility>
 #include <optional>
 #include <string>
 #include <vector>
@@ -128,6 +134,26 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 // Sums g over the broadcast dims so it has `shape` (the one generic unbroadcast).
 Tensor sum_to(const Tensor& g, const Shape& shape);
 
+// Binary math (binary_math.cpp), composed from the ops above, PyTorch's names and edge cases:
+// fmod (the dividend's sign; d/dother = -trunc(input/other)), remainder (the divisor's sign,
+// Python's %), copysign (other's sign bit: -0 counts), lerp (PyTorch's two-sided formula),
+// logaddexp (stable; equal infinities give themselves), isclose (|a - b| <= atol + rtol·|b|; no
+// gradient), logical_and / or / xor (nonzero is true; bool result).
+Tensor fmod(const Tensor& a, const Tensor& b, Site site = Site::here());
+Tensor fmod(const Tensor& a, double b, Site site = Site::here());
+Tensor remainder(const Tensor& a, const Tensor& b, Site site = Site::here());
+Tensor remainder(const Tensor& a, double b, Site site = Site::here());
+Tensor copysign(const Tensor& a, const Tensor& b, Site site = Site::here());
+Tensor copysign(const Tensor& a, double b, Site site = Site::here());
+Tensor lerp(const Tensor& a, const Tensor& end, const Tensor& weight, Site site = Site::here());
+Tensor lerp(const Tensor& a, const Tensor& end, double weight, Site site = Site::here());
+Tensor logaddexp(const Tensor& a, const Tensor& b, Site site = Site::here());
+Tensor isclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8,
+               bool equal_nan = false, Site site = Site::here());
+Tensor logical_and(const Tensor& a, const Tensor& b, Site site = Site::here());
+Tensor logical_or(const Tensor& a, const Tensor& b, Site site = Site::here());
+Tensor logical_xor(const Tensor& a, const Tensor& b, Site site = Site::here());
+
 // ---- comparisons (bool result, no gradient) ----
 Tensor eq(const Tensor& a, const Tensor& b, Site site = Site::here());
 Tensor ne(const Tensor& a, const Tensor& b, Site site = Site::here());
@@ -179,6 +205,19 @@ Tensor logsumexp(const Tensor& x, std::vector<int64_t> dims, bool keepdim = fals
 // Spelled tg::std where `using namespace tg` is in force (std alone names the namespace).
 Tensor std(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false,
            int64_t correction = 1, Site site = Site::here());
+// Products and running scans along one dim (scan.cpp): prod's and cumprod's gradients are exact
+// with zeros; cummax / cummin return values and indices (a NaN stays once seen, ties take the
+// later index, PyTorch's rules); logcumsumexp is stable. std_mean returns (std, mean).
+Tensor prod(const Tensor& x, Site site = Site::here());  // every element: a 0-dim result
+Tensor prod(const Tensor& x, int64_t dim, bool keepdim = false, Site site = Site::here());
+Tensor cumprod(const Tensor& x, int64_t dim, Site site = Site::here());
+struct ValuesIndices;
+ValuesIndices cummax(const Tensor& x, int64_t dim, Site site = Site::here());
+ValuesIndices cummin(const Tensor& x, int64_t dim, Site site = Site::here());
+Tensor logcumsumexp(const Tensor& x, int64_t dim, Site site = Site::here());
+std::pair<Tensor, Tensor> std_mean(const Tensor& x, std::vector<int64_t> dims = {},
+                                   bool keepdim = false, int64_t correction = 1,
+                                   Site site = Site::here());
 // bool results (no gradient): a number is true where it is not 0
 Tensor all(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false,
            Site site = Site::here());
@@ -230,6 +269,46 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
                           Site site = Site::here());
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0,
                           Site site = Site::here());
+
+// The same into exactly N parts, for structured bindings (PyTorch's `q, k, v = x.chunk(3, -1)`):
+//   auto [q, k, v] = tg::chunk<3>(qkv, -1);        auto [a, b] = tg::split<2>(x, 4, 1);
+// Throws tg::Error naming the op, the shape and both counts when the parts are not N (chunk
+// gives fewer when the dim's size is not spread over N: 4 into 3 chunks gives 2 of 2).
+namespace detail {
+void check_parts(size_t got, size_t want, const char* op, const Tensor& x, int64_t dim);
+template <size_t N>
+std::array<Tensor, N> to_array(const std::vector<Tensor>& parts) {
+  std::array<Tensor, N> out;
+  for (size_t i = 0; i < N; ++i) out[i] = parts[i];
+  return out;
+}
+}  // namespace detail
+template <size_t N>
+std::array<Tensor, N> chunk(const Tensor& x, int64_t dim = 0, Site site = Site::here()) {
+  std::vector<Tensor> parts = chunk(x, static_cast<int64_t>(N), dim, site);
+  detail::check_parts(parts.size(), N, "chunk", x, dim);
+  return detail::to_array<N>(parts);
+}
+template <size_t N>
+std::array<Tensor, N> split(const Tensor& x, int64_t split_size, int64_t dim = 0,
+                            Site site = Site::here()) {
+  std::vector<Tensor> parts = split(x, split_size, dim, site);
+  detail::check_parts(parts.size(), N, "split", x, dim);
+  return detail::to_array<N>(parts);
+}  // torch.einsum (einsum.cpp): "ij,jk->ik", implicit output (letters seen once, sorted), "..."
+// broadcast dims, repeated letters for diagonals ("ii->i"); composed (matmul, sum, diagonal),
+// so it is differentiable. Errors name the equation and the shapes.
+Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands,
+              Site site = Site::here());
+// Picked by computed positions (diagonal.cpp; copies where PyTorch returns views):
+// diagonal(x, offset, dim1, dim2) (the diagonal as a last dim), diag (1-D: the matrix with x on
+// diagonal k; 2-D: its diagonal k), unfold(x, dim, size, step) (windows as a last dim), nonzero
+// ((count, ndim) int64 positions of the nonzero elements, no gradient).
+Tensor diagonal(const Tensor& x, int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1,
+                Site site = Site::here());
+Tensor diag(const Tensor& x, int64_t diagonal = 0, Site site = Site::here());
+Tensor unfold(const Tensor& x, int64_t dim, int64_t size, int64_t step, Site site = Site::here());
+Tensor nonzero(const Tensor& x, Site site = Site::here());
 // Reordering and repeating (repeat.cpp), PyTorch's semantics:
 Tensor flip(const Tensor& x, std::vector<int64_t> dims, Site site = Site::here());
 // dims empty: over the flattened tensor (one shift)
@@ -293,8 +372,14 @@ struct CrossEntropyOptions {
   Reduction reduction = Reduction::Mean;
   int64_t ignore_index = -100;
   double label_smoothing = 0.0;
+  Tensor weight;  // (C) class weights (PyTorch's weight=), logits' dtype; undefined: none
 };
-// logits (N, C) or (N, C, d1, ...), target int64 (N) or (N, d1, ...); PyTorch's semantics.
+// logits (N, C) or (N, C, d1, ...), target int64 (N) or (N, d1, ...) class indices, or
+// probabilities of the logits' shape and dtype (PyTorch's soft targets: mean divides by the
+// N·d1·… rows, never by weights; ignore_index does not apply); PyTorch's semantics. With weight,
+// class-index targets weigh each row by weight[target] and mean divides by their sum (as
+// nll_loss), label smoothing included. The fused kernel serves the unweighted class-index case;
+// weights and probability targets are composed from log_softmax, nll_loss and sums.
 Tensor cross_entropy(const Tensor& logits, const Tensor& target,
                      const CrossEntropyOptions& opts = {}, Site site = Site::here());
 // The other losses (losses.cpp), torch.nn.functional's names, argument order and defaults; input

@@ -672,6 +672,12 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
   return out;
 }
 
+void detail::check_parts(size_t got, size_t want, const char* op, const Tensor& x, int64_t dim) {
+  if (got != want)
+    throw Error(fmt::format("{}<{}>: x {} along dim {} gives {} parts, not {}", op, want,
+                            shape_str(x.shape()), dim, got, want));
+}
+
 std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim, Site site) {
   SiteScope scope(site);
   check_input(x, "split");

@@ -16,6 +16,11 @@
 
 namespace tgt {
 
+// A 1-D float64 tensor of these values (edge-case tables: vec({0, -0.0, inf})).
+inline tg::Tensor vec(const std::vector<double>& v) {
+  return tg::tensor(v, {static_cast<int64_t>(v.size())});
+}
+
 // Random float64 leaf that requires grad (seeded by the caller through tg::manual_seed).
 inline tg::Tensor leaf(const tg::Shape& s, double scale = 1.0) {
   tg::Tensor t = tg::randn(s, tg::kFloat64);

@@ -118,6 +118,58 @@ def main():
          [("x", randn(2, 3, 8, seed=28)), ("wg", randn(12, 8, seed=29) * 0.3),
           ("wu", randn(12, 8, seed=30) * 0.3), ("wd", randn(8, 12, seed=31) * 0.3)], 125)
 
+    # binary math (ops/binary_math.cpp): broadcasting, both signs, a tie for logaddexp
+    xa = randn(3, 4, seed=80) * 3
+    xb = randn(4, seed=81) * 2
+    xb[1] = -1.5
+    case("binary_math", "fmod", torch.fmod, [("a", xa), ("b", xb)], 150)
+    case("binary_math", "remainder", torch.remainder, [("a", xa), ("b", xb)], 151)
+    case("binary_math", "copysign", torch.copysign, [("a", xa), ("b", xb)], 152)
+    w = torch.rand(3, 4, generator=torch.Generator().manual_seed(82), dtype=torch.float64) * 1.4 - 0.2
+    case("binary_math", "lerp", torch.lerp, [("a", xa), ("e", randn(3, 4, seed=83)), ("w", w)], 153)
+    lb = randn(3, 4, seed=84) * 30
+    lb[0, 0] = xa[0, 0]
+    case("binary_math", "logaddexp", torch.logaddexp, [("a", xa), ("b", lb)], 154)
+
+    # products and scans (ops/scan.cpp): zeros in some lines, ties for cummax / cummin
+    xs = randn(3, 5, 2, seed=95)
+    xz = xs.clone()
+    xz[0, 2, 0] = 0.0
+    xz[1, 1, 1] = 0.0
+    xz[1, 3, 1] = 0.0
+    xt = torch.round(randn(3, 6, seed=96) * 2) / 2
+    case("scan", "prod_dim1_zeros", lambda x: torch.prod(x, 1), [("x", xz)], 170)
+    case("scan", "prod_dim2_keepdim", lambda x: torch.prod(x, 2, keepdim=True), [("x", xs)], 171)
+    case("scan", "prod_all", lambda x: torch.prod(x), [("x", xs[:, :3])], 172)
+    case("scan", "cumprod_dim1_zeros", lambda x: torch.cumprod(x, 1), [("x", xz)], 173)
+    case("scan", "cummax_ties", lambda x: torch.cummax(x, 1).values, [("x", xt)], 174)
+    case("scan", "cummin_dim0", lambda x: torch.cummin(x, 0).values, [("x", xt)], 175)
+    case("scan", "logcumsumexp_dim1", lambda x: torch.logcumsumexp(x, 1), [("x", xs * 20)], 176)
+
+    # positions picked by index (ops/diagonal.cpp) and einsum (ops/einsum.cpp)
+    x3 = randn(3, 4, 5, seed=100)
+    case("picks", "diagonal_off1_d02", lambda x: torch.diagonal(x, 1, 0, 2), [("x", x3)], 180)
+    case("picks", "diagonal_offm2_d21", lambda x: torch.diagonal(x, -2, 2, 1), [("x", x3)], 181)
+    case("picks", "diag_vec_km1", lambda x: torch.diag(x, -1), [("x", randn(4, seed=101))], 182)
+    case("picks", "diag_mat_k1", lambda x: torch.diag(x, 1), [("x", randn(4, 5, seed=102))], 183)
+    case("picks", "unfold_d1_s3_st2", lambda x: x.unfold(1, 3, 2), [("x", randn(2, 8, 3, seed=103))], 184)
+    case("picks", "unfold_overlap", lambda x: x.unfold(-1, 4, 1), [("x", randn(3, 6, seed=104))], 185)
+    ein = [("mm", "ij,jk->ik", [(3, 4), (4, 5)]),
+           ("bmm", "bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+           ("attn", "bhid,bhjd->bhij", [(2, 3, 4, 5), (2, 3, 6, 5)]),
+           ("trace", "ii", [(4, 4)]),
+           ("diag", "ii->i", [(4, 4)]),
+           ("dot", "i,i->", [(5,), (5,)]),
+           ("outer", "i,j->ij", [(3,), (4,)]),
+           ("implicit", "ij,jk", [(3, 4), (4, 2)]),
+           ("ellipsis_broadcast", "...ij,...jk->...ik", [(2, 1, 3, 4), (5, 4, 2)]),
+           ("three", "abc,cd,de->abe", [(2, 3, 4), (4, 5), (5, 2)]),
+           ("transpose_sum", "ijk->kj", [(2, 3, 4)]),
+           ("bilinear", "bn,anm,bm->ba", [(2, 3), (4, 3, 5), (2, 5)])]
+    for k, (name, eq, shapes) in enumerate(ein):
+        ins = [(f"x{i}", randn(*s, seed=110 + 10 * k + i)) for i, s in enumerate(shapes)]
+        case("einsum", name, lambda *xs, eq=eq: torch.einsum(eq, *xs), ins, 190 + k)
+
     # nn::LlamaDecoderLayer: RMSNorm, grouped-query attention with rotary (half-split) q and k,
     # causal (and a sliding window of W keys: i - W < j <= i), SwiGLU; NH 4 query / NKV 2 kv heads
     def llama_layer(x, wq, wk, wv, wo, wg, wu, wd, n1, n2, NH=4, NKV=2, eps=1e-6, window=0):
@@ -229,6 +281,28 @@ def main():
          [("x", randn(2, 4, 3, seed=14)), ("t", tgt_ncd)], 114)
     case("cross_entropy", "ncd_none", lambda x, t: F.cross_entropy(x, t, reduction="none"),
          [("x", randn(2, 4, 3, seed=14)), ("t", tgt_ncd)], 115)
+
+    # class weights and probability targets (composed in ops/loss.cpp)
+    cw = torch.tensor([0.5, 2.0, 1.0, 0.25, 1.5], dtype=torch.float64)
+    for red in ("mean", "sum", "none"):
+        case("cross_entropy", f"weight_{red}",
+             lambda x, t, w, red=red: F.cross_entropy(x, t, weight=w, reduction=red),
+             [("x", logits), ("t", tgt_ign)], 160, consts=[("w", cw)])
+    case("cross_entropy", "weight_smooth_ignore_mean",
+         lambda x, t, w: F.cross_entropy(x, t, weight=w, ignore_index=2, label_smoothing=0.2),
+         [("x", logits), ("t", tgt)], 161, consts=[("w", cw)])
+    case("cross_entropy", "weight_smooth_none",
+         lambda x, t, w: F.cross_entropy(x, t, weight=w, label_smoothing=0.1, reduction="none"),
+         [("x", logits), ("t", tgt_ign)], 162, consts=[("w", cw)])
+    probs = torch.softmax(randn(6, 5, seed=90), -1)
+    case("cross_entropy", "probs_mean", lambda x, p: F.cross_entropy(x, p),
+         [("x", logits), ("p", probs)], 163)
+    case("cross_entropy", "probs_weight_smooth_sum",
+         lambda x, p, w: F.cross_entropy(x, p, weight=w, label_smoothing=0.1, reduction="sum"),
+         [("x", logits), ("p", probs)], 164, consts=[("w", cw)])
+    probs_ncd = torch.softmax(randn(2, 4, 3, seed=91), 1)
+    case("cross_entropy", "probs_ncd_none", lambda x, p: F.cross_entropy(x, p, reduction="none"),
+         [("x", randn(2, 4, 3, seed=14)), ("p", probs_ncd)], 165)
 
     # broadcasting matmul (the test lives with the matmul family)
     case("matmul", "4d3d", torch.matmul, [("a", randn(2, 1, 3, 4, seed=15)), ("b", randn(5, 4, 6, seed=16))], 116)

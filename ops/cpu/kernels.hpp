@@ -256,6 +256,30 @@ void sort_rows(T* values, int64_t* indices, const T* x, int64_t outer, int64_t n
 // int64_t and bool T (O = int64_t).
 template <typename T, typename O>
 void cumsum(O* out, const T* x, int64_t outer, int64_t n, int64_t inner, bool reverse);
+// Running products and extremes along n of (outer, n, inner) lines (ops/cpu/scan.cpp), T float
+// or double, accumulated in double: cumprod (backward exact with zeros), prod (y (outer, inner);
+// backward by prefix and suffix products), cummax / cummin (values and int64 indices; NaN stays,
+// ties take the later index; backward sums g into the indices), logcumsumexp (stable).
+template <typename T>
+void cumprod_forward(T* y, const T* x, int64_t outer, int64_t n, int64_t inner);
+template <typename T>
+void cumprod_backward(T* dx, const T* g, const T* x, const T* y, int64_t outer, int64_t n,
+                      int64_t inner);
+template <typename T>
+void prod_forward(T* y, const T* x, int64_t outer, int64_t n, int64_t inner);
+template <typename T>
+void prod_backward(T* dx, const T* g, const T* x, int64_t outer, int64_t n, int64_t inner);
+template <typename T>
+void cumext_forward(T* y, int64_t* idx, const T* x, int64_t outer, int64_t n, int64_t inner,
+                    bool max);
+template <typename T>
+void cumext_backward(T* dx, const T* g, const int64_t* idx, int64_t outer, int64_t n,
+                     int64_t inner);
+template <typename T>
+void logcumsumexp_forward(T* y, const T* x, int64_t outer, int64_t n, int64_t inner);
+template <typename T>
+void logcumsumexp_backward(T* dx, const T* g, const T* x, const T* y, int64_t outer, int64_t n,
+                           int64_t inner);
 // out (B, N, C) = x where the column c and row r satisfy c - r <= diagonal (lower: tril) or
 // c - r >= diagonal (upper: triu), else 0. T any of float, double, int64_t, bool.
 template <typename T>

@@ -233,3 +233,30 @@ TEST_CASE("forward hooks see the module, inputs and output", "[module]") {
   REQUIRE(seen.size() == 3);
   REQUIRE_ERROR(lin->remove_forward_hook(id), "Linear.remove_forward_hook: no hook with id 0");
 }
+
+TEST_CASE("ModuleDict: insertion order, state_dict names, replacement in place, errors",
+          "[module]") {
+  auto d =
+      std::make_shared<nn::ModuleDict>(std::initializer_list<std::pair<std::string, nn::ModulePtr>>{
+          {"enc", std::make_shared<nn::Linear>(3, 4)}, {"act", std::make_shared<nn::ReLU>()}});
+  d->insert("dec", std::make_shared<nn::Linear>(4, 2, false));
+  REQUIRE(d->size() == 3);
+  REQUIRE(d->keys() == std::vector<std::string>{"enc", "act", "dec"});
+  REQUIRE(d->contains("act"));
+  std::vector<std::string> names;
+  for (const auto& [n, p] : d->named_parameters()) names.push_back(n);
+  REQUIRE(names == std::vector<std::string>{"enc.weight", "enc.bias", "dec.weight"});
+  REQUIRE(d->at<nn::Linear>("dec")->out_features == 2);
+  // replacing keeps the position (PyTorch's update)
+  d->insert("enc", std::make_shared<nn::Linear>(3, 5, false));
+  names.clear();
+  for (const auto& [n, p] : d->named_parameters()) names.push_back(n);
+  REQUIRE(names == std::vector<std::string>{"enc.weight", "dec.weight"});
+  REQUIRE(d->at<nn::Linear>("enc")->out_features == 5);
+  nn::ModulePtr act = d->pop("act");
+  REQUIRE(act->type_name() == "ReLU");
+  REQUIRE(d->keys() == std::vector<std::string>{"enc", "dec"});
+  REQUIRE_ERROR((*d)["act"], "ModuleDict: no key \"act\" (keys: enc, dec)");
+  REQUIRE_ERROR(d->at<nn::ReLU>("enc"), "ModuleDict: \"enc\" is a Linear, not the requested type");
+  REQUIRE_ERROR(d->insert("a.b", std::make_shared<nn::ReLU>()), "a.b");
+}

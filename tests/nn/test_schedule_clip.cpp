@@ -135,3 +135,33 @@ TEST_CASE("clip_grad_norm_ refuses a negative or NaN max_norm (it would flip the
   REQUIRE(nn::clip_grad_norm_({q}, 0.0) == Approx(5.0));
   tgt::require_close(q.grad(), std::vector<double>{0, 0}, 0, 0);
 }
+
+TEST_CASE("LambdaLR gives nanoGPT's get_lr exactly (the lines nn/schedule.hpp documents)",
+          "[schedule]") {
+  Tensor p = zeros({1}).requires_grad_();
+  const double lr = 6e-4, min_lr = 6e-5;
+  const int64_t warmup = 10, decay_iters = 100;
+  nn::AdamW opt({p}, {lr});
+  nn::LambdaLR sched(opt, [=](int64_t it) {
+    if (it < warmup) return double(it + 1) / double(warmup + 1);
+    if (it > decay_iters) return min_lr / lr;
+    const double r = double(it - warmup) / double(decay_iters - warmup);
+    return (min_lr + 0.5 * (1 + std::cos(M_PI * r)) * (lr - min_lr)) / lr;
+  });
+  std::vector<double> got = lr_sequence(sched, opt, 502);
+  // nanoGPT's train.py get_lr(it) with these settings, computed in Python
+  const std::vector<std::pair<int, double>> want{{0, 5.454545454545454e-05},
+                                                 {1, 0.00010909090909090908},
+                                                 {9, 0.0005454545454545454},
+                                                 {10, 0.0006},
+                                                 {11, 0.0005998355232951559},
+                                                 {55, 0.00032999999999999994},
+                                                 {99, 6.0164476704844146e-05},
+                                                 {100, 6e-05},
+                                                 {101, 6e-05},
+                                                 {500, 6e-05}};
+  for (const auto& [it, v] : want) {
+    INFO("iteration " << it);
+    REQUIRE(std::abs(got[static_cast<size_t>(it)] - v) <= 1e-18);
+  }
+}

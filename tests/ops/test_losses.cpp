@@ -92,7 +92,7 @@ TEST_CASE("losses refuse bad input, naming the op, the shapes and the allowed va
                 "normalize: dim 2 out of range for input (2,3): expected [-2, 1]");
   REQUIRE_ERROR(cosine_similarity(x, x, 5), "cosine_similarity: dim 5 out of range");
   REQUIRE_ERROR(cross_entropy(x, tensor(std::vector<int64_t>{0, 1}, {2}),
-                              CrossEntropyOptions{Reduction::BatchMean, -100, 0.0}),
+                              CrossEntropyOptions{Reduction::BatchMean, -100, 0.0, Tensor()}),
                 "cross_entropy: reduction batchmean is kl_div's alone");
 }
 

@@ -1,5 +1,8 @@
 // tests/ops/test_parity.cpp — outputs and input gradients against PyTorch 1.13 reference values
-// for softmax, log_softmax, layer_norm, rms_norm, gelu, glu, the SwiGLU block, cross_entropy, the
+// for softmax, log_softmax, layer_norm, rms_norm, gelu, glu, the SwiGLU block, the binary math
+// (fmod, remainder, copysign, lerp, logaddexp), the scans (prod, cumprod, cummax, cummin,
+// logcumsumexp), diagonal, diag, unfold, einsum, cross_entropy (class weights, probability
+// targets), the
 // other losses (mse … normalize), flip/roll/repeat/pad and broadcasting matmul, in float64 (rtol
 // 1e-10) and float32 (1e-5). Each case is tests/fixtures/<family>/<case>.safetensors (written by
 // tools/make_fixtures.py); every test is tagged [parity][<family>].
@@ -55,6 +58,17 @@ CrossEntropyOptions ce_opts(Reduction r, int64_t ignore = -100, double ls = 0) {
 ParityFn ce_fn(CrossEntropyOptions o) {
   return [o](const std::vector<Tensor>& in) { return cross_entropy(in[0], in[1], o); };
 }
+ParityFn ein(const std::string& eq) {
+  return [eq](const std::vector<Tensor>& in) { return einsum(eq, in); };
+}
+// The same with class weights, the case's third tensor.
+ParityFn ce_w(CrossEntropyOptions o) {
+  return [o](const std::vector<Tensor>& in) {
+    CrossEntropyOptions w = o;
+    w.weight = in[2];
+    return cross_entropy(in[0], in[1], w);
+  };
+}
 
 std::vector<ParityCase> cases() {
   return {
@@ -92,6 +106,36 @@ std::vector<ParityCase> cases() {
        [](const std::vector<Tensor>& in) {
          return linear(silu(linear(in[0], in[1])) * linear(in[0], in[2]), in[3]);
        }},
+      {"binary_math/fmod", {"a", "b"}, [](const V& in) { return fmod(in[0], in[1]); }},
+      {"binary_math/remainder", {"a", "b"}, [](const V& in) { return remainder(in[0], in[1]); }},
+      {"binary_math/copysign", {"a", "b"}, [](const V& in) { return copysign(in[0], in[1]); }},
+      {"binary_math/lerp", {"a", "e", "w"}, [](const V& in) { return lerp(in[0], in[1], in[2]); }},
+      {"binary_math/logaddexp", {"a", "b"}, [](const V& in) { return logaddexp(in[0], in[1]); }},
+      {"scan/prod_dim1_zeros", {"x"}, [](const V& in) { return prod(in[0], 1); }},
+      {"scan/prod_dim2_keepdim", {"x"}, [](const V& in) { return prod(in[0], 2, true); }},
+      {"scan/prod_all", {"x"}, [](const V& in) { return prod(in[0]); }},
+      {"scan/cumprod_dim1_zeros", {"x"}, [](const V& in) { return cumprod(in[0], 1); }},
+      {"scan/cummax_ties", {"x"}, [](const V& in) { return cummax(in[0], 1).values; }},
+      {"scan/cummin_dim0", {"x"}, [](const V& in) { return cummin(in[0], 0).values; }},
+      {"scan/logcumsumexp_dim1", {"x"}, [](const V& in) { return logcumsumexp(in[0], 1); }},
+      {"picks/diagonal_off1_d02", {"x"}, [](const V& in) { return diagonal(in[0], 1, 0, 2); }},
+      {"picks/diagonal_offm2_d21", {"x"}, [](const V& in) { return diagonal(in[0], -2, 2, 1); }},
+      {"picks/diag_vec_km1", {"x"}, [](const V& in) { return diag(in[0], -1); }},
+      {"picks/diag_mat_k1", {"x"}, [](const V& in) { return diag(in[0], 1); }},
+      {"picks/unfold_d1_s3_st2", {"x"}, [](const V& in) { return unfold(in[0], 1, 3, 2); }},
+      {"picks/unfold_overlap", {"x"}, [](const V& in) { return unfold(in[0], -1, 4, 1); }},
+      {"einsum/mm", {"x0", "x1"}, ein("ij,jk->ik")},
+      {"einsum/bmm", {"x0", "x1"}, ein("bij,bjk->bik")},
+      {"einsum/attn", {"x0", "x1"}, ein("bhid,bhjd->bhij")},
+      {"einsum/trace", {"x0"}, ein("ii")},
+      {"einsum/diag", {"x0"}, ein("ii->i")},
+      {"einsum/dot", {"x0", "x1"}, ein("i,i->")},
+      {"einsum/outer", {"x0", "x1"}, ein("i,j->ij")},
+      {"einsum/implicit", {"x0", "x1"}, ein("ij,jk")},
+      {"einsum/ellipsis_broadcast", {"x0", "x1"}, ein("...ij,...jk->...ik")},
+      {"einsum/three", {"x0", "x1", "x2"}, ein("abc,cd,de->abe")},
+      {"einsum/transpose_sum", {"x0"}, ein("ijk->kj")},
+      {"einsum/bilinear", {"x0", "x1", "x2"}, ein("bn,anm,bm->ba")},
       {"losses/mse_mean", {"x", "t"}, [](const V& in) { return mse_loss(in[0], in[1]); }},
       {"losses/l1_sum",
        {"x", "t"},
@@ -180,6 +224,20 @@ std::vector<ParityCase> cases() {
       {"cross_entropy/smooth_ignore_mean", {"x", "t"}, ce_fn(ce_opts(Reduction::Mean, 2, 0.3))},
       {"cross_entropy/ncd", {"x", "t"}, ce_fn(ce_opts(Reduction::Mean, -100, 0.05))},
       {"cross_entropy/ncd_none", {"x", "t"}, ce_fn(ce_opts(Reduction::None))},
+      {"cross_entropy/weight_mean", {"x", "t", "=w"}, ce_w(ce_opts(Reduction::Mean))},
+      {"cross_entropy/weight_sum", {"x", "t", "=w"}, ce_w(ce_opts(Reduction::Sum))},
+      {"cross_entropy/weight_none", {"x", "t", "=w"}, ce_w(ce_opts(Reduction::None))},
+      {"cross_entropy/weight_smooth_ignore_mean",
+       {"x", "t", "=w"},
+       ce_w(ce_opts(Reduction::Mean, 2, 0.2))},
+      {"cross_entropy/weight_smooth_none",
+       {"x", "t", "=w"},
+       ce_w(ce_opts(Reduction::None, -100, 0.1))},
+      {"cross_entropy/probs_mean", {"x", "p"}, ce_fn(ce_opts(Reduction::Mean))},
+      {"cross_entropy/probs_weight_smooth_sum",
+       {"x", "p", "=w"},
+       ce_w(ce_opts(Reduction::Sum, -100, 0.1))},
+      {"cross_entropy/probs_ncd_none", {"x", "p"}, ce_fn(ce_opts(Reduction::None))},
       // (2,1,3,4)·(5,4,6) -> (2,5,3,6): batch dims broadcast; 1-D·3-D: (4)·(2,4,3) -> (2,3).
       {"matmul/4d3d",
        {"a", "b"},
@@ -221,6 +279,10 @@ TG_PARITY_FAMILY(gelu)
 TG_PARITY_FAMILY(glu)
 TG_PARITY_FAMILY(swiglu)
 TG_PARITY_FAMILY(losses)
+TG_PARITY_FAMILY(binary_math)
+TG_PARITY_FAMILY(scan)
+TG_PARITY_FAMILY(picks)
+TG_PARITY_FAMILY(einsum)
 TG_PARITY_FAMILY(repeat)
 TG_PARITY_FAMILY(cross_entropy)
 TG_PARITY_FAMILY(matmul)

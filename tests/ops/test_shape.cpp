@@ -335,3 +335,22 @@ TEST_CASE("repeat family: values by hand, meshgrid, linspace, eye(n, m), errors"
   REQUIRE_ERROR(linspace(0, 1, -1), "linspace: number of steps must be >= 0, got -1");
   REQUIRE_ERROR(meshgrid({zeros({2, 2})}), "meshgrid: every tensor must be 1-D, got (2,2)");
 }
+
+TEST_CASE("chunk<N> and split<N> unpack into structured bindings", "[shape]") {
+  Tensor x = arange(24, kFloat64).reshape({2, 12});
+  auto [q, k, v] = chunk<3>(x, -1);
+  REQUIRE(q.shape() == Shape{2, 4});
+  tgt::require_close(k, narrow(x, 1, 4, 4), 0, 0, "k");
+  tgt::require_close(v, narrow(x, 1, 8, 4), 0, 0, "v");
+  auto [a, b] = split<2>(x, 1, 0);
+  tgt::require_close(b, narrow(x, 0, 1, 1), 0, 0, "split<2> second");
+  (void)a;
+  // gradients flow to the one tensor
+  Tensor xl = x.clone().requires_grad_();
+  auto [p0, p1] = chunk<2>(xl, 1);
+  (p0 * 2.0 + p1).sum().backward();
+  REQUIRE(xl.grad().to_vector<double>()[0] == 2.0);
+  REQUIRE(xl.grad().to_vector<double>()[6] == 1.0);
+  REQUIRE_ERROR(chunk<3>(zeros({4}, kFloat64)), "chunk<3>: x (4) along dim 0 gives 2 parts, not 3");
+  REQUIRE_ERROR(split<2>(x, 5, 1), "split<2>: x (2,12) along dim 1 gives 3 parts, not 2");
+}

@@ -132,13 +132,18 @@ void add_elementwise(std::vector<OpInfo>& r) {
     Tensor (*f)(const Tensor&, const Tensor&);
   };
   static const Bn binary[] = {
-      {"add", 0, [](const Tensor& x, const Tensor& y) { return x + y; }},
-      {"sub", 0, [](const Tensor& x, const Tensor& y) { return x - y; }},
-      {"mul", 0, [](const Tensor& x, const Tensor& y) { return x * y; }},
-      {"div", 2, [](const Tensor& x, const Tensor& y) { return x / y; }},
+      {"add", 0, [](const Tensor& x, const Tensor& y) { return tg::add(x, y); }},
+      {"sub", 0, [](const Tensor& x, const Tensor& y) { return tg::sub(x, y); }},
+      {"mul", 0, [](const Tensor& x, const Tensor& y) { return tg::mul(x, y); }},
+      {"div", 2, [](const Tensor& x, const Tensor& y) { return tg::div(x, y); }},
       {"pow_tensor", 1, [](const Tensor& x, const Tensor& y) { return tg::pow(x, y); }},
       {"maximum", 0, [](const Tensor& x, const Tensor& y) { return tg::maximum(x, y); }},
       {"minimum", 0, [](const Tensor& x, const Tensor& y) { return tg::minimum(x, y); }},
+      {"fmod", 2, [](const Tensor& x, const Tensor& y) { return tg::fmod(x, y); }},
+      {"remainder", 2, [](const Tensor& x, const Tensor& y) { return tg::remainder(x, y); }},
+      {"copysign", 0, [](const Tensor& x, const Tensor& y) { return tg::copysign(x, y); }},
+      {"logaddexp", 0, [](const Tensor& x, const Tensor& y) { return tg::logaddexp(x, y); }},
+      {"lerp", 0, [](const Tensor& x, const Tensor& y) { return tg::lerp(x, y, 0.3); }},
   };
   for (const Bn& b : binary)
     r.push_back({b.name, "--shape A --shape2 B (broadcasting)", [b](const CaseArgs& a) {
@@ -182,6 +187,31 @@ void add_reduce_linalg(std::vector<OpInfo>& r) {
   r.push_back({"min", red_help, [](const CaseArgs& a) {
                  return one(leaf(a.shape.value_or(Shape{2, 3, 4})),
                             [a](const Tensor& x) { return tg::min(x, a.dims, a.keepdim); });
+               }});
+  r.push_back({"prod", "--shape S [--dims d]", [](const CaseArgs& a) {
+                 const int64_t d = a.dims.empty() ? -1 : a.dims[0];
+                 return one(leaf(a.shape.value_or(Shape{3, 4})),
+                            [d](const Tensor& x) { return tg::prod(x, d); });
+               }});
+  r.push_back({"cumprod", "--shape S [--dims d]", [](const CaseArgs& a) {
+                 const int64_t d = a.dims.empty() ? -1 : a.dims[0];
+                 return one(leaf(a.shape.value_or(Shape{3, 4})),
+                            [d](const Tensor& x) { return tg::cumprod(x, d); });
+               }});
+  r.push_back({"cummax", "--shape S [--dims d]", [](const CaseArgs& a) {
+                 const int64_t d = a.dims.empty() ? -1 : a.dims[0];
+                 return one(leaf(a.shape.value_or(Shape{3, 4})),
+                            [d](const Tensor& x) { return tg::cummax(x, d).values; });
+               }});
+  r.push_back({"cummin", "--shape S [--dims d]", [](const CaseArgs& a) {
+                 const int64_t d = a.dims.empty() ? -1 : a.dims[0];
+                 return one(leaf(a.shape.value_or(Shape{3, 4})),
+                            [d](const Tensor& x) { return tg::cummin(x, d).values; });
+               }});
+  r.push_back({"logcumsumexp", "--shape S [--dims d]", [](const CaseArgs& a) {
+                 const int64_t d = a.dims.empty() ? -1 : a.dims[0];
+                 return one(leaf(a.shape.value_or(Shape{3, 4})),
+                            [d](const Tensor& x) { return tg::logcumsumexp(x, d); });
                }});
   r.push_back({"logsumexp", red_help, [](const CaseArgs& a) {
                  return one(leaf(a.shape.value_or(Shape{2, 3, 4})),
