@@ -127,6 +127,7 @@ cpu::AttentionPlan make_plan(const AttentionMask& m, int64_t T, int64_t S) {
 struct LoweredMask {
   cpu::AttentionRowMask rows;
   Tensor additive64, key_block;  // the additive part as float64; padding and lengths as 0 / -inf
+  Tensor rel64, alibi64;         // the position biases as float64
 };
 
 LoweredMask lower_mask(const AttentionMask& m, const Dims& d, DType dt) {
@@ -143,7 +144,20 @@ LoweredMask lower_mask(const AttentionMask& m, const Dims& d, DType dt) {
     r.additive = lm.additive64.data<double>();
     std::copy(md.additive_stride, md.additive_stride + 4, r.additive_st);
   }
-  if ((r.key_allowed || r.lengths) && !r.allowed && !r.additive) {
+  if (m.rel_table_.defined()) {
+    lm.rel64 = m.rel_table_.detach().to(kCPU).to(kFloat64).contiguous();
+    r.rel = lm.rel64.data<double>();
+    r.rel_n = lm.rel64.size(1);
+    r.rel_hs = lm.rel64.size(0) == 1 ? 0 : r.rel_n;
+    r.rel_bidirectional = m.rel_bidirectional_;
+    r.rel_max_distance = m.rel_max_distance_;
+  }
+  if (m.alibi_slopes_.defined()) {
+    lm.alibi64 = m.alibi_slopes_.detach().to(kCPU).to(kFloat64).contiguous();
+    r.alibi = lm.alibi64.data<double>();
+  }
+  r.shift = m.align_ == CausalAlign::BottomRight ? d.S - d.T : 0;
+  if ((r.key_allowed || r.lengths) && !r.allowed && !r.additive && !r.rel && !r.alibi) {
     lm.key_block = Tensor::empty({d.B, d.S}, dt);
     dispatch_float(dt, kSdpa, [&](auto tag) {
       using T = decltype(tag);
@@ -168,6 +182,7 @@ struct Ctx {
   Tensor P, keep;
   AttentionMask mask;
   bool mask_grad = false;  // the additive part requires grad: backward also returns dMask
+  bool rel_grad = false, alibi_grad = false;  // likewise the position biases
   std::shared_ptr<AttentionProbe> probe;
 };
 
@@ -184,6 +199,9 @@ std::vector<Tensor> sdpa_backward(const Ctx& c, const Tensor& q, const Tensor& k
   const bool probe = c.probe && c.probe->on_backward;
   if (probe) dprobs = zeros({d.B, d.NH, d.T, d.S}, q.dtype());
   if (probe || c.mask_grad) dscores = zeros({d.B, d.NH, d.T, d.S}, q.dtype());
+  Tensor d_rel, d_alibi;  // per (b, h), float64
+  if (c.rel_grad) d_rel = zeros({d.B, d.NH, c.mask.rel_table_.size(1)}, kFloat64);
+  if (c.alibi_grad) d_alibi = zeros({d.B, d.NH}, kFloat64);
   const LoweredMask lm = lower_mask(c.mask, d, q.dtype());
   cpu::AttentionCall call = c.call;
   call.mask = &lm.rows;
@@ -193,6 +211,8 @@ std::vector<Tensor> sdpa_backward(const Ctx& c, const Tensor& q, const Tensor& k
     cpu::AttentionDense<T> dense;
     if (dprobs.defined()) dense.dprobs = dprobs.data<T>();
     if (dscores.defined()) dense.dscores = dscores.data<T>();
+    if (d_rel.defined()) dense.d_rel = d_rel.data<double>();
+    if (d_alibi.defined()) dense.d_alibi = d_alibi.data<double>();
     cpu::attention_backward<T>(call, dq.data<T>(), dk.data<T>(), dv.data<T>(), g.data<T>(),
                                q.data<T>(), k.data<T>(), v.data<T>(), dense);
   });
@@ -203,6 +223,14 @@ std::vector<Tensor> sdpa_backward(const Ctx& c, const Tensor& q, const Tensor& k
   if (c.mask_grad) {  // dMask = dS summed over the mask's broadcast dims, in the mask's dtype
     const Tensor& am = c.mask.additive_;
     out.push_back(sum_to(dscores, am.shape()).to(am.dtype()));
+  }
+  if (c.rel_grad) {  // summed over the batch (and the heads for a shared (1, buckets) table)
+    const Tensor& tb = c.mask.rel_table_;
+    out.push_back(sum_to(sum(d_rel, {0}), tb.shape()).to(tb.dtype()).to(tb.device()));
+  }
+  if (c.alibi_grad) {
+    const Tensor& sl = c.mask.alibi_slopes_;
+    out.push_back(sum(d_alibi, {0}).to(sl.dtype()).to(sl.device()));
   }
   return out;
 }
@@ -230,9 +258,14 @@ AttentionResult sdpa_cpu(const Dims& dims, const Tensor& q, const Tensor& k, con
   if (opts.probe) c->probe = std::make_shared<AttentionProbe>(*opts.probe);
   // A differentiable additive mask is one more input of the tape node.
   c->mask_grad = mask.additive_.defined() && mask.additive_.requires_grad() && grad_enabled();
+  c->rel_grad = mask.rel_table_.defined() && mask.rel_table_.requires_grad() && grad_enabled();
+  c->alibi_grad =
+      mask.alibi_slopes_.defined() && mask.alibi_slopes_.requires_grad() && grad_enabled();
   std::vector<Tensor> node_inputs = inputs;
   if (c->mask_grad) node_inputs.push_back(mask.additive_);
-  const bool rec = needs_record({&q, &k, &v}) || c->mask_grad;
+  if (c->rel_grad) node_inputs.push_back(mask.rel_table_);
+  if (c->alibi_grad) node_inputs.push_back(mask.alibi_slopes_);
+  const bool rec = needs_record({&q, &k, &v}) || c->mask_grad || c->rel_grad || c->alibi_grad;
   if (rec) {
     c->P = Tensor::empty({d.B * d.NH * c->plan.per_bh}, q.dtype());
     call.P = c->P.data_ptr();

@@ -80,6 +80,21 @@ class AttentionMask {
   // shape (0 where the key is blocked or the row fully masked), on the CPU's fused path and on
   // CUDA's composed one.
   static AttentionMask additive(const Tensor& mask);
+  // Position biases added to the scores, computed per key in the fused kernel (never a dense
+  // T×S tensor: O(T·W) with structured masks) and differentiable (the gradient is dScores summed
+  // per bucket, or per head times the distance). Positions are i' (the query, shifted S - T when
+  // the mask is aligned bottom-right) and j (the key).
+  // A learned relative-position bias, T5's (Raffel et al. 2020; Hugging Face's
+  // _relative_position_bucket): table (NH or 1, buckets) float, bias table[h, bucket(j - i')]
+  // with half the buckets exact distances and the rest logarithmic up to max_distance;
+  // bidirectional false: only the past (j <= i') gets distinct buckets.
+  static AttentionMask relative_bias(const Tensor& table, bool bidirectional = true,
+                                     int64_t max_distance = 128);
+  // ALiBi (Press et al. 2022): slopes (NH) float, bias -slopes[h]·|i' - j| (= slope·(j - i') for
+  // the causal keys). alibi_slopes(NH): the paper's geometric sequence 2^(-8k/NH), k = 1..NH
+  // (for NH not a power of two, its interleaved extension).
+  static AttentionMask alibi(const Tensor& slopes);
+  static Tensor alibi_slopes(int64_t num_heads, DType dtype = kFloat32);
 
   // Intersection: a key is allowed iff both allow it; additive parts add.
   AttentionMask operator&(const AttentionMask& other) const;
@@ -125,6 +140,15 @@ class AttentionMask {
   Tensor key_lengths_;  // (B) int64: keys j < length allowed
   Tensor allowed_;      // bool broadcastable to (B, NH, T, S), True = allowed
   Tensor additive_;     // float broadcastable to (B, NH, T, S)
+  Tensor rel_table_;    // (NH or 1, buckets) float: the relative-position bias
+  bool rel_bidirectional_ = true;
+  int64_t rel_max_distance_ = 128;
+  Tensor alibi_slopes_;  // (NH) float
+  // The position biases for (NH, T, S), as recorded ops (differentiable): what the fused kernel
+  // adds per key, made dense (tests, the CUDA composed path). Undefined when there is none.
+  Tensor dense_bias(int64_t NH, int64_t T, int64_t S) const;
+  // T5's bucket of relative position rel = j - i' (Hugging Face's arithmetic, float32 log).
+  static int64_t t5_bucket(int64_t rel, bool bidirectional, int64_t buckets, int64_t max_distance);
 
  private:
   bool error_on_empty_ = false;

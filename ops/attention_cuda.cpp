@@ -166,7 +166,10 @@ AttentionResult cuda_sdpa(const Dims& d, const Tensor& q, const Tensor& k, const
   // (the fused kernels read the mask as a constant).
   const bool mask_grad =
       mask.additive_.defined() && mask.additive_.requires_grad() && grad_enabled();
-  const bool fuse = !drop && !opts.need_weights && !opts.probe && !mask_grad &&
+  // Position biases (relative, ALiBi) take the composed path, made dense by recorded ops
+  // (AttentionMask::dense_bias, differentiable); the fused kernels have no bias part yet.
+  const bool bias = mask.rel_table_.defined() || mask.alibi_slopes_.defined();
+  const bool fuse = !drop && !opts.need_weights && !opts.probe && !mask_grad && !bias &&
                     d.hs <= kern::kAttentionMaxHeadSize && d.hsv <= kern::kAttentionMaxHeadSize &&
                     mask.blocked_.size() <= static_cast<size_t>(kern::kMaxBlocked);
   if (fuse) return fused(d, q, k, v, inputs, attention_mask_on(mask, q.device()), scale);
@@ -175,8 +178,12 @@ AttentionResult cuda_sdpa(const Dims& d, const Tensor& q, const Tensor& k, const
   std::vector<Tensor> h = heads_first(d, q, k, v);
   if (d.group() > 1)  // grouped-query: the composed path repeats k and v (the fused one never does)
     for (int i : {1, 2}) h[i] = repeat_interleave(h[i], d.group(), 1);
-  AttentionResult res =
-      composed(h[0], h[1], h[2], host, mask_grad ? mask.additive_ : host.additive_, opts, scale);
+  Tensor add = mask_grad ? mask.additive_ : host.additive_;
+  if (bias) {  // (NH or 1, T, S) on the device, differentiable w.r.t. the table and the slopes
+    Tensor db = mask.dense_bias(d.NH, d.T, d.S).to(q.device());
+    add = add.defined() ? tg::add(add.to(q.device()), db) : db;
+  }
+  AttentionResult res = composed(h[0], h[1], h[2], host, add, opts, scale);
   if (d.heads_last) res.output = transpose(res.output, 1, 2).contiguous();
   if (mask.errors_on_fully_masked()) {
     // Same check as the CPU: any row whose keys are all blocked.

@@ -174,6 +174,97 @@ AttentionMask AttentionMask::additive(const Tensor& mask) {
   return m;
 }
 
+AttentionMask AttentionMask::relative_bias(const Tensor& table, bool bidirectional,
+                                           int64_t max_distance) {
+  constexpr const char* op = "AttentionMask::relative_bias";
+  check_float(table, op, "table", true);
+  if (table.dim() != 2 || table.size(1) < 2)
+    throw Error(
+        fmt::format("{}: table {} must be (NH or 1, buckets >= 2)", op, shape_str(table.shape())));
+  if (max_distance < 2)
+    throw Error(fmt::format("{}: max_distance {} must be >= 2 (table {})", op, max_distance,
+                            shape_str(table.shape())));
+  AttentionMask m;
+  m.rel_table_ = table;  // the caller's (learned) parameter: its gradient arrives there
+  m.rel_bidirectional_ = bidirectional;
+  m.rel_max_distance_ = max_distance;
+  return m;
+}
+AttentionMask AttentionMask::alibi(const Tensor& slopes) {
+  constexpr const char* op = "AttentionMask::alibi";
+  check_float(slopes, op, "slopes", true);
+  if (slopes.dim() != 1)
+    throw Error(fmt::format("{}: slopes {} must be (NH)", op, shape_str(slopes.shape())));
+  AttentionMask m;
+  m.alibi_slopes_ = slopes;
+  return m;
+}
+Tensor AttentionMask::alibi_slopes(int64_t NH, DType dtype) {
+  if (NH < 1) throw Error(fmt::format("AttentionMask::alibi_slopes: num_heads {} < 1", NH));
+  // the paper's reference code: the closest power of two p <= NH gives 2^(-8k/p); the rest are
+  // every other slope of 2p
+  auto pow2 = [](int64_t n) {
+    std::vector<double> v;
+    const double start = std::pow(2.0, -std::pow(2.0, -(std::log2(double(n)) - 3)));
+    for (int64_t k = 0; k < n; ++k) v.push_back(start * std::pow(start, double(k)));
+    return v;
+  };
+  int64_t p = 1;
+  while (p * 2 <= NH) p *= 2;
+  std::vector<double> v = pow2(p);
+  if (p < NH) {
+    const std::vector<double> extra = pow2(2 * p);
+    for (int64_t k = 0; static_cast<int64_t>(v.size()) < NH; k += 2) v.push_back(extra[k]);
+  }
+  return tensor(v, {NH}).to(dtype);
+}
+
+int64_t AttentionMask::t5_bucket(int64_t rel, bool bidirectional, int64_t n, int64_t max_distance) {
+  int64_t bucket = 0;
+  if (bidirectional) {
+    n /= 2;
+    if (rel > 0) bucket += n;
+    rel = rel < 0 ? -rel : rel;
+  } else {
+    rel = rel < 0 ? -rel : 0;
+  }
+  const int64_t max_exact = n / 2;
+  if (rel < max_exact) return bucket + rel;
+  // float32, as HF's relative_position.float() / max_exact
+  const float large = std::log(static_cast<float>(rel) / static_cast<float>(max_exact)) /
+                      static_cast<float>(std::log(double(max_distance) / double(max_exact))) *
+                      static_cast<float>(n - max_exact);
+  const int64_t b = std::min<int64_t>(max_exact + static_cast<int64_t>(large), n - 1);
+  return bucket + b;
+}
+
+Tensor AttentionMask::dense_bias(int64_t NH, int64_t T, int64_t S) const {
+  if (!rel_table_.defined() && !alibi_slopes_.defined()) return Tensor();
+  const int64_t shift = align_ == CausalAlign::BottomRight ? S - T : 0;
+  Tensor bias;
+  const Device dev = rel_table_.defined() ? rel_table_.device() : alibi_slopes_.device();
+  if (rel_table_.defined()) {
+    std::vector<int64_t> idx(static_cast<size_t>(T * S));
+    for (int64_t i = 0; i < T; ++i)
+      for (int64_t j = 0; j < S; ++j)
+        idx[static_cast<size_t>(i * S + j)] =
+            t5_bucket(j - (i + shift), rel_bidirectional_, rel_table_.size(1), rel_max_distance_);
+    bias = reshape(index_select(rel_table_, 1, tensor(idx, {T * S}).to(dev)),
+                   {rel_table_.size(0), T, S});
+  }
+  if (alibi_slopes_.defined()) {
+    std::vector<double> dist(static_cast<size_t>(T * S));
+    for (int64_t i = 0; i < T; ++i)
+      for (int64_t j = 0; j < S; ++j)
+        dist[static_cast<size_t>(i * S + j)] = -std::abs(static_cast<double>(i + shift - j));
+    const Tensor d = tensor(dist, {1, T, S}).to(alibi_slopes_.dtype()).to(dev);
+    const Tensor a = mul(reshape(alibi_slopes_, {alibi_slopes_.numel(), 1, 1}), d);
+    bias = bias.defined() ? add(bias, a) : a;
+  }
+  (void)NH;
+  return bias;
+}
+
 AttentionMask AttentionMask::operator&(const AttentionMask& o) const {
   AttentionMask m = *this;
   if (has_structure() && o.has_structure() && align_ != o.align_)
@@ -212,6 +303,21 @@ AttentionMask AttentionMask::operator&(const AttentionMask& o) const {
       m.additive_ = o.additive_;
     }
   }
+  if (o.rel_table_.defined()) {
+    if (m.rel_table_.defined())
+      throw Error(
+          fmt::format("{}: '{}' and '{}' both hold a relative-position bias; add the "
+                      "tables instead",
+                      kOp, name(), o.name()));
+    m.rel_table_ = o.rel_table_;
+    m.rel_bidirectional_ = o.rel_bidirectional_;
+    m.rel_max_distance_ = o.rel_max_distance_;
+  }
+  if (o.alibi_slopes_.defined()) {
+    if (m.alibi_slopes_.defined())
+      throw Error(fmt::format("{}: '{}' and '{}' both hold ALiBi slopes", kOp, name(), o.name()));
+    m.alibi_slopes_ = o.alibi_slopes_;
+  }
   m.error_on_empty_ = error_on_empty_ || o.error_on_empty_;
   return m;
 }
@@ -226,7 +332,7 @@ bool AttentionMask::has_structure() const {
 }
 bool AttentionMask::has_data() const {
   return key_allowed_.defined() || key_lengths_.defined() || allowed_.defined() ||
-         additive_.defined();
+         additive_.defined() || rel_table_.defined() || alibi_slopes_.defined();
 }
 bool AttentionMask::is_none() const { return !has_structure() && !has_data(); }
 
@@ -252,6 +358,13 @@ void AttentionMask::check(const char* op, int64_t B, int64_t NH, int64_t T, int6
   }
   if (allowed_.defined()) check_broadcast_4d(allowed_, "bool", op, B, NH, T, S);
   if (additive_.defined()) check_broadcast_4d(additive_, "additive", op, B, NH, T, S);
+  if (rel_table_.defined() && rel_table_.size(0) != NH && rel_table_.size(0) != 1)
+    throw Error(
+        fmt::format("{}: relative-position table {} must be (NH or 1, buckets) with NH = {}", op,
+                    shape_str(rel_table_.shape()), NH));
+  if (alibi_slopes_.defined() && alibi_slopes_.numel() != NH)
+    throw Error(fmt::format("{}: ALiBi slopes {} must be (NH) = ({})", op,
+                            shape_str(alibi_slopes_.shape()), NH));
 }
 
 bool AttentionMask::allowed(int64_t b, int64_t h, int64_t i, int64_t j, int64_t T,
@@ -340,6 +453,11 @@ std::string AttentionMask::name() const {
   }
   if (allowed_.defined()) parts.push_back(fmt::format("bool{}", shape_str(allowed_.shape())));
   if (additive_.defined()) parts.push_back(fmt::format("additive{}", shape_str(additive_.shape())));
+  if (rel_table_.defined())
+    parts.push_back(fmt::format("relative_bias{}{}", shape_str(rel_table_.shape()),
+                                rel_bidirectional_ ? "" : " causal"));
+  if (alibi_slopes_.defined())
+    parts.push_back(fmt::format("alibi{}", shape_str(alibi_slopes_.shape())));
   if (parts.empty()) return "none";
   std::string s = parts[0];
   for (size_t k = 1; k < parts.size(); ++k) s += " & " + parts[k];

@@ -12,6 +12,7 @@ Every case file holds the tensors
 Seeds are fixed, so rerunning reproduces the files byte for byte.
 """
 import argparse
+import math
 import os
 
 import torch
@@ -169,6 +170,45 @@ def main():
     for k, (name, eq, shapes) in enumerate(ein):
         ins = [(f"x{i}", randn(*s, seed=110 + 10 * k + i)) for i, s in enumerate(shapes)]
         case("einsum", name, lambda *xs, eq=eq: torch.einsum(eq, *xs), ins, 190 + k)
+
+    # attention with a learned T5 relative-position bias and ALiBi (AttentionMask::relative_bias,
+    # alibi): the bias added to the scores as PyTorch's attn_mask would be; q, k, v, table and
+    # slopes all get gradients
+    def t5_bucket(rel, bidirectional, num_buckets, max_distance):
+        rb = torch.zeros_like(rel)
+        if bidirectional:
+            num_buckets //= 2
+            rb += (rel > 0).to(torch.long) * num_buckets
+            rel = torch.abs(rel)
+        else:
+            rel = -torch.min(rel, torch.zeros_like(rel))
+        max_exact = num_buckets // 2
+        is_small = rel < max_exact
+        large = max_exact + (torch.log(rel.float() / max_exact) / math.log(max_distance / max_exact)
+                             * (num_buckets - max_exact)).to(torch.long)
+        large = torch.min(large, torch.full_like(large, num_buckets - 1))
+        return rb + torch.where(is_small, rel, large)
+
+    def biased_attention(q, k, v, table, slopes, causal, bidirectional, max_distance):
+        T, S = q.shape[2], k.shape[2]
+        i = torch.arange(T)[:, None] + (S - T)  # bottom-right positions
+        j = torch.arange(S)[None, :]
+        bias = table[:, t5_bucket(j - i, bidirectional, table.shape[1], max_distance)]  # (NH, T, S)
+        bias = bias - slopes[:, None, None] * (i - j).abs().to(q.dtype)
+        sc = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5 + bias
+        if causal:
+            sc = sc.masked_fill(j > i, float("-inf"))
+        return torch.softmax(sc, -1) @ v
+
+    qb, kb, vb = randn(2, 3, 20, 4, seed=200), randn(2, 3, 26, 4, seed=201), randn(2, 3, 26, 5, seed=202)
+    case("attention_bias", "t5_causal_alibi",
+         lambda q, k, v, t, a: biased_attention(q, k, v, t, a, True, False, 16),
+         [("q", qb), ("k", kb), ("v", vb), ("table", randn(3, 8, seed=203)),
+          ("slopes", torch.tensor([0.5, 0.25, 0.125], dtype=torch.float64))], 200)
+    case("attention_bias", "t5_bidirectional",
+         lambda q, k, v, t, a: biased_attention(q, k, v, t, a, False, True, 12),
+         [("q", qb), ("k", kb), ("v", vb), ("table", randn(3, 10, seed=204)),
+          ("slopes", torch.zeros(3, dtype=torch.float64))], 201)
 
     # nn::LlamaDecoderLayer: RMSNorm, grouped-query attention with rotary (half-split) q and k,
     # causal (and a sliding window of W keys: i - W < j <= i), SwiGLU; NH 4 query / NKV 2 kv heads

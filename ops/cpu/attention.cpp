@@ -15,6 +15,8 @@
 // (ops/attention.cpp).
 #include "ops/cpu/attention.hpp"
 
+#include "ops/attention.hpp"
+
 #include "autograd/tensor.hpp"
 #include "ops/cpu/kernels.hpp"
 #include "ops/detail.hpp"
@@ -101,7 +103,8 @@ Span mask_row(const RowMask& m, int64_t b, int64_t h, int64_t i, int64_t lo, int
     for (int64_t j = sp.a; j < sp.e; ++j) s[j] = kb[j] == T(0) ? s[j] : kb[j];
     return sp;
   }
-  if (!m.key_allowed && !m.lengths && !m.allowed && !m.additive) return sp;  // structure only
+  if (!m.key_allowed && !m.lengths && !m.allowed && !m.additive && !m.rel && !m.alibi)
+    return sp;  // structure only
   const bool* ka = m.key_allowed ? m.key_allowed + b * S : nullptr;
   const int64_t len = m.lengths ? m.lengths[b] : S;
   const bool* al = nullptr;
@@ -117,14 +120,42 @@ Span mask_row(const RowMask& m, int64_t b, int64_t h, int64_t i, int64_t lo, int
     ad = m.additive + b * st[0] + h * st[1] + i * st[2];
     adj = st[3];
   }
+  const double* rel = m.rel ? m.rel + h * m.rel_hs : nullptr;
+  const double slope = m.alibi ? m.alibi[h] : 0.0;
+  const int64_t ip = i + m.shift;
   for (int64_t j = sp.a; j < sp.e; ++j) {
     const int64_t kj = klo + j;
-    if (kj >= len || (ka && !ka[kj]) || (al && !al[kj * alj]))
+    if (kj >= len || (ka && !ka[kj]) || (al && !al[kj * alj])) {
       s[j] = static_cast<T>(-kInf);
-    else if (ad)
-      s[j] = static_cast<T>(s[j] + ad[kj * adj]);
+      continue;
+    }
+    double add = ad ? ad[kj * adj] : 0.0;
+    if (rel)
+      add +=
+          rel[AttentionMask::t5_bucket(kj - ip, m.rel_bidirectional, m.rel_n, m.rel_max_distance)];
+    if (m.alibi) add -= slope * static_cast<double>(ip > kj ? ip - kj : kj - ip);
+    if (ad || rel || m.alibi) s[j] = static_cast<T>(s[j] + add);
   }
   return sp;
+}
+
+// The position biases' gradients from row i's dS (keys klo + [a, e)): per bucket, and per head
+// times the (negated) distance.
+template <typename T>
+void bias_grads(const RowMask& m, int64_t b, int64_t h, int64_t NH, int64_t i, int64_t klo, Span sp,
+                const T* ds, const DenseGrad<T>& dense) {
+  const int64_t ip = i + m.shift;
+  double* dr = dense.d_rel ? dense.d_rel + (b * NH + h) * m.rel_n : nullptr;
+  double da = 0;
+  for (int64_t j = sp.a; j < sp.e; ++j) {
+    const int64_t kj = klo + j;
+    const double g = static_cast<double>(ds[j]);
+    if (g == 0) continue;
+    if (dr)
+      dr[AttentionMask::t5_bucket(kj - ip, m.rel_bidirectional, m.rel_n, m.rel_max_distance)] += g;
+    da -= g * static_cast<double>(ip > kj ? ip - kj : kj - ip);
+  }
+  if (dense.d_alibi) dense.d_alibi[b * NH + h] += da;
 }
 
 // Copies a rows×width tile into the dense (B, NH, T, S) tensor `dense` at rows r0.., keys klo...
@@ -383,6 +414,7 @@ void backward_tile(const Ctx& c, const RowMask& rm, int64_t b, int64_t h, const 
     softmax_backward_row(dp + sp.a, dp + sp.a, p + sp.a, sp.e - sp.a);
     std::fill(dp, dp + sp.a, T(0));
     std::fill(dp + sp.e, dp + width, T(0));
+    if (dense.d_rel || dense.d_alibi) bias_grads(rm, b, h, d.NH, i, t.klo, sp, dp, dense);
   }
   if (dense.dscores) scatter_tile(dense.dscores, dP, d, bh, t);
   prod.dqueries(t, dP);

@@ -48,6 +48,14 @@ struct AttentionRowMask {
   // Padding and lengths together, in q's dtype: (B, S), 0 where the key is allowed, -inf where
   // not. Set when they are the only data parts (the common case: a vectorised select per row).
   const void* key_block = nullptr;
+  // Position biases (AttentionMask::relative_bias, alibi), per key: rel (NH or 1, rel_n) float64,
+  // bias rel[h·rel_hs + bucket(j - i')]; alibi (NH) float64, bias -alibi[h]·|i' - j|; i' = i +
+  // shift.
+  const double* rel = nullptr;
+  int64_t rel_hs = 0, rel_n = 0, rel_max_distance = 128;
+  bool rel_bidirectional = true;
+  const double* alibi = nullptr;
+  int64_t shift = 0;
 };
 
 // What forward and backward share.
@@ -72,6 +80,9 @@ template <typename T>
 struct AttentionDense {
   T *weights = nullptr, *scores = nullptr, *probs = nullptr;
   T *dprobs = nullptr, *dscores = nullptr;
+  // The position biases' gradients, accumulated per (b, h): d_rel (B, NH, rel_n) and d_alibi
+  // (B, NH), float64, zeroed by the caller; null unless asked for.
+  double *d_rel = nullptr, *d_alibi = nullptr;
 };
 
 // o (the output's layout) = softmax(scale·q·kᵀ masked)·v, P tiles into call.P when set; dropout

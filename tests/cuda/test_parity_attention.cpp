@@ -313,3 +313,25 @@ TEST_CASE("cuda parity: grouped- and multi-query attention (enable_gqa) in every
       tgt::run_parity(kv, dt);
     }
 }
+
+TEST_CASE("cuda parity: a learned relative-position bias and ALiBi (composed on the GPU)") {
+  // The CPU adds them per key in its fused kernel; CUDA builds them dense with recorded ops.
+  // Both differentiate q, k, v, the table and the slopes.
+  for (DType dt : {kFloat64, kFloat32}) {
+    ParityCase c;
+    c.name = "t5 bias + alibi, causal bottom-right";
+    c.tol32 = 1e-4;
+    c.inputs = [] {
+      return Inputs{randn({2, 2, 9, 16}, kFloat64), randn({2, 2, 13, 16}, kFloat64),
+                    randn({2, 2, 13, 16}, kFloat64), randn({2, 8}, kFloat64),
+                    tensor(std::vector<double>{0.5, 0.25}, {2})};
+    };
+    c.fn = [](const Inputs& x) {
+      const AttentionMask m = AttentionMask::causal(CausalAlign::BottomRight) &
+                              AttentionMask::relative_bias(x[3], false, 16) &
+                              AttentionMask::alibi(x[4]);
+      return std::vector<Tensor>{scaled_dot_product_attention(x[0], x[1], x[2], m).output};
+    };
+    tgt::run_parity(c, dt);
+  }
+}
