@@ -16,6 +16,7 @@
 //   repeat.cpp       flip, roll, repeat, repeat_interleave, pad, unflatten, meshgrid
 //   diagonal.cpp     diagonal, diag, unfold, nonzero
 //   einsum.cpp       einsum
+//   scatter.cpp      scatter, scatter_reduce
 //   softmax.cpp      softmax, log_softmax
 //   mask.cpp         masked_fill, where, comparisons
 //   norm.cpp         layer_norm, rms_norm
@@ -430,6 +431,15 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index, Site site = Sit
 // <= x.size(d) for d != dim. dsrc has src's shape, zero where index does not reach.
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
                    Site site = Site::here());
+// scatter.cpp, PyTorch's semantics (shapes as scatter_add): scatter writes src at index along dim
+// (a repeated target takes the last write in index order, and only that write gets gradient);
+// scatter_reduce combines them with reduce "sum", "prod", "mean", "amax" or "amin",
+// with x's own values unless include_self is false. Floating x and src.
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
+               Site site = Site::here());
+Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
+                      const std::string& reduce, bool include_self = true,
+                      Site site = Site::here());
 // The k largest (smallest) along dim; ties keep the lower index first, like a stable sort; NaN
 // counts as the largest value. sorted = false: the chosen k in index order. Values differentiable.
 ValuesIndices topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true,

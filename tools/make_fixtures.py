@@ -210,6 +210,33 @@ def main():
          [("q", qb), ("k", kb), ("v", vb), ("table", randn(3, 10, seed=204)),
           ("slopes", torch.zeros(3, dtype=torch.float64))], 201)
 
+    # scatter and scatter_reduce (ops/scatter.cpp): repeated targets,
+    # zeros for prod, ties for amax / amin
+    xs0 = randn(3, 5, seed=210)
+    src = randn(3, 3, seed=211)  # index-shaped: torch 1.13 fails on a larger src in backward
+    idx_u = torch.tensor([[0, 2, 4], [1, 3, 0], [4, 1, 2]])  # unique per row (overwrite)
+    idx_r = torch.tensor([[0, 2, 0], [1, 1, 1], [4, 0, 4]])  # repeated targets
+    case("scatter", "overwrite", lambda x, s, i: torch.scatter(x, 1, i, s),
+         [("x", xs0), ("src", src)], 210, consts=[("index", idx_u)])
+    for red in ("sum", "mean", "amax", "amin"):
+        for inc in (True, False):
+            case("scatter", f"{red}_{'self' if inc else 'noself'}",
+                 lambda x, s, i, red=red, inc=inc: torch.scatter_reduce(x, 1, i, s, red, include_self=inc),
+                 [("x", xs0), ("src", src)], 211, consts=[("index", idx_r)])
+    xp = xs0.clone()
+    xp[0, 0] = 0.0
+    sp = src.clone()
+    sp[1, 1] = 0.0
+    sp[2, 0] = 0.0
+    for inc in (True, False):
+        case("scatter", f"prod_zeros_{'self' if inc else 'noself'}",
+             lambda x, s, i, inc=inc: torch.scatter_reduce(x, 1, i, s, "prod", include_self=inc),
+             [("x", xp), ("src", sp)], 212, consts=[("index", idx_r)])
+    xt2 = torch.round(randn(3, 5, seed=213))
+    st2 = torch.round(randn(3, 3, seed=214))
+    case("scatter", "amax_ties", lambda x, s, i: torch.scatter_reduce(x, 1, i, s, "amax"),
+         [("x", xt2), ("src", st2)], 213, consts=[("index", idx_r)])
+
     # nn::LlamaDecoderLayer: RMSNorm, grouped-query attention with rotary (half-split) q and k,
     # causal (and a sliding window of W keys: i - W < j <= i), SwiGLU; NH 4 query / NKV 2 kv heads
     def llama_layer(x, wq, wk, wv, wo, wg, wu, wd, n1, n2, NH=4, NKV=2, eps=1e-6, window=0):

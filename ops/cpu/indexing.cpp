@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <numeric>
 #include <type_traits>
@@ -86,6 +87,51 @@ void scatter_add(T* out, const Shape& out_strides, const T* src, const Shape& sr
   const int64_t sd = out_strides[dim];
   walk_index(index_shape, dim, out_strides, src_strides,
              [&](int64_t e, int64_t a, int64_t b) { out[a + index[e] * sd] += src[b]; });
+}
+
+template <typename T>
+void scatter_reduce(T* out, const Shape& out_strides, const T* src, const Shape& src_strides,
+                    const int64_t* index, const Shape& index_shape, int64_t dim, ScatterReduce r,
+                    bool include_self, int64_t out_numel) {
+  const int64_t sd = out_strides[dim];
+  using R = ScatterReduce;
+  const double inf = std::numeric_limits<double>::infinity();
+  if (!include_self && r != R::None)  // the targets start from the reduction's identity
+    walk_index(index_shape, dim, out_strides, src_strides, [&](int64_t e, int64_t a, int64_t) {
+      T& o = out[a + index[e] * sd];
+      o = r == R::Prod ? T(1) : r == R::Amax ? T(-inf) : r == R::Amin ? T(inf) : T(0);
+    });
+  std::vector<int64_t> count(r == R::Mean ? static_cast<size_t>(out_numel) : 0,
+                             include_self ? 1 : 0);
+  walk_index(index_shape, dim, out_strides, src_strides, [&](int64_t e, int64_t a, int64_t b) {
+    const int64_t t = a + index[e] * sd;
+    T& o = out[t];
+    const T v = src[b];
+    switch (r) {
+      case R::None:
+        o = v;
+        break;
+      case R::Sum:
+        o += v;
+        break;
+      case R::Mean:
+        o += v, ++count[static_cast<size_t>(t)];
+        break;
+      case R::Prod:
+        o *= v;
+        break;
+      case R::Amax:
+        o = std::isnan(o) || std::isnan(v) ? T(NAN) : std::max(o, v);
+        break;
+      case R::Amin:
+        o = std::isnan(o) || std::isnan(v) ? T(NAN) : std::min(o, v);
+        break;
+    }
+  });
+  if (r == R::Mean)
+    for (int64_t t = 0; t < out_numel; ++t)
+      if (count[static_cast<size_t>(t)] > 1)
+        out[t] /= static_cast<T>(count[static_cast<size_t>(t)]);
 }
 
 template <typename T>
@@ -196,6 +242,12 @@ TG_GATHER(double)
 TG_GATHER(int64_t)
 TG_GATHER(bool)
 #undef TG_GATHER
+template void scatter_reduce<float>(float*, const Shape&, const float*, const Shape&,
+                                    const int64_t*, const Shape&, int64_t, ScatterReduce, bool,
+                                    int64_t);
+template void scatter_reduce<double>(double*, const Shape&, const double*, const Shape&,
+                                     const int64_t*, const Shape&, int64_t, ScatterReduce, bool,
+                                     int64_t);
 template void scatter_add<float>(float*, const Shape&, const float*, const Shape&, const int64_t*,
                                  const Shape&, int64_t);
 template void scatter_add<double>(double*, const Shape&, const double*, const Shape&,

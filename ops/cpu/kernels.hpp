@@ -244,6 +244,14 @@ void gather(T* out, const Shape& out_strides, const T* x, const Shape& x_strides
 template <typename T>
 void scatter_add(T* out, const Shape& out_strides, const T* src, const Shape& src_strides,
                  const int64_t* index, const Shape& index_shape, int64_t dim);
+// scatter (None: the last write in the index's row-major order wins) and scatter_reduce: out
+// holds x; without include_self the targets start from the reduction's identity; a NaN wins
+// amax / amin; mean divides by the contributions (x included with include_self). T float, double.
+enum class ScatterReduce { None, Sum, Prod, Mean, Amax, Amin };
+template <typename T>
+void scatter_reduce(T* out, const Shape& out_strides, const T* src, const Shape& src_strides,
+                    const int64_t* index, const Shape& index_shape, int64_t dim, ScatterReduce r,
+                    bool include_self, int64_t out_numel);
 // x (outer, n, inner) sorted along n: values and indices (outer, k, inner) hold the first k of
 // the order (ascending, or descending) in which NaN is the largest value and ties keep the lower
 // index first (what a stable sort gives). sorted = false: the same k in increasing index order.

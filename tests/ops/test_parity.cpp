@@ -1,11 +1,11 @@
 // tests/ops/test_parity.cpp — outputs and input gradients against PyTorch 1.13 reference values
 // for softmax, log_softmax, layer_norm, rms_norm, gelu, glu, the SwiGLU block, the binary math
 // (fmod, remainder, copysign, lerp, logaddexp), the scans (prod, cumprod, cummax, cummin,
-// logcumsumexp), diagonal, diag, unfold, einsum, cross_entropy (class weights, probability
-// targets), the
-// other losses (mse … normalize), flip/roll/repeat/pad and broadcasting matmul, in float64 (rtol
-// 1e-10) and float32 (1e-5). Each case is tests/fixtures/<family>/<case>.safetensors (written by
-// tools/make_fixtures.py); every test is tagged [parity][<family>].
+// logcumsumexp), diagonal, diag, unfold, einsum, scatter / scatter_reduce, cross_entropy (class
+// weights, probability targets), the other losses (mse … normalize), flip/roll/repeat/pad and
+// broadcasting matmul, in float64 (rtol 1e-10) and float32 (1e-5). Each case is
+// tests/fixtures/<family>/<case>.safetensors (written by tools/make_fixtures.py); every test is
+// tagged [parity][<family>].
 #include "fixtures.hpp"
 #include "helpers.hpp"
 
@@ -57,6 +57,11 @@ CrossEntropyOptions ce_opts(Reduction r, int64_t ignore = -100, double ls = 0) {
 
 ParityFn ce_fn(CrossEntropyOptions o) {
   return [o](const std::vector<Tensor>& in) { return cross_entropy(in[0], in[1], o); };
+}
+ParityFn scat(const std::string& reduce, bool include_self) {
+  return [reduce, include_self](const std::vector<Tensor>& in) {
+    return scatter_reduce(in[0], 1, in[2], in[1], reduce, include_self);
+  };
 }
 ParityFn ein(const std::string& eq) {
   return [eq](const std::vector<Tensor>& in) { return einsum(eq, in); };
@@ -136,6 +141,20 @@ std::vector<ParityCase> cases() {
       {"einsum/three", {"x0", "x1", "x2"}, ein("abc,cd,de->abe")},
       {"einsum/transpose_sum", {"x0"}, ein("ijk->kj")},
       {"einsum/bilinear", {"x0", "x1", "x2"}, ein("bn,anm,bm->ba")},
+      {"scatter/overwrite",
+       {"x", "src", "index"},
+       [](const V& in) { return scatter(in[0], 1, in[2], in[1]); }},
+      {"scatter/sum_self", {"x", "src", "index"}, scat("sum", true)},
+      {"scatter/sum_noself", {"x", "src", "index"}, scat("sum", false)},
+      {"scatter/mean_self", {"x", "src", "index"}, scat("mean", true)},
+      {"scatter/mean_noself", {"x", "src", "index"}, scat("mean", false)},
+      {"scatter/amax_self", {"x", "src", "index"}, scat("amax", true)},
+      {"scatter/amax_noself", {"x", "src", "index"}, scat("amax", false)},
+      {"scatter/amin_self", {"x", "src", "index"}, scat("amin", true)},
+      {"scatter/amin_noself", {"x", "src", "index"}, scat("amin", false)},
+      {"scatter/prod_zeros_self", {"x", "src", "index"}, scat("prod", true)},
+      {"scatter/prod_zeros_noself", {"x", "src", "index"}, scat("prod", false)},
+      {"scatter/amax_ties", {"x", "src", "index"}, scat("amax", true)},
       {"losses/mse_mean", {"x", "t"}, [](const V& in) { return mse_loss(in[0], in[1]); }},
       {"losses/l1_sum",
        {"x", "t"},
@@ -283,6 +302,7 @@ TG_PARITY_FAMILY(binary_math)
 TG_PARITY_FAMILY(scan)
 TG_PARITY_FAMILY(picks)
 TG_PARITY_FAMILY(einsum)
+TG_PARITY_FAMILY(scatter)
 TG_PARITY_FAMILY(repeat)
 TG_PARITY_FAMILY(cross_entropy)
 TG_PARITY_FAMILY(matmul)

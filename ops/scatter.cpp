@@ -1,0 +1,168 @@
+// ops/scatter.cpp — scatter (overwrite) and scatter_reduce (sum, prod, mean, amax, amin, with or
+// without the input's own values), PyTorch's semantics and argument order, forward (kernel:
+// ops/cpu/indexing.cpp, cpu::scatter_reduce) beside backward (recorded ops: gather, scatter_add,
+// where). Gradients: overwrite: dx = g where nothing was written, dsrc = gather(g) for each
+// target's last write (the one the output holds; 0 for the writes it replaced); sum: dx = g (0 on
+// targets without include_self); mean: g / count; amax / amin: g shared evenly among the
+// contributions equal to the result; prod: g · the product of the other contributions (exact with
+// zeros). src may be larger than index (only its index-shaped corner takes part; the rest gets 0),
+// as scatter_add. CUDA inputs run on CPU copies (via_cpu).
+#include "ops/cpu/kernels.hpp"
+#include "ops/cuda_dispatch.hpp"
+#include "ops/detail.hpp"
+#include "ops/ops.hpp"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace tg {
+using namespace detail;
+
+namespace {
+using R = cpu::ScatterReduce;
+
+R parse_reduce(const std::string& r, const Tensor& x) {
+  if (r == "sum") return R::Sum;
+  if (r == "prod") return R::Prod;
+  if (r == "mean") return R::Mean;
+  if (r == "amax") return R::Amax;
+  if (r == "amin") return R::Amin;
+  throw Error(
+      fmt::format("scatter_reduce: reduce '{}' for x {}: expected sum, prod, mean, amax or "
+                  "amin",
+                  r, shape_str(x.shape())));
+}
+
+// The forward on contiguous CPU tensors (shapes checked by scatter_add's rules).
+Tensor scatter_kernel(const char* op, const Tensor& x, int64_t d, const Tensor& index,
+                      const Tensor& src, R r, bool include_self) {
+  Tensor out = Tensor::empty(x.shape(), x.dtype());
+  std::memcpy(out.data_ptr(), x.data_ptr(), x.numel() * dtype_size(x.dtype()));
+  const Shape wx = x.dim() == 0 ? Shape{1} : x.shape(),
+              ws = src.dim() == 0 ? Shape{1} : src.shape(),
+              wi = index.dim() == 0 ? Shape{1} : index.shape();
+  dispatch_float(x.dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    cpu::scatter_reduce<T>(out.data<T>(), contiguous_strides(wx), src.data<T>(),
+                           contiguous_strides(ws), index.data<int64_t>(), wi, d, r, include_self,
+                           x.numel());
+  });
+  return out;
+}
+
+// src's index-shaped corner, and a gradient of that shape padded back to src's shape.
+Tensor corner(const Tensor& src, const Shape& is) {
+  Tensor c = src;
+  for (int64_t k = 0; k < src.dim(); ++k)
+    if (is[static_cast<size_t>(k)] != src.size(k)) c = narrow(c, k, 0, is[static_cast<size_t>(k)]);
+  return c;
+}
+Tensor to_src(const Tensor& g, const Shape& ss) {
+  std::vector<int64_t> p;
+  for (int64_t k = g.dim(); k-- > 0;) {
+    p.push_back(0);
+    p.push_back(ss[static_cast<size_t>(k)] - g.size(k));
+  }
+  bool any = false;
+  for (int64_t v : p) any = any || v != 0;
+  return any ? pad(g, p) : g;
+}
+
+Tensor scatter_any(const char* op, const Tensor& x_in, int64_t dim, const Tensor& index_in,
+                   const Tensor& src_in, R r, bool include_self, Site site) {
+  SiteScope scope(site);
+  const Tensor x = contig(x_in), index = contig(index_in), src = contig(src_in);
+  check_defined(x, op, "x");
+  check_float(x, op, "x", true);
+  check_defined(src, op, "src");
+  // shapes, ranges and dtypes as scatter_add checks them (its value is not used)
+  Tensor probe;
+  {
+    NoGradGuard ng;
+    probe = scatter_add(x.detach(), dim, index, src.detach());
+  }
+  (void)probe;
+  if (on_cuda(x)) {
+    auto f = [r, include_self, op](const Tensor& a, int64_t dd, const Tensor& i, const Tensor& s,
+                                   Site st) {
+      return scatter_any(op, a, dd, i, s, r, include_self, st);
+    };
+    return f(x.to(kCPU), dim, index.to(kCPU), src.to(kCPU), site).to(x.device());
+  }
+  const int64_t d = norm_dim(dim, std::max<int64_t>(x.dim(), 1), op, x.shape());
+  Tensor out = scatter_kernel(op, x, d, index, src, r, include_self);
+  if (!needs_record({&x, &src})) return out;
+  const Tensor xd = x.detach(), sd = src.detach(), yd = out.detach(), id = index.detach();
+  record(
+      op, out, {x, src},
+      [xd, sd, yd, id, d, r, include_self](const Tensor& g) -> std::vector<Tensor> {
+        const Shape is = id.shape();
+        const Tensor zero = zeros({}, g.dtype());
+        const Tensor ones_i = full(is, 1.0, g.dtype());
+        const Tensor hits = scatter_add(zeros(xd.shape(), g.dtype()), d, id, ones_i);
+        const Tensor touched = gt(hits, 0.0);
+        const Tensor s = corner(sd, is);
+        if (r == R::Sum) {
+          const Tensor dx = include_self ? g : where(touched, zero, g);
+          return {dx, to_src(gather(g, d, id), sd.shape())};
+        }
+        if (r == R::None) {  // only each target's last write reaches the output
+          const Tensor pos = arange(static_cast<double>(id.numel()), kFloat64).reshape(is);
+          const Tensor last = scatter_kernel("scatter backward", zeros(xd.shape(), kFloat64), d, id,
+                                             pos, R::Amax, false);
+          const Tensor won = eq(gather(last, d, id), pos);
+          return {where(touched, zero, g), to_src(where(won, gather(g, d, id), zero), sd.shape())};
+        }
+        if (r == R::Mean) {
+          const Tensor count = add(hits, include_self ? 1.0 : 0.0);
+          const Tensor gc = div(g, maximum(count, full({}, 1.0, g.dtype())));
+          const Tensor dx = include_self ? gc : where(touched, zero, g);
+          return {dx, to_src(gather(gc, d, id), sd.shape())};
+        }
+        if (r == R::Amax || r == R::Amin) {
+          const Tensor eq_self = include_self ? eq(xd, yd) : zeros(xd.shape(), kBool);
+          const Tensor eq_src = eq(s, gather(yd, d, id));
+          const Tensor n_eq = add(where(eq_self, full({}, 1.0, g.dtype()), zero),
+                                  scatter_add(zeros(xd.shape(), g.dtype()), d, id,
+                                              where(eq_src, full({}, 1.0, g.dtype()), zero)));
+          const Tensor share = div(g, maximum(n_eq, full({}, 1.0, g.dtype())));
+          const Tensor dx = where(touched, where(eq_self, share, zero), g);
+          return {dx, to_src(where(eq_src, gather(share, d, id), zero), sd.shape())};
+        }
+        // prod: per target the zero count z and the product of the nonzero contributions
+        const Tensor one = full({}, 1.0, g.dtype());
+        const Tensor self_zero = include_self ? eq(xd, 0.0) : zeros(xd.shape(), kBool);
+        const Tensor z =
+            add(where(self_zero, one, zero),
+                scatter_add(zeros(xd.shape(), g.dtype()), d, id, where(eq(s, 0.0), one, zero)));
+        const Tensor pnz =
+            scatter_kernel("scatter_reduce backward", include_self ? where(self_zero, one, xd) : xd,
+                           d, id, where(eq(s, 0.0), one, s).contiguous(), R::Prod, include_self);
+        // the product of the others of a contribution v at a target (z, pnz)
+        auto others = [&](const Tensor& v, const Tensor& zt, const Tensor& pt) {
+          const Tensor nonzero_v = where(eq(zt, 0.0), div(pt, where(eq(v, 0.0), one, v)), zero);
+          const Tensor zero_v = where(eq(zt, 1.0), pt, zero);
+          return where(eq(v, 0.0), zero_v, nonzero_v);
+        };
+        const Tensor dx =
+            include_self ? where(touched, mul(g, others(xd, z, pnz)), g) : where(touched, zero, g);
+        const Tensor ds = mul(gather(g, d, id), others(s, gather(z, d, id), gather(pnz, d, id)));
+        return {dx, to_src(ds, sd.shape())};
+      });
+  return out;
+}
+}  // namespace
+
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, Site site) {
+  return scatter_any("scatter", x, dim, index, src, R::None, true, site);
+}
+
+Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
+                      const std::string& reduce, bool include_self, Site site) {
+  check_defined(x, "scatter_reduce", "x");
+  return scatter_any("scatter_reduce", x, dim, index, src, parse_reduce(reduce, x), include_self,
+                     site);
+}
+
+}  // namespace tg
