@@ -463,6 +463,51 @@ std::vector<ParityCase> cases() {
         embedding_set_deterministic(true);
         return out({e});
       });
+  // The vocabulary ops: composed from GPU ops (binary math, einsum, diagonal, unfold, weighted
+  // and soft-target cross-entropy) or through CPU copies (scans, scatter): the same values and
+  // gradients on the device.
+  add_case(
+      "fmod remainder copysign lerp logaddexp",
+      [] {
+        return in({rn({4, 7}), rn({7})});
+      },
+      [](const Inputs& x) {
+        const Tensor away = add(abs(x[1]), 0.5);
+        return out({fmod(x[0], away), remainder(x[0], neg(away)), copysign(x[0], x[1]),
+                    lerp(x[0], x[1], 0.3), logaddexp(x[0], x[1])});
+      });
+  add_case(
+      "einsum, diagonal, unfold",
+      [] {
+        return in({rn({2, 3, 4}), rn({4, 5}), rn({5, 5})});
+      },
+      [](const Inputs& x) {
+        return out({einsum("bij,jk->bik", {x[0], x[1]}), diagonal(x[2], 1), unfold(x[0], 2, 2, 1)});
+      });
+  add_case(
+      "prod cumprod cummax logcumsumexp scatter_reduce",
+      [] {
+        return in({rn({3, 6}), rn({3, 4})});
+      },
+      [](const Inputs& x) {
+        const Tensor idx = tensor(std::vector<int64_t>{0, 2, 0, 5, 1, 1, 3, 1, 2, 4, 4, 0}, {3, 4})
+                               .to(x[0].device());
+        return out({prod(x[0], 1), cumprod(x[0], 1), cummax(x[0], 1).values, logcumsumexp(x[0], 1),
+                    scatter_reduce(x[0], 1, idx, x[1], "mean")});
+      });
+  add_case(
+      "cross_entropy with class weights and probability targets",
+      [] {
+        return in({rn({6, 5}), tensor(std::vector<int64_t>{1, 0, 4, 2, 2, 3}, {6}), rn({6, 5})});
+      },
+      [](const Inputs& x) {
+        CrossEntropyOptions o;
+        o.weight = tensor(std::vector<double>{0.5, 2, 1, 0.25, 1.5}, {5})
+                       .to(x[0].dtype())
+                       .to(x[0].device());
+        o.label_smoothing = 0.1;
+        return out({cross_entropy(x[0], x[1], o), cross_entropy(x[0], softmax(x[2], 1), o)});
+      });
   return v;
 }
 }  // namespace
