@@ -278,6 +278,30 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
   return {hooked({query, key, value}, out), w};
 }
 
+// ---- T5's relative-position bias ----
+RelativePositionBias::RelativePositionBias(int64_t NH, int64_t buckets, int64_t maxd, bool bidir)
+    : Module("RelativePositionBias"),
+      num_heads(NH),
+      num_buckets(buckets),
+      max_distance(maxd),
+      bidirectional(bidir) {
+  if (NH < 1 || buckets < 2 || maxd < 2)
+    throw Error(
+        fmt::format("RelativePositionBias: num_heads {} must be >= 1, num_buckets {} and "
+                    "max_distance {} >= 2",
+                    NH, buckets, maxd));
+  weight = zeros({buckets, NH});
+  register_parameter("weight", &weight);
+  init::normal_(weight);
+}
+AttentionMask RelativePositionBias::mask() const {
+  return AttentionMask::relative_bias(transpose(weight, 0, 1), bidirectional, max_distance);
+}
+std::string RelativePositionBias::extra_repr() const {
+  return fmt::format("num_heads={}, num_buckets={}, max_distance={}, bidirectional={}", num_heads,
+                     num_buckets, max_distance, bidirectional ? "True" : "False");
+}
+
 // ---- the seed's layout ----
 SeedMultiHeadAttention::SeedMultiHeadAttention(int64_t d, int64_t h, AttentionMask s)
     : Module("SeedMultiHeadAttention"), d_model(d), n_heads(h), structure(std::move(s)) {

@@ -83,6 +83,22 @@ class MultiheadAttention : public Module {
   std::shared_ptr<Linear> out_proj;
 };
 
+// T5's learned relative-position bias (Hugging Face's T5Attention.relative_attention_bias, an
+// Embedding(num_buckets, num_heads): weight (num_buckets, num_heads) ~ N(0, 1)). mask() is the
+// AttentionMask part that adds weight[bucket(j - i'), h] to head h's scores in the fused kernel
+// (AttentionMask::relative_bias), differentiable w.r.t. weight; intersect it with the structure:
+//   sdpa(q, k, v, AttentionMask::causal() & bias.mask(), ...)
+class RelativePositionBias : public Module {
+ public:
+  RelativePositionBias(int64_t num_heads, int64_t num_buckets = 32, int64_t max_distance = 128,
+                       bool bidirectional = true);
+  AttentionMask mask() const;
+  std::string extra_repr() const override;
+  int64_t num_heads, num_buckets, max_distance;
+  bool bidirectional;
+  Tensor weight;
+};
+
 // The seed articles' MultiHeadAttention(d_model, n_heads): four Linear layers W_q, W_k, W_v, W_o
 // (with bias), batch-first (B, T, C) inputs and the seed's mask convention (mask == 0 blocked,
 // broadcastable to (B, NH, T, S)). forward returns (output, weights (B, NH, T, S)).

@@ -398,3 +398,28 @@ TEST_CASE("MultiheadAttention with a kv_cache: incremental self-attention equals
                   "kv_cache needs self-attention (query, key and value one tensor, here not one)");
   }
 }
+
+TEST_CASE("RelativePositionBias: Hugging Face's layout, its mask's gradient reaches the weight",
+          "[mha][bias]") {
+  manual_seed(132);
+  nn::RelativePositionBias rb(2, 8, 16, false);
+  rb.to(kFloat64);
+  REQUIRE(rb.weight.shape() == Shape{8, 2});
+  REQUIRE(rb.named_parameters()[0].first == "weight");
+  REQUIRE(rb.extra_repr() == "num_heads=2, num_buckets=8, max_distance=16, bidirectional=False");
+  Tensor q = randn({1, 2, 6, 4}, kFloat64), k = randn({1, 2, 6, 4}, kFloat64),
+         v = randn({1, 2, 6, 4}, kFloat64);
+  Tensor out = scaled_dot_product_attention(q, k, v, AttentionMask::causal() & rb.mask()).output;
+  out.sum().backward();
+  // the same table given directly
+  Tensor table = rb.weight.detach().transpose(0, 1).contiguous().requires_grad_();
+  Tensor ref =
+      scaled_dot_product_attention(
+          q, k, v, AttentionMask::causal() & AttentionMask::relative_bias(table, false, 16))
+          .output;
+  ref.sum().backward();
+  tgt::require_close(out, ref, 0, 0, "output");
+  tgt::require_close(rb.weight.grad(), table.grad().transpose(0, 1), 1e-15, 0, "d weight");
+  REQUIRE(rb.weight.grad().abs().sum().item<double>() > 0);
+  REQUIRE_ERROR(nn::RelativePositionBias(0), "RelativePositionBias: num_heads 0 must be >= 1");
+}
