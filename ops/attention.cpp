@@ -1,5 +1,5 @@
 // ops/attention.cpp — scaled_dot_product_attention (and its packed self- and cross-attention
-// forms): the checks, the plan (each query row's structural key range, kern::key_range over the
+// forms): the plan (each query row's structural key range, kern::key_range over the
 // mask's lowering, ops/attention_mask.cpp, shared with CUDA, and the row tiles), the row mask, and
 // the tape node; the kernels are cpu::attention_forward / attention_backward
 // (ops/cpu/attention.cpp) and, for a CUDA device, ops/attention_cuda.cpp. q, k, v come as (B, NH,
@@ -9,7 +9,7 @@
 // dScores = dMask). The full T×S matrix is stored only when the mask really is full
 // (ops/cpu/attention.hpp: MEMORY); without a tape the P tiles are scratch. Deliberately not here:
 // the composed forms (attention(), additive attention: attention_composed.cpp), the mask
-// description (attention_mask.cpp), modules.
+// description (attention_mask.cpp), the input checks (attention_checks.cpp), modules.
 #include "ops/attention.hpp"
 #include "ops/attention_cuda.hpp"
 #include "ops/attention_desc.hpp"
@@ -30,75 +30,6 @@ namespace {
 using Dims = cpu::AttentionDims;
 constexpr const char* kSdpa = "scaled_dot_product_attention";
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// Options and the mask against the dims (`shapes` names the inputs in errors).
-void check_options(const Dims& d, const AttentionMask& mask, const SDPAOptions& opts,
-                   const std::string& shapes, Device dev) {
-  if (!(opts.dropout_p >= 0.0 && opts.dropout_p < 1.0))
-    throw Error(
-        fmt::format("{}: dropout_p must be in [0, 1), got {} ({})", kSdpa, opts.dropout_p, shapes));
-  if (opts.scale && !std::isfinite(*opts.scale))
-    throw Error(fmt::format("{}: scale must be finite, got {} ({})", kSdpa, *opts.scale, shapes));
-  if (dev.is_cuda())  // the checks read the mask's tensors on the host
-    attention_mask_on(mask, kCPU).check(kSdpa, d.B, d.NH, d.T, d.S);
-  else
-    mask.check(kSdpa, d.B, d.NH, d.T, d.S);
-}
-
-// The key/value head count against NH: equal, or with enable_gqa a divisor of it. Returns NKV
-// for the layout (0 when equal).
-int64_t check_heads(int64_t NH, int64_t NKV, const SDPAOptions& opts, const std::string& shapes,
-                    bool hl) {
-  if (NKV == NH) return 0;
-  if (!opts.enable_gqa)
-    throw Error(
-        fmt::format("{}: {}: q has {} heads but k and v have {}{}; set enable_gqa for "
-                    "grouped-query attention",
-                    kSdpa, shapes, NH, NKV, hl ? " (heads_last: (B, T, NH, hs))" : ""));
-  if (NKV == 0 || NH % NKV != 0)
-    throw Error(
-        fmt::format("{}: {}: enable_gqa needs the {} query heads to be a multiple of the {} "
-                    "key/value heads",
-                    kSdpa, shapes, NH, NKV));
-  return NKV;
-}
-
-Dims check_sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionMask& mask,
-                const SDPAOptions& opts) {
-  check_float(q, kSdpa, "q", true);
-  check_float(k, kSdpa, "k", true);
-  check_float(v, kSdpa, "v", true);
-  const std::string shapes = fmt::format("q {}, k {}, v {}", shape_str(q.shape()),
-                                         shape_str(k.shape()), shape_str(v.shape()));
-  const bool hl = opts.heads_last;
-  if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4)
-    throw Error(fmt::format("{}: {}: expected 4-D q {}, k {}, v {}", kSdpa, shapes,
-                            hl ? "(B, T, NH, hs)" : "(B, NH, T, hs)",
-                            hl ? "(B, S, NH, hs)" : "(B, NH, S, hs)",
-                            hl ? "(B, S, NH, hs_v) (heads_last)" : "(B, NH, S, hs_v)"));
-  check_same_dtype(q, k, kSdpa, "q", "k");
-  check_same_dtype(q, v, kSdpa, "q", "v");
-  const int dh = hl ? 2 : 1, dt = hl ? 1 : 2;  // the head and the length dims
-  if (k.size(0) != q.size(0) || v.size(0) != q.size(0))
-    throw Error(fmt::format("{}: {}: batch dims B differ", kSdpa, shapes));
-  if (k.size(dh) != v.size(dh))
-    throw Error(fmt::format("{}: {}: head counts of k ({}) and v ({}) differ{}", kSdpa, shapes,
-                            k.size(dh), v.size(dh), hl ? " (heads_last: (B, S, NH, hs))" : ""));
-  const int64_t nkv = check_heads(q.size(dh), k.size(dh), opts, shapes, hl);
-  if (k.size(3) != q.size(3))
-    throw Error(fmt::format("{}: {}: head size hs of q ({}) and k ({}) differ", kSdpa, shapes,
-                            q.size(3), k.size(3)));
-  if (v.size(dt) != k.size(dt))
-    throw Error(fmt::format("{}: {}: key length S of k ({}) and v ({}) differ", kSdpa, shapes,
-                            k.size(dt), v.size(dt)));
-  if (q.device() != k.device() || q.device() != v.device())
-    throw Error(fmt::format("{}: {}: q is on {}, k on {}, v on {}; move them to one device", kSdpa,
-                            shapes, q.device().str(), k.device().str(), v.device().str()));
-  Dims d{q.size(0), q.size(dh), q.size(dt), k.size(dt), q.size(3), v.size(3), hl};
-  d.NKV = nkv;
-  check_options(d, mask, opts, shapes, q.device());
-  return d;
-}
 
 cpu::AttentionPlan make_plan(const AttentionMask& m, int64_t T, int64_t S) {
   cpu::AttentionPlan p;

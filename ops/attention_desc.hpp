@@ -8,6 +8,7 @@
 #include "ops/kernel_codes.hpp"
 #include "ops/attention.hpp"
 
+#include <string>
 #include <vector>
 
 namespace tg::detail {
@@ -28,6 +29,17 @@ MaskLowering mask_structure(const AttentionMask& m, int64_t T, int64_t S);
 // The structure and the data parts: pointers into m's tensors (on whichever device they live; the
 // caller keeps m alive), with strides broadcast to (B, NH, T, S).
 MaskLowering mask_desc(const AttentionMask& m, int64_t B, int64_t NH, int64_t T, int64_t S);
+
+// The input checks (ops/attention_checks.cpp): options and mask against the dims (`shapes`
+// names the inputs in errors); the key/value head count against NH (equal, or with enable_gqa a
+// divisor: returns NKV, 0 when equal); q, k, v of scaled_dot_product_attention, returning the
+// layout.
+void check_options(const kern::AttentionLayout& d, const AttentionMask& mask,
+                   const SDPAOptions& opts, const std::string& shapes, Device dev);
+int64_t check_heads(int64_t NH, int64_t NKV, const SDPAOptions& opts, const std::string& shapes,
+                    bool heads_last);
+kern::AttentionLayout check_sdpa(const Tensor& q, const Tensor& k, const Tensor& v,
+                                 const AttentionMask& mask, const SDPAOptions& opts);
 
 // The row labels of the tape node's output and input gradients for anomaly reports (RecordInfo's
 // rows): (b, h, t), or (b, t, h) with heads last (packed: the output's only; d(qkv) falls back to
