@@ -27,6 +27,7 @@ using kern::kMaxBlocked;
 using kern::kMaxDims;
 using kern::MaskDesc;
 using kern::RedOp;
+using kern::ScanOp;
 using kern::Strided;
 using kern::UnOp;
 
@@ -150,6 +151,14 @@ void rms_norm_backward(DT dt, void* dx, void* dw, const void* dy, const void* x,
 // inverse: by −θ (the backward).
 void rotary(DT dt, void* out, const void* x, const void* cos, const void* sin, int64_t outer,
             int64_t T, int64_t inner, int64_t D, int64_t R, bool interleaved, bool inverse);
+
+// ---- running scans and the product along one dim (cuda/scan.cu) ----
+// x (outer, n, inner); y of x's shape, (outer, inner) for Prod; idx (cummax / cummin) int64 of
+// y's shape. The backward reads x, y and idx as each op needs them.
+void scan_forward(ScanOp op, DT dt, void* y, int64_t* idx, const void* x, int64_t outer, int64_t n,
+                  int64_t inner);
+void scan_backward(ScanOp op, DT dt, void* dx, const void* g, const void* x, const void* y,
+                   const int64_t* idx, int64_t outer, int64_t n, int64_t inner);
 
 // ---- cross-entropy fused with log-softmax (cuda/loss.cu) ----
 // logits (N, C, inner) (inner = 1 for (N, C)), target (N, inner) int64 already checked to lie in

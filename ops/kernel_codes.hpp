@@ -86,6 +86,8 @@ enum class UnOp : uint8_t {
 
 // Reductions over the middle dim of (outer, r, inner).
 enum class RedOp : uint8_t { Sum, Max, Min };
+// Running scans and the product along one dim of (outer, n, inner) lines (ops/scan.cpp).
+enum class ScanOp : uint8_t { Cumprod, Prod, Cummax, Cummin, Logcumsumexp };
 
 // ---- attention ----
 // The structural mask, one contiguous key range per query row (see ops/attention.hpp):

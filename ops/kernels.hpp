@@ -32,6 +32,7 @@ class Kernels {
   using DT = kern::DT;
   using MaskDesc = kern::MaskDesc;
   using RedOp = kern::RedOp;
+  using ScanOp = kern::ScanOp;
   using Strided = kern::Strided;
   using UnOp = kern::UnOp;
 #define TG_KERNEL(name, params, args) void name params const;

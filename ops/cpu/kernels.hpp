@@ -23,6 +23,7 @@ namespace tg::cpu {
 using kern::BinOp;
 using kern::DT;
 using kern::RedOp;
+using kern::ScanOp;
 using kern::UnOp;
 
 // ---- the raw face: the CUDA kernels' signatures (ops/kernel_list.inc) ----

@@ -1,7 +1,9 @@
 // ops/cpu/scan.cpp — the running products and extremes along one dim and their backward, over
 // (outer, n, inner) lines, accumulated in double: cumprod, prod, cummax / cummin, logcumsumexp
-// (ops/scan.cpp checks, allocates and records). Declared in ops/cpu/kernels.hpp.
+// (ops/scan.cpp checks, allocates and records). Declared in ops/cpu/kernels.hpp; scan_forward /
+// scan_backward are the kernel table's entries (ops/kernel_list.inc), cuda/scan.cu their twin.
 #include "ops/cpu/kernels.hpp"
+#include "ops/detail.hpp"
 
 #include <cmath>
 #include <limits>
@@ -143,6 +145,49 @@ void logcumsumexp_backward(T* dx, const T* g, const T* x, const T* y, int64_t ou
       S += static_cast<double>(g[at(t)]);
       const double xt = static_cast<double>(x[at(t)]);
       dx[at(t)] = static_cast<T>(std::isinf(xt) && xt < 0 ? 0.0 : std::exp(xt - yt) * S);
+    }
+  });
+}
+
+// The table's entry (ops/kernel_list.inc): y (outer, n, inner), or (outer, inner) for Prod; idx
+// (cummax / cummin) int64 of y's shape; the backward reads what each op saves.
+void scan_forward(ScanOp op, DT dt, void* y, int64_t* idx, const void* x, int64_t outer, int64_t n,
+                  int64_t inner) {
+  detail::dispatch_float(static_cast<DType>(dt), "scan", [&](auto tag) {
+    using T = decltype(tag);
+    T* py = static_cast<T*>(y);
+    const T* px = static_cast<const T*>(x);
+    switch (op) {
+      case ScanOp::Cumprod:
+        return cumprod_forward<T>(py, px, outer, n, inner);
+      case ScanOp::Prod:
+        return prod_forward<T>(py, px, outer, n, inner);
+      case ScanOp::Cummax:
+        return cumext_forward<T>(py, idx, px, outer, n, inner, true);
+      case ScanOp::Cummin:
+        return cumext_forward<T>(py, idx, px, outer, n, inner, false);
+      case ScanOp::Logcumsumexp:
+        return logcumsumexp_forward<T>(py, px, outer, n, inner);
+    }
+  });
+}
+void scan_backward(ScanOp op, DT dt, void* dx, const void* g, const void* x, const void* y,
+                   const int64_t* idx, int64_t outer, int64_t n, int64_t inner) {
+  detail::dispatch_float(static_cast<DType>(dt), "scan backward", [&](auto tag) {
+    using T = decltype(tag);
+    T* d = static_cast<T*>(dx);
+    const T *pg = static_cast<const T*>(g), *px = static_cast<const T*>(x),
+            *py = static_cast<const T*>(y);
+    switch (op) {
+      case ScanOp::Cumprod:
+        return cumprod_backward<T>(d, pg, px, py, outer, n, inner);
+      case ScanOp::Prod:
+        return prod_backward<T>(d, pg, px, outer, n, inner);
+      case ScanOp::Cummax:
+      case ScanOp::Cummin:
+        return cumext_backward<T>(d, pg, idx, outer, n, inner);
+      case ScanOp::Logcumsumexp:
+        return logcumsumexp_backward<T>(d, pg, px, py, outer, n, inner);
     }
   });
 }

@@ -4,6 +4,8 @@
 // One table; each row is one case (see parity_harness.hpp).
 #include "tests/cuda/parity_harness.hpp"
 
+#include <cmath>
+
 #include <limits>
 
 using namespace tg;
@@ -494,6 +496,20 @@ std::vector<ParityCase> cases() {
                                .to(x[0].device());
         return out({prod(x[0], 1), cumprod(x[0], 1), cummax(x[0], 1).values, logcumsumexp(x[0], 1),
                     scatter_reduce(x[0], 1, idx, x[1], "mean")});
+      });
+  add_case(
+      "scans at zeros, ties and long lines (cumprod's zero path, cummax ties)",
+      [] {
+        Tensor x = rn({4, 300});
+        double* p = x.data<double>();
+        for (int64_t e = 0; e < x.numel(); ++e) p[e] = std::round(p[e] * 2) / 2;  // ties, zeros
+        p[5] = 0.0, p[300 + 7] = 0.0, p[300 + 9] = 0.0;
+        return in({x});
+      },
+      [](const Inputs& x) {
+        const Tensor s = mul(x[0], 0.1);  // products of 300 stay finite
+        return out({cumprod(narrow(s, 1, 0, 40), 1), prod(narrow(s, 1, 0, 12), 1),
+                    cummax(x[0], 1).values, cummin(x[0], 0).values, logcumsumexp(x[0], 1)});
       });
   add_case(
       "cross_entropy with class weights and probability targets",
