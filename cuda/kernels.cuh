@@ -28,6 +28,7 @@ using kern::kMaxDims;
 using kern::MaskDesc;
 using kern::RedOp;
 using kern::ScanOp;
+using kern::ScatterOp;
 using kern::Strided;
 using kern::UnOp;
 
@@ -151,6 +152,13 @@ void rms_norm_backward(DT dt, void* dx, void* dw, const void* dy, const void* x,
 // inverse: by −θ (the backward).
 void rotary(DT dt, void* out, const void* x, const void* cos, const void* sin, int64_t outer,
             int64_t T, int64_t inner, int64_t D, int64_t R, bool interleaved, bool inverse);
+
+// ---- scatter and scatter_reduce (cuda/scatter.cu) ----
+// out (holding x) += / *= / max / min / = src at index along dim; st: shape = index's, stride 0 =
+// out's, 1 = src's (index contiguous). count: out-sized int64 scratch, zeroed, for mean.
+void scatter_reduce(ScatterOp op, DT dt, void* out, const void* src, const int64_t* index,
+                    const Strided& st, int dim, bool include_self, int64_t* count,
+                    int64_t out_numel);
 
 // ---- running scans and the product along one dim (cuda/scan.cu) ----
 // x (outer, n, inner); y of x's shape, (outer, inner) for Prod; idx (cummax / cummin) int64 of

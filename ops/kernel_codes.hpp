@@ -86,6 +86,8 @@ enum class UnOp : uint8_t {
 
 // Reductions over the middle dim of (outer, r, inner).
 enum class RedOp : uint8_t { Sum, Max, Min };
+// scatter (None: the last write wins) and scatter_reduce's reductions (ops/scatter.cpp).
+enum class ScatterOp : uint8_t { None, Sum, Prod, Mean, Amax, Amin };
 // Running scans and the product along one dim of (outer, n, inner) lines (ops/scan.cpp).
 enum class ScanOp : uint8_t { Cumprod, Prod, Cummax, Cummin, Logcumsumexp };
 

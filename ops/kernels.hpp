@@ -33,6 +33,7 @@ class Kernels {
   using MaskDesc = kern::MaskDesc;
   using RedOp = kern::RedOp;
   using ScanOp = kern::ScanOp;
+  using ScatterOp = kern::ScatterOp;
   using Strided = kern::Strided;
   using UnOp = kern::UnOp;
 #define TG_KERNEL(name, params, args) void name params const;

@@ -1,15 +1,15 @@
 // ops/scatter.cpp — scatter (overwrite) and scatter_reduce (sum, prod, mean, amax, amin, with or
-// without the input's own values), PyTorch's semantics and argument order, forward (kernel:
-// ops/cpu/indexing.cpp, cpu::scatter_reduce) beside backward (recorded ops: gather, scatter_add,
-// where). Gradients: overwrite: dx = g where nothing was written, dsrc = gather(g) for each
-// target's last write (the one the output holds; 0 for the writes it replaced); sum: dx = g (0 on
-// targets without include_self); mean: g / count; amax / amin: g shared evenly among the
+// without the input's own values), PyTorch's semantics and argument order, forward (the table's
+// scatter_reduce: ops/cpu/indexing.cpp, cuda/scatter.cu) beside backward (recorded ops: gather,
+// scatter_add, where). Gradients: overwrite: dx = g where nothing was written, dsrc = gather(g) for
+// each target's last write (the one the output holds; 0 for the writes it replaced); sum: dx = g (0
+// on targets without include_self); mean: g / count; amax / amin: g shared evenly among the
 // contributions equal to the result; prod: g · the product of the other contributions (exact with
 // zeros). src may be larger than index (only its index-shaped corner takes part; the rest gets 0),
-// as scatter_add. CUDA inputs run on CPU copies (via_cpu).
-#include "ops/cpu/kernels.hpp"
+// as scatter_add.
 #include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
+#include "ops/kernels.hpp"
 #include "ops/ops.hpp"
 
 #include <fmt/format.h>
@@ -20,7 +20,7 @@ namespace tg {
 using namespace detail;
 
 namespace {
-using R = cpu::ScatterReduce;
+using R = kern::ScatterOp;
 
 R parse_reduce(const std::string& r, const Tensor& x) {
   if (r == "sum") return R::Sum;
@@ -34,20 +34,32 @@ R parse_reduce(const std::string& r, const Tensor& x) {
                   r, shape_str(x.shape())));
 }
 
-// The forward on contiguous CPU tensors (shapes checked by scatter_add's rules).
+// The forward (contiguous x, src, index on one device, shapes checked by scatter_add's rules):
+// the table's scatter_reduce over the index's positions.
 Tensor scatter_kernel(const char* op, const Tensor& x, int64_t d, const Tensor& index,
                       const Tensor& src, R r, bool include_self) {
-  Tensor out = Tensor::empty(x.shape(), x.dtype());
-  std::memcpy(out.data_ptr(), x.data_ptr(), x.numel() * dtype_size(x.dtype()));
+  Tensor out = x.clone().detach();
+  if (index.numel() == 0) return out;
   const Shape wx = x.dim() == 0 ? Shape{1} : x.shape(),
               ws = src.dim() == 0 ? Shape{1} : src.shape(),
               wi = index.dim() == 0 ? Shape{1} : index.shape();
-  dispatch_float(x.dtype(), op, [&](auto tag) {
-    using T = decltype(tag);
-    cpu::scatter_reduce<T>(out.data<T>(), contiguous_strides(wx), src.data<T>(),
-                           contiguous_strides(ws), index.data<int64_t>(), wi, d, r, include_self,
-                           x.numel());
-  });
+  if (wi.size() > static_cast<size_t>(kern::kMaxDims))
+    throw Error(fmt::format("{}: index {} has more than {} dims", op, shape_str(index.shape()),
+                            kern::kMaxDims));
+  kern::Strided st;
+  st.ndim = static_cast<int>(wi.size());
+  const Shape os = contiguous_strides(wx), ss = contiguous_strides(ws);
+  for (int k = 0; k < st.ndim; ++k) {
+    st.shape[k] = wi[static_cast<size_t>(k)];
+    st.stride[0][k] = os[static_cast<size_t>(k)];
+    st.stride[1][k] = ss[static_cast<size_t>(k)];
+  }
+  Tensor count;  // the GPU's per-target contributions (mean)
+  if (r == R::Mean && on_cuda(x)) count = zeros(x.shape(), kInt64, x.device());
+  kernels(op, x).scatter_reduce(
+      r, cdt(x.dtype()), out.data_ptr(), src.data_ptr(),
+      static_cast<const int64_t*>(index.data_ptr()), st, static_cast<int>(d), include_self,
+      count.defined() ? static_cast<int64_t*>(count.data_ptr()) : nullptr, x.numel());
   return out;
 }
 
@@ -83,13 +95,6 @@ Tensor scatter_any(const char* op, const Tensor& x_in, int64_t dim, const Tensor
     probe = scatter_add(x.detach(), dim, index, src.detach());
   }
   (void)probe;
-  if (on_cuda(x)) {
-    auto f = [r, include_self, op](const Tensor& a, int64_t dd, const Tensor& i, const Tensor& s,
-                                   Site st) {
-      return scatter_any(op, a, dd, i, s, r, include_self, st);
-    };
-    return f(x.to(kCPU), dim, index.to(kCPU), src.to(kCPU), site).to(x.device());
-  }
   const int64_t d = norm_dim(dim, std::max<int64_t>(x.dim(), 1), op, x.shape());
   Tensor out = scatter_kernel(op, x, d, index, src, r, include_self);
   if (!needs_record({&x, &src})) return out;
@@ -98,9 +103,10 @@ Tensor scatter_any(const char* op, const Tensor& x_in, int64_t dim, const Tensor
       op, out, {x, src},
       [xd, sd, yd, id, d, r, include_self](const Tensor& g) -> std::vector<Tensor> {
         const Shape is = id.shape();
-        const Tensor zero = zeros({}, g.dtype());
-        const Tensor ones_i = full(is, 1.0, g.dtype());
-        const Tensor hits = scatter_add(zeros(xd.shape(), g.dtype()), d, id, ones_i);
+        const Device dev = g.device();
+        const Tensor zero = zeros({}, g.dtype(), dev);
+        const Tensor ones_i = full(is, 1.0, g.dtype(), dev);
+        const Tensor hits = scatter_add(zeros(xd.shape(), g.dtype(), dev), d, id, ones_i);
         const Tensor touched = gt(hits, 0.0);
         const Tensor s = corner(sd, is);
         if (r == R::Sum) {
@@ -108,34 +114,34 @@ Tensor scatter_any(const char* op, const Tensor& x_in, int64_t dim, const Tensor
           return {dx, to_src(gather(g, d, id), sd.shape())};
         }
         if (r == R::None) {  // only each target's last write reaches the output
-          const Tensor pos = arange(static_cast<double>(id.numel()), kFloat64).reshape(is);
-          const Tensor last = scatter_kernel("scatter backward", zeros(xd.shape(), kFloat64), d, id,
-                                             pos, R::Amax, false);
+          const Tensor pos = arange(static_cast<double>(id.numel()), kFloat64).reshape(is).to(dev);
+          const Tensor last = scatter_kernel("scatter backward", zeros(xd.shape(), kFloat64, dev),
+                                             d, id, pos, R::Amax, false);
           const Tensor won = eq(gather(last, d, id), pos);
           return {where(touched, zero, g), to_src(where(won, gather(g, d, id), zero), sd.shape())};
         }
         if (r == R::Mean) {
           const Tensor count = add(hits, include_self ? 1.0 : 0.0);
-          const Tensor gc = div(g, maximum(count, full({}, 1.0, g.dtype())));
+          const Tensor gc = div(g, maximum(count, full({}, 1.0, g.dtype(), dev)));
           const Tensor dx = include_self ? gc : where(touched, zero, g);
           return {dx, to_src(gather(gc, d, id), sd.shape())};
         }
         if (r == R::Amax || r == R::Amin) {
-          const Tensor eq_self = include_self ? eq(xd, yd) : zeros(xd.shape(), kBool);
+          const Tensor eq_self = include_self ? eq(xd, yd) : zeros(xd.shape(), kBool, dev);
           const Tensor eq_src = eq(s, gather(yd, d, id));
-          const Tensor n_eq = add(where(eq_self, full({}, 1.0, g.dtype()), zero),
-                                  scatter_add(zeros(xd.shape(), g.dtype()), d, id,
-                                              where(eq_src, full({}, 1.0, g.dtype()), zero)));
-          const Tensor share = div(g, maximum(n_eq, full({}, 1.0, g.dtype())));
+          const Tensor n_eq = add(where(eq_self, full({}, 1.0, g.dtype(), dev), zero),
+                                  scatter_add(zeros(xd.shape(), g.dtype(), dev), d, id,
+                                              where(eq_src, full({}, 1.0, g.dtype(), dev), zero)));
+          const Tensor share = div(g, maximum(n_eq, full({}, 1.0, g.dtype(), dev)));
           const Tensor dx = where(touched, where(eq_self, share, zero), g);
           return {dx, to_src(where(eq_src, gather(share, d, id), zero), sd.shape())};
         }
         // prod: per target the zero count z and the product of the nonzero contributions
-        const Tensor one = full({}, 1.0, g.dtype());
-        const Tensor self_zero = include_self ? eq(xd, 0.0) : zeros(xd.shape(), kBool);
-        const Tensor z =
-            add(where(self_zero, one, zero),
-                scatter_add(zeros(xd.shape(), g.dtype()), d, id, where(eq(s, 0.0), one, zero)));
+        const Tensor one = full({}, 1.0, g.dtype(), dev);
+        const Tensor self_zero = include_self ? eq(xd, 0.0) : zeros(xd.shape(), kBool, dev);
+        const Tensor z = add(
+            where(self_zero, one, zero),
+            scatter_add(zeros(xd.shape(), g.dtype(), dev), d, id, where(eq(s, 0.0), one, zero)));
         const Tensor pnz =
             scatter_kernel("scatter_reduce backward", include_self ? where(self_zero, one, xd) : xd,
                            d, id, where(eq(s, 0.0), one, s).contiguous(), R::Prod, include_self);

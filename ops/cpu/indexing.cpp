@@ -90,11 +90,11 @@ void scatter_add(T* out, const Shape& out_strides, const T* src, const Shape& sr
 }
 
 template <typename T>
-void scatter_reduce(T* out, const Shape& out_strides, const T* src, const Shape& src_strides,
-                    const int64_t* index, const Shape& index_shape, int64_t dim, ScatterReduce r,
-                    bool include_self, int64_t out_numel) {
+void scatter_reduce_lines(T* out, const Shape& out_strides, const T* src, const Shape& src_strides,
+                          const int64_t* index, const Shape& index_shape, int64_t dim, ScatterOp r,
+                          bool include_self, int64_t out_numel) {
   const int64_t sd = out_strides[dim];
-  using R = ScatterReduce;
+  using R = ScatterOp;
   const double inf = std::numeric_limits<double>::infinity();
   if (!include_self && r != R::None)  // the targets start from the reduction's identity
     walk_index(index_shape, dim, out_strides, src_strides, [&](int64_t e, int64_t a, int64_t) {
@@ -132,6 +132,19 @@ void scatter_reduce(T* out, const Shape& out_strides, const T* src, const Shape&
     for (int64_t t = 0; t < out_numel; ++t)
       if (count[static_cast<size_t>(t)] > 1)
         out[t] /= static_cast<T>(count[static_cast<size_t>(t)]);
+}
+
+void scatter_reduce(ScatterOp op, DT dt, void* out, const void* src, const int64_t* index,
+                    const Strided& st, int dim, bool include_self, int64_t* count,
+                    int64_t out_numel) {
+  (void)count;  // the CPU counts in its own scratch
+  const Shape is(st.shape, st.shape + st.ndim), os(st.stride[0], st.stride[0] + st.ndim),
+      ss(st.stride[1], st.stride[1] + st.ndim);
+  detail::dispatch_float(static_cast<DType>(dt), "scatter_reduce", [&](auto tag) {
+    using T = decltype(tag);
+    scatter_reduce_lines<T>(static_cast<T*>(out), os, static_cast<const T*>(src), ss, index, is,
+                            dim, op, include_self, out_numel);
+  });
 }
 
 template <typename T>
@@ -242,12 +255,12 @@ TG_GATHER(double)
 TG_GATHER(int64_t)
 TG_GATHER(bool)
 #undef TG_GATHER
-template void scatter_reduce<float>(float*, const Shape&, const float*, const Shape&,
-                                    const int64_t*, const Shape&, int64_t, ScatterReduce, bool,
-                                    int64_t);
-template void scatter_reduce<double>(double*, const Shape&, const double*, const Shape&,
-                                     const int64_t*, const Shape&, int64_t, ScatterReduce, bool,
-                                     int64_t);
+template void scatter_reduce_lines<float>(float*, const Shape&, const float*, const Shape&,
+                                          const int64_t*, const Shape&, int64_t, ScatterOp, bool,
+                                          int64_t);
+template void scatter_reduce_lines<double>(double*, const Shape&, const double*, const Shape&,
+                                           const int64_t*, const Shape&, int64_t, ScatterOp, bool,
+                                           int64_t);
 template void scatter_add<float>(float*, const Shape&, const float*, const Shape&, const int64_t*,
                                  const Shape&, int64_t);
 template void scatter_add<double>(double*, const Shape&, const double*, const Shape&,

@@ -24,6 +24,8 @@ using kern::BinOp;
 using kern::DT;
 using kern::RedOp;
 using kern::ScanOp;
+using kern::ScatterOp;
+using kern::Strided;
 using kern::UnOp;
 
 // ---- the raw face: the CUDA kernels' signatures (ops/kernel_list.inc) ----
@@ -248,11 +250,12 @@ void scatter_add(T* out, const Shape& out_strides, const T* src, const Shape& sr
 // scatter (None: the last write in the index's row-major order wins) and scatter_reduce: out
 // holds x; without include_self the targets start from the reduction's identity; a NaN wins
 // amax / amin; mean divides by the contributions (x included with include_self). T float, double.
-enum class ScatterReduce { None, Sum, Prod, Mean, Amax, Amin };
+// The table's scatter_reduce (ops/kernel_list.inc) calls it with st: shape = index's, stride 0 =
+// out's, 1 = src's (src read at the index's positions).
 template <typename T>
-void scatter_reduce(T* out, const Shape& out_strides, const T* src, const Shape& src_strides,
-                    const int64_t* index, const Shape& index_shape, int64_t dim, ScatterReduce r,
-                    bool include_self, int64_t out_numel);
+void scatter_reduce_lines(T* out, const Shape& out_strides, const T* src, const Shape& src_strides,
+                          const int64_t* index, const Shape& index_shape, int64_t dim, ScatterOp r,
+                          bool include_self, int64_t out_numel);
 // x (outer, n, inner) sorted along n: values and indices (outer, k, inner) hold the first k of
 // the order (ascending, or descending) in which NaN is the largest value and ties keep the lower
 // index first (what a stable sort gives). sorted = false: the same k in increasing index order.

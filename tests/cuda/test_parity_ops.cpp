@@ -512,6 +512,24 @@ std::vector<ParityCase> cases() {
                     cummax(x[0], 1).values, cummin(x[0], 0).values, logcumsumexp(x[0], 1)});
       });
   add_case(
+      "scatter and scatter_reduce on the device, every reduction, with and without self",
+      [] {
+        return in({rn({3, 6}), rn({3, 4})});
+      },
+      [](const Inputs& x) {
+        const Tensor idx = tensor(std::vector<int64_t>{0, 2, 0, 5, 1, 1, 3, 1, 2, 4, 4, 0}, {3, 4})
+                               .to(x[0].device());
+        std::vector<Tensor> r{scatter(x[0], 1, idx, x[1])};
+        for (const char* red : {"sum", "prod", "mean", "amax", "amin"})
+          for (bool self : {true, false})
+            r.push_back(scatter_reduce(x[0], 1, idx, x[1], red, self));
+        const Tensor t0 = x[0].transpose(0, 1).contiguous();  // (6, 3)
+        const Tensor i0 = tensor(std::vector<int64_t>{5, 0, 1, 2, 2, 2, 0, 5, 4, 1, 3, 3}, {4, 3})
+                              .to(x[0].device());
+        r.push_back(scatter_reduce(t0, 0, i0, x[1].transpose(0, 1).contiguous(), "mean", false));
+        return r;
+      });
+  add_case(
       "cross_entropy with class weights and probability targets",
       [] {
         return in({rn({6, 5}), tensor(std::vector<int64_t>{1, 0, 4, 2, 2, 3}, {6}), rn({6, 5})});
