@@ -60,7 +60,8 @@ TEST_CASE("logcumsumexp: stable at large values, infinities", "[scan]") {
   REQUIRE(std::abs(v[1] - (1000 + std::log(2.0))) < 1e-12);
   REQUIRE(v[2] == v[1]);
   REQUIRE(v[3] == v[1]);  // e^0 is nothing beside e^1000
-  const std::vector<double> w = logcumsumexp(tgt::vec({-kInf, -kInf, 2, kInf}), 0).to_vector<double>();
+  const std::vector<double> w =
+      logcumsumexp(tgt::vec({-kInf, -kInf, 2, kInf}), 0).to_vector<double>();
   REQUIRE(w[0] == -kInf);
   REQUIRE(w[1] == -kInf);
   REQUIRE(w[2] == 2);
@@ -94,4 +95,69 @@ TEST_CASE("scans: float64 gradchecks along every dim, std_mean", "[scan]") {
   auto [s, m] = std_mean(x, {1}, true);
   tgt::require_close(s, tg::std(x, {1}, true), 0, 0, "std_mean std");
   tgt::require_close(m, mean(x, {1}, true), 0, 0, "std_mean mean");
+}
+
+// Special values on long lines: every length 1..40 and 300, with 0, -0, ±inf, NaN and
+// subnormals scattered along them, against references computed another way (each prefix from
+// scratch: products in double as the kernel's contract says, so subnormal products round alike;
+// log-sum-exp in long double with its own max shift), along the last dim and along dim 0
+// (strided lines).
+TEST_CASE("scans at special values on long lines, along both dims", "[scan][special]") {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan(""),
+               sub = std::numeric_limits<double>::denorm_min() * 7;
+  const double specials[] = {0.0, -0.0, inf, -inf, nan, sub, -sub, 1.5, -0.5, 2.0};
+  std::vector<int64_t> lengths;
+  for (int64_t n = 1; n <= 40; ++n) lengths.push_back(n);
+  lengths.push_back(300);
+  auto same = [](double a, double b) {
+    if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+    if (std::isinf(a) || std::isinf(b) || a == 0 || b == 0) return a == b;
+    return std::abs(a - b) <= 1e-12 * std::max(std::abs(a), std::abs(b));
+  };
+  for (int64_t n : lengths) {
+    std::vector<double> v(static_cast<size_t>(n));
+    for (int64_t t = 0; t < n; ++t)  // mostly ordinary values, a special every few positions
+      v[static_cast<size_t>(t)] = t % 5 == 3 ? specials[(t * 7 + n) % 10] : 0.9 + 0.01 * (t % 13);
+    for (int dim : {1, 0}) {
+      // (2, n) with the line in row 1 (dim 1), or (n, 2) with it in column 1 (dim 0)
+      std::vector<double> data(static_cast<size_t>(2 * n), 1.0);
+      for (int64_t t = 0; t < n; ++t)
+        data[static_cast<size_t>(dim == 1 ? n + t : 2 * t + 1)] = v[static_cast<size_t>(t)];
+      const Tensor x = tensor(data, dim == 1 ? Shape{2, n} : Shape{n, 2});
+      auto line = [&](const Tensor& y) {
+        std::vector<double> all = y.to_vector<double>(), out;
+        for (int64_t t = 0; t < n; ++t)
+          out.push_back(all[static_cast<size_t>(dim == 1 ? n + t : 2 * t + 1)]);
+        return out;
+      };
+      const std::vector<double> cp = line(cumprod(x, dim)), lc = line(logcumsumexp(x, dim));
+      const std::vector<double> cx = line(cummax(x, dim).values), cn = line(cummin(x, dim).values);
+      for (int64_t t = 0; t < n; ++t) {
+        double p = 1;  // the kernel's contract: products rounded in double, step by step
+        long double m = -INFINITY;
+        bool seen_nan = false;
+        double mx = v[0], mn = v[0];
+        for (int64_t j = 0; j <= t; ++j) {
+          const double e = v[static_cast<size_t>(j)];
+          p *= e;
+          if (!std::isnan(e)) m = std::max<long double>(m, e);
+          seen_nan = seen_nan || std::isnan(e);
+          if (j > 0 && !std::isnan(mx)) mx = std::isnan(e) ? e : std::max(mx, e);
+          if (j > 0 && !std::isnan(mn)) mn = std::isnan(e) ? e : std::min(mn, e);
+        }
+        long double s = 0;
+        for (int64_t j = 0; j <= t; ++j)
+          s += std::isinf(m) ? (v[static_cast<size_t>(j)] == m ? 1.0L : 0.0L)
+                             : std::exp(static_cast<long double>(v[static_cast<size_t>(j)]) - m);
+        const double lse = seen_nan        ? nan
+                           : std::isinf(m) ? static_cast<double>(m)
+                                           : static_cast<double>(m + std::log(s));
+        INFO("n " << n << " dim " << dim << " position " << t);
+        CHECK(same(cp[static_cast<size_t>(t)], p));
+        CHECK(same(lc[static_cast<size_t>(t)], lse));
+        CHECK(same(cx[static_cast<size_t>(t)], mx));
+        CHECK(same(cn[static_cast<size_t>(t)], mn));
+      }
+    }
+  }
 }
