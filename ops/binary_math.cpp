@@ -54,20 +54,22 @@ Tensor binary_node(const char* op, Tensor y, const Tensor& a, const Tensor& b, T
 }
 }  // namespace
 
+namespace {
+// fmod's value without a tape: ad - q·bd with q = trunc(ad / bd), a zero keeping ad's sign.
+Tensor fmod_value(const Tensor& ad, const Tensor& bd, const Tensor& q) {
+  NoGradGuard ng;
+  const Tensor y = sub(ad, mul(q, bd));
+  return where(eq(y, 0.0), mul(ad, 0.0), y);
+}
+}  // namespace
+
 // C's fmod: input - trunc(input / other) · other, with the dividend's sign (-0 included).
 // d/dinput = 1, d/dother = -trunc(input / other), PyTorch's.
 Tensor fmod(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
   check_pair(a, b, "fmod");
-  Tensor y, q;
-  {
-    NoGradGuard ng;
-    const Tensor ad = a.detach(), bd = b.detach();
-    q = trunc(div(ad, bd));
-    y = sub(ad, mul(q, bd));
-    y = where(eq(y, 0.0), mul(ad, 0.0), y);  // a zero result keeps the dividend's sign
-  }
-  return binary_node("fmod", y, a, b, Tensor(), neg(q));
+  const Tensor ad = a.detach(), bd = b.detach(), q = trunc(div(ad, bd));  // no tape: detached
+  return binary_node("fmod", fmod_value(ad, bd, q), a, b, Tensor(), neg(q));
 }
 Tensor fmod(const Tensor& a, double b, Site site) { return fmod(a, scalar_like(b, a), site); }
 
@@ -76,17 +78,10 @@ Tensor fmod(const Tensor& a, double b, Site site) { return fmod(a, scalar_like(b
 Tensor remainder(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
   check_pair(a, b, "remainder");
-  Tensor y, q;
-  {
-    NoGradGuard ng;
-    const Tensor ad = a.detach(), bd = b.detach();
-    q = floor(div(ad, bd));
-    Tensor m = sub(ad, mul(trunc(div(ad, bd)), bd));
-    m = where(eq(m, 0.0), mul(ad, 0.0), m);
-    const Tensor move = logical_and(ne(m, 0.0), logical_xor(lt(bd, 0.0), lt(m, 0.0)));
-    y = where(move, add(m, bd), m);
-  }
-  return binary_node("remainder", y, a, b, Tensor(), neg(q));
+  const Tensor ad = a.detach(), bd = b.detach(), q = floor(div(ad, bd));  // no tape: detached
+  const Tensor m = fmod_value(ad, bd, trunc(div(ad, bd)));
+  const Tensor move = logical_and(ne(m, 0.0), logical_xor(lt(bd, 0.0), lt(m, 0.0)));
+  return binary_node("remainder", where(move, add(m, bd), m), a, b, Tensor(), neg(q));
 }
 Tensor remainder(const Tensor& a, double b, Site site) {
   return remainder(a, scalar_like(b, a), site);

@@ -133,4 +133,10 @@ inline Shape broadcast_strides(const Shape& in, const Shape& out) {
   return st;
 }
 
+// scatter's shape rules, shared by scatter_add, scatter and scatter_reduce (ops/indexing.cpp):
+// index and src of x's ndim, index within src everywhere and within x off dim, index values in
+// range (read on the host). Returns dim normalised; errors name op and every shape.
+int64_t scatter_shapes(const char* op, const Tensor& x, int64_t dim, const Tensor& index,
+                       const Tensor& src);
+
 }  // namespace tg::detail

@@ -105,7 +105,7 @@ Tensor arrange(const Term& a, const std::string& order) {
 }
 
 // a · b over their shared labels; `keep` the labels needed later (the output, other operands).
-Term contract(const std::string& eq, const Term& a, const Term& b, const std::string& keep,
+Term contract(const Term& a, const Term& b, const std::string& keep,
               std::map<char, int64_t>& size) {
   std::string batch, summed, ka, kb;
   for (char c : a.labels) {
@@ -119,16 +119,15 @@ Term contract(const std::string& eq, const Term& a, const Term& b, const std::st
   }
   for (char c : b.labels)
     if (a.labels.find(c) == std::string::npos) kb += c;
-  auto dims_of = [&](const Term& t, const std::string& ls) {
+  auto dims_of = [&](const std::string& ls) {
     Shape s;
     for (char c : ls) s.push_back(size[c]);
-    (void)t;
     return s;
   };
   auto block = [&](const Term& t, const std::string& first, const std::string& second,
                    const std::string& third) {
     Tensor x = arrange(t, first + second + third);
-    Shape full = dims_of(t, first + second + third);
+    Shape full = dims_of(first + second + third);
     x = expand(x, full);  // broadcast size-1 dims
     auto prod_of = [&](const std::string& ls) {
       int64_t p = 1;
@@ -137,10 +136,9 @@ Term contract(const std::string& eq, const Term& a, const Term& b, const std::st
     };
     return reshape(x, {prod_of(first), prod_of(second), prod_of(third)});
   };
-  (void)eq;
   Tensor A = block(a, batch, ka, summed), B = block(b, batch, summed, kb);
   Tensor r = matmul(A, B);  // (batch, ka, kb)
-  Term out{reshape(r, dims_of(a, batch + ka + kb)), batch + ka + kb};
+  Term out{reshape(r, dims_of(batch + ka + kb)), batch + ka + kb};
   return out;
 }
 }  // namespace
@@ -218,7 +216,7 @@ Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands, 
   }
   Term acc = terms[0];
   for (size_t i = 1; i < terms.size(); ++i) {
-    acc = contract(equation, acc, terms[i], later(i), size);
+    acc = contract(acc, terms[i], later(i), size);
     sum_out(acc, later(i));
   }
   sum_out(acc, out);

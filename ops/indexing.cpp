@@ -73,6 +73,32 @@ void check_range(const char* op, const Tensor& index, int64_t size, const std::s
 }
 }  // namespace
 
+// ---- scatter's shape rules (scatter_add here, scatter and scatter_reduce in scatter.cpp) ----
+int64_t detail::scatter_shapes(const char* op, const Tensor& x, int64_t dim, const Tensor& index,
+                               const Tensor& src) {
+  const Shape xs = x.shape(), is = index.shape(), ss = src.shape();
+  if (index.dim() != x.dim() || src.dim() != x.dim())
+    throw Error(fmt::format("{}: x {}, index {} and src {}: index and src must have x's ndim {}",
+                            op, shape_str(xs), shape_str(is), shape_str(ss), x.dim()));
+  const Shape wx = working(xs), wi = working(is), ws = working(ss);
+  const int64_t d = norm_dim(dim, static_cast<int64_t>(wx.size()), op, xs);
+  for (size_t k = 0; k < wx.size(); ++k) {
+    if (wi[k] > ws[k])
+      throw Error(
+          fmt::format("{}: index {} and src {}: index size {} at dim {} exceeds src's size "
+                      "{} (x {})",
+                      op, shape_str(is), shape_str(ss), wi[k], k, ws[k], shape_str(xs)));
+    if (static_cast<int64_t>(k) != d && wi[k] > wx[k])
+      throw Error(fmt::format(
+          "{}: x {} and index {}: index size {} at dim {} exceeds x's size {} (only dim {} may "
+          "be larger; src {})",
+          op, shape_str(xs), shape_str(is), wi[k], k, wx[k], d, shape_str(ss)));
+  }
+  check_range(op, index.device().is_cuda() ? index.to(kCPU) : index, wx[d],
+              fmt::format("dim {} of x {}", d, shape_str(xs)));
+  return d;
+}
+
 // ---- gather: out[i][j][k] = x[i][index[i][j][k]][k] (dim 1) ----
 Tensor gather(const Tensor& x_in, int64_t dim, const Tensor& index_in, Site site) {
   SiteScope scope(site);
@@ -131,25 +157,9 @@ Tensor scatter_add(const Tensor& x_in, int64_t dim, const Tensor& index_in, cons
                             shape_str(x.shape())));
   check_same_dtype(x, src, op, "x", "src");
   if (on_cuda(x)) return via_cpu(x.device(), &tg::scatter_add, x, dim, index, src, site);
-  const Shape xs = x.shape(), is = index.shape(), ss = src.shape();
-  if (index.dim() != x.dim() || src.dim() != x.dim())
-    throw Error(fmt::format("{}: x {}, index {} and src {}: index and src must have x's ndim {}",
-                            op, shape_str(xs), shape_str(is), shape_str(ss), x.dim()));
-  const Shape wx = working(xs), wi = working(is), ws = working(ss);
-  const int64_t d = norm_dim(dim, static_cast<int64_t>(wx.size()), op, xs);
-  for (size_t k = 0; k < wx.size(); ++k) {
-    if (wi[k] > ws[k])
-      throw Error(
-          fmt::format("{}: index {} and src {}: index size {} at dim {} exceeds src's size "
-                      "{} (x {})",
-                      op, shape_str(is), shape_str(ss), wi[k], k, ws[k], shape_str(xs)));
-    if (static_cast<int64_t>(k) != d && wi[k] > wx[k])
-      throw Error(fmt::format(
-          "{}: x {} and index {}: index size {} at dim {} exceeds x's size {} (only dim {} may "
-          "be larger; src {})",
-          op, shape_str(xs), shape_str(is), wi[k], k, wx[k], d, shape_str(ss)));
-  }
-  check_range(op, index, wx[d], fmt::format("dim {} of x {}", d, shape_str(xs)));
+  const int64_t d = scatter_shapes(op, x, dim, index, src);
+  const Shape xs = x.shape(), ss = src.shape(), wx = working(xs), ws = working(ss),
+              wi = working(index.shape());
   Tensor out = Tensor::empty(xs, x.dtype());
   std::memcpy(out.data_ptr(), x.data_ptr(), x.numel() * dtype_size(x.dtype()));
   dispatch_all(x.dtype(), [&](auto tag) {

@@ -88,14 +88,11 @@ Tensor scatter_any(const char* op, const Tensor& x_in, int64_t dim, const Tensor
   check_defined(x, op, "x");
   check_float(x, op, "x", true);
   check_defined(src, op, "src");
-  // shapes, ranges and dtypes as scatter_add checks them (its value is not used)
-  Tensor probe;
-  {
-    NoGradGuard ng;
-    probe = scatter_add(x.detach(), dim, index, src.detach());
-  }
-  (void)probe;
-  const int64_t d = norm_dim(dim, std::max<int64_t>(x.dim(), 1), op, x.shape());
+  check_dtype(index, kInt64, op, "index", true);
+  check_same_device(x, index, op, "x", "index");
+  check_same_device(x, src, op, "x", "src");
+  check_same_dtype(x, src, op, "x", "src");
+  const int64_t d = scatter_shapes(op, x, dim, index, src);
   Tensor out = scatter_kernel(op, x, d, index, src, r, include_self);
   if (!needs_record({&x, &src})) return out;
   const Tensor xd = x.detach(), sd = src.detach(), yd = out.detach(), id = index.detach();
