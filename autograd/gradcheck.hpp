@@ -106,4 +106,13 @@ using GradcheckFn = std::function<Tensor(const std::vector<Tensor>&)>;
 GradcheckReport gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
                           const GradcheckOptions& opts = {});
 
+// Second order (PyTorch's gradgradcheck): the first-order gradients of fn with respect to every
+// input that requires grad, for the output gradient grad_output (random normal, seeded by
+// opts.seed, when undefined), are computed with create_graph and checked by gradcheck as a
+// function of the inputs and of grad_output: the tape's second derivatives against central
+// differences of the first. Defined in ops/functional.cpp (it joins gradients with tg::cat).
+GradcheckReport gradgradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
+                              const Tensor& grad_output = Tensor(),
+                              const GradcheckOptions& opts = {});
+
 }  // namespace tg

@@ -1,7 +1,9 @@
 // autograd/tape.cpp — recording nodes, grad mode, and the reverse walk (backward and tg::grad).
 #include "autograd/tape.hpp"
 
+#include "autograd/copy_detail.hpp"
 #include "autograd/device_detail.hpp"
+#include "autograd/grad_detail.hpp"
 #include "autograd/trace_detail.hpp"
 
 #include <fmt/format.h>
@@ -9,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <optional>
 #include <queue>
 #include <unordered_map>
 
@@ -61,10 +64,49 @@ void add_into(const Tensor& dst, const Tensor& src_in) {
   }
 }
 
-Tensor summed(const Tensor& a, const Tensor& b) {
+detail::RecordedAdd g_recorded_add = nullptr;  // tg::add, registered by ops/elementwise.cpp
+
+// a + b into a new tensor; under create_graph a recorded add, so the sum keeps both histories.
+Tensor summed(const Tensor& a, const Tensor& b, bool create_graph = false) {
+  if (create_graph) {
+    if (!g_recorded_add)
+      throw Error("backward: create_graph needs tapegrad's ops (link tapegrad::ops)");
+    return g_recorded_add(a, b);
+  }
   Tensor out = a.detach().clone();
   add_into(out, b);
   return out;
+}
+
+// ---- higher order: the node whose backward the engine is recording ----
+thread_local Node* g_recording_node = nullptr;  // non-null only under create_graph
+struct RecordingScope {
+  Node* prev;
+  explicit RecordingScope(Node* n) : prev(g_recording_node) { g_recording_node = n; }
+  ~RecordingScope() { g_recording_node = prev; }
+  RecordingScope(const RecordingScope&) = delete;
+  RecordingScope& operator=(const RecordingScope&) = delete;
+};
+// A handle on `saved`'s memory whose history is (node, or leaf): a fresh TensorImpl, so the
+// closure's own copy stays detached.
+Tensor reattach(const Tensor& saved, const std::shared_ptr<Node>& node) {
+  auto impl = std::make_shared<TensorImpl>();
+  const TensorImpl& s = *saved.impl();
+  impl->storage = s.storage;
+  impl->offset = s.offset;
+  impl->shape = s.shape;
+  impl->strides = s.strides;
+  impl->numel = s.numel;
+  impl->dtype = s.dtype;
+  impl->requires_grad = true;
+  impl->grad_fn = node;
+  return Tensor(impl);
+}
+[[noreturn]] void throw_saved_mismatch(const Node& n, const char* what, const Tensor& saved,
+                                       const Shape& shape, DType dtype) {
+  throw Error(fmt::format("backward of {} (node #{}): saved {} {} {} does not match {} {}", n.op,
+                          n.seq, what, shape_str(saved.shape()), dtype_name(saved.dtype()),
+                          shape_str(shape), dtype_name(dtype)));
 }
 
 Tensor apply_hooks(const std::vector<GradHook>& hooks, Tensor g) {
@@ -120,16 +162,29 @@ struct Capture {
   std::unordered_map<const TensorImpl*, Tensor> leaves;  // leaf inputs
   std::unordered_map<const Node*, Tensor> nodes;         // non-leaf inputs, by producer
   bool active = false;
+  bool stop_at_inputs = false;  // a captured node is not run (detail::grad_stop_at_inputs)
 };
 
-void accumulate_leaf(const std::shared_ptr<TensorImpl>& leaf, Tensor g, Capture& cap) {
+void accumulate_leaf(const std::shared_ptr<TensorImpl>& leaf, Tensor g, Capture& cap,
+                     bool create_graph) {
   if (cap.active) {
     auto it = cap.leaves.find(leaf.get());
     if (it == cap.leaves.end()) return;
-    it->second = it->second.defined() ? summed(it->second, g) : g;
+    it->second = it->second.defined() ? summed(it->second, g, create_graph) : g;
     return;
   }
   if (!leaf->leaf_hooks.empty()) g = apply_hooks(leaf->leaf_hooks, std::move(g));
+  // Under create_graph .grad keeps its history (PyTorch's); a grad with a history is never
+  // written in place, by either kind of backward: the sum is a new tensor.
+  if (create_graph) {
+    if (!g.is_contiguous()) g = g.contiguous();  // .grad is flat memory (optimizers, clipping)
+    leaf->grad = leaf->grad ? summed(Tensor(leaf->grad), g, true).impl_ptr() : g.impl_ptr();
+    return;
+  }
+  if (leaf->grad && leaf->grad->grad_fn) {
+    leaf->grad = summed(Tensor(leaf->grad).detach(), g).impl_ptr();
+    return;
+  }
   if (!leaf->grad) {
     // Adopt the gradient when nothing else references it (its storage included); else copy, so
     // later accumulation cannot write into a tensor someone else holds.
@@ -259,9 +314,15 @@ void count_post_hooks(const Tensor* roots, size_t n_roots, PostHooks& post) {
 }
 
 // roots[0..n) with grads[0..n) (an undefined grad means ones for a one-element root).
-void walk(const Tensor* roots, const Tensor* grads, size_t n_roots, bool retain_graph, Capture& cap,
-          PostHooks& post) {
-  NoGradGuard no_grad;
+void walk(const Tensor* roots, const Tensor* grads, size_t n_roots, bool retain_graph,
+          bool create_graph, Capture& cap, PostHooks& post) {
+  // Under create_graph the closures run with grad mode on, so what they compute is recorded.
+  std::optional<NoGradGuard> no_grad;
+  std::optional<EnableGradGuard> with_grad;
+  if (create_graph)
+    with_grad.emplace();
+  else
+    no_grad.emplace();
   WalkState walk;
   const uint8_t modes = detail::g_trace.modes;  // the study tools on for this backward
   std::vector<Node*>& buf = walk.buf.heap;
@@ -284,7 +345,7 @@ void walk(const Tensor* roots, const Tensor* grads, size_t n_roots, bool retain_
       walk.buf.queued.push_back(n);
       heap_push(n);
     } else {
-      n->pending = summed(n->pending, g);
+      n->pending = summed(n->pending, g, create_graph);
     }
   };
 
@@ -311,7 +372,7 @@ void walk(const Tensor* roots, const Tensor* grads, size_t n_roots, bool retain_
     if (root.grad_fn()) {
       send_to_node(root.grad_fn(), std::move(g));
     } else {
-      accumulate_leaf(root.impl_ptr(), std::move(g), cap);
+      accumulate_leaf(root.impl_ptr(), std::move(g), cap, create_graph);
       post.done(root.impl(), true);
     }
   }
@@ -329,13 +390,26 @@ void walk(const Tensor* roots, const Tensor* grads, size_t n_roots, bool retain_
     if (!n->hooks.empty()) g = apply_hooks(n->hooks, std::move(g));
     if (cap.active) {
       auto it = cap.nodes.find(n);
-      if (it != cap.nodes.end()) it->second = it->second.defined() ? summed(it->second, g) : g;
+      if (it != cap.nodes.end()) {
+        it->second = it->second.defined() ? summed(it->second, g, create_graph) : g;
+        if (cap.stop_at_inputs) continue;
+      }
     }
     if (modes & kTraceInspect) extra_of(*n).grad_norm = detail::l2_norm(g);
     if (n->n_saved) check_saved_versions(*n);
     if (!g.is_contiguous()) g = g.contiguous();  // a view's backward may send a strided view
     const int64_t t0 = (modes & kTraceProfile) ? detail::now_ns() : 0;
-    std::vector<Tensor> in_grads = n->backward(g);
+    if (create_graph && !n->differentiable)
+      throw Error(fmt::format(
+          "backward of {} (node #{}) is not differentiable yet: create_graph=true cannot record "
+          "it, so no second derivative flows through {} (docs/tape.md, \"Higher order\", lists "
+          "the ops that support it)",
+          n->op, n->seq, n->op));
+    std::vector<Tensor> in_grads;
+    {
+      RecordingScope recording(create_graph ? n : nullptr);
+      in_grads = n->backward(g);
+    }
     if (modes & kTraceProfile) detail::profiler_on_backward(*n, detail::now_ns() - t0);
     g = Tensor();
     if (in_grads.size() != n->next.size())
@@ -353,7 +427,7 @@ void walk(const Tensor* roots, const Tensor* grads, size_t n_roots, bool retain_
       if (e.node) {
         send_to_node(e.node.get(), std::move(in_grads[i]));
       } else {
-        accumulate_leaf(e.leaf, std::move(in_grads[i]), cap);
+        accumulate_leaf(e.leaf, std::move(in_grads[i]), cap, create_graph);
         post.done(e.leaf.get(), true);
       }
     }
@@ -366,7 +440,7 @@ void walk(const Tensor* roots, const Tensor* grads, size_t n_roots, bool retain_
 
 // One backward: the walk, then the post hooks it still owes, then the callbacks queued meanwhile.
 void run(const Tensor* roots, const Tensor* grads, size_t n_roots, bool retain_graph,
-         Capture& cap) {
+         bool create_graph, Capture& cap) {
   const size_t cb_base = g_callbacks.size();
   struct Depth {
     Depth() { ++g_backward_depth; }
@@ -383,7 +457,7 @@ void run(const Tensor* roots, const Tensor* grads, size_t n_roots, bool retain_g
     PostHooks post;
     if (!cap.active && g_any_post_hooks.load(std::memory_order_relaxed))
       count_post_hooks(roots, n_roots, post);
-    walk(roots, grads, n_roots, retain_graph, cap, post);
+    walk(roots, grads, n_roots, retain_graph, create_graph, cap, post);
     NoGradGuard no_grad;
     post.finish();
   } catch (...) {
@@ -400,6 +474,7 @@ void run(const Tensor* roots, const Tensor* grads, size_t n_roots, bool retain_g
 
 namespace detail {
 void note_post_accumulate_hook() { g_any_post_hooks.store(true); }
+void set_recorded_add(RecordedAdd f) { g_recorded_add = f; }
 }  // namespace detail
 
 void queue_backward_callback(std::function<void(bool ok)> fn) {
@@ -516,6 +591,8 @@ void record_impl(const char* op, Tensor& out, const Tensor* inputs, size_t n, co
   node->n_saved = p.n_saved;
   for (int i = 0; i < p.n_saved; ++i) node->saved[i] = p.saved_versions[i];
   node->backward = std::move(fn);
+  node->differentiable = p.differentiable_bwd;
+  node->self = node;
   node->out_shape = out.shape();
   node->out_dtype = out.dtype();
   node->next.resize(n);
@@ -547,27 +624,54 @@ void record(const char* op, Tensor& out, const std::vector<Tensor>& inputs, cons
   record_impl(op, out, inputs.data(), inputs.size(), info, fn);
 }
 
-void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
-              bool retain_graph) {
+void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads, bool retain_graph,
+              bool create_graph) {
   Capture cap;
   if (grads.empty()) {
     std::vector<Tensor> g(roots.size());
-    run(roots.data(), g.data(), roots.size(), retain_graph, cap);
+    run(roots.data(), g.data(), roots.size(), retain_graph, create_graph, cap);
     return;
   }
   if (roots.size() != grads.size())
     throw Error(fmt::format("backward: {} outputs but {} gradients", roots.size(), grads.size()));
-  run(roots.data(), grads.data(), roots.size(), retain_graph, cap);
+  run(roots.data(), grads.data(), roots.size(), retain_graph, create_graph, cap);
 }
-void backward_one(const Tensor& root, const Tensor& grad, bool retain_graph) {
+void backward_one(const Tensor& root, const Tensor& grad, bool retain_graph, bool create_graph) {
   Capture cap;
-  run(&root, &grad, 1, retain_graph, cap);
+  run(&root, &grad, 1, retain_graph, create_graph, cap);
 }
 
-std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
-                         const std::vector<Tensor>& grad_outputs, GradOptions opts) {
+bool creating_graph() { return g_recording_node != nullptr; }
+Tensor saved_input(const Tensor& saved, size_t i) {
+  const Node* n = g_recording_node;
+  if (!n || !saved.defined()) return saved;
+  if (i >= n->next.size())
+    throw Error(fmt::format("backward of {} (node #{}): saved_input({}) but the op has {} inputs",
+                            n->op, n->seq, i, n->next.size()));
+  const Edge& e = n->next[i];
+  if (!e.active()) return saved;
+  const Shape& shape = e.node ? e.node->out_shape : e.leaf->shape;
+  const DType dtype = e.node ? e.node->out_dtype : e.leaf->dtype;
+  if (saved.shape() != shape || saved.dtype() != dtype)
+    throw_saved_mismatch(*n, "input", saved, shape, dtype);
+  if (e.leaf) return Tensor(e.leaf);
+  return reattach(saved, e.node);
+}
+Tensor saved_output(const Tensor& saved) {
+  Node* n = g_recording_node;
+  if (!n || !saved.defined()) return saved;
+  if (saved.shape() != n->out_shape || saved.dtype() != n->out_dtype)
+    throw_saved_mismatch(*n, "output", saved, n->out_shape, n->out_dtype);
+  return reattach(saved, n->self.lock());
+}
+
+namespace {
+std::vector<Tensor> grad_impl(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                              const std::vector<Tensor>& grad_outputs, const GradOptions& opts,
+                              bool stop_at_inputs) {
   Capture cap;
   cap.active = true;
+  cap.stop_at_inputs = stop_at_inputs;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& in = inputs[i];
     if (!in.defined() || !in.requires_grad())
@@ -581,7 +685,8 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
   if (g.empty()) g.resize(outputs.size());
   if (g.size() != outputs.size())
     throw Error(fmt::format("grad: {} outputs but {} gradients", outputs.size(), g.size()));
-  run(outputs.data(), g.data(), outputs.size(), opts.retain_graph, cap);
+  run(outputs.data(), g.data(), outputs.size(), opts.retain_graph.value_or(opts.create_graph),
+      opts.create_graph, cap);
   std::vector<Tensor> result;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& in = inputs[i];
@@ -594,6 +699,21 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
     result.push_back(r);
   }
   return result;
+}
+}  // namespace
+
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs, GradOptions opts) {
+  return grad_impl(outputs, inputs, grad_outputs, opts, false);
+}
+std::vector<Tensor> detail::grad_stop_at_inputs(const std::vector<Tensor>& outputs,
+                                                const std::vector<Tensor>& inputs,
+                                                const std::vector<Tensor>& grad_outputs,
+                                                bool create_graph) {
+  GradOptions o;
+  o.create_graph = create_graph;
+  o.retain_graph = true;  // the recomputed graph may be walked again by a later backward
+  return grad_impl(outputs, inputs, grad_outputs, o, true);
 }
 
 std::vector<std::shared_ptr<Node>> Tape::live_nodes() {

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,11 @@ struct Node {
   DType out_dtype = kFloat32;
   std::vector<GradHook> hooks;  // hooks registered on the output tensor
   bool released = false;
+  // Its closure honours create_graph (RecordInfo::differentiable): under create_graph it computes
+  // the gradients in recorded ops, reading saved tensors through saved_input / saved_output. A
+  // backward under create_graph that reaches a node without it throws, naming the op.
+  bool differentiable = false;
+  std::weak_ptr<Node> self;  // for saved_output: the output's history is this node
   // The tensors the closure saved (RecordInfo::saved) and their storage versions then: backward
   // throws when an in-place write changed one since (at most kMaxSaved are checked).
   static constexpr int kMaxSaved = 6;
@@ -174,6 +180,13 @@ struct RecordInfo {
     bwd_flops = bwd;
     return *this;
   }
+  // The closure is differentiable: with creating_graph() on it computes in recorded ops (and
+  // reattaches what it saved with saved_input / saved_output), so create_graph works through it.
+  bool differentiable_bwd = false;
+  RecordInfo& differentiable() {
+    differentiable_bwd = true;
+    return *this;
+  }
   RecordInfo& rows(int dim, const char* labels = nullptr) {
     row_dim = dim;
     row_labels = labels;
@@ -197,14 +210,32 @@ inline void record(const char* op, Tensor& out, const std::vector<Tensor>& input
   record(op, out, inputs, RecordInfo(), std::move(fn));
 }
 
+// ---- higher order: what a backward closure calls to be differentiable ----
+// True inside a backward closure that the engine is recording (create_graph): the closure must
+// compute its gradients in recorded ops.
+bool creating_graph();
+// A tensor the closure saved (detached) from input i of its op, given back with that input's
+// history while creating_graph() (PyTorch's SavedVariable): a formula that reads it is then
+// differentiated through the input. Otherwise, or when input i needs no grad, `saved` itself.
+// `saved` must have input i's shape and dtype.
+Tensor saved_input(const Tensor& saved, size_t i);
+// The same for the op's output (saved detached, since the output owns the node): while
+// creating_graph() its history is the node now running.
+Tensor saved_output(const Tensor& saved);
+
 // ---- the engine ----
 void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
-              bool retain_graph = false);
-void backward_one(const Tensor& root, const Tensor& grad, bool retain_graph);  // Tensor::backward
+              bool retain_graph = false, bool create_graph = false);
+void backward_one(const Tensor& root, const Tensor& grad, bool retain_graph,
+                  bool create_graph = false);  // Tensor::backward
 
+// PyTorch's torch.autograd.grad options: create_graph records the backward, so the gradients
+// returned have a history and can be differentiated again (to any order); retain_graph, when
+// unset, follows create_graph.
 struct GradOptions {
-  bool retain_graph = false;
+  std::optional<bool> retain_graph;
   bool allow_unused = true;  // unused inputs get an undefined tensor; false: throw
+  bool create_graph = false;
 };
 // Queues fn to run once the backward now running has walked its whole graph (PyTorch's
 // Engine.queue_callback): fn(true) after a walk that finished, fn(false) when it threw. Only

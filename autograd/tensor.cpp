@@ -167,7 +167,7 @@ Tensor Tensor::contiguous(Site site) const {
   SiteScope scope(site);
   Tensor out = detail::dense_copy(*this);
   // data movement only: the gradient of a layout change is the gradient itself
-  record("contiguous", out, {*this}, RecordInfo().flops(0, 0).saved(),
+  record("contiguous", out, {*this}, RecordInfo().flops(0, 0).saved().differentiable(),
          [](const Tensor& g) -> std::vector<Tensor> { return {g}; });
   return out;
 }
@@ -278,8 +278,9 @@ Tensor Tensor::to(DType dtype, Site site) const {
   Tensor out = convert_tensor(*this, dtype);
   if (is_floating(dtype) && is_floating(this->dtype())) {
     DType in_dtype = this->dtype();
-    record("to", out, {*this}, RecordInfo().saved(),
+    record("to", out, {*this}, RecordInfo().saved().differentiable(),
            [in_dtype](const Tensor& g) -> std::vector<Tensor> {
+             if (creating_graph()) return {g.to(in_dtype)};
              return {convert_tensor(g, in_dtype)};
            });
   }
@@ -308,8 +309,10 @@ Tensor Tensor::to(Device device, Site site) const {
   Tensor out = copy_to(*this, device);
   if (is_floating(dtype())) {
     const Device back = this->device();
-    record("to", out, {*this}, RecordInfo().saved(),
-           [back](const Tensor& g) -> std::vector<Tensor> { return {copy_to(g, back)}; });
+    record("to", out, {*this}, RecordInfo().saved().differentiable(),
+           [back](const Tensor& g) -> std::vector<Tensor> {
+             return {creating_graph() ? g.to(back) : copy_to(g, back)};
+           });
   }
   return out;
 }
@@ -320,7 +323,7 @@ Tensor Tensor::clone(Site site) const {
   SiteScope scope(site);
   check_defined("clone");
   Tensor out = copy_to(*this, device());
-  record("clone", out, {*this}, RecordInfo().saved(),
+  record("clone", out, {*this}, RecordInfo().saved().differentiable(),
          [](const Tensor& g) -> std::vector<Tensor> { return {g}; });
   return out;
 }
@@ -368,6 +371,10 @@ void Tensor::set_grad(const Tensor& g) {
 void Tensor::zero_grad() {
   check_defined("zero_grad");
   if (!impl_->grad) return;
+  if (impl_->grad->grad_fn) {  // a create_graph gradient belongs to a graph: never write into it
+    impl_->grad = zeros(shape(), dtype(), device()).impl_ptr();
+    return;
+  }
   Tensor g(impl_->grad);
   const size_t bytes = g.numel() * dtype_size(g.dtype());
   if (g.device().type == DeviceType::CUDA)
@@ -381,7 +388,7 @@ void Tensor::reset_grad() {
 }
 void Tensor::backward(const Tensor& grad, BackwardOptions opts) const {
   check_defined("backward");
-  tg::backward_one(*this, grad, opts.retain_graph);
+  tg::backward_one(*this, grad, opts.retain_graph.value_or(opts.create_graph), opts.create_graph);
 }
 void Tensor::register_hook(GradHook hook) {
   check_defined("register_hook");

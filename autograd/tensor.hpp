@@ -171,8 +171,12 @@ struct TensorImpl {
   std::vector<PostAccumulateGradHook> post_acc_hooks;  // leaves only
 };
 
+// PyTorch's backward(retain_graph, create_graph): create_graph records the backward itself, so the
+// gradients it accumulates have a history and can be differentiated again; retain_graph, when
+// unset, follows create_graph (docs/tape.md, "Higher order").
 struct BackwardOptions {
-  bool retain_graph = false;
+  std::optional<bool> retain_graph;
+  bool create_graph = false;
 };
 
 class Tensor {

@@ -166,6 +166,22 @@ std::vector<Tensor> sdpa_backward(const Ctx& c, const Tensor& q, const Tensor& k
   return out;
 }
 
+// create_graph: the node's inputs with their histories, then detail::sdpa_grad_recorded.
+std::vector<Tensor> sdpa_grad_recorded(const Ctx& c, const Tensor& q, const Tensor& k,
+                                       const Tensor& v, const Tensor& g) {
+  const Dims& d = c.call.d;
+  const bool qkv = d.packing == Dims::kQKV, kv = d.packing == Dims::kKV;
+  std::vector<Tensor> live;
+  live.push_back(saved_input(q, live.size()));
+  if (!qkv) live.push_back(saved_input(k, live.size()));
+  if (!qkv && !kv) live.push_back(saved_input(v, live.size()));
+  if (c.mask_grad) live.push_back(saved_input(c.mask.additive_.detach(), live.size()));
+  if (c.rel_grad) live.push_back(saved_input(c.mask.rel_table_.detach(), live.size()));
+  if (c.alibi_grad) live.push_back(saved_input(c.mask.alibi_slopes_.detach(), live.size()));
+  return detail::sdpa_grad_recorded(d, live, c.mask, c.mask_grad, c.rel_grad, c.alibi_grad,
+                                    c.call.scale, g);
+}
+
 double default_scale(const SDPAOptions& opts, int64_t hs) {
   return opts.scale ? *opts.scale : (hs > 0 ? 1.0 / std::sqrt(static_cast<double>(hs)) : 1.0);
 }
@@ -245,9 +261,15 @@ AttentionResult sdpa_cpu(const Dims& dims, const Tensor& q, const Tensor& k, con
       info.saved(q, k, c->P, c->keep);
     else
       info.saved(q, k, v, c->P, c->keep);
+    // create_graph: the composed path's gradients in recorded ops (ops/attention_cuda.cpp); not
+    // with dropout, whose mask the composed path would draw again (the engine then refuses).
+    if (!call.dropout) info.differentiable();
     record(kSdpa, res.output, node_inputs, info,
-           [cc, qd = q.detach(), kd = k.detach(), vd = v.detach()](const Tensor& g)
-               -> std::vector<Tensor> { return sdpa_backward(*cc, qd, kd, vd, g); });
+           [cc, qd = q.detach(), kd = k.detach(),
+            vd = v.detach()](const Tensor& g) -> std::vector<Tensor> {
+             if (creating_graph()) return sdpa_grad_recorded(*cc, qd, kd, vd, g);
+             return sdpa_backward(*cc, qd, kd, vd, g);
+           });
   }
   return res;
 }

@@ -13,6 +13,8 @@
 // Deliberately not here: the kernels (cuda/attention.cu), the mask's lowering
 // (ops/attention_mask.cpp, shared with the CPU), the CPU path.
 #include "ops/attention_cuda.hpp"
+
+#include "autograd/grad_detail.hpp"
 #include "ops/attention_desc.hpp"
 #include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
@@ -84,9 +86,15 @@ AttentionResult fused(const Dims& d, const Tensor& q, const Tensor& k, const Ten
     else
       info.saved(q, k, v, res.output, lse);
     // The mask's tensors stay alive with the node: md points into them.
-    record(kSdpa, res.output, inputs, info,
+    record(kSdpa, res.output, inputs, info.differentiable(),
            [d, m, md, scale, lse, qkv, kv, qd = q.detach(), kd = k.detach(), vd = v.detach(),
             od = res.output.detach()](const Tensor& g) -> std::vector<Tensor> {
+             if (creating_graph()) {  // the composed path's gradients, recorded
+               std::vector<Tensor> live{saved_input(qd, 0)};
+               if (!qkv) live.push_back(saved_input(kd, 1));
+               if (!qkv && !kv) live.push_back(saved_input(vd, 2));
+               return sdpa_grad_recorded(d, live, m, false, false, false, scale, g);
+             }
              // Packed: one gradient tensor for q, k and v (or k and v), written at their offsets.
              Tensor dq = zeros(qd.shape(), qd.dtype(), qd.device());
              Tensor dk = qkv ? dq : zeros(kd.shape(), kd.dtype(), kd.device());
@@ -141,6 +149,65 @@ AttentionResult composed(const Tensor& q, const Tensor& k, const Tensor& v,
   return res;
 }
 }  // namespace
+
+namespace {
+// A distinct tape node over t (identity backward): a capture point per input slot, also when one
+// tensor is passed as q, k and v.
+Tensor alias_of(const Tensor& t) {
+  if (!t.defined() || !t.requires_grad()) return t;
+  Tensor out = make_view(t, t.shape(), t.strides(), t.impl()->offset);
+  record("alias", out, {t}, RecordInfo().flops(0, 0).saved().differentiable(),
+         [](const Tensor& g) -> std::vector<Tensor> { return {g}; });
+  return out;
+}
+}  // namespace
+
+std::vector<Tensor> sdpa_grad_recorded(const Dims& d, const std::vector<Tensor>& live,
+                                       const AttentionMask& mask, bool mask_grad, bool rel_grad,
+                                       bool alibi_grad, double scale, const Tensor& g) {
+  std::vector<Tensor> slots;
+  for (const Tensor& t : live) slots.push_back(alias_of(t));
+  const bool qkv = d.packing == Dims::kQKV, kv = d.packing == Dims::kKV;
+  size_t i = 0;
+  const Tensor q = slots[i++];
+  const Tensor k = qkv ? q : slots[i++];
+  const Tensor v = qkv ? q : kv ? k : slots[i++];
+  AttentionMask m = mask;
+  if (mask_grad) m.additive_ = slots[i++];
+  if (rel_grad) m.rel_table_ = slots[i++];
+  if (alibi_grad) m.alibi_slopes_ = slots[i++];
+  const Device dev = q.device();
+  const AttentionMask host = attention_mask_on(mask, kCPU);
+  std::vector<Tensor> h = heads_first(d, q, k, v);
+  if (d.group() > 1)
+    for (int j : {1, 2}) h[j] = repeat_interleave(h[j], d.group(), 1);
+  Tensor add = mask_grad ? m.additive_ : host.additive_;
+  if (m.rel_table_.defined() || m.alibi_slopes_.defined()) {
+    const Tensor db = m.dense_bias(d.NH, d.T, d.S).to(dev);
+    add = add.defined() ? tg::add(add.to(dev), db) : db;
+  }
+  Tensor out = composed(h[0], h[1], h[2], host, add, SDPAOptions(), scale).output;
+  if (d.heads_last) out = transpose(out, 1, 2);
+  // Partial derivatives with respect to each slot: the walk stops at them.
+  std::vector<Tensor> wrt;
+  for (const Tensor& t : slots)
+    if (t.requires_grad()) wrt.push_back(t);
+  std::vector<Tensor> got;
+  if (!wrt.empty() && out.requires_grad()) {
+    got = grad_stop_at_inputs({out}, wrt, {g}, true);
+  }
+  std::vector<Tensor> res;
+  for (size_t j = 0, w = 0; j < slots.size(); ++j) {
+    if (!slots[j].requires_grad()) {
+      res.push_back(Tensor());
+      continue;
+    }
+    const Tensor r = got.empty() ? Tensor() : got[w];
+    ++w;
+    res.push_back(r.defined() ? r : zeros_like(slots[j]));
+  }
+  return res;
+}
 
 // The mask with its tensors on device d.
 AttentionMask attention_mask_on(const AttentionMask& mask, Device d) {

@@ -25,4 +25,16 @@ AttentionResult cuda_sdpa(const kern::AttentionLayout& d, const Tensor& q, const
                           const Tensor& v, const std::vector<Tensor>& inputs,
                           const AttentionMask& mask, const SDPAOptions& opts, double scale);
 
+// create_graph through scaled_dot_product_attention, either device: the gradients of the tape
+// node's inputs for dout g, `live` being those inputs with their histories (saved_input): q, k, v
+// (or qkv, or q and kv), then the additive mask, the relative-position table and the ALiBi slopes
+// where they are inputs (mask_grad, rel_grad, alibi_grad). Computed through the composed path
+// (QKᵀ·scale, the dense mask and biases, softmax, P·V as recorded ops; O(T·S) memory), so they
+// differentiate again; undefined for an input that needs no gradient. Dropout is refused by the
+// caller (the composed path would draw another mask).
+std::vector<Tensor> sdpa_grad_recorded(const kern::AttentionLayout& d,
+                                       const std::vector<Tensor>& live, const AttentionMask& mask,
+                                       bool mask_grad, bool rel_grad, bool alibi_grad, double scale,
+                                       const Tensor& g);
+
 }  // namespace tg::detail

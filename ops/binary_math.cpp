@@ -44,8 +44,9 @@ namespace {
 // (each undefined: a zero gradient of that operand's shape), summed to each operand's shape.
 Tensor binary_node(const char* op, Tensor y, const Tensor& a, const Tensor& b, Tensor da,
                    Tensor db) {
+  // da and db are piecewise constant (fmod, remainder, copysign): linear in g, so differentiable
   record(
-      op, y, {a, b},
+      op, y, {a, b}, RecordInfo().differentiable(),
       [as = a.shape(), bs = b.shape(), da, db, dt = a.dtype(), dev = a.device()](const Tensor& g) {
         return std::vector<Tensor>{da.defined() ? sum_to(mul(g, da), as) : sum_to(g, as),
                                    db.defined() ? sum_to(mul(g, db), bs) : zeros(bs, dt, dev)};
@@ -136,11 +137,13 @@ Tensor logaddexp(const Tensor& a, const Tensor& b, Site site) {
     y = add(maximum(ad, bd), log1p(exp(neg(abs(sub(ad, bd))))));
     y = where(logical_and(eq(ad, bd), isinf(ad)), ad, y);
   }
-  record("logaddexp", y, {a, b}, [ad = a.detach(), bd = b.detach()](const Tensor& g) {
-    const Tensor d = sub(ad, bd);
-    return std::vector<Tensor>{sum_to(mul(g, sigmoid(d)), ad.shape()),
-                               sum_to(mul(g, sigmoid(neg(d))), bd.shape())};
-  });
+  record("logaddexp", y, {a, b}, RecordInfo().differentiable(),
+         [ad_ = a.detach(), bd_ = b.detach()](const Tensor& g) {
+           const Tensor ad = saved_input(ad_, 0), bd = saved_input(bd_, 1);
+           const Tensor d = sub(ad, bd);
+           return std::vector<Tensor>{sum_to(mul(g, sigmoid(d)), ad.shape()),
+                                      sum_to(mul(g, sigmoid(neg(d))), bd.shape())};
+         });
   return y;
 }
 

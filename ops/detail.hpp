@@ -3,6 +3,8 @@
 // broadcast strides. Deliberately no xtensor and no kernels here: they live in ops/cpu/.
 #pragma once
 
+#include <functional>
+
 #include "autograd/tape.hpp"
 #include "autograd/tensor.hpp"
 
@@ -105,7 +107,17 @@ bool is_row_major(const Shape& shape, const Shape& strides);
 Tensor make_view(const Tensor& x, const Shape& shape, const Shape& strides, int64_t offset);
 // dx = 0 of shape in_shape (row-major) with dx[offset + Σ idx[d]·st[d]] = g[idx]: the adjoint of
 // a view that shows distinct elements (not recorded).
+// Recorded when g requires grad (only under create_graph), with the gather as its backward.
 Tensor view_scatter(const Tensor& g, const Shape& in_shape, const Shape& st, int64_t offset);
+// view_scatter's adjoint: the elements of x (row-major) at offset + Σ idx·st as a dense tensor
+// of `shape`, recorded (its backward is view_scatter).
+Tensor view_gather(const Tensor& x, const Shape& shape, const Shape& st, int64_t offset);
+// For create_graph, the backward of an op that is linear in its input (a gather, a copy, an
+// embedding lookup): dx = adjointᵀ(g), computed by the raw kernel, is recorded as `op` with input
+// g when g requires grad (only under create_graph), and its own backward is the forward op again
+// (forward_again), so it differentiates to any order. Otherwise dx itself.
+Tensor record_adjoint(const char* op, Tensor dx, const Tensor& g,
+                      std::function<Tensor(const Tensor&)> forward_again);
 
 // ---- parallel loops ----
 // Work (elements touched) below which a loop stays serial: starting a parallel region costs more.

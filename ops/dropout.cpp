@@ -53,7 +53,8 @@ Tensor dropout(const Tensor& x_in, double p, bool training, Site site) {
     record(op, out, {x},
            RecordInfo()
                .flops(static_cast<double>(x.numel()), static_cast<double>(x.numel()))
-               .saved(keep),
+               .saved(keep)
+               .differentiable(),  // the same mask again: linear in g
            [keep](const Tensor& g) -> std::vector<Tensor> { return {mul(g, keep)}; });
   }
   return out;

@@ -1,6 +1,7 @@
 // ops/elementwise.cpp — elementwise math with NumPy broadcasting, forward and backward side by
 // side; the one generic unbroadcast (sum_to); comparisons; C++ operators and Tensor methods.
 // Binary ops need both operands of one dtype (no implicit promotion: an error says so).
+#include "autograd/copy_detail.hpp"
 #include "ops/cpu/kernels.hpp"
 #include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
@@ -101,8 +102,10 @@ Tensor unary_op(const char* op, UnCode code, const Tensor& x, bool save_x, bool 
     Tensor sx = save_x ? x.detach() : Tensor();
     Tensor sy = save_y ? out.detach() : Tensor();
     const UnCode bcode = bwd ? *bwd : code;
-    record(op, out, {x}, elementwise_info(out, 1).saved(sx, sy),
+    record(op, out, {x}, elementwise_info(out, 1).saved(sx, sy).differentiable(),
            [sx, sy, bcode](const Tensor& g) -> std::vector<Tensor> {
+             if (creating_graph())
+               return {unary_grad(bcode, g, saved_input(sx, 0), saved_output(sy))};
              return {unary_backward(bcode, g, sx, sy)};
            });
   }
@@ -145,13 +148,18 @@ Tensor sum_to(const Tensor& g, const Shape& shape) {
 }
 
 // ---- binary ops ----
+namespace {
+Tensor add_for_engine(const Tensor& a, const Tensor& b) { return add(a, b, Site()); }
+[[maybe_unused]] const bool g_recorded_add_registered = (set_recorded_add(&add_for_engine), true);
+}  // namespace
 Tensor add(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
   check_binary("add", a, b, true);
   Tensor out = binary_kernel("add", kern::BinOp::Add, a, b, a.dtype());
   if (needs_record({&a, &b})) {
     Shape sa = a.shape(), sb = b.shape();
-    record("add", out, {a, b}, elementwise_info(out, a.requires_grad() + b.requires_grad()).saved(),
+    record("add", out, {a, b},
+           elementwise_info(out, a.requires_grad() + b.requires_grad()).saved().differentiable(),
            [sa, sb](const Tensor& g) -> std::vector<Tensor> {
              return {sum_to(g, sa), sum_to(g, sb)};
            });
@@ -164,7 +172,8 @@ Tensor sub(const Tensor& a, const Tensor& b, Site site) {
   Tensor out = binary_kernel("sub", kern::BinOp::Sub, a, b, a.dtype());
   if (needs_record({&a, &b})) {
     Shape sa = a.shape(), sb = b.shape();
-    record("sub", out, {a, b}, elementwise_info(out, a.requires_grad() + b.requires_grad()).saved(),
+    record("sub", out, {a, b},
+           elementwise_info(out, a.requires_grad() + b.requires_grad()).saved().differentiable(),
            [sa, sb](const Tensor& g) -> std::vector<Tensor> {
              return {sum_to(g, sa), sum_to(neg(g), sb)};
            });
@@ -179,10 +188,11 @@ Tensor mul(const Tensor& a, const Tensor& b, Site site) {
     // Inputs are saved as they are (an input cannot hold this node); only outputs are detached.
     Tensor sa = a, sb = b;
     bool ga = a.requires_grad(), gb = b.requires_grad();
-    record("mul", out, {a, b}, elementwise_info(out, ga + gb).saved(sa, sb),
+    record("mul", out, {a, b}, elementwise_info(out, ga + gb).saved(sa, sb).differentiable(),
            [sa, sb, ga, gb](const Tensor& g) -> std::vector<Tensor> {
-             return {ga ? sum_to(mul(g, sb), sa.shape()) : Tensor(),
-                     gb ? sum_to(mul(g, sa), sb.shape()) : Tensor()};
+             const Tensor a = saved_input(sa, 0), b = saved_input(sb, 1);
+             return {ga ? sum_to(mul(g, b), a.shape()) : Tensor(),
+                     gb ? sum_to(mul(g, a), b.shape()) : Tensor()};
            });
   }
   return out;
@@ -195,8 +205,9 @@ Tensor div(const Tensor& a, const Tensor& b, Site site) {
     Tensor sb = b.detach(), so = out.detach();
     Shape sa = a.shape();
     bool gb = b.requires_grad();
-    record("div", out, {a, b}, elementwise_info(out, 1 + 2 * gb).saved(sb, so),
-           [sa, sb, so, gb](const Tensor& g) -> std::vector<Tensor> {
+    record("div", out, {a, b}, elementwise_info(out, 1 + 2 * gb).saved(sb, so).differentiable(),
+           [sa, sb_ = sb, so_ = so, gb](const Tensor& g) -> std::vector<Tensor> {
+             const Tensor sb = saved_input(sb_, 1), so = saved_output(so_);
              Tensor ga = div(g, sb);  // d(a/b)/da = 1/b
              // d(a/b)/db = -a/b² = -g·(out/b), in PyTorch's order: (0, 1e-310) gives -0, not
              // the NaN of -(g/b)·out
@@ -213,8 +224,10 @@ Tensor pow(const Tensor& a, const Tensor& b, Site site) {
   if (needs_record({&a, &b})) {
     Tensor sa = a.detach(), sb = b.detach(), so = out.detach();
     bool gb = b.requires_grad();
-    record("pow", out, {a, b}, elementwise_info(out, 3 + 3 * gb).saved(sa, sb, so),
-           [sa, sb, so, gb](const Tensor& g) -> std::vector<Tensor> {
+    record("pow", out, {a, b}, elementwise_info(out, 3 + 3 * gb).saved(sa, sb, so).differentiable(),
+           [sa_ = sa, sb_ = sb, so_ = so, gb](const Tensor& g) -> std::vector<Tensor> {
+             const Tensor sa = saved_input(sa_, 0), sb = saved_input(sb_, 1);
+             const Tensor so = saved_output(so_);
              // PyTorch's rules: d/da = b·a^(b-1), 0 where b == 0; d/db = out·log(a), 0 where
              // a == 0 and b >= 0 (where out is 0 or 1 and log(a) -inf).
              Tensor z = zeros({}, sa.dtype(), sa.device());
@@ -244,7 +257,8 @@ Tensor extremum(const char* op, const Tensor& a, const Tensor& b, bool is_max) {
   Tensor out = binary_kernel(op, is_max ? kern::BinOp::Max : kern::BinOp::Min, a, b, a.dtype());
   if (needs_record({&a, &b})) {
     Tensor sa = a.detach(), sb = b.detach();
-    record(op, out, {a, b}, elementwise_info(out, 4).saved(sa, sb),
+    // The weights are constants (masks of the values), so the closure is linear in g.
+    record(op, out, {a, b}, elementwise_info(out, 4).saved(sa, sb).differentiable(),
            [sa, sb, is_max](const Tensor& g) -> std::vector<Tensor> {
              const DType dt = sa.dtype();
              Tensor tie = mul(eq(sa, sb).to(dt), 0.5);

@@ -127,11 +127,17 @@ Tensor embedding(const Tensor& indices_in, const Tensor& weight_in,
     const bool det = g_deterministic;
     // Cost model: a gather forward (0 FLOPs), one add per output element backward.
     record(kOp, out, {indices, weight},
-           RecordInfo().flops(0, static_cast<double>(out.numel())).saved(si),
+           RecordInfo().flops(0, static_cast<double>(out.numel())).saved(si).differentiable(),
            [si, pad, V, C, det](const Tensor& g) -> std::vector<Tensor> {
              Tensor dw = zeros({V, C}, g.dtype(), g.device());
              backward_kernel(dw, g, si, pad, det);
-             return {Tensor(), dw};
+             // the adjoint of the row scatter is the lookup again, padding rows held at 0
+             return {Tensor(),
+                     record_adjoint("embedding_backward", dw, g, [si, pad](const Tensor& gg) {
+                       const Tensor rows = embedding(si, gg);
+                       if (pad < 0) return rows;
+                       return masked_fill(rows, unsqueeze(eq(si, pad), -1), 0.0);
+                     })};
            });
   }
   return out;

@@ -131,7 +131,7 @@ Tensor gather(const Tensor& x_in, int64_t dim, const Tensor& index_in, Site site
   if (needs_record({&x})) {
     Tensor si = index.detach();
     // data movement only
-    record(op, out, {x}, RecordInfo().flops(0, 0).saved(si),
+    record(op, out, {x}, RecordInfo().flops(0, 0).saved(si).differentiable(),
            [xs, d, si](const Tensor& g) -> std::vector<Tensor> {
              return {scatter_add(zeros(xs, g.dtype()), d, si, g)};
            });
@@ -174,8 +174,9 @@ Tensor scatter_add(const Tensor& x_in, int64_t dim, const Tensor& index_in, cons
     record(op, out, {x, src},
            RecordInfo()
                .flops(static_cast<double>(index.numel()), static_cast<double>(index.numel()))
-               .saved(si),
-           [wx, ss, d, si, gsrc](const Tensor& g) -> std::vector<Tensor> {
+               .saved(si)
+               .differentiable(),
+           [xs, wx, ss, d, si, gsrc](const Tensor& g) -> std::vector<Tensor> {
              if (!gsrc) return {g, Tensor()};
              Tensor dsrc = zeros(ss, g.dtype());  // src's shape; zero where index does not reach
              dispatch_float(g.dtype(), "scatter_add backward", [&](auto tag) {
@@ -183,7 +184,11 @@ Tensor scatter_add(const Tensor& x_in, int64_t dim, const Tensor& index_in, cons
                cpu::gather<T>(dsrc.data<T>(), contiguous_strides(working(ss)), g.data<T>(),
                               contiguous_strides(wx), si.data<int64_t>(), working(si.shape()), d);
              });
-             return {g, dsrc};
+             // its adjoint reads src only where index reaches, as dsrc is nonzero only there
+             return {g,
+                     record_adjoint("scatter_add_backward", dsrc, g, [xs, d, si](const Tensor& gg) {
+                       return scatter_add(zeros(xs, gg.dtype()), d, si, gg);
+                     })};
            });
   }
   return out;
@@ -213,7 +218,7 @@ ValuesIndices sort_kernel(const char* op, const Tensor& x_in, int64_t dim, int64
   if (record_values && needs_record({&x})) {
     Tensor si = r.indices.detach();
     // data movement only
-    record(op, r.values, {x}, RecordInfo().flops(0, 0).saved(si),
+    record(op, r.values, {x}, RecordInfo().flops(0, 0).saved(si).differentiable(),
            [xs, d, si](const Tensor& g) -> std::vector<Tensor> {
              return {scatter_add(zeros(xs, g.dtype()), d, si, g)};
            });
@@ -270,17 +275,21 @@ Tensor cumsum(const Tensor& x_in, int64_t dim, Site site) {
     cpu::cumsum<T, O>(out.data<O>(), x.data<T>(), a.outer, a.n, a.inner, false);
   });
   if (needs_record({&x})) {
-    record(
-        op, out, {x},
-        RecordInfo().flops(static_cast<double>(x.numel()), static_cast<double>(x.numel())).saved(),
-        [xs, a](const Tensor& g) -> std::vector<Tensor> {
-          Tensor dx = Tensor::empty(xs, g.dtype());
-          dispatch_float(g.dtype(), "cumsum backward", [&](auto tag) {
-            using T = decltype(tag);
-            cpu::cumsum<T, T>(dx.data<T>(), g.data<T>(), a.outer, a.n, a.inner, true);
-          });
-          return {dx};
-        });
+    record(op, out, {x},
+           RecordInfo()
+               .flops(static_cast<double>(x.numel()), static_cast<double>(x.numel()))
+               .saved()
+               .differentiable(),
+           [xs, a, dim](const Tensor& g) -> std::vector<Tensor> {
+             if (creating_graph())  // the sum from the end: flip, cumsum, flip
+               return {flip(cumsum(flip(g, {dim}), dim), {dim})};
+             Tensor dx = Tensor::empty(xs, g.dtype());
+             dispatch_float(g.dtype(), "cumsum backward", [&](auto tag) {
+               using T = decltype(tag);
+               cpu::cumsum<T, T>(dx.data<T>(), g.data<T>(), a.outer, a.n, a.inner, true);
+             });
+             return {dx};
+           });
   }
   return out;
 }
@@ -304,7 +313,7 @@ Tensor triangle(const char* op, const Tensor& x_in, int64_t diagonal, bool lower
   });
   if (needs_record({&x})) {
     // a mask: no arithmetic
-    record(op, out, {x}, RecordInfo().flops(0, 0).saved(),
+    record(op, out, {x}, RecordInfo().flops(0, 0).saved().differentiable(),
            [op, diagonal, lower](const Tensor& g) -> std::vector<Tensor> {
              return {triangle(op, g, diagonal, lower)};
            });

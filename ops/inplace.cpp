@@ -101,8 +101,12 @@ void rebase_through_view(const char* op, const Tensor& x, const Tensor& r) {
   const Shape bs = b.shape(), xs = x.shape(), xst = x.strides();
   const int64_t rel = x.impl()->offset - b.impl()->offset;  // x's region within b (row-major)
   Tensor bnew = make_view(b, bs, {}, b.impl()->offset);
-  record(op, bnew, {b, r}, RecordInfo().flops(0, 0).saved(),
-         [xs, xst, rel](const Tensor& g) -> std::vector<Tensor> {  // g: contiguous (engine)
+  record(op, bnew, {b, r}, RecordInfo().flops(0, 0).saved().differentiable(),
+         [bs, xs, xst, rel](const Tensor& g) -> std::vector<Tensor> {  // g: contiguous (engine)
+           if (creating_graph()) {  // the region to r, the rest to the old b, recorded
+             const Tensor dr = view_gather(g, xs, xst, rel);
+             return {sub(g, view_scatter(dr, bs, xst, rel)), dr};
+           }
            Tensor dr = dense_copy(make_view(g, xs, xst, g.impl()->offset + rel));
            Tensor db = dense_copy(g);
            write_into("copy_slices backward", make_view(db, xs, xst, db.impl()->offset + rel),
@@ -113,7 +117,7 @@ void rebase_through_view(const char* op, const Tensor& x, const Tensor& r) {
   b.impl()->requires_grad = true;
   ++b.impl()->storage->history;  // views made before now (x's old node too) are stale
   Tensor xv = make_view(b, xs, xst, x.impl()->offset);
-  record("as_strided", xv, {b}, RecordInfo().flops(0, 0).saved().watch(b),
+  record("as_strided", xv, {b}, RecordInfo().flops(0, 0).saved().watch(b).differentiable(),
          [bs, xst, rel](const Tensor& g) -> std::vector<Tensor> {
            return {view_scatter(g, bs, xst, rel)};
          });
@@ -165,7 +169,7 @@ Tensor replacing(const char* op, const Tensor& self, const Tensor& values) {
   Tensor out = dense_copy(values.expand(self.shape()));
   const Shape vs = values.shape();
   const bool gv = values.requires_grad();
-  record(op, out, {self, values}, RecordInfo().flops(0, 0).saved(),
+  record(op, out, {self, values}, RecordInfo().flops(0, 0).saved().differentiable(),
          [vs, gv](const Tensor& g) -> std::vector<Tensor> {
            return {Tensor(), gv ? sum_to(g, vs) : Tensor()};
          });

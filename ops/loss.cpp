@@ -182,6 +182,28 @@ Tensor cross_entropy_weighted(const Tensor& x, const Tensor& t, const CrossEntro
 }
 }  // namespace
 
+namespace {
+// create_graph: the same dx in recorded ops, so it differentiates again through the softmax.
+Tensor cross_entropy_grad(const Tensor& g, const Tensor& x, const Tensor& target, const CeLayout& l,
+                          const CrossEntropyOptions& o, int64_t count) {
+  const Device dev = x.device();
+  const Tensor x3 = reshape(x, {l.N, l.C, l.inner});
+  const Tensor t3 = reshape(target, {l.N, 1, l.inner});
+  const Tensor valid = ne(t3, static_cast<double>(o.ignore_index));  // (N, 1, inner)
+  const Tensor classes = reshape(arange(static_cast<double>(l.C)).to(dev), {1, l.C, 1});
+  const Tensor onehot = eq(t3, classes).to(x.dtype());  // an ignored target matches no class
+  const double eps = o.label_smoothing;
+  const Tensor coef = sub(softmax(x3, 1), add(mul(onehot, 1.0 - eps), eps / l.C));
+  Tensor w;  // dloss per row
+  if (o.reduction == Reduction::None)
+    w = reshape(g, {l.N, 1, l.inner});
+  else  // Mean: 0 when every row is ignored, like PyTorch
+    w = mul(reshape(g, {1, 1, 1}),
+            o.reduction == Reduction::Mean ? (count > 0 ? 1.0 / count : 0.0) : 1.0);
+  return reshape(mul(mul(coef, w), valid.to(x.dtype())), x.shape());
+}
+}  // namespace
+
 Tensor cross_entropy(const Tensor& logits_in, const Tensor& target_in,
                      const CrossEntropyOptions& opts, Site site) {
   SiteScope scope(site);
@@ -229,8 +251,11 @@ Tensor cross_entropy(const Tensor& logits_in, const Tensor& target_in,
            RecordInfo()
                .flops(4.0 * static_cast<double>(logits.numel()),
                       3.0 * static_cast<double>(logits.numel()))
-               .saved(sx, st, lse),
+               .saved(sx, st, lse)
+               .differentiable(),
            [sx, st, lse, l, o, rows, count](const Tensor& g) -> std::vector<Tensor> {
+             if (creating_graph())
+               return {cross_entropy_grad(g, saved_input(sx, 0), st, l, o, count), Tensor()};
              Tensor dx = Tensor::empty(sx.shape(), sx.dtype(), sx.device());
              Tensor grow;  // per row (reduction None) or one scalar for every row
              double gs = 0;

@@ -48,6 +48,8 @@ Tensor where_kernel(const char* op, const Tensor& cond, const Tensor& a, const T
 // g with zeros where `mask` (broadcast to g's shape) is `zero_where`; the rest copied.
 Tensor mask_grad(const Tensor& g, const Tensor& mask, bool zero_where) {
   Tensor z = zeros({}, g.dtype(), g.device());
+  if (creating_graph())  // recorded: linear in g, the mask a constant
+    return zero_where ? where(mask, z, g) : where(mask, g, z);
   return zero_where ? where_kernel("backward", mask, z, g, g.shape())
                     : where_kernel("backward", mask, g, z, g.shape());
 }
@@ -79,7 +81,8 @@ Tensor masked_fill(const Tensor& x_in, const Tensor& mask_in, double value, Site
     record(op, out, {x},
            RecordInfo()
                .flops(static_cast<double>(out.numel()), static_cast<double>(out.numel()))
-               .saved(sm),
+               .saved(sm)
+               .differentiable(),
            [sm](const Tensor& g) -> std::vector<Tensor> { return {mask_grad(g, sm, true)}; });
   }
   return out;
@@ -119,7 +122,8 @@ Tensor where(const Tensor& cond_in, const Tensor& a_in, const Tensor& b_in, Site
         op, out, {a, b},
         RecordInfo()
             .flops(static_cast<double>(out.numel()), static_cast<double>(out.numel()) * (ga + gb))
-            .saved(sc_mask),
+            .saved(sc_mask)
+            .differentiable(),
         [sc_mask, sa, sb, ga, gb](const Tensor& g) -> std::vector<Tensor> {
           Tensor da = ga ? sum_to(mask_grad(g, sc_mask, false), sa) : Tensor();
           Tensor db = gb ? sum_to(mask_grad(g, sc_mask, true), sb) : Tensor();

@@ -213,6 +213,28 @@ bool stored_transposed(const Tensor& x) {
   return true;
 }
 
+// dA = dC·Bᵀ, dB = Aᵀ·dC in recorded ops (create_graph), 1-D operands as matrices and batch
+// dims broadcast back by sum_to.
+std::vector<Tensor> matmul_grads(const Tensor& dC, const Tensor& A, const Tensor& B,
+                                 const Shape& shape_a, const Shape& shape_b, bool ga, bool gb) {
+  const bool va = shape_a.size() == 1, vb = shape_b.size() == 1;
+  Tensor g = dC;
+  if (va) g = unsqueeze(g, vb ? 0 : -2);
+  if (vb) g = unsqueeze(g, -1);
+  Tensor dA, dB;
+  if (ga) {
+    const Tensor b2 = vb ? unsqueeze(B, -1) : B;
+    const Shape a2 = va ? Shape{1, shape_a[0]} : shape_a;
+    dA = reshape(sum_to(matmul(g, transpose(b2, -1, -2)), a2), shape_a);
+  }
+  if (gb) {
+    const Tensor a2 = va ? unsqueeze(A, 0) : A;
+    const Shape b2 = vb ? Shape{shape_b[0], 1} : shape_b;
+    dB = reshape(sum_to(matmul(transpose(a2, -1, -2), g), b2), shape_b);
+  }
+  return {dA, dB};
+}
+
 Tensor matmul_impl(const char* op, const Tensor& a_in, const Tensor& b_in) {
   const bool ta = stored_transposed(a_in), tb = stored_transposed(b_in);
   const Tensor a = ta ? a_in : contig(a_in);
@@ -233,9 +255,13 @@ Tensor matmul_impl(const char* op, const Tensor& a_in, const Tensor& b_in) {
     Shape shape_a = a.shape(), shape_b = b.shape();
     // Cost model: 2·M·N·K per batch forward, the same again for each input gradient.
     const double mnk2 = 2.0 * static_cast<double>(p.batch) * p.M * p.N * p.K;
-    record(op, out, {a, b}, RecordInfo().flops(mnk2, mnk2 * (ga + gb)).saved(sa, sb),
+    record(op, out, {a, b},
+           RecordInfo().flops(mnk2, mnk2 * (ga + gb)).saved(sa, sb).differentiable(),
            [p = std::move(p), sa, sb, shape_a, shape_b, ga,
             gb](const Tensor& dC) -> std::vector<Tensor> {
+             if (creating_graph())
+               return matmul_grads(dC, saved_input(sa, 0), saved_input(sb, 1), shape_a, shape_b, ga,
+                                   gb);
              const bool skip = empty_gemm(p);
              Tensor dA, dB;
              if (ga)
@@ -392,9 +418,18 @@ Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in
     record("linear", out, {x, weight, bias},
            RecordInfo()
                .flops(nmk2 + (bias.defined() ? nc : 0), nmk2 * (gx + gw) + (gb ? nc : 0))
-               .saved(sx, sw),
+               .saved(sx, sw)
+               .differentiable(),
            [sx, sw, sx_shape, sw_shape, gx, gw, gb, skip, N, Cin, Cout,
             dev](const Tensor& dy) -> std::vector<Tensor> {
+             if (creating_graph()) {  // dx = dy·W, dW = dyᵀ·x, db = Σ dy over the rows
+               const Tensor dy2 = reshape(dy, {N, Cout});
+               Tensor dx, dw, db;
+               if (gx) dx = reshape(matmul(dy2, saved_input(sw, 1)), sx_shape);
+               if (gw) dw = matmul(transpose(dy2, 0, 1), reshape(saved_input(sx, 0), {N, Cin}));
+               if (gb) db = sum(dy2, {0});
+               return {dx, dw, db};
+             }
              Tensor dx, dw, db;
              auto make = [&](const Shape& s) {
                return skip ? zeros(s, dy.dtype(), dev) : Tensor::empty(s, dy.dtype(), dev);

@@ -79,6 +79,30 @@ void backward_kernel(const Tensor& dx, const Tensor& dw, const Tensor& db, const
 }
 }  // namespace
 
+// ---- create_graph: the same backward in recorded ops (mean and rstd recomputed from the live x,
+// so the second derivative flows through them) ----
+namespace {
+// x, g, w (or undefined) as (N, D) rows; mean_free: RMSNorm (the mean fixed at 0).
+std::vector<Tensor> norm_grads(const Tensor& g_in, const Tensor& x_in, const Tensor& w_in,
+                               int64_t N, int64_t D, double eps, bool mean_free, bool gx, bool gw,
+                               bool gb) {
+  const Tensor x = reshape(x_in, {N, D}), g = reshape(g_in, {N, D});
+  const Tensor xc = mean_free ? x : sub(x, mean(x, {1}, true));
+  const Tensor rstd = rsqrt(add(mean(mul(xc, xc), {1}, true), eps));
+  const Tensor norm = mul(xc, rstd);
+  const Tensor dnorm = w_in.defined() ? mul(g, reshape(w_in, {1, D})) : g;
+  Tensor dx, dw, db;
+  if (gx) {
+    Tensor inner = sub(dnorm, mul(norm, mean(mul(dnorm, norm), {1}, true)));
+    if (!mean_free) inner = sub(inner, mean(dnorm, {1}, true));
+    dx = reshape(mul(rstd, inner), x_in.shape());
+  }
+  if (gw) dw = reshape(sum(mul(g, norm), {0}), w_in.shape());
+  if (gb) db = reshape(sum(g, {0}), w_in.defined() ? w_in.shape() : Shape{D});
+  return {dx, dw, db};
+}
+}  // namespace
+
 Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tensor& weight_in,
                   const Tensor& bias_in, double eps, Site site) {
   SiteScope scope(site);
@@ -101,8 +125,15 @@ Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tenso
     record(kOp, out, {x, weight, bias},
            RecordInfo()
                .flops(8.0 * static_cast<double>(x.numel()), 10.0 * static_cast<double>(x.numel()))
-               .saved(sx, sw, mean, rstd),
-           [sx, sw, mean, rstd, gx, gw, gb, ns, N, D](const Tensor& g) -> std::vector<Tensor> {
+               .saved(sx, sw, mean, rstd)
+               .differentiable(),
+           [sx, sw, mean, rstd, gx, gw, gb, ns, N, D, eps](const Tensor& g) -> std::vector<Tensor> {
+             if (creating_graph()) {
+               std::vector<Tensor> d = norm_grads(g, saved_input(sx, 0), saved_input(sw, 1), N, D,
+                                                  eps, false, gx, gw, gb);
+               if (d[2].defined()) d[2] = reshape(d[2], ns);
+               return d;
+             }
              const Device dev = sx.device();
              Tensor dx = gx ? Tensor::empty(sx.shape(), sx.dtype(), dev) : Tensor();
              Tensor dw = gw ? zeros(ns, sx.dtype(), dev) : Tensor();
@@ -145,8 +176,14 @@ Tensor rms_norm(const Tensor& x_in, const Shape& normalized_shape, const Tensor&
     record(kOp, out, {x, weight},
            RecordInfo()
                .flops(5.0 * static_cast<double>(x.numel()), 8.0 * static_cast<double>(x.numel()))
-               .saved(sx, sw, rstd),
-           [sx, sw, rstd, gx, gw, ns, N, D](const Tensor& g_in) -> std::vector<Tensor> {
+               .saved(sx, sw, rstd)
+               .differentiable(),
+           [sx, sw, rstd, gx, gw, ns, N, D, eps](const Tensor& g_in) -> std::vector<Tensor> {
+             if (creating_graph()) {
+               const std::vector<Tensor> d = norm_grads(
+                   g_in, saved_input(sx, 0), saved_input(sw, 1), N, D, eps, true, gx, gw, false);
+               return {d[0], d[1]};
+             }
              const Tensor g = contig(g_in);
              const Device dev = sx.device();
              Tensor dx = gx ? Tensor::empty(sx.shape(), sx.dtype(), dev) : Tensor();

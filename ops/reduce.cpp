@@ -35,7 +35,9 @@ struct ReducePlan {
   // dims) into (out_numel, count, 1), and inv permutes a gradient in that layout back.
   int64_t outer = 1, red = 1, inner = 1;
   std::vector<int64_t> perm, inv;
-  Shape kernel_shape;  // the input's shape in the kernels' layout
+  Shape kernel_shape;             // the input's shape in the kernels' layout
+  Shape keep_shape;               // the output with the reduced dims kept as 1 (for create_graph)
+  std::vector<int64_t> red_dims;  // the reduced dims, normalised
 };
 
 // Normalises dims (negative allowed, duplicates rejected, empty = all) against shape.
@@ -64,6 +66,8 @@ ReducePlan make_plan(const char* op, const Shape& shape, const std::vector<int64
   const int64_t n = static_cast<int64_t>(shape.size());
   int64_t lo = n, hi = -1;
   for (int64_t d = 0; d < n; ++d) {
+    p.keep_shape.push_back(reduced[d] ? 1 : shape[d]);
+    if (reduced[d]) p.red_dims.push_back(d);
     if (reduced[d]) {
       if (keepdim) p.out_shape.push_back(1);
       p.count *= shape[d];
@@ -109,8 +113,17 @@ Tensor input_layout(const Tensor& d, const ReducePlan& p) {
 
 void check_input(const Tensor& x, const char* op) { check_defined(x, op, "input"); }
 
+// dout (out_shape) spread over the input's shape, in recorded ops (create_graph).
+Tensor spread(const Tensor& g, const ReducePlan& p) {
+  return expand(reshape(g, p.keep_shape), p.in_shape);
+}
+
 // dx (input shape) = dout (out_shape)·scale over the reduced dims (sum: 1, mean: 1/count).
 Tensor spread_sum(const char* op, const Tensor& g, const ReducePlan& p, double scale) {
+  if (creating_graph()) {
+    const Tensor d = spread(g, p);
+    return scale == 1.0 ? d.contiguous() : mul(d, scale);
+  }
   Tensor d = Tensor::empty(p.kernel_shape, g.dtype(), g.device());
   kernels(op, g).reduce_sum_backward(cdt(g.dtype()), d.data_ptr(), g.data_ptr(), p.outer, p.red,
                                      p.inner, scale);
@@ -132,12 +145,14 @@ Tensor sum_op(const char* op, const Tensor& x, const ReducePlan& p, double divis
                             divisor);
   if (needs_record({&x})) {
     // adds; backward broadcasts
-    record(
-        op, out, {x},
-        RecordInfo().flops(static_cast<double>(x.numel()), static_cast<double>(x.numel())).saved(),
-        [op, p, divisor](const Tensor& g) -> std::vector<Tensor> {
-          return {spread_sum(op, g, p, 1.0 / divisor)};
-        });
+    record(op, out, {x},
+           RecordInfo()
+               .flops(static_cast<double>(x.numel()), static_cast<double>(x.numel()))
+               .saved()
+               .differentiable(),
+           [op, p, divisor](const Tensor& g) -> std::vector<Tensor> {
+             return {spread_sum(op, g, p, 1.0 / divisor)};
+           });
   }
   return out;
 }
@@ -188,8 +203,14 @@ Tensor extreme(const char* op, kern::RedOp code, const Tensor& x_in, std::vector
     record(op, out, {x},
            RecordInfo()
                .flops(static_cast<double>(x.numel()), 2 * static_cast<double>(x.numel()))
-               .saved(xk, sm),
-           [op, p, xk, sm](const Tensor& g) -> std::vector<Tensor> {
+               .saved(xk, sm)
+               .differentiable(),
+           [op, p, xk, sm, xd = x.detach()](const Tensor& g) -> std::vector<Tensor> {
+             if (creating_graph()) {  // g shared among the ties: a constant weight, linear in g
+               const Tensor hit = eq(xd, reshape(sm, p.keep_shape)).to(g.dtype());
+               const Tensor n = sum(hit, p.red_dims, true);
+               return {mul(spread(g, p), div(hit, n))};
+             }
              Tensor d = Tensor::empty(p.kernel_shape, g.dtype(), g.device());
              kernels(op, g).reduce_extreme_backward(cdt(g.dtype()), d.data_ptr(), g.data_ptr(),
                                                     xk.data_ptr(), sm.data_ptr(), p.outer, p.red,
@@ -232,8 +253,14 @@ Tensor var(const Tensor& x_in, std::vector<int64_t> dims, bool keepdim, int64_t 
     record("var", out, {x},
            RecordInfo()
                .flops(3 * static_cast<double>(x.numel()), 3 * static_cast<double>(x.numel()))
-               .saved(xk, mu),
-           [p, xk, mu, denom](const Tensor& g) -> std::vector<Tensor> {
+               .saved(xk, mu)
+               .differentiable(),
+           [p, xk, mu, denom, xd = x.detach()](const Tensor& g) -> std::vector<Tensor> {
+             if (creating_graph()) {  // 2(x - mean) / denom · dout
+               const Tensor xl = saved_input(xd, 0);
+               const Tensor c = sub(xl, mean(xl, p.red_dims, true));
+               return {mul(spread(g, p), mul(c, 2.0 / denom))};
+             }
              Tensor d = Tensor::empty(p.kernel_shape, g.dtype(), g.device());
              kernels("var", g).reduce_var_backward(
                  cdt(g.dtype()), d.data_ptr(), g.data_ptr(), xk.data_ptr(),

@@ -112,9 +112,14 @@ Tensor apply_rotary(const Tensor& x, const Tensor& cos_in, const Tensor& sin_in,
   Tensor out = rotary_kernel(x, cos, sin, d, interleaved, false);
   if (needs_record({&x})) {
     const double n = static_cast<double>(x.numel());
-    record(kOp, out, {x}, RecordInfo().flops(3 * n, 3 * n).saved(cos, sin),
-           [cos, sin, d, interleaved](const Tensor& g) -> std::vector<Tensor> {
-             return {rotary_kernel(g, cos, sin, d, interleaved, true)};
+    record(kOp, out, {x}, RecordInfo().flops(3 * n, 3 * n).saved(cos, sin).differentiable(),
+           [cos, sin, d, interleaved, seq_dim](const Tensor& g) -> std::vector<Tensor> {
+             // the rotation by −θ; its adjoint is the rotation by θ, the op itself
+             return {record_adjoint("apply_rotary_backward",
+                                    rotary_kernel(g, cos, sin, d, interleaved, true), g,
+                                    [cos, sin, interleaved, seq_dim](const Tensor& gg) {
+                                      return apply_rotary(gg, cos, sin, interleaved, seq_dim);
+                                    })};
            });
   }
   return out;

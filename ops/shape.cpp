@@ -45,8 +45,9 @@ int64_t span(const Shape& s, int64_t b, int64_t e) {
 
 // The adjoint of a view that selects distinct elements: dx = 0 of shape in_shape (row-major),
 // dx[offset + Σ idx[d]·st[d]] = g[idx] over g's shape.
-Tensor detail::view_scatter(const Tensor& g_in, const Shape& in_shape, const Shape& st,
-                            int64_t offset) {
+namespace {
+Tensor view_scatter_raw(const Tensor& g_in, const Shape& in_shape, const Shape& st,
+                        int64_t offset) {
   const Tensor g = dense(g_in);
   if (on_cuda(g)) {
     Tensor dx = zeros(in_shape, g.dtype(), g.device());
@@ -62,6 +63,48 @@ Tensor detail::view_scatter(const Tensor& g_in, const Shape& in_shape, const Sha
     cpu::strided_copy<T>(dx.data<T>() + offset, st, g.data<T>(), contiguous_strides(g.shape()),
                          g.shape());
   });
+  return dx;
+}
+}  // namespace
+
+// The adjoint of view_scatter: the elements of x (row-major, in_shape) at offset + Σ idx·st, as
+// a dense tensor of shape `shape`; recorded, its backward is view_scatter again.
+Tensor detail::view_gather(const Tensor& x_in, const Shape& shape, const Shape& st,
+                           int64_t offset) {
+  const Tensor x = x_in.contiguous();
+  Tensor out = dense_copy(make_view(x.detach(), shape, st, x.impl()->offset + offset));
+  if (needs_record({&x})) {
+    const Shape xs = x.shape();
+    record("view_scatter_backward", out, {x}, RecordInfo().flops(0, 0).saved().differentiable(),
+           [xs, st, offset](const Tensor& g) -> std::vector<Tensor> {
+             return {view_scatter(g, xs, st, offset)};
+           });
+  }
+  return out;
+}
+
+// Recorded when g requires grad, which happens only under create_graph (backward runs without
+// grad mode otherwise): its backward is the gather of the same elements.
+Tensor detail::view_scatter(const Tensor& g, const Shape& in_shape, const Shape& st,
+                            int64_t offset) {
+  Tensor dx = view_scatter_raw(g, in_shape, st, offset);
+  if (needs_record({&g})) {
+    const Shape gs = g.shape();
+    record("view_scatter", dx, {g}, RecordInfo().flops(0, 0).saved().differentiable(),
+           [gs, st, offset](const Tensor& gg) -> std::vector<Tensor> {
+             return {view_gather(gg, gs, st, offset)};
+           });
+  }
+  return dx;
+}
+
+Tensor detail::record_adjoint(const char* op, Tensor dx, const Tensor& g,
+                              std::function<Tensor(const Tensor&)> forward_again) {
+  if (needs_record({&g}))
+    record(op, dx, {g}, RecordInfo().flops(0, 0).saved().differentiable(),
+           [f = std::move(forward_again)](const Tensor& gg) -> std::vector<Tensor> {
+             return {f(gg)};
+           });
   return dx;
 }
 
@@ -167,7 +210,7 @@ Tensor view_op(const char* op, const Tensor& x, const Shape& shape, bool copy_ok
   if (needs_record({&x})) {
     Shape xs = x.shape();
     // data movement only
-    record(op, out, {x}, RecordInfo().flops(0, 0).saved().watch(x),
+    record(op, out, {x}, RecordInfo().flops(0, 0).saved().watch(x).differentiable(),
            [xs](const Tensor& g) -> std::vector<Tensor> { return {reshape(g, xs)}; });
   }
   return out;
@@ -187,7 +230,7 @@ Tensor slice_view(const char* op, const Tensor& x, int64_t d, int64_t start, int
     const int64_t goff = start * gst[d];
     gst[d] *= step;
     // data movement only
-    record(op, out, {x}, RecordInfo().flops(0, 0).saved().watch(x),
+    record(op, out, {x}, RecordInfo().flops(0, 0).saved().watch(x).differentiable(),
            [xs, gst, goff](const Tensor& g) -> std::vector<Tensor> {
              return {view_scatter(g, xs, gst, goff)};
            });
@@ -317,7 +360,7 @@ Tensor permute(const Tensor& x, std::vector<int64_t> dims, Site site) {
   Tensor out = make_view(x, os, st, x.impl()->offset);
   if (needs_record({&x})) {
     // data movement only
-    record("permute", out, {x}, RecordInfo().flops(0, 0).saved().watch(x),
+    record("permute", out, {x}, RecordInfo().flops(0, 0).saved().watch(x).differentiable(),
            [inv](const Tensor& g) -> std::vector<Tensor> { return {permute(g, inv)}; });
   }
   return out;
@@ -389,7 +432,7 @@ Tensor expand(const Tensor& x, Shape shape, Site site) {
   Tensor out = make_view(x, os, st, x.impl()->offset);
   if (needs_record({&x})) {
     // data movement only
-    record("expand", out, {x}, RecordInfo().flops(0, 0).saved().watch(x),
+    record("expand", out, {x}, RecordInfo().flops(0, 0).saved().watch(x).differentiable(),
            [xs](const Tensor& g) -> std::vector<Tensor> { return {sum_to(g, xs)}; });
   }
   return out;
@@ -450,7 +493,7 @@ Tensor select(const Tensor& x, int64_t dim, int64_t index, Site site) {
     const int64_t goff = i * gst[d];
     gst.erase(gst.begin() + d);
     // data movement only
-    record("select", out, {x}, RecordInfo().flops(0, 0).saved().watch(x),
+    record("select", out, {x}, RecordInfo().flops(0, 0).saved().watch(x).differentiable(),
            [xs, gst, goff](const Tensor& g) -> std::vector<Tensor> {
              return {view_scatter(g, xs, gst, goff)};
            });
@@ -484,7 +527,7 @@ Tensor cuda_index_select(const Tensor& x, int64_t d, const Tensor& index) {
         .index_select(cdt(x.dtype()), out.data_ptr(), x.data_ptr(), pi, outer, size, k, inner);
   if (needs_record({&x})) {
     Tensor si = index.detach();
-    record("index_select", out, {x}, RecordInfo().flops(0, 0).saved(si),
+    record("index_select", out, {x}, RecordInfo().flops(0, 0).saved(si).differentiable(),
            [xs, d, si](const Tensor& g) -> std::vector<Tensor> {
              Tensor dx = zeros(xs, g.dtype(), g.device());
              const int64_t outer = span(xs, 0, d), size = xs[d], inner = span(xs, d + 1, xs.size());
@@ -493,7 +536,8 @@ Tensor cuda_index_select(const Tensor& x, int64_t d, const Tensor& index) {
                    .index_add(cdt(g.dtype()), dx.data_ptr(), g.data_ptr(),
                               static_cast<const int64_t*>(si.data_ptr()), outer, size, si.numel(),
                               inner, true);
-             return {dx};
+             return {record_adjoint("index_select_backward", dx, g,
+                                    [d, si](const Tensor& gg) { return index_select(gg, d, si); })};
            });
   }
   return out;
@@ -541,7 +585,7 @@ Tensor index_select(const Tensor& x_in, int64_t dim, const Tensor& index_in, Sit
   if (needs_record({&x})) {
     Tensor si = index.detach();
     // data movement only
-    record("index_select", out, {x}, RecordInfo().flops(0, 0).saved(si),
+    record("index_select", out, {x}, RecordInfo().flops(0, 0).saved(si).differentiable(),
            [xs, d, si](const Tensor& g) -> std::vector<Tensor> {
              Tensor dx = zeros(xs, g.dtype());
              const int64_t outer = span(xs, 0, d), size = xs[d], inner = span(xs, d + 1, xs.size());
@@ -558,7 +602,8 @@ Tensor index_select(const Tensor& x_in, int64_t dim, const Tensor& index_in, Sit
                    for (int64_t i = 0; i < inner; ++i) dst[i] += src[i];
                  }
              });
-             return {dx};
+             return {record_adjoint("index_select_backward", dx, g,
+                                    [d, si](const Tensor& gg) { return index_select(gg, d, si); })};
            });
   }
   return out;
@@ -615,7 +660,7 @@ Tensor cat(const std::vector<Tensor>& xs_in, int64_t dim, Site site) {
     std::vector<bool> want;
     for (const Tensor& x : xs) want.push_back(x.requires_grad());
     // data movement only
-    record("cat", out, xs, RecordInfo().flops(0, 0).saved(),
+    record("cat", out, xs, RecordInfo().flops(0, 0).saved().differentiable(),
            [sizes, want, d](const Tensor& g) -> std::vector<Tensor> {
              std::vector<Tensor> dxs;
              int64_t off = 0;

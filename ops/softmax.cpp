@@ -76,8 +76,15 @@ Tensor softmax_op(const char* op, const Tensor& x_in, int64_t dim, bool is_log) 
            RecordInfo()
                .flops(5 * n, 4 * n)
                .saved(sy)
-               .rows(static_cast<int>(x.dim() == 0 ? 0 : norm_dim(dim, x.dim(), op, x.shape()))),
-           [sy, l, is_log, op](const Tensor& g) -> std::vector<Tensor> {
+               .rows(static_cast<int>(x.dim() == 0 ? 0 : norm_dim(dim, x.dim(), op, x.shape())))
+               .differentiable(),
+           [sy, l, is_log, op, dim](const Tensor& g) -> std::vector<Tensor> {
+             if (creating_graph()) {
+               // softmax: y·(g − Σ g·y); log_softmax: g − exp(y)·Σ g (sums along dim, kept)
+               const Tensor y = saved_output(sy);
+               if (is_log) return {sub(g, mul(exp(y), sum(g, {dim}, true)))};
+               return {mul(y, sub(g, sum(mul(g, y), {dim}, true)))};
+             }
              return {softmax_backward(op, g, sy, l, is_log)};
            });
   }

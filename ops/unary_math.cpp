@@ -27,7 +27,7 @@ Tensor flat_op(const char* op, UnOp code, const Tensor& x, Site site) {
   check_float(x, op, "input", true);
   Tensor out = unary_forward(op, {code}, x);
   if (needs_record({&x}))
-    record(op, out, {x}, RecordInfo(),
+    record(op, out, {x}, RecordInfo().differentiable(),  // a constant: differentiable as is
            [](const Tensor& g) -> std::vector<Tensor> { return {zeros_like(g)}; });
   return out;
 }

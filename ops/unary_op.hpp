@@ -23,6 +23,9 @@ Tensor unary_forward(const char* op, UnCode code, const Tensor& x);
 // dx = g · f'(x) elementwise, where y = f(x) is the forward output (x, y undefined when the
 // derivative does not read them).
 Tensor unary_backward(UnCode code, const Tensor& g, const Tensor& x, const Tensor& y);
+// The same dx in recorded ops (ops/unary_grad.cpp), for create_graph: x and y carry their
+// histories (saved_input / saved_output), so dx differentiates again.
+Tensor unary_grad(UnCode code, const Tensor& g, const Tensor& x, const Tensor& y);
 // A unary op on a floating x whose backward reads x and/or y = f(x) (save_x / save_y say which):
 // check → allocate + kernel → record. The backward is code's, or bwd's where the forward is
 // computed by another kernel (clamp's corner cases).

@@ -2,9 +2,11 @@
 // the tape's gradients) on one op or module configuration (--op NAME and its options) or on the
 // built-in table (--all), and prints one row per case: max absolute and relative error, the
 // worst element (input name and index), PASS / WARN (a kink made the numerical gradient
-// unreliable somewhere) / FAIL. Exit status: 0 when nothing failed, 1 on a failure, 2 on bad
-// arguments. Run `gradcheck --help` for the options and `gradcheck --list` for the ops.
-// Deliberately not here: the case builders (cases.cpp, attention_cases.cpp, options.cpp).
+// unreliable somewhere) / FAIL. --gradgrad checks second derivatives instead (tg::gradgradcheck:
+// the first-order gradients, computed with create_graph, checked as a function of the inputs
+// and of a random output gradient, named grad_output). Exit status: 0 when nothing failed, 1 on a
+// failure, 2 on bad arguments. Run `gradcheck --help` for the options and `gradcheck --list` for
+// the ops. Deliberately not here: the case builders (cases.cpp, attention_cases.cpp, options.cpp).
 #include "autograd/openmp_wait.hpp"
 #include "tools/gradcheck/cases.hpp"
 
@@ -34,6 +36,7 @@ const char* kUsage =
     "  --rtol R        relative tolerance (default 1e-3)\n"
     "  --no-kinks      turn the kink detector off (entries at kinks are then compared as is)\n"
     "  --verbose       also print tg::gradcheck's per-input report of every case\n"
+    "  --gradgrad      second order: tg::gradgradcheck (create_graph) instead of gradcheck\n"
     "case options: --shape 2,3 --shape2 3,4 --values 0,1,-1 --dims 0,1 --keepdim --dim d\n"
     "  --batch B --len T --src-len S --embed E --heads NH --head-size hs --ff F --vocab V\n"
     "  --causal --bottom-right --local L,R --blocked W --look-back n --blocked-causal\n"
@@ -44,7 +47,7 @@ const char* kUsage =
 
 struct Cli {
   CaseArgs one;
-  bool all = false, list = false, help = false, verbose = false;
+  bool all = false, list = false, help = false, verbose = false, gradgrad = false;
   uint64_t seed = 0;
   tg::GradcheckOptions opts;
 };
@@ -73,6 +76,8 @@ Cli parse(const std::vector<std::string>& tk) {
       c.help = true;
     else if (o == "--verbose")
       c.verbose = true;
+    else if (o == "--gradgrad")
+      c.gradgrad = true;
     else if (o == "--fast")
       c.opts.mode = tg::GradcheckMode::Fast;
     else if (o == "--no-kinks")
@@ -123,7 +128,12 @@ Row run_case(const std::string& name, const CaseArgs& a, const Cli& cli) {
   const auto t0 = std::chrono::steady_clock::now();
   try {
     r.built = build_case(a, cli.seed);
-    r.rep = tg::gradcheck(r.built.fn, r.built.inputs, cli.opts);
+    if (cli.gradgrad) {
+      r.rep = tg::gradgradcheck(r.built.fn, r.built.inputs, tg::Tensor(), cli.opts);
+      r.built.names.push_back("grad_output");  // gradgradcheck's last input
+    } else {
+      r.rep = tg::gradcheck(r.built.fn, r.built.inputs, cli.opts);
+    }
   } catch (const tg::Error& e) {
     r.error = e.what();
   }
@@ -229,8 +239,9 @@ int run(const std::vector<std::string>& tk) {
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf(
-      "\n%zu case%s: %d passed, %d warned (kinks), %d failed (%.2f s, %s mode, seed %llu)\n",
+      "\n%zu case%s: %d passed, %d warned (kinks), %d failed (%.2f s, %s%s mode, seed %llu)\n",
       rows.size(), rows.size() == 1 ? "" : "s", passed, warned, failed, secs,
+      cli.gradgrad ? "second-order, " : "",
       cli.opts.mode == tg::GradcheckMode::Fast ? "fast" : "auto",
       static_cast<unsigned long long>(cli.seed));
   return failed ? 1 : 0;

@@ -1,0 +1,174 @@
+// tests/ops/test_attention_gradgrad.cpp — second derivatives through scaled_dot_product_attention:
+// for every mask kind (causal top-left and bottom-right, local, blocked, key padding and lengths,
+// fully masked rows, a differentiable additive mask, T5 and ALiBi biases), every layout (heads
+// first and last, packed qkv, packed kv, one tensor as q, k and v) and grouped-query heads, the
+// create_graph gradients equal the first-order ones and gradgradcheck passes; dropout refuses
+// create_graph; a MultiheadAttention layer passes gradgradcheck.
+#include "helpers.hpp"
+
+#include "nn/attention.hpp"
+#include "ops/attention.hpp"
+
+using namespace tg;
+
+namespace {
+using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
+
+void check_second_order(const char* name, const Fn& fn, const std::vector<Tensor>& inputs) {
+  INFO(name);
+  std::vector<Tensor> diff;
+  for (const Tensor& x : inputs)
+    if (x.requires_grad()) diff.push_back(x);
+  Tensor out = fn(inputs);
+  Tensor v = randn(out.shape(), kFloat64);
+  GradOptions keep;
+  keep.retain_graph = true;
+  const std::vector<Tensor> g1 = grad({out}, diff, {v}, keep);
+  GradOptions cg;
+  cg.create_graph = true;
+  const std::vector<Tensor> g2 = grad({out}, diff, {v}, cg);
+  for (size_t i = 0; i < diff.size(); ++i)
+    if (g1[i].defined()) tgt::require_close(g2[i], g1[i], 1e-12, 1e-10, name);
+  GradcheckReport r = gradgradcheck(fn, inputs);
+  INFO(r.str());
+  REQUIRE(r.passed);
+}
+Tensor sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionMask& m,
+            SDPAOptions o = {}) {
+  return scaled_dot_product_attention(q, k, v, m, o).output;
+}
+}  // namespace
+
+TEST_CASE("gradgradcheck: fused attention with every mask kind") {
+  manual_seed(21);
+  const Shape s{2, 2, 5, 3};
+  const Tensor lengths = tensor(std::vector<int64_t>{3, 5});
+  const Tensor empty_row = tensor(std::vector<int64_t>{0, 4});  // batch 0: every row masked
+  const Tensor pad = tensor(std::vector<double>{0, 0, 1, 0, 1, 0, 0, 0, 0, 1}, {2, 5}) > 0.5;
+  const std::vector<std::pair<const char*, AttentionMask>> masks = {
+      {"none", AttentionMask()},
+      {"causal", AttentionMask::causal()},
+      {"local (2, 0)", AttentionMask::local(2, 0)},
+      {"local (1, 1)", AttentionMask::local(1, 1)},
+      {"blocked 2", AttentionMask::blocked(2)},
+      {"causal & lengths", AttentionMask::causal() & AttentionMask::key_lengths(lengths)},
+      {"key padding", AttentionMask::key_padding(pad, MaskPolarity::TrueBlocked)},
+      {"fully masked rows", AttentionMask::key_lengths(empty_row)},
+  };
+  for (const auto& [name, m] : masks) {
+    const AttentionMask mask = m;
+    check_second_order(name, [=](auto& in) { return sdpa(in[0], in[1], in[2], mask); },
+                       {tgt::leaf(s), tgt::leaf(s), tgt::leaf(s)});
+  }
+  // bottom-right causal with fewer queries than keys
+  check_second_order("causal bottom-right",
+                     [](auto& in) {
+                       return sdpa(in[0], in[1], in[2],
+                                   AttentionMask::causal(CausalAlign::BottomRight));
+                     },
+                     {tgt::leaf({1, 2, 3, 3}), tgt::leaf({1, 2, 5, 3}), tgt::leaf({1, 2, 5, 3})});
+}
+
+TEST_CASE("gradgradcheck: fused attention with differentiable masks and position biases") {
+  manual_seed(22);
+  const Shape s{1, 2, 4, 3};
+  check_second_order(
+      "additive mask",
+      [](auto& in) { return sdpa(in[0], in[1], in[2], AttentionMask::additive(in[3])); },
+      {tgt::leaf(s), tgt::leaf(s), tgt::leaf(s), tgt::leaf({4, 4})});
+  check_second_order("relative bias & causal",
+                     [](auto& in) {
+                       return sdpa(
+                           in[0], in[1], in[2],
+                           AttentionMask::causal() & AttentionMask::relative_bias(in[3], false, 8));
+                     },
+                     {tgt::leaf(s), tgt::leaf(s), tgt::leaf(s), tgt::leaf({2, 4})});
+  check_second_order("alibi & local",
+                     [](auto& in) {
+                       return sdpa(in[0], in[1], in[2],
+                                   AttentionMask::local(2, 0) & AttentionMask::alibi(in[3]));
+                     },
+                     {tgt::leaf(s), tgt::leaf(s), tgt::leaf(s), tgt::leaf({2})});
+}
+
+TEST_CASE("gradgradcheck: fused attention in every layout, grouped-query heads") {
+  manual_seed(23);
+  SDPAOptions last;
+  last.heads_last = true;
+  check_second_order(
+      "heads last, causal",
+      [=](auto& in) { return sdpa(in[0], in[1], in[2], AttentionMask::causal(), last); },
+      {tgt::leaf({2, 4, 2, 3}), tgt::leaf({2, 4, 2, 3}), tgt::leaf({2, 4, 2, 3})});
+  check_second_order(
+      "packed qkv, local",
+      [](auto& in) {
+        return scaled_dot_product_attention_packed(in[0], AttentionMask::local(1, 0)).output;
+      },
+      {tgt::leaf({2, 4, 3, 2, 3})});
+  check_second_order("packed kv, grouped",
+                     [](auto& in) {
+                       SDPAOptions o;
+                       o.enable_gqa = true;
+                       return scaled_dot_product_attention_kv_packed(in[0], in[1],
+                                                                     AttentionMask::causal(), o)
+                           .output;
+                     },
+                     {tgt::leaf({1, 4, 4, 3}), tgt::leaf({1, 4, 2, 2, 3})});
+  check_second_order("grouped-query heads (4 query, 2 key/value)",
+                     [](auto& in) {
+                       SDPAOptions o;
+                       o.enable_gqa = true;
+                       return sdpa(in[0], in[1], in[2], AttentionMask::blocked(2), o);
+                     },
+                     {tgt::leaf({1, 4, 4, 3}), tgt::leaf({1, 2, 4, 3}), tgt::leaf({1, 2, 4, 3})});
+  check_second_order("one tensor as q, k and v",
+                     [](auto& in) {
+                       const Tensor x = tanh(in[0]);
+                       return sdpa(x, x, x, AttentionMask::causal());
+                     },
+                     {tgt::leaf({1, 2, 4, 3})});
+}
+
+TEST_CASE("create_graph through attention dropout is refused, naming the op") {
+  manual_seed(24);
+  Tensor q = tgt::leaf({1, 2, 4, 3});
+  SDPAOptions o;
+  o.dropout_p = 0.2;
+  Tensor out = sdpa(q, q, q, AttentionMask(), o);
+  GradOptions cg;
+  cg.create_graph = true;
+  REQUIRE_ERROR(grad({out.sum()}, {q}, {}, cg), "backward of scaled_dot_product_attention (node #");
+}
+
+TEST_CASE("gradgradcheck: a MultiheadAttention layer with padding and a causal mask") {
+  manual_seed(25);
+  nn::MultiheadAttentionOptions mo;
+  mo.batch_first = true;
+  auto mha = std::make_shared<nn::MultiheadAttention>(6, 2, mo);
+  mha->to(kFloat64);
+  const Tensor pad = tensor(std::vector<double>{0, 0, 0, 1, 0, 0, 0, 0}, {2, 4}) > 0.5;
+  auto fn = [=](const std::vector<Tensor>& in) {
+    nn::MHAForwardOptions f;
+    f.key_padding_mask = pad;
+    f.need_weights = false;
+    f.is_causal = true;
+    return mha->forward(in[0], in[0], in[0], f).first;
+  };
+  check_second_order("mha", fn, {tgt::leaf({2, 4, 6})});
+  // with respect to the projection weights too (gradient penalty style), fast mode
+  auto fw = [=](const std::vector<Tensor>& in) {
+    nn::MHAForwardOptions f;
+    f.need_weights = false;
+    Tensor saved = mha->in_proj_weight;
+    mha->in_proj_weight = in[1];
+    Tensor out = mha->forward(in[0], in[0], in[0], f).first;
+    mha->in_proj_weight = saved;
+    return out;
+  };
+  Tensor w = mha->in_proj_weight.detach().clone().requires_grad_();
+  GradcheckOptions fast;
+  fast.mode = GradcheckMode::Fast;
+  GradcheckReport r = gradgradcheck(fw, {tgt::leaf({2, 4, 6}), w}, Tensor(), fast);
+  INFO(r.str());
+  REQUIRE(r.passed);
+}
