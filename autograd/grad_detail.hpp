@@ -1,9 +1,9 @@
 // autograd/grad_detail.hpp — internal (not installed): tg::grad's variant for partial derivatives,
 // used by backward closures that differentiate a recomputed piece of graph under create_graph
-// (ops/attention_cuda.cpp).
+// (ops/attention_cuda.cpp, autograd/activation_checkpoint.cpp), and the tape position.
 #pragma once
 
-#include "autograd/tensor.hpp"
+#include "autograd/tape.hpp"
 
 #include <vector>
 
@@ -15,4 +15,15 @@ namespace tg::detail {
 std::vector<Tensor> grad_stop_at_inputs(const std::vector<Tensor>& outputs,
                                         const std::vector<Tensor>& inputs,
                                         const std::vector<Tensor>& grad_outputs, bool create_graph);
+// The same with the inputs given as edges (a node's output, or a leaf): the gradient reaching each.
+std::vector<Tensor> grad_to_edges(const std::vector<Tensor>& outputs,
+                                  const std::vector<Edge>& inputs,
+                                  const std::vector<Tensor>& grad_outputs, bool create_graph);
+// record() with the node's edges given (tg::checkpoint: what fn read from outside, found on the
+// tape), one gradient per edge from fn.
+void record_edges(const char* op, Tensor& out, std::vector<Edge> edges, const RecordInfo& info,
+                  BackwardFn fn);
+// The tape position the next recorded node will take (Node::seq): nodes with a smaller seq were
+// recorded before (tg::checkpoint tells its own nodes from the ones outside by it).
+uint64_t tape_position();
 }  // namespace tg::detail

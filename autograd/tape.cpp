@@ -79,11 +79,21 @@ Tensor summed(const Tensor& a, const Tensor& b, bool create_graph = false) {
 }
 
 // ---- higher order: the node whose backward the engine is recording ----
-thread_local Node* g_recording_node = nullptr;  // non-null only under create_graph
+// Non-null only under create_graph; the walk keeps its nodes' owners (saved_output's history).
+thread_local Node* g_recording_node = nullptr;
+thread_local const std::shared_ptr<Node>* g_recording_owner = nullptr;
 struct RecordingScope {
   Node* prev;
-  explicit RecordingScope(Node* n) : prev(g_recording_node) { g_recording_node = n; }
-  ~RecordingScope() { g_recording_node = prev; }
+  const std::shared_ptr<Node>* prev_owner;
+  explicit RecordingScope(const std::shared_ptr<Node>* owner)
+      : prev(g_recording_node), prev_owner(g_recording_owner) {
+    g_recording_node = owner ? owner->get() : nullptr;
+    g_recording_owner = owner;
+  }
+  ~RecordingScope() {
+    g_recording_node = prev;
+    g_recording_owner = prev_owner;
+  }
   RecordingScope(const RecordingScope&) = delete;
   RecordingScope& operator=(const RecordingScope&) = delete;
 };
@@ -337,9 +347,22 @@ void walk(const Tensor* roots, const Tensor* grads, size_t n_roots, bool retain_
     return n;
   };
 
-  // Sums g into the node's pending gradient; queues the node the first time.
-  auto send_to_node = [&](Node* n, Tensor g) {
+  // Under create_graph, each queued node's owner: saved_output gives an output this history.
+  std::unordered_map<const Node*, std::shared_ptr<Node>> owners;
+  // Sums g into the node's pending gradient; queues the node the first time. A node where the
+  // walk stops (stop_at_inputs) takes g straight into the capture: it may be queued in an
+  // enclosing walk (tg::checkpoint's recomputation), whose state this walk must not touch.
+  auto send_to_node = [&](const std::shared_ptr<Node>& sp, Tensor g) {
+    Node* n = sp.get();
+    if (cap.stop_at_inputs) {
+      auto it = cap.nodes.find(n);
+      if (it != cap.nodes.end()) {
+        it->second = it->second.defined() ? summed(it->second, g, create_graph) : std::move(g);
+        return;
+      }
+    }
     if (!n->queued) {
+      if (create_graph) owners.emplace(n, sp);
       n->queued = true;
       n->pending = std::move(g);
       walk.buf.queued.push_back(n);
@@ -370,7 +393,7 @@ void walk(const Tensor* roots, const Tensor* grads, size_t n_roots, bool retain_
                               shape_str(g.shape()), dtype_name(g.dtype()), shape_str(root.shape()),
                               dtype_name(root.dtype())));
     if (root.grad_fn()) {
-      send_to_node(root.grad_fn(), std::move(g));
+      send_to_node(root.impl()->grad_fn, std::move(g));
     } else {
       accumulate_leaf(root.impl_ptr(), std::move(g), cap, create_graph);
       post.done(root.impl(), true);
@@ -390,10 +413,8 @@ void walk(const Tensor* roots, const Tensor* grads, size_t n_roots, bool retain_
     if (!n->hooks.empty()) g = apply_hooks(n->hooks, std::move(g));
     if (cap.active) {
       auto it = cap.nodes.find(n);
-      if (it != cap.nodes.end()) {
+      if (it != cap.nodes.end())
         it->second = it->second.defined() ? summed(it->second, g, create_graph) : g;
-        if (cap.stop_at_inputs) continue;
-      }
     }
     if (modes & kTraceInspect) extra_of(*n).grad_norm = detail::l2_norm(g);
     if (n->n_saved) check_saved_versions(*n);
@@ -407,7 +428,7 @@ void walk(const Tensor* roots, const Tensor* grads, size_t n_roots, bool retain_
           n->op, n->seq, n->op));
     std::vector<Tensor> in_grads;
     {
-      RecordingScope recording(create_graph ? n : nullptr);
+      RecordingScope recording(create_graph ? &owners[n] : nullptr);
       in_grads = n->backward(g);
     }
     if (modes & kTraceProfile) detail::profiler_on_backward(*n, detail::now_ns() - t0);
@@ -425,7 +446,7 @@ void walk(const Tensor* roots, const Tensor* grads, size_t n_roots, bool retain_
       }
       check_grad(*n, i, in_grads[i]);
       if (e.node) {
-        send_to_node(e.node.get(), std::move(in_grads[i]));
+        send_to_node(e.node, std::move(in_grads[i]));
       } else {
         accumulate_leaf(e.leaf, std::move(in_grads[i]), cap, create_graph);
         post.done(e.leaf.get(), true);
@@ -569,20 +590,16 @@ void trace_record(Node& node, const Tensor& out, const Tensor* inputs, size_t n,
       s.last_write ? s.last_write : "a write"));
 }
 
-void record_impl(const char* op, Tensor& out, const Tensor* inputs, size_t n, const RecordInfo& p,
-                 BackwardFn& fn) {
-  detail::TraceState& st = detail::g_trace;
-  if (!grad_enabled()) return;
-  bool any = false;
-  for (size_t i = 0; i < n; ++i) any = any || (inputs[i].defined() && inputs[i].requires_grad());
-  if (!any) return;
+// A node for out with p's notes and fn; its edges are the caller's.
+std::shared_ptr<Node> new_node(const char* op, const Tensor& out, const RecordInfo& p,
+                               BackwardFn& fn) {
   if (!is_floating(out.dtype()))
     throw Error(
         fmt::format("{}: output of dtype {} cannot require grad", op, dtype_name(out.dtype())));
   auto node = std::make_shared<Node>();
   node->op = op;
   node->seq = g_next_seq++;
-  node->site = st.site;
+  node->site = detail::g_trace.site;
   node->saved_bytes = p.saved_bytes;
   node->row_dim = p.row_dim;
   node->row_labels = p.row_labels;
@@ -592,9 +609,26 @@ void record_impl(const char* op, Tensor& out, const Tensor* inputs, size_t n, co
   for (int i = 0; i < p.n_saved; ++i) node->saved[i] = p.saved_versions[i];
   node->backward = std::move(fn);
   node->differentiable = p.differentiable_bwd;
-  node->self = node;
   node->out_shape = out.shape();
   node->out_dtype = out.dtype();
+  return node;
+}
+// out takes node as its history; the tape and the study tools note it.
+void attach(const std::shared_ptr<Node>& node, Tensor& out, const Tensor* inputs, size_t n,
+            const RecordInfo& p) {
+  out.impl()->grad_fn = node;
+  out.impl()->requires_grad = true;
+  g_tape.push(node);
+  if (const uint8_t modes = detail::g_trace.modes) trace_record(*node, out, inputs, n, p, modes);
+}
+
+void record_impl(const char* op, Tensor& out, const Tensor* inputs, size_t n, const RecordInfo& p,
+                 BackwardFn& fn) {
+  if (!grad_enabled()) return;
+  bool any = false;
+  for (size_t i = 0; i < n; ++i) any = any || (inputs[i].defined() && inputs[i].requires_grad());
+  if (!any) return;
+  std::shared_ptr<Node> node = new_node(op, out, p, fn);
   node->next.resize(n);
   for (size_t i = 0; i < n; ++i) {
     const Tensor& in = inputs[i];
@@ -608,12 +642,19 @@ void record_impl(const char* op, Tensor& out, const Tensor* inputs, size_t n, co
     else
       e.leaf = in.impl_ptr();
   }
-  out.impl()->grad_fn = node;
-  out.impl()->requires_grad = true;
-  g_tape.push(node);
-  if (const uint8_t modes = st.modes) trace_record(*node, out, inputs, n, p, modes);
+  attach(node, out, inputs, n, p);
 }
 }  // namespace
+
+void detail::record_edges(const char* op, Tensor& out, std::vector<Edge> edges, const RecordInfo& p,
+                          BackwardFn fn) {
+  std::shared_ptr<Node> node = new_node(op, out, p, fn);
+  node->next = std::move(edges);
+  std::vector<Tensor> shown;  // what the study tools show per input: a leaf, or "not a tensor"
+  for (const Edge& e : node->next) shown.push_back(e.leaf ? Tensor(e.leaf) : Tensor());
+  attach(node, out, shown.data(), shown.size(), p);
+}
+namespace {}  // namespace
 
 void record(const char* op, Tensor& out, std::initializer_list<Tensor> inputs,
             const RecordInfo& info, BackwardFn fn) {
@@ -642,6 +683,7 @@ void backward_one(const Tensor& root, const Tensor& grad, bool retain_graph, boo
 }
 
 bool creating_graph() { return g_recording_node != nullptr; }
+uint64_t detail::tape_position() { return g_next_seq; }
 Tensor saved_input(const Tensor& saved, size_t i) {
   const Node* n = g_recording_node;
   if (!n || !saved.defined()) return saved;
@@ -662,24 +704,22 @@ Tensor saved_output(const Tensor& saved) {
   if (!n || !saved.defined()) return saved;
   if (saved.shape() != n->out_shape || saved.dtype() != n->out_dtype)
     throw_saved_mismatch(*n, "output", saved, n->out_shape, n->out_dtype);
-  return reattach(saved, n->self.lock());
+  return reattach(saved, *g_recording_owner);
 }
 
 namespace {
-std::vector<Tensor> grad_impl(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+// The gradients reaching each edge's producer (a node's output or a leaf), captured.
+std::vector<Tensor> grad_impl(const std::vector<Tensor>& outputs, const std::vector<Edge>& inputs,
                               const std::vector<Tensor>& grad_outputs, const GradOptions& opts,
                               bool stop_at_inputs) {
   Capture cap;
   cap.active = true;
   cap.stop_at_inputs = stop_at_inputs;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const Tensor& in = inputs[i];
-    if (!in.defined() || !in.requires_grad())
-      throw Error(fmt::format("grad: input {} does not require grad", i));
-    if (in.grad_fn())
-      cap.nodes.emplace(in.impl()->grad_fn.get(), Tensor());
+  for (const Edge& e : inputs) {
+    if (e.node)
+      cap.nodes.emplace(e.node.get(), Tensor());
     else
-      cap.leaves.emplace(in.impl(), Tensor());
+      cap.leaves.emplace(e.leaf.get(), Tensor());
   }
   std::vector<Tensor> g = grad_outputs;
   if (g.empty()) g.resize(outputs.size());
@@ -688,28 +728,50 @@ std::vector<Tensor> grad_impl(const std::vector<Tensor>& outputs, const std::vec
   run(outputs.data(), g.data(), outputs.size(), opts.retain_graph.value_or(opts.create_graph),
       opts.create_graph, cap);
   std::vector<Tensor> result;
+  for (const Edge& e : inputs)
+    result.push_back(e.node ? cap.nodes[e.node.get()] : cap.leaves[e.leaf.get()]);
+  return result;
+}
+// An input tensor as the edge its gradient is captured at.
+std::vector<Edge> edges_of(const std::vector<Tensor>& inputs) {
+  std::vector<Edge> edges;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& in = inputs[i];
-    Tensor r = in.grad_fn() ? cap.nodes[in.impl()->grad_fn.get()] : cap.leaves[in.impl()];
-    if (!r.defined() && !opts.allow_unused)
-      throw Error(
-          fmt::format("grad: input {} {} was not used to compute the outputs (pass "
-                      "allow_unused=true to get an undefined gradient)",
-                      i, shape_str(in.shape())));
-    result.push_back(r);
+    if (!in.defined() || !in.requires_grad())
+      throw Error(fmt::format("grad: input {} does not require grad", i));
+    Edge e;
+    if (in.grad_fn())
+      e.node = in.impl()->grad_fn;
+    else
+      e.leaf = in.impl_ptr();
+    edges.push_back(std::move(e));
   }
-  return result;
+  return edges;
 }
 }  // namespace
 
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
                          const std::vector<Tensor>& grad_outputs, GradOptions opts) {
-  return grad_impl(outputs, inputs, grad_outputs, opts, false);
+  std::vector<Tensor> result = grad_impl(outputs, edges_of(inputs), grad_outputs, opts, false);
+  if (!opts.allow_unused)
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (!result[i].defined())
+        throw Error(
+            fmt::format("grad: input {} {} was not used to compute the outputs (pass "
+                        "allow_unused=true to get an undefined gradient)",
+                        i, shape_str(inputs[i].shape())));
+  return result;
 }
 std::vector<Tensor> detail::grad_stop_at_inputs(const std::vector<Tensor>& outputs,
                                                 const std::vector<Tensor>& inputs,
                                                 const std::vector<Tensor>& grad_outputs,
                                                 bool create_graph) {
+  return grad_to_edges(outputs, edges_of(inputs), grad_outputs, create_graph);
+}
+std::vector<Tensor> detail::grad_to_edges(const std::vector<Tensor>& outputs,
+                                          const std::vector<Edge>& inputs,
+                                          const std::vector<Tensor>& grad_outputs,
+                                          bool create_graph) {
   GradOptions o;
   o.create_graph = create_graph;
   o.retain_graph = true;  // the recomputed graph may be walked again by a later backward

@@ -67,7 +67,6 @@ struct Node {
   // the gradients in recorded ops, reading saved tensors through saved_input / saved_output. A
   // backward under create_graph that reaches a node without it throws, naming the op.
   bool differentiable = false;
-  std::weak_ptr<Node> self;  // for saved_output: the output's history is this node
   // The tensors the closure saved (RecordInfo::saved) and their storage versions then: backward
   // throws when an in-place write changed one since (at most kMaxSaved are checked).
   static constexpr int kMaxSaved = 6;

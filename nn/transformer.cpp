@@ -4,6 +4,9 @@
 // never transpose: MultiheadAttention reads the layout, LayerNorm and Linear act on the last dim.
 #include "nn/transformer.hpp"
 
+#include "autograd/activation_checkpoint.hpp"
+#include "autograd/tape.hpp"
+
 #include "nn/init.hpp"
 #include "ops/ops.hpp"
 
@@ -292,7 +295,19 @@ Tensor TransformerEncoder::forward(const Tensor& src) { return forward(src, Tens
 Tensor TransformerEncoder::forward(const Tensor& src, const Tensor& mask, const Tensor& kpm,
                                    bool is_causal) {
   Tensor x = src;
-  for (size_t i = 0; i < layers->size(); ++i) x = layer(i)->forward(x, mask, kpm, is_causal);
+  const bool ckpt = checkpoint_activations && tg::grad_enabled();
+  for (size_t i = 0; i < layers->size(); ++i) {
+    if (!ckpt) {
+      x = layer(i)->forward(x, mask, kpm, is_causal);
+      continue;
+    }
+    // by value: backward runs the layer again after this call has returned
+    x = checkpoint(
+        [l = layer(i), mask, kpm, is_causal](const std::vector<Tensor>& in) {
+          return l->forward(in[0], mask, kpm, is_causal);
+        },
+        {x});
+  }
   if (norm) x = norm->forward(x);
   return hooked({src}, x);
 }
@@ -339,9 +354,21 @@ Tensor TransformerDecoder::forward(const Tensor& tgt, const Tensor& memory, cons
                                    const Tensor& memory_kpm, bool tgt_is_causal,
                                    bool memory_is_causal) {
   Tensor x = tgt;
-  for (size_t i = 0; i < layers->size(); ++i)
-    x = layer(i)->forward(x, memory, tgt_mask, memory_mask, tgt_kpm, memory_kpm, tgt_is_causal,
-                          memory_is_causal);
+  const bool ckpt = checkpoint_activations && tg::grad_enabled();
+  for (size_t i = 0; i < layers->size(); ++i) {
+    if (!ckpt) {
+      x = layer(i)->forward(x, memory, tgt_mask, memory_mask, tgt_kpm, memory_kpm, tgt_is_causal,
+                            memory_is_causal);
+      continue;
+    }
+    x = checkpoint(
+        [l = layer(i), tgt_mask, memory_mask, tgt_kpm, memory_kpm, tgt_is_causal,
+         memory_is_causal](const std::vector<Tensor>& in) {
+          return l->forward(in[0], in[1], tgt_mask, memory_mask, tgt_kpm, memory_kpm, tgt_is_causal,
+                            memory_is_causal);
+        },
+        {x, memory});
+  }
   if (norm) x = norm->forward(x);
   return hooked({tgt, memory}, x);
 }

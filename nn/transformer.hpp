@@ -177,6 +177,9 @@ class TransformerEncoder : public TensorModule {
   int64_t num_layers;
   std::shared_ptr<ModuleList> layers;
   std::shared_ptr<TensorModule> norm;  // null when none
+  // Each layer under tg::checkpoint while recording (autograd/activation_checkpoint.hpp): its
+  // activations are recomputed during backward instead of kept. Not with kv_caches.
+  bool checkpoint_activations = false;
 };
 
 class TransformerDecoder : public Module {
@@ -196,6 +199,7 @@ class TransformerDecoder : public Module {
   std::vector<Tensor> last_self_attn_weights() const;
   std::vector<Tensor> last_cross_attn_weights() const;
   void set_need_weights(bool on, bool average_attn_weights = true);
+  bool checkpoint_activations = false;  // as TransformerEncoder's
   std::shared_ptr<TransformerDecoderLayer> layer(size_t i) const {
     return layers->at<TransformerDecoderLayer>(i);
   }

@@ -23,6 +23,27 @@ namespace {
 struct Line {
   int64_t outer = 1, n = 1, inner = 1;
 };
+
+// create_graph: the backward in recorded ops on x (outer, n, inner) and g. cummax / cummin send
+// g to their indices; prod multiplies it by the product of the others, the exclusive prefix
+// product times the exclusive suffix product (exact with zeros). cumprod and logcumsumexp have
+// no recorded backward yet: their nodes are not marked differentiable, so the engine refuses.
+Tensor scan_grad(kern::ScanOp code, const Line& l, const Tensor& x, const Tensor& g,
+                 const Tensor& indices) {
+  const Shape s3{l.outer, l.n, l.inner};
+  if (code == kern::ScanOp::Cummax || code == kern::ScanOp::Cummin)
+    return reshape(
+        scatter_add(zeros(s3, g.dtype(), g.device()), 1, reshape(indices, s3), reshape(g, s3)),
+        x.shape());
+  if (l.n == 0) return zeros_like(x);
+  const Tensor x3 = reshape(x, s3), g3 = reshape(g, {l.outer, 1, l.inner});
+  const Tensor one = ones({l.outer, 1, l.inner}, x.dtype(), x.device());
+  auto exclusive = [&](const Tensor& t) {  // (1, t0, t0·t1, ...) along dim 1
+    return l.n == 1 ? one : cat({one, cumprod(narrow(t, 1, 0, l.n - 1), 1)}, 1);
+  };
+  const Tensor others = mul(exclusive(x3), flip(exclusive(flip(x3, {1})), {1}));
+  return reshape(mul(g3, others), x.shape());
+}
 // x (0-dim: one element) seen as (outer, n, inner) around its dim `dim`, checked.
 Line line_of(const Tensor& x, int64_t& dim, const char* op) {
   check_defined(x, op, "x");
@@ -50,9 +71,12 @@ ValuesIndices scan(const char* op, kern::ScanOp code, const Tensor& x, const Lin
   if (!needs_record({&x})) return r;
   const bool keeps_y = code == kern::ScanOp::Cumprod || code == kern::ScanOp::Logcumsumexp;
   const double n = static_cast<double>(x.numel());
-  record(op, r.values, {x}, RecordInfo().flops(n, 3.0 * n).saved(x),
+  RecordInfo info = RecordInfo().flops(n, 3.0 * n).saved(x);
+  if (code == kern::ScanOp::Prod || ext) info.differentiable();
+  record(op, r.values, {x}, info,
          [op, code, l, xd = x.detach(), yd = keeps_y ? r.values.detach() : Tensor(),
           id = r.indices](const Tensor& g_in) -> std::vector<Tensor> {
+           if (creating_graph()) return {scan_grad(code, l, saved_input(xd, 0), g_in, id)};
            const Tensor g = g_in.contiguous();
            Tensor dx = Tensor::empty(xd.shape(), xd.dtype(), xd.device());
            if (xd.numel() > 0)

@@ -46,6 +46,9 @@ ArgParser make_parser() {
       .option("dropout", "0", "dropout in [0, 1)")
       .option("window", "0", "attention window W: 0 full causal, W > 0 the last W keys (O(T·W))")
       .flag("tie-weights", "share the LM head's weight with the token embedding")
+      .flag("checkpoint",
+            "activation checkpointing: recompute each block's activations in backward (less "
+            "memory, more time; the same numbers)")
       .option("batch-size", "128", "windows per step")
       .option("lr", "0.006", "peak learning rate (AdamW, linear warmup then cosine to 10 %)")
       .option("weight-decay", "0.1", "AdamW weight decay (matrices only)")
@@ -206,6 +209,7 @@ int train_mode(const ArgParser& a) {
   const int threads = tg::get_num_threads();
   tg::manual_seed(to.seed);
   Gpt model(cfg);
+  model.checkpoint_activations = a.flag("checkpoint");
   Json split_json = {
       {"seed", to.seed},
       {"train_files", split.train_files},

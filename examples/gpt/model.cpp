@@ -1,6 +1,7 @@
 // examples/gpt/model.cpp — Gpt and GptConfig (see model.hpp).
 #include "gpt/model.hpp"
 
+#include "autograd/activation_checkpoint.hpp"
 #include "autograd/tape.hpp"
 #include "common/cli.hpp"
 #include "common/config_json.hpp"
@@ -158,13 +159,20 @@ tg::Tensor Gpt::forward(const tg::Tensor& ids) {
                                 cfg.is_llama() ? "the rotary positions" : "block"));
   if (cfg.is_llama()) {
     tg::Tensor x = tok_emb->forward(ids);  // (B, T, C)
-    for (const auto& l : *layers)
-      x = std::static_pointer_cast<tg::nn::LlamaDecoderLayer>(l)->forward(x);
+    for (const auto& l : *layers) {
+      auto layer = std::static_pointer_cast<tg::nn::LlamaDecoderLayer>(l);
+      x = checkpoint_activations && tg::grad_enabled()
+              ? tg::checkpoint(
+                    [layer](const std::vector<tg::Tensor>& in) { return layer->forward(in[0]); },
+                    {x})
+              : layer->forward(x);
+    }
     return tg::linear(norm->forward(x), head_weight());  // (B, T, V)
   }
   tg::Tensor x = drop->forward(pos_emb->forward(tok_emb->forward(ids)));  // (B, T, C)
-  x = blocks->forward(x);                                                 // (B, T, C)
-  return tg::linear(x, head_weight());                                    // (B, T, V)
+  blocks->checkpoint_activations = checkpoint_activations;
+  x = blocks->forward(x);               // (B, T, C)
+  return tg::linear(x, head_weight());  // (B, T, V)
 }
 
 std::vector<tg::nn::KVCache> Gpt::make_caches() const {

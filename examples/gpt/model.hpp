@@ -79,6 +79,9 @@ class Gpt : public tg::nn::Module {
   const tg::Tensor& head_weight() const;
 
   GptConfig cfg;
+  // --checkpoint: each block under tg::checkpoint while training (activations recomputed in
+  // backward); not part of the config, so a run may resume with or without it.
+  bool checkpoint_activations = false;
   std::shared_ptr<tg::nn::Embedding> tok_emb;
   std::shared_ptr<tg::nn::LearnedPositionalEmbedding> pos_emb;
   std::shared_ptr<tg::nn::Dropout> drop;

@@ -27,6 +27,12 @@ Tensor unit(const Shape& s) {  // in (-0.8, 0.8): asin, acos, atanh
   return t.detach().requires_grad_();
 }
 
+Tensor with_zero(const Shape& s) {  // random, element 0 exactly 0 (prod's exact case)
+  Tensor t = randn(s, kFloat64);
+  t.data<double>()[0] = 0.0;
+  return t.requires_grad_();
+}
+
 // The create_graph gradient equals the first-order one, and gradgradcheck passes.
 void check_case(const Case& c) {
   INFO(c.name);
@@ -147,6 +153,13 @@ TEST_CASE("gradgradcheck: reductions over one, several and all dims") {
       {"cumsum", [](auto& in) { return cumsum(in[0] * in[0], 1); }, {tgt::leaf({2, 4})}},
       {"logsumexp", [](auto& in) { return logsumexp(in[0], {1}); }, {tgt::leaf({2, 4})}},
       {"std", [](auto& in) { return tg::std(in[0], {0}); }, {tgt::leaf({4, 2})}},
+      {"prod dim", [](auto& in) { return prod(in[0], 1, true); }, {tgt::leaf({2, 4})}},
+      {"prod all, one zero", [](auto& in) { return prod(in[0]); }, {with_zero({2, 3})}},
+      {"prod dim 0, a zero in the line",
+       [](auto& in) { return prod(in[0], 0); },
+       {with_zero({3, 2})}},
+      {"cummax", [](auto& in) { return cummax(in[0] * in[0], 1).values; }, {tgt::leaf({2, 4})}},
+      {"cummin", [](auto& in) { return cummin(exp(in[0]), 0).values; }, {tgt::leaf({3, 2})}},
   };
   for (const Case& c : cases) check_case(c);
 }

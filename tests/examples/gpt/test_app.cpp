@@ -457,3 +457,18 @@ TEST_CASE("gpt: --arch llama trains, saves its config and samples from the saved
   CHECK(s.model->layers->size() == 2);
   REQUIRE(run({"--out", out, "--sample", "a", "--length", "5", "--no-kv-cache"}) == 0);
 }
+
+TEST_CASE("gpt: --checkpoint gives the same losses, with dropout, gpt and llama", "[gpt]") {
+  for (const std::string arch : {"gpt", "llama"}) {
+    INFO(arch);
+    const std::string plain = fresh_dir("ckpt-plain-" + arch), ckpt = fresh_dir("ckpt-" + arch);
+    std::vector<std::string> base = tiny_args(plain);
+    const std::vector<std::string> more{"--dropout", "0.1", "--max-steps", "8", "--arch", arch};
+    REQUIRE(run(with(base, more)) == 0);
+    REQUIRE(run(with(with(tiny_args(ckpt), more), {"--checkpoint"})) == 0);
+    const auto a = read_json(plain + "/metrics.json")["history"]["loss"].get<std::vector<double>>();
+    const auto b = read_json(ckpt + "/metrics.json")["history"]["loss"].get<std::vector<double>>();
+    REQUIRE(a.size() == 8);
+    CHECK(a == b);
+  }
+}
