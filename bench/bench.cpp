@@ -614,6 +614,7 @@ const Group kGroups[] = {
     {"nanogpt", bench_nanogpt},    // nanoGPT's CPU recipe shape (nanogpt.cpp)
     {"variants", bench_variants},  // each kernel family's AVX-512 variant vs the build's own
     {"gqa", bench_gqa},            // grouped-query SDPA vs k and v repeated
+    {"higher", bench_higher},      // HVP and checkpointing vs the first-order step (higher.cpp)
 };
 
 }  // namespace
@@ -649,7 +650,8 @@ int main(int argc, char** argv) {
           "[--simd] [--choice]\n"
           "       bench_tapegrad [--budget SECONDS] --one local|dense T\n"
           "       bench_tapegrad --steps enc|s2s|gpt|nanogpt N   (N steps, for a profiler)\n"
-          "groups: matmul, tiny, mha, train, unary, rowwise, gpt, nanogpt, variants, gqa (local "
+          "groups: matmul, tiny, mha, train, unary, rowwise, gpt, nanogpt, variants, gqa, higher "
+          "(local "
           "runs "
           "only "
           "through "

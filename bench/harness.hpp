@@ -88,6 +88,9 @@ struct TrainRig {
   }
 };
 
+// Second order and activation checkpointing on a GPT-style model (higher.cpp).
+void bench_higher(const Options& o);
+
 // The nanoGPT-shaped training step (nanogpt.cpp): the group and its `--steps` rig.
 void bench_nanogpt(const Options& o);
 TrainRig make_nanogpt_rig();

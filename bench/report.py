@@ -56,6 +56,18 @@ for op, label in (("sum_last", "sum dim -1"), ("sum_first", "sum dim 0")):
                  "torch", ("ratio", "<=", 1.0), None))
 ROWS.append(("rope fwd+bwd 8x8x256x64 ms", "rowwise.rope.tg.8x8x256x64", "rowwise.rope.torch.8x8x256x64",
              "torch", ("ratio", "<=", 0.8), None))
+# Second order and checkpointing (bench/higher.cpp), against tapegrad's own first-order step.
+ROWS += [
+    ("HVP gpt-style d256 L4 T256 B16 vs step ms", "higher.hvp.T256", "higher.step.T256", "step",
+     ("ratio", "<=", 3.0), None),
+    ("HVP peak T4096 window 128 vs step MiB", "higher.hvp_peak.T4096", "higher.step_peak.T4096",
+     "step", ("ratio", "<=", 2.5), None),
+    ("HVP T4096 window 128 vs step ms", "higher.hvp.T4096", "higher.step.T4096", "step", None, None),
+    ("checkpointed step peak T4096 window 128 vs step MiB", "higher.ckpt_peak.T4096",
+     "higher.step_peak.T4096", "step", ("ratio", "<=", 1 / 3), None),
+    ("checkpointed step T4096 window 128 vs step ms", "higher.ckpt.T4096", "higher.step.T4096",
+     "step", ("ratio", "<=", 1.35), None),
+]
 # Grouped-query SDPA (enable_gqa, k and v read in place) against the same call with them repeated.
 for m in ("none", "causal"):
     ROWS.append((f"GQA SDPA fwd+bwd 8x256 8q/2kv hs 64 {m} vs repeated k/v ms", f"gqa.{m}.gqa",

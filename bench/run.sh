@@ -12,6 +12,8 @@
 #   FILTER=nanogpt                    only the nanoGPT-shaped step (bench/nanogpt.cpp)
 #   FILTER=gqa                        grouped-query SDPA against the call with k and v repeated
 #                                     (tapegrad only)
+#   FILTER=higher                     a Hessian-vector product and activation checkpointing against
+#                                     the first-order step (tapegrad only, bench/higher.cpp)
 #   FILTER=variants                   each kernel family's AVX-512 variant against the build's own
 #                                     (ops/cpu/isa.cpp's per-CPU preference list; tapegrad only)
 #   T2_ROUNDS=0                       skip the 2-thread rounds (mha, train, gpt, nanogpt; default:
@@ -64,7 +66,7 @@ have_torch=1
 raw="$build/bench_raw.txt"
 : >"$raw"
 in_process=0
-for g in matmul tiny mha train unary rowwise gpt nanogpt variants gqa; do want $g && in_process=1; done
+for g in matmul tiny mha train unary rowwise gpt nanogpt variants gqa higher; do want $g && in_process=1; done
 for ((r = 0; in_process && r <= rounds; r++)); do
   echo "round $r/$rounds$([[ $r == 0 ]] && echo ' (warm-up, dropped)')" >&2
   "$build/bench/bench_tapegrad" --budget "$budget" ${filter:+--filter "$filter"} | sed "s/^/$r /" >>"$raw"

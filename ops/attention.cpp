@@ -11,6 +11,7 @@
 // the composed forms (attention(), additive attention: attention_composed.cpp), the mask
 // description (attention_mask.cpp), the input checks (attention_checks.cpp), modules.
 #include "ops/attention.hpp"
+#include "ops/attention_cpu.hpp"
 #include "ops/attention_cuda.hpp"
 #include "ops/attention_desc.hpp"
 #include "ops/cpu/attention.hpp"
@@ -30,8 +31,9 @@ namespace {
 using Dims = cpu::AttentionDims;
 constexpr const char* kSdpa = "scaled_dot_product_attention";
 constexpr double kInf = std::numeric_limits<double>::infinity();
+}  // namespace
 
-cpu::AttentionPlan make_plan(const AttentionMask& m, int64_t T, int64_t S) {
+cpu::AttentionPlan detail::make_plan(const AttentionMask& m, int64_t T, int64_t S) {
   cpu::AttentionPlan p;
   p.lo.resize(T);
   p.hi.resize(T);
@@ -54,14 +56,7 @@ cpu::AttentionPlan make_plan(const AttentionMask& m, int64_t T, int64_t S) {
   return p;
 }
 
-// The mask's data parts for the kernels, and the tensors they point into.
-struct LoweredMask {
-  cpu::AttentionRowMask rows;
-  Tensor additive64, key_block;  // the additive part as float64; padding and lengths as 0 / -inf
-  Tensor rel64, alibi64;         // the position biases as float64
-};
-
-LoweredMask lower_mask(const AttentionMask& m, const Dims& d, DType dt) {
+LoweredMask detail::lower_mask(const AttentionMask& m, const Dims& d, DType dt) {
   LoweredMask lm;
   cpu::AttentionRowMask& r = lm.rows;
   const MaskLowering l = mask_desc(m, d.B, d.NH, d.T, d.S);
@@ -104,6 +99,8 @@ LoweredMask lower_mask(const AttentionMask& m, const Dims& d, DType dt) {
   }
   return lm;
 }
+
+namespace {
 
 // What the tape node keeps: the kernels' call (P and keep point into the tensors here), the plan,
 // the mask (for the probe's dP and dMask), the probe.
@@ -166,7 +163,8 @@ std::vector<Tensor> sdpa_backward(const Ctx& c, const Tensor& q, const Tensor& k
   return out;
 }
 
-// create_graph: the node's inputs with their histories, then detail::sdpa_grad_recorded.
+// create_graph: the node's inputs with their histories, then the row-wise recorded backward
+// (O(T·W), ops/attention_grad.cpp), or with a differentiable mask or bias the composed one.
 std::vector<Tensor> sdpa_grad_recorded(const Ctx& c, const Tensor& q, const Tensor& k,
                                        const Tensor& v, const Tensor& g) {
   const Dims& d = c.call.d;
@@ -178,6 +176,13 @@ std::vector<Tensor> sdpa_grad_recorded(const Ctx& c, const Tensor& q, const Tens
   if (c.mask_grad) live.push_back(saved_input(c.mask.additive_.detach(), live.size()));
   if (c.rel_grad) live.push_back(saved_input(c.mask.rel_table_.detach(), live.size()));
   if (c.alibi_grad) live.push_back(saved_input(c.mask.alibi_slopes_.detach(), live.size()));
+  if (!c.mask_grad && !c.rel_grad && !c.alibi_grad)
+    return sdpa_grad_rows(d, live, c.mask, c.call.scale, c.keep, c.call.p, g);
+  if (c.call.dropout)
+    throw Error(fmt::format(
+        "backward of {}: create_graph with dropout and a differentiable mask or position bias "
+        "is not supported yet (drop the dropout, or the bias's requires_grad, for second order)",
+        kSdpa));
   return detail::sdpa_grad_recorded(d, live, c.mask, c.mask_grad, c.rel_grad, c.alibi_grad,
                                     c.call.scale, g);
 }
@@ -261,9 +266,8 @@ AttentionResult sdpa_cpu(const Dims& dims, const Tensor& q, const Tensor& k, con
       info.saved(q, k, c->P, c->keep);
     else
       info.saved(q, k, v, c->P, c->keep);
-    // create_graph: the composed path's gradients in recorded ops (ops/attention_cuda.cpp); not
-    // with dropout, whose mask the composed path would draw again (the engine then refuses).
-    if (!call.dropout) info.differentiable();
+    // create_graph: the backward as a recorded op (sdpa_grad_recorded below).
+    info.differentiable();
     record(kSdpa, res.output, node_inputs, info,
            [cc, qd = q.detach(), kd = k.detach(),
             vd = v.detach()](const Tensor& g) -> std::vector<Tensor> {

@@ -46,18 +46,6 @@ void check_fully_masked(const Tensor& lse, int64_t NH, int64_t T) {
     }
 }
 
-// q, k, v (or k, v) as (B, NH, T|S, hs) views of the operands laid out as d says: the composed
-// path's ops record the views, so gradients reach packed or heads-last inputs.
-std::vector<Tensor> heads_first(const Dims& d, const Tensor& q, const Tensor& k, const Tensor& v) {
-  auto part = [](const Tensor& t, int64_t i) { return squeeze(narrow(t, 2, i, 1), 2); };
-  std::vector<Tensor> r{q, k, v};
-  if (d.packing == Dims::kQKV) r = {part(q, 0), part(q, 1), part(q, 2)};
-  if (d.packing == Dims::kKV) r = {q, part(k, 0), part(k, 1)};
-  if (d.heads_last)
-    for (Tensor& t : r) t = transpose(t, 1, 2);
-  return r;
-}
-
 AttentionResult fused(const Dims& d, const Tensor& q, const Tensor& k, const Tensor& v,
                       const std::vector<Tensor>& inputs, const AttentionMask& m, double scale) {
   const Device dev = q.device();
@@ -149,6 +137,17 @@ AttentionResult composed(const Tensor& q, const Tensor& k, const Tensor& v,
   return res;
 }
 }  // namespace
+
+// The composed path's views (ops/attention_cuda.hpp).
+std::vector<Tensor> heads_first(const Dims& d, const Tensor& q, const Tensor& k, const Tensor& v) {
+  auto part = [](const Tensor& t, int64_t i) { return squeeze(narrow(t, 2, i, 1), 2); };
+  std::vector<Tensor> r{q, k, v};
+  if (d.packing == Dims::kQKV) r = {part(q, 0), part(q, 1), part(q, 2)};
+  if (d.packing == Dims::kKV) r = {q, part(k, 0), part(k, 1)};
+  if (d.heads_last)
+    for (Tensor& t : r) t = transpose(t, 1, 2);
+  return r;
+}
 
 namespace {
 // A distinct tape node over t (identity backward): a capture point per input slot, also when one

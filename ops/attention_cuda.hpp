@@ -25,6 +25,11 @@ AttentionResult cuda_sdpa(const kern::AttentionLayout& d, const Tensor& q, const
                           const Tensor& v, const std::vector<Tensor>& inputs,
                           const AttentionMask& mask, const SDPAOptions& opts, double scale);
 
+// q, k, v (or k, v) as (B, NH or NKV, T|S, hs) views of the operands laid out as d says
+// (recorded, so gradients reach packed or heads-last inputs).
+std::vector<Tensor> heads_first(const kern::AttentionLayout& d, const Tensor& q, const Tensor& k,
+                                const Tensor& v);
+
 // create_graph through scaled_dot_product_attention, either device: the gradients of the tape
 // node's inputs for dout g, `live` being those inputs with their histories (saved_input): q, k, v
 // (or qkv, or q and kv), then the additive mask, the relative-position table and the ALiBi slopes

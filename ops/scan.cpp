@@ -16,6 +16,8 @@
 
 #include <fmt/format.h>
 
+#include <limits>
+
 namespace tg {
 using namespace detail;
 
@@ -24,25 +26,66 @@ struct Line {
   int64_t outer = 1, n = 1, inner = 1;
 };
 
-// create_graph: the backward in recorded ops on x (outer, n, inner) and g. cummax / cummin send
-// g to their indices; prod multiplies it by the product of the others, the exclusive prefix
-// product times the exclusive suffix product (exact with zeros). cumprod and logcumsumexp have
-// no recorded backward yet: their nodes are not marked differentiable, so the engine refuses.
-Tensor scan_grad(kern::ScanOp code, const Line& l, const Tensor& x, const Tensor& g,
-                 const Tensor& indices) {
+// create_graph: the backward in recorded ops on x (outer, n, inner), y and g, so it differentiates
+// again (masks of x's values are constants):
+//   cummax / cummin  g sent to the indices;
+//   prod             g · the product of the others: exclusive prefix · exclusive suffix products
+//                    (exact with zeros);
+//   cumprod          cumprod_grad below (exact with zeros, and so is its own derivative);
+//   logcumsumexp     Σ_{i>=k} g_i e^{x_k − y_i}, g's positive and negative parts summed in log
+//                    space from the end (PyTorch's logcumsumexp_backward), so nothing overflows.
+Tensor revcumsum(const Tensor& t) { return flip(cumsum(flip(t, {1}), 1), {1}); }
+// cumprod's dx on lines (outer, n, inner), y = cumprod(x): before a line's first zero z the sum
+// from the end of g·y over x; at z the same sum with x_z read as 1; after it x_z (0, but live:
+// its derivative is what the rest depends on) times the gradient of the line with x_z read as 1,
+// recursively until no zero is left.
+Tensor cumprod_grad(const Tensor& x3, const Tensor& g3, const Tensor& y3) {
+  const Tensor xd = x3.detach();
+  const Tensor is_zero = eq(xd, 0.0);
+  if (!any(is_zero).item<bool>()) return div(revcumsum(mul(g3, y3)), x3);
+  const Tensor zero = zeros({}, x3.dtype(), x3.device()), one = ones({}, x3.dtype(), x3.device());
+  const Tensor zeros_seen = cumsum(is_zero.to(x3.dtype()), 1);
+  const Tensor before = eq(zeros_seen, 0.0);
+  const Tensor first = logical_and(eq(zeros_seen, 1.0), is_zero);
+  const Tensor lead = div(revcumsum(mul(g3, y3)), where(before, x3, one));
+  const Tensor x1 = where(first, one, x3);
+  const Tensor y1 = cumprod(x1, 1);
+  const Tensor at_zero = revcumsum(mul(g3, y1));
+  const Tensor xz = sum(where(first, x3, zero), {1}, true);
+  const Tensor after = mul(xz, cumprod_grad(x1, g3, y1));
+  return where(before, lead, where(first, at_zero, after));
+}
+Tensor scan_grad(kern::ScanOp code, const Line& l, const Tensor& x, const Tensor& y,
+                 const Tensor& g, const Tensor& indices) {
   const Shape s3{l.outer, l.n, l.inner};
   if (code == kern::ScanOp::Cummax || code == kern::ScanOp::Cummin)
     return reshape(
         scatter_add(zeros(s3, g.dtype(), g.device()), 1, reshape(indices, s3), reshape(g, s3)),
         x.shape());
   if (l.n == 0) return zeros_like(x);
-  const Tensor x3 = reshape(x, s3), g3 = reshape(g, {l.outer, 1, l.inner});
-  const Tensor one = ones({l.outer, 1, l.inner}, x.dtype(), x.device());
-  auto exclusive = [&](const Tensor& t) {  // (1, t0, t0·t1, ...) along dim 1
-    return l.n == 1 ? one : cat({one, cumprod(narrow(t, 1, 0, l.n - 1), 1)}, 1);
+  const Tensor x3 = reshape(x, s3);
+  const Tensor zero = zeros({}, x.dtype(), x.device()), one = ones({}, x.dtype(), x.device());
+  if (code == kern::ScanOp::Prod) {
+    const Tensor g3 = reshape(g, {l.outer, 1, l.inner});
+    const Tensor ones3 = ones({l.outer, 1, l.inner}, x.dtype(), x.device());
+    auto exclusive = [&](const Tensor& t) {  // (1, t0, t0·t1, ...) along dim 1
+      return l.n == 1 ? ones3 : cat({ones3, cumprod(narrow(t, 1, 0, l.n - 1), 1)}, 1);
+    };
+    const Tensor others = mul(exclusive(x3), flip(exclusive(flip(x3, {1})), {1}));
+    return reshape(mul(g3, others), x.shape());
+  }
+  const Tensor g3 = reshape(g, s3), y3 = reshape(y, s3), xd = x3.detach();
+  if (code == kern::ScanOp::Cumprod) return reshape(cumprod_grad(x3, g3, y3), x.shape());
+  // logcumsumexp
+  const double inf = std::numeric_limits<double>::infinity();
+  const Tensor ninf = full({}, -inf, x.dtype(), x.device());
+  auto part = [&](const Tensor& sel, const Tensor& mag) {  // e^{x_k} Σ_{i>=k} mag_i e^{−y_i}
+    const Tensor lg = where(sel, log(where(sel, mag, one)), ninf);
+    const Tensor r = flip(logcumsumexp(flip(sub(lg, y3), {1}), 1), {1});
+    return exp(add(x3, r));
   };
-  const Tensor others = mul(exclusive(x3), flip(exclusive(flip(x3, {1})), {1}));
-  return reshape(mul(g3, others), x.shape());
+  const Tensor gd = g3.detach();
+  return reshape(sub(part(gt(gd, 0.0), g3), part(lt(gd, 0.0), neg(g3))), x.shape());
 }
 // x (0-dim: one element) seen as (outer, n, inner) around its dim `dim`, checked.
 Line line_of(const Tensor& x, int64_t& dim, const char* op) {
@@ -71,12 +114,11 @@ ValuesIndices scan(const char* op, kern::ScanOp code, const Tensor& x, const Lin
   if (!needs_record({&x})) return r;
   const bool keeps_y = code == kern::ScanOp::Cumprod || code == kern::ScanOp::Logcumsumexp;
   const double n = static_cast<double>(x.numel());
-  RecordInfo info = RecordInfo().flops(n, 3.0 * n).saved(x);
-  if (code == kern::ScanOp::Prod || ext) info.differentiable();
-  record(op, r.values, {x}, info,
+  record(op, r.values, {x}, RecordInfo().flops(n, 3.0 * n).saved(x).differentiable(),
          [op, code, l, xd = x.detach(), yd = keeps_y ? r.values.detach() : Tensor(),
           id = r.indices](const Tensor& g_in) -> std::vector<Tensor> {
-           if (creating_graph()) return {scan_grad(code, l, saved_input(xd, 0), g_in, id)};
+           if (creating_graph())
+             return {scan_grad(code, l, saved_input(xd, 0), saved_output(yd), g_in, id)};
            const Tensor g = g_in.contiguous();
            Tensor dx = Tensor::empty(xd.shape(), xd.dtype(), xd.device());
            if (xd.numel() > 0)

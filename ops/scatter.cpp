@@ -96,8 +96,10 @@ Tensor scatter_any(const char* op, const Tensor& x_in, int64_t dim, const Tensor
   Tensor out = scatter_kernel(op, x, d, index, src, r, include_self);
   if (!needs_record({&x, &src})) return out;
   const Tensor xd = x.detach(), sd = src.detach(), yd = out.detach(), id = index.detach();
+  // Every reduction but prod weighs g by masks of the values (constants): linear in g. prod reads
+  // the values themselves: under create_graph they are the live ones.
   record(
-      op, out, {x, src},
+      op, out, {x, src}, RecordInfo().differentiable(),
       [xd, sd, yd, id, d, r, include_self](const Tensor& g) -> std::vector<Tensor> {
         const Shape is = id.shape();
         const Device dev = g.device();
@@ -139,9 +141,14 @@ Tensor scatter_any(const char* op, const Tensor& x_in, int64_t dim, const Tensor
         const Tensor z = add(
             where(self_zero, one, zero),
             scatter_add(zeros(xd.shape(), g.dtype(), dev), d, id, where(eq(s, 0.0), one, zero)));
+        const bool cg = creating_graph();
+        const Tensor xv = cg ? saved_input(xd, 0) : xd,
+                     sv = cg ? corner(saved_input(sd, 1), is) : s;
+        const Tensor xs = include_self ? where(self_zero, one, xv) : xv;
+        const Tensor ss = where(eq(s, 0.0), one, sv).contiguous();
         const Tensor pnz =
-            scatter_kernel("scatter_reduce backward", include_self ? where(self_zero, one, xd) : xd,
-                           d, id, where(eq(s, 0.0), one, s).contiguous(), R::Prod, include_self);
+            cg ? scatter_reduce(xs, d, id, ss, "prod", include_self)
+               : scatter_kernel("scatter_reduce backward", xs, d, id, ss, R::Prod, include_self);
         // the product of the others of a contribution v at a target (z, pnz)
         auto others = [&](const Tensor& v, const Tensor& zt, const Tensor& pt) {
           const Tensor nonzero_v = where(eq(zt, 0.0), div(pt, where(eq(v, 0.0), one, v)), zero);
@@ -149,8 +156,8 @@ Tensor scatter_any(const char* op, const Tensor& x_in, int64_t dim, const Tensor
           return where(eq(v, 0.0), zero_v, nonzero_v);
         };
         const Tensor dx =
-            include_self ? where(touched, mul(g, others(xd, z, pnz)), g) : where(touched, zero, g);
-        const Tensor ds = mul(gather(g, d, id), others(s, gather(z, d, id), gather(pnz, d, id)));
+            include_self ? where(touched, mul(g, others(xv, z, pnz)), g) : where(touched, zero, g);
+        const Tensor ds = mul(gather(g, d, id), others(sv, gather(z, d, id), gather(pnz, d, id)));
         return {dx, to_src(ds, sd.shape())};
       });
   return out;

@@ -97,4 +97,17 @@ template <typename T>
 void attention_backward(const AttentionCall& call, T* dq, T* dk, T* dv, const T* g, const T* q,
                         const T* k, const T* v, const AttentionDense<T>& dense);
 
+// create_graph (ops/cpu/attention_grad2.cpp): the backward as a function of (q, k, v, dO), P
+// recomputed row by row (call.P unused), and that function's backward for the cotangents gq, gk,
+// gv of dq, dk, dv. Every operand in the canonical layout (B, NH, T|S, hs) contiguous, as many
+// key/value heads as query heads; call.mask without key_block; with call.dropout, call.keep is
+// the forward's keep tiles (call.plan's layout). Every element of the outputs is written.
+template <typename T>
+void attention_grad_rows(const AttentionCall& call, const T* q, const T* k, const T* v, const T* dO,
+                         T* dq, T* dk, T* dv);
+template <typename T>
+void attention_grad2_rows(const AttentionCall& call, const T* q, const T* k, const T* v,
+                          const T* dO, const T* gq, const T* gk, const T* gv, T* q2, T* k2, T* v2,
+                          T* dO2);
+
 }  // namespace tg::cpu

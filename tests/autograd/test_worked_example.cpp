@@ -151,3 +151,105 @@ TEST_CASE("worked example: every table of the document is in the document verbat
     REQUIRE(doc.find(rows_md(*m)) != std::string::npos);
   }
 }
+
+// ---- §7 of the document: the second order on the same example ----
+namespace {
+const Mat kgQ = {{0.3, 0.1}, {-0.2, 0.4}};               // cotangent of dQ (T, hs)
+const Mat kgK = {{0.1, -0.3}, {0.2, 0.2}, {-0.1, 0.5}};  // cotangent of dK (S, hs)
+const Mat kgV = {{0.4, 0.0}, {-0.2, 0.1}, {0.3, -0.3}};  // cotangent of dV (S, hs)
+// The document's §7 tables, produced by this test with TG_PRINT_WORKED_EXAMPLE=1.
+const Mat kA = {{0.162635, -0.063640, -0.063640}, {-0.077782, 0.197990, -0.063640}};
+const Mat kE = {{0.050430, -0.023701, -0.026729}, {-0.033888, 0.057461, -0.023574}};
+const Mat kG = {{0.113007, -0.046685, 0.102419}, {-0.072728, 0.172706, -0.262691}};
+const Mat kH = {{0.017978, -0.033138, 0.015160}, {-0.006163, 0.070687, -0.064524}};
+const Mat kQ2 = {{0.022847, -0.046564}, {-0.032488, 0.118338}};
+const Mat kK2 = {{0.043413, -0.054818}, {-0.000163, 0.047847}, {-0.043249, 0.006970}};
+const Mat kV2 = {{0.020252, -0.021987}, {-0.021979, 0.031101}, {0.001726, -0.009114}};
+const Mat kdO2 = {{0.236685, -0.123973}, {0.181129, -0.004813}};
+
+// §7's formulas as plain loops: A, E, G, H and the four results, from the §5 tables' inputs.
+std::vector<std::pair<std::string, Mat>> second_order_loops() {
+  const double scale = 1 / std::sqrt(2.0);
+  const size_t T = 2, S = 3, hs = 2;
+  Mat P(T, std::vector<double>(S)), dP = matmul_t(kdO, kV, false, true);
+  for (size_t i = 0; i < T; ++i) {
+    double mx = -INFINITY, z = 0;
+    std::vector<double> s(S);
+    for (size_t j = 0; j < S; ++j) {
+      s[j] = scale * (kQ[i][0] * kK[j][0] + kQ[i][1] * kK[j][1]);
+      mx = std::max(mx, s[j]);
+    }
+    for (size_t j = 0; j < S; ++j) z += P[i][j] = std::exp(s[j] - mx);
+    for (size_t j = 0; j < S; ++j) P[i][j] /= z;
+  }
+  Mat A(T, std::vector<double>(S)), E = A, G = A, H = A, dS = A;
+  Mat Q2(T, std::vector<double>(hs, 0.0)), dO2 = Q2, K2(S, std::vector<double>(hs, 0.0)), V2 = K2;
+  for (size_t i = 0; i < T; ++i) {
+    double D = 0, a = 0, c = 0;
+    std::vector<double> B(S);
+    for (size_t j = 0; j < S; ++j) {
+      A[i][j] = scale * (kgQ[i][0] * kK[j][0] + kgQ[i][1] * kK[j][1] + kQ[i][0] * kgK[j][0] +
+                         kQ[i][1] * kgK[j][1]);
+      B[j] = kdO[i][0] * kgV[j][0] + kdO[i][1] * kgV[j][1];
+      D += P[i][j] * dP[i][j];
+      a += P[i][j] * A[i][j];
+    }
+    for (size_t j = 0; j < S; ++j) {
+      dS[i][j] = P[i][j] * (dP[i][j] - D);
+      E[i][j] = P[i][j] * (A[i][j] - a);
+      G[i][j] = A[i][j] * (dP[i][j] - D) - a * dP[i][j] + B[j];
+      c += P[i][j] * G[i][j];
+    }
+    for (size_t j = 0; j < S; ++j) H[i][j] = P[i][j] * (G[i][j] - c);
+    for (size_t j = 0; j < S; ++j)
+      for (size_t t = 0; t < hs; ++t) {
+        Q2[i][t] += scale * (dS[i][j] * kgK[j][t] + H[i][j] * kK[j][t]);
+        K2[j][t] += scale * (dS[i][j] * kgQ[i][t] + H[i][j] * kQ[i][t]);
+        V2[j][t] += E[i][j] * kdO[i][t];
+        dO2[i][t] += P[i][j] * kgV[j][t] + E[i][j] * kV[j][t];
+      }
+  }
+  return {{"A", A}, {"E", E}, {"G", G}, {"H", H}, {"Q2", Q2}, {"K2", K2}, {"V2", V2}, {"dO2", dO2}};
+}
+}  // namespace
+
+TEST_CASE("worked example, second order: the kernel, the formulas and the document agree",
+          "[worked_example]") {
+  // Through the library: dQ, dK, dV with create_graph, then the gradient of
+  // L = Σ gQ·dQ + gK·dK + gV·dV with respect to Q, K, V and dO.
+  Tensor q = to_tensor(kQ), k = to_tensor(kK), v = to_tensor(kV), dO = to_tensor(kdO);
+  Tensor out = scaled_dot_product_attention(q, k, v).output;
+  GradOptions cg;
+  cg.create_graph = true;
+  const std::vector<Tensor> d = grad({out}, {q, k, v}, {dO}, cg);
+  const Tensor L = (d[0] * to_tensor(kgQ).detach()).sum() + (d[1] * to_tensor(kgK).detach()).sum() +
+                   (d[2] * to_tensor(kgV).detach()).sum();
+  const std::vector<Tensor> g2 = grad({L}, {q, k, v, dO});
+  const auto loops = second_order_loops();
+  if (std::getenv("TG_PRINT_WORKED_EXAMPLE"))
+    for (const auto& [name, m] : loops) fmt::print("{}\n{}\n", name, rows_md(m));
+  const Mat* want[] = {&kA, &kE, &kG, &kH, &kQ2, &kK2, &kV2, &kdO2};
+  for (size_t i = 0; i < loops.size(); ++i)
+    require_mat(loops[i].second, *want[i], 5e-7, loops[i].first);
+  require_mat(to_mat(g2[0]), kQ2, 5e-7, "Q2 (kernel)");
+  require_mat(to_mat(g2[1]), kK2, 5e-7, "K2 (kernel)");
+  require_mat(to_mat(g2[2]), kV2, 5e-7, "V2 (kernel)");
+  require_mat(to_mat(g2[3]), kdO2, 5e-7, "dO2 (kernel)");
+  std::ifstream f(std::string(TG_FIXTURES) + "/../../docs/backprop-through-attention.md");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  for (const auto& [name, m] : std::vector<std::pair<const char*, const Mat*>>{{"gQ", &kgQ},
+                                                                               {"gK", &kgK},
+                                                                               {"gV", &kgV},
+                                                                               {"A", &kA},
+                                                                               {"E", &kE},
+                                                                               {"G", &kG},
+                                                                               {"H", &kH},
+                                                                               {"Q2", &kQ2},
+                                                                               {"K2", &kK2},
+                                                                               {"V2", &kV2},
+                                                                               {"dO2", &kdO2}}) {
+    INFO("table " << name << " rows:\n" << rows_md(*m));
+    REQUIRE(ss.str().find(rows_md(*m)) != std::string::npos);
+  }
+}

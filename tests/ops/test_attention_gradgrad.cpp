@@ -2,8 +2,9 @@
 // for every mask kind (causal top-left and bottom-right, local, blocked, key padding and lengths,
 // fully masked rows, a differentiable additive mask, T5 and ALiBi biases), every layout (heads
 // first and last, packed qkv, packed kv, one tensor as q, k and v) and grouped-query heads, the
-// create_graph gradients equal the first-order ones and gradgradcheck passes; dropout refuses
-// create_graph; a MultiheadAttention layer passes gradgradcheck.
+// create_graph gradients equal the first-order ones and gradgradcheck passes, dropout included
+// (the forward's masks again); a MultiheadAttention layer passes gradgradcheck; local attention's
+// second order stays O(T·W) in memory.
 #include "helpers.hpp"
 
 #include "nn/attention.hpp"
@@ -129,15 +130,24 @@ TEST_CASE("gradgradcheck: fused attention in every layout, grouped-query heads")
                      {tgt::leaf({1, 2, 4, 3})});
 }
 
-TEST_CASE("create_graph through attention dropout is refused, naming the op") {
+TEST_CASE("gradgradcheck: fused attention with dropout (the forward's masks again)") {
   manual_seed(24);
-  Tensor q = tgt::leaf({1, 2, 4, 3});
   SDPAOptions o;
-  o.dropout_p = 0.2;
-  Tensor out = sdpa(q, q, q, AttentionMask(), o);
+  o.dropout_p = 0.3;
+  check_second_order("dropout, causal",
+                     [=](auto& in) {
+                       manual_seed(77);  // every call draws the same masks
+                       return sdpa(in[0], in[1], in[2], AttentionMask::causal(), o);
+                     },
+                     {tgt::leaf({1, 2, 5, 3}), tgt::leaf({1, 2, 5, 3}), tgt::leaf({1, 2, 5, 3})});
+  // with a differentiable mask too, create_graph is refused, naming the op
+  Tensor q = tgt::leaf({1, 2, 4, 3}), m = tgt::leaf({4, 4});
+  Tensor out = sdpa(q, q, q, AttentionMask::additive(m), o);
   GradOptions cg;
   cg.create_graph = true;
-  REQUIRE_ERROR(grad({out.sum()}, {q}, {}, cg), "backward of scaled_dot_product_attention (node #");
+  REQUIRE_ERROR(grad({out.sum()}, {q}, {}, cg),
+                "backward of scaled_dot_product_attention: create_graph with dropout and a "
+                "differentiable mask");
 }
 
 TEST_CASE("gradgradcheck: a MultiheadAttention layer with padding and a causal mask") {
@@ -171,4 +181,25 @@ TEST_CASE("gradgradcheck: a MultiheadAttention layer with padding and a causal m
   GradcheckReport r = gradgradcheck(fw, {tgt::leaf({2, 4, 6}), w}, Tensor(), fast);
   INFO(r.str());
   REQUIRE(r.passed);
+}
+
+TEST_CASE("second order through local attention allocates no T×S matrix (O(T·W))") {
+  // T = S = 2048 keys with a 16-key causal window: a dense float32 T×S matrix is 16 MiB; the
+  // operands and every gradient of the HVP together stay under 2 MiB.
+  manual_seed(26);
+  const int64_t T = 2048;
+  Tensor q = randn({1, 1, T, 4}).requires_grad_(), k = randn({1, 1, T, 4}).requires_grad_();
+  Tensor v = randn({1, 1, T, 4}).requires_grad_();
+  cpu_reset_peak_memory();
+  const size_t base = cpu_memory().allocated;
+  Tensor out = sdpa(q, k, v, AttentionMask::local(15, 0));
+  GradOptions cg;
+  cg.create_graph = true;
+  std::vector<Tensor> g = grad({(out * out).sum()}, {q, k, v}, {}, cg);
+  Tensor hv = grad({(g[0] * g[1]).sum() + g[2].sum()}, {q, k, v})[0];
+  const size_t peak = cpu_memory().peak_allocated - base;
+  INFO("peak " << peak << " bytes above the start");
+  REQUIRE(hv.shape() == Shape{1, 1, T, 4});
+  REQUIRE(peak < 2u * 1024 * 1024);
+  REQUIRE(peak < static_cast<size_t>(T * T * 4) / 8);
 }

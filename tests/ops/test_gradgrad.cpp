@@ -159,6 +159,14 @@ TEST_CASE("gradgradcheck: reductions over one, several and all dims") {
        [](auto& in) { return prod(in[0], 0); },
        {with_zero({3, 2})}},
       {"cummax", [](auto& in) { return cummax(in[0] * in[0], 1).values; }, {tgt::leaf({2, 4})}},
+      {"cumprod", [](auto& in) { return cumprod(in[0], 1); }, {tgt::leaf({2, 4})}},
+      {"cumprod, a zero in the line",
+       [](auto& in) { return cumprod(in[0], 0); },
+       {with_zero({4, 2})}},
+      {"cumprod, two zeros in a line",
+       [](auto& in) { return cumprod(in[0] * in[1], 1); },
+       {tgt::leaf({1, 5}), tensor(std::vector<double>{1.5, 0, -0.7, 0, 2}, {1, 5})}},
+      {"logcumsumexp", [](auto& in) { return logcumsumexp(in[0] * 3.0, 1); }, {tgt::leaf({2, 5})}},
       {"cummin", [](auto& in) { return cummin(exp(in[0]), 0).values; }, {tgt::leaf({3, 2})}},
   };
   for (const Case& c : cases) check_case(c);
@@ -239,6 +247,26 @@ TEST_CASE("gradgradcheck: views, joins and gathers") {
        },
        {tgt::leaf({2, 3}), tgt::leaf({2, 2})}},
       {"tril", [=](auto& in) { return sq(tril(in[0], 0)); }, {tgt::leaf({3, 3})}},
+      {"scatter (overwrite)",
+       [=](auto& in) {
+         return sq(scatter(in[0], 1, tensor(std::vector<int64_t>{0, 2, 0, 1}, {2, 2}), in[1]));
+       },
+       {tgt::leaf({2, 3}), tgt::leaf({2, 2})}},
+      {"scatter_reduce sum, mean, amax",
+       [=](auto& in) {
+         const Tensor i = tensor(std::vector<int64_t>{0, 2, 0, 0}, {2, 2});
+         return sq(scatter_reduce(in[0], 1, i, in[1], "sum") +
+                   scatter_reduce(in[0], 1, i, in[1], "mean", false) +
+                   scatter_reduce(in[0], 1, i, in[1], "amax"));
+       },
+       {tgt::leaf({2, 3}), tgt::leaf({2, 2})}},
+      {"scatter_reduce prod, with and without self",
+       [=](auto& in) {
+         const Tensor i = tensor(std::vector<int64_t>{0, 2, 0, 0}, {2, 2});
+         return scatter_reduce(in[0], 1, i, in[1], "prod") +
+                scatter_reduce(in[0], 1, i, in[1], "prod", false);
+       },
+       {tgt::leaf({2, 3}), tgt::leaf({2, 2})}},
       {"non-contiguous input",
        [=](auto& in) { return sq(in[0]).sum({0}); },
        {tgt::leaf({3, 2}).t().detach().requires_grad_()}},
