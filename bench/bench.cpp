@@ -334,31 +334,9 @@ void bench_train(const Options& o) {
 // (T, T) mask), a final LayerNorm, Linear(256, 256) head. B 16, T 256; cross_entropy over the
 // (B·T, 256) logits against random targets; AdamW (lr 3e-4, weight decay 0.1) after
 // clip_grad_norm_(1.0).
-struct GPT : tg::nn::Module {
-  static constexpr int64_t V = 256, B = 16, T = 256, E = 256, NH = 8, FF = 1024, L = 4;
-  std::shared_ptr<tg::nn::Embedding> tok;
-  std::shared_ptr<tg::nn::LearnedPositionalEmbedding> pos;
-  std::shared_ptr<tg::nn::TransformerEncoder> blocks;
-  std::shared_ptr<tg::nn::Linear> head;
-  GPT() : Module("GPT") {
-    tok = register_module("tok", std::make_shared<tg::nn::Embedding>(V, E));
-    pos = register_module("pos", std::make_shared<tg::nn::LearnedPositionalEmbedding>(T, E));
-    tg::nn::TransformerLayerOptions lo;
-    lo.dim_feedforward = FF;
-    lo.dropout = 0.0;
-    lo.activation = "gelu";
-    lo.batch_first = true;
-    lo.norm_first = true;
-    lo.self_attn_structure = tg::AttentionMask::causal();
-    tg::nn::TransformerEncoderLayer layer(E, NH, lo);
-    blocks = register_module(
-        "blocks", std::make_shared<tg::nn::TransformerEncoder>(
-                      layer, L, std::make_shared<tg::nn::LayerNorm>(E), tg::nn::LayerClone::Fresh));
-    head = register_module("head", std::make_shared<tg::nn::Linear>(E, V));
-  }
-  tg::Tensor forward(const tg::Tensor& tokens) {  // (B, T) int64 -> logits (B, T, V)
-    return head->forward(blocks->forward(pos->forward(tok->forward(tokens))));
-  }
+struct GPT : GptLm {
+  static constexpr int64_t B = 16, T = 256;
+  GPT() : GptLm(T, tg::AttentionMask::causal()) {}
 };
 
 TrainRig make_gpt_rig() {

@@ -88,6 +88,37 @@ struct TrainRig {
   }
 };
 
+// The GPT-style language model of the `gpt` and `higher` groups: token Embedding(256, 256) +
+// learned positions (GPT-2's wpe) for T positions, 4 pre-norm TransformerEncoderLayer(256, 8
+// heads, FF 1024, GELU (erf), dropout 0, batch_first, norm_first) with the given self-attention
+// structure (no dense mask), a final LayerNorm, Linear(256, 256) head.
+struct GptLm : tg::nn::Module {
+  static constexpr int64_t V = 256, E = 256, NH = 8, FF = 1024, L = 4;
+  std::shared_ptr<tg::nn::Embedding> tok;
+  std::shared_ptr<tg::nn::LearnedPositionalEmbedding> pos;
+  std::shared_ptr<tg::nn::TransformerEncoder> blocks;
+  std::shared_ptr<tg::nn::Linear> head;
+  GptLm(int64_t T, const tg::AttentionMask& structure) : Module("GPT") {
+    tok = register_module("tok", std::make_shared<tg::nn::Embedding>(V, E));
+    pos = register_module("pos", std::make_shared<tg::nn::LearnedPositionalEmbedding>(T, E));
+    tg::nn::TransformerLayerOptions lo;
+    lo.dim_feedforward = FF;
+    lo.dropout = 0.0;
+    lo.activation = "gelu";
+    lo.batch_first = true;
+    lo.norm_first = true;
+    lo.self_attn_structure = structure;
+    tg::nn::TransformerEncoderLayer layer(E, NH, lo);
+    blocks = register_module(
+        "blocks", std::make_shared<tg::nn::TransformerEncoder>(
+                      layer, L, std::make_shared<tg::nn::LayerNorm>(E), tg::nn::LayerClone::Fresh));
+    head = register_module("head", std::make_shared<tg::nn::Linear>(E, V));
+  }
+  tg::Tensor forward(const tg::Tensor& tokens) {  // (B, T) int64 -> logits (B, T, V)
+    return head->forward(blocks->forward(pos->forward(tok->forward(tokens))));
+  }
+};
+
 // Second order and activation checkpointing on a GPT-style model (higher.cpp).
 void bench_higher(const Options& o);
 

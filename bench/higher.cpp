@@ -16,47 +16,20 @@
 namespace tgbench {
 namespace {
 
-struct Lm : tg::nn::Module {
-  static constexpr int64_t V = 256, E = 256, NH = 8, FF = 1024, L = 4;
-  std::shared_ptr<tg::nn::Embedding> tok;
-  std::shared_ptr<tg::nn::LearnedPositionalEmbedding> pos;
-  std::shared_ptr<tg::nn::TransformerEncoder> blocks;
-  std::shared_ptr<tg::nn::Linear> head;
-  Lm(int64_t T, const tg::AttentionMask& structure) : Module("Lm") {
-    tok = register_module("tok", std::make_shared<tg::nn::Embedding>(V, E));
-    pos = register_module("pos", std::make_shared<tg::nn::LearnedPositionalEmbedding>(T, E));
-    tg::nn::TransformerLayerOptions lo;
-    lo.dim_feedforward = FF;
-    lo.dropout = 0.0;
-    lo.activation = "gelu";
-    lo.batch_first = true;
-    lo.norm_first = true;
-    lo.self_attn_structure = structure;
-    blocks = register_module(
-        "blocks", std::make_shared<tg::nn::TransformerEncoder>(
-                      tg::nn::TransformerEncoderLayer(E, NH, lo), L,
-                      std::make_shared<tg::nn::LayerNorm>(E), tg::nn::LayerClone::Fresh));
-    head = register_module("head", std::make_shared<tg::nn::Linear>(E, V));
-  }
-  tg::Tensor forward(const tg::Tensor& tokens) {
-    return head->forward(blocks->forward(pos->forward(tok->forward(tokens))));
-  }
-};
-
 struct Rig {
-  std::shared_ptr<Lm> m;
+  std::shared_ptr<GptLm> m;
   tg::Tensor tokens, gold;
   std::vector<tg::Tensor> params, v;  // v: a random direction, one tensor per parameter
   Rig(int64_t B, int64_t T, const tg::AttentionMask& structure)
-      : m(std::make_shared<Lm>(T, structure)) {
-    tokens = tg::randint(0, Lm::V, {B, T});
-    gold = tg::randint(0, Lm::V, {B * T});
+      : m(std::make_shared<GptLm>(T, structure)) {
+    tokens = tg::randint(0, GptLm::V, {B, T});
+    gold = tg::randint(0, GptLm::V, {B * T});
     params = m->parameters();
     for (const tg::Tensor& p : params) v.push_back(tg::randn(p.shape()));
   }
   tg::Tensor loss() {
     const int64_t n = gold.numel();
-    return tg::cross_entropy(m->forward(tokens).reshape({n, Lm::V}), gold);
+    return tg::cross_entropy(m->forward(tokens).reshape({n, GptLm::V}), gold);
   }
   void step(bool ckpt) {  // the first-order step: loss and backward (no optimizer)
     m->blocks->checkpoint_activations = ckpt;

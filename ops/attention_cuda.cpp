@@ -149,23 +149,48 @@ std::vector<Tensor> heads_first(const Dims& d, const Tensor& q, const Tensor& k,
   return r;
 }
 
-namespace {
-// A distinct tape node over t (identity backward): a capture point per input slot, also when one
-// tensor is passed as q, k and v.
-Tensor alias_of(const Tensor& t) {
-  if (!t.defined() || !t.requires_grad()) return t;
-  Tensor out = make_view(t, t.shape(), t.strides(), t.impl()->offset);
-  record("alias", out, {t}, RecordInfo().flops(0, 0).saved().differentiable(),
-         [](const Tensor& g) -> std::vector<Tensor> { return {g}; });
-  return out;
+// A distinct node over each input that requires grad (identity backward): one capture point per
+// slot, also when one tensor is passed as q, k and v.
+std::vector<Tensor> attention_slots(const std::vector<Tensor>& live) {
+  std::vector<Tensor> slots;
+  for (const Tensor& t : live) {
+    if (!t.defined() || !t.requires_grad()) {
+      slots.push_back(t);
+      continue;
+    }
+    Tensor out = make_view(t, t.shape(), t.strides(), t.impl()->offset);
+    record("alias", out, {t}, RecordInfo().flops(0, 0).saved().differentiable(),
+           [](const Tensor& g) -> std::vector<Tensor> { return {g}; });
+    slots.push_back(out);
+  }
+  return slots;
 }
-}  // namespace
+
+std::vector<Tensor> slot_grads(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
+                               const std::vector<Tensor>& slots) {
+  std::vector<Tensor> rs, gs, wrt;
+  for (size_t i = 0; i < roots.size(); ++i)
+    if (roots[i].requires_grad()) rs.push_back(roots[i]), gs.push_back(grads[i]);
+  for (const Tensor& t : slots)
+    if (t.requires_grad()) wrt.push_back(t);
+  std::vector<Tensor> got;
+  if (!rs.empty() && !wrt.empty()) got = grad_stop_at_inputs(rs, wrt, gs, true);
+  std::vector<Tensor> res;
+  for (size_t j = 0, w = 0; j < slots.size(); ++j) {
+    if (!slots[j].requires_grad()) {
+      res.push_back(Tensor());
+      continue;
+    }
+    const Tensor r = got.empty() ? Tensor() : got[w++];
+    res.push_back(r.defined() ? r : zeros_like(slots[j]));
+  }
+  return res;
+}
 
 std::vector<Tensor> sdpa_grad_recorded(const Dims& d, const std::vector<Tensor>& live,
                                        const AttentionMask& mask, bool mask_grad, bool rel_grad,
                                        bool alibi_grad, double scale, const Tensor& g) {
-  std::vector<Tensor> slots;
-  for (const Tensor& t : live) slots.push_back(alias_of(t));
+  const std::vector<Tensor> slots = attention_slots(live);
   const bool qkv = d.packing == Dims::kQKV, kv = d.packing == Dims::kKV;
   size_t i = 0;
   const Tensor q = slots[i++];
@@ -187,25 +212,7 @@ std::vector<Tensor> sdpa_grad_recorded(const Dims& d, const std::vector<Tensor>&
   }
   Tensor out = composed(h[0], h[1], h[2], host, add, SDPAOptions(), scale).output;
   if (d.heads_last) out = transpose(out, 1, 2);
-  // Partial derivatives with respect to each slot: the walk stops at them.
-  std::vector<Tensor> wrt;
-  for (const Tensor& t : slots)
-    if (t.requires_grad()) wrt.push_back(t);
-  std::vector<Tensor> got;
-  if (!wrt.empty() && out.requires_grad()) {
-    got = grad_stop_at_inputs({out}, wrt, {g}, true);
-  }
-  std::vector<Tensor> res;
-  for (size_t j = 0, w = 0; j < slots.size(); ++j) {
-    if (!slots[j].requires_grad()) {
-      res.push_back(Tensor());
-      continue;
-    }
-    const Tensor r = got.empty() ? Tensor() : got[w];
-    ++w;
-    res.push_back(r.defined() ? r : zeros_like(slots[j]));
-  }
-  return res;
+  return slot_grads({out}, {g}, slots);  // partial derivatives: the walk stops at the slots
 }
 
 // The mask with its tensors on device d.

@@ -30,6 +30,14 @@ AttentionResult cuda_sdpa(const kern::AttentionLayout& d, const Tensor& q, const
 std::vector<Tensor> heads_first(const kern::AttentionLayout& d, const Tensor& q, const Tensor& k,
                                 const Tensor& v);
 
+// create_graph helpers: attention_slots gives each input that requires grad a node of its own
+// (identity backward), so a walk can stop there per input slot; slot_grads sends grads from roots
+// back to those slots (detail::grad_stop_at_inputs, recorded): one gradient per slot, zeros where
+// none arrives, undefined for a slot that needs none.
+std::vector<Tensor> attention_slots(const std::vector<Tensor>& live);
+std::vector<Tensor> slot_grads(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
+                               const std::vector<Tensor>& slots);
+
 // create_graph through scaled_dot_product_attention, either device: the gradients of the tape
 // node's inputs for dout g, `live` being those inputs with their histories (saved_input): q, k, v
 // (or qkv, or q and kv), then the additive mask, the relative-position table and the ALiBi slopes

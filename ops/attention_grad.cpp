@@ -11,7 +11,6 @@
 // order for differentiable masks and biases (ops/attention_cuda.cpp).
 #include "ops/attention_cpu.hpp"
 
-#include "autograd/grad_detail.hpp"
 #include "ops/attention_cuda.hpp"
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"
@@ -70,21 +69,12 @@ Tensor backward_op(const std::shared_ptr<const RowsCtx>& c, const Tensor& q4, co
   return out;
 }
 
-// A distinct node over t (identity backward): one capture point per input slot.
-Tensor slot_of(const Tensor& t) {
-  if (!t.defined() || !t.requires_grad()) return t;
-  Tensor out = make_view(t, t.shape(), t.strides(), t.impl()->offset);
-  record("alias", out, {t}, RecordInfo().flops(0, 0).saved().differentiable(),
-         [](const Tensor& g) -> std::vector<Tensor> { return {g}; });
-  return out;
-}
 }  // namespace
 
 std::vector<Tensor> sdpa_grad_rows(const Dims& d, const std::vector<Tensor>& live,
                                    const AttentionMask& mask, double scale, const Tensor& keep,
                                    double p, const Tensor& g) {
-  std::vector<Tensor> slots;
-  for (const Tensor& t : live) slots.push_back(slot_of(t));
+  const std::vector<Tensor> slots = attention_slots(live);
   const bool qkv = d.packing == Dims::kQKV, kv = d.packing == Dims::kKV;
   const Tensor q = slots[0];
   const Tensor k = qkv ? q : slots[1];
@@ -120,25 +110,7 @@ std::vector<Tensor> sdpa_grad_rows(const Dims& d, const std::vector<Tensor>& liv
   const Tensor dk4 = reshape(narrow(packed, 0, nq, nk), k4.shape());
   const Tensor dv4 = reshape(narrow(packed, 0, nq + nk, nv), v4.shape());
 
-  // Back through the views to the slots: the walk stops at them.
-  std::vector<Tensor> roots, grads, wrt;
-  for (const auto& [x, dx] : {std::pair{q4, dq4}, std::pair{k4, dk4}, std::pair{v4, dv4}})
-    if (x.requires_grad()) roots.push_back(x), grads.push_back(dx);
-  for (const Tensor& t : slots)
-    if (t.requires_grad()) wrt.push_back(t);
-  std::vector<Tensor> got;
-  if (!roots.empty() && !wrt.empty()) got = grad_stop_at_inputs(roots, wrt, grads, true);
-  std::vector<Tensor> res;
-  for (size_t j = 0, w = 0; j < slots.size(); ++j) {
-    if (!slots[j].requires_grad()) {
-      res.push_back(Tensor());
-      continue;
-    }
-    const Tensor r = got.empty() ? Tensor() : got[w];
-    ++w;
-    res.push_back(r.defined() ? r : zeros_like(slots[j]));
-  }
-  return res;
+  return slot_grads({q4, k4, v4}, {dq4, dk4, dv4}, slots);  // back through the views
 }
 
 }  // namespace tg::detail
