@@ -14,6 +14,7 @@
 #include "text_classification/train.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <cstdio>
@@ -293,6 +294,111 @@ void print_key_gradients(const Config& c, const Run& r) {
     }
 }
 
+// ---- second order ------------------------------------------------------------------------------
+// Curvature per head: the Hessian-vector product of the lab's loss L = sum(out * G) with respect
+// to in_proj_weight along each head's own gradient (its q, k and v rows of dL/dW_in, the rest 0,
+// made a unit vector u_h): uᵀHu is L's curvature in that direction, |Hu| how strongly that step
+// moves the whole gradient, and the part of Hu on other heads' rows how much the heads interact.
+// tg::grad with create_graph gives dL/dW_in with a history; the gradient of ⟨dL/dW_in, u⟩ is Hu.
+void print_head_curvature(const Config& c, const Weights& w, const Tensor& x,
+                          const tg::AttentionMask& mask) {
+  const int64_t E = c.E, NH = c.NH, hs = E / NH;
+  tg::nn::MultiheadAttentionOptions mo;
+  mo.batch_first = true;
+  mo.structure = c.structure;
+  tg::nn::MultiheadAttention mha(E, NH, mo);
+  mha.to(tg::kFloat64);
+  mha.in_proj_weight = w.w_in.detach().clone().requires_grad_();
+  {
+    tg::NoGradGuard ng;
+    mha.in_proj_bias.copy_(w.b_in);
+    mha.out_proj->weight.copy_(w.w_out);
+    mha.out_proj->bias.copy_(w.b_out);
+  }
+  tg::nn::MHAForwardOptions f;
+  f.need_weights = false;
+  if (!c.lengths.empty()) {
+    std::vector<bool> pad;
+    for (int64_t b = 0; b < c.B; ++b)
+      for (int64_t j = 0; j < c.T; ++j) pad.push_back(j >= c.lengths[size_t(b)]);
+    f.key_padding_mask = tg::tensor(pad, {c.B, c.T});
+  }
+  (void)mask;                   // the structure is the module's; the padding above is the lab's
+  tg::manual_seed(c.seed + 1);  // the walk-through's G
+  const Tensor G = tg::randn({c.B, c.T, E}, tg::kFloat64);
+  const Tensor loss = tg::sum(tg::mul(mha.forward(x, x, x, f).first, G));
+  tg::GradOptions cg;
+  cg.create_graph = true;
+  const Tensor g = tg::grad({loss}, {mha.in_proj_weight}, {}, cg)[0];  // (3E, E), with a history
+  const Tensor gd = g.detach();
+  std::printf(
+      "\nsecond order: Hessian-vector products of L = sum(out * G) w.r.t. in_proj_weight "
+      "(3E, E),\nalong each head's own gradient u_h (its q, k, v rows of dL/dW_in, unit "
+      "length):\n");
+  std::printf("  head  |dL/dW_h|      u_h^T H u_h   |H u_h|     share of H u_h on other heads\n");
+  for (int64_t h = 0; h < NH; ++h) {
+    std::vector<double> rows(size_t(3 * E), 0.0);
+    for (int64_t part = 0; part < 3; ++part)
+      for (int64_t r = 0; r < hs; ++r) rows[size_t(part * E + h * hs + r)] = 1.0;
+    const Tensor sel = tg::tensor(rows, {3 * E, 1});
+    const Tensor u0 = tg::mul(gd, sel);
+    const double n0 = norm(u0);
+    if (!(n0 > 0)) {
+      std::printf("  %4lld  %10.4g  (no gradient: nothing to measure)\n", (long long)h, n0);
+      continue;
+    }
+    const Tensor u = tg::div(u0, n0);
+    tg::GradOptions keep;
+    keep.retain_graph = true;
+    const Tensor hu = tg::grad({tg::sum(tg::mul(g, u))}, {mha.in_proj_weight}, {}, keep)[0];
+    const double uhu = tg::sum(tg::mul(hu, u)).item<double>(), nhu = norm(hu);
+    const double own = norm(tg::mul(hu, sel));
+    const double other = nhu > 0 ? std::sqrt(std::max(0.0, nhu * nhu - own * own)) / nhu : 0.0;
+    std::printf("  %4lld  %10.4g  %14.6g  %10.4g  %6.1f %%\n", (long long)h, n0, uhu, nhu,
+                100 * other);
+  }
+}
+
+// --sharpness: the top Hessian eigenvalue of a trained classifier's training loss, by power
+// iteration, printed per iteration and plotted.
+int run_sharpness(const ArgParser& p) {
+  const std::string dir = p.str("sharpness"), out = p.str("out");
+  const int64_t examples = int_option(p, "examples", 1, 4096);
+  const int64_t iters = int_option(p, "iters", 1, 1000);
+  std::printf(
+      "sharpness of %s: power iteration on Hessian-vector products of the mean training "
+      "loss\n",
+      dir.c_str());
+  const tgx::cls::Sharpness s = tgx::cls::sharpness(dir, examples, iters, p.str("data-dir"),
+                                                    uint64_t(int_option(p, "seed", 0)));
+  std::printf("  %lld training emails, %lld parameters, loss %.6f\n", (long long)s.examples,
+              (long long)s.parameters, s.loss);
+  std::printf("  iteration   v^T H v (Rayleigh quotient)   change\n");
+  for (size_t k = 0; k < s.lambda.size(); ++k)
+    std::printf("  %9zu   %26.6g   %s\n", k + 1, s.lambda[k],
+                k == 0 ? ""
+                       : fmt::format("{:.2e}", std::fabs(s.lambda[k] - s.lambda[k - 1]) /
+                                                   std::max(1e-300, std::fabs(s.lambda[k])))
+                             .c_str());
+  std::printf("  top eigenvalue (sharpness) ~ %.6g after %lld products (%.1f s)\n", s.lambda.back(),
+              (long long)iters, s.seconds);
+  fs::create_directories(out);
+  Series l{"v^T H v", {}, s.lambda, {31, 119, 180}};
+  for (size_t k = 0; k < s.lambda.size(); ++k) l.x.push_back(double(k + 1));
+  PlotOptions po;
+  po.title = "sharpness: power iteration on Hessian-vector products";
+  po.xlabel = "iteration";
+  po.ylabel = "Rayleigh quotient v^T H v";
+  write_png(out + "/sharpness.png", line_plot({l}, po));
+  nlohmann::json j = {
+      {"run", dir},          {"examples", s.examples}, {"parameters", s.parameters},
+      {"loss", s.loss},      {"lambda", s.lambda},     {"sharpness", s.lambda.back()},
+      {"seconds", s.seconds}};
+  tg::write_file_atomic(out + "/sharpness.json", j.dump(2) + "\n");
+  std::printf("wrote %s/sharpness.png and sharpness.json\n", out.c_str());
+  return 0;
+}
+
 // The module computes the same layer: the lab's walk-through is the real thing.
 double check_against_module(const Config& c, const Weights& w, const Tensor& x, const Run& r) {
   tg::nn::MultiheadAttentionOptions mo;
@@ -376,10 +482,28 @@ int run(const std::vector<std::string>& args) {
       .option("padding", "", "valid key lengths per batch, e.g. 5,7 (keys j >= length are padding)")
       .option("seed", "0", "seed for the fresh layer, the input and the upstream gradient")
       .option("out", "runs/attention_lab", "output directory")
+      .option("sharpness", "",
+              "a text_classification run folder: the top Hessian eigenvalue of its training loss "
+              "by power iteration (nothing else runs)")
+      .option("examples", "64", "--sharpness: training emails in the loss")
+      .option("iters", "20", "--sharpness: Hessian-vector products (power iterations)")
+      .option("data-dir", "", "--sharpness: where the run's data set is (default: its usual place)")
       .flag("causal", "causal self-attention");
   std::vector<const char*> argv{"attention_lab"};
   for (const auto& a : args) argv.push_back(a.c_str());
   if (!p.parse(int(argv.size()), argv.data())) return 0;
+  if (p.given("sharpness")) {
+    for (const char* o : {"checkpoint", "layer", "input", "text", "tokens", "local", "blocked",
+                          "padding", "causal", "embed", "heads", "len", "batch"})
+      if (p.given(o))
+        throw UserError(
+            fmt::format("--{} does not go with --sharpness (it studies a whole "
+                        "trained classifier)",
+                        o));
+    return run_sharpness(p);
+  }
+  for (const char* o : {"examples", "iters", "data-dir"})
+    if (p.given(o)) throw UserError(fmt::format("--{} goes with --sharpness only", o));
   Config c = parse(p);
 
   Weights w;
@@ -449,6 +573,7 @@ int run(const std::vector<std::string>& args) {
   Run r = run_layer(c, w, x, mask);
   print_walkthrough(c, r, mask);
   print_key_gradients(c, r);
+  print_head_curvature(c, w, x, mask);
   write_maps(c, r);
   double max_row_err = 0;
   {

@@ -530,6 +530,69 @@ Json train_and_evaluate(const RunOptions& o) {
   return final_report(o, d, model, nb, st, seconds_since(t_start));
 }
 
+Sharpness sharpness(const std::string& out, int64_t examples, int64_t iters,
+                    const std::string& data_dir, uint64_t seed) {
+  const auto t0 = std::chrono::steady_clock::now();
+  TrainedRun run = load_run(out);
+  const std::string path = out + "/best/model.safetensors";
+  const Json id = meta_json(tg::nn::load_safetensors(path).metadata, "cls.run", path);
+  RunOptions o;  // what rebuilds the run's data: its dataset, subset, split and tokenizer
+  o.out = out;
+  o.resume = true;  // prepare() then reads <out>/tokenizer.json instead of training one
+  o.data_dir = data_dir;
+  o.dataset = id.value("dataset", std::string("spam"));
+  o.limit = id.value("limit", int64_t{0});
+  o.split_seed = id.value("split_seed", int64_t{0});
+  o.headers = id.value("headers", std::vector<std::string>{});
+  o.model = ModelConfig::from_json(id.value("model", Json()), path);
+  const Data d = prepare(o);
+  const size_t n = std::min(d.split.train.size(), static_cast<size_t>(examples));
+  const Batch b = make_batch(d, d.split.train, 0, n, tg::kCPU);
+  TextClassifier& m = *run.model;
+  m.eval();
+  const std::vector<tg::Tensor> params = m.parameters();
+  Sharpness r;
+  r.examples = static_cast<int64_t>(n);
+  for (const tg::Tensor& p : params) r.parameters += p.numel();
+  tg::GradOptions cg;
+  cg.create_graph = true;
+  const tg::Tensor loss = tg::cross_entropy(m.forward(b.ids, b.pad), b.labels);
+  r.loss = loss.item<double>();
+  const std::vector<tg::Tensor> g = tg::grad({loss}, params, {}, cg);  // kept for every product
+  tg::Generator gen;
+  gen.set_seed(seed);
+  std::vector<tg::Tensor> v;
+  double vv = 0;
+  for (const tg::Tensor& p : params) {
+    tg::Tensor t = tg::Tensor::empty(p.shape(), tg::kFloat64);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<double>()[i] = gen.normal();
+    t = t.to(p.dtype());
+    vv += tg::sum(t * t).item<double>();
+    v.push_back(t);
+  }
+  for (tg::Tensor& t : v) t = t / std::sqrt(vv);
+  for (int64_t k = 0; k < iters; ++k) {
+    tg::Tensor gv = tg::sum(g[0] * v[0]);
+    for (size_t i = 1; i < g.size(); ++i) gv = gv + tg::sum(g[i] * v[i]);
+    tg::GradOptions keep;
+    keep.retain_graph = true;
+    std::vector<tg::Tensor> hv = tg::grad({gv}, params, {}, keep);
+    double lambda = 0, norm2 = 0;
+    for (size_t i = 0; i < hv.size(); ++i) {
+      if (!hv[i].defined()) hv[i] = tg::zeros_like(params[i]);
+      lambda += tg::sum(hv[i] * v[i]).item<double>();
+      norm2 += tg::sum(hv[i] * hv[i]).item<double>();
+    }
+    r.lambda.push_back(lambda);
+    if (!(norm2 > 0) || !std::isfinite(norm2))
+      throw UserError(fmt::format("sharpness: the Hessian-vector product is {} at iteration {}",
+                                  norm2 > 0 ? "not finite" : "zero", k + 1));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = hv[i] / std::sqrt(norm2);
+  }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
 TrainedRun load_run(const std::string& out) {
   const std::string path = out + "/best/model.safetensors";
   if (!file_exists(path))

@@ -74,6 +74,21 @@ TrainedRun load_run(const std::string& out);
 // mismatched run folder, or a text that is empty or not valid UTF-8.
 Prediction predict(const std::string& out, const std::vector<std::string>& texts);
 
+// The sharpness of a trained run: the top eigenvalue of the Hessian of its mean training loss
+// with respect to every parameter, by power iteration on Hessian-vector products (tg::grad with
+// create_graph, then the gradient of ⟨g, v⟩; the model in eval mode), on the first `examples`
+// emails of the run's own training split (rebuilt from the run's dataset, split seed and
+// tokenizer; data_dir "" = the data set's default place). lambda[k] is the Rayleigh quotient
+// vᵀHv after k + 1 products, from a random unit v (seeded).
+struct Sharpness {
+  std::vector<double> lambda;
+  double loss = 0;
+  int64_t examples = 0, parameters = 0;
+  double seconds = 0;
+};
+Sharpness sharpness(const std::string& out, int64_t examples, int64_t iters,
+                    const std::string& data_dir = "", uint64_t seed = 0);
+
 // What the attention lab needs to study one layer of a trained classifier on a text: the input
 // that layer's self-attention receives (1, T, C) (the pre-norm layer's LayerNorm output), the
 // tokens, the head count and the layer's tensor name prefix in the checkpoint.

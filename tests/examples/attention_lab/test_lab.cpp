@@ -1,17 +1,20 @@
 // tests/examples/attention_lab/test_lab.cpp — the attention lab end to end: files written with the
 // right shapes, P rows sum to 1 (0 for padded keys), a checkpointed layer loads by name, bad input
-// gets a message.
+// gets a message; the second order: curvature per head and --sharpness of a trained classifier.
 #include "attention_lab/lab.hpp"
 #include "autograd/io.hpp"
 #include "common/cli.hpp"
 #include "common/png.hpp"
+#include "common/text.hpp"
 #include "nn/attention.hpp"
 #include "nn/checkpoint.hpp"
 #include "ops/ops.hpp"
 #include "text_classification/app.hpp"
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -173,4 +176,33 @@ TEST_CASE("attention lab: a run folder of another kind says what it expected (is
              Contains("--blocked 0: must be in [1, 512]"));
   CHECK_THAT(error_of({"--local", "-1,0", "--out", out}),
              Contains("--local -1,0: LEFT and RIGHT must be >= 0"));
+}
+
+TEST_CASE("attention lab: --sharpness of a trained classifier by power iteration",
+          "[examples][lab]") {
+  std::string run_dir = out_dir("sharp_run"), out = out_dir("sharp_lab");
+  std::string fix = std::string(TG_FIXTURES) + "/examples/text_classification/spam";
+  REQUIRE(tgx::cls::run({"--data-dir", fix,         "--out", run_dir,
+                         "--quiet",    "--epochs",  "2",     "--batch-size",
+                         "8",          "--d-model", "16",    "--layers",
+                         "1",          "--heads",   "2",     "--ff",
+                         "32",         "--max-len", "32",    "--vocab-size",
+                         "300",        "--seed",    "1"}) == 0);
+  REQUIRE(tgx::lab::run({"--sharpness", run_dir, "--data-dir", fix, "--examples", "16", "--iters",
+                         "40", "--out", out}) == 0);
+  const auto j = nlohmann::json::parse(tgx::read_file(out + "/sharpness.json"));
+  const auto lambda = j["lambda"].get<std::vector<double>>();
+  REQUIRE(lambda.size() == 40);
+  CHECK(j["examples"] == 16);
+  CHECK(j["parameters"].get<int64_t>() > 1000);
+  for (double l : lambda) CHECK(std::isfinite(l));
+  // power iteration settles on the top eigenvalue: the last quotients agree, and it is positive
+  // at a trained point (the loss curves upward along its sharpest direction)
+  CHECK(lambda.back() > 0);
+  CHECK(std::fabs(lambda.back() - lambda[lambda.size() - 2]) < 0.02 * std::fabs(lambda.back()));
+  CHECK(tgx::read_png(out + "/sharpness.png").width == 800);
+  CHECK_THAT(error_of({"--sharpness", run_dir, "--len", "5", "--out", out}),
+             Contains("--len does not go with --sharpness"));
+  CHECK_THAT(error_of({"--iters", "5", "--out", out}),
+             Contains("--iters goes with --sharpness only"));
 }
