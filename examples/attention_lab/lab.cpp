@@ -294,27 +294,23 @@ void print_key_gradients(const Config& c, const Run& r) {
     }
 }
 
-// ---- second order ------------------------------------------------------------------------------
-// Curvature per head: the Hessian-vector product of the lab's loss L = sum(out * G) with respect
-// to in_proj_weight along each head's own gradient (its q, k and v rows of dL/dW_in, the rest 0,
-// made a unit vector u_h): uᵀHu is L's curvature in that direction, |Hu| how strongly that step
-// moves the whole gradient, and the part of Hu on other heads' rows how much the heads interact.
-// tg::grad with create_graph gives dL/dW_in with a history; the gradient of ⟨dL/dW_in, u⟩ is Hu.
-void print_head_curvature(const Config& c, const Weights& w, const Tensor& x,
-                          const tg::AttentionMask& mask) {
-  const int64_t E = c.E, NH = c.NH, hs = E / NH;
+// The lab's layer as nn::MultiheadAttention (float64, the lab's weights, its structure), and the
+// forward options that give it the lab's padding.
+std::shared_ptr<tg::nn::MultiheadAttention> lab_module(const Config& c, const Weights& w) {
   tg::nn::MultiheadAttentionOptions mo;
   mo.batch_first = true;
   mo.structure = c.structure;
-  tg::nn::MultiheadAttention mha(E, NH, mo);
-  mha.to(tg::kFloat64);
-  mha.in_proj_weight = w.w_in.detach().clone().requires_grad_();
-  {
-    tg::NoGradGuard ng;
-    mha.in_proj_bias.copy_(w.b_in);
-    mha.out_proj->weight.copy_(w.w_out);
-    mha.out_proj->bias.copy_(w.b_out);
-  }
+  auto mha = std::make_shared<tg::nn::MultiheadAttention>(c.E, c.NH, mo);
+  mha->to(tg::kFloat64);
+  tg::nn::StateDict sd;
+  sd.insert("in_proj_weight", w.w_in);
+  sd.insert("in_proj_bias", w.b_in);
+  sd.insert("out_proj.weight", w.w_out);
+  sd.insert("out_proj.bias", w.b_out);
+  mha->load_state_dict(sd);
+  return mha;
+}
+tg::nn::MHAForwardOptions lab_options(const Config& c) {
   tg::nn::MHAForwardOptions f;
   f.need_weights = false;
   if (!c.lengths.empty()) {
@@ -323,13 +319,25 @@ void print_head_curvature(const Config& c, const Weights& w, const Tensor& x,
       for (int64_t j = 0; j < c.T; ++j) pad.push_back(j >= c.lengths[size_t(b)]);
     f.key_padding_mask = tg::tensor(pad, {c.B, c.T});
   }
-  (void)mask;                   // the structure is the module's; the padding above is the lab's
+  return f;
+}
+
+// ---- second order ------------------------------------------------------------------------------
+// Curvature per head: the Hessian-vector product of the lab's loss L = sum(out * G) with respect
+// to in_proj_weight along each head's own gradient (its q, k and v rows of dL/dW_in, the rest 0,
+// made a unit vector u_h): uᵀHu is L's curvature in that direction, |Hu| how strongly that step
+// moves the whole gradient, and the part of Hu on other heads' rows how much the heads interact.
+// tg::grad with create_graph gives dL/dW_in with a history; the gradient of ⟨dL/dW_in, u⟩ is Hu.
+void print_head_curvature(const Config& c, const Weights& w, const Tensor& x) {
+  const int64_t E = c.E, NH = c.NH, hs = E / NH;
+  auto mha = lab_module(c, w);
+  mha->in_proj_weight = mha->in_proj_weight.detach().clone().requires_grad_();
   tg::manual_seed(c.seed + 1);  // the walk-through's G
   const Tensor G = tg::randn({c.B, c.T, E}, tg::kFloat64);
-  const Tensor loss = tg::sum(tg::mul(mha.forward(x, x, x, f).first, G));
+  const Tensor loss = tg::sum(tg::mul(mha->forward(x, x, x, lab_options(c)).first, G));
   tg::GradOptions cg;
   cg.create_graph = true;
-  const Tensor g = tg::grad({loss}, {mha.in_proj_weight}, {}, cg)[0];  // (3E, E), with a history
+  const Tensor g = tg::grad({loss}, {mha->in_proj_weight}, {}, cg)[0];  // (3E, E), with a history
   const Tensor gd = g.detach();
   std::printf(
       "\nsecond order: Hessian-vector products of L = sum(out * G) w.r.t. in_proj_weight "
@@ -350,7 +358,7 @@ void print_head_curvature(const Config& c, const Weights& w, const Tensor& x,
     const Tensor u = tg::div(u0, n0);
     tg::GradOptions keep;
     keep.retain_graph = true;
-    const Tensor hu = tg::grad({tg::sum(tg::mul(g, u))}, {mha.in_proj_weight}, {}, keep)[0];
+    const Tensor hu = tg::grad({tg::sum(tg::mul(g, u))}, {mha->in_proj_weight}, {}, keep)[0];
     const double uhu = tg::sum(tg::mul(hu, u)).item<double>(), nhu = norm(hu);
     const double own = norm(tg::mul(hu, sel));
     const double other = nhu > 0 ? std::sqrt(std::max(0.0, nhu * nhu - own * own)) / nhu : 0.0;
@@ -401,27 +409,9 @@ int run_sharpness(const ArgParser& p) {
 
 // The module computes the same layer: the lab's walk-through is the real thing.
 double check_against_module(const Config& c, const Weights& w, const Tensor& x, const Run& r) {
-  tg::nn::MultiheadAttentionOptions mo;
-  mo.batch_first = true;
-  mo.structure = c.structure;
-  tg::nn::MultiheadAttention mha(c.E, c.NH, mo);
-  mha.to(tg::kFloat64);
-  tg::nn::StateDict sd;
-  sd.insert("in_proj_weight", w.w_in);
-  sd.insert("in_proj_bias", w.b_in);
-  sd.insert("out_proj.weight", w.w_out);
-  sd.insert("out_proj.bias", w.b_out);
-  mha.load_state_dict(sd);
+  auto mha = lab_module(c, w);
   tg::NoGradGuard ng;
-  tg::nn::MHAForwardOptions f;
-  f.need_weights = false;
-  if (!c.lengths.empty()) {
-    std::vector<bool> pad;
-    for (int64_t b = 0; b < c.B; ++b)
-      for (int64_t j = 0; j < c.T; ++j) pad.push_back(j >= c.lengths[size_t(b)]);
-    f.key_padding_mask = tg::tensor(pad, {c.B, c.T});
-  }
-  Tensor ref = mha.forward(x, x, x, f).first;
+  Tensor ref = mha->forward(x, x, x, lab_options(c)).first;
   return tg::max(tg::abs(tg::sub(ref, r.out))).item<double>();
 }
 
@@ -573,7 +563,7 @@ int run(const std::vector<std::string>& args) {
   Run r = run_layer(c, w, x, mask);
   print_walkthrough(c, r, mask);
   print_key_gradients(c, r);
-  print_head_curvature(c, w, x, mask);
+  print_head_curvature(c, w, x);
   write_maps(c, r);
   double max_row_err = 0;
   {
