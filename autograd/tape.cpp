@@ -774,7 +774,9 @@ std::vector<Tensor> detail::grad_to_edges(const std::vector<Tensor>& outputs,
                                           bool create_graph) {
   GradOptions o;
   o.create_graph = create_graph;
-  o.retain_graph = true;  // the recomputed graph may be walked again by a later backward
+  // Under create_graph the gradients' graph reads the walked nodes again (saved_output); else
+  // each node's saved tensors go as soon as it has run (tg::checkpoint's recomputed layer).
+  o.retain_graph = create_graph;
   return grad_impl(outputs, inputs, grad_outputs, o, true);
 }
 
