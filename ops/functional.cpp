@@ -138,36 +138,19 @@ std::pair<Tensor, std::vector<Tensor>> vhp(const Fn& fn, const std::vector<Tenso
   return {output(out, create_graph), finish(r, xs, create_graph)};
 }
 
+// H·v = (vᵀ·H)ᵀ: the Hessian of a twice-differentiable function is symmetric, so hvp is vhp's
+// computation (PyTorch's hvp takes one more reverse pass for the same numbers; ours needs no
+// third derivative through an op whose second one is a raw kernel, such as the fused attention's).
 std::pair<Tensor, std::vector<Tensor>> hvp(const Fn& fn, const std::vector<Tensor>& inputs,
                                            const std::vector<Tensor>& v, bool create_graph) {
-  const std::vector<Tensor> xs = prepare(inputs, create_graph, "hvp");
-  check_like("hvp", "v", v, xs);
-  const Tensor out = scalar_output("hvp", run(fn, xs, "hvp"));
-  EnableGradGuard with_grad;
-  // PyTorch's order: w = Hᵀ·u is linear in u, and d⟨w, v⟩/du = H·v.
-  const std::vector<Tensor> jac = grads_of(out, xs, Tensor(), true);
-  std::vector<Tensor> js, us;
-  for (size_t i = 0; i < jac.size(); ++i)
-    if (jac[i].defined() && jac[i].requires_grad())
-      js.push_back(jac[i]), us.push_back(zeros_like(jac[i]).requires_grad_());
-  std::vector<Tensor> r(xs.size());
-  if (!js.empty()) {
-    GradOptions o;
-    o.create_graph = true;
-    const std::vector<Tensor> w = grad(js, xs, us, o);
-    std::vector<Tensor> ws, vs;
-    for (size_t i = 0; i < w.size(); ++i)
-      if (w[i].defined() && w[i].requires_grad()) ws.push_back(w[i]), vs.push_back(v[i]);
-    if (!ws.empty()) {
-      GradOptions o2;
-      o2.create_graph = create_graph;
-      const std::vector<Tensor> hu = grad(ws, us, vs, o2);
-      // us lines up with the inputs whose gradient was defined
-      for (size_t i = 0, k = 0; i < jac.size(); ++i)
-        if (jac[i].defined() && jac[i].requires_grad()) r[i] = hu[k++];
-    }
+  check_like("hvp", "v", v, inputs);
+  try {
+    return vhp(fn, inputs, v, create_graph);
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    if (m.rfind("vhp:", 0) == 0) throw Error("hvp:" + m.substr(4));  // name the caller's function
+    throw;
   }
-  return {output(out, create_graph), finish(r, xs, create_graph)};
 }
 
 std::vector<Tensor> jacobian(const Fn& fn, const std::vector<Tensor>& inputs, bool create_graph) {

@@ -7,7 +7,8 @@
 // create_graph, an input that already requires grad, whose history is kept so the results can be
 // differentiated again. Without create_graph every result is detached. An input fn does not use
 // gets zeros (PyTorch's strict=False). jvp is the double-vjp trick (two reverse passes: the
-// gradient of uᵀJ with respect to u), so it needs fn's ops to support create_graph.
+// gradient of uᵀJ with respect to u), so it needs fn's ops to support create_graph. hvp is
+// computed as vhp (the Hessian is symmetric): the same numbers as PyTorch's, one pass fewer.
 // Deliberately not here: forward-mode AD, vectorize / vmap, several outputs.
 #pragma once
 

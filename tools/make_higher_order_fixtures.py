@@ -11,6 +11,13 @@ Files under tests/fixtures/higher_order/ (tensors in brackets):
                    [loss] the loss,
                    [v_<p>, hvp_<p>] for every parameter p: a seeded direction and H·v (all
                    parameters at once), [H_ln_w_ln_w, H_ln_w_W2, H_W2_W2] three Hessian blocks.
+  mha.safetensors  the issue's model: loss = cross_entropy(linear(mean_T(gelu(mha(ln(x))))), target)
+                   with ln = LayerNorm(6), mha = nn.MultiheadAttention(6, 2, batch_first) on
+                   ln(x) as query, key and value with key_padding_mask pad (True = padding);
+                   [x, pad, target] and the parameters [ln_w, ln_b, in_proj_weight, in_proj_bias,
+                   out_proj_weight, out_proj_bias, W] (PyTorch's names, '.' as '_'), [loss],
+                   [v_<p>, hvp_<p>] per parameter, [H_out_proj_weight, H_in_proj_bias] two
+                   diagonal Hessian blocks.
 Everything is seeded, so reruns give the same bytes.
 """
 import argparse
@@ -60,6 +67,45 @@ def main():
     fixture_io.write(fixture_io.case_path(args.out, "higher_order", "mlp"),
                      {k: fixture_io.to_numpy(t) for k, t in out.items()},
                      {"model": "layer_norm -> linear -> gelu -> linear -> cross_entropy"})
+    mha_case(args.out)
+
+
+def mha_case(out_dir):
+    x = randn(2, 4, 6, seed=21)
+    pad = torch.tensor([[False, False, False, True], [False, False, False, False]])
+    target = torch.tensor([2, 0])
+    torch.manual_seed(22)
+    mha = torch.nn.MultiheadAttention(6, 2, batch_first=True, dtype=torch.float64)
+    names = ["ln_w", "ln_b", "in_proj_weight", "in_proj_bias", "out_proj_weight", "out_proj_bias", "W"]
+    params = [1.0 + randn(6, seed=23, scale=0.1), randn(6, seed=24, scale=0.1),
+              mha.in_proj_weight.detach().clone(), randn(18, seed=25, scale=0.1),
+              mha.out_proj.weight.detach().clone(), randn(6, seed=26, scale=0.1),
+              randn(3, 6, seed=27, scale=0.5)]
+
+    def loss(ln_w, ln_b, w_in, b_in, w_out, b_out, W):
+        h = F.layer_norm(x, (6,), ln_w, ln_b)
+        # nn.MultiheadAttention's own functional form (batch first -> (T, B, E)), twice
+        # differentiable in torch 1.13 (bmm + softmax)
+        q = h.transpose(0, 1)
+        a, _ = F.multi_head_attention_forward(q, q, q, 6, 2, w_in, b_in, None, None, False, 0.0,
+                                              w_out, b_out, training=True, key_padding_mask=pad,
+                                              need_weights=False)
+        z = F.gelu(a.transpose(0, 1)).mean(1)
+        return F.cross_entropy(F.linear(z, W), target)
+
+    v = [randn(*p.shape, seed=30 + i) for i, p in enumerate(params)]
+    value, hv = hvp(loss, tuple(params), tuple(v))
+    H = hessian(loss, tuple(params))
+    out = {"x": x, "pad": pad, "target": target, "loss": value}
+    for name, p, vi, hvi in zip(names, params, v, hv):
+        out[name] = p
+        out["v_" + name] = vi
+        out["hvp_" + name] = hvi
+    out["H_out_proj_weight"] = H[4][4]
+    out["H_in_proj_bias"] = H[3][3]
+    fixture_io.write(fixture_io.case_path(out_dir, "higher_order", "mha"),
+                     {k: fixture_io.to_numpy(t) for k, t in out.items()},
+                     {"model": "layer_norm -> multihead attention (key padding) -> gelu -> mean over T -> linear -> cross_entropy"})
 
 
 if __name__ == "__main__":

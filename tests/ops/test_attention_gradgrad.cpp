@@ -9,6 +9,7 @@
 
 #include "nn/attention.hpp"
 #include "ops/attention.hpp"
+#include "ops/functional.hpp"
 
 using namespace tg;
 
@@ -202,4 +203,43 @@ TEST_CASE("second order through local attention allocates no T×S matrix (O(T·W
   REQUIRE(hv.shape() == Shape{1, 1, T, 4});
   REQUIRE(peak < 2u * 1024 * 1024);
   REQUIRE(peak < static_cast<size_t>(T * T * 4) / 8);
+}
+
+TEST_CASE("second order: the fused attention's H·v equals the composed attention's") {
+  // composed: softmax(scale·QKᵀ masked) V with matmul, masked_fill and softmax (their own
+  // recorded backward), fully masked rows set to 0 as the fused kernel gives them
+  manual_seed(27);
+  const int64_t B = 2, NH = 2, T = 6, S = 6, hs = 3;
+  const Tensor lengths = tensor(std::vector<int64_t>{0, 4});  // batch 0: every row fully masked
+  const std::vector<std::pair<const char*, AttentionMask>> masks = {
+      {"causal", AttentionMask::causal()},
+      {"local (2, 1)", AttentionMask::local(2, 1)},
+      {"blocked 3, look-back", AttentionMask::blocked(3, BlockedOptions{1, 0, true})},
+      {"causal & lengths, fully masked rows",
+       AttentionMask::causal() & AttentionMask::key_lengths(lengths)},
+  };
+  for (const auto& [name, m] : masks) {
+    INFO(name);
+    const Tensor allowed = m.dense_allowed(B, NH, T, S);
+    auto composed = [&](const Tensor& q, const Tensor& k, const Tensor& v) {
+      const Tensor s = mul(matmul(q, transpose(k, -2, -1)), 1 / std::sqrt(double(hs)));
+      const Tensor p = softmax(masked_fill(s, logical_not(allowed), -INFINITY), -1);
+      const Tensor any = gt(sum(allowed.to(kFloat64), {-1}, true), 0.0);
+      return matmul(where(any, p, zeros({}, kFloat64)), v);
+    };
+    auto loss = [&](bool fused) {
+      return [&, fused](const std::vector<Tensor>& in) {
+        const Tensor o = fused ? sdpa(in[0], in[1], in[2], m) : composed(in[0], in[1], in[2]);
+        return sum(mul(o, o));
+      };
+    };
+    const std::vector<Tensor> xs{randn({B, NH, T, hs}, kFloat64), randn({B, NH, S, hs}, kFloat64),
+                                 randn({B, NH, S, hs}, kFloat64)};
+    const std::vector<Tensor> v{randn({B, NH, T, hs}, kFloat64), randn({B, NH, S, hs}, kFloat64),
+                                randn({B, NH, S, hs}, kFloat64)};
+    auto [l1, h1] = func::hvp(loss(true), xs, v);
+    auto [l2, h2] = func::hvp(loss(false), xs, v);
+    tgt::require_close(l1, l2, 1e-12, 1e-10, "loss");
+    for (size_t i = 0; i < 3; ++i) tgt::require_close(h1[i], h2[i], 1e-12, 1e-9, name);
+  }
 }

@@ -4,6 +4,7 @@
 #include "helpers.hpp"
 
 #include "fixtures.hpp"
+#include "nn/attention.hpp"
 #include "ops/functional.hpp"
 
 using namespace tg;
@@ -155,4 +156,41 @@ TEST_CASE("func: hvp and hessian of a LayerNorm + GELU + cross-entropy model mat
   tgt::require_close(H[0][0], f.tensor("H_ln_w_ln_w"), 1e-12, 1e-9, "H ln_w ln_w");
   tgt::require_close(H[0][4], f.tensor("H_ln_w_W2"), 1e-12, 1e-9, "H ln_w W2");
   tgt::require_close(H[4][4], f.tensor("H_W2_W2"), 1e-12, 1e-9, "H W2 W2");
+}
+
+TEST_CASE("func: hvp and hessian of a LayerNorm + MultiheadAttention + GELU model match PyTorch") {
+  // The fused attention's second order (ops/attention_grad.cpp) against PyTorch's composed
+  // multi_head_attention_forward, with key padding.
+  tgt::Fixture f("higher_order/mha");
+  const Tensor x = f.tensor("x"), pad = f.tensor("pad"), target = f.tensor("target");
+  const std::vector<std::string> names{
+      "ln_w", "ln_b", "in_proj_weight", "in_proj_bias", "out_proj_weight", "out_proj_bias", "W"};
+  std::vector<Tensor> params, v;
+  for (const std::string& n : names) {
+    params.push_back(f.tensor(n));
+    v.push_back(f.tensor("v_" + n));
+  }
+  nn::MultiheadAttentionOptions mo;
+  mo.batch_first = true;
+  auto mha = std::make_shared<nn::MultiheadAttention>(6, 2, mo);
+  mha->to(kFloat64);
+  auto loss = [&](const std::vector<Tensor>& p) {
+    mha->in_proj_weight = p[2];
+    mha->in_proj_bias = p[3];
+    mha->out_proj->weight = p[4];
+    mha->out_proj->bias = p[5];
+    const Tensor h = layer_norm(x, {6}, p[0], p[1]);
+    nn::MHAForwardOptions fo;
+    fo.key_padding_mask = pad;
+    fo.need_weights = false;
+    const Tensor z = mean(gelu(mha->forward(h, h, h, fo).first), {1});
+    return cross_entropy(linear(z, p[6]), target);
+  };
+  auto [value, hv] = func::hvp(loss, params, v);
+  tgt::require_close(value, f.tensor("loss"), 1e-12, 1e-10, "loss");
+  for (size_t i = 0; i < names.size(); ++i)
+    tgt::require_close(hv[i], f.tensor("hvp_" + names[i]), 1e-12, 1e-9, "hvp " + names[i]);
+  const auto H = func::hessian(loss, params);
+  tgt::require_close(H[4][4], f.tensor("H_out_proj_weight"), 1e-12, 1e-9, "H out_proj.weight");
+  tgt::require_close(H[3][3], f.tensor("H_in_proj_bias"), 1e-12, 1e-9, "H in_proj_bias");
 }
