@@ -39,6 +39,23 @@ def randn(*shape, seed, scale=1.0):
     return torch.randn(*shape, generator=g, dtype=torch.float64) * scale
 
 
+def products(loss, names, params, seed, out):
+    """out += every parameter, a seeded direction v_<p> and H·v (hvp_<p>); returns the Hessian."""
+    v = [randn(*p.shape, seed=seed + i) for i, p in enumerate(params)]
+    value, hv = hvp(loss, tuple(params), tuple(v))
+    out["loss"] = value
+    for name, p, vi, hvi in zip(names, params, v, hv):
+        out[name] = p
+        out["v_" + name] = vi
+        out["hvp_" + name] = hvi
+    return hessian(loss, tuple(params))
+
+
+def save(out_dir, case, out, model):
+    fixture_io.write(fixture_io.case_path(out_dir, "higher_order", case),
+                     {k: fixture_io.to_numpy(t) for k, t in out.items()}, {"model": model})
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=OUT)
@@ -53,20 +70,12 @@ def main():
         h = F.gelu(F.linear(F.layer_norm(x, (6,), ln_w, ln_b), W1, b1))
         return F.cross_entropy(F.linear(h, W2), target)
 
-    v = [randn(*p.shape, seed=10 + i) for i, p in enumerate(params)]
-    value, hv = hvp(loss, tuple(params), tuple(v))
-    H = hessian(loss, tuple(params))
-    out = {"x": x, "target": target, "loss": value}
-    for name, p, vi, hvi in zip(NAMES, params, v, hv):
-        out[name] = p
-        out["v_" + name] = vi
-        out["hvp_" + name] = hvi
+    out = {"x": x, "target": target}
+    H = products(loss, NAMES, params, 10, out)
     out["H_ln_w_ln_w"] = H[0][0]
     out["H_ln_w_W2"] = H[0][4]
     out["H_W2_W2"] = H[4][4]
-    fixture_io.write(fixture_io.case_path(args.out, "higher_order", "mlp"),
-                     {k: fixture_io.to_numpy(t) for k, t in out.items()},
-                     {"model": "layer_norm -> linear -> gelu -> linear -> cross_entropy"})
+    save(args.out, "mlp", out, "layer_norm -> linear -> gelu -> linear -> cross_entropy")
     mha_case(args.out)
 
 
@@ -93,19 +102,13 @@ def mha_case(out_dir):
         z = F.gelu(a.transpose(0, 1)).mean(1)
         return F.cross_entropy(F.linear(z, W), target)
 
-    v = [randn(*p.shape, seed=30 + i) for i, p in enumerate(params)]
-    value, hv = hvp(loss, tuple(params), tuple(v))
-    H = hessian(loss, tuple(params))
-    out = {"x": x, "pad": pad, "target": target, "loss": value}
-    for name, p, vi, hvi in zip(names, params, v, hv):
-        out[name] = p
-        out["v_" + name] = vi
-        out["hvp_" + name] = hvi
+    out = {"x": x, "pad": pad, "target": target}
+    H = products(loss, names, params, 30, out)
     out["H_out_proj_weight"] = H[4][4]
     out["H_in_proj_bias"] = H[3][3]
-    fixture_io.write(fixture_io.case_path(out_dir, "higher_order", "mha"),
-                     {k: fixture_io.to_numpy(t) for k, t in out.items()},
-                     {"model": "layer_norm -> multihead attention (key padding) -> gelu -> mean over T -> linear -> cross_entropy"})
+    save(out_dir, "mha", out,
+         "layer_norm -> multihead attention (key padding) -> gelu -> mean over T -> linear -> "
+         "cross_entropy")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,23 @@ using namespace tg;
 
 namespace {
 std::vector<double> values(const Tensor& t) { return t.contiguous().to_vector<double>(); }
+// A fixture's parameters and its directions v_<name>, in the order of names.
+std::pair<std::vector<Tensor>, std::vector<Tensor>> params_and_v(
+    tgt::Fixture& f, const std::vector<std::string>& names) {
+  std::vector<Tensor> params, v;
+  for (const std::string& n : names) {
+    params.push_back(f.tensor(n));
+    v.push_back(f.tensor("v_" + n));
+  }
+  return {params, v};
+}
+// The loss and every H·v against the fixture's.
+void check_products(tgt::Fixture& f, const std::vector<std::string>& names, const Tensor& value,
+                    const std::vector<Tensor>& hv) {
+  tgt::require_close(value, f.tensor("loss"), 1e-12, 1e-10, "loss");
+  for (size_t i = 0; i < names.size(); ++i)
+    tgt::require_close(hv[i], f.tensor("hvp_" + names[i]), 1e-12, 1e-9, "hvp " + names[i]);
+}
 }  // namespace
 
 TEST_CASE("func: vjp, hessian, hvp and vhp of sum(w·x³) against the closed forms") {
@@ -139,19 +156,13 @@ TEST_CASE("func: hvp and hessian of a LayerNorm + GELU + cross-entropy model mat
   tgt::Fixture f("higher_order/mlp");
   const Tensor x = f.tensor("x"), target = f.tensor("target");
   const std::vector<std::string> names{"ln_w", "ln_b", "W1", "b1", "W2"};
-  std::vector<Tensor> params, v;
-  for (const std::string& n : names) {
-    params.push_back(f.tensor(n));
-    v.push_back(f.tensor("v_" + n));
-  }
+  const auto [params, v] = params_and_v(f, names);
   auto loss = [&](const std::vector<Tensor>& p) {
     const Tensor h = gelu(linear(layer_norm(x, {6}, p[0], p[1]), p[2], p[3]));
     return cross_entropy(linear(h, p[4]), target);
   };
   auto [value, hv] = func::hvp(loss, params, v);
-  tgt::require_close(value, f.tensor("loss"), 1e-12, 1e-10, "loss");
-  for (size_t i = 0; i < names.size(); ++i)
-    tgt::require_close(hv[i], f.tensor("hvp_" + names[i]), 1e-12, 1e-9, "hvp " + names[i]);
+  check_products(f, names, value, hv);
   const auto H = func::hessian(loss, params);
   tgt::require_close(H[0][0], f.tensor("H_ln_w_ln_w"), 1e-12, 1e-9, "H ln_w ln_w");
   tgt::require_close(H[0][4], f.tensor("H_ln_w_W2"), 1e-12, 1e-9, "H ln_w W2");
@@ -165,11 +176,7 @@ TEST_CASE("func: hvp and hessian of a LayerNorm + MultiheadAttention + GELU mode
   const Tensor x = f.tensor("x"), pad = f.tensor("pad"), target = f.tensor("target");
   const std::vector<std::string> names{
       "ln_w", "ln_b", "in_proj_weight", "in_proj_bias", "out_proj_weight", "out_proj_bias", "W"};
-  std::vector<Tensor> params, v;
-  for (const std::string& n : names) {
-    params.push_back(f.tensor(n));
-    v.push_back(f.tensor("v_" + n));
-  }
+  const auto [params, v] = params_and_v(f, names);
   nn::MultiheadAttentionOptions mo;
   mo.batch_first = true;
   auto mha = std::make_shared<nn::MultiheadAttention>(6, 2, mo);
@@ -187,9 +194,7 @@ TEST_CASE("func: hvp and hessian of a LayerNorm + MultiheadAttention + GELU mode
     return cross_entropy(linear(z, p[6]), target);
   };
   auto [value, hv] = func::hvp(loss, params, v);
-  tgt::require_close(value, f.tensor("loss"), 1e-12, 1e-10, "loss");
-  for (size_t i = 0; i < names.size(); ++i)
-    tgt::require_close(hv[i], f.tensor("hvp_" + names[i]), 1e-12, 1e-9, "hvp " + names[i]);
+  check_products(f, names, value, hv);
   const auto H = func::hessian(loss, params);
   tgt::require_close(H[4][4], f.tensor("H_out_proj_weight"), 1e-12, 1e-9, "H out_proj.weight");
   tgt::require_close(H[3][3], f.tensor("H_in_proj_bias"), 1e-12, 1e-9, "H in_proj_bias");
