@@ -4,6 +4,8 @@
 // that cannot be recorded, and first-order backward left as it was.
 #include "helpers.hpp"
 
+#include "ops/functional.hpp"
+
 using namespace tg;
 
 namespace {
@@ -158,4 +160,26 @@ TEST_CASE("create_graph with a gradient hook and fan-in sums recorded") {
   }
   tgt::require_close(g, want);
   tgt::require_close(grad({g.sum()}, {x})[0], want2);
+}
+
+TEST_CASE("the README's taste of second order runs as written") {
+  manual_seed(0);
+  Tensor x = randn({4, 3}, kFloat64);
+  Tensor W = randn({2, 3}, kFloat64).requires_grad_();
+  Tensor b = zeros({2}, kFloat64).requires_grad_();
+  Tensor loss = tanh(linear(x, W, b)).pow(2.0).mean();
+  loss.backward();
+  auto f = [&](const std::vector<Tensor>& p) {
+    return tanh(linear(x, p[0], p[1])).pow(2.0).mean();
+  };
+  GradOptions cg;
+  cg.create_graph = true;
+  Tensor gW = grad({f({W, b})}, {W}, {}, cg)[0];
+  REQUIRE(gW.grad_fn() != nullptr);
+  tgt::require_close(gW, W.grad());  // the same gradient as the backward above
+  Tensor dpen = grad({(gW * gW).sum()}, {W})[0];
+  REQUIRE(dpen.shape() == Shape{2, 3});
+  auto [value, Hv] = func::hvp(f, {W, b}, {ones({2, 3}, kFloat64), zeros({2}, kFloat64)});
+  REQUIRE(Hv[0].shape() == Shape{2, 3});
+  REQUIRE(gradgradcheck(f, {W, b}).passed);
 }
