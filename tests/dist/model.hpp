@@ -29,8 +29,13 @@ struct TinyNet : nn::Module {
     if (unused) spare = register_module("spare", std::make_shared<nn::Linear>(d, 2));
     to(kFloat64);
   }
+  bool checkpointed = false;  // the layer under tg::checkpoint (recomputed in backward)
   Tensor loss(const Tensor& x, const Tensor& y) {
-    Tensor out = (*head)((*layer)(x));
+    Tensor h =
+        checkpointed
+            ? checkpoint([this](const std::vector<Tensor>& in) { return (*layer)(in[0]); }, {x})
+            : (*layer)(x);
+    Tensor out = (*head)(h);
     return (out - y).pow(2.0).mean();
   }
 };

@@ -35,6 +35,32 @@ TEST_CASE("ddp: 20 AdamW steps on N ranks equal gradient accumulation in one pro
   REQUIRE(st.launched_at_end == 0);
 }
 
+TEST_CASE("ddp: a checkpointed layer gives the same steps, its buckets launched in backward",
+          "[ddp]") {
+  const int W = td::world_size(), R = td::rank();
+  auto net = make_net(1);
+  net->checkpointed = true;
+  nn::DDPOptions o;
+  o.bucket_cap_mb = 0.001;
+  nn::DistributedDataParallel ddp(net, o);
+  nn::AdamW opt(groups(*net), adamw());
+  for (int64_t s = 0; s < 5; ++s) {
+    opt.zero_grad();
+    auto [x, y] = batch(s, R);
+    net->loss(x, y).backward();
+    opt.step();
+  }
+  auto ref = make_net(1);
+  nn::AdamW ref_opt(groups(*ref), adamw());
+  reference_steps(*ref, ref_opt, 0, 5, W);
+  const double d = max_abs_diff(flat_params(*net), flat_params(*ref));
+  INFO("max |ddp with checkpoint - reference| = " << d);
+  REQUIRE(d <= 1e-12);
+  const auto st = ddp.stats();
+  REQUIRE(st.launched_in_backward == 5 * ddp.num_buckets());
+  REQUIRE(st.launched_at_end == 0);
+}
+
 TEST_CASE("ddp: no_sync accumulation equals accumulation over every micro-batch", "[ddp]") {
   const int W = td::world_size(), R = td::rank();
   auto net = make_net(1);
