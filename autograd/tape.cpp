@@ -97,20 +97,13 @@ struct RecordingScope {
   RecordingScope(const RecordingScope&) = delete;
   RecordingScope& operator=(const RecordingScope&) = delete;
 };
-// A handle on `saved`'s memory whose history is (node, or leaf): a fresh TensorImpl, so the
+// A handle on `saved`'s memory whose history is node: a fresh TensorImpl (detach's), so the
 // closure's own copy stays detached.
 Tensor reattach(const Tensor& saved, const std::shared_ptr<Node>& node) {
-  auto impl = std::make_shared<TensorImpl>();
-  const TensorImpl& s = *saved.impl();
-  impl->storage = s.storage;
-  impl->offset = s.offset;
-  impl->shape = s.shape;
-  impl->strides = s.strides;
-  impl->numel = s.numel;
-  impl->dtype = s.dtype;
-  impl->requires_grad = true;
-  impl->grad_fn = node;
-  return Tensor(impl);
+  Tensor t = saved.detach();
+  t.impl()->requires_grad = true;
+  t.impl()->grad_fn = node;
+  return t;
 }
 [[noreturn]] void throw_saved_mismatch(const Node& n, const char* what, const Tensor& saved,
                                        const Shape& shape, DType dtype) {
@@ -427,8 +420,10 @@ void walk(const Tensor* roots, const Tensor* grads, size_t n_roots, bool retain_
           "the ops that support it)",
           n->op, n->seq, n->op));
     std::vector<Tensor> in_grads;
-    {
-      RecordingScope recording(create_graph ? &owners[n] : nullptr);
+    if (create_graph) {
+      RecordingScope recording(&owners[n]);
+      in_grads = n->backward(g);
+    } else {
       in_grads = n->backward(g);
     }
     if (modes & kTraceProfile) detail::profiler_on_backward(*n, detail::now_ns() - t0);

@@ -115,6 +115,33 @@ struct StringMaker<tg::Error> {
 };
 }  // namespace Catch
 
+namespace tgt {
+// Second order: fn's create_graph gradients (for a random output gradient) equal its first-order
+// ones, and tg::gradgradcheck passes (tests/ops/test_gradgrad.cpp, test_attention_gradgrad.cpp).
+inline void check_second_order(const std::string& name, const tg::GradcheckFn& fn,
+                               const std::vector<tg::Tensor>& inputs) {
+  INFO(name);
+  std::vector<tg::Tensor> diff;
+  for (const tg::Tensor& x : inputs)
+    if (x.requires_grad()) diff.push_back(x);
+  tg::Tensor out = fn(inputs);
+  tg::Tensor v = tg::randn(out.shape(), tg::kFloat64);
+  tg::GradOptions keep;
+  keep.retain_graph = true;
+  const std::vector<tg::Tensor> g1 = tg::grad({out}, diff, {v}, keep);
+  tg::GradOptions cg;
+  cg.create_graph = true;
+  const std::vector<tg::Tensor> g2 = tg::grad({out}, diff, {v}, cg);
+  for (size_t i = 0; i < diff.size(); ++i) {
+    REQUIRE(g1[i].defined() == g2[i].defined());
+    if (g1[i].defined()) require_close(g2[i], g1[i], 1e-12, 1e-10, name);
+  }
+  tg::GradcheckReport r = tg::gradgradcheck(fn, inputs);
+  INFO(r.str());
+  REQUIRE(r.passed);
+}
+}  // namespace tgt
+
 // REQUIRE_ERROR(expr, "substring"): expr throws tg::Error whose message contains the substring.
 #define REQUIRE_ERROR(expr, substr) \
   REQUIRE_THROWS_MATCHES(expr, tg::Error, tgt::ErrorContains(substr))

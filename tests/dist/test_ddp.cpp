@@ -6,6 +6,24 @@
 using namespace tdt;
 namespace td = tg::dist;
 
+namespace {
+// `steps` AdamW steps of net (wrapped in DDP by the caller) on this rank's micro-batches, then
+// the largest difference from one process accumulating every rank's micro-batches.
+double steps_against_reference(TinyNet& net, int R, int W, int64_t steps) {
+  nn::AdamW opt(groups(net), adamw());
+  for (int64_t s = 0; s < steps; ++s) {
+    opt.zero_grad();
+    auto [x, y] = batch(s, R);
+    net.loss(x, y).backward();
+    opt.step();
+  }
+  auto ref = make_net(1);
+  nn::AdamW ref_opt(groups(*ref), adamw());
+  reference_steps(*ref, ref_opt, 0, steps, W);
+  return max_abs_diff(flat_params(net), flat_params(*ref));
+}
+}  // namespace
+
 TEST_CASE("ddp: 20 AdamW steps on N ranks equal gradient accumulation in one process", "[ddp]") {
   const int W = td::world_size(), R = td::rank();
   // Every rank starts from different weights: DDP must broadcast rank 0's (seed 1).
@@ -14,21 +32,11 @@ TEST_CASE("ddp: 20 AdamW steps on N ranks equal gradient accumulation in one pro
   o.bucket_cap_mb = 0.001;  // ~1 KB: several buckets, launched during backward
   nn::DistributedDataParallel ddp(net, o);
   REQUIRE(ddp.num_buckets() >= 3);
-  nn::AdamW opt(groups(*net), adamw());
-  for (int64_t s = 0; s < 20; ++s) {
-    opt.zero_grad();
-    auto [x, y] = batch(s, R);
-    net->loss(x, y).backward();
-    opt.step();
-  }
-  auto ref = make_net(1);
-  nn::AdamW ref_opt(groups(*ref), adamw());
-  reference_steps(*ref, ref_opt, 0, 20, W);
-  const double d = max_abs_diff(flat_params(*net), flat_params(*ref));
+  const double d = steps_against_reference(*net, R, W, 20);
   INFO("max |ddp - reference| = " << d);
   REQUIRE(d <= 1e-12);
   // The weights moved (the test compares trained models, not two copies of the start).
-  REQUIRE(max_abs_diff(flat_params(*ref), flat_params(*make_net(1))) > 1e-2);
+  REQUIRE(max_abs_diff(flat_params(*net), flat_params(*make_net(1))) > 1e-2);
   const auto st = ddp.stats();
   REQUIRE(st.syncs == 20);
   REQUIRE(st.launched_in_backward == 20 * ddp.num_buckets());
@@ -43,17 +51,7 @@ TEST_CASE("ddp: a checkpointed layer gives the same steps, its buckets launched 
   nn::DDPOptions o;
   o.bucket_cap_mb = 0.001;
   nn::DistributedDataParallel ddp(net, o);
-  nn::AdamW opt(groups(*net), adamw());
-  for (int64_t s = 0; s < 5; ++s) {
-    opt.zero_grad();
-    auto [x, y] = batch(s, R);
-    net->loss(x, y).backward();
-    opt.step();
-  }
-  auto ref = make_net(1);
-  nn::AdamW ref_opt(groups(*ref), adamw());
-  reference_steps(*ref, ref_opt, 0, 5, W);
-  const double d = max_abs_diff(flat_params(*net), flat_params(*ref));
+  const double d = steps_against_reference(*net, R, W, 5);
   INFO("max |ddp with checkpoint - reference| = " << d);
   REQUIRE(d <= 1e-12);
   const auto st = ddp.stats();

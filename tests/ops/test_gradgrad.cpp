@@ -33,28 +33,7 @@ Tensor with_zero(const Shape& s) {  // random, element 0 exactly 0 (prod's exact
   return t.requires_grad_();
 }
 
-// The create_graph gradient equals the first-order one, and gradgradcheck passes.
-void check_case(const Case& c) {
-  INFO(c.name);
-  std::vector<Tensor> diff;
-  for (const Tensor& x : c.inputs)
-    if (x.requires_grad()) diff.push_back(x);
-  Tensor out = c.fn(c.inputs);
-  Tensor v = randn(out.shape(), kFloat64);
-  GradOptions keep;
-  keep.retain_graph = true;
-  const std::vector<Tensor> g1 = grad({out}, diff, {v}, keep);
-  GradOptions cg;
-  cg.create_graph = true;
-  const std::vector<Tensor> g2 = grad({out}, diff, {v}, cg);
-  for (size_t i = 0; i < diff.size(); ++i) {
-    REQUIRE(g1[i].defined() == g2[i].defined());
-    if (g1[i].defined()) tgt::require_close(g2[i], g1[i], 1e-12, 1e-10, c.name);
-  }
-  GradcheckReport r = gradgradcheck(c.fn, c.inputs);
-  INFO(r.str());
-  REQUIRE(r.passed);
-}
+void check_case(const Case& c) { tgt::check_second_order(c.name, c.fn, c.inputs); }
 }  // namespace
 
 TEST_CASE("gradgradcheck: elementwise binary ops with broadcasting") {
