@@ -20,11 +20,15 @@
 //   dq_kernel   block per (b, h, query tile): dQ = scale·Σ dS·K over its key tiles, P recomputed
 //               (same layout and pipelining as the forward).
 //   dkv_kernel  block per (b, h, key tile): dV = Σ Pᵀ·dO, dK = scale·Σ dSᵀ·Q over the query tiles
-//               that see it. No atomics anywhere: deterministic.
-// Numerics follow the CPU: s = scale·(q·k) (+ additive); -inf scores take no part; masked entries
-// and rows with no allowed key give P = 0 and dS = 0 (zero gradient); NaN or +inf scores make the
-// row NaN, as the CPU's softmax does. F32 accumulates in float32 (plain FMA, no tensor cores).
-// Deliberately not here: dropout, need_weights and probes (ops/ takes the CPU path for those).
+//               that see it. //   bias_diag_kernel, bias_reduce_kernel  the position biases'
+//               gradients (attention_bias_grad): dS summed per diagonal j - i', then per bucket and
+//               for the slope; O(T + S).
+// No atomics anywhere: deterministic.
+// Numerics follow the CPU: s = scale·(q·k) (+ additive + position biases, summed in double); -inf
+// scores take no part; masked entries and rows with no allowed key give P = 0 and dS = 0 (zero
+// gradient); NaN or +inf scores make the row NaN, as the CPU's softmax does. F32 accumulates in
+// float32 (plain FMA, no tensor cores). Deliberately not here: dropout, need_weights and probes
+// (ops/ takes the CPU path for those).
 #include "cuda/check.cuh"
 
 #include <cmath>
@@ -217,15 +221,15 @@ __device__ __forceinline__ void put(scalar_t* dst, const scalar_t* src, int64_t 
     *dst = valid ? src[off] : scalar_t(0);
   }
 }
-// dst[r][c] (row stride LDS) = src[(row0 + r)·ld + c] for row0 + r < nrows and c < width, else
-// 0: a (ROWS, D) tile, lanes walking columns (coalesced).
+// dst[r][c] (row stride LDS) = src[(row0 + r)·ld + c] for 0 <= row0 + r < nrows and c < width,
+// else 0: a (ROWS, D) tile, lanes walking columns (coalesced).
 template <typename scalar_t, int D, int ROWS, int LDS, bool kAsync = false>
 __device__ void load_rows(scalar_t* dst, const scalar_t* src, int64_t row0, int64_t nrows,
                           int width, int64_t ld) {
   for (int e = threadIdx.x; e < ROWS * D; e += kThreads) {
     const int r = e / D, c = e % D;
     const int64_t row = row0 + r;
-    put<kAsync>(dst + r * LDS + c, src, row * ld + c, row < nrows && c < width);
+    put<kAsync>(dst + r * LDS + c, src, row * ld + c, row >= 0 && row < nrows && c < width);
   }
 }
 
@@ -263,7 +267,7 @@ template <int BR, int BC>
 __device__ bool load_mask(const TileMask& tm, const int64_t* row_lo, const int64_t* row_hi,
                           const MaskDesc& m, int64_t b, int64_t h, int64_t r0, int64_t c0,
                           int64_t T, int64_t S) {
-  bool full = !m.allowed && !m.additive;
+  bool full = !m.allowed && !m.additive && !m.rel && !m.alibi;
   for (int r = threadIdx.x; r < BR; r += kThreads) {
     const int64_t i = r0 + r;
     const int64_t lo = i < T ? row_lo[i] : 1, hi = i < T ? row_hi[i] : 0;
@@ -339,33 +343,46 @@ __device__ __forceinline__ void store_t(scalar_t* P, const scalar_t (&x)[TM][TN]
     }
 }
 
-// Masks the raw dot products s of a tile with query rows r0.. and keys c0..: scale·s (+ additive)
-// where the entry is allowed, -inf where not. Entry (a, b) is query row(a), key col(b); with
-// kKeyMajor key row(a), query col(b).
+// Where a tile sits: query rows r0.., keys c0.., query head h (the position biases read it).
+struct TileAt {
+  int64_t r0, c0, h;
+};
+// Masks the raw dot products s of a tile: scale·s (+ additive, + position biases) where the
+// entry is allowed, -inf where not. Entry (a, b) is query row(a), key col(b); with kKeyMajor key
+// row(a), query col(b). With position biases the terms are summed in double and added to the
+// scaled score once, as the CPU's mask_row does.
 template <bool kKeyMajor, int BR, typename scalar_t, int TM, int RC, int TN, int CC = 1>
 __device__ void mask_entries(scalar_t (&s)[TM][TN], const MaskDesc& m, const TileMask& tm,
-                             int64_t c0, scalar_t scale, int ty, int tx) {
+                             TileAt at, scalar_t scale, int ty, int tx) {
   const scalar_t* add = static_cast<const scalar_t*>(m.additive);
+  const bool pos = m.rel || m.alibi;
 #pragma unroll
   for (int a = 0; a < TM; ++a)
 #pragma unroll
     for (int bb = 0; bb < TN; ++bb) {
       const int x = row_of<RC>(a, ty), y = row_of<CC>(bb, tx);
       const int r = kKeyMajor ? y : x, c = kKeyMajor ? x : y;
+      const int64_t j = at.c0 + c;
       bool ok = c >= tm.rl[r] && c < tm.rh[r] && tm.kok[c];
-      if (ok && m.allowed) ok = m.allowed[tm.roff[r] + (c0 + c) * m.allowed_stride[3]];
+      if (ok && m.allowed) ok = m.allowed[tm.roff[r] + j * m.allowed_stride[3]];
       scalar_t v = s[a][bb] * scale;
-      if (ok && add) v += add[tm.roff[BR + r] + (c0 + c) * m.additive_stride[3]];
+      if (ok && pos) {
+        double t = add ? static_cast<double>(add[tm.roff[BR + r] + j * m.additive_stride[3]]) : 0.0;
+        t += position_bias(m, at.h, at.r0 + r, j);
+        v = static_cast<scalar_t>(static_cast<double>(v) + t);
+      } else if (ok && add) {
+        v += add[tm.roff[BR + r] + j * m.additive_stride[3]];
+      }
       s[a][bb] = ok ? v : neg_inf<scalar_t>();
     }
 }
 // The same for a tile the mask allows entirely (full): scale only.
 template <bool kKeyMajor, int BR, typename scalar_t, int TM, int RC, int TN, int CC = 1>
 __device__ __forceinline__ void mask_scores(scalar_t (&s)[TM][TN], bool full, const MaskDesc& m,
-                                            const TileMask& tm, int64_t c0, scalar_t scale, int ty,
+                                            const TileMask& tm, TileAt at, scalar_t scale, int ty,
                                             int tx) {
   if (!full)
-    return mask_entries<kKeyMajor, BR, scalar_t, TM, RC, TN, CC>(s, m, tm, c0, scale, ty, tx);
+    return mask_entries<kKeyMajor, BR, scalar_t, TM, RC, TN, CC>(s, m, tm, at, scale, ty, tx);
 #pragma unroll
   for (int a = 0; a < TM; ++a)
 #pragma unroll
@@ -453,7 +470,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<scalar_t>)
     scalar_t s[TM][TN];
     zero(s);
     mm<scalar_t, TM, RC, TN, CC, D, BR, BC>(s, Qt, Kt, ty, tx);
-    mask_scores<false, BR, scalar_t, TM, RC, TN, CC>(s, full, m, tm, c0, scale, ty, tx);
+    mask_scores<false, BR, scalar_t, TM, RC, TN, CC>(s, full, m, tm, {r0, c0, h}, scale, ty, tx);
 #pragma unroll
     for (int a = 0; a < TM; ++a) {
       const scalar_t alpha = softmax_step<scalar_t, TN>(s[a], m_run[a], l_part[a]);
@@ -570,7 +587,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<scalar_t>)
     zero(s);
     zero(dp);
     mm<scalar_t, TM, RC, TN, CC, D, BR, BC>(s, Qt, Kt, ty, tx);
-    mask_scores<false, BR, scalar_t, TM, RC, TN, CC>(s, full, m, tm, c0, scale, ty, tx);
+    mask_scores<false, BR, scalar_t, TM, RC, TN, CC>(s, full, m, tm, {r0, c0, h}, scale, ty, tx);
     mm<scalar_t, TM, RC, TN, CC, D, BR, BC>(dp, dOt, Vt, ty, tx);
 #pragma unroll
     for (int a = 0; a < TM; ++a)
@@ -657,7 +674,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<scalar_t>)
     zero(s);
     zero(dp);
     mm<scalar_t, TK, RC, TR, 1, D, LC, LK, 0, true>(s, Kt, Qs, ty, tx);
-    mask_scores<true, BR, scalar_t, TK, RC, TR>(s, full, m, tm, c0, scale, ty, tx);
+    mask_scores<true, BR, scalar_t, TK, RC, TR>(s, full, m, tm, {r0, c0, h}, scale, ty, tx);
     mm<scalar_t, TK, RC, TR, 1, D, LC, LK, 0, true>(dp, Vt, dOs, ty, tx);
 #pragma unroll
     for (int a = 0; a < TK; ++a)
@@ -682,6 +699,106 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<scalar_t>)
       const int col = tx + 16 * c;
       if (col < d.hs) dk[d.head(kK, bh0) + j * d.ld(kK) + col] = scale * dk_acc[a][c];
       if (col < d.hsv) dv[d.head(kV, bh0) + j * d.ld(kV) + col] = dv_acc[a][c];
+    }
+  }
+}
+
+// ---- the position biases' gradients ----
+// Both biases depend on the diagonal δ = j - i' alone (MaskDesc::rel, alibi), so their gradients
+// are sums over diagonals of dS: diag[bh][δ - diag_lo] = Σ_i dS(i, i' + δ), T + S - 1 values per
+// head, O(T + S) memory. Block: (bh, chunk of kDiagW diagonals); it walks the query rows in tiles
+// of kDiagRows (skipping tiles whose key ranges miss its diagonals), with the tile's q and dO rows
+// and the kDiagRows + kDiagW - 1 keys its diagonals reach in shared memory. Thread (group g,
+// diagonal c) scores rows g, g + 4, .. of each tile as the tile kernels do (structure, key flags,
+// bool and additive parts, biases; P from lse, dS = P·(dP - D)) and sums them in order; the four
+// groups are then added in order: deterministic, no atomics.
+constexpr int kDiagW = 64, kDiagRows = 16, kDiagGroups = kThreads / kDiagW;
+template <typename scalar_t, int D>
+constexpr size_t diag_smem() {
+  return (2 * kDiagRows + 2 * (kDiagRows + kDiagW - 1)) * (D + 1) * sizeof(scalar_t);
+}
+template <typename scalar_t, int D>
+__global__ void __launch_bounds__(kThreads)
+    bias_diag_kernel(double* diag, const scalar_t* dout, const scalar_t* q, const scalar_t* k,
+                     const scalar_t* v, const scalar_t* lse, const scalar_t* Dv,
+                     const int64_t* row_lo, const int64_t* row_hi, Dims d, scalar_t scale,
+                     MaskDesc m) {
+  constexpr int LK = D + 1, NK = kDiagRows + kDiagW - 1;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  scalar_t* Qs = reinterpret_cast<scalar_t*>(smem_raw);  // (kDiagRows, LK)
+  scalar_t* dOs = Qs + kDiagRows * LK;                   // (kDiagRows, LK)
+  scalar_t* Ks = dOs + kDiagRows * LK;                   // (NK, LK): keys j0 ..
+  scalar_t* Vs = Ks + NK * LK;                           // (NK, LK)
+  __shared__ double part[kThreads];
+  const int64_t ndiag = d.T + d.S - 1;
+  const int64_t bh = blockIdx.x % d.BH, chunk = blockIdx.x / d.BH;
+  const int64_t b = bh / d.NH, h = bh % d.NH;
+  const int c = threadIdx.x % kDiagW, g = threadIdx.x / kDiagW;
+  const int64_t d0 = m.diag_lo + chunk * kDiagW;  // the block's first diagonal
+  const scalar_t* add = static_cast<const scalar_t*>(m.additive);
+  const int64_t *sa = m.allowed_stride, *sd = m.additive_stride;
+  double acc = 0;
+  for (int64_t r0 = 0; r0 < d.T; r0 += kDiagRows) {
+    bool meets = false;  // some row of the tile has an allowed key on the block's diagonals
+    if (threadIdx.x < kDiagRows && r0 + threadIdx.x < d.T) {
+      const int64_t i = r0 + threadIdx.x, a = i + m.shift + d0;
+      meets = imax(a, row_lo[i]) <= imin(a + kDiagW - 1, row_hi[i]);
+    }
+    if (!__syncthreads_or(meets)) continue;
+    const int64_t j0 = r0 + m.shift + d0;  // row r0's key on diagonal d0: Ks row 0
+    load_rows<scalar_t, D, kDiagRows, LK>(Qs, q + d.head(kQ, bh), r0, d.T, d.hs, d.ld(kQ));
+    load_rows<scalar_t, D, kDiagRows, LK>(dOs, dout + d.head(kO, bh), r0, d.T, d.hsv, d.ld(kO));
+    load_rows<scalar_t, D, NK, LK>(Ks, k + d.head(kK, bh), j0, d.S, d.hs, d.ld(kK));
+    load_rows<scalar_t, D, NK, LK>(Vs, v + d.head(kV, bh), j0, d.S, d.hsv, d.ld(kV));
+    __syncthreads();
+    for (int r = g; r < kDiagRows && r0 + r < d.T; r += kDiagGroups) {
+      const int64_t i = r0 + r, j = j0 + r + c;
+      if (j < row_lo[i] || j > row_hi[i]) continue;  // within [0, S) when allowed
+      if (m.key_allowed && !m.key_allowed[b * d.S + j]) continue;
+      if (m.key_lengths && j >= m.key_lengths[b]) continue;
+      if (m.allowed && !m.allowed[b * sa[0] + h * sa[1] + i * sa[2] + j * sa[3]]) continue;
+      scalar_t qk = 0, dp = 0;
+      for (int x = 0; x < D; ++x) qk += Qs[r * LK + x] * Ks[(r + c) * LK + x];
+      for (int x = 0; x < D; ++x) dp += dOs[r * LK + x] * Vs[(r + c) * LK + x];
+      double t =
+          add ? static_cast<double>(add[b * sd[0] + h * sd[1] + i * sd[2] + j * sd[3]]) : 0.0;
+      t += position_bias(m, h, i, j);
+      const scalar_t sc = static_cast<scalar_t>(static_cast<double>(qk * scale) + t);
+      scalar_t p, ds;
+      p_and_ds(sc, dp, lse[bh * d.T + i], Dv[bh * d.T + i], p, ds);
+      acc += static_cast<double>(ds);
+    }
+    __syncthreads();
+  }
+  part[threadIdx.x] = acc;
+  __syncthreads();
+  if (g != 0 || chunk * kDiagW + c >= ndiag) return;
+  double sum = 0;
+  for (int q = 0; q < kDiagGroups; ++q) sum += part[q * kDiagW + c];
+  diag[bh * ndiag + chunk * kDiagW + c] = sum;
+}
+
+// d_rel (BH, rel_n) and d_alibi (BH) from the diagonal sums: a thread per (bh, bucket), and per
+// bh for the slopes, each summing its diagonals in order (dS times the bias's derivative: 1 for
+// the diagonal's bucket, -|δ| for the slope).
+__global__ void bias_reduce_kernel(double* d_rel, double* d_alibi, const double* diag, int64_t BH,
+                                   int64_t ndiag, MaskDesc m) {
+  const int64_t nrel = d_rel ? m.rel_n : 0, per = nrel + (d_alibi ? 1 : 0);
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < BH * per;
+       t += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t bh = t / per, w = t % per;
+    const double* dg = diag + bh * ndiag;
+    double sum = 0;
+    if (w < nrel) {
+      for (int64_t e = 0; e < ndiag; ++e)
+        if (m.rel_bucket[e] == w) sum += dg[e];
+      d_rel[bh * nrel + w] = sum;
+    } else {
+      for (int64_t e = 0; e < ndiag; ++e) {
+        const int64_t dd = m.diag_lo + e;
+        sum -= static_cast<double>(dd < 0 ? -dd : dd) * dg[e];
+      }
+      d_alibi[bh] = sum;
     }
   }
 }
@@ -807,6 +924,35 @@ void run_backward(scalar_t* dq, scalar_t* dk, scalar_t* dv, const scalar_t* dout
   }
 }
 
+template <typename scalar_t, int D>
+void run_bias_grad(double* d_rel, double* d_alibi, const scalar_t* dout, const scalar_t* q,
+                   const scalar_t* k, const scalar_t* v, const scalar_t* o, const scalar_t* lse,
+                   const Dims& d, double scale, const MaskDesc& m) {
+  constexpr int BR = 64;  // the plan's tiles (only its rows are read)
+  constexpr size_t smem = diag_smem<scalar_t, D>();
+  static_assert(smem <= kMaxSmem, "bias gradient tiles exceed shared memory");
+  const int64_t nqt = (d.T + BR - 1) / BR, ndiag = d.T + d.S - 1;
+  Plan plan(d.T, nqt);
+  launch_plan<BR>(plan, m, d.T, d.S, nqt);
+  DeviceBuffer Dbuf(static_cast<size_t>(d.BH * d.T) * sizeof(scalar_t));
+  DeviceBuffer diag(static_cast<size_t>(d.BH * ndiag) * sizeof(double));
+  scalar_t* Dv = Dbuf.as<scalar_t>();
+  dot_kernel<scalar_t>
+      <<<detail::grid_for(d.BH * d.T, 8), 256, 0, detail::cur_stream()>>>(Dv, dout, o, d);
+  TG_CUDA_LAUNCH_CHECK("attention dot_kernel");
+  allow_smem(bias_diag_kernel<scalar_t, D>, smem);
+  const int64_t chunks = (ndiag + kDiagW - 1) / kDiagW;
+  bias_diag_kernel<scalar_t, D>
+      <<<grid_size(d.BH * chunks, "attention_bias_grad"), kThreads, smem, detail::cur_stream()>>>(
+          diag.as<double>(), dout, q, k, v, lse, Dv, plan.row_lo, plan.row_hi, d,
+          static_cast<scalar_t>(scale), m);
+  TG_CUDA_LAUNCH_CHECK("attention bias_diag_kernel");
+  const int64_t per = (d_rel ? m.rel_n : 0) + (d_alibi ? 1 : 0);
+  bias_reduce_kernel<<<detail::grid_for(d.BH * per, 256), 256, 0, detail::cur_stream()>>>(
+      d_rel, d_alibi, diag.as<double>(), d.BH, ndiag, m);
+  TG_CUDA_LAUNCH_CHECK("attention bias_reduce_kernel");
+}
+
 }  // namespace
 
 namespace {
@@ -840,6 +986,21 @@ void attention_backward(DT dt, void* dq, void* dk, void* dv, const void* dout, c
       run_backward<scalar_t, decltype(dc)::value>(
           static_cast<scalar_t*>(dq), static_cast<scalar_t*>(dk), static_cast<scalar_t*>(dv),
           static_cast<const scalar_t*>(dout), static_cast<const scalar_t*>(q),
+          static_cast<const scalar_t*>(k), static_cast<const scalar_t*>(v),
+          static_cast<const scalar_t*>(o), static_cast<const scalar_t*>(lse), d, scale, mask);
+    });
+  });
+}
+
+void attention_bias_grad(DT dt, double* d_rel, double* d_alibi, const void* dout, const void* q,
+                         const void* k, const void* v, const void* o, const void* lse,
+                         const AttentionLayout& L, double scale, const MaskDesc& mask) {
+  const Dims d = dims(L);
+  if (d.BH == 0 || d.T == 0 || d.S == 0 || (!d_rel && !d_alibi)) return;
+  TG_DISPATCH_FLOAT(dt, "attention_bias_grad", [&] {
+    dispatch_head(L.hs, L.hsv, "attention_bias_grad", [&](auto dc) {
+      run_bias_grad<scalar_t, decltype(dc)::value>(
+          d_rel, d_alibi, static_cast<const scalar_t*>(dout), static_cast<const scalar_t*>(q),
           static_cast<const scalar_t*>(k), static_cast<const scalar_t*>(v),
           static_cast<const scalar_t*>(o), static_cast<const scalar_t*>(lse), d, scale, mask);
     });

@@ -203,6 +203,15 @@ void adam_step(DT dt, void* p, const void* g, void* m, void* v, void* vmax, int6
                double b1, double b2, double eps, double weight_decay, bool decoupled, bool maximize,
                double bc1, double bc2);
 
+// ---- nonzero (cuda/nonzero.cu) ----
+// The true entries of the contiguous bool mask (n): nonzero_count fills offsets (nonzero_chunks(n)
+// + 1 int64 on the device: each chunk's first output row, then the total) and returns the total
+// (read back: it waits); nonzero_write then writes out (total, st.ndim) int64, each entry's
+// coordinates in st.shape, row-major order.
+int64_t nonzero_count(const bool* mask, int64_t n, int64_t* offsets);
+void nonzero_write(int64_t* out, const bool* mask, int64_t n, const int64_t* offsets,
+                   const Strided& st);
+
 // ---- attention (cuda/attention.cu; the mask description: ops/kernel_codes.hpp) ----
 // Fused attention forward (FlashAttention-2 style: tiles of queries per block, online softmax
 // over key tiles, tiles entirely outside the structural range skipped). The operands are laid
@@ -219,5 +228,11 @@ void attention_forward(DT dt, void* o, void* lse, const void* q, const void* k, 
 void attention_backward(DT dt, void* dq, void* dk, void* dv, const void* dout, const void* q,
                         const void* k, const void* v, const void* o, const void* lse,
                         const AttentionLayout& d, double scale, const MaskDesc& mask);
+// The position biases' gradients (mask.rel, mask.alibi) from the same inputs as the backward:
+// d_rel (B, NH, rel_n) and d_alibi (B, NH), float64, each written when not null: Σ dS over the
+// entries of each bucket, and Σ -|i' - j|·dS per head. O(T + S) scratch per head; deterministic.
+void attention_bias_grad(DT dt, double* d_rel, double* d_alibi, const void* dout, const void* q,
+                         const void* k, const void* v, const void* o, const void* lse,
+                         const AttentionLayout& d, double scale, const MaskDesc& mask);
 
 }  // namespace tg::cuda

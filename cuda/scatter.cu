@@ -62,10 +62,10 @@ __global__ void scatter_kernel(ScatterOp op, scalar_t* out, const scalar_t* src,
           v *= x;
           break;
         case ScatterOp::Amax:
-          v = isnan(v) || isnan(x) ? static_cast<scalar_t>(NAN) : (v > x ? v : x);
+          v = isnan(v) || isnan(x) ? static_cast<scalar_t>(NAN) : (v < x ? x : v);  // std::max
           break;
         case ScatterOp::Amin:
-          v = isnan(v) || isnan(x) ? static_cast<scalar_t>(NAN) : (v < x ? v : x);
+          v = isnan(v) || isnan(x) ? static_cast<scalar_t>(NAN) : (x < v ? x : v);  // std::min
           break;
       }
     }

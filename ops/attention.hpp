@@ -80,9 +80,9 @@ class AttentionMask {
   // shape (0 where the key is blocked or the row fully masked), on the CPU's fused path and on
   // CUDA's composed one.
   static AttentionMask additive(const Tensor& mask);
-  // Position biases added to the scores, computed per key in the fused kernel (never a dense
-  // T×S tensor: O(T·W) with structured masks) and differentiable (the gradient is dScores summed
-  // per bucket, or per head times the distance). Positions are i' (the query, shifted S - T when
+  // Position biases added to the scores, computed per key in the fused kernels, CPU and CUDA
+  // (never a dense T×S tensor: O(T·W) with structured masks) and differentiable (the gradient is
+  // dScores summed per bucket, or per head times the distance). Positions are i' (the query, shifted S - T when
   // the mask is aligned bottom-right) and j (the key).
   // A learned relative-position bias, T5's (Raffel et al. 2020; Hugging Face's
   // _relative_position_bucket): table (NH or 1, buckets) float, bias table[h, bucket(j - i')]

@@ -20,6 +20,7 @@
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -46,11 +47,58 @@ void check_fully_masked(const Tensor& lse, int64_t NH, int64_t T) {
     }
 }
 
+// The position biases on the device for the fused kernels (MaskDesc::rel, alibi): the table and
+// the slopes in float64, and each diagonal's bucket, computed here by AttentionMask::t5_bucket
+// (the CPU's float arithmetic, so both backends pick the same buckets).
+struct BiasTables {
+  Tensor rel, bucket, alibi;
+};
+BiasTables bias_tables(const AttentionMask& m, const Dims& d, Device dev, kern::MaskDesc& desc) {
+  BiasTables t;
+  desc.diag_lo = -(d.T - 1 + desc.shift);
+  if (m.rel_table_.defined()) {
+    t.rel = m.rel_table_.detach().to(kFloat64).to(dev).contiguous();
+    const int64_t n = t.rel.size(1);
+    std::vector<int64_t> bucket(static_cast<size_t>(std::max<int64_t>(d.T + d.S - 1, 0)));
+    for (size_t e = 0; e < bucket.size(); ++e)
+      bucket[e] = AttentionMask::t5_bucket(desc.diag_lo + static_cast<int64_t>(e),
+                                           m.rel_bidirectional_, n, m.rel_max_distance_);
+    t.bucket = tensor(bucket).to(dev);
+    desc.rel = static_cast<const double*>(t.rel.data_ptr());
+    desc.rel_bucket = static_cast<const int64_t*>(t.bucket.data_ptr());
+    desc.rel_n = n;
+    desc.rel_hs = t.rel.size(0) == 1 ? 0 : n;
+  }
+  if (m.alibi_slopes_.defined()) {
+    t.alibi = m.alibi_slopes_.detach().to(kFloat64).to(dev).contiguous();
+    desc.alibi = static_cast<const double*>(t.alibi.data_ptr());
+  }
+  return t;
+}
+
+// The mask's lowering for the fused kernels and the device memory it points into besides the
+// mask's own tensors (the biases'), kept alive together by the tape node.
+struct FusedMask {
+  MaskLowering low;
+  BiasTables bias;
+};
+
 AttentionResult fused(const Dims& d, const Tensor& q, const Tensor& k, const Tensor& v,
                       const std::vector<Tensor>& inputs, const AttentionMask& m, double scale) {
   const Device dev = q.device();
   // The mask's tensors are on q's device (attention_mask_on); at most kMaxBlocked blocked parts.
-  auto md = std::make_shared<const MaskLowering>(mask_desc(m, d.B, d.NH, d.T, d.S));
+  auto fm = std::make_shared<FusedMask>();
+  fm->low = mask_desc(m, d.B, d.NH, d.T, d.S);
+  fm->bias = bias_tables(m, d, dev, fm->low.desc);
+  std::shared_ptr<const FusedMask> md = fm;
+  const kern::MaskDesc& desc = md->low.desc;
+  // A differentiable table or slopes is one more input of the tape node (after q, k, v).
+  const bool rel_grad = m.rel_table_.defined() && m.rel_table_.requires_grad() && grad_enabled();
+  const bool alibi_grad =
+      m.alibi_slopes_.defined() && m.alibi_slopes_.requires_grad() && grad_enabled();
+  std::vector<Tensor> node_inputs = inputs;
+  if (rel_grad) node_inputs.push_back(m.rel_table_);
+  if (alibi_grad) node_inputs.push_back(m.alibi_slopes_);
   AttentionResult res;
   res.output = zeros(d.heads_last ? Shape{d.B, d.T, d.NH, d.hsv} : Shape{d.B, d.NH, d.T, d.hsv},
                      q.dtype(), dev);
@@ -58,9 +106,9 @@ AttentionResult fused(const Dims& d, const Tensor& q, const Tensor& k, const Ten
   if (res.output.numel() > 0 && d.S > 0)
     kernels(kSdpa, dev)
         .attention_forward(cdt(q.dtype()), res.output.data_ptr(), lse.data_ptr(), q.data_ptr(),
-                           k.data_ptr(), v.data_ptr(), d, scale, md->desc);
+                           k.data_ptr(), v.data_ptr(), d, scale, desc);
   if (m.errors_on_fully_masked()) check_fully_masked(lse, d.NH, d.T);
-  if (needs_record({&q, &k, &v})) {
+  if (needs_record({&q, &k, &v}) || rel_grad || alibi_grad) {
     const double pairs = static_cast<double>(d.B) * d.NH * d.T * d.S;
     const bool qkv = d.packing == Dims::kQKV, kv = d.packing == Dims::kKV;
     RecordInfo info =
@@ -74,14 +122,16 @@ AttentionResult fused(const Dims& d, const Tensor& q, const Tensor& k, const Ten
     else
       info.saved(q, k, v, res.output, lse);
     // The mask's tensors stay alive with the node: md points into them.
-    record(kSdpa, res.output, inputs, info.differentiable(),
-           [d, m, md, scale, lse, qkv, kv, qd = q.detach(), kd = k.detach(), vd = v.detach(),
-            od = res.output.detach()](const Tensor& g) -> std::vector<Tensor> {
+    record(kSdpa, res.output, node_inputs, info.differentiable(),
+           [d, m, md, scale, lse, qkv, kv, rel_grad, alibi_grad, qd = q.detach(), kd = k.detach(),
+            vd = v.detach(), od = res.output.detach()](const Tensor& g) -> std::vector<Tensor> {
              if (creating_graph()) {  // the composed path's gradients, recorded
                std::vector<Tensor> live{saved_input(qd, 0)};
-               if (!qkv) live.push_back(saved_input(kd, 1));
-               if (!qkv && !kv) live.push_back(saved_input(vd, 2));
-               return sdpa_grad_recorded(d, live, m, false, false, false, scale, g);
+               if (!qkv) live.push_back(saved_input(kd, live.size()));
+               if (!qkv && !kv) live.push_back(saved_input(vd, live.size()));
+               if (rel_grad) live.push_back(saved_input(m.rel_table_.detach(), live.size()));
+               if (alibi_grad) live.push_back(saved_input(m.alibi_slopes_.detach(), live.size()));
+               return sdpa_grad_recorded(d, live, m, false, rel_grad, alibi_grad, scale, g);
              }
              // Packed: one gradient tensor for q, k and v (or k and v), written at their offsets.
              Tensor dq = zeros(qd.shape(), qd.dtype(), qd.device());
@@ -91,10 +141,29 @@ AttentionResult fused(const Dims& d, const Tensor& q, const Tensor& k, const Ten
                kernels("scaled_dot_product_attention backward", qd.device())
                    .attention_backward(cdt(qd.dtype()), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(),
                                        g.data_ptr(), qd.data_ptr(), kd.data_ptr(), vd.data_ptr(),
-                                       od.data_ptr(), lse.data_ptr(), d, scale, md->desc);
-             if (qkv) return {dq};
-             if (kv) return {dq, dk};
-             return {dq, dk, dv};
+                                       od.data_ptr(), lse.data_ptr(), d, scale, md->low.desc);
+             std::vector<Tensor> out{dq};
+             if (!qkv) out.push_back(dk);
+             if (!qkv && !kv) out.push_back(dv);
+             if (rel_grad || alibi_grad) {  // per (b, h) in float64, then summed as on the CPU
+               const Tensor& tb = m.rel_table_;
+               const Tensor& sl = m.alibi_slopes_;
+               Tensor d_rel =
+                   rel_grad ? zeros({d.B, d.NH, tb.size(1)}, kFloat64, qd.device()) : Tensor();
+               Tensor d_alibi = alibi_grad ? zeros({d.B, d.NH}, kFloat64, qd.device()) : Tensor();
+               if (g.numel() > 0 && d.S > 0)
+                 kernels("scaled_dot_product_attention backward", qd.device())
+                     .attention_bias_grad(
+                         cdt(qd.dtype()),
+                         rel_grad ? static_cast<double*>(d_rel.data_ptr()) : nullptr,
+                         alibi_grad ? static_cast<double*>(d_alibi.data_ptr()) : nullptr,
+                         g.data_ptr(), qd.data_ptr(), kd.data_ptr(), vd.data_ptr(), od.data_ptr(),
+                         lse.data_ptr(), d, scale, md->low.desc);
+               if (rel_grad)
+                 out.push_back(sum_to(sum(d_rel, {0}), tb.shape()).to(tb.dtype()).to(tb.device()));
+               if (alibi_grad) out.push_back(sum(d_alibi, {0}).to(sl.dtype()).to(sl.device()));
+             }
+             return out;
            });
   }
   return res;
@@ -239,10 +308,11 @@ AttentionResult cuda_sdpa(const Dims& d, const Tensor& q, const Tensor& k, const
   // (the fused kernels read the mask as a constant).
   const bool mask_grad =
       mask.additive_.defined() && mask.additive_.requires_grad() && grad_enabled();
-  // Position biases (relative, ALiBi) take the composed path, made dense by recorded ops
-  // (AttentionMask::dense_bias, differentiable); the fused kernels have no bias part yet.
+  // Position biases (relative, ALiBi) are added per entry by the fused kernels, which also give
+  // their gradients (attention_bias_grad); the composed path makes them dense by recorded ops
+  // (AttentionMask::dense_bias, differentiable).
   const bool bias = mask.rel_table_.defined() || mask.alibi_slopes_.defined();
-  const bool fuse = !drop && !opts.need_weights && !opts.probe && !mask_grad && !bias &&
+  const bool fuse = !drop && !opts.need_weights && !opts.probe && !mask_grad &&
                     d.hs <= kern::kAttentionMaxHeadSize && d.hsv <= kern::kAttentionMaxHeadSize &&
                     mask.blocked_.size() <= static_cast<size_t>(kern::kMaxBlocked);
   if (fuse) return fused(d, q, k, v, inputs, attention_mask_on(mask, q.device()), scale);

@@ -20,6 +20,7 @@ struct MaskLowering {
   std::vector<int64_t> more;
   MaskLowering() = default;
   MaskLowering(MaskLowering&&) = default;
+  MaskLowering& operator=(MaskLowering&&) = default;
   MaskLowering(const MaskLowering&) = delete;
   MaskLowering& operator=(const MaskLowering&) = delete;
 };

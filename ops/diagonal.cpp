@@ -1,9 +1,12 @@
 // ops/diagonal.cpp — ops that pick elements by computed positions, built on index_select and
 // scatter_add (so their gradients are those ops', scattered back exactly): diagonal, diag,
-// unfold, and nonzero (int64 positions, no gradient). PyTorch's semantics and argument order;
-// where PyTorch returns a view (diagonal, unfold), these return a copy: writing into the result
-// does not reach the input. Deliberately not here: the index kernels (shape.cpp, indexing.cpp).
+// unfold, and nonzero (int64 positions, no gradient; on CUDA counted and written by the device's
+// kernels, cuda/nonzero.cu, with one read-back of the count). PyTorch's semantics and argument
+// order; where PyTorch returns a view (diagonal, unfold), these return a copy: writing into the
+// result does not reach the input. Deliberately not here: the index kernels (shape.cpp,
+// indexing.cpp).
 #include "ops/detail.hpp"
+#include "ops/kernels.hpp"
 #include "ops/ops.hpp"
 
 #include <fmt/format.h>
@@ -105,6 +108,25 @@ Tensor unfold(const Tensor& x, int64_t dim, int64_t size, int64_t step, Site sit
 Tensor nonzero(const Tensor& x_in, Site site) {
   SiteScope scope(site);
   check_defined(x_in, "nonzero", "x");
+  if (on_cuda(x_in) && x_in.dim() >= 1 && x_in.dim() <= kern::kMaxDims) {
+    // counted and written on the device (cuda/nonzero.cu); only the count comes back
+    const Tensor nz = ne(x_in, 0.0).contiguous();  // bool, also true for NaN
+    const Device dev = x_in.device();
+    const int64_t n = nz.numel();
+    Tensor offsets = Tensor::empty({kern::nonzero_chunks(n) + 1}, kInt64, dev);
+    const auto* mask = static_cast<const bool*>(nz.data_ptr());
+    const int64_t count =
+        kernels("nonzero", dev).nonzero_count(mask, n, static_cast<int64_t*>(offsets.data_ptr()));
+    Tensor out = Tensor::empty({count, x_in.dim()}, kInt64, dev);
+    kern::Strided st;
+    st.ndim = static_cast<int>(x_in.dim());
+    for (int k = 0; k < st.ndim; ++k) st.shape[k] = x_in.size(k);
+    if (count > 0)
+      kernels("nonzero", dev)
+          .nonzero_write(static_cast<int64_t*>(out.data_ptr()), mask, n,
+                         static_cast<const int64_t*>(offsets.data_ptr()), st);
+    return out;
+  }
   const Tensor x = x_in.to(kCPU).contiguous();
   const Tensor nz = ne(x, 0.0);  // bool, also true for NaN
   const bool* p = nz.data<bool>();

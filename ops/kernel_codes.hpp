@@ -90,6 +90,10 @@ enum class RedOp : uint8_t { Sum, Max, Min };
 enum class ScatterOp : uint8_t { None, Sum, Prod, Mean, Amax, Amin };
 // Running scans and the product along one dim of (outer, n, inner) lines (ops/scan.cpp).
 enum class ScanOp : uint8_t { Cumprod, Prod, Cummax, Cummin, Logcumsumexp };
+// nonzero on the GPU (ops/diagonal.cpp, cuda/nonzero.cu): elements per chunk, whose counts and
+// offsets (chunks + 1 int64, the caller's device buffer) place each chunk's entries.
+constexpr int64_t kNonzeroChunk = 1024;
+inline int64_t nonzero_chunks(int64_t n) { return (n + kNonzeroChunk - 1) / kNonzeroChunk; }
 
 // ---- attention ----
 // The structural mask, one contiguous key range per query row (see ops/attention.hpp):
@@ -119,6 +123,15 @@ struct MaskDesc {
   int64_t additive_stride[4] = {};
   const int64_t* more_blocked = nullptr;
   int n_more_blocked = 0;
+  // Position biases (AttentionMask::relative_bias, alibi), float64 on the kernels' device; the
+  // CUDA path sets them (the CPU reads its AttentionRowMask): entry (i, j) of head h gets
+  // rel[h·rel_hs + rel_bucket[j - i' - diag_lo]] - alibi[h]·|i' - j| (position_bias), the bucket
+  // of each diagonal d = j - i' computed once on the host (AttentionMask::t5_bucket, the CPU's
+  // float arithmetic bit for bit); diag_lo = -(T - 1 + shift), the lowest d.
+  const double* rel = nullptr;
+  const int64_t* rel_bucket = nullptr;
+  int64_t rel_hs = 0, rel_n = 0, diag_lo = 0;
+  const double* alibi = nullptr;
 };
 
 // nvcc compiles key_range for both sides; g++ (the CPU, and cuda/ on the host emulator) for one.
@@ -136,6 +149,14 @@ TG_HOST_DEVICE inline void blocked_range(int64_t ip, int64_t W, int64_t back, in
   lo = lo > l ? lo : l;
   hi = hi < h ? hi : h;
   if (causal && ip < hi) hi = ip;
+}
+// The position biases' term of entry (i, j) of head h (MaskDesc::rel, alibi), 0 without them.
+TG_HOST_DEVICE inline double position_bias(const MaskDesc& m, int64_t h, int64_t i, int64_t j) {
+  const int64_t d = j - (i + m.shift);
+  double add = 0;
+  if (m.rel) add += m.rel[h * m.rel_hs + m.rel_bucket[d - m.diag_lo]];
+  if (m.alibi) add -= m.alibi[h] * static_cast<double>(d < 0 ? -d : d);
+  return add;
 }
 // The structural key range [lo, hi] (inclusive; empty when lo > hi) of query row i against S keys:
 // the one definition, read by the CPU's plan (ops/attention.cpp), AttentionMask::key_range and the

@@ -2,8 +2,9 @@
 // and the composed path for weights / large heads) against the float64 CPU, forward and
 // backward, for every mask kind: none, causal (top-left, bottom-right), local windows, blocked
 // windows (blocks not dividing T, look-back, causal inside), key padding, key lengths, bool and
-// additive masks (constant, and differentiable: dMask), T != S, T = 1, windows >= T, and fully
-// masked rows (output 0, gradient 0).
+// additive masks (constant, and differentiable: dMask), position biases (relative and ALiBi,
+// with their gradients), T != S, T = 1, windows >= T, and fully masked rows (output 0, gradient
+// 0).
 #include "tests/cuda/parity_harness.hpp"
 
 #include <limits>
@@ -314,24 +315,160 @@ TEST_CASE("cuda parity: grouped- and multi-query attention (enable_gqa) in every
     }
 }
 
-TEST_CASE("cuda parity: a learned relative-position bias and ALiBi (composed on the GPU)") {
-  // The CPU adds them per key in its fused kernel; CUDA builds them dense with recorded ops.
-  // Both differentiate q, k, v, the table and the slopes.
-  for (DType dt : {kFloat64, kFloat32}) {
-    ParityCase c;
-    c.name = "t5 bias + alibi, causal bottom-right";
-    c.tol32 = 1e-4;
-    c.inputs = [] {
-      return Inputs{randn({2, 2, 9, 16}, kFloat64), randn({2, 2, 13, 16}, kFloat64),
-                    randn({2, 2, 13, 16}, kFloat64), randn({2, 8}, kFloat64),
-                    tensor(std::vector<double>{0.5, 0.25}, {2})};
-    };
-    c.fn = [](const Inputs& x) {
-      const AttentionMask m = AttentionMask::causal(CausalAlign::BottomRight) &
-                              AttentionMask::relative_bias(x[3], false, 16) &
-                              AttentionMask::alibi(x[4]);
-      return std::vector<Tensor>{scaled_dot_product_attention(x[0], x[1], x[2], m).output};
-    };
-    tgt::run_parity(c, dt);
-  }
+namespace {
+struct BiasCase {
+  std::string name;
+  int64_t B, NH, NKV, T, S, hs;
+  Shape table;  // (NH or 1, buckets); {} for none
+  bool bidirectional, alibi, heads_last, need_weights;
+  std::function<AttentionMask(int64_t B, int64_t T, int64_t S)> structure;
+};
+}  // namespace
+
+TEST_CASE("cuda parity: a learned relative-position bias and ALiBi, fused on the GPU") {
+  // The fused kernels add the biases per entry and sum their gradients per diagonal
+  // (attention_bias_grad); the CPU adds them per key in its fused kernel. Both differentiate q, k,
+  // v, the table and the slopes. Several query and key tiles (64 rows), several diagonal chunks
+  // (64 diagonals), buckets past max_distance, grouped heads, heads last, padding and an additive
+  // mask beside the biases; need_weights takes the composed path (the bias made dense).
+  using M = AttentionMask;
+  auto none = [](int64_t, int64_t, int64_t) { return M(); };
+  const std::vector<BiasCase> cases = {
+      {"t5 (unidirectional) + alibi, causal bottom-right, T 9 < S 13",
+       2,
+       2,
+       2,
+       9,
+       13,
+       16,
+       {2, 8},
+       false,
+       true,
+       false,
+       false,
+       [](int64_t, int64_t, int64_t) { return M::causal(CausalAlign::BottomRight); }},
+      {"shared bidirectional t5 table (1, 32), T = S = 150 (past max_distance 128)",
+       1,
+       2,
+       2,
+       150,
+       150,
+       32,
+       {1, 32},
+       true,
+       false,
+       false,
+       false,
+       none},
+      {"alibi + local (8, 0), grouped heads 4 / 2, T = S = 80",
+       2,
+       4,
+       2,
+       80,
+       80,
+       16,
+       {},
+       false,
+       true,
+       false,
+       false,
+       [](int64_t, int64_t, int64_t) { return M::local(8, 0); }},
+      {"t5 + key padding + additive distance mask, heads last, T 40 S 70",
+       2,
+       2,
+       2,
+       40,
+       70,
+       32,
+       {2, 16},
+       true,
+       false,
+       true,
+       false,
+       [](int64_t B, int64_t T, int64_t S) {
+         return M::key_padding(padding(B, S), MaskPolarity::TrueBlocked) &
+                M::additive(additive(T, S, kFloat64));
+       }},
+      {"t5 + alibi, head size 128, causal",
+       1,
+       2,
+       2,
+       70,
+       70,
+       128,
+       {2, 8},
+       false,
+       true,
+       false,
+       false,
+       [](int64_t, int64_t, int64_t) { return M::causal(); }},
+      {"t5 + alibi, need_weights (composed)",
+       1,
+       2,
+       2,
+       20,
+       20,
+       16,
+       {2, 8},
+       true,
+       true,
+       false,
+       true,
+       [](int64_t, int64_t, int64_t) { return M::causal(); }},
+  };
+  for (const BiasCase& a : cases)
+    for (DType dt : {kFloat64, kFloat32}) {
+      SECTION(a.name + " " + dtype_name(dt)) {
+        ParityCase c;
+        c.name = a.name;
+        c.tol32 = 1e-4;
+        c.inputs = [&a] {
+          const Shape q = a.heads_last ? Shape{a.B, a.T, a.NH, a.hs} : Shape{a.B, a.NH, a.T, a.hs};
+          const Shape k =
+              a.heads_last ? Shape{a.B, a.S, a.NKV, a.hs} : Shape{a.B, a.NKV, a.S, a.hs};
+          Inputs x{randn(q, kFloat64), randn(k, kFloat64), randn(k, kFloat64)};
+          if (!a.table.empty()) x.push_back(randn(a.table, kFloat64));
+          if (a.alibi) x.push_back(mul(M::alibi_slopes(a.NH, kFloat64), 4.0));
+          return x;
+        };
+        c.fn = [&a](const Inputs& x) {
+          // the additive part in the case's dtype (the harness rounds inputs, not the mask)
+          M m = a.structure(a.B, a.T, a.S);
+          if (m.additive_.defined()) m.additive_ = m.additive_.to(x[0].dtype()).to(x[0].device());
+          size_t i = 3;  // the table, then the slopes, when the case has them
+          if (!a.table.empty()) m = m & M::relative_bias(x[i++], a.bidirectional, 128);
+          if (a.alibi) m = m & M::alibi(x[i]);
+          SDPAOptions o;
+          o.enable_gqa = a.NKV != a.NH;
+          o.heads_last = a.heads_last;
+          o.need_weights = a.need_weights;
+          AttentionResult r = scaled_dot_product_attention(x[0], x[1], x[2], m, o);
+          return a.need_weights ? std::vector<Tensor>{r.output, r.weights}
+                                : std::vector<Tensor>{r.output};
+        };
+        tgt::run_parity(c, dt);
+      }
+    }
+}
+
+TEST_CASE("cuda: position biases take the fused kernel, one node with the table's edge") {
+  Tensor q = randn({1, 2, 30, 16}, kFloat32).to(tgt::gpu()).requires_grad_();
+  Tensor table = randn({2, 8}, kFloat32).to(tgt::gpu()).requires_grad_();
+  Tensor slopes = AttentionMask::alibi_slopes(2).to(tgt::gpu()).requires_grad_();
+  const AttentionMask m = AttentionMask::causal() & AttentionMask::relative_bias(table, false, 16) &
+                          AttentionMask::alibi(slopes);
+  Tensor out = scaled_dot_product_attention(q, q, q, m).output;
+  REQUIRE(std::string(out.grad_fn()->op) == "scaled_dot_product_attention");
+  REQUIRE(out.grad_fn()->next.size() == 5);
+  CHECK(out.grad_fn()->next[3].leaf.get() == table.impl());
+  CHECK(out.grad_fn()->next[4].leaf.get() == slopes.impl());
+  // Only the table requires grad: the node still gives it its gradient.
+  Tensor qc = q.detach();
+  Tensor out2 = scaled_dot_product_attention(qc, qc, qc, m).output;
+  sum(out2).backward();
+  REQUIRE(table.grad().defined());
+  CHECK(table.grad().device() == tgt::gpu());
+  double n = 0;
+  for (float g : table.grad().to_vector<float>()) n += std::fabs(g);
+  CHECK(n > 0);
 }

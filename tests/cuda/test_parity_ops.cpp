@@ -530,6 +530,44 @@ std::vector<ParityCase> cases() {
         return r;
       });
   add_case(
+      "scatter_reduce at special values on 300-long lines: 0 -0 inf -inf NaN subnormals",
+      [] {
+        Tensor src = rn({2, 300});
+        const double sp[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, 1e-310, -1e-310};
+        double* p = src.data<double>();
+        for (int64_t e = 0; e < 600; e += 3) p[e] = sp[(e / 3) % 7];
+        return in({rn({2, 5}), src});
+      },
+      [](const Inputs& x) {
+        std::vector<int64_t> iv(600);
+        for (int64_t e = 0; e < 600; ++e) iv[static_cast<size_t>(e)] = (e * 7 + e / 11) % 5;
+        const Tensor idx = tensor(iv, {2, 300}).to(x[0].device());
+        std::vector<Tensor> r;
+        for (const char* red : {"sum", "prod", "mean", "amax", "amin"})
+          for (bool self : {true, false})
+            r.push_back(scatter_reduce(x[0], 1, idx, x[1], red, self));
+        return r;
+      },
+      1e-4, false);
+  add_case(
+      "nonzero across chunk boundaries: -0 and NaN, 1-d to 4-d, none, a 0-dim",
+      [] {
+        Tensor a = rn({3, 700}), b = rn({2600});
+        double* p = a.data<double>();
+        for (int64_t e = 0; e < 2100; ++e)
+          if (e % 3 != 0) p[e] = e % 7 == 0 ? -0.0 : 0.0;
+        p[4] = NAN, p[2099] = NAN;
+        double* q = b.data<double>();
+        for (int64_t e = 0; e < 2600; ++e)
+          if ((e / 100) % 2 == 1) q[e] = 0.0;  // runs of 100 zeros: chunks of every fill
+        return in({a, b, zeros({4, 5}, kFloat64), rn({2, 3, 4, 5}), rn({})});
+      },
+      [](const Inputs& x) {
+        return out({nonzero(x[0]), nonzero(x[1]), nonzero(x[2]), nonzero(gt(x[3], 0.3)),
+                    nonzero(x[4])});
+      },
+      2e-5, false);
+  add_case(
       "cross_entropy with class weights and probability targets",
       [] {
         return in({rn({6, 5}), tensor(std::vector<int64_t>{1, 0, 4, 2, 2, 3}, {6}), rn({6, 5})});
@@ -550,6 +588,31 @@ TEST_CASE("cuda parity: every op family, float32 and float64, forward and backwa
   for (const ParityCase& c : cases()) {
     for (DType dt : {kFloat64, kFloat32}) {
       SECTION(c.name + " " + dtype_name(dt)) { tgt::run_parity(c, dt); }
+    }
+  }
+}
+
+TEST_CASE("cuda parity: scatter_reduce amax and amin keep the CPU's zero on ties") {
+  // std::max / std::min semantics on both backends: of equal values the earlier one stays, so the
+  // sign of a zero result is the CPU's (PyTorch 1.13: amax of (-0, 0) without self is -0). The
+  // parity harness compares values, not the signs of zeros; this compares the bits.
+  for (DType dt : {kFloat64, kFloat32}) {
+    const Tensor x = tensor(std::vector<double>{5, 5, 5, 5}, {1, 4}).to(dt);
+    const Tensor src = tensor(std::vector<double>{-0.0, 0.0, 0.0, -0.0, -0.0, 0.0}, {1, 6}).to(dt);
+    const Tensor idx = tensor(std::vector<int64_t>{0, 0, 1, 1, 2, 3}, {1, 6});
+    for (const char* red : {"amax", "amin"}) {
+      const std::vector<double> want =
+          scatter_reduce(x, 1, idx, src, red, false).to_vector<double>();
+      const std::vector<double> got =
+          scatter_reduce(x.to(tgt::gpu()), 1, idx.to(tgt::gpu()), src.to(tgt::gpu()), red, false)
+              .to_vector<double>();
+      for (size_t e = 0; e < want.size(); ++e) {
+        INFO(red << " " << dtype_name(dt) << " target " << e);
+        CHECK(std::signbit(got[e]) == std::signbit(want[e]));
+        CHECK(got[e] == want[e]);
+      }
+      CHECK(std::signbit(want[0]));  // -0 came first
+      CHECK(!std::signbit(want[1]));
     }
   }
 }
