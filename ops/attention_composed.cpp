@@ -1,10 +1,13 @@
 // ops/attention_composed.cpp — the attention forms built on top of other ops: the seed articles'
 // attention(Q, K, V, mask) (reshapes around one fused scaled_dot_product_attention call, weights
 // returned) and additive (Bahdanau) attention, composed from linear, tanh, matmul, masked_fill
-// and softmax (its backward is theirs). Deliberately not here: the fused CPU kernel
+// and softmax (its backward is theirs). Both take CUDA tensors (masks on either device).
+// Deliberately not here: the fused CPU kernel
 // (ops/attention.cpp), the CUDA half (ops/attention_cuda.cpp), the mask description
 // (ops/attention_mask.cpp), modules (nn/attention.cpp).
 #include "ops/attention.hpp"
+#include "ops/attention_cuda.hpp"
+#include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"
 
@@ -31,7 +34,6 @@ Tensor to_4d(const Tensor& x) {
 // The seed's mask (mask == 0 blocked), broadcastable to (..., T, S), as a 4-D-aligned tensor.
 Tensor seed_mask_4d(const Tensor& mask, const Tensor& Q, int64_t S) {
   check_defined(mask, kSeed, "mask");
-  check_cpu(mask, kSeed, "mask");
   Shape want(Q.shape().begin(), Q.shape().end() - 1);
   want.push_back(S);  // (..., T, S)
   bool ok = mask.dim() <= static_cast<int64_t>(want.size());
@@ -54,9 +56,9 @@ Tensor seed_mask_4d(const Tensor& mask, const Tensor& Q, int64_t S) {
 std::pair<Tensor, Tensor> attention(const Tensor& Q, const Tensor& K, const Tensor& V,
                                     const Tensor& mask, Site site) {
   SiteScope scope(site);
-  check_float(Q, kSeed, "Q");
-  check_float(K, kSeed, "K");
-  check_float(V, kSeed, "V");
+  check_float(Q, kSeed, "Q", true);  // any device: the fused call below has both backends
+  check_float(K, kSeed, "K", true);
+  check_float(V, kSeed, "V", true);
   const std::string shapes = fmt::format("Q {}, K {}, V {}", shape_str(Q.shape()),
                                          shape_str(K.shape()), shape_str(V.shape()));
   const int64_t n = Q.dim();
@@ -95,8 +97,9 @@ void check_additive(const Tensor& q, const Tensor& k, const Tensor& values, cons
   const char* names[] = {"q", "k", "values", "W_q", "W_k", "v"};
   const Tensor* ts[] = {&q, &k, &values, &W_q, &W_k, &v};
   for (int i = 0; i < 6; ++i) {
-    check_float(*ts[i], kAdd, names[i]);
+    check_float(*ts[i], kAdd, names[i], true);  // any device: composed from ops
     check_same_dtype(q, *ts[i], kAdd, "q", names[i]);
+    check_same_device(q, *ts[i], kAdd, "q", names[i]);
   }
   const std::string shapes =
       fmt::format("q {}, k {}, values {}, W_q {}, W_k {}, v {}", shape_str(q.shape()),
@@ -124,7 +127,9 @@ std::pair<Tensor, Tensor> additive_attention(const Tensor& q, const Tensor& k, c
   Tensor kp = linear(k, W_k).unsqueeze(1);   // (B, 1, S, H)
   Tensor scores = matmul(tanh(qp + kp), v);  // (B, T, S)
   if (!mask.is_none()) {
-    Tensor allowed = mask.dense_allowed(B, 1, T, S).reshape({B, T, S});
+    // built on the host (the mask's tensors may live on either device), used on q's
+    const Tensor allowed =
+        detail::attention_mask_on(mask, kCPU).dense_allowed(B, 1, T, S).reshape({B, T, S});
     if (mask.errors_on_fully_masked()) {
       const bool* a = allowed.data<bool>();
       for (int64_t r = 0; r < B * T; ++r) {
@@ -136,10 +141,10 @@ std::pair<Tensor, Tensor> additive_attention(const Tensor& q, const Tensor& k, c
       }
     }
     if (mask.additive_.defined()) {  // (T, S) .. (B, 1, T, S): finite terms shift the scores
-      Tensor a = mask.additive_.to(q.dtype());
+      Tensor a = mask.additive_.to(q.dtype()).to(q.device());
       scores = scores + (a.dim() == 4 ? a.squeeze(1) : a);
     }
-    scores = masked_fill(scores, logical_not(allowed), -kInf);
+    scores = masked_fill(scores, logical_not(allowed.to(q.device())), -kInf);
   }
   Tensor weights = softmax(scores, -1);  // all -inf rows give 0
   return {matmul(weights, values), weights};

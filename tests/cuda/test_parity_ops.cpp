@@ -563,10 +563,98 @@ std::vector<ParityCase> cases() {
         return in({a, b, zeros({4, 5}, kFloat64), rn({2, 3, 4, 5}), rn({})});
       },
       [](const Inputs& x) {
-        return out({nonzero(x[0]), nonzero(x[1]), nonzero(x[2]), nonzero(gt(x[3], 0.3)),
-                    nonzero(x[4])});
+        return out(
+            {nonzero(x[0]), nonzero(x[1]), nonzero(x[2]), nonzero(gt(x[3], 0.3)), nonzero(x[4])});
       },
       2e-5, false);
+  add_case(
+      "losses: mse l1 smooth_l1 huber bce bce_with_logits nll kl_div cosine_similarity normalize",
+      [] {
+        return in({rn({6, 5}), rn({6, 5}), tensor(std::vector<int64_t>{1, 0, 4, 2, -100, 3}, {6}),
+                   pos({5})});
+      },
+      [](const Inputs& x) {
+        const Tensor p = sigmoid(x[0]), t = sigmoid(x[1]);  // probabilities in (0, 1)
+        const Tensor lp = log_softmax(x[0], 1), lt = log_softmax(x[1], 1);
+        return out({mse_loss(x[0], x[1]), l1_loss(x[0], x[1], Reduction::Sum),
+                    smooth_l1_loss(x[0], x[1], Reduction::None, 0.5),
+                    huber_loss(x[0], x[1], Reduction::Mean, 0.7), binary_cross_entropy(p, t, x[3]),
+                    binary_cross_entropy_with_logits(x[0], t, Tensor(), x[3], Reduction::Sum),
+                    nll_loss(lp, x[2], x[3]), kl_div(lp, exp(lt)),
+                    kl_div(lp, lt, Reduction::BatchMean, true), cosine_similarity(x[0], x[1]),
+                    normalize(x[0], 3.0, 0)});
+      },
+      1e-4);
+  add_case(
+      "reductions and logic: argmin std_mean all any isinf isclose logical_and/or/xor",
+      [] {
+        Tensor a = round_half(rn({5, 7}));
+        a.data<double>()[3] = kInf, a.data<double>()[20] = -kInf;
+        return in({a, round_half(rn({5, 7}))});
+      },
+      [](const Inputs& x) {
+        const auto [sd, mean] = std_mean(x[1], {1}, 1, true);
+        const Tensor a = gt(x[0], 0.0), b = gt(x[1], 0.0);
+        return out({argmin(x[1], 1), argmin(x[1], 0, true), sd, mean, std_mean(x[1]).first,
+                    all(a, {1}), any(b, {0}), all(a), any(a), isinf(x[0]),
+                    isclose(x[0], x[1], 1e-3, 0.3), logical_and(a, b), logical_or(a, b),
+                    logical_xor(a, b)});
+      });
+  add_case(
+      "shapes: glu diag unflatten meshgrid view flatten unsqueeze select t index",
+      [] {
+        return in({rn({4, 6}), rn({5}), rn({2, 3, 4})});
+      },
+      [](const Inputs& x) {
+        using indexing::Slice;
+        const std::vector<Tensor> g = meshgrid({x[1], narrow(x[0], 0, 0, 1).reshape({6})}, "xy");
+        return out(
+            {glu(x[0], 1), diag(x[0], 1), diag(x[1], -2), unflatten(x[0], 1, {2, 3}), g[0], g[1],
+             view(x[2], {6, 4}), flatten(x[2], 1), unsqueeze(x[1], 0), select(x[2], 1, 2), t(x[0]),
+             index(x[2], {TensorIndex(Slice(0, 2)), TensorIndex(1), TensorIndex(Slice(1, 4, 2))}),
+             index(x[0], {TensorIndex(tensor(std::vector<int64_t>{3, 0, 3}).to(x[0].device()))})});
+      });
+  add_case(
+      "in-place writes on a non-leaf: add_ sub_ mul_ div_ clamp_ zero_ fill_ copy_ masked_fill_ "
+      "index_put_",
+      [] {
+        return in({rn({4, 5}), pos({4, 5})});
+      },
+      [](const Inputs& x) {
+        using indexing::Slice;
+        Tensor y = mul(x[0], 1.0);  // a non-leaf: its writes are recorded
+        add_(y, x[1], 0.5);
+        sub_(y, 0.25);
+        mul_(y, x[1]);
+        div_(y, x[1]);
+        clamp_(y, -1.0, 1.5);
+        Tensor z = mul(x[1], 2.0);
+        masked_fill_(z, gt(x[0], 0.5), -3.0);
+        index_put_(z, {TensorIndex(1), TensorIndex(Slice(0, 3))},
+                   narrow(select(x[0], 0, 2), 0, 0, 3));
+        Tensor w = mul(x[0], 1.0);
+        fill_(narrow(w, 0, 1, 1), 7.0);
+        zero_(narrow(w, 1, 0, 2));
+        copy_(narrow(w, 0, 3, 1), narrow(x[1], 0, 0, 1));
+        return out({y, z, w});
+      });
+  add_case(
+      "the seed articles' attention and additive (Bahdanau) attention",
+      [] {
+        return in({rn({2, 5, 8}), rn({2, 7, 8}), rn({2, 7, 6}), rn({4, 8}), rn({4, 8}), rn({4})});
+      },
+      [](const Inputs& x) {
+        const Tensor mask = tril(ones({5, 7}, kFloat64).to(x[0].device()), 2);
+        const auto [o1, w1] = attention(x[0], x[1], x[2], mask);
+        Tensor pad = zeros({2, 7}, kBool);
+        pad.data<bool>()[7 + 6] = true;  // batch 1 pads its last key (a mask on q's device)
+        const auto [o2, w2] = additive_attention(
+            x[0], x[1], x[2], x[3], x[4], x[5],
+            AttentionMask::causal(CausalAlign::BottomRight) &
+                AttentionMask::key_padding(pad.to(x[0].device()), MaskPolarity::TrueBlocked));
+        return out({o1, w1, o2, w2});
+      },
+      1e-4);
   add_case(
       "cross_entropy with class weights and probability targets",
       [] {
