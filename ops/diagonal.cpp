@@ -1,10 +1,9 @@
-// ops/diagonal.cpp — ops that pick elements by computed positions, built on index_select and
-// scatter_add (so their gradients are those ops', scattered back exactly): diagonal, diag,
-// unfold, and nonzero (int64 positions, no gradient; on CUDA counted and written by the device's
-// kernels, cuda/nonzero.cu, with one read-back of the count). PyTorch's semantics and argument
-// order; where PyTorch returns a view (diagonal, unfold), these return a copy: writing into the
-// result does not reach the input. Deliberately not here: the index kernels (shape.cpp,
-// indexing.cpp).
+// ops/diagonal.cpp — ops that pick elements by computed positions: diagonal and unfold (strided
+// views of x, as PyTorch's: writes into them reach x; their gradients scatter back, unfold's
+// overlapping windows adding up), diag (1-D: built by scatter_add; 2-D: a copy of diagonal), and
+// nonzero (int64 positions, no gradient; on CUDA counted and written by the device's kernels,
+// cuda/nonzero.cu, with one read-back of the count). PyTorch's semantics and argument order.
+// Deliberately not here: the index kernels (shape.cpp, indexing.cpp).
 #include "ops/detail.hpp"
 #include "ops/kernels.hpp"
 #include "ops/ops.hpp"
@@ -21,19 +20,12 @@ namespace {
 Tensor index_vector(const std::vector<int64_t>& v, Device dev) {
   return tensor(v, {static_cast<int64_t>(v.size())}).to(dev);
 }
-// The permutation moving dims a and b (distinct, normalised) to the end, in that order.
-std::vector<int64_t> to_end(int64_t n, int64_t a, int64_t b) {
-  std::vector<int64_t> p;
-  for (int64_t k = 0; k < n; ++k)
-    if (k != a && k != b) p.push_back(k);
-  p.push_back(a);
-  p.push_back(b);
-  return p;
-}
 }  // namespace
 
 // Elements (i, i + offset) of dims dim1, dim2, as a last dim of length L; the other dims keep
-// their order (PyTorch's diagonal).
+// their order (PyTorch's diagonal): a view, so writes into it reach x (x.diagonal().fill_(0)), its
+// last stride the sum of the two dims' strides; dx scatters dout onto the diagonal (the elements
+// are distinct: view_scatter).
 Tensor diagonal(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2, Site site) {
   SiteScope scope(site);
   constexpr const char* op = "diagonal";
@@ -48,15 +40,33 @@ Tensor diagonal(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2, Sit
   const int64_t n1 = x.size(a), n2 = x.size(b);
   const int64_t L =
       std::max<int64_t>(0, offset >= 0 ? std::min(n1, n2 - offset) : std::min(n1 + offset, n2));
-  std::vector<int64_t> flat;  // positions in the (n1·n2) plane
-  for (int64_t i = 0; i < L; ++i)
-    flat.push_back(offset >= 0 ? i * n2 + i + offset : (i - offset) * n2 + i);
-  Tensor moved = permute(x, to_end(x.dim(), a, b));
-  Shape s = moved.shape();
-  s.pop_back();
-  s.back() = n1 * n2;
-  Tensor plane = reshape(moved, s);
-  return index_select(plane, -1, index_vector(flat, x.device()));
+  // The view's strides over st (x's, or row-major ones for the gradient), and its first element.
+  auto layout = [&](const Shape& st, int64_t& start) {
+    Shape vs;
+    for (int64_t k = 0; k < x.dim(); ++k)
+      if (k != a && k != b) vs.push_back(st[k]);
+    vs.push_back(st[a] + st[b]);
+    start = L == 0 ? 0 : offset >= 0 ? offset * st[b] : -offset * st[a];
+    return vs;
+  };
+  Shape os;
+  for (int64_t k = 0; k < x.dim(); ++k)
+    if (k != a && k != b) os.push_back(x.size(k));
+  os.push_back(L);
+  int64_t start = 0;
+  const Shape st = layout(x.strides(), start);
+  Tensor out = make_view(x, os, st, x.impl()->offset + start);
+  if (needs_record({&x})) {
+    const Shape xs = x.shape();
+    int64_t goff = 0;
+    const Shape gst = layout(contiguous_strides(xs), goff);
+    // data movement only
+    record(op, out, {x}, RecordInfo().flops(0, 0).saved().watch(x).differentiable(),
+           [xs, gst, goff](const Tensor& g) -> std::vector<Tensor> {
+             return {view_scatter(g, xs, gst, goff)};
+           });
+  }
+  return out;
 }
 
 // 1-D x (n): the (n + |k|, n + |k|) matrix with x on diagonal k; 2-D x: its diagonal k (1-D).
@@ -64,7 +74,7 @@ Tensor diag(const Tensor& x, int64_t k, Site site) {
   SiteScope scope(site);
   constexpr const char* op = "diag";
   check_defined(x, op, "x");
-  if (x.dim() == 2) return diagonal(x, k, 0, 1, site);
+  if (x.dim() == 2) return diagonal(x, k, 0, 1, site).clone();  // torch.diag copies
   if (x.dim() != 1)
     throw Error(fmt::format("{}: x {} must be 1-D (makes a matrix) or 2-D (takes its diagonal)", op,
                             shape_str(x.shape())));
@@ -77,7 +87,10 @@ Tensor diag(const Tensor& x, int64_t k, Site site) {
 }
 
 // Windows of `size` along dim every `step`: dim becomes the window count (size(dim) - size) /
-// step + 1 and a last dim of length size holds each window (PyTorch's Tensor.unfold).
+// step + 1 and a last dim of length size holds each window (PyTorch's Tensor.unfold): a view
+// (window w's element j is x's element w·step + j along dim), so writes reach x. dx sums each
+// window's gradient back: a strided scatter when windows do not overlap (step >= size), else
+// scatter_add along dim (overlapping windows add up).
 Tensor unfold(const Tensor& x, int64_t dim, int64_t size, int64_t step, Site site) {
   SiteScope scope(site);
   constexpr const char* op = "unfold";
@@ -88,23 +101,44 @@ Tensor unfold(const Tensor& x, int64_t dim, int64_t size, int64_t step, Site sit
     throw Error(fmt::format("{}: size {} must be in [0, {}] (dim {} of x {}) and step {} >= 1", op,
                             size, xs[d], d, shape_str(x.shape()), step));
   const int64_t n = (xs[d] - size) / step + 1;
-  std::vector<int64_t> idx;
-  for (int64_t w = 0; w < n; ++w)
-    for (int64_t j = 0; j < size; ++j) idx.push_back(w * step + j);
   const Tensor xx = x.dim() == 0 ? reshape(x, {1}) : x;
-  Tensor picked = index_select(xx, d, index_vector(idx, x.device()));  // dim d: n·size
-  Shape s = xs;
-  s[d] = n;
-  s.insert(s.begin() + d + 1, size);
-  Tensor windows = reshape(picked, s);  // (..., n, size, ...)
-  std::vector<int64_t> p;
-  for (int64_t k = 0; k < static_cast<int64_t>(s.size()); ++k)
-    if (k != d + 1) p.push_back(k);
-  p.push_back(d + 1);
-  return permute(windows, p).contiguous();
+  Shape os = xs, st = xx.strides();
+  os[d] = n;
+  os.push_back(size);
+  st.push_back(st[d]);
+  st[d] *= step;
+  Tensor out = make_view(xx, os, st, xx.impl()->offset);
+  if (needs_record({&xx})) {
+    const Shape gs = xs;
+    Shape gst = contiguous_strides(gs);
+    gst.push_back(gst[d]);
+    gst[d] *= step;
+    record(op, out, {xx}, RecordInfo().flops(0, 0).saved().watch(xx).differentiable(),
+           [gs, gst, d, n, size, step](const Tensor& g) -> std::vector<Tensor> {
+             if (step >= size || n <= 1 || size == 0) return {view_scatter(g, gs, gst, 0)};
+             // (..., n, ..., size) -> (..., n·size, ...): window elements along dim, then added
+             // into x's positions w·step + j
+             std::vector<int64_t> p;
+             const int64_t nd = static_cast<int64_t>(gs.size());
+             for (int64_t k = 0; k < nd; ++k) {
+               p.push_back(k);
+               if (k == d) p.push_back(nd);
+             }
+             Shape ws = gs;
+             ws[d] = n * size;
+             const Tensor w = reshape(permute(g, p), ws);
+             std::vector<int64_t> pos;
+             for (int64_t i = 0; i < n; ++i)
+               for (int64_t j = 0; j < size; ++j) pos.push_back(i * step + j);
+             Shape is(static_cast<size_t>(nd), 1);
+             is[d] = n * size;
+             const Tensor idx = expand(reshape(index_vector(pos, g.device()), is), ws);
+             return {scatter_add(zeros(gs, g.dtype(), g.device()), d, idx.contiguous(), w)};
+           });
+  }
+  return x.dim() == 0 ? reshape(out, {size}) : out;
 }
 
-// (count, ndim) int64: the multi-index of every element that is not 0, in row-major order.
 Tensor nonzero(const Tensor& x_in, Site site) {
   SiteScope scope(site);
   check_defined(x_in, "nonzero", "x");

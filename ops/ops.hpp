@@ -301,9 +301,10 @@ std::array<Tensor, N> split(const Tensor& x, int64_t split_size, int64_t dim = 0
 // so it is differentiable. Errors name the equation and the shapes.
 Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands,
               Site site = Site::here());
-// Picked by computed positions (diagonal.cpp; copies where PyTorch returns views):
-// diagonal(x, offset, dim1, dim2) (the diagonal as a last dim), diag (1-D: the matrix with x on
-// diagonal k; 2-D: its diagonal k), unfold(x, dim, size, step) (windows as a last dim), nonzero
+// Picked by computed positions (diagonal.cpp; views where PyTorch's are, so writes reach x):
+// diagonal(x, offset, dim1, dim2) (the diagonal as a last dim, a view), diag (1-D: the matrix with
+// x on diagonal k; 2-D: a copy of its diagonal k), unfold(x, dim, size, step) (windows as a last
+// dim, a view), nonzero
 // ((count, ndim) int64 positions of the nonzero elements, no gradient).
 Tensor diagonal(const Tensor& x, int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1,
                 Site site = Site::here());

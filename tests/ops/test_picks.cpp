@@ -32,6 +32,37 @@ TEST_CASE("diagonal, diag, unfold: shapes and values", "[picks]") {
                   "unfold");
   tgt::check_grad([](const std::vector<Tensor>& in) { return diag(in[0], -2); }, {tgt::leaf({3})},
                   "diag");
+  tgt::check_grad([](const std::vector<Tensor>& in) { return unfold(in[0], 2, 2, 3); }, {x},
+                  "unfold, windows apart");
+  tgt::check_grad(
+      [](const std::vector<Tensor>& in) { return unfold(diagonal(in[0], 0, 0, 2), 1, 3, 1); }, {x},
+      "unfold of a diagonal view");
+}
+
+TEST_CASE("diagonal and unfold are views, as in PyTorch: writes reach the input", "[picks]") {
+  // PyTorch 1.13: m = zeros(3, 4); m.diagonal(1).fill_(7) sets (0,1), (1,2), (2,3)
+  Tensor m = zeros({3, 4}, kFloat64);
+  Tensor dv = diagonal(m, 1);
+  CHECK(dv.strides() == Shape{5});
+  fill_(dv, 7.0);
+  tgt::require_close(m, tensor(std::vector<double>{0, 7, 0, 0, 0, 0, 7, 0, 0, 0, 0, 7}, {3, 4}), 0,
+                     0, "m after m.diagonal(1).fill_(7)");
+  // dims swapped, offset -1: (dim1 = i + 1, dim2 = i), the same elements (PyTorch: all 8)
+  add_(diagonal(m, -1, 1, 0), 1.0);
+  tgt::require_close(m, tensor(std::vector<double>{0, 8, 0, 0, 0, 0, 8, 0, 0, 0, 0, 8}, {3, 4}), 0,
+                     0, "m after m.diagonal(-1, 1, 0).add_(1)");
+  // unfold(0, 2, 3) of arange(8): windows [0,1], [3,4], [6,7]; strides (3, 1), x's storage
+  Tensor x = arange(8, kFloat64);
+  Tensor u = unfold(x, 0, 2, 3);
+  CHECK(u.strides() == Shape{3, 1});
+  fill_(select(u, 0, 1), -1.0);
+  tgt::require_close(x, tensor(std::vector<double>{0, 1, 2, -1, -1, 5, 6, 7}, {8}), 0, 0,
+                     "x after a window of its unfold was filled");
+  // torch.diag of a matrix copies
+  Tensor c = diag(m);
+  fill_(c, 5.0);
+  CHECK(m.to_vector<double>()[0] == 0);
+  REQUIRE(unfold(scalar_tensor(3.0, kFloat64), 0, 1, 1).shape() == Shape{1});
 }
 
 TEST_CASE("nonzero: row-major positions, NaN counts, no gradient", "[picks]") {
