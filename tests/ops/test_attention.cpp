@@ -833,6 +833,13 @@ TEST_CASE("grouped-query SDPA equals SDPA with k and v repeated, every mask kind
   std::vector<Case> cases = mask_cases();
   cases.push_back({"causal, several tiles", AttentionMask::causal(), 150, 150});
   cases.push_back({"none, long key rows", AttentionMask(), 70, 300});
+  {  // one tile over 300 keys with padding: the group's shared K and V panels (and their tail)
+    std::vector<bool> pad(600, false);
+    for (int64_t j : {3, 299, 300 + 64, 300 + 290}) pad[static_cast<size_t>(j)] = true;
+    cases.push_back({"key padding, long key rows",
+                     AttentionMask::key_padding(tensor(pad, {2, 300}), MaskPolarity::TrueBlocked),
+                     70, 300});
+  }
   cases.push_back({"local(4,0) bottom-right, several tiles",
                    AttentionMask::local(4, 0, CausalAlign::BottomRight), 100, 170});
   for (DType dt : {kFloat64, kFloat32})
