@@ -1,7 +1,8 @@
 // tests/cuda/test_higher_order.cpp — create_graph on the GPU: Hessian-vector products through the
-// fused attention (every layout the fused kernels take, masks with padding), a LayerNorm + GELU +
-// cross-entropy MLP, softmax, embedding and the scans, in float64, against the same products on
-// the CPU (which gradgradcheck checks numerically), and activation checkpointing on the device.
+// fused attention (every layout the fused kernels take, masks with padding, position biases), a
+// LayerNorm + GELU + cross-entropy MLP, softmax, embedding and the scans, in float64, against the
+// same products on the CPU (which gradgradcheck checks numerically), and activation
+// checkpointing on the device.
 #include "tests/cuda/parity_harness.hpp"
 
 #include "autograd/activation_checkpoint.hpp"
@@ -52,6 +53,15 @@ TEST_CASE("cuda create_graph: Hessian-vector products match the CPU") {
                              2.0));
             },
             {randn(s, kFloat64), randn(s, kFloat64), randn(s, kFloat64)});
+  check_hvp("sdpa with a relative bias and ALiBi (the fused node's inputs include both)",
+            [](auto& in) {
+              const AttentionMask m = AttentionMask::causal() &
+                                      AttentionMask::relative_bias(in[3], false, 16) &
+                                      AttentionMask::alibi(in[4]);
+              return sum(pow(scaled_dot_product_attention(in[0], in[1], in[2], m).output, 2.0));
+            },
+            {randn(s, kFloat64), randn(s, kFloat64), randn(s, kFloat64), randn({2, 8}, kFloat64),
+             tensor(std::vector<double>{0.5, 0.25}, {2})});
   check_hvp("sdpa packed qkv",
             [](auto& in) {
               return sum(pow(
