@@ -20,9 +20,9 @@
 //   dq_kernel   block per (b, h, query tile): dQ = scale·Σ dS·K over its key tiles, P recomputed
 //               (same layout and pipelining as the forward).
 //   dkv_kernel  block per (b, h, key tile): dV = Σ Pᵀ·dO, dK = scale·Σ dSᵀ·Q over the query tiles
-//               that see it. //   bias_diag_kernel, bias_reduce_kernel  the position biases'
-//               gradients (attention_bias_grad): dS summed per diagonal j - i', then per bucket and
-//               for the slope; O(T + S).
+//               that see it.
+//   bias_diag_kernel, bias_reduce_kernel  with position biases that need gradients: dS summed
+//               per diagonal j - i', then per bucket and for the slope; O(T + S).
 // No atomics anywhere: deterministic.
 // Numerics follow the CPU: s = scale·(q·k) (+ additive + position biases, summed in double); -inf
 // scores take no part; masked entries and rows with no allowed key give P = 0 and dS = 0 (zero
@@ -343,6 +343,14 @@ __device__ __forceinline__ void store_t(scalar_t* P, const scalar_t (&x)[TM][TN]
     }
 }
 
+// A scaled score v of entry (i, j) of head h plus the additive term a (0 without one) and the
+// position biases: the terms summed in double and added once, as the CPU's mask_row does.
+template <typename scalar_t>
+__device__ __forceinline__ scalar_t with_biases(const MaskDesc& m, scalar_t v, double a, int64_t h,
+                                                int64_t i, int64_t j) {
+  return static_cast<scalar_t>(static_cast<double>(v) + (a + position_bias(m, h, i, j)));
+}
+
 // Where a tile sits: query rows r0.., keys c0.., query head h (the position biases read it).
 struct TileAt {
   int64_t r0, c0, h;
@@ -367,9 +375,9 @@ __device__ void mask_entries(scalar_t (&s)[TM][TN], const MaskDesc& m, const Til
       if (ok && m.allowed) ok = m.allowed[tm.roff[r] + j * m.allowed_stride[3]];
       scalar_t v = s[a][bb] * scale;
       if (ok && pos) {
-        double t = add ? static_cast<double>(add[tm.roff[BR + r] + j * m.additive_stride[3]]) : 0.0;
-        t += position_bias(m, at.h, at.r0 + r, j);
-        v = static_cast<scalar_t>(static_cast<double>(v) + t);
+        const double a =
+            add ? static_cast<double>(add[tm.roff[BR + r] + j * m.additive_stride[3]]) : 0.0;
+        v = with_biases(m, v, a, at.h, at.r0 + r, j);
       } else if (ok && add) {
         v += add[tm.roff[BR + r] + j * m.additive_stride[3]];
       }
@@ -760,10 +768,9 @@ __global__ void __launch_bounds__(kThreads)
       scalar_t qk = 0, dp = 0;
       for (int x = 0; x < D; ++x) qk += Qs[r * LK + x] * Ks[(r + c) * LK + x];
       for (int x = 0; x < D; ++x) dp += dOs[r * LK + x] * Vs[(r + c) * LK + x];
-      double t =
+      const double a =
           add ? static_cast<double>(add[b * sd[0] + h * sd[1] + i * sd[2] + j * sd[3]]) : 0.0;
-      t += position_bias(m, h, i, j);
-      const scalar_t sc = static_cast<scalar_t>(static_cast<double>(qk * scale) + t);
+      const scalar_t sc = with_biases(m, qk * scale, a, h, i, j);
       scalar_t p, ds;
       p_and_ds(sc, dp, lse[bh * d.T + i], Dv[bh * d.T + i], p, ds);
       acc += static_cast<double>(ds);
@@ -893,9 +900,10 @@ void run_forward(scalar_t* o, scalar_t* lse, const scalar_t* q, const scalar_t* 
 }
 
 template <typename scalar_t, int D>
-void run_backward(scalar_t* dq, scalar_t* dk, scalar_t* dv, const scalar_t* dout, const scalar_t* q,
-                  const scalar_t* k, const scalar_t* v, const scalar_t* o, const scalar_t* lse,
-                  const Dims& d, double scale, const MaskDesc& m) {
+void run_backward(scalar_t* dq, scalar_t* dk, scalar_t* dv, double* d_rel, double* d_alibi,
+                  const scalar_t* dout, const scalar_t* q, const scalar_t* k, const scalar_t* v,
+                  const scalar_t* o, const scalar_t* lse, const Dims& d, double scale,
+                  const MaskDesc& m) {
   using C = BwdCfg<scalar_t, D>;
   static_assert(C::kSmemDq <= kMaxSmem && C::kSmemDkv <= kMaxSmem, "backward tiles too large");
   const int64_t nqt = (d.T + C::BR - 1) / C::BR, nkt = (d.S + C::BC - 1) / C::BC;
@@ -922,30 +930,16 @@ void run_backward(scalar_t* dq, scalar_t* dk, scalar_t* dv, const scalar_t* dout
                                    plan.tile_lo, plan.tile_hi, d, sc, m);
     TG_CUDA_LAUNCH_CHECK("attention dkv_kernel");
   }
-}
-
-template <typename scalar_t, int D>
-void run_bias_grad(double* d_rel, double* d_alibi, const scalar_t* dout, const scalar_t* q,
-                   const scalar_t* k, const scalar_t* v, const scalar_t* o, const scalar_t* lse,
-                   const Dims& d, double scale, const MaskDesc& m) {
-  constexpr int BR = 64;  // the plan's tiles (only its rows are read)
+  if ((!d_rel && !d_alibi) || d.T == 0 || d.S == 0) return;
+  // the position biases' gradients, from the same plan rows and D
   constexpr size_t smem = diag_smem<scalar_t, D>();
   static_assert(smem <= kMaxSmem, "bias gradient tiles exceed shared memory");
-  const int64_t nqt = (d.T + BR - 1) / BR, ndiag = d.T + d.S - 1;
-  Plan plan(d.T, nqt);
-  launch_plan<BR>(plan, m, d.T, d.S, nqt);
-  DeviceBuffer Dbuf(static_cast<size_t>(d.BH * d.T) * sizeof(scalar_t));
+  const int64_t ndiag = d.T + d.S - 1, chunks = (ndiag + kDiagW - 1) / kDiagW;
   DeviceBuffer diag(static_cast<size_t>(d.BH * ndiag) * sizeof(double));
-  scalar_t* Dv = Dbuf.as<scalar_t>();
-  dot_kernel<scalar_t>
-      <<<detail::grid_for(d.BH * d.T, 8), 256, 0, detail::cur_stream()>>>(Dv, dout, o, d);
-  TG_CUDA_LAUNCH_CHECK("attention dot_kernel");
   allow_smem(bias_diag_kernel<scalar_t, D>, smem);
-  const int64_t chunks = (ndiag + kDiagW - 1) / kDiagW;
   bias_diag_kernel<scalar_t, D>
-      <<<grid_size(d.BH * chunks, "attention_bias_grad"), kThreads, smem, detail::cur_stream()>>>(
-          diag.as<double>(), dout, q, k, v, lse, Dv, plan.row_lo, plan.row_hi, d,
-          static_cast<scalar_t>(scale), m);
+      <<<grid_size(d.BH * chunks, "attention_backward"), kThreads, smem, detail::cur_stream()>>>(
+          diag.as<double>(), dout, q, k, v, lse, Dv, plan.row_lo, plan.row_hi, d, sc, m);
   TG_CUDA_LAUNCH_CHECK("attention bias_diag_kernel");
   const int64_t per = (d_rel ? m.rel_n : 0) + (d_alibi ? 1 : 0);
   bias_reduce_kernel<<<detail::grid_for(d.BH * per, 256), 256, 0, detail::cur_stream()>>>(
@@ -975,32 +969,18 @@ void attention_forward(DT dt, void* o, void* lse, const void* q, const void* k, 
   });
 }
 
-void attention_backward(DT dt, void* dq, void* dk, void* dv, const void* dout, const void* q,
-                        const void* k, const void* v, const void* o, const void* lse,
-                        const AttentionLayout& L, double scale, const MaskDesc& mask) {
+void attention_backward(DT dt, void* dq, void* dk, void* dv, double* d_rel, double* d_alibi,
+                        const void* dout, const void* q, const void* k, const void* v,
+                        const void* o, const void* lse, const AttentionLayout& L, double scale,
+                        const MaskDesc& mask) {
   const Dims d = dims(L);
   const int64_t hs = L.hs, hs_v = L.hsv;
   if (d.BH == 0) return;
   TG_DISPATCH_FLOAT(dt, "attention_backward", [&] {
     dispatch_head(hs, hs_v, "attention_backward", [&](auto dc) {
       run_backward<scalar_t, decltype(dc)::value>(
-          static_cast<scalar_t*>(dq), static_cast<scalar_t*>(dk), static_cast<scalar_t*>(dv),
-          static_cast<const scalar_t*>(dout), static_cast<const scalar_t*>(q),
-          static_cast<const scalar_t*>(k), static_cast<const scalar_t*>(v),
-          static_cast<const scalar_t*>(o), static_cast<const scalar_t*>(lse), d, scale, mask);
-    });
-  });
-}
-
-void attention_bias_grad(DT dt, double* d_rel, double* d_alibi, const void* dout, const void* q,
-                         const void* k, const void* v, const void* o, const void* lse,
-                         const AttentionLayout& L, double scale, const MaskDesc& mask) {
-  const Dims d = dims(L);
-  if (d.BH == 0 || d.T == 0 || d.S == 0 || (!d_rel && !d_alibi)) return;
-  TG_DISPATCH_FLOAT(dt, "attention_bias_grad", [&] {
-    dispatch_head(L.hs, L.hsv, "attention_bias_grad", [&](auto dc) {
-      run_bias_grad<scalar_t, decltype(dc)::value>(
-          d_rel, d_alibi, static_cast<const scalar_t*>(dout), static_cast<const scalar_t*>(q),
+          static_cast<scalar_t*>(dq), static_cast<scalar_t*>(dk), static_cast<scalar_t*>(dv), d_rel,
+          d_alibi, static_cast<const scalar_t*>(dout), static_cast<const scalar_t*>(q),
           static_cast<const scalar_t*>(k), static_cast<const scalar_t*>(v),
           static_cast<const scalar_t*>(o), static_cast<const scalar_t*>(lse), d, scale, mask);
     });

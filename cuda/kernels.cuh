@@ -224,15 +224,13 @@ void attention_forward(DT dt, void* o, void* lse, const void* q, const void* k, 
                        const AttentionLayout& d, double scale, const MaskDesc& mask);
 // Backward from o, lse and dout (o's layout): dq, dk, dv in q's, k's and v's layouts (one tensor
 // when packed: dq, dk and dv then point at it), all written (not accumulated). Fully masked rows
-// send zero gradient. Deterministic (no atomics across key tiles).
-void attention_backward(DT dt, void* dq, void* dk, void* dv, const void* dout, const void* q,
-                        const void* k, const void* v, const void* o, const void* lse,
-                        const AttentionLayout& d, double scale, const MaskDesc& mask);
-// The position biases' gradients (mask.rel, mask.alibi) from the same inputs as the backward:
-// d_rel (B, NH, rel_n) and d_alibi (B, NH), float64, each written when not null: Σ dS over the
-// entries of each bucket, and Σ -|i' - j|·dS per head. O(T + S) scratch per head; deterministic.
-void attention_bias_grad(DT dt, double* d_rel, double* d_alibi, const void* dout, const void* q,
-                         const void* k, const void* v, const void* o, const void* lse,
-                         const AttentionLayout& d, double scale, const MaskDesc& mask);
+// send zero gradient. With position biases (mask.rel, mask.alibi), d_rel (B, NH, rel_n) and
+// d_alibi (B, NH), float64, are written when not null: Σ dS over each bucket's entries and
+// Σ -|i' - j|·dS per head, from dS summed per diagonal (O(T + S) scratch per head).
+// Deterministic (no atomics).
+void attention_backward(DT dt, void* dq, void* dk, void* dv, double* d_rel, double* d_alibi,
+                        const void* dout, const void* q, const void* k, const void* v,
+                        const void* o, const void* lse, const AttentionLayout& d, double scale,
+                        const MaskDesc& mask);
 
 }  // namespace tg::cuda

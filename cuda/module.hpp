@@ -15,7 +15,7 @@ namespace tg::cuda {
 
 // Bumped whenever module_api.inc or a type it names changes: a module of another version is
 // refused at load with both numbers in the message.
-constexpr int kModuleAbi = 8;
+constexpr int kModuleAbi = 9;
 
 // What the loader hands the module: the op name its error messages start with (OpScope lives in
 // the core, so the module asks for it).

@@ -152,14 +152,7 @@ std::vector<Tensor> sdpa_backward(const Ctx& c, const Tensor& q, const Tensor& k
     const Tensor& am = c.mask.additive_;
     out.push_back(sum_to(dscores, am.shape()).to(am.dtype()));
   }
-  if (c.rel_grad) {  // summed over the batch (and the heads for a shared (1, buckets) table)
-    const Tensor& tb = c.mask.rel_table_;
-    out.push_back(sum_to(sum(d_rel, {0}), tb.shape()).to(tb.dtype()).to(tb.device()));
-  }
-  if (c.alibi_grad) {
-    const Tensor& sl = c.mask.alibi_slopes_;
-    out.push_back(sum(d_alibi, {0}).to(sl.dtype()).to(sl.device()));
-  }
+  append_bias_grads(out, c.mask, d_rel, d_alibi);
   return out;
 }
 

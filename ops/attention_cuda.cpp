@@ -122,49 +122,39 @@ AttentionResult fused(const Dims& d, const Tensor& q, const Tensor& k, const Ten
     else
       info.saved(q, k, v, res.output, lse);
     // The mask's tensors stay alive with the node: md points into them.
-    record(kSdpa, res.output, node_inputs, info.differentiable(),
-           [d, m, md, scale, lse, qkv, kv, rel_grad, alibi_grad, qd = q.detach(), kd = k.detach(),
-            vd = v.detach(), od = res.output.detach()](const Tensor& g) -> std::vector<Tensor> {
-             if (creating_graph()) {  // the composed path's gradients, recorded
-               std::vector<Tensor> live{saved_input(qd, 0)};
-               if (!qkv) live.push_back(saved_input(kd, live.size()));
-               if (!qkv && !kv) live.push_back(saved_input(vd, live.size()));
-               if (rel_grad) live.push_back(saved_input(m.rel_table_.detach(), live.size()));
-               if (alibi_grad) live.push_back(saved_input(m.alibi_slopes_.detach(), live.size()));
-               return sdpa_grad_recorded(d, live, m, false, rel_grad, alibi_grad, scale, g);
-             }
-             // Packed: one gradient tensor for q, k and v (or k and v), written at their offsets.
-             Tensor dq = zeros(qd.shape(), qd.dtype(), qd.device());
-             Tensor dk = qkv ? dq : zeros(kd.shape(), kd.dtype(), kd.device());
-             Tensor dv = qkv ? dq : kv ? dk : zeros(vd.shape(), vd.dtype(), vd.device());
-             if (g.numel() > 0 && d.S > 0)
-               kernels("scaled_dot_product_attention backward", qd.device())
-                   .attention_backward(cdt(qd.dtype()), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(),
-                                       g.data_ptr(), qd.data_ptr(), kd.data_ptr(), vd.data_ptr(),
-                                       od.data_ptr(), lse.data_ptr(), d, scale, md->low.desc);
-             std::vector<Tensor> out{dq};
-             if (!qkv) out.push_back(dk);
-             if (!qkv && !kv) out.push_back(dv);
-             if (rel_grad || alibi_grad) {  // per (b, h) in float64, then summed as on the CPU
-               const Tensor& tb = m.rel_table_;
-               const Tensor& sl = m.alibi_slopes_;
-               Tensor d_rel =
-                   rel_grad ? zeros({d.B, d.NH, tb.size(1)}, kFloat64, qd.device()) : Tensor();
-               Tensor d_alibi = alibi_grad ? zeros({d.B, d.NH}, kFloat64, qd.device()) : Tensor();
-               if (g.numel() > 0 && d.S > 0)
-                 kernels("scaled_dot_product_attention backward", qd.device())
-                     .attention_bias_grad(
-                         cdt(qd.dtype()),
-                         rel_grad ? static_cast<double*>(d_rel.data_ptr()) : nullptr,
-                         alibi_grad ? static_cast<double*>(d_alibi.data_ptr()) : nullptr,
-                         g.data_ptr(), qd.data_ptr(), kd.data_ptr(), vd.data_ptr(), od.data_ptr(),
-                         lse.data_ptr(), d, scale, md->low.desc);
-               if (rel_grad)
-                 out.push_back(sum_to(sum(d_rel, {0}), tb.shape()).to(tb.dtype()).to(tb.device()));
-               if (alibi_grad) out.push_back(sum(d_alibi, {0}).to(sl.dtype()).to(sl.device()));
-             }
-             return out;
-           });
+    record(
+        kSdpa, res.output, node_inputs, info.differentiable(),
+        [d, m, md, scale, lse, qkv, kv, rel_grad, alibi_grad, qd = q.detach(), kd = k.detach(),
+         vd = v.detach(), od = res.output.detach()](const Tensor& g) -> std::vector<Tensor> {
+          if (creating_graph()) {  // the composed path's gradients, recorded
+            std::vector<Tensor> live{saved_input(qd, 0)};
+            if (!qkv) live.push_back(saved_input(kd, live.size()));
+            if (!qkv && !kv) live.push_back(saved_input(vd, live.size()));
+            if (rel_grad) live.push_back(saved_input(m.rel_table_.detach(), live.size()));
+            if (alibi_grad) live.push_back(saved_input(m.alibi_slopes_.detach(), live.size()));
+            return sdpa_grad_recorded(d, live, m, false, rel_grad, alibi_grad, scale, g);
+          }
+          // Packed: one gradient tensor for q, k and v (or k and v), written at their offsets.
+          Tensor dq = zeros(qd.shape(), qd.dtype(), qd.device());
+          Tensor dk = qkv ? dq : zeros(kd.shape(), kd.dtype(), kd.device());
+          Tensor dv = qkv ? dq : kv ? dk : zeros(vd.shape(), vd.dtype(), vd.device());
+          // The position biases' sums per (b, h), float64, from the same kernel call.
+          Tensor d_rel =
+              rel_grad ? zeros({d.B, d.NH, m.rel_table_.size(1)}, kFloat64, qd.device()) : Tensor();
+          Tensor d_alibi = alibi_grad ? zeros({d.B, d.NH}, kFloat64, qd.device()) : Tensor();
+          if (g.numel() > 0 && d.S > 0)
+            kernels("scaled_dot_product_attention backward", qd.device())
+                .attention_backward(cdt(qd.dtype()), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(),
+                                    rel_grad ? static_cast<double*>(d_rel.data_ptr()) : nullptr,
+                                    alibi_grad ? static_cast<double*>(d_alibi.data_ptr()) : nullptr,
+                                    g.data_ptr(), qd.data_ptr(), kd.data_ptr(), vd.data_ptr(),
+                                    od.data_ptr(), lse.data_ptr(), d, scale, md->low.desc);
+          std::vector<Tensor> out{dq};
+          if (!qkv) out.push_back(dk);
+          if (!qkv && !kv) out.push_back(dv);
+          append_bias_grads(out, m, d_rel, d_alibi);
+          return out;
+        });
   }
   return res;
 }
@@ -308,8 +298,8 @@ AttentionResult cuda_sdpa(const Dims& d, const Tensor& q, const Tensor& k, const
   // (the fused kernels read the mask as a constant).
   const bool mask_grad =
       mask.additive_.defined() && mask.additive_.requires_grad() && grad_enabled();
-  // Position biases (relative, ALiBi) are added per entry by the fused kernels, which also give
-  // their gradients (attention_bias_grad); the composed path makes them dense by recorded ops
+  // Position biases (relative, ALiBi) are added per entry by the fused kernels, whose backward
+  // also gives their gradients; the composed path makes them dense by recorded ops
   // (AttentionMask::dense_bias, differentiable).
   const bool bias = mask.rel_table_.defined() || mask.alibi_slopes_.defined();
   const bool fuse = !drop && !opts.need_weights && !opts.probe && !mask_grad &&

@@ -31,6 +31,13 @@ MaskLowering mask_structure(const AttentionMask& m, int64_t T, int64_t S);
 // caller keeps m alive), with strides broadcast to (B, NH, T, S).
 MaskLowering mask_desc(const AttentionMask& m, int64_t B, int64_t NH, int64_t T, int64_t S);
 
+// The position biases' gradients from the fused kernels' sums per (b, h) in float64 (d_rel
+// (B, NH, buckets), d_alibi (B, NH); each undefined when not asked for), appended to out: summed
+// over the batch (and over the heads for a shared (1, buckets) table), in the table's and the
+// slopes' dtype and device. Both backends' nodes use it (ops/attention_mask.cpp).
+void append_bias_grads(std::vector<Tensor>& out, const AttentionMask& m, const Tensor& d_rel,
+                       const Tensor& d_alibi);
+
 // The input checks (ops/attention_checks.cpp): options and mask against the dims (`shapes`
 // names the inputs in errors); the key/value head count against NH (equal, or with enable_gqa a
 // divisor: returns NKV, 0 when equal); q, k, v of scaled_dot_product_attention, returning the

@@ -495,6 +495,18 @@ MaskLowering mask_structure(const AttentionMask& m, int64_t T, int64_t S) {
   return l;
 }
 
+void append_bias_grads(std::vector<Tensor>& out, const AttentionMask& m, const Tensor& d_rel,
+                       const Tensor& d_alibi) {
+  if (d_rel.defined()) {
+    const Tensor& tb = m.rel_table_;
+    out.push_back(sum_to(sum(d_rel, {0}), tb.shape()).to(tb.dtype()).to(tb.device()));
+  }
+  if (d_alibi.defined()) {
+    const Tensor& sl = m.alibi_slopes_;
+    out.push_back(sum(d_alibi, {0}).to(sl.dtype()).to(sl.device()));
+  }
+}
+
 MaskLowering mask_desc(const AttentionMask& m, int64_t B, int64_t NH, int64_t T, int64_t S) {
   MaskLowering l = mask_structure(m, T, S);
   kern::MaskDesc& md = l.desc;

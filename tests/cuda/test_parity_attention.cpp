@@ -327,10 +327,11 @@ struct BiasCase {
 
 TEST_CASE("cuda parity: a learned relative-position bias and ALiBi, fused on the GPU") {
   // The fused kernels add the biases per entry and sum their gradients per diagonal
-  // (attention_bias_grad); the CPU adds them per key in its fused kernel. Both differentiate q, k,
-  // v, the table and the slopes. Several query and key tiles (64 rows), several diagonal chunks
-  // (64 diagonals), buckets past max_distance, grouped heads, heads last, padding and an additive
-  // mask beside the biases; need_weights takes the composed path (the bias made dense).
+  // (bias_diag_kernel in attention_backward); the CPU adds them per key in its fused kernel. Both
+  // differentiate q, k, v, the table and the slopes. Several query and key tiles (64 rows), several
+  // diagonal chunks (64 diagonals), buckets past max_distance, grouped heads, heads last, padding
+  // and an additive mask beside the biases; need_weights takes the composed path (the bias made
+  // dense).
   using M = AttentionMask;
   auto none = [](int64_t, int64_t, int64_t) { return M(); };
   const std::vector<BiasCase> cases = {

@@ -84,12 +84,11 @@ TEST_CASE("scatter_reduce at special values on long lines, along both dims", "[s
         for (int dim : {1, 0}) {
           // x (2, 3) / (3, 2), src and index (2, n) / (n, 2): the line in row / column 1; the other
           // line scatters 1s into target 0 of its own row / column
-          auto laid = [dim, n](const std::vector<double>& line, int64_t len, double other) {
+          auto laid = [dim](const std::vector<double>& line, int64_t len, double other) {
             std::vector<double> all(static_cast<size_t>(2 * len), other);
             for (int64_t t = 0; t < len; ++t)
               all[static_cast<size_t>(dim == 1 ? len + t : 2 * t + 1)] =
                   line[static_cast<size_t>(t)];
-            (void)n;
             return all;
           };
           auto shape = [dim](int64_t len) { return dim == 1 ? Shape{2, len} : Shape{len, 2}; };
