@@ -452,6 +452,36 @@ TEST_CASE("cuda parity: a learned relative-position bias and ALiBi, fused on the
     }
 }
 
+TEST_CASE("cuda parity: position biases at special values") {
+  // A NaN query entry (its row NaN), a row of zeros and -0, subnormals in k, at head size 37 (the
+  // CPU's SIMD body and tail) and 70 keys (several tiles and diagonal chunks): the fused kernels
+  // with a relative bias and ALiBi give the CPU's values and gradients, NaN where the CPU has NaN.
+  // The NaN row's causal span is one whole SIMD batch: the CPU's softmax runs over a row's span
+  // widened to whole batches, and a NaN row is NaN over the widening too (blocked keys that CUDA
+  // leaves at P = 0).
+  using M = AttentionMask;
+  for (DType dt : {kFloat64, kFloat32}) {
+    ParityCase c;
+    c.name = "t5 + alibi, causal, special values";
+    c.tol32 = 1e-4;
+    c.inputs = [dt] {
+      Tensor q = randn({1, 2, 70, 37}, kFloat64), k = randn({1, 2, 70, 37}, kFloat64),
+             v = randn({1, 2, 70, 37}, kFloat64);
+      const double sub = dt == kFloat64 ? 4.9e-322 : 2.8e-44;
+      double *pq = q.data<double>(), *pk = k.data<double>();
+      pq[15 * 37 + 5] = NAN;  // row 15: its causal span is 16 keys, one whole SIMD batch
+      for (int64_t c = 0; c < 37; ++c) pq[10 * 37 + c] = c % 2 ? -0.0 : 0.0;
+      for (int64_t e = 0; e < 70 * 37; e += 7) pk[e] = e % 2 ? sub : -sub;
+      return Inputs{q, k, v, randn({2, 8}, kFloat64), tensor(std::vector<double>{0.5, 0.25}, {2})};
+    };
+    c.fn = [](const Inputs& x) {
+      const M m = M::causal() & M::relative_bias(x[3], false, 16) & M::alibi(x[4]);
+      return std::vector<Tensor>{scaled_dot_product_attention(x[0], x[1], x[2], m).output};
+    };
+    tgt::run_parity(c, dt);
+  }
+}
+
 TEST_CASE("cuda: position biases take the fused kernel, one node with the table's edge") {
   Tensor q = randn({1, 2, 30, 16}, kFloat32).to(tgt::gpu()).requires_grad_();
   Tensor table = randn({2, 8}, kFloat32).to(tgt::gpu()).requires_grad_();
