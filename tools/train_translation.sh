@@ -8,5 +8,5 @@
 # Training again into a folder that holds a run needs --resume (continue) or --overwrite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source tools/build_example.sh translation
+source tools/build_example.sh translation "$@"
 exec ./build/examples/translation "$@"
