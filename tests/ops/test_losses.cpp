@@ -167,6 +167,11 @@ TEST_CASE("0-dim inputs to nll_loss and cross_entropy are refused before a shape
   CHECK(nll_loss(lp, t).item<double>() == 1.0);
   // the other losses take 0-dim pairs as PyTorch does
   CHECK(mse_loss(x, scalar_tensor(0.5)).item<float>() == 0.25f);
+  CHECK(huber_loss(x, scalar_tensor(0.5)).item<float>() == 0.125f);
+  const Tensor p = scalar_tensor(0.3, kFloat64), one = scalar_tensor(1.0, kFloat64);
+  CHECK(binary_cross_entropy(p, one).item<double>() == Approx(-std::log(0.3)));
+  CHECK(binary_cross_entropy_with_logits(p, one, Tensor(), scalar_tensor(2.0, kFloat64))
+            .item<double>() == Approx(2 * std::log1p(std::exp(-0.3))));
   CHECK(kl_div(scalar_tensor(-1.0), scalar_tensor(0.5), Reduction::BatchMean).item<float>() ==
         Approx(0.5 * (std::log(0.5) + 1.0)));
 }
