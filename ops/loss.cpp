@@ -29,14 +29,19 @@ struct CeLayout {
   int64_t rows() const { return N * inner; }
 };
 
+// Logits need a class dim: every path reads it (the weight's check too), so this comes first.
+void check_rank(const Tensor& x, const Tensor& t) {
+  if (x.dim() == 0)
+    throw Error(fmt::format("{}: logits {} must be (N, C), (N, C, d1, ...) or (C) (target {})", kOp,
+                            shape_str(x.shape()), shape_str(t.shape())));
+}
+
 CeLayout check_cross_entropy(const Tensor& x, const Tensor& t, const CrossEntropyOptions& o) {
   check_float(x, kOp, "logits", true);
   check_dtype(t, kInt64, kOp, "target", true);
   check_same_device(x, t, kOp, "logits", "target");
+  check_rank(x, t);
   const Shape& xs = x.shape();
-  if (xs.empty())
-    throw Error(fmt::format("{}: logits {} must be (N, C), (N, C, d1, ...) or (C) (target {})", kOp,
-                            shape_str(xs), shape_str(t.shape())));
   Shape want = xs;
   CeLayout l;
   if (xs.size() == 1) {
@@ -131,7 +136,7 @@ void check_weight(const Tensor& w, const Tensor& x) {
 
 // Probability targets: -Σ_c w_c·t_c·log_softmax(x)_c per row (t smoothed first), mean over rows.
 Tensor cross_entropy_probs(const Tensor& x, const Tensor& t, const CrossEntropyOptions& o) {
-  if (t.shape() != x.shape() || x.dim() < 1)
+  if (t.shape() != x.shape())  // (logits have a class dim: check_rank)
     throw Error(
         fmt::format("{}: target {} has dtype {}, expected int64 class indices, or "
                     "probabilities of the logits' shape {}",
@@ -216,6 +221,7 @@ Tensor cross_entropy(const Tensor& logits_in, const Tensor& target_in,
                     shape_str(logits_in.shape())));
   check_defined(logits, kOp, "logits");
   check_defined(target, kOp, "target");
+  check_rank(logits, target);
   if (opts.weight.defined()) {
     check_float(logits, kOp, "logits", true);
     check_weight(opts.weight, logits);

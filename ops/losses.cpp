@@ -54,6 +54,25 @@ void check_pair(const char* op, const Tensor& input, const Tensor& target,
                             shape_str(target.shape()), shape_str(input.shape())));
   broadcast_shapes(input.shape(), target.shape(), op);  // throws naming both shapes
 }
+
+// A weight (pos_weight) of a binary loss: input's dtype and device, and a shape that broadcasts
+// to input's without growing it (PyTorch's rule: its result keeps input's shape).
+void check_weight(const char* op, const char* arg, const Tensor& w, const Tensor& input) {
+  check_float(w, op, arg, true);
+  check_same_dtype(input, w, op, "input", arg);
+  check_same_device(input, w, op, "input", arg);
+  const Shape& is = input.shape();
+  const Shape& ws = w.shape();
+  bool ok = ws.size() <= is.size();
+  for (size_t k = 0; ok && k < ws.size(); ++k) {
+    const int64_t n = ws[ws.size() - 1 - k];
+    ok = n == 1 || n == is[is.size() - 1 - k];
+  }
+  if (!ok)
+    throw Error(
+        fmt::format("{}: {} {} does not broadcast to input {}: the loss keeps input's shape", op,
+                    arg, shape_str(ws), shape_str(is)));
+}
 }  // namespace
 
 // ---- regression ----
@@ -103,6 +122,7 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
   SiteScope scope(site);
   const char* op = "binary_cross_entropy";
   check_pair(op, input, target, true);
+  if (weight.defined()) check_weight(op, "weight", weight, input);
   {
     NoGradGuard ng;  // NaN is out of range too, as in PyTorch
     if (count_true(both(input >= 0.0, input <= 1.0)) != input.numel())
@@ -122,6 +142,8 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
   SiteScope scope(site);
   const char* op = "binary_cross_entropy_with_logits";
   check_pair(op, input, target, true);
+  if (weight.defined()) check_weight(op, "weight", weight, input);
+  if (pos_weight.defined()) check_weight(op, "pos_weight", pos_weight, input);
   // (1 − t)·x + lw·log(1 + e^−x), lw = (pos_weight − 1)·t + 1: softplus keeps it stable for any x
   // and its gradient σ(x)·lw − pos_weight·t exact at x = 0
   const Tensor sp = softplus(-input);
@@ -144,6 +166,11 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
   if (target.dtype() != kInt64)
     throw Error(fmt::format("{}: target {} must be int64 class indices (input {})", op,
                             shape_str(target.shape()), shape_str(is)));
+  if (is.empty())  // before is[0] is read
+    throw Error(
+        fmt::format("{}: input {} has 0 dims, expected 1 or more: input (C), (N, C) or "
+                    "(N, C, d1, ...) and target (), (N) or (N, d1, ...) (target {})",
+                    op, shape_str(is), shape_str(target.shape())));
   Shape want_t;
   if (is.size() == 1) {
     want_t = {};
@@ -151,7 +178,7 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
     want_t = {is[0]};
     want_t.insert(want_t.end(), is.begin() + 2, is.end());
   }
-  if (is.empty() || target.shape() != want_t)
+  if (target.shape() != want_t)
     throw Error(
         fmt::format("{}: input {} and target {}: expected input (N, C) or (N, C, d1, ...) "
                     "and target (N) or (N, d1, ...)",
@@ -214,9 +241,12 @@ Tensor kl_div(const Tensor& input, const Tensor& target, Reduction reduction, bo
   if (log_target) {
     loss = exp(target) * (target - input);
   } else {
-    // PyTorch 1.13's form: 0 where t <= 0 (so a zero target's gradient is 0·(−inf) = NaN there,
-    // as in PyTorch)
-    loss = where(target > 0.0, target * (log(target) - input), zeros_like(target));
+    // PyTorch 1.13's form: xlogy(t, t) − t·x, with xlogy(t, t) = t·log(t), 0 at t = 0. So a
+    // negative or NaN target gives NaN, and a zero target gives 0 unless x is ±inf or NaN
+    // (0·x); at t = 0 the target's gradient is NaN (xlogy's t / t), as PyTorch's. Input's
+    // gradient is −t.
+    const Tensor zero = zeros({}, target.dtype(), target.device());
+    loss = where(target == 0.0, zero, target * log(target)) - target * input;
   }
   if (reduction == Reduction::BatchMean) {
     const int64_t n = input.dim() == 0 ? 1 : input.size(0);
@@ -231,12 +261,15 @@ Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim, double
   const char* op = "cosine_similarity";
   check_pair(op, x1, x2);
   const Shape bs = broadcast_shapes(x1.shape(), x2.shape(), op);
-  const int64_t nd = static_cast<int64_t>(bs.size());
-  if (nd == 0 || dim < -nd || dim >= nd)
+  // a 0-dim pair is one vector of one element: dim 0 or −1, as PyTorch
+  const int64_t nd = std::max<int64_t>(static_cast<int64_t>(bs.size()), 1);
+  if (dim < -nd || dim >= nd)
     throw Error(fmt::format("{}: dim {} out of range for x1 {} and x2 {}: expected [{}, {}]", op,
                             dim, shape_str(x1.shape()), shape_str(x2.shape()), -nd, nd - 1));
-  // PyTorch 1.13: Σ x1·x2 / sqrt(max(Σ x1² · Σ x2², eps²))
-  const Tensor w12 = sum(x1 * x2, {dim}), w1 = sum(x1 * x1, {dim}), w2 = sum(x2 * x2, {dim});
+  // PyTorch 1.13: Σ x1·x2 / sqrt(max(Σ x1² · Σ x2², eps²)), both broadcast first (so a size-1
+  // dim broadcast along dim counts once per element it stands for)
+  const Tensor a = expand(x1, bs), b = expand(x2, bs);
+  const Tensor w12 = sum(a * b, {dim}), w1 = sum(a * a, {dim}), w2 = sum(b * b, {dim});
   return w12 / sqrt(clamp_min(w1 * w2, eps * eps));
 }
 
@@ -244,8 +277,8 @@ Tensor normalize(const Tensor& x, double p, int64_t dim, double eps, Site site) 
   SiteScope scope(site);
   const char* op = "normalize";
   check_float(x, op, "input", true);
-  const int64_t nd = x.dim();
-  if (nd == 0 || dim < -nd || dim >= nd)
+  const int64_t nd = std::max<int64_t>(x.dim(), 1);  // 0-dim: dim 0 or −1, as PyTorch
+  if (dim < -nd || dim >= nd)
     throw Error(fmt::format("{}: dim {} out of range for input {}: expected [{}, {}]", op, dim,
                             shape_str(x.shape()), -nd, nd - 1));
   if (!(p > 0) || !std::isfinite(p))

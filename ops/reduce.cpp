@@ -242,8 +242,10 @@ Tensor var(const Tensor& x_in, std::vector<int64_t> dims, bool keepdim, int64_t 
     throw Error(fmt::format("var: correction must be >= 0, got {} (input {})", correction,
                             shape_str(x.shape())));
   ReducePlan p = make_plan("var", x.shape(), dims, keepdim);
-  // PyTorch divides by max(0, n - correction): 0 gives inf or nan, as there.
+  // PyTorch divides the value by max(0, n - correction) (0 gives inf or nan, as there) but its
+  // backward by n - correction itself, negative when correction > n: both followed here.
   const double denom = std::max<double>(0.0, static_cast<double>(p.count - correction));
+  const double gdenom = static_cast<double>(p.count - correction);
   Tensor xk = kernel_input(x, p);
   Tensor out = Tensor::empty(p.out_shape, x.dtype(), x.device());
   Tensor mu = Tensor::empty({p.out_numel}, kFloat64, x.device());  // the means, saved for backward
@@ -255,16 +257,16 @@ Tensor var(const Tensor& x_in, std::vector<int64_t> dims, bool keepdim, int64_t 
                .flops(3 * static_cast<double>(x.numel()), 3 * static_cast<double>(x.numel()))
                .saved(xk, mu)
                .differentiable(),
-           [p, xk, mu, denom, xd = x.detach()](const Tensor& g) -> std::vector<Tensor> {
-             if (creating_graph()) {  // 2(x - mean) / denom · dout
+           [p, xk, mu, gdenom, xd = x.detach()](const Tensor& g) -> std::vector<Tensor> {
+             if (creating_graph()) {  // 2(x - mean) / (n - correction) · dout
                const Tensor xl = saved_input(xd, 0);
                const Tensor c = sub(xl, mean(xl, p.red_dims, true));
-               return {mul(spread(g, p), mul(c, 2.0 / denom))};
+               return {mul(spread(g, p), mul(c, 2.0 / gdenom))};
              }
              Tensor d = Tensor::empty(p.kernel_shape, g.dtype(), g.device());
              kernels("var", g).reduce_var_backward(
                  cdt(g.dtype()), d.data_ptr(), g.data_ptr(), xk.data_ptr(),
-                 static_cast<const double*>(mu.data_ptr()), p.outer, p.red, p.inner, denom);
+                 static_cast<const double*>(mu.data_ptr()), p.outer, p.red, p.inner, gdenom);
              return {input_layout(d, p)};
            });
   }
@@ -305,25 +307,33 @@ Tensor argmin(const Tensor& x, int64_t dim, bool keepdim, Site site) {
 }
 
 // log Σ exp(x) over dims, shifted by the (detached) maximum; rows of −inf give −inf, a +inf
-// gives +inf, as PyTorch.
+// gives +inf, as PyTorch. An empty reduction gives −inf (log of an empty sum, as PyTorch): the
+// sum over the empty dims (0) minus inf, so the result stays on the tape and x gets its (empty)
+// gradient.
 Tensor logsumexp(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Site site) {
   SiteScope scope(site);
   check_float(x, "logsumexp", "input", true);
-  if (x.numel() == 0 && dims.empty())
-    return full({}, -std::numeric_limits<double>::infinity(), x.dtype(), x.device());
+  const ReducePlan p = make_plan("logsumexp", x.shape(), dims, keepdim);
+  if (p.count == 0) return add(sum(x, dims, keepdim), -std::numeric_limits<double>::infinity());
   Tensor m = max(x, dims, true).detach();
   m = where(isinf(m), zeros_like(m), m);
   Tensor out = log(sum(exp(x - m), dims, true)) + m;
-  if (keepdim) return out;
-  const ReducePlan p = make_plan("logsumexp", x.shape(), dims, false);
-  return reshape(out, p.out_shape);
+  return keepdim ? out : reshape(out, p.out_shape);
 }
 
+// sqrt(var) with PyTorch's gradient: 0 where the result is 0 (a constant row, one element with
+// correction 0), where sqrt's infinite slope times var's zero gradient would give NaN; elsewhere
+// var's backward of g / (2·std). The inner where keeps sqrt's argument off 0 in the branch the
+// outer where discards, so no NaN leaks through it; a NaN variance stays NaN with a NaN gradient.
+// Composed, so the recorded (create_graph) backward is this same rule and is 0 there too.
 Tensor std(const Tensor& x, std::vector<int64_t> dims, bool keepdim, int64_t correction,
            Site site) {
   SiteScope scope(site);
   check_float(x, "std", "input", true);
-  return sqrt(var(x, std::move(dims), keepdim, correction));
+  const Tensor v = var(x, std::move(dims), keepdim, correction);
+  const Tensor at_zero = eq(v.detach(), 0.0);
+  const Tensor zero = zeros({}, v.dtype(), v.device()), one = ones({}, v.dtype(), v.device());
+  return where(at_zero, zero, sqrt(where(at_zero, one, v)));
 }
 
 // Bool results; any dtype in (a number is true where it is not 0, NaN included); empty: all is

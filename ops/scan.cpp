@@ -7,8 +7,9 @@
 //                                     dx = g summed into the indices
 //   logcumsumexp(x, dim)              stable running log-sum-exp; dx_k = Σ_{i>=k} g_i e^{x_k - y_i}
 //   std_mean(x, dims, ...)            (std, mean) in one call, PyTorch's order
-// Floating inputs (an int64 prod / cumprod is PyTorch's too, but not here); 0-dim inputs act as
-// 1-D of one element. Every op: check → allocate → kernel → record.
+// Floating inputs; prod and cumprod also take int64 and bool (int64 results that wrap modulo 2^64,
+// no gradient, as PyTorch; on CUDA through CPU copies). 0-dim inputs act as 1-D of one element.
+// Every op: check → allocate → kernel → record.
 #include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
 #include "ops/kernels.hpp"
@@ -87,10 +88,11 @@ Tensor scan_grad(kern::ScanOp code, const Line& l, const Tensor& x, const Tensor
   const Tensor gd = g3.detach();
   return reshape(sub(part(gt(gd, 0.0), g3), part(lt(gd, 0.0), neg(g3))), x.shape());
 }
-// x (0-dim: one element) seen as (outer, n, inner) around its dim `dim`, checked.
-Line line_of(const Tensor& x, int64_t& dim, const char* op) {
+// x (0-dim: one element) seen as (outer, n, inner) around its dim `dim`, checked (floating, or
+// int64 where ints_ok).
+Line line_of(const Tensor& x, int64_t& dim, const char* op, bool ints_ok = false) {
   check_defined(x, op, "x");
-  check_float(x, op, "x", true);
+  if (!ints_ok || x.dtype() != kInt64) check_float(x, op, "x", true);
   const Shape s = x.dim() == 0 ? Shape{1} : x.shape();
   dim = norm_dim(dim, static_cast<int64_t>(s.size()), op, x.shape());
   Line l;
@@ -133,19 +135,32 @@ ValuesIndices scan(const char* op, kern::ScanOp code, const Tensor& x, const Lin
 }
 }  // namespace
 
-// ---- prod ----
-Tensor prod(const Tensor& x_in, int64_t dim, bool keepdim, Site site) {
-  SiteScope scope(site);
+// ---- prod, cumprod ----
+namespace {
+// prod (reduce: dim dropped or kept as 1) or cumprod of x along dim; bool counts as int64.
+Tensor product(const char* op, kern::ScanOp code, const Tensor& x_in, int64_t dim, bool keepdim) {
+  check_defined(x_in, op, "x");
+  if (x_in.dtype() == kBool) return product(op, code, x_in.to(kInt64), dim, keepdim);
+  if (x_in.dtype() == kInt64 && on_cuda(x_in)) {  // cuda/scan.cu has no int64 lines
+    NoGradGuard ng;
+    return product(op, code, x_in.to(kCPU), dim, keepdim).to(x_in.device());
+  }
   const Tensor x = contig(x_in);
-  const Line l = line_of(x, dim, "prod");
+  const Line l = line_of(x, dim, op, true);
   Shape os = x.shape();
-  if (!os.empty()) {
+  if (code == kern::ScanOp::Prod && !os.empty()) {
     if (keepdim)
       os[dim] = 1;
     else
       os.erase(os.begin() + dim);
   }
-  return scan("prod", kern::ScanOp::Prod, x, l, os).values;
+  return scan(op, code, x, l, os).values;
+}
+}  // namespace
+
+Tensor prod(const Tensor& x, int64_t dim, bool keepdim, Site site) {
+  SiteScope scope(site);
+  return product("prod", kern::ScanOp::Prod, x, dim, keepdim);
 }
 
 Tensor prod(const Tensor& x, Site site) {
@@ -154,11 +169,9 @@ Tensor prod(const Tensor& x, Site site) {
   return prod(reshape(x, {-1}), 0, false, site);
 }
 
-Tensor cumprod(const Tensor& x_in, int64_t dim, Site site) {
+Tensor cumprod(const Tensor& x, int64_t dim, Site site) {
   SiteScope scope(site);
-  const Tensor x = contig(x_in);
-  const Line l = line_of(x, dim, "cumprod");
-  return scan("cumprod", kern::ScanOp::Cumprod, x, l, x.shape()).values;
+  return product("cumprod", kern::ScanOp::Cumprod, x, dim, false);
 }
 
 ValuesIndices cummax(const Tensor& x_in, int64_t dim, Site site) {

@@ -1,4 +1,5 @@
-// ops/softmax.cpp — softmax and log_softmax over any dim, forward and backward side by side.
+// ops/softmax.cpp — softmax and log_softmax over any dim, forward and backward side by side, and
+// softmin (softmax of −x: composed, its gradient theirs).
 //
 // The tensor is seen as (outer, n, inner) with n the reduced dim: element (o, j, i) sits at
 // o*n*inner + j*inner + i, so the last dim (inner == 1) is a contiguous row. Both ops subtract the
@@ -17,6 +18,7 @@
 #include "ops/detail.hpp"
 #include "ops/kernels.hpp"
 #include "ops/ops.hpp"
+#include "ops/pending_h3.hpp"
 
 namespace tg {
 using namespace detail;
@@ -100,6 +102,13 @@ Tensor softmax(const Tensor& x, int64_t dim, Site site) {
 Tensor log_softmax(const Tensor& x, int64_t dim, Site site) {
   SiteScope scope(site);
   return softmax_op("log_softmax", x, dim, true);
+}
+
+// softmax(−x, dim), as torch.nn.functional.softmin; checked first so errors name softmin.
+Tensor softmin(const Tensor& x, int64_t dim, Site site) {
+  SiteScope scope(site);
+  check_softmax("softmin", x, dim);
+  return softmax_op("softmin", neg(x), dim, false);
 }
 
 Tensor Tensor::softmax(int64_t dim, Site site) const { return tg::softmax(*this, dim, site); }

@@ -149,10 +149,31 @@ void logcumsumexp_backward(T* dx, const T* g, const T* x, const T* y, int64_t ou
   });
 }
 
+namespace {
+// int64 prod (running: cumprod) of the lines, wrapping modulo 2^64 as PyTorch's integer
+// products do (multiplied as uint64, where overflow is defined).
+void int_prod_forward(int64_t* y, const int64_t* x, int64_t outer, int64_t n, int64_t inner,
+                      bool running) {
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      uint64_t p = 1;
+      for (int64_t t = 0; t < n; ++t) {
+        p *= static_cast<uint64_t>(x[(o * n + t) * inner + i]);
+        if (running) y[(o * n + t) * inner + i] = static_cast<int64_t>(p);
+      }
+      if (!running) y[o * inner + i] = static_cast<int64_t>(p);
+    }
+}
+}  // namespace
+
 // The table's entry (ops/kernel_list.inc): y (outer, n, inner), or (outer, inner) for Prod; idx
-// (cummax / cummin) int64 of y's shape; the backward reads what each op saves.
+// (cummax / cummin) int64 of y's shape; the backward reads what each op saves. Prod and Cumprod
+// also take int64 (no backward).
 void scan_forward(ScanOp op, DT dt, void* y, int64_t* idx, const void* x, int64_t outer, int64_t n,
                   int64_t inner) {
+  if (dt == DT::I64 && (op == ScanOp::Prod || op == ScanOp::Cumprod))
+    return int_prod_forward(static_cast<int64_t*>(y), static_cast<const int64_t*>(x), outer, n,
+                            inner, op == ScanOp::Cumprod);
   detail::dispatch_float(static_cast<DType>(dt), "scan", [&](auto tag) {
     using T = decltype(tag);
     T* py = static_cast<T*>(y);

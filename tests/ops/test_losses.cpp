@@ -1,7 +1,10 @@
 // tests/ops/test_losses.cpp — the losses of ops/losses.cpp beyond their PyTorch fixtures
 // (test_parity.cpp's [losses]): float64 gradchecks of each, the edge cases PyTorch defines (log
 // clamped at −100, the logits form's gradient at 0, a zero row under normalize, every target
-// ignored), and errors naming the op, the shapes and the allowed values.
+// ignored), and errors naming the op, the shapes and the allowed values; PyTorch's corners
+// (kl_div's targets at 0, below 0, NaN; cosine_similarity broadcast along its dim; 0-dim inputs)
+// against tests/fixtures/loss_corner (tools/make_reduce_fixtures.py).
+#include "fixture_case.hpp"
 #include "helpers.hpp"
 
 #include <cmath>
@@ -109,4 +112,87 @@ TEST_CASE("comparisons with a plain number", "[losses][elementwise]") {
   Tensor bl = tensor(std::vector<bool>{true, false}, {2});
   CHECK((bl == 1).to_vector<bool>() == std::vector<bool>{true, false});
   CHECK((bl == 2).to_vector<bool>() == std::vector<bool>{false, false});
+}
+
+TEST_CASE("kl_div follows PyTorch 1.13's xlogy(t, t) - t·x at zero, negative and NaN targets",
+          "[losses]") {
+  using V = std::vector<Tensor>;
+  // t = 0: 0 (NaN if x is ±inf or NaN), d/dt NaN; t < 0 or NaN: NaN; d/dx = -t throughout
+  tgt::require_fixture_case("loss_corner/kl_targets_none", {"x", "t"},
+                            [](const V& in) { return kl_div(in[0], in[1], Reduction::None); });
+  tgt::require_fixture_case("loss_corner/kl_targets_sum", {"x", "t"},
+                            [](const V& in) { return kl_div(in[0], in[1], Reduction::Sum); });
+  tgt::require_fixture_case("loss_corner/kl_log_target_none", {"x", "t"}, [](const V& in) {
+    return kl_div(in[0], in[1], Reduction::None, true);
+  });
+  CHECK(std::isnan(kl_div(zeros({2}), full({2}, -0.5)).item<float>()));
+}
+
+TEST_CASE("cosine_similarity and normalize: 0-dim inputs and broadcasting along dim", "[losses]") {
+  using V = std::vector<Tensor>;
+  // both broadcast before reducing: a size-1 dim along dim counts once per element
+  tgt::require_fixture_case("loss_corner/cosine_broadcast_dim1", {"x", "t"},
+                            [](const V& in) { return cosine_similarity(in[0], in[1], 1); });
+  tgt::require_fixture_case("loss_corner/cosine_broadcast_0d_dim0", {"x", "t"},
+                            [](const V& in) { return cosine_similarity(in[0], in[1], 0); });
+  // 0-dim: one vector of one element, dim 0 or -1 (PyTorch's range [-1, 0])
+  tgt::require_fixture_case("loss_corner/cosine_0d_dimm1", {"x", "t"},
+                            [](const V& in) { return cosine_similarity(in[0], in[1], -1); });
+  tgt::require_fixture_case("loss_corner/normalize_0d_dim0", {"x"},
+                            [](const V& in) { return normalize(in[0], 2.0, 0); });
+  tgt::require_fixture_case("loss_corner/normalize_0d_p3_dimm1", {"x"},
+                            [](const V& in) { return normalize(in[0], 3.0, -1); });
+  const Tensor s = scalar_tensor(2.0);
+  REQUIRE_ERROR(cosine_similarity(s, s),  // the default dim 1, as PyTorch refuses it
+                "cosine_similarity: dim 1 out of range for x1 () and x2 (): expected [-1, 0]");
+  REQUIRE_ERROR(normalize(s, 2.0, -2),
+                "normalize: dim -2 out of range for input (): expected [-1, 0]");
+}
+
+TEST_CASE("0-dim inputs to nll_loss and cross_entropy are refused before a shape is read",
+          "[losses]") {
+  const Tensor x = scalar_tensor(1.0), t = scalar_tensor(0, kInt64);
+  const std::string nll = "nll_loss: input () has 0 dims, expected 1 or more";
+  REQUIRE_ERROR(nll_loss(x, t), nll);
+  REQUIRE_ERROR(nll_loss(x, t, ones({1})), nll);
+  REQUIRE_ERROR(nll_loss(x, t, Tensor(), -100, Reduction::None), nll);
+  const std::string ce =
+      "cross_entropy: logits () must be (N, C), (N, C, d1, ...) or (C) (target ())";
+  REQUIRE_ERROR(cross_entropy(x, t), ce);
+  REQUIRE_ERROR(cross_entropy(x, t, CrossEntropyOptions{Reduction::Mean, -100, 0.0, ones({1})}),
+                ce);
+  REQUIRE_ERROR(cross_entropy(x, scalar_tensor(1.0)), ce);  // probability targets
+  // (C) logits with a 0-dim target are one sample, as PyTorch
+  const Tensor lp = tensor(std::vector<double>{-1.0, -2.0}, {2});
+  CHECK(nll_loss(lp, t).item<double>() == 1.0);
+  // the other losses take 0-dim pairs as PyTorch does
+  CHECK(mse_loss(x, scalar_tensor(0.5)).item<float>() == 0.25f);
+  CHECK(huber_loss(x, scalar_tensor(0.5)).item<float>() == 0.125f);
+  const Tensor p = scalar_tensor(0.3, kFloat64), one = scalar_tensor(1.0, kFloat64);
+  CHECK(binary_cross_entropy(p, one).item<double>() == Approx(-std::log(0.3)));
+  CHECK(binary_cross_entropy_with_logits(p, one, Tensor(), scalar_tensor(2.0, kFloat64))
+            .item<double>() == Approx(2 * std::log1p(std::exp(-0.3))));
+  CHECK(kl_div(scalar_tensor(-1.0), scalar_tensor(0.5), Reduction::BatchMean).item<float>() ==
+        Approx(0.5 * (std::log(0.5) + 1.0)));
+}
+
+TEST_CASE("binary cross-entropy weights must broadcast to the input's shape", "[losses]") {
+  const Tensor x = full({2, 3}, 0.25), t = full({2, 3}, 1.0);
+  const std::string bce = "binary_cross_entropy", bcel = "binary_cross_entropy_with_logits";
+  for (const Shape& ws : {Shape{4}, Shape{2}, Shape{3, 2}, Shape{1, 2, 3}, Shape{2, 2, 3}}) {
+    const Tensor w = ones(ws);
+    const std::string what = " " + shape_str(ws) + " does not broadcast to input (2,3)";
+    REQUIRE_ERROR(binary_cross_entropy(x, t, w), bce + ": weight" + what);
+    REQUIRE_ERROR(binary_cross_entropy_with_logits(x, t, w, Tensor()), bcel + ": weight" + what);
+    REQUIRE_ERROR(binary_cross_entropy_with_logits(x, t, Tensor(), w),
+                  bcel + ": pos_weight" + what);
+  }
+  REQUIRE_ERROR(binary_cross_entropy(x, t, ones({3}, kFloat64)),
+                "binary_cross_entropy: input (2,3) is float32 but weight (3) is float64");
+  REQUIRE_ERROR(binary_cross_entropy_with_logits(x, t, Tensor(), ones({3}, kInt64)),
+                "binary_cross_entropy_with_logits: pos_weight (3) has dtype int64");
+  // shapes that broadcast to input's: weight 2 on every element doubles the loss
+  const double one = binary_cross_entropy(x, t).item<float>();
+  for (const Shape& ws : {Shape{}, Shape{3}, Shape{2, 1}, Shape{1, 3}, Shape{2, 3}})
+    CHECK(binary_cross_entropy(x, t, full(ws, 2.0)).item<float>() == Approx(2 * one));
 }

@@ -1,6 +1,9 @@
 // tests/ops/test_reduce.cpp — sum, mean, max, var, argmax: values against a raw-loop reference on
 // random data (several dim sets, keepdim both ways, float32 and float64), hand-computed values,
-// gradchecks, tie splitting for max, and error messages.
+// gradchecks, tie splitting for max, and error messages; PyTorch's corners (std at a zero
+// deviation, var with correction > n, bool sums, empty logsumexp) against the fixtures of
+// tools/make_reduce_fixtures.py (tests/fixtures/reduce).
+#include "fixture_case.hpp"
 #include "helpers.hpp"
 
 #include <algorithm>
@@ -293,4 +296,65 @@ TEST_CASE("min, argmin, logsumexp, std, all, any, isnan/isinf/isfinite", "[reduc
         std::vector<bool>{true, true});
   REQUIRE_ERROR(min(zeros({2, 0}), {1}), "min");
   REQUIRE_ERROR(argmin(zeros({2, 3}), 2), "argmin");
+}
+
+TEST_CASE("std and std_mean: a zero deviation has gradient 0, as PyTorch", "[reduce][std]") {
+  using V = std::vector<Tensor>;
+  // a constant row (0, gradient 0), a NaN row and a ±inf row (NaN, NaN gradient)
+  tgt::require_fixture_case("reduce/std_dim1_const_row", {"x"},
+                            [](const V& in) { return tg::std(in[0], {1}); });
+  // one element, correction 0: 0 with gradient 0; correction 1: NaN with a NaN gradient
+  tgt::require_fixture_case("reduce/std_c0_one_element", {"x"},
+                            [](const V& in) { return tg::std(in[0], {1}, false, 0); });
+  tgt::require_fixture_case("reduce/std_c1_one_element", {"x"},
+                            [](const V& in) { return tg::std(in[0], {0}); });
+  tgt::require_fixture_case("reduce/std_mean_dims02_keepdim", {"x"}, [](const V& in) {
+    return std_mean(in[0], {0, 2}, true).first * 2.0 + sum(std_mean(in[0], {1}).second);
+  });
+  // var with correction > n: the value divides by max(0, n - c) = 0, the gradient by n - c
+  tgt::require_fixture_case("reduce/var_correction_over_n", {"x"},
+                            [](const V& in) { return var(in[0], {1}, false, 3); });
+  // create_graph at a zero deviation: the recorded gradient is 0 and so is its derivative
+  Tensor c = full({3}, 2.0, kFloat64).requires_grad_();
+  GradOptions cg;
+  cg.create_graph = true;
+  const Tensor g = grad({tg::std(c)}, {c}, {}, cg)[0];
+  CHECK(g.to_vector<double>() == std::vector<double>{0, 0, 0});
+  CHECK(grad({sum(g * g + g)}, {c})[0].to_vector<double>() == std::vector<double>{0, 0, 0});
+  // away from zero: gradcheck and gradgradcheck, one dim and several
+  manual_seed(21);
+  for (const std::vector<int64_t>& dims : {std::vector<int64_t>{1}, {0, 2}, {}}) {
+    auto fn = [dims](const V& in) { return tg::std(in[0], dims, false, 1); };
+    tgt::check_grad(fn, {tgt::leaf({2, 3, 4})}, "std dims " + std::to_string(dims.size()));
+    tgt::check_second_order("std", fn, {tgt::leaf({2, 3, 4})});
+  }
+  tgt::check_second_order(
+      "std_mean", [](const V& in) { return add(std_mean(in[0], {1}, true, 0).first, in[0]); },
+      {tgt::leaf({3, 4})});
+}
+
+TEST_CASE("logsumexp over an empty reduction is -inf, as PyTorch", "[reduce]") {
+  const double inf = std::numeric_limits<double>::infinity();
+  tgt::require_fixture_case("reduce/logsumexp_empty_dim0", {"x"},
+                            [](const std::vector<Tensor>& in) { return logsumexp(in[0], {0}); });
+  Tensor x = zeros({2, 0}, kFloat64).requires_grad_();
+  Tensor r = logsumexp(x, {1});
+  CHECK(r.shape() == Shape{2});
+  CHECK(r.to_vector<double>() == std::vector<double>{-inf, -inf});
+  CHECK(logsumexp(x, {1}, true).shape() == Shape{2, 1});
+  CHECK(logsumexp(x, {0}).shape() == Shape{0});  // nothing empty is reduced: an empty result
+  CHECK(logsumexp(x, {0, 1}).item<double>() == -inf);
+  CHECK(logsumexp(zeros({0}), {0}).item<float>() == -inf);
+  sum(r).backward();
+  CHECK(x.grad().shape() == Shape{2, 0});
+}
+
+TEST_CASE("sum of bool counts in int64; mean refuses bool and int64 as PyTorch", "[reduce]") {
+  tgt::require_fixture_case("reduce/sum_bool_dim1", {"x"},
+                            [](const std::vector<Tensor>& in) { return sum(in[0], {1}); });
+  CHECK(sum(tensor(std::vector<bool>{true, false, true})).item<int64_t>() == 2);
+  REQUIRE_ERROR(mean(tensor(std::vector<bool>{true})),
+                "mean: input (1) has dtype bool, expected float32 or float64");
+  REQUIRE_ERROR(mean(tensor(std::vector<int64_t>{1, 2}), {0}),
+                "mean: input (2) has dtype int64, expected float32 or float64");
 }

@@ -1,7 +1,9 @@
 // tests/ops/test_scan.cpp — prod, cumprod, cummax, cummin, logcumsumexp and std_mean
 // (ops/scan.cpp): values by hand, zeros in the products' gradients, NaN and ties in the running
 // extremes, infinities and large values in logcumsumexp, empty and 0-dim inputs, float64
-// gradchecks, errors. PyTorch's values and gradients: test_parity.cpp (scan family).
+// gradchecks, errors; int64 and bool products (tests/fixtures/reduce, from
+// tools/make_reduce_fixtures.py). PyTorch's values and gradients: test_parity.cpp (scan family).
+#include "fixture_case.hpp"
 #include "helpers.hpp"
 
 #include <cmath>
@@ -32,7 +34,7 @@ TEST_CASE("prod and cumprod: values, gradients exact with zeros", "[scan]") {
   REQUIRE(prod(zeros({0}, kFloat64)).item<double>() == 1.0);     // the empty product
   REQUIRE(prod(full({}, 3.0, kFloat64)).item<double>() == 3.0);  // 0-dim
   REQUIRE_ERROR(prod(zeros({2, 3}, kFloat64), 2), "prod");
-  REQUIRE_ERROR(cumprod(zeros({2}, kInt64), 0), "cumprod: x (2) has dtype int64");
+  REQUIRE_ERROR(logcumsumexp(zeros({2}, kInt64), 0), "logcumsumexp: x (2) has dtype int64");
 }
 
 TEST_CASE("cummax and cummin: ties take the later index, NaN stays", "[scan]") {
@@ -160,4 +162,26 @@ TEST_CASE("scans at special values on long lines, along both dims", "[scan][spec
       }
     }
   }
+}
+
+TEST_CASE("prod and cumprod of int64 and bool give int64, wrapping as PyTorch", "[scan]") {
+  using V = std::vector<Tensor>;
+  tgt::require_fixture_case("reduce/prod_bool_dim1", {"x"},
+                            [](const V& in) { return prod(in[0], 1); });
+  tgt::require_fixture_case("reduce/prod_bool_all", {"x"}, [](const V& in) { return prod(in[0]); });
+  tgt::require_fixture_case("reduce/prod_int64_dim0_keepdim", {"x"},
+                            [](const V& in) { return prod(in[0], 0, true); });
+  tgt::require_fixture_case("reduce/prod_int64_wraps", {"x"},
+                            [](const V& in) { return prod(in[0], 1); });
+  tgt::require_fixture_case("reduce/cumprod_int64_wraps", {"x"},
+                            [](const V& in) { return cumprod(in[0], 1); });
+  tgt::require_fixture_case("reduce/cumprod_bool", {"x"},
+                            [](const V& in) { return cumprod(in[0], 0); });
+  // empty products are 1; 0-dim inputs are one element
+  CHECK(prod(zeros({2, 0}, kInt64), 1).to_vector<int64_t>() == std::vector<int64_t>{1, 1});
+  CHECK(prod(zeros({0}, kBool)).item<int64_t>() == 1);
+  CHECK(prod(scalar_tensor(5, kInt64)).item<int64_t>() == 5);
+  CHECK(cumprod(zeros({0, 3}, kInt64), 0).shape() == Shape{0, 3});
+  REQUIRE_ERROR(cummax(zeros({2}, kInt64), 0),
+                "cummax: x (2) has dtype int64, expected float32 or float64");
 }

@@ -1,6 +1,10 @@
-// tests/ops/test_softmax.cpp — softmax and log_softmax: values, stability, fully masked rows,
-// float64 gradchecks over several dims, float32 agreement and errors.
+// tests/ops/test_softmax.cpp — softmax, log_softmax and softmin: values, stability, fully masked
+// rows, float64 gradchecks over several dims, float32 agreement and errors; softmin against
+// PyTorch fixtures (tests/fixtures/softmin, tools/make_reduce_fixtures.py) and second order.
+#include "fixture_case.hpp"
 #include "helpers.hpp"
+
+#include "ops/pending_h3.hpp"
 
 #include <cmath>
 #include <limits>
@@ -96,4 +100,27 @@ TEST_CASE("softmax errors name the op, dim and shape", "[softmax]") {
   REQUIRE_ERROR(softmax(zeros({2}, kInt64), 0),
                 "softmax: input (2) has dtype int64, expected float32 or float64");
   REQUIRE_ERROR(log_softmax(Tensor(), 0), "log_softmax: input is undefined");
+}
+
+TEST_CASE("softmin is softmax of -x: PyTorch's values and gradients, second order, errors",
+          "[softmax][softmin]") {
+  auto at = [](int64_t d) {
+    return [d](const std::vector<Tensor>& in) { return softmin(in[0], d); };
+  };
+  tgt::require_fixture_case("softmin/dim1", {"x"}, at(1));
+  tgt::require_fixture_case("softmin/dim0_3d", {"x"}, at(0));
+  tgt::require_fixture_case("softmin/dimm1_large", {"x"}, at(-1));  // a +inf logit: weight 0
+  manual_seed(14);
+  for (int64_t d : {0, 1, -1}) {
+    tgt::check_grad(at(d), {tgt::leaf({3, 4, 2})}, "softmin dim " + std::to_string(d));
+    tgt::check_second_order("softmin dim " + std::to_string(d), at(d), {tgt::leaf({2, 3, 4})});
+  }
+  // a 0-dim input is one row of one element (dim 0 or -1), as PyTorch
+  CHECK(softmin(scalar_tensor(2.0), -1).item<double>() == 1.0);
+  REQUIRE_ERROR(softmin(zeros({2, 3}), 2),
+                "softmin: dim 2 out of range for a tensor of shape (2,3) (rank 2)");
+  REQUIRE_ERROR(softmin(scalar_tensor(2.0), 1), "softmin: dim 1 out of range");
+  REQUIRE_ERROR(softmin(zeros({2}, kInt64), 0),
+                "softmin: input (2) has dtype int64, expected float32 or float64");
+  REQUIRE_ERROR(softmin(Tensor(), 0), "softmin: input is undefined");
 }
