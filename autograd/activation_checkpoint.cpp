@@ -44,6 +44,31 @@ std::vector<Edge> outside_edges(const Tensor& out, uint64_t start) {
   }
   return edges;
 }
+
+// The inputs' storage versions (0 for an undefined one).
+std::vector<uint32_t> versions_of(const std::vector<Tensor>& inputs) {
+  std::vector<uint32_t> v;
+  for (const Tensor& t : inputs) v.push_back(t.defined() ? t.version() : 0);
+  return v;
+}
+
+// Throws when an input's version moved since `before`: fn ran again in backward reads its inputs
+// as they were, so a write into one (by fn, which would write it again, or after the forward)
+// would silently change the recomputed piece and its gradient (PyTorch 1.13 gets 2x for
+// a.mul_(2) inside fn: it recomputes from the written value too).
+void check_unwritten(const std::vector<Tensor>& inputs, const std::vector<uint32_t>& before,
+                     const char* when) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    if (!t.defined() || t.version() == before[i]) continue;
+    throw Error(fmt::format(
+        "tg::checkpoint: input {} {} {} was written in place {} (its version went from {} to "
+        "{}; last writer {}): backward runs fn again on the inputs as they were; write into a "
+        "copy inside fn (in[{}].clone()) or outside the checkpoint",
+        i, shape_str(t.shape()), dtype_name(t.dtype()), when, before[i], t.version(),
+        t.impl()->storage->last_write ? t.impl()->storage->last_write : "unknown", i));
+  }
+}
 }  // namespace
 
 Tensor checkpoint(const CheckpointFn& fn, const std::vector<Tensor>& inputs, Site site) {
@@ -52,9 +77,11 @@ Tensor checkpoint(const CheckpointFn& fn, const std::vector<Tensor>& inputs, Sit
   if (!grad_enabled()) return fn(inputs);  // no tape: nothing to keep or recompute
   const std::string rng = default_generator().get_state();
   const uint64_t start = detail::tape_position();
+  const std::vector<uint32_t> before = versions_of(inputs);
   Tensor y = fn(inputs);
   if (!y.defined()) throw Error("checkpoint: fn returned an undefined tensor");
-  if (!y.requires_grad()) return y;
+  if (!y.requires_grad()) return y;  // nothing recomputed: a write into an input is harmless
+  check_unwritten(inputs, before, "by fn");
   std::vector<Edge> edges = outside_edges(y, start);
   const Shape shape = y.shape();
   const DType dtype = y.dtype();
@@ -68,7 +95,8 @@ Tensor checkpoint(const CheckpointFn& fn, const std::vector<Tensor>& inputs, Sit
   std::vector<Edge> targets = edges;
   detail::record_edges(
       kOp, out, std::move(edges), info,
-      [fn, inputs, rng, targets, shape, dtype](const Tensor& g) -> std::vector<Tensor> {
+      [fn, inputs, rng, targets, shape, dtype, before](const Tensor& g) -> std::vector<Tensor> {
+        check_unwritten(inputs, before, "between the forward and backward");
         Generator& gen = default_generator();
         const std::string now = gen.get_state();
         gen.set_state(rng);  // dropout draws the same masks
@@ -81,6 +109,7 @@ Tensor checkpoint(const CheckpointFn& fn, const std::vector<Tensor>& inputs, Sit
           throw;
         }
         gen.set_state(now);
+        check_unwritten(inputs, before, "by fn when run again in backward");
         if (!y2.defined() || y2.shape() != shape || y2.dtype() != dtype || !y2.requires_grad())
           throw Error(fmt::format(
               "checkpoint: fn gave {} when run again in backward, but {} {} that requires grad "

@@ -368,6 +368,7 @@ void walk(const Tensor* roots, const Tensor* grads, size_t n_roots, bool retain_
   for (size_t r = 0; r < n_roots; ++r) {
     const Tensor& root = roots[r];
     Tensor g = grads[r];
+    if (!root.defined()) throw Error(fmt::format("backward: output {} is an undefined tensor", r));
     if (!root.requires_grad())
       throw Error(
           fmt::format("backward: output {} {} does not require grad (no input requires grad, "
@@ -747,6 +748,16 @@ std::vector<Edge> edges_of(const std::vector<Tensor>& inputs) {
 
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
                          const std::vector<Tensor>& grad_outputs, GradOptions opts) {
+  for (size_t i = 0; i < outputs.size(); ++i) {  // before the walk, whose errors say "backward"
+    if (!outputs[i].defined())
+      throw Error(
+          fmt::format("tg::grad: output {} (of {}) is an undefined tensor", i, outputs.size()));
+    if (!outputs[i].requires_grad())
+      throw Error(fmt::format(
+          "tg::grad: output {} {} (of {}) does not require grad (no input requires grad, or it "
+          "was computed under NoGradGuard)",
+          i, shape_str(outputs[i].shape()), outputs.size()));
+  }
   std::vector<Tensor> result = grad_impl(outputs, edges_of(inputs), grad_outputs, opts, false);
   if (!opts.allow_unused)
     for (size_t i = 0; i < inputs.size(); ++i)

@@ -37,6 +37,19 @@ void check_float_input(const Tensor& t, const char* name, DType want) {
 }
 }  // namespace
 
+int64_t resolve_num_kv_heads(const char* module, int64_t kv, int64_t NH) {
+  if (kv == -1) return NH;
+  if (kv >= 1 && NH % kv == 0) return kv;
+  std::string allowed = "-1 (num_heads)";
+  if (NH <= 1024)  // the divisors, listed while the list stays short
+    for (int64_t d = 1; d <= NH; ++d)
+      if (NH % d == 0) allowed += fmt::format(", {}", d);
+  throw Error(fmt::format(
+      "{}: num_kv_heads {} must be -1 (num_heads) or a positive divisor of num_heads {}: one of "
+      "{}",
+      module, kv, NH, NH <= 1024 ? allowed : "-1 or a divisor"));
+}
+
 MultiheadAttention::MultiheadAttention(int64_t E, int64_t NH, MultiheadAttentionOptions opts)
     : Module("MultiheadAttention"), embed_dim(E), num_heads(NH), options(std::move(opts)) {
   if (E <= 0 || NH <= 0)
@@ -49,11 +62,7 @@ MultiheadAttention::MultiheadAttention(int64_t E, int64_t NH, MultiheadAttention
     throw Error(
         fmt::format("MultiheadAttention: dropout must be in [0, 1), got {}", options.dropout));
   head_dim = E / NH;
-  num_kv_heads = options.num_kv_heads < 0 ? NH : options.num_kv_heads;
-  if (num_kv_heads == 0 || NH % num_kv_heads != 0)
-    throw Error(
-        fmt::format("MultiheadAttention: num_kv_heads {} must divide num_heads {} (-1: num_heads)",
-                    options.num_kv_heads, NH));
+  num_kv_heads = resolve_num_kv_heads("MultiheadAttention", options.num_kv_heads, NH);
   kv_dim = num_kv_heads * head_dim;
   const int64_t KV = kv_dim;
   kdim = options.kdim < 0 ? E : options.kdim;
@@ -204,7 +213,8 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
     qh = reshape(linear(q, narrow(in_proj_weight, 0, 0, E), bq), {B, T, NH, hd});
     kv = reshape(linear(k, narrow(in_proj_weight, 0, E, 2 * KV), bkv), {B, S, 2, NKV, hd});
     if (f.kv_cache) {  // every cached position's keys and values, heads last
-      std::tie(kh, vh) = f.kv_cache->append(select(kv, 2, 0), select(kv, 2, 1));
+      std::tie(kh, vh) =
+          f.kv_cache->append(select(kv, 2, 0), select(kv, 2, 1), *this, options.structure);
       S = kh.size(1);
     }
   } else {

@@ -21,6 +21,11 @@
 
 namespace tg::nn {
 
+// The key/value heads of a grouped-query attention module: num_kv_heads -1 means num_heads, else
+// it must be a positive divisor of num_heads; any other value throws, naming `module`, the value
+// and the allowed ones (MultiheadAttention, LlamaAttention).
+int64_t resolve_num_kv_heads(const char* module, int64_t num_kv_heads, int64_t num_heads);
+
 struct MultiheadAttentionOptions {
   double dropout = 0.0;
   bool bias = true;
@@ -52,7 +57,8 @@ struct MHAForwardOptions {
   // Incremental decoding (our extension): self-attention (one tensor as query, key and value)
   // appends this call's projected keys and values to the cache and attends to every cached
   // position, the structure (and is_causal) aligned bottom-right: the queries are the last T
-  // positions. No attn_mask or key_padding_mask, add_bias_kv or add_zero_attn with it.
+  // positions. No attn_mask or key_padding_mask, add_bias_kv or add_zero_attn with it. One cache
+  // per layer; a rolling one must cover the structure's window (KVCache::append).
   KVCache* kv_cache = nullptr;
 };
 

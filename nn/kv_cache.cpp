@@ -2,25 +2,48 @@
 #include "nn/kv_cache.hpp"
 
 #include "autograd/tape.hpp"
+#include "nn/module.hpp"
+#include "ops/attention.hpp"
 #include "ops/ops.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
 namespace tg::nn {
 namespace {
 constexpr const char* kOp = "KVCache";
-}  // namespace
+constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
 
-KVCache::KVCache(int64_t capacity, bool rolling) : capacity_(capacity), rolling_(rolling) {
-  if (capacity < 1) throw Error(fmt::format("{}: capacity must be >= 1, got {}", kOp, capacity));
+// "LlamaAttention(hidden_size=8, ...) at 0x...": the type and options tell layers of one model
+// apart only by their address, which the error adds.
+std::string layer_name(const Module& m) {
+  return fmt::format("{}({}) at {}", m.type_name(), m.extra_repr(),
+                     fmt::ptr(static_cast<const void*>(&m)));
 }
 
-int64_t KVCache::size() const { return std::min(seen_, capacity_); }
+// The earlier keys a query of `structure` may read: its tightest sliding window's left reach;
+// none (every earlier key) without one. -1: blocked windows, which count positions from 0, so a
+// rolling cache (whose key 0 moves) places them wrongly at any capacity.
+int64_t earlier_keys_read(const AttentionMask& structure) {
+  if (!structure.blocked_.empty()) return -1;
+  int64_t left = kMaxInt;
+  for (const AttentionMask::Local& l : structure.local_) left = std::min(left, l.left);
+  return left;
+}
 
-std::pair<Tensor, Tensor> KVCache::append(const Tensor& k, const Tensor& v) {
-  if (capacity_ < 1) throw Error(fmt::format("{}: default-constructed: give it a capacity", kOp));
+// The element count of s, or -1 when it overflows int64 (a 0 dim: 0).
+int64_t numel_or_overflow(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s)
+    if (d == 0) return 0;
+  for (int64_t d : s)
+    if (__builtin_mul_overflow(n, d, &n)) return -1;
+  return n;
+}
+
+void check_kv(const Tensor& k, const Tensor& v) {
   if (!k.defined() || !v.defined() || k.dim() != 4 || v.dim() != 4 ||
       k.shape()[0] != v.shape()[0] || k.size(1) != v.size(1) || k.size(2) != v.size(2))
     throw Error(fmt::format("{}: k {} and v {} must be (B, T, NKV, hd) and (B, T, NKV, hd_v)", kOp,
@@ -31,7 +54,85 @@ std::pair<Tensor, Tensor> KVCache::append(const Tensor& k, const Tensor& v) {
         fmt::format("{}: k {} or v {} requires grad; the cache is for inference (use "
                     "tg::NoGradGuard)",
                     kOp, shape_str(k.shape()), shape_str(v.shape())));
+}
+}  // namespace
+
+KVCache::KVCache(int64_t capacity, bool rolling) : capacity_(capacity), rolling_(rolling) {
+  if (capacity < 1) throw Error(fmt::format("{}: capacity must be >= 1, got {}", kOp, capacity));
+  if (rolling && capacity > kMaxInt / 2)
+    throw Error(fmt::format(
+        "{}: a rolling cache's capacity must be <= 2^62 = {} (its buffer has 2·capacity rows), "
+        "got {}",
+        kOp, kMaxInt / 2, capacity));
+}
+
+int64_t KVCache::size() const { return std::min(seen_, capacity_); }
+
+std::string KVCache::where() const {
+  return fmt::format("{} (capacity {}{}, position {})", kOp, capacity_, rolling_ ? ", rolling" : "",
+                     seen_);
+}
+
+std::pair<Tensor, Tensor> KVCache::append(const Tensor& k, const Tensor& v) {
+  return append_as(k, v, nullptr);
+}
+
+std::pair<Tensor, Tensor> KVCache::append(const Tensor& k, const Tensor& v, const Module& layer,
+                                          const AttentionMask& structure) {
+  const int64_t reach = rolling_ ? earlier_keys_read(structure) : 0;
+  if (reach < 0 || reach > capacity_ - 1) {
+    const std::string reads =
+        reach < 0 ? "has blocked windows, which count positions from 0 (a rolling cache moves "
+                    "them)"
+        : reach == kMaxInt ? "lets a query read every earlier key (no sliding window)"
+                           : fmt::format("lets a query read {} keys, itself included", reach + 1);
+    throw Error(fmt::format(
+        "{}: a rolling cache keeps the last {} keys, but {} with structure '{}' {}: it would "
+        "silently drop keys the uncached forward reads; use a rolling cache of capacity >= the "
+        "window (AttentionMask::hf_sliding_window(W), W <= capacity) or a non-rolling cache",
+        where(), capacity_, layer_name(layer), structure.name(), reads));
+  }
+  return append_as(k, v, &layer);
+}
+
+void KVCache::allocate(const Tensor& k, const Tensor& v, const Shape& want_k, const Shape& want_v) {
+  if (numel_or_overflow(want_k) < 0 || numel_or_overflow(want_v) < 0)
+    throw Error(fmt::format(
+        "{}: its buffers k {} and v {} ((B, {}, NKV, hd) for k {}, v {}) have more elements "
+        "than int64 holds; use a smaller capacity",
+        where(), shape_str(want_k), shape_str(want_v), rolling_ ? "2·capacity" : "capacity",
+        shape_str(k.shape()), shape_str(v.shape())));
+  try {
+    k_ = zeros(want_k, k.dtype(), k.device());
+    v_ = zeros(want_v, v.dtype(), v.device());
+  } catch (const Error& e) {
+    k_ = v_ = Tensor();
+    throw Error(fmt::format("{}: cannot allocate its buffers k {} and v {} {}: {}", where(),
+                            shape_str(want_k), shape_str(want_v), dtype_name(k.dtype()), e.what()));
+  }
+}
+
+std::pair<Tensor, Tensor> KVCache::append_as(const Tensor& k, const Tensor& v,
+                                             const Module* layer) {
+  if (capacity_ < 1) throw Error(fmt::format("{}: default-constructed: give it a capacity", kOp));
+  check_kv(k, v);
+  auto name = [layer] {  // formatted only when needed: append runs once per token and layer
+    return layer ? layer_name(*layer) : std::string("a direct KVCache::append");
+  };
+  if (seen_ > 0 && layer != owner_)
+    throw Error(fmt::format(
+        "{}: holds {} positions appended by {}, and {} appends to it: one cache per layer (or "
+        "reset() it before another layer uses it)",
+        where(), seen_, owner_name_, name()));
   const int64_t B = k.size(0), T = k.size(1), H = k.size(2), cap = capacity_;
+  if (T > kMaxInt - seen_)
+    throw Error(
+        fmt::format("{}: {} new positions would take the position past {}", where(), T, kMaxInt));
+  if (!rolling_ && seen_ + T > cap)  // before any allocation
+    throw Error(
+        fmt::format("{}: {} cached positions + {} new exceed the capacity {} (a rolling "
+                    "cache keeps the last {})",
+                    kOp, seen_, T, cap, cap));
   const Shape want_k{B, rolling_ ? 2 * cap : cap, H, k.size(3)};
   const Shape want_v{B, want_k[1], H, v.size(3)};
   const bool fits = k_.defined() && k_.shape() == want_k && v_.shape() == want_v &&
@@ -43,15 +144,13 @@ std::pair<Tensor, Tensor> KVCache::append(const Tensor& k, const Tensor& v) {
                       "{}, {}) {}; reset() before a new sequence",
                       kOp, shape_str(k.shape()), shape_str(v.shape()), k_.size(0), k_.size(2),
                       k_.size(3), dtype_name(k_.dtype())));
-    k_ = zeros(want_k, k.dtype(), k.device());
-    v_ = zeros(want_v, v.dtype(), v.device());
+    allocate(k, v, want_k, want_v);
+  }
+  if (seen_ == 0) {
+    owner_ = layer;
+    owner_name_ = name();
   }
   if (!rolling_) {
-    if (seen_ + T > cap)
-      throw Error(
-          fmt::format("{}: {} cached positions + {} new exceed the capacity {} (a rolling "
-                      "cache keeps the last {})",
-                      kOp, seen_, T, cap, cap));
     narrow(k_, 1, seen_, T).copy_(k);
     narrow(v_, 1, seen_, T).copy_(v);
     seen_ += T;

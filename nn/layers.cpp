@@ -242,6 +242,11 @@ RotaryEmbedding::RotaryEmbedding(int64_t d, int64_t L, double b, bool inter)
   if (d % 2 != 0) throw Error(fmt::format("{}: dim must be even, got {}", label, d));
   if (!(b > 0)) throw Error(fmt::format("{}: base must be > 0, got {}", label, b));
   const int64_t h = d / 2;
+  if (L > kMaxTableEntries / h)  // checked before the tables are allocated
+    throw Error(
+        fmt::format("{}: max_seq_len {} · dim/2 {} angles exceed the table limit 2^27 = {} "
+                    "(RotaryEmbedding::kMaxTableEntries): max_seq_len must be <= {} at dim {}",
+                    label, L, h, kMaxTableEntries, kMaxTableEntries / h, d));
   std::vector<double> c(static_cast<size_t>(L * h)), s(c.size());
   for (int64_t i = 0; i < h; ++i) {
     const double theta = std::pow(b, -2.0 * static_cast<double>(i) / static_cast<double>(d));

@@ -121,8 +121,11 @@ class PositionalEncoding : public TensorModule {
 // forward(x, offset, seq_dim) is apply_rotary(x, cos, sin) with the tables' rows offset .. offset +
 // T (decoding after offset cached positions), x (..., T at seq_dim, ..., D ≥ dim); half-split pairs
 // by default (GPT-NeoX, Hugging Face), interleaved (GPT-J, Meta's LLaMA) on request. No parameters.
+// Each table holds at most kMaxTableEntries = max_seq_len · dim/2 angles (2^27: a million
+// positions at dim 256); larger ones are refused before anything is allocated.
 class RotaryEmbedding : public TensorModule {
  public:
+  static constexpr int64_t kMaxTableEntries = int64_t{1} << 27;
   explicit RotaryEmbedding(int64_t dim, int64_t max_seq_len = 4096, double base = 10000.0,
                            bool interleaved = false);
   Tensor forward(const Tensor& x) override { return forward(x, 0); }

@@ -1,6 +1,7 @@
 // nn/llama.cpp — LlamaAttention and LlamaDecoderLayer (see llama.hpp).
 #include "nn/llama.hpp"
 
+#include "nn/attention.hpp"
 #include "ops/ops.hpp"
 
 #include <fmt/format.h>
@@ -15,10 +16,7 @@ LlamaAttention::LlamaAttention(int64_t E, int64_t NH, LlamaAttentionOptions opts
     throw Error(fmt::format(
         "LlamaAttention: hidden_size {} must be a positive multiple of num_heads {}", E, NH));
   head_dim = E / NH;
-  num_kv_heads = options.num_kv_heads < 0 ? NH : options.num_kv_heads;
-  if (num_kv_heads == 0 || NH % num_kv_heads != 0)
-    throw Error(fmt::format("LlamaAttention: num_kv_heads {} must divide num_heads {}",
-                            options.num_kv_heads, NH));
+  num_kv_heads = resolve_num_kv_heads("LlamaAttention", options.num_kv_heads, NH);
   if (head_dim % 2 != 0)
     throw Error(
         fmt::format("LlamaAttention: head_dim {} (hidden_size {} / num_heads {}) must be "
@@ -62,7 +60,7 @@ Tensor LlamaAttention::forward(const Tensor& x, KVCache* cache) {
   Tensor v = reshape(v_proj->forward(x), {B, T, num_kv_heads, head_dim});
   AttentionMask mask = options.structure;
   if (cache) {  // the queries are the last T of the cached positions
-    std::tie(k, v) = cache->append(k, v);
+    std::tie(k, v) = cache->append(k, v, *this, options.structure);
     mask.align_ = CausalAlign::BottomRight;
   }
   SDPAOptions so;

@@ -13,7 +13,8 @@
 // and the structural mask is aligned bottom-right (queries are the last T positions), so the
 // logits equal the uncached forward over the whole sequence. A sliding-window structure
 // (AttentionMask::hf_sliding_window(W)) with a rolling cache of W positions generates
-// indefinitely in O(W) per token.
+// indefinitely in O(W) per token; a narrower rolling cache, or a cache another layer filled, is
+// refused (KVCache::append).
 // Deliberately not here: the model around the blocks (examples/gpt, arch "llama").
 #pragma once
 
@@ -29,7 +30,7 @@
 namespace tg::nn {
 
 struct LlamaAttentionOptions {
-  int64_t num_kv_heads = -1;     // -1: num_heads; must divide it
+  int64_t num_kv_heads = -1;     // -1: num_heads; else a positive divisor of it
   double rope_theta = 10000;     // rotary base
   int64_t max_positions = 4096;  // rotary table rows: positions a sequence may reach
   bool bias = false;             // biases on the q, k, v and o projections

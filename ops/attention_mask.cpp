@@ -199,8 +199,18 @@ AttentionMask AttentionMask::alibi(const Tensor& slopes) {
   m.alibi_slopes_ = slopes;
   return m;
 }
+// alibi_slopes' head limit: far above any model's head count, and small enough that a wrong
+// argument (a size, a position) is refused instead of filling memory.
+constexpr int64_t kMaxAlibiHeads = int64_t{1} << 16;
 Tensor AttentionMask::alibi_slopes(int64_t NH, DType dtype) {
-  if (NH < 1) throw Error(fmt::format("AttentionMask::alibi_slopes: num_heads {} < 1", NH));
+  constexpr const char* op = "AttentionMask::alibi_slopes";
+  if (NH < 1 || NH > kMaxAlibiHeads)
+    throw Error(fmt::format("{}: num_heads {} must be in [1, 2^16 = {}]", op, NH, kMaxAlibiHeads));
+  if (!is_floating(dtype))
+    throw Error(fmt::format(
+        "{}: dtype {} must be floating (float32 or float64): the slopes 2^(-8k/num_heads) are "
+        "fractions",
+        op, dtype_name(dtype)));
   // the paper's reference code: the closest power of two p <= NH gives 2^(-8k/p); the rest are
   // every other slope of 2p
   auto pow2 = [](int64_t n) {

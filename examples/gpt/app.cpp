@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -76,27 +77,26 @@ ArgParser make_parser() {
   return p;
 }
 
+// The model's options, checked up front (before the corpus is read) by the config's own
+// validation, which names the options.
 GptConfig model_config(const ArgParser& a) {
   GptConfig c;
   c.arch = a.str("arch");
-  if (c.arch != "gpt" && c.arch != "llama")
-    throw UserError(fmt::format("--arch {}: must be gpt or llama", c.arch));
-  c.block = int_option(a, "block", 1, 65536);
-  c.d_model = int_option(a, "d-model", 1, 8192);
-  c.layers = int_option(a, "layers", 1, 128);
-  c.heads = int_option(a, "heads", 1, 256);
-  const int64_t ff = int_option(a, "ff", 0, 65536, "0: 4 x --d-model");
-  // llama's SwiGLU has three matrices: 8/3 of the width keeps the GPT's parameter count
-  c.ff = ff > 0 ? ff : c.arch == "llama" ? (8 * c.d_model / 3 + 7) / 8 * 8 : 4 * c.d_model;
-  c.kv_heads = int_option(a, "kv-heads", 0, c.heads, "0: --heads");
-  if (c.kv_heads > 0 && c.arch != "llama") throw UserError("--kv-heads: only with --arch llama");
-  c.window = int_option(a, "window", 0, c.block, "0: full causal attention; at most --block");
+  c.block = a.integer("block");
+  c.d_model = a.integer("d-model");
+  c.layers = a.integer("layers");
+  c.heads = a.integer("heads");
+  const int64_t ff = int_option(a, "ff", 0, GptConfig::kMaxFF, "0: 4 x --d-model");
+  // llama's SwiGLU has three matrices: 8/3 of the width keeps the GPT's parameter count (a
+  // --d-model out of range is refused before ff is looked at: clamped here only to stay finite)
+  const int64_t C = std::clamp<int64_t>(c.d_model, 0, GptConfig::kMaxDModel);
+  c.ff = ff > 0 ? ff : c.arch == "llama" ? (8 * C / 3 + 7) / 8 * 8 : 4 * C;
+  c.kv_heads = a.integer("kv-heads");
+  c.window = a.integer("window");
   c.dropout = number_option(a, "dropout", 0, 1);
   if (c.dropout >= 1) throw UserError(fmt::format("--dropout {}: must be < 1", a.str("dropout")));
   c.tie_weights = a.flag("tie-weights");
-  if (c.d_model % c.heads != 0)
-    throw UserError(
-        fmt::format("--d-model {} must be divisible by --heads {}", c.d_model, c.heads));
+  c.validate_options();
   return c;
 }
 

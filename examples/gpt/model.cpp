@@ -56,33 +56,63 @@ std::string GptConfig::diff(const GptConfig& o) const {
   return config_differences(to_json(), o.to_json());
 }
 
-void GptConfig::validate() const {
-  auto at_least = [](int64_t v, int64_t lo, const char* opt) {
-    if (v < lo) throw UserError(fmt::format("{} {}: must be >= {}", opt, v, lo));
+int64_t GptConfig::max_block() const { return is_llama() ? Gpt::kMaxPositions : kMaxBlock; }
+
+void GptConfig::validate_options(const std::string& saved) const {
+  // From the command line the message names the option; from a saved run, its file and field,
+  // since the user passed no such option.
+  const std::string where = saved.empty() ? "" : saved + ": saved model config ";
+  auto name = [&](const char* field, const char* opt) {
+    return saved.empty() ? std::string(opt) : fmt::format("'{}'", field);
   };
-  at_least(block, 1, "--block");
-  at_least(d_model, 1, "--d-model");
-  at_least(layers, 1, "--layers");
-  at_least(heads, 1, "--heads");
-  at_least(ff, 1, "--ff");
-  at_least(window, 0, "--window");
-  if (d_model % heads != 0)
-    throw UserError(fmt::format("--d-model {} must be divisible by --heads {}", d_model, heads));
-  if (!(dropout >= 0 && dropout < 1))
-    throw UserError(fmt::format("--dropout {}: must be in [0, 1)", dropout));
+  auto in_range = [&](int64_t v, int64_t lo, int64_t hi, const char* field, const char* opt,
+                      const std::string& note = "") {
+    if (v < lo || v > hi)
+      throw UserError(fmt::format("{}{} {}: must be in [{}, {}]{}", where, name(field, opt), v, lo,
+                                  hi, note.empty() ? "" : " (" + note + ")"));
+  };
   if (arch != "gpt" && arch != "llama")
-    throw UserError(fmt::format("--arch {}: must be gpt or llama", arch));
-  at_least(kv_heads, 0, "--kv-heads");
-  if (kv_heads > 0 && (!is_llama() || heads % kv_heads != 0))
-    throw UserError(fmt::format("--kv-heads {} must divide --heads {} (and needs --arch llama)",
-                                kv_heads, heads));
+    throw UserError(
+        fmt::format("{}{} {}: must be gpt or llama", where, name("arch", "--arch"), arch));
+  in_range(block, 1, max_block(), "block", "--block",
+           is_llama() ? name("arch", "--arch") + " llama: the rotary table's positions" : "");
+  in_range(d_model, 1, kMaxDModel, "d_model", "--d-model");
+  in_range(layers, 1, kMaxLayers, "layers", "--layers");
+  in_range(heads, 1, kMaxHeads, "heads", "--heads");
+  in_range(ff, 1, kMaxFF, "ff", "--ff");
+  in_range(kv_heads, 0, heads, "kv_heads", "--kv-heads", "0: " + name("heads", "--heads"));
+  if (kv_heads > 0 && !is_llama())
+    throw UserError(fmt::format("{}{}: only with {} llama", where, name("kv_heads", "--kv-heads"),
+                                name("arch", "--arch")));
+  in_range(window, 0, block, "window", "--window",
+           "0: full causal attention; at most " + name("block", "--block"));
+  if (!(dropout >= 0 && dropout < 1))
+    throw UserError(
+        fmt::format("{}{} {}: must be in [0, 1)", where, name("dropout", "--dropout"), dropout));
+  auto divisible = [&](int64_t v, const char* field, const char* opt, int64_t by,
+                       const char* by_field, const char* by_opt) {
+    if (by > 0 && v % by != 0)
+      throw UserError(fmt::format("{}{} {} must be divisible by {} {}", where, name(field, opt), v,
+                                  name(by_field, by_opt), by));
+  };
+  divisible(d_model, "d_model", "--d-model", heads, "heads", "--heads");
+  divisible(heads, "heads", "--heads", kv_heads, "kv_heads", "--kv-heads");
   if (is_llama() && (d_model / heads) % 2 != 0)
     throw UserError(
-        fmt::format("--arch llama: the head size --d-model / --heads = {} must be even "
-                    "(rotary embeddings rotate pairs)",
-                    d_model / heads));
+        fmt::format("{}{} llama: the head size {} / {} = {} must be even (rotary embeddings "
+                    "rotate pairs)",
+                    where, name("arch", "--arch"), name("d_model", "--d-model"),
+                    name("heads", "--heads"), d_model / heads));
+}
+
+void GptConfig::validate(const std::string& saved) const {
+  validate_options(saved);
   if (vocab_size < 2)
-    throw UserError(fmt::format("the vocabulary has {} characters; need >= 2", vocab_size));
+    throw UserError(saved.empty()
+                        ? fmt::format("the vocabulary has {} characters; need >= 2", vocab_size)
+                        : fmt::format("{}: saved model config 'vocab_size' {}: must be "
+                                      ">= 2",
+                                      saved, vocab_size));
 }
 
 tg::AttentionMask GptConfig::attention_mask() const {

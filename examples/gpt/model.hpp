@@ -55,8 +55,15 @@ struct GptConfig {
   static GptConfig from_json(const nlohmann::json& j, const std::string& what);
   // "d_model 64 vs 128, layers 2 vs 4" for every field that differs; "" when equal.
   std::string diff(const GptConfig& other) const;
-  // UserError for values the model cannot be built with, naming the option.
-  void validate() const;
+  // The options' ranges, checked by validate for the command line and saved runs alike.
+  static constexpr int64_t kMaxBlock = 65536, kMaxDModel = 8192, kMaxLayers = 128, kMaxHeads = 256,
+                           kMaxFF = 65536;
+  int64_t max_block() const;  // kMaxBlock; llama: Gpt::kMaxPositions (its rotary table)
+  // UserError for values the model cannot be built with: naming the option (--block 9000), or,
+  // for a config read from a saved run (`saved`: its file), that file and the field ('block').
+  // validate_options skips the vocabulary (known only once the corpus is read).
+  void validate_options(const std::string& saved = "") const;
+  void validate(const std::string& saved = "") const;
   // The causal structure and the window: W keys with --window W; llama's, block keys without
   // one (a no-op up to block positions, the sliding window past them).
   tg::AttentionMask attention_mask() const;

@@ -370,6 +370,7 @@ SavedModel load_best(const std::string& out) {
   if (s.vocab.size() != s.cfg.vocab_size)
     throw UserError(fmt::format("{}: the vocabulary has {} characters but the model {}", path,
                                 s.vocab.size(), s.cfg.vocab_size));
+  s.cfg.validate(path);  // a bad saved value names this file and its field, not an option
   s.model = std::make_shared<Gpt>(s.cfg);
   try {
     s.model->load_state_dict(f.tensors);

@@ -128,3 +128,42 @@ TEST_CASE("checkpoint: fn that computes something else when run again is an erro
   REQUIRE_ERROR(y.sum().backward(), "checkpoint: fn gave () float64 when run again in backward");
   REQUIRE_ERROR(checkpoint(CheckpointFn(), {x}), "checkpoint: fn is empty");
 }
+
+TEST_CASE("checkpoint: fn that writes into an input in place is refused, naming the input") {
+  // issue 40: a.mul_(2) inside fn gave 4x the gradient (the recomputation doubled it again)
+  Tensor w = tensor(std::vector<double>{1, 2, 3}).requires_grad_();
+  Tensor a = w * 1.0, b = w * 1.0;  // non-leaves: an in-place write to them is allowed
+  auto doubles_second = [](const std::vector<Tensor>& in) {
+    Tensor t = in[1];
+    t.mul_(2.0);
+    return (in[0] * t).sum();
+  };
+  REQUIRE_ERROR(checkpoint(doubles_second, {a, b}),
+                "tg::checkpoint: input 1 (3) float64 was written in place by fn (its version "
+                "went from 0 to 1; last writer mul_)");
+  // A write only when run again in backward: refused there.
+  int calls = 0;
+  Tensor c = w * 1.0;
+  Tensor y = checkpoint(
+      [&](const std::vector<Tensor>& in) {
+        Tensor t = in[0];
+        if (++calls == 2) t.mul_(2.0);
+        return (t * t).sum();
+      },
+      {c});
+  REQUIRE_ERROR(y.backward(),
+                "tg::checkpoint: input 0 (3) float64 was written in place by fn "
+                "when run again in backward");
+  // Writing into a copy inside fn is fine: the gradient of sum((2w)^2) is 8w.
+  w.reset_grad();
+  Tensor d = w * 1.0;
+  checkpoint(
+      [](const std::vector<Tensor>& in) {
+        Tensor t = in[0].clone();
+        t.mul_(2.0);
+        return (t * t).sum();
+      },
+      {d})
+      .backward();
+  tgt::require_close(w.grad(), {8, 16, 24}, 0, 0, "8w");
+}

@@ -89,6 +89,12 @@ TEST_CASE("tg::grad returns gradients without touching .grad()") {
   std::vector<Tensor> g2 = grad({y}, {unused}, {}, {true, true});
   REQUIRE_FALSE(g2[0].defined());
   REQUIRE_ERROR(grad({y}, {unused}, {}, {true, false}), "grad: input 0 (2) was not used");
+  // issue 40: an undefined output, or one without history, is named with its position
+  REQUIRE_ERROR(grad({y, Tensor()}, {x}, {}, {true}),
+                "tg::grad: output 1 (of 2) is an undefined tensor");
+  REQUIRE_ERROR(grad({ones({2}, kFloat64)}, {x}),
+                "tg::grad: output 0 (2) (of 1) does not require grad");
+  REQUIRE_ERROR(backward({y, Tensor()}, {}, true), "backward: output 1 is an undefined tensor");
 }
 
 TEST_CASE("10,000 forward passes without backward keep memory bounded") {

@@ -365,8 +365,10 @@ TEST_CASE("MultiheadAttention with num_kv_heads: grouped and multi-query", "[mha
       {q, k, v}, "mha num_kv_heads 2, kdim 3, vdim 5");
   nn::MultiheadAttentionOptions bad;
   bad.num_kv_heads = 3;
-  REQUIRE_ERROR(MultiheadAttention(E, NH, bad),
-                "MultiheadAttention: num_kv_heads 3 must divide num_heads 4 (-1: num_heads)");
+  REQUIRE_ERROR(
+      MultiheadAttention(E, NH, bad),
+      "MultiheadAttention: num_kv_heads 3 must be -1 (num_heads) or a positive divisor of "
+      "num_heads 4");
 }
 
 TEST_CASE("MultiheadAttention with a kv_cache: incremental self-attention equals the whole call",
@@ -396,6 +398,19 @@ TEST_CASE("MultiheadAttention with a kv_cache: incremental self-attention equals
     Tensor other = randn({2, 1, 8}, kFloat64);
     REQUIRE_ERROR(mha.forward(other, x, x, f),
                   "kv_cache needs self-attention (query, key and value one tensor, here not one)");
+    // issue 40: another layer's cache, and a rolling cache narrower than the window of 3 keys
+    MultiheadAttention mha2(8, 4, o);
+    mha2.to(kFloat64);
+    Tensor x1 = narrow(x, 1, 0, 1).contiguous();
+    REQUIRE_ERROR(mha2.forward(x1, x1, x1, f),
+                  "KVCache (capacity 7, position 7): holds 7 positions appended by "
+                  "MultiheadAttention(embed_dim=8, num_heads=4");
+    REQUIRE_ERROR(mha2.forward(x1, x1, x1, f), "one cache per layer");
+    nn::KVCache two(2, true);
+    f.kv_cache = &two;
+    REQUIRE_ERROR(mha.forward(x1, x1, x1, f),
+                  "a rolling cache keeps the last 2 keys, but MultiheadAttention(embed_dim=8");
+    REQUIRE_ERROR(mha.forward(x1, x1, x1, f), "lets a query read 3 keys, itself included");
   }
 }
 

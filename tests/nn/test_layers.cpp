@@ -221,3 +221,14 @@ TEST_CASE("SwiGLU: three bias-free projections, values, gradcheck, repr, errors"
   REQUIRE_ERROR(glu(zeros({2, 5}), -1),
                 "glu: halving dimension must be even, but dim -1 of input (2,5) has size 5");
 }
+
+TEST_CASE("RotaryEmbedding: tables past the limit are refused before allocating", "[layers]") {
+  // issue 40: (2, 2^40) used to fill memory; the limit is max_seq_len · dim/2 <= 2^27 per table
+  REQUIRE_ERROR(nn::RotaryEmbedding(2, int64_t{1} << 40),
+                "RotaryEmbedding(2, max_seq_len=1099511627776): max_seq_len 1099511627776 · "
+                "dim/2 1 angles exceed the table limit 2^27 = 134217728 "
+                "(RotaryEmbedding::kMaxTableEntries): max_seq_len must be <= 134217728 at dim 2");
+  REQUIRE_ERROR(nn::RotaryEmbedding(256, (int64_t{1} << 20) + 1),
+                "max_seq_len must be <= 1048576 at dim 256");
+  REQUIRE(nn::RotaryEmbedding(2, 3).cos.shape() == Shape{3, 1});
+}

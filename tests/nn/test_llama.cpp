@@ -7,8 +7,12 @@
 #include "fixtures.hpp"
 #include "helpers.hpp"
 
+#include "nn/attention.hpp"
 #include "nn/kv_cache.hpp"
 #include "nn/llama.hpp"
+#include "nn/transformer.hpp"
+
+#include <fmt/format.h>
 
 using namespace tg;
 
@@ -128,7 +132,8 @@ TEST_CASE("LlamaDecoderLayer: float64 gradcheck of the input and parameters", "[
       {x, l.self_attn->k_proj->weight, l.mlp->gate_proj->weight, l.input_layernorm->weight},
       "llama decoder layer, multi-query");
   REQUIRE_ERROR(nn::LlamaAttention(8, 4, {.num_kv_heads = 3}),
-                "LlamaAttention: num_kv_heads 3 must divide num_heads 4");
+                "LlamaAttention: num_kv_heads 3 must be -1 (num_heads) or a positive divisor of "
+                "num_heads 4: one of -1 (num_heads), 1, 2, 4");
 }
 
 TEST_CASE("incremental decoding with a KV cache equals the uncached forward", "[llama][kv_cache]") {
@@ -168,4 +173,135 @@ TEST_CASE("incremental decoding with a KV cache equals the uncached forward", "[
     tgt::require_close(cat(steps, 1), full, 1e-12, 1e-12, c.name);
     REQUIRE(caches[0].position() == T);
   }
+}
+
+// ---- issue 40: bad caches and options refused ----
+
+namespace {
+// LlamaAttention (E 8, 4 query / 2 key-value heads) in float64, with an optional sliding window.
+std::shared_ptr<nn::LlamaAttention> attention(int64_t window) {
+  nn::LlamaAttentionOptions o;
+  o.num_kv_heads = 2;
+  if (window > 0) o.structure = AttentionMask::causal() & AttentionMask::hf_sliding_window(window);
+  auto a = std::make_shared<nn::LlamaAttention>(8, 4, o);
+  a->to(kFloat64);
+  return a;
+}
+// x (B, T, 8) fed one position at a time through the cache: the outputs side by side.
+Tensor token_by_token(nn::LlamaAttention& a, const Tensor& x, nn::KVCache& cache) {
+  std::vector<Tensor> steps;
+  for (int64_t t = 0; t < x.size(1); ++t) steps.push_back(a.forward(narrow(x, 1, t, 1), &cache));
+  return cat(steps, 1);
+}
+}  // namespace
+
+TEST_CASE(
+    "KVCache: a rolling cache smaller than the layer's window is refused, one covering it "
+    "matches the uncached forward",
+    "[kv_cache][llama]") {
+  manual_seed(142);
+  NoGradGuard ng;
+  Tensor x = randn({2, 13, 8}, kFloat64);
+  // Full causal attention reads every earlier key: no rolling cache is exact.
+  auto causal = attention(0);
+  nn::KVCache four(4, true);
+  REQUIRE_ERROR(causal->forward(narrow(x, 1, 0, 1), &four),
+                "KVCache (capacity 4, rolling, position 0): a rolling cache keeps the last 4 keys, "
+                "but LlamaAttention(hidden_size=8, num_heads=4, num_kv_heads=2, head_dim=2, "
+                "structure=causal) at ");
+  REQUIRE_ERROR(causal->forward(narrow(x, 1, 0, 1), &four),
+                "with structure 'causal' lets a query read every earlier key (no sliding window)");
+  REQUIRE(four.empty());  // refused before anything was appended
+  // A window of 8 keys through a rolling cache of 4: refused (it would differ by about 0.4).
+  auto window8 = attention(8);
+  REQUIRE_ERROR(window8->forward(narrow(x, 1, 0, 1), &four),
+                "with structure 'causal & local(7,0)' lets a query read 8 keys, itself included");
+  // A rolling cache of exactly the window (and a wider one): the uncached forward's numbers, to
+  // rounding (one row's projections and 13 rows' sum in different orders: 1 ulp apart).
+  const Tensor full = window8->forward(x);
+  for (int64_t cap : {8, 9}) {
+    nn::KVCache rolling(cap, true);
+    tgt::require_close(token_by_token(*window8, x, rolling), full, 1e-12, 1e-12,
+                       "window 8, rolling cache of " + std::to_string(cap));
+    REQUIRE(rolling.position() == 13);
+  }
+  // Blocked windows count positions from 0, which a rolling cache moves.
+  nn::LlamaAttentionOptions bo;
+  bo.structure = AttentionMask::causal() & AttentionMask::blocked(4);
+  nn::LlamaAttention blocked(8, 4, bo);
+  nn::KVCache r8(8, true);
+  REQUIRE_ERROR(blocked.forward(randn({1, 1, 8}), &r8), "has blocked windows");
+}
+
+TEST_CASE("KVCache: one cache for two layers is refused naming both; a cache per layer is fine",
+          "[kv_cache][llama]") {
+  manual_seed(143);
+  NoGradGuard ng;
+  auto a = attention(0), b = attention(0);
+  Tensor x = randn({1, 3, 8}, kFloat64);
+  nn::KVCache shared(8);
+  a->forward(x, &shared);
+  const std::string name_a = fmt::format("at {}", fmt::ptr(static_cast<const void*>(a.get())));
+  const std::string name_b = fmt::format("at {}", fmt::ptr(static_cast<const void*>(b.get())));
+  REQUIRE_ERROR(b->forward(x, &shared),
+                "KVCache (capacity 8, position 3): holds 3 positions appended by "
+                "LlamaAttention(hidden_size=8, num_heads=4, num_kv_heads=2, head_dim=2, "
+                "structure=causal) " +
+                    name_a + ", and LlamaAttention(");
+  REQUIRE_ERROR(b->forward(x, &shared), name_b + " appends to it: one cache per layer");
+  REQUIRE(shared.position() == 3);  // the refused append changed nothing
+  REQUIRE_ERROR(shared.append(zeros({1, 1, 2, 2}, kFloat64), zeros({1, 1, 2, 2}, kFloat64)),
+                "and a direct KVCache::append appends to it");
+  // One cache per layer: two layers in a stack, token by token, equal the uncached stack.
+  nn::KVCache ca(8), cb(8);
+  std::vector<Tensor> steps;
+  for (int64_t t = 0; t < 3; ++t)
+    steps.push_back(b->forward(a->forward(narrow(x, 1, t, 1), &ca), &cb));
+  tgt::require_close(cat(steps, 1), b->forward(a->forward(x)), 1e-12, 1e-12, "two caches");
+  // After reset() the cache belongs to whichever layer appends next.
+  shared.reset();
+  tgt::require_close(b->forward(x, &shared), b->forward(x), 1e-12, 1e-12, "reset, then b");
+}
+
+TEST_CASE("KVCache: capacities whose buffer would overflow are refused naming the cache",
+          "[kv_cache]") {
+  const int64_t big = (int64_t{1} << 62) + 1;
+  REQUIRE_ERROR(nn::KVCache(big, true),
+                "KVCache: a rolling cache's capacity must be <= 2^62 = 4611686018427387903 (its "
+                "buffer has 2·capacity rows), got 4611686018427387905");
+  // 2^62 rows fit int64, but not times B·NKV·hd: refused before any allocation.
+  nn::KVCache huge(int64_t{1} << 61, true);
+  REQUIRE_ERROR(huge.append(zeros({1, 1, 2, 2}), zeros({1, 1, 2, 2})),
+                "KVCache (capacity 2305843009213693952, rolling, position 0): its buffers k "
+                "(1,4611686018427387904,2,2) and v (1,4611686018427387904,2,2) ((B, 2·capacity, "
+                "NKV, hd) for k (1,1,2,2), v (1,1,2,2)) have more elements than int64 holds");
+  REQUIRE(huge.empty());
+}
+
+TEST_CASE("num_kv_heads: only -1 or a positive divisor of num_heads, in every module",
+          "[llama][mha]") {
+  for (int64_t bad : {-2, 0, 3, 5}) {
+    INFO(bad);
+    const std::string why = fmt::format(
+        "num_kv_heads {} must be -1 (num_heads) or a positive divisor of num_heads 4: one of -1 "
+        "(num_heads), 1, 2, 4",
+        bad);
+    nn::LlamaAttentionOptions lo;
+    lo.num_kv_heads = bad;
+    REQUIRE_ERROR(nn::LlamaAttention(8, 4, lo), "LlamaAttention: " + why);
+    nn::LlamaDecoderLayerOptions dl;
+    dl.attention.num_kv_heads = bad;
+    REQUIRE_ERROR(nn::LlamaDecoderLayer(8, 4, dl), "LlamaAttention: " + why);
+    nn::MultiheadAttentionOptions mo;
+    mo.num_kv_heads = bad;
+    REQUIRE_ERROR(nn::MultiheadAttention(8, 4, mo), "MultiheadAttention: " + why);
+    nn::TransformerLayerOptions to;
+    to.num_kv_heads = bad;
+    REQUIRE_ERROR(nn::TransformerEncoderLayer(8, 4, to), "MultiheadAttention: " + why);
+    REQUIRE_ERROR(nn::TransformerDecoderLayer(8, 4, to), "MultiheadAttention: " + why);
+  }
+  nn::LlamaAttentionOptions one;
+  one.num_kv_heads = 1;
+  REQUIRE(nn::LlamaAttention(8, 4, one).num_kv_heads == 1);
+  REQUIRE(nn::LlamaAttention(8, 4).num_kv_heads == 4);  // -1, the default
 }

@@ -245,3 +245,18 @@ TEST_CASE("masks built from strided views read the view's elements", "[attention
         REQUIRE(view.additive_at(1, 0, i, j, T, S) == copy.additive_at(1, 0, i, j, T, S));
   }
 }
+
+TEST_CASE("alibi_slopes: floating dtypes only, num_heads within its limit", "[attention_mask]") {
+  // issue 40: kInt64 gave zeros; 2^50 heads ran out of memory after a minute
+  REQUIRE_ERROR(AttentionMask::alibi_slopes(4, kInt64),
+                "AttentionMask::alibi_slopes: dtype int64 must be floating (float32 or float64)");
+  REQUIRE_ERROR(AttentionMask::alibi_slopes(4, kBool), "dtype bool must be floating");
+  REQUIRE_ERROR(AttentionMask::alibi_slopes(int64_t{1} << 50),
+                "AttentionMask::alibi_slopes: num_heads 1125899906842624 must be in [1, 2^16 = "
+                "65536]");
+  REQUIRE_ERROR(AttentionMask::alibi_slopes(0), "num_heads 0 must be in [1, 2^16 = 65536]");
+  // the paper's slopes for 4 heads: 2^-2, 2^-4, 2^-6, 2^-8
+  tgt::require_close(AttentionMask::alibi_slopes(4, kFloat64),
+                     tensor(std::vector<double>{0.25, 0.0625, 0.015625, 0.00390625}), 0, 0,
+                     "alibi_slopes(4)");
+}

@@ -195,6 +195,10 @@ TEST_CASE("gpt: bad options are refused with the allowed range", "[gpt]") {
   refused({"--arch", "llama", "--kv-heads", "3"}, "--kv-heads 3: must be in [0, 2] (0: --heads)");
   refused({"--arch", "llama", "--heads", "1", "--d-model", "31"},
           "the head size --d-model / --heads = 31 must be even");
+  // issue 40: llama's block is bounded by its rotary table, refused before any data is read
+  refused({"--arch", "llama", "--block", "9000", "--data-dir", kFix + "/missing"},
+          "--block 9000: must be in [1, 8192] (--arch llama: the rotary table's positions)");
+  refused({"--block", "70000"}, "--block 70000: must be in [1, 65536]");
   REQUIRE_THROWS_WITH(run({"--out", out, "--sample", "x", "--temperature", "-1"}),
                       Contains("--temperature -1: must be in (0, 100]"));
 }
@@ -471,4 +475,37 @@ TEST_CASE("gpt: --checkpoint gives the same losses, with dropout, gpt and llama"
     REQUIRE(a.size() == 8);
     CHECK(a == b);
   }
+}
+
+TEST_CASE("gpt: a bad value in a saved model's config names the file and the field", "[gpt]") {
+  // issue 40: it used to be blamed on options (--block) the user never passed
+  const std::string out = fresh_dir("bad-config");
+  const CharVocab vocab = CharVocab::build("abcdefghij");
+  GptConfig c = small_config("llama");
+  c.vocab_size = vocab.size();
+  tg::manual_seed(11);
+  Gpt m(c);
+  const std::string path = out + "/best/model.safetensors";
+  auto save_with = [&](const std::string& field, nlohmann::json value) {
+    nlohmann::json cfg = c.to_json();
+    cfg[field] = value;
+    std::filesystem::create_directories(out + "/best");
+    tg::nn::save_safetensors(path, m.state_dict(),
+                             {{"gpt.config", cfg.dump()}, {"gpt.vocab", vocab.to_json()}});
+  };
+  save_with("block", 8);  // the model as saved: loads
+  REQUIRE(load_best(out).cfg.block == 8);
+  save_with("block", 9000);
+  REQUIRE_THROWS_WITH(
+      run({"--out", out, "--sample", "a", "--length", "3"}),
+      Contains(path + ": saved model config 'block' 9000: must be in [1, 8192] ('arch' llama: "
+                      "the rotary table's positions)") &&
+          !Contains("--block"));
+  save_with("heads", 3);
+  REQUIRE_THROWS_WITH(load_best(out), Contains(path + ": saved model config 'd_model' 16 must be "
+                                                      "divisible by 'heads' 3"));
+  save_with("window", 9);
+  REQUIRE_THROWS_WITH(load_best(out),
+                      Contains(path + ": saved model config 'window' 9: must be in [0, 8] (0: "
+                                      "full causal attention; at most 'block')"));
 }
