@@ -33,7 +33,10 @@ PRIVATE_NAMESPACES = {"detail", "indexing"}
 # Ops without a gradient (bool or integer results, sampling); everything else is differentiable.
 NO_GRAD = {"eq", "ne", "lt", "le", "gt", "ge", "argmax", "argmin", "argsort", "isnan", "isinf",
            "isfinite", "isclose", "logical_not", "logical_and", "logical_or", "logical_xor", "all",
-           "any", "multinomial", "one_hot", "floor", "ceil", "round", "trunc", "sign", "nonzero"}
+           "any", "multinomial", "one_hot", "floor", "ceil", "round", "trunc", "sign", "nonzero",
+           "floor_divide"}  # torch 1.13: "derivative for aten::floor_divide is not implemented"
+# Families without a gradient, for ops not yet named above (bitwise_and, logical_*, is*, arg*).
+NO_GRAD_PREFIXES = ("bitwise_", "logical_", "is", "arg")
 # Functions that differentiate a function (torch.autograd.functional), not ops with a gradient.
 DERIVATIVES = {"func::vjp", "func::jvp", "func::vhp", "func::hvp", "func::jacobian",
                "func::hessian"}
@@ -171,7 +174,9 @@ def torch_name(n):
 
 
 def gradient(n):
-    return "derivatives" if n in DERIVATIVES else "no" if n in NO_GRAD else "yes"
+    if n in DERIVATIVES:
+        return "derivatives"
+    return "no" if n in NO_GRAD or n.startswith(NO_GRAD_PREFIXES) else "yes"
 
 
 def table():
