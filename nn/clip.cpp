@@ -13,23 +13,29 @@
 
 namespace tg::nn {
 namespace {
-// Calls f(T* g, n) on every defined gradient.
+// Calls f(T* g, n) on every defined gradient, in row-major order: a strided gradient through a
+// row-major copy, copied back through its strides when `writes`.
 template <typename F>
-void each_grad(const std::vector<Tensor>& params, const char* op, F&& f) {
+void each_grad(const std::vector<Tensor>& params, const char* op, bool writes, F&& f) {
   for (size_t i = 0; i < params.size(); ++i) {
     if (!params[i].defined()) throw Error(fmt::format("{}: parameter {} is undefined", op, i));
-    Tensor g = params[i].grad();
+    const Tensor g = params[i].grad();
     if (!g.defined()) continue;
     if (g.device().is_cuda())
       throw Error(
           fmt::format("{}: internal: CUDA gradient of parameter {} reached the host loop", op, i));
+    const Tensor d = tg::detail::dense(g);
     if (g.dtype() == kFloat32)
-      f(g.data<float>(), g.numel());
+      f(d.data<float>(), g.numel());
     else if (g.dtype() == kFloat64)
-      f(g.data<double>(), g.numel());
+      f(d.data<double>(), g.numel());
     else
       throw Error(fmt::format("{}: gradient of parameter {} {} is {}, expected a float type", op, i,
                               shape_str(g.shape()), dtype_name(g.dtype())));
+    if (writes && !g.is_contiguous()) {
+      NoGradGuard ng;
+      g.detach().copy_(d);
+    }
   }
 }
 // Gradients on CUDA devices; the host loops above take the rest.
@@ -52,7 +58,8 @@ double cuda_norm_part(const std::vector<Tensor>& gs, double p) {
   const bool inf = std::isinf(p);
   double acc = 0;
   if (p == 2) {
-    for (const Tensor& g : gs) {
+    for (const Tensor& g_in : gs) {
+      const Tensor g = tg::detail::dense(g_in);  // the kernel reads row-major memory
       Tensor slot = zeros({}, kFloat64, g.device());
       tg::detail::kernels("clip_grad_norm_", g)
           .sum_squares(tg::detail::cdt(g.dtype()), static_cast<double*>(slot.data_ptr()),
@@ -91,7 +98,7 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
   const std::vector<Tensor> dev_grads = cuda_grads(params);
   double acc = dev_grads.empty() ? 0.0 : cuda_norm_part(dev_grads, norm_type);
   bool any = !dev_grads.empty();
-  each_grad(host_params(params), "clip_grad_norm_", [&](auto* g, int64_t n) {
+  each_grad(host_params(params), "clip_grad_norm_", false, [&](auto* g, int64_t n) {
     any = true;
     double part = 0;  // each tensor's norm first, then the norm of the norms (PyTorch's order)
     for (int64_t i = 0; i < n; ++i) {
@@ -114,7 +121,7 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
   double coef = max_norm / (total + 1e-6);  // applied only when < 1 (or NaN, like torch.clamp)
   if (coef < 1.0 || std::isnan(coef)) cuda_scale(dev_grads, coef);
   if (coef < 1.0 || std::isnan(coef))
-    each_grad(host_params(params), "clip_grad_norm_", [&](auto* g, int64_t n) {
+    each_grad(host_params(params), "clip_grad_norm_", true, [&](auto* g, int64_t n) {
       using T = std::remove_reference_t<decltype(*g)>;
       for (int64_t i = 0; i < n; ++i) g[i] = static_cast<T>(g[i] * static_cast<T>(coef));
     });
@@ -133,7 +140,7 @@ void clip_grad_value_(const std::vector<Tensor>& params, double clip_value) {
       g.impl()->strides.clear();
     }
   }
-  each_grad(host_params(params), "clip_grad_value_", [&](auto* g, int64_t n) {
+  each_grad(host_params(params), "clip_grad_value_", true, [&](auto* g, int64_t n) {
     using T = std::remove_reference_t<decltype(*g)>;
     const T hi = static_cast<T>(clip_value);
     for (int64_t i = 0; i < n; ++i) g[i] = std::clamp(g[i], -hi, hi);

@@ -6,7 +6,9 @@
 
 namespace tg::nn::detail {
 
-// dst[doff .. doff+n) = src[soff .. soff+n), elements; same dtype and device (checked).
+// dst[doff .. doff+n) = src[soff .. soff+n), elements counted in row-major order of each shape
+// (either may be a strided view: a transposed or narrowed parameter); same dtype and device
+// (checked).
 void copy_elems(const Tensor& dst, int64_t doff, const Tensor& src, int64_t soff, int64_t n);
 void fill_zeros(const Tensor& dst, int64_t off, int64_t n);
 

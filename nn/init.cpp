@@ -1,23 +1,37 @@
 // nn/init.cpp — initialisers (see init.hpp).
 #include "nn/init.hpp"
 
+#include "autograd/tape.hpp"
+
 #include <fmt/format.h>
 
 #include <cmath>
 
 namespace tg::nn::init {
 namespace {
+// Draws value() for every element in row-major order of t's shape, so a strided view (a
+// transposed or narrowed parameter) gets the values a contiguous tensor of its shape gets. The
+// draws go into t directly when it is contiguous host memory, else into a host buffer copied
+// through t's strides (and to its device).
 template <typename F>
 void fill(Tensor& t, const char* op, F value) {
   if (!t.defined() || !is_floating(t.dtype()))
-    throw Error(fmt::format("init.{}: tensor must be a defined floating tensor", op));
+    throw Error(fmt::format("{}: tensor must be a defined floating tensor, got {}", op,
+                            t.defined() ? dtype_name(t.dtype()) : "undefined"));
+  const bool direct = t.is_contiguous() && !t.is_cuda();
+  Tensor buf = direct ? t : Tensor::empty(t.shape(), t.dtype());
   if (t.dtype() == kFloat32) {
-    float* p = t.data<float>();
+    float* p = buf.data<float>();
     for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<float>(value());
   } else {
-    double* p = t.data<double>();
+    double* p = buf.data<double>();
     for (int64_t i = 0; i < t.numel(); ++i) p[i] = value();
   }
+  NoGradGuard ng;  // an initialiser is not part of the graph (PyTorch runs it under no_grad)
+  if (direct)
+    note_inplace_write(t, op);
+  else
+    t.detach().copy_(buf);
 }
 }  // namespace
 
@@ -31,14 +45,14 @@ std::pair<int64_t, int64_t> fan_in_and_out(const Tensor& w) {
 }
 void uniform_(Tensor& t, double lo, double hi) {
   Generator& g = default_generator();
-  fill(t, "uniform_", [&] { return lo + (hi - lo) * g.uniform(); });
+  fill(t, "init.uniform_", [&] { return lo + (hi - lo) * g.uniform(); });
 }
 void normal_(Tensor& t, double mean, double std) {
   Generator& g = default_generator();
-  fill(t, "normal_", [&] { return mean + std * g.normal(); });
+  fill(t, "init.normal_", [&] { return mean + std * g.normal(); });
 }
 void constant_(Tensor& t, double v) {
-  fill(t, "constant_", [v] { return v; });
+  fill(t, "init.constant_", [v] { return v; });
 }
 void zeros_(Tensor& t) { constant_(t, 0); }
 void ones_(Tensor& t) { constant_(t, 1); }

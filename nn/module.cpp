@@ -314,8 +314,11 @@ LoadResult Module::load_state_dict(const StateDict& dict, bool strict) {
   for (const auto& [key, t] : own) {
     if (!dict.contains(key)) continue;
     const Tensor src = tg::detail::dense(dict.at(key));
-    if (src.data_ptr() == t.data_ptr()) continue;
-    if (src.device().type == DeviceType::CPU && t.device().type == DeviceType::CPU) {
+    if (src.data_ptr() == t.data_ptr() && t.is_contiguous()) continue;
+    if (!t.is_contiguous()) {  // a strided view (a transposed parameter): written through it
+      NoGradGuard ng;
+      t.detach().copy_(src);
+    } else if (src.device().type == DeviceType::CPU && t.device().type == DeviceType::CPU) {
       std::memmove(t.data_ptr(), src.data_ptr(),
                    static_cast<size_t>(t.numel()) * dtype_size(t.dtype()));
     } else {  // across devices: the copy takes the place of the old storage (same handle)

@@ -2,6 +2,7 @@
 // loops, written in the operation order of PyTorch 1.13's _single_tensor_* functions.
 #include "nn/optim.hpp"
 
+#include "autograd/tape.hpp"
 #include "ops/kernels.hpp"
 
 #include <fmt/format.h>
@@ -141,6 +142,20 @@ void by_dtype(const Tensor& p, F&& f) {
   else
     f(double{});
 }
+// The update loops and kernels read and write row-major memory. A strided parameter (a
+// transposed or narrowed leaf) is updated in a row-major copy that write_back then copies
+// through the parameter's strides, so the step lands in the parameter's own storage and layout;
+// a strided gradient or state tensor is read through a row-major copy (a state tensor is replaced
+// by it, so the next step finds it row-major).
+Tensor dense_param(const Tensor& p) { return tg::detail::dense(p.detach()); }
+Tensor& dense_state(Tensor& t) { return t = tg::detail::dense(t); }
+void write_back(const Tensor& p, const Tensor& updated, const char* op) {
+  if (!p.is_contiguous()) {
+    NoGradGuard ng;
+    p.detach().copy_(updated);
+  }
+  note_inplace_write(p, op);
+}
 // lo <= v < hi (PyTorch's checks), NaN rejected.
 void check_range(const std::string& opt, const char* what, double v, double lo,
                  double hi = INFINITY) {
@@ -193,7 +208,7 @@ void SGD::step() {
   for (ParamGroup& group : groups_) {
     const Options& o = group.options;
     for (Tensor& p : group.params) {
-      Tensor g = grad_of(p);
+      const Tensor g = tg::detail::dense(grad_of(p));
       if (!g.defined()) continue;
       ParamState& st = state_[p.impl()];
       Tensor buf;
@@ -201,17 +216,18 @@ void SGD::step() {
       if (o.at("momentum") != 0) {
         auto it = st.tensors.find("momentum_buffer");
         first = it == st.tensors.end();
-        buf = first ? (st.tensors["momentum_buffer"] = zeros_as(p)) : it->second;
+        buf = first ? (st.tensors["momentum_buffer"] = zeros_as(p)) : dense_state(it->second);
       }
       if (p.device().is_cuda())
         throw Error(fmt::format("SGD: not implemented on {} yet (param {}); use Adam or AdamW",
                                 p.device().str(), shape_str(p.shape())));
+      const Tensor pd = dense_param(p);
       by_dtype(p, [&](auto t) {
         using T = decltype(t);
-        sgd_update(p.data<T>(), g.data<T>(), buf.defined() ? buf.data<T>() : nullptr, p.numel(), o,
+        sgd_update(pd.data<T>(), g.data<T>(), buf.defined() ? buf.data<T>() : nullptr, p.numel(), o,
                    first);
       });
-      note_inplace_write(p, "SGD.step");
+      write_back(p, pd, "SGD.step");
     }
   }
 }
@@ -276,7 +292,7 @@ void Adam::step() {
     const Options& o = group.options;
     const bool amsgrad = o.at("amsgrad") != 0;
     for (Tensor& p : group.params) {
-      Tensor g = grad_of(p);
+      const Tensor g = tg::detail::dense(grad_of(p));
       if (!g.defined()) continue;
       ParamState& st = state_[p.impl()];
       if (st.tensors.empty()) {
@@ -289,16 +305,18 @@ void Adam::step() {
         st.tensors["max_exp_avg_sq"] = zeros_as(p);
       double step = st.numbers["step"] += 1;
       const detail::AdamScalars s = detail::adam_scalars(o, step, decoupled_);
-      Tensor m = st.tensors.at("exp_avg"), v = st.tensors.at("exp_avg_sq");
-      Tensor vmax = amsgrad ? st.tensors.at("max_exp_avg_sq") : Tensor();
+      const Tensor m = dense_state(st.tensors.at("exp_avg")),
+                   v = dense_state(st.tensors.at("exp_avg_sq"));
+      const Tensor vmax = amsgrad ? dense_state(st.tensors.at("max_exp_avg_sq")) : Tensor();
       if (g.device() != p.device() || m.device() != p.device())
         throw Error(fmt::format("{}: parameter {} is on {} but its gradient or state is on {}",
                                 name_, shape_str(p.shape()), p.device().str(),
                                 g.device() != p.device() ? g.device().str() : m.device().str()));
-      detail::adam_step(name_.c_str(), p.device(), p.dtype(), p.data_ptr(), g.data_ptr(),
+      const Tensor pd = dense_param(p);
+      detail::adam_step(name_.c_str(), p.device(), p.dtype(), pd.data_ptr(), g.data_ptr(),
                         m.data_ptr(), v.data_ptr(), vmax.defined() ? vmax.data_ptr() : nullptr,
                         p.numel(), s);
-      note_inplace_write(p, decoupled_ ? "AdamW.step" : "Adam.step");
+      write_back(p, pd, decoupled_ ? "AdamW.step" : "Adam.step");
     }
   }
 }

@@ -116,9 +116,13 @@ void ZeroRedundancyAdamW::step() {
       auto at = [&](const Tensor& t, int64_t off) {
         return static_cast<char*>(t.data_ptr()) + off * static_cast<int64_t>(es);
       };
-      detail::adam_step("ZeroRedundancyAdamW", p.device(), p.dtype(), at(p, pc.param_off),
+      // The kernel writes row-major memory: a strided parameter steps in a row-major copy whose
+      // piece goes back through the parameter's strides.
+      const Tensor pd = tg::detail::dense(p.detach());
+      detail::adam_step("ZeroRedundancyAdamW", p.device(), p.dtype(), at(pd, pc.param_off),
                         at(s.grad, pc.shard_off), at(s.exp_avg, pc.shard_off),
                         at(s.exp_avg_sq, pc.shard_off), nullptr, pc.n, sc);
+      if (!p.is_contiguous()) ddetail::copy_elems(p, pc.param_off, pd, pc.param_off, pc.n);
       note_inplace_write(p, "ZeroRedundancyAdamW.step");
     }
   }

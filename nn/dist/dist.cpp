@@ -57,6 +57,23 @@ void check_tensor(const char* op, const Tensor& t, const char* name = "tensor") 
                     "a detached tensor)",
                     op, name, shape_str(t.shape())));
 }
+// The backends send and receive row-major memory from data_ptr(). The synchronous in-place
+// collectives (all_reduce, broadcast) take a strided tensor through a row-major copy written back
+// through its strides; the asynchronous ones refuse it (a copy-back would outlive the call).
+void check_dense(const char* op, const Tensor& t, const char* name = "tensor") {
+  if (t.defined() && !t.is_contiguous())
+    fail(
+        fmt::format("{}: the {} {} is a strided view (strides {}); pass a contiguous tensor "
+                    "(contiguous()), or use the synchronous all_reduce or broadcast",
+                    op, name, shape_str(t.shape()), shape_str(t.strides())));
+}
+template <typename F>
+void through_dense(Tensor& t, F collective) {
+  Tensor d = tg::detail::dense_copy(t.detach());
+  collective(d);
+  NoGradGuard ng;
+  t.detach().copy_(d);
+}
 void check_avg(const char* op, ReduceOp r, const Tensor& t) {
   if (r == ReduceOp::Avg && !is_floating(t.dtype()))
     fail(fmt::format("{}: avg needs a floating tensor, got {} {}", op, dtype_name(t.dtype()),
@@ -165,6 +182,7 @@ Work all_reduce_async(Tensor t, ReduceOp op) {
   const char* name = "all_reduce";
   require_init(name);
   check_tensor(name, t);
+  check_dense(name, t);
   check_avg(name, op, t);
   Signature sig = detail::signature(detail::kAllReduce, t, static_cast<int64_t>(op),
                                     detail::describe(name, t, reduce_op_name(op)));
@@ -172,12 +190,17 @@ Work all_reduce_async(Tensor t, ReduceOp op) {
   detail::Task task = b.all_reduce(t, op, sig.what);
   return run(b, std::move(sig), std::move(task));
 }
-void all_reduce(Tensor& t, ReduceOp op) { all_reduce_async(t, op).wait(); }
+void all_reduce(Tensor& t, ReduceOp op) {
+  if (t.defined() && !t.is_contiguous())
+    return through_dense(t, [op](Tensor& d) { all_reduce(d, op); });
+  all_reduce_async(t, op).wait();
+}
 
 void broadcast(Tensor& t, int root) {
   const char* name = "broadcast";
   require_init(name);
   check_tensor(name, t);
+  if (!t.is_contiguous()) return through_dense(t, [root](Tensor& d) { broadcast(d, root); });
   World& w = world();
   if (root < 0 || root >= w.size)
     fail(fmt::format("broadcast: root {} is not a rank (world size {})", root, w.size));
@@ -193,6 +216,8 @@ Work all_gather_into_tensor_async(Tensor out, Tensor in) {
   require_init(name);
   check_tensor(name, in, "input");
   check_tensor(name, out, "output");
+  check_dense(name, in, "input");
+  check_dense(name, out, "output");
   World& w = world();
   if (out.dtype() != in.dtype() || out.numel() != in.numel() * w.size ||
       out.device() != in.device())
@@ -212,7 +237,7 @@ std::vector<Tensor> all_gather(const Tensor& t) {
   check_tensor("all_gather", t);
   World& w = world();
   Tensor flat = Tensor::empty({w.size * t.numel()}, t.dtype(), t.device());
-  all_gather_into_tensor(flat, t);
+  all_gather_into_tensor(flat, tg::detail::dense(t.detach()));
   std::vector<Tensor> out;
   for (int r = 0; r < w.size; ++r) {
     NoGradGuard ng;
@@ -226,6 +251,8 @@ Work reduce_scatter_tensor_async(Tensor out, Tensor in, ReduceOp op) {
   require_init(name);
   check_tensor(name, in, "input");
   check_tensor(name, out, "output");
+  check_dense(name, in, "input");
+  check_dense(name, out, "output");
   World& w = world();
   if (out.dtype() != in.dtype() || in.numel() != out.numel() * w.size ||
       out.device() != in.device())

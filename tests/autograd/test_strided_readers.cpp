@@ -1,6 +1,9 @@
 // tests/autograd/test_strided_readers.cpp — every library reader of tensor data accepts a strided
 // view (transpose, narrow, select, expand): gradcheck in both modes on view outputs and on leaf
-// views, printing, to_vector, item, save_npy, the anomaly scan, set_grad + zero_grad.
+// views, printing, to_vector, item, save_npy, the anomaly scan, set_grad + zero_grad. The nn
+// readers have theirs beside their other tests: init and the optimizers (tests/nn/test_optim.cpp),
+// clipping (test_schedule_clip.cpp), load_state_dict (test_module.cpp), DDP and ZeRO-1 and the
+// collectives (tests/dist/test_zero_strided.cpp).
 #include "tests/helpers.hpp"
 
 #include "autograd/anomaly.hpp"

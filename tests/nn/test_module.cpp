@@ -132,6 +132,29 @@ TEST_CASE("state_dict round trip and zero_grad", "[module]") {
   for (Tensor& p : dst->parameters()) REQUIRE_FALSE(p.grad().defined());
 }
 
+TEST_CASE("load_state_dict writes a strided parameter through its view", "[module][views]") {
+  // w (3, 4) = a.t() of a (4, 3), strides (1, 3); v (2, 3) = b's columns 1..3: views as leaves.
+  struct Views : nn::Module {
+    Tensor a = randn({4, 3}, kFloat64), b = zeros({2, 5}, kFloat64), w, v;
+    Views() : nn::Module("Views") {
+      w = a.t().detach();
+      v = b.narrow(1, 1, 3).detach();
+      register_parameter("w", &w);
+      register_parameter("v", &v);
+    }
+  };
+  manual_seed(8);
+  Views m;
+  nn::StateDict sd;
+  sd.insert("w", arange(0.0, 12.0, 1.0, kFloat64).reshape({3, 4}));
+  sd.insert("v", full({2, 3}, 7.0, kFloat64));
+  m.load_state_dict(sd);
+  REQUIRE(m.w.to_vector<double>() == arange(0.0, 12.0, 1.0, kFloat64).to_vector<double>());
+  REQUIRE(m.a.to_vector<double>() == m.w.t().contiguous().to_vector<double>());
+  REQUIRE(m.b.to_vector<double>() == std::vector<double>{0, 7, 7, 7, 0, 0, 7, 7, 7, 0});
+  REQUIRE_FALSE(m.w.is_contiguous());  // still the view
+}
+
 TEST_CASE("load_state_dict reports missing, unexpected and mismatched keys", "[module]") {
   auto net = std::make_shared<Net>();
   nn::StateDict sd;

@@ -220,3 +220,135 @@ TEST_CASE("initialisers draw within PyTorch's bounds", "[optim][init]") {
   for (float v : w.to_vector<float>()) REQUIRE(std::fabs(double(v)) <= xb);
   REQUIRE_ERROR(nn::init::fan_in_and_out(zeros({3})), "need at least 2 dims, got (3)");
 }
+
+namespace {
+// A strided leaf and its storage: (3, 4) views of float64 storage, one transposed (strides
+// (1, 3)) and one narrowed (strides (6, 1) at offset 1), made leaves as parameters are.
+struct StridedParam {
+  Tensor storage, param;
+};
+StridedParam strided_param(bool transposed, DType dt) {
+  Tensor s = transposed ? randn({4, 3}, dt) : randn({3, 6}, dt);
+  Tensor p = (transposed ? s.t() : s.narrow(1, 1, 4)).detach().requires_grad_();
+  REQUIRE_FALSE(p.is_contiguous());
+  return {s, p};
+}
+// The storage's elements outside the narrowed view (columns 0 and 5), to see they stay put.
+std::vector<double> outside(const StridedParam& sp) {
+  return cat({sp.storage.narrow(1, 0, 1), sp.storage.narrow(1, 5, 1)}, 1).to_vector<double>();
+}
+using MakeOpt = std::function<std::unique_ptr<nn::Optimizer>(const Tensor&)>;
+// Three steps of loss = sum(c·p²) on p, the gradient given by backward or as a strided view
+// (strides (1, 3)) stored in .grad directly: set_grad and backward store row-major gradients, but
+// the readers must not rely on it.
+void three_steps(nn::Optimizer& opt, const Tensor& p, bool grad_as_view) {
+  Tensor c = arange(1.0, 13.0, 1.0, p.dtype()).reshape({3, 4}) * 0.25;
+  for (int i = 0; i < 3; ++i) {
+    opt.zero_grad();
+    if (grad_as_view) {
+      NoGradGuard ng;
+      p.impl()->grad = (c * p * 2.0).t().contiguous().t().impl_ptr();
+      REQUIRE_FALSE(p.grad().is_contiguous());
+    } else {
+      (c * p * p).sum().backward();
+    }
+    opt.step();
+  }
+}
+}  // namespace
+
+TEST_CASE("optimizers step strided parameters in their own storage, as contiguous ones",
+          "[optim][views]") {
+  const std::vector<std::pair<std::string, MakeOpt>> opts{
+      {"SGD", [](const Tensor& p) { return std::make_unique<nn::SGD>(std::vector<Tensor>{p}); }},
+      {"SGD momentum nesterov wd",
+       [](const Tensor& p) {
+         return std::make_unique<nn::SGD>(std::vector<Tensor>{p},
+                                          nn::SGDOptions{0.05, 0.9, 0, 0.1, true});
+       }},
+      {"SGD damp maximize",
+       [](const Tensor& p) {
+         return std::make_unique<nn::SGD>(std::vector<Tensor>{p},
+                                          nn::SGDOptions{0.05, 0.8, 0.3, 0, false, true});
+       }},
+      {"Adam wd",
+       [](const Tensor& p) {
+         return std::make_unique<nn::Adam>(std::vector<Tensor>{p},
+                                           nn::AdamOptions{0.05, {0.8, 0.95}, 1e-8, 0.1});
+       }},
+      {"Adam amsgrad",
+       [](const Tensor& p) {
+         nn::AdamOptions o;
+         o.lr = 0.05;
+         o.amsgrad = true;
+         return std::make_unique<nn::Adam>(std::vector<Tensor>{p}, o);
+       }},
+      {"AdamW",
+       [](const Tensor& p) {
+         return std::make_unique<nn::AdamW>(std::vector<Tensor>{p}, nn::AdamWOptions(0.05));
+       }},
+      {"AdamW amsgrad maximize", [](const Tensor& p) {
+         nn::AdamWOptions o(0.05);
+         o.amsgrad = true;
+         o.maximize = true;
+         return std::make_unique<nn::AdamW>(std::vector<Tensor>{p}, o);
+       }}};
+  manual_seed(11);
+  for (const auto& [name, make] : opts)
+    for (DType dt : {kFloat64, kFloat32})
+      for (bool transposed : {true, false})
+        for (bool grad_as_view : {false, true}) {
+          INFO(name << ", " << dtype_name(dt) << (transposed ? ", transposed" : ", narrowed")
+                    << (grad_as_view ? ", gradient set as a strided view" : ", backward"));
+          StridedParam sp = strided_param(transposed, dt);
+          const std::vector<double> around = transposed ? std::vector<double>{} : outside(sp);
+          const std::vector<double> start = sp.param.to_vector<double>();
+          Tensor ref = sp.param.contiguous().detach().requires_grad_();
+          auto opt = make(sp.param), ref_opt = make(ref);
+          three_steps(*opt, sp.param, grad_as_view);
+          three_steps(*ref_opt, ref, grad_as_view);
+          // The same bits as the contiguous run, written into the view's own storage.
+          REQUIRE(sp.param.to_vector<double>() == ref.to_vector<double>());
+          REQUIRE(sp.param.to_vector<double>() != start);  // the steps moved it
+          if (transposed)
+            REQUIRE(sp.storage.to_vector<double>() ==
+                    ref.detach().t().contiguous().to_vector<double>());
+          else
+            REQUIRE(outside(sp) == around);
+          REQUIRE_FALSE(sp.param.is_contiguous());  // still the view it was
+        }
+}
+
+TEST_CASE("initialisers fill strided views as contiguous tensors of their shape",
+          "[optim][init][views]") {
+  using Init = std::function<void(Tensor&)>;
+  const std::vector<std::pair<std::string, Init>> inits{
+      {"uniform_", [](Tensor& t) { nn::init::uniform_(t, -2, 3); }},
+      {"normal_", [](Tensor& t) { nn::init::normal_(t, 1, 0.5); }},
+      {"constant_", [](Tensor& t) { nn::init::constant_(t, -1.5); }},
+      {"zeros_", [](Tensor& t) { nn::init::zeros_(t); }},
+      {"ones_", [](Tensor& t) { nn::init::ones_(t); }},
+      {"xavier_uniform_", [](Tensor& t) { nn::init::xavier_uniform_(t, 2.0); }},
+      {"kaiming_uniform_", [](Tensor& t) { nn::init::kaiming_uniform_(t, std::sqrt(5.0)); }}};
+  for (const auto& [name, init] : inits)
+    for (DType dt : {kFloat32, kFloat64})
+      for (bool transposed : {true, false}) {
+        INFO(name << ", " << dtype_name(dt) << (transposed ? ", transposed" : ", narrowed"));
+        manual_seed(4);
+        StridedParam sp = strided_param(transposed, dt);
+        const std::vector<double> around = transposed ? std::vector<double>{} : outside(sp);
+        Tensor ref = zeros({3, 4}, dt);
+        manual_seed(21);
+        init(sp.param);
+        manual_seed(21);
+        init(ref);
+        REQUIRE(sp.param.to_vector<double>() == ref.to_vector<double>());
+        if (transposed)
+          REQUIRE(sp.storage.to_vector<double>() == ref.t().contiguous().to_vector<double>());
+        else
+          REQUIRE(outside(sp) == around);
+      }
+  Tensor ints = zeros({2}, kInt64);
+  REQUIRE_ERROR(nn::init::uniform_(ints),
+                "init.uniform_: tensor must be a defined floating tensor, got int64");
+}

@@ -124,6 +124,39 @@ TEST_CASE("clip_grad_norm_ and clip_grad_value_ match PyTorch", "[clip][parity][
   REQUIRE_ERROR(nn::clip_grad_value_({q}, -1), "clip_grad_value_: clip_value must be >= 0, got -1");
 }
 
+TEST_CASE("clip_grad_norm_ and clip_grad_value_ read and write strided gradients in place",
+          "[clip][views]") {
+  // p0's gradient is a transposed view (strides (1, 3)) of `storage`, stored in .grad directly
+  // (set_grad stores a row-major copy; the clipping must not rely on it); q0 the same values
+  // row-major. Norms, results and the storage's layout agree.
+  for (bool by_value : {false, true})
+    for (double norm_type : {2.0, 3.0, double(INFINITY)}) {
+      INFO((by_value ? "clip_grad_value_" : "clip_grad_norm_") << " norm_type " << norm_type);
+      manual_seed(9);
+      Tensor storage = randn({4, 3}, kFloat64), g1 = randn({5}, kFloat64);
+      Tensor p0 = zeros({3, 4}, kFloat64).requires_grad_(),
+             p1 = zeros({5}, kFloat64).requires_grad_();
+      Tensor q0 = zeros({3, 4}, kFloat64).requires_grad_(),
+             q1 = zeros({5}, kFloat64).requires_grad_();
+      p0.impl()->grad = storage.t().impl_ptr();
+      REQUIRE_FALSE(p0.grad().is_contiguous());
+      q0.set_grad(storage.t().contiguous());
+      p1.set_grad(g1);
+      q1.set_grad(g1.clone());
+      if (by_value) {
+        nn::clip_grad_value_({p0, p1}, 0.5);
+        nn::clip_grad_value_({q0, q1}, 0.5);
+      } else {
+        const double got = nn::clip_grad_norm_({p0, p1}, 0.3, norm_type);
+        REQUIRE(got == nn::clip_grad_norm_({q0, q1}, 0.3, norm_type));
+        REQUIRE(got > 0.3);  // clipping was active
+      }
+      REQUIRE(p0.grad().to_vector<double>() == q0.grad().to_vector<double>());
+      REQUIRE(p1.grad().to_vector<double>() == q1.grad().to_vector<double>());
+      REQUIRE(storage.to_vector<double>() == q0.grad().t().contiguous().to_vector<double>());
+    }
+}
+
 TEST_CASE("clip_grad_norm_ refuses a negative or NaN max_norm (it would flip the gradients)",
           "[clip]") {
   Tensor q = zeros({2}).requires_grad_();

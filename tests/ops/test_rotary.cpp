@@ -2,13 +2,21 @@
 // 1.13 references (tests/fixtures/rotary: Hugging Face's rotate_half on (B, NH, T, hs), Meta's
 // complex pairs on (B, T, NH, hs) with partial rotary dims; tools/make_fixtures.py), on the fused
 // path (tables without gradient) and the composed one (tables with gradient); gradchecks; the
-// module's tables and decoding at an offset; errors naming the op and shapes.
+// module's tables and decoding at an offset; errors naming the op and shapes; the kernel at special
+// values (±0, ±inf, NaN, subnormals) on every head size up to the vector body and past it.
 #include "fixtures.hpp"
 #include "helpers.hpp"
 
 #include "nn/layers.hpp"
 
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
 #include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 using namespace tg;
@@ -102,4 +110,112 @@ TEST_CASE("apply_rotary errors name the op, every shape and the allowed range", 
   REQUIRE_ERROR(apply_rotary(x, c, c, false, 2),
                 "apply_rotary: seq_dim 2 out of range for x (2,5,8): expected [-3, 1]");
   REQUIRE_ERROR(apply_rotary(x, c.to(kFloat64), c), "apply_rotary");
+}
+
+namespace {
+// Special values for the rotary kernels: ±0, ±inf, NaN, subnormals, ordinary values. Magnitudes
+// stay far from overflow so a product never sits at the edge where a fused multiply-add and a
+// plain product round differently.
+template <typename T>
+std::vector<T> rotary_specials() {
+  using L = std::numeric_limits<T>;
+  return {T(0),           T(-0.0),       L::infinity(),   -L::infinity(),
+          L::quiet_NaN(), T(1),          L::denorm_min(), -L::denorm_min(),
+          L::min() / 4,   T(-2.5),       T(0.75),         T(-1e-3),
+          T(3),           -L::min() / 8, T(1e15)};
+}
+// v cycled from `shift` into a (rows, n) tensor: each position sees every value in turn.
+template <typename T>
+std::vector<T> cycled(const std::vector<T>& v, int64_t rows, int64_t n, int64_t shift) {
+  std::vector<T> out;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < n; ++i)
+      out.push_back(v[static_cast<size_t>((i + r * 7 + shift) % static_cast<int64_t>(v.size()))]);
+  return out;
+}
+// One output element of the reference: its value, the size of the products it sums (for the
+// rounding allowance), and whether every product has a zero factor (then no rounding is involved
+// and the sign of a zero result is fixed).
+template <typename T>
+struct Expected {
+  T value, scale;
+  bool exact;
+};
+// The pair (a, b) turned by (c, ±s), as the test's own plain loop: (a·c − b·s', b·c + a·s').
+template <typename T>
+std::pair<Expected<T>, Expected<T>> rotate(T a, T b, T c, T s, bool inverse) {
+  const T sp = inverse ? -s : s;
+  auto zero = [](T u, T v) { return (u == 0 && std::isfinite(v)) || (v == 0 && std::isfinite(u)); };
+  return {{a * c - b * sp, std::fabs(a * c) + std::fabs(b * sp), zero(a, c) && zero(b, sp)},
+          {b * c + a * sp, std::fabs(b * c) + std::fabs(a * sp), zero(b, c) && zero(a, sp)}};
+}
+// x (P, D) turned by the tables (P, R/2) on its first R dims, the rest copied: the reference.
+template <typename T>
+std::vector<Expected<T>> rotary_reference(const std::vector<T>& x, const std::vector<T>& c,
+                                          const std::vector<T>& s, int64_t P, int64_t D, int64_t R,
+                                          bool interleaved, bool inverse) {
+  const int64_t h = R / 2;
+  std::vector<Expected<T>> out;
+  for (int64_t p = 0; p < P; ++p) {
+    const T* xr = x.data() + p * D;
+    std::vector<Expected<T>> row(static_cast<size_t>(D));
+    for (int64_t i = 0; i < h; ++i) {
+      const int64_t ia = interleaved ? 2 * i : i, ib = interleaved ? 2 * i + 1 : i + h;
+      std::tie(row[ia], row[ib]) = rotate(xr[ia], xr[ib], c[p * h + i], s[p * h + i], inverse);
+    }
+    for (int64_t j = R; j < D; ++j) row[j] = {xr[j], 0, true};
+    out.insert(out.end(), row.begin(), row.end());
+  }
+  return out;
+}
+// got equals the reference: NaN where it is NaN, the same infinities, finite values within a few
+// roundings of the products (a fused multiply-add rounds once where the loop rounds twice), and
+// the same sign of zero where no rounding is involved.
+template <typename T>
+void require_rotated(const Tensor& got_t, const std::vector<Expected<T>>& want,
+                     const std::string& what) {
+  const std::vector<T> got = got_t.contiguous().to_vector<T>();
+  REQUIRE(got.size() == want.size());
+  const T eps = std::numeric_limits<T>::epsilon();
+  for (size_t i = 0; i < got.size(); ++i) {
+    const T w = want[i].value, g = got[i];
+    INFO(what << " element " << i << ": got " << g << ", want " << w);
+    if (std::isnan(w)) {
+      REQUIRE(std::isnan(g));
+    } else if (std::isinf(w)) {
+      REQUIRE(g == w);
+    } else {
+      REQUIRE(std::fabs(g - w) <= 4 * eps * want[i].scale + std::numeric_limits<T>::denorm_min());
+      if (w == 0 && want[i].exact) REQUIRE(std::signbit(g) == std::signbit(w));
+    }
+  }
+}
+}  // namespace
+
+TEMPLATE_TEST_CASE(
+    "apply_rotary at special values: every head size 2..80 and 300, both layouts, "
+    "forward and backward, against a plain loop",
+    "[rotary][special]", float, double) {
+  using T = TestType;
+  const DType dt = std::is_same<T, float>::value ? kFloat32 : kFloat64;
+  const std::vector<T> sv = rotary_specials<T>();
+  constexpr int64_t P = 3;  // positions
+  std::vector<int64_t> halves;
+  for (int64_t h = 1; h <= 40; ++h) halves.push_back(h);
+  halves.push_back(150);
+  for (bool inter : {false, true})
+    for (int64_t h : halves) {
+      const int64_t R = 2 * h, D = R + (h % 2) * 3;  // odd h: 3 dims pass through
+      const std::string what = fmt::format("{} {} D={} R={}", inter ? "interleaved" : "half-split",
+                                           dtype_name(dt), D, R);
+      const std::vector<T> xv = cycled(sv, P, D, 0), cv = cycled(sv, P, h, 3),
+                           sn = cycled(sv, P, h, 8), gv = cycled(sv, P, D, 5);
+      Tensor x = tensor(xv, {P, D}).requires_grad_();
+      const Tensor c = tensor(cv, {P, h}), s = tensor(sn, {P, h});
+      Tensor y = apply_rotary(x, c, s, inter, 0);
+      require_rotated(y, rotary_reference(xv, cv, sn, P, D, R, inter, false), what + " forward");
+      y.backward(tensor(gv, {P, D}));
+      require_rotated(x.grad(), rotary_reference(gv, cv, sn, P, D, R, inter, true),
+                      what + " backward");
+    }
 }

@@ -5,7 +5,7 @@
 // [--blocked-causal] (structure); --padding l1,l2,... (valid key lengths per batch element),
 // --bool-mask (a random explicit mask), --additive (a random float mask with some -inf; sdpa).
 // Deliberately not here: the other ops (cases.cpp), parsing (options.cpp).
-#include "tools/gradcheck/cases.hpp"
+#include "tools/gradcheck/builders.hpp"
 
 #include "nn/attention.hpp"
 #include "nn/transformer.hpp"
@@ -22,8 +22,6 @@ using tg::AttentionMask;
 using tg::Shape;
 using tg::Tensor;
 namespace {
-
-Tensor leaf(const Shape& s) { return tg::randn(s, tg::kFloat64).requires_grad_(); }
 
 int64_t key_len(const CaseArgs& a) { return a.src_len > 0 ? a.src_len : a.len; }
 
@@ -61,8 +59,9 @@ Tensor random_bool(int64_t T, int64_t S, double p) {
   return tg::tensor(v, {T, S});
 }
 
-BuiltCase build_sdpa(const CaseArgs& a) {
-  const int64_t B = a.batch, NH = a.heads, T = a.len, S = key_len(a), hs = a.head_size;
+// The mask the sdpa options describe: structure, padding, a random bool or additive mask.
+AttentionMask sdpa_mask(const CaseArgs& a) {
+  const int64_t B = a.batch, T = a.len, S = key_len(a);
   AttentionMask m = structure(a);
   if (!a.padding.empty())
     m = m &
@@ -78,14 +77,49 @@ BuiltCase build_sdpa(const CaseArgs& a) {
       if (u.data<double>()[e] < 0.2) add.data<double>()[e] = -INFINITY;
     m = m & AttentionMask::additive(add);
   }
+  return m;
+}
+
+// Layout 0: q, k, v (B, NH, T|S, hs); 1: packed qkv (B, T, 3, NH, hs) (self-attention, S = T);
+// 2: q (B, T, NH, hs) and packed kv (B, S, 2, NH, hs).
+BuiltCase build_sdpa_layout(const CaseArgs& a, int layout) {
+  const int64_t B = a.batch, NH = a.heads, T = a.len, S = key_len(a), hs = a.head_size;
+  if (layout == 1 && S != T)
+    throw UsageError(
+        fmt::format("--op sdpa_packed is self-attention: --src-len {} != --len {}", S, T));
+  const AttentionMask m = sdpa_mask(a);
   tg::SDPAOptions o;
   o.dropout_p = a.dropout;
   BuiltCase c;
-  c.inputs = {leaf({B, NH, T, hs}), leaf({B, NH, S, hs}), leaf({B, NH, S, hs})};
-  c.names = {"q", "k", "v"};
-  c.fn = [m, o](const std::vector<Tensor>& in) {
+  if (layout == 0) {
+    c.inputs = {leaf({B, NH, T, hs}), leaf({B, NH, S, hs}), leaf({B, NH, S, hs})};
+    c.names = {"q", "k", "v"};
+  } else if (layout == 1) {
+    c.inputs = {leaf({B, T, 3, NH, hs})};
+    c.names = {"qkv"};
+  } else {
+    c.inputs = {leaf({B, T, NH, hs}), leaf({B, S, 2, NH, hs})};
+    c.names = {"q", "kv"};
+  }
+  c.fn = [m, o, layout](const std::vector<Tensor>& in) {
     if (o.dropout_p > 0) tg::manual_seed(1234);  // the same dropout mask every evaluation
+    if (layout == 1) return tg::scaled_dot_product_attention_packed(in[0], m, o).output;
+    if (layout == 2) return tg::scaled_dot_product_attention_kv_packed(in[0], in[1], m, o).output;
     return tg::scaled_dot_product_attention(in[0], in[1], in[2], m, o).output;
+  };
+  return c;
+}
+
+// The seed articles' attention(Q, K, V, mask): the output (the weights carry no gradient, as
+// the fused node's need_weights output: ops/attention.cpp).
+BuiltCase build_plain_attention(const CaseArgs& a) {
+  const int64_t B = a.batch, T = a.len, S = key_len(a), hs = a.head_size;
+  Tensor mask = a.bool_mask ? random_bool(T, S, 0.7) : Tensor();
+  BuiltCase c;
+  c.inputs = {leaf({B, T, hs}), leaf({B, S, hs}), leaf({B, S, hs})};
+  c.names = {"Q", "K", "V"};
+  c.fn = [mask](const std::vector<Tensor>& in) {
+    return tg::attention(in[0], in[1], in[2], mask).first;
   };
   return c;
 }
@@ -208,7 +242,20 @@ void add_attention(std::vector<OpInfo>& r) {
   r.push_back({"sdpa",
                "--batch B --heads NH --len T --src-len S --head-size hs " + m +
                    " [--pad-bool] [--additive] [--dropout p]",
-               build_sdpa});
+               [](const CaseArgs& a) { return build_sdpa_layout(a, 0); },
+               {"scaled_dot_product_attention"}});
+  r.push_back({"sdpa_packed",
+               "as sdpa, self-attention on one packed qkv (B, T, 3, NH, hs)",
+               [](const CaseArgs& a) { return build_sdpa_layout(a, 1); },
+               {"scaled_dot_product_attention_packed"}});
+  r.push_back({"sdpa_kv_packed",
+               "as sdpa, q (B, T, NH, hs) and packed kv (B, S, 2, NH, hs)",
+               [](const CaseArgs& a) { return build_sdpa_layout(a, 2); },
+               {"scaled_dot_product_attention_kv_packed"}});
+  r.push_back({"attention",
+               "--batch B --len T --src-len S --head-size hs [--bool-mask]: the seed articles' "
+               "attention (its output)",
+               build_plain_attention});
   r.push_back({"additive_attention",
                "--batch B --len T --src-len S --embed C --head-size H [--causal] [--local L,R] "
                "[--padding ...]",

@@ -4,7 +4,7 @@
 // encoder and decoder layers, and `broken_square` (a deliberately wrong backward, to see a
 // failure). Each builder turns CaseArgs into float64 leaves and a function of them.
 // Deliberately not here: option parsing (options.cpp), running and printing (main.cpp).
-#include "tools/gradcheck/cases.hpp"
+#include "tools/gradcheck/builders.hpp"
 
 #include "autograd/tape.hpp"
 #include "nn/attention.hpp"
@@ -24,12 +24,6 @@ using tg::Tensor;
 namespace {
 
 // ---- inputs ----
-Tensor leaf(const Shape& s) { return tg::randn(s, tg::kFloat64).requires_grad_(); }
-// |N(0,1)| + 0.5: for log, sqrt, rsqrt and pow's base.
-Tensor positive_leaf(const Shape& s) {
-  tg::NoGradGuard ng;
-  return (tg::abs(tg::randn(s, tg::kFloat64)) + 0.5).detach().requires_grad_();
-}
 // The unary ops' input: --values when given, else N(0,1) (or positive) of --shape.
 // The input domains of the unary cases.
 enum Domain { kAny, kPositive, kUnit, kAboveOne };
@@ -49,27 +43,13 @@ Tensor random_bool(const Shape& s, double p) {
   for (double x : u.to_vector<double>()) v.push_back(x < p);
   return tg::tensor(v, s);
 }
-bool given(const CaseArgs& a, const std::string& opt) {
-  for (const auto& g : a.given)
-    if (g.rfind(opt + "=", 0) == 0) return true;
-  return false;
-}
-
-BuiltCase one(Tensor x, std::function<Tensor(const Tensor&)> f, const char* name = "x") {
-  return {[f](const std::vector<Tensor>& in) { return f(in[0]); }, {x}, {name}, nullptr};
-}
-BuiltCase two(Tensor x, Tensor y, std::function<Tensor(const Tensor&, const Tensor&)> f,
-              const char* n0 = "a", const char* n1 = "b") {
-  return {
-      [f](const std::vector<Tensor>& in) { return f(in[0], in[1]); }, {x, y}, {n0, n1}, nullptr};
-}
-
 // ---- elementwise ----
 void add_elementwise(std::vector<OpInfo>& r) {
   struct U {
     const char* name;
     Domain domain;
     Tensor (*f)(const Tensor&);
+    const char* op = nullptr;  // the public op, when the name is not it
   };
   static const U unary[] = {
       {"exp", kAny, [](const Tensor& x) { return tg::exp(x); }},
@@ -82,7 +62,7 @@ void add_elementwise(std::vector<OpInfo>& r) {
       {"sigmoid", kAny, [](const Tensor& x) { return tg::sigmoid(x); }},
       {"relu", kAny, [](const Tensor& x) { return tg::relu(x); }},
       {"gelu", kAny, [](const Tensor& x) { return tg::gelu(x); }},
-      {"gelu_tanh", kAny, [](const Tensor& x) { return tg::gelu(x, "tanh"); }},
+      {"gelu_tanh", kAny, [](const Tensor& x) { return tg::gelu(x, "tanh"); }, "gelu"},
       {"clamp", kAny, [](const Tensor& x) { return tg::clamp(x, -0.5, 0.5); }},
       {"pow", kAny, [](const Tensor& x) { return tg::pow(x, 3.0); }},
       {"sin", kAny, [](const Tensor& x) { return tg::sin(x); }},
@@ -122,21 +102,28 @@ void add_elementwise(std::vector<OpInfo>& r) {
       {"logsigmoid", kAny, [](const Tensor& x) { return tg::logsigmoid(x); }},
       {"softsign", kAny, [](const Tensor& x) { return tg::softsign(x); }},
       {"glu", kAny, [](const Tensor& x) { return tg::glu(x, -1); }},
+      {"rsub", kAny, [](const Tensor& x) { return tg::rsub(2.5, x); }},
+      {"rdiv", kPositive, [](const Tensor& x) { return tg::rdiv(-2.0, x); }},
+      {"clamp_min", kAny, [](const Tensor& x) { return tg::clamp_min(x, -0.3); }},
+      {"clamp_max", kAny, [](const Tensor& x) { return tg::clamp_max(x, 0.4); }},
   };
   for (const U& u : unary)
-    r.push_back({u.name, "--shape S | --values v1,v2,...",
-                 [u](const CaseArgs& a) { return one(unary_input(a, u.domain), u.f); }});
+    r.push_back({u.name,
+                 "--shape S | --values v1,v2,...",
+                 [u](const CaseArgs& a) { return one(unary_input(a, u.domain), u.f); },
+                 {u.op ? u.op : u.name}});
   struct Bn {
     const char* name;
     int domain;  // 0 any, 1 a positive (pow), 2 b away from 0 (div)
     Tensor (*f)(const Tensor&, const Tensor&);
+    const char* op = nullptr;  // the public op, when the name is not it
   };
   static const Bn binary[] = {
       {"add", 0, [](const Tensor& x, const Tensor& y) { return tg::add(x, y); }},
       {"sub", 0, [](const Tensor& x, const Tensor& y) { return tg::sub(x, y); }},
       {"mul", 0, [](const Tensor& x, const Tensor& y) { return tg::mul(x, y); }},
       {"div", 2, [](const Tensor& x, const Tensor& y) { return tg::div(x, y); }},
-      {"pow_tensor", 1, [](const Tensor& x, const Tensor& y) { return tg::pow(x, y); }},
+      {"pow_tensor", 1, [](const Tensor& x, const Tensor& y) { return tg::pow(x, y); }, "pow"},
       {"maximum", 0, [](const Tensor& x, const Tensor& y) { return tg::maximum(x, y); }},
       {"minimum", 0, [](const Tensor& x, const Tensor& y) { return tg::minimum(x, y); }},
       {"fmod", 2, [](const Tensor& x, const Tensor& y) { return tg::fmod(x, y); }},
@@ -146,7 +133,9 @@ void add_elementwise(std::vector<OpInfo>& r) {
       {"lerp", 0, [](const Tensor& x, const Tensor& y) { return tg::lerp(x, y, 0.3); }},
   };
   for (const Bn& b : binary)
-    r.push_back({b.name, "--shape A --shape2 B (broadcasting)", [b](const CaseArgs& a) {
+    r.push_back({b.name,
+                 "--shape A --shape2 B (broadcasting)",
+                 [b](const CaseArgs& a) {
                    const Shape sa = a.shape.value_or(Shape{2, 3}), sb = a.shape2.value_or(sa);
                    Tensor x = b.domain == 1 ? positive_leaf(sa) : leaf(sa);
                    Tensor y = b.domain == 2 ? positive_leaf(sb) : leaf(sb);
@@ -155,7 +144,8 @@ void add_elementwise(std::vector<OpInfo>& r) {
                      for (int64_t i = 0; i < y.numel(); i += 2) p[i] = -p[i];
                    }
                    return two(x, y, b.f);
-                 }});
+                 },
+                 {b.op ? b.op : b.name}});
   r.push_back(
       {"broken_square", "deliberately wrong backward, to see a failure: forward x², backward 3x",
        [](const CaseArgs& a) {
@@ -188,31 +178,25 @@ void add_reduce_linalg(std::vector<OpInfo>& r) {
                  return one(leaf(a.shape.value_or(Shape{2, 3, 4})),
                             [a](const Tensor& x) { return tg::min(x, a.dims, a.keepdim); });
                }});
-  r.push_back({"prod", "--shape S [--dims d]", [](const CaseArgs& a) {
-                 const int64_t d = a.dims.empty() ? -1 : a.dims[0];
-                 return one(leaf(a.shape.value_or(Shape{3, 4})),
-                            [d](const Tensor& x) { return tg::prod(x, d); });
-               }});
-  r.push_back({"cumprod", "--shape S [--dims d]", [](const CaseArgs& a) {
-                 const int64_t d = a.dims.empty() ? -1 : a.dims[0];
-                 return one(leaf(a.shape.value_or(Shape{3, 4})),
-                            [d](const Tensor& x) { return tg::cumprod(x, d); });
-               }});
-  r.push_back({"cummax", "--shape S [--dims d]", [](const CaseArgs& a) {
-                 const int64_t d = a.dims.empty() ? -1 : a.dims[0];
-                 return one(leaf(a.shape.value_or(Shape{3, 4})),
-                            [d](const Tensor& x) { return tg::cummax(x, d).values; });
-               }});
-  r.push_back({"cummin", "--shape S [--dims d]", [](const CaseArgs& a) {
-                 const int64_t d = a.dims.empty() ? -1 : a.dims[0];
-                 return one(leaf(a.shape.value_or(Shape{3, 4})),
-                            [d](const Tensor& x) { return tg::cummin(x, d).values; });
-               }});
-  r.push_back({"logcumsumexp", "--shape S [--dims d]", [](const CaseArgs& a) {
-                 const int64_t d = a.dims.empty() ? -1 : a.dims[0];
-                 return one(leaf(a.shape.value_or(Shape{3, 4})),
-                            [d](const Tensor& x) { return tg::logcumsumexp(x, d); });
-               }});
+  // along one dim: --dims d (default -1)
+  struct Scan {
+    const char* name;
+    Tensor (*f)(const Tensor&, int64_t);
+  };
+  static const Scan scans[] = {
+      {"prod", [](const Tensor& x, int64_t d) { return tg::prod(x, d); }},
+      {"cumprod", [](const Tensor& x, int64_t d) { return tg::cumprod(x, d); }},
+      {"cumsum", [](const Tensor& x, int64_t d) { return tg::cumsum(x, d); }},
+      {"cummax", [](const Tensor& x, int64_t d) { return tg::cummax(x, d).values; }},
+      {"cummin", [](const Tensor& x, int64_t d) { return tg::cummin(x, d).values; }},
+      {"logcumsumexp", [](const Tensor& x, int64_t d) { return tg::logcumsumexp(x, d); }},
+  };
+  for (const Scan& sc : scans)
+    r.push_back({sc.name, "--shape S [--dims d]", [sc](const CaseArgs& a) {
+                   const int64_t d = a.dims.empty() ? -1 : a.dims[0];
+                   return one(leaf(a.shape.value_or(Shape{3, 4})),
+                              [sc, d](const Tensor& x) { return sc.f(x, d); });
+                 }});
   r.push_back({"logsumexp", red_help, [](const CaseArgs& a) {
                  return one(leaf(a.shape.value_or(Shape{2, 3, 4})),
                             [a](const Tensor& x) { return tg::logsumexp(x, a.dims, a.keepdim); });
@@ -226,6 +210,30 @@ void add_reduce_linalg(std::vector<OpInfo>& r) {
                    return tg::var(x, a.dims, a.keepdim, a.correction);
                  });
                }});
+  r.push_back({"std_mean", "--shape S [--dims d] [--keepdim] [--correction c]: (std, mean) joined",
+               [](const CaseArgs& a) {
+                 return one(leaf(a.shape.value_or(Shape{3, 4})), [a](const Tensor& x) {
+                   auto [sd, mu] = tg::std_mean(x, a.dims, a.keepdim, a.correction);
+                   return joined({sd, mu});
+                 });
+               }});
+  r.push_back({"mm", "--shape N,K --shape2 K,M", [](const CaseArgs& a) {
+                 return two(leaf(a.shape.value_or(Shape{2, 3})),
+                            leaf(a.shape2.value_or(Shape{3, 4})),
+                            [](const Tensor& x, const Tensor& y) { return tg::mm(x, y); });
+               }});
+  r.push_back(
+      {"einsum",
+       "a (2,3,4), b (2,4,3): 'bij,bjk->bik', 'bii->bi' (diagonal), '...j,...j->...' and implicit "
+       "'bij,bkj' joined",
+       [](const CaseArgs& a) {
+         return two(leaf({2, 3, 4}), leaf({2, 4, 3}), [](const Tensor& x, const Tensor& y) {
+           const Tensor sq = tg::einsum("bij,bjk->bik", {x, y});
+           return joined({sq, tg::einsum("bii->bi", {sq}),
+                          tg::einsum("...j,...j->...", {x, tg::transpose(y, 1, 2)}),
+                          tg::einsum("bij,bkj", {x, x})});
+         });
+       }});
   r.push_back({"matmul", "--shape A --shape2 B (PyTorch's matmul rules)", [](const CaseArgs& a) {
                  return two(leaf(a.shape.value_or(Shape{2, 3})),
                             leaf(a.shape2.value_or(Shape{3, 4})),
@@ -250,94 +258,6 @@ void add_reduce_linalg(std::vector<OpInfo>& r) {
                  };
                  return c;
                }});
-}
-
-// ---- shape ----
-Tensor weighted_cat(const std::vector<Tensor>& parts, int64_t dim) {
-  std::vector<Tensor> w;
-  for (size_t i = 0; i < parts.size(); ++i) w.push_back(parts[i] * static_cast<double>(i + 1));
-  return tg::cat(w, dim);
-}
-
-void add_shape(std::vector<OpInfo>& r) {
-  using F = Tensor (*)(const Tensor&);
-  struct S1 {
-    const char* name;
-    const char* help;
-    F f;
-  };
-  static const S1 ops[] = {
-      {"reshape", "--shape S: reshape to (last, -1)",
-       [](const Tensor& x) {
-         return tg::reshape(x, {x.size(-1), -1});
-       }},
-      {"flatten", "--shape S: flatten from dim 1",
-       [](const Tensor& x) { return tg::flatten(x, x.dim() > 1 ? 1 : 0); }},
-      {"transpose", "--shape S: swap the first and last dims",
-       [](const Tensor& x) { return tg::transpose(x, 0, -1); }},
-      {"permute", "--shape S: reverse the dims",
-       [](const Tensor& x) {
-         std::vector<int64_t> d;
-         for (int64_t i = x.dim() - 1; i >= 0; --i) d.push_back(i);
-         return tg::permute(x, d);
-       }},
-      {"squeeze", "--shape S: squeeze every size-1 dim, unsqueeze(0)",
-       [](const Tensor& x) { return tg::unsqueeze(tg::squeeze(x), 0); }},
-      {"expand", "--shape S: every size-1 dim (or a new leading one) expanded to 3",
-       [](const Tensor& x) {
-         Tensor y = std::count(x.shape().begin(), x.shape().end(), 1) ? x : x.unsqueeze(0);
-         Shape s = y.shape();
-         for (auto& d : s) d = d == 1 ? 3 : d;
-         return tg::expand(y, s);
-       }},
-      {"narrow", "--shape S: narrow(0, 1, size0 - 1)",
-       [](const Tensor& x) { return tg::narrow(x, 0, 1, x.size(0) - 1); }},
-      {"slice", "--shape S: x[::2] along dim 0",
-       [](const Tensor& x) { return tg::slice(x, 0, 0, x.size(0), 2); }},
-      {"index_select", "--shape S: rows (last, 0, last) of dim 0",
-       [](const Tensor& x) {
-         const int64_t n = x.size(0) - 1;
-         return tg::index_select(x, 0, tg::tensor(std::vector<int64_t>{n, 0, n}));
-       }},
-      {"rearrange", "--shape A,B,C: 'a b c -> c (a b)' (2-D: 'a b -> b a')",
-       [](const Tensor& x) {
-         return x.dim() == 2 ? tg::rearrange(x, "a b -> b a")
-                             : tg::rearrange(x, "a b c -> c (a b)");
-       }},
-  };
-  for (const S1& s : ops)
-    r.push_back({s.name, s.help, [s](const CaseArgs& a) {
-                   if (std::string(s.name) == "rearrange" && a.shape && a.shape->size() != 2 &&
-                       a.shape->size() != 3)
-                     throw UsageError("--op rearrange needs a 2-D or 3-D --shape");
-                   return one(leaf(a.shape.value_or(Shape{2, 3, 4})), s.f);
-                 }});
-  r.push_back({"cat", "--shape A --shape2 B: cat along dim 0", [](const CaseArgs& a) {
-                 const Shape sa = a.shape.value_or(Shape{2, 3});
-                 return two(leaf(sa), leaf(a.shape2.value_or(sa)),
-                            [](const Tensor& x, const Tensor& y) {
-                              return weighted_cat({x, y}, 0);
-                            });
-               }});
-  r.push_back({"stack", "--shape A [--shape2 A]: stack along dim 0", [](const CaseArgs& a) {
-                 const Shape sa = a.shape.value_or(Shape{2, 3});
-                 return two(leaf(sa), leaf(a.shape2.value_or(sa)),
-                            [](const Tensor& x, const Tensor& y) {
-                              return tg::stack({x, y * 2.0}, 0);
-                            });
-               }});
-  r.push_back({"split", "--shape S [--dim d]: pieces of 2, weighted and concatenated",
-               [](const CaseArgs& a) {
-                 const int64_t d = given(a, "dim") ? a.dim : 0;
-                 return one(leaf(a.shape.value_or(Shape{5, 2})),
-                            [d](const Tensor& x) { return weighted_cat(tg::split(x, 2, d), d); });
-               }});
-  r.push_back(
-      {"chunk", "--shape S [--dim d]: 3 chunks, weighted and concatenated", [](const CaseArgs& a) {
-         const int64_t d = given(a, "dim") ? a.dim : 0;
-         return one(leaf(a.shape.value_or(Shape{6, 2})),
-                    [d](const Tensor& x) { return weighted_cat(tg::chunk(x, 3, d), d); });
-       }});
 }
 
 // ---- neural-network functions ----
@@ -551,6 +471,8 @@ void add_nn_functions(std::vector<OpInfo>& r) {
 }  // namespace
 
 void add_attention(std::vector<OpInfo>& r);  // attention_cases.cpp
+void add_shape(std::vector<OpInfo>& r);      // shape_cases.cpp
+void add_index(std::vector<OpInfo>& r);      // index_cases.cpp
 
 const std::vector<OpInfo>& op_registry() {
   static const std::vector<OpInfo> reg = [] {
@@ -559,6 +481,7 @@ const std::vector<OpInfo>& op_registry() {
     add_reduce_linalg(r);
     add_shape(r);
     add_nn_functions(r);
+    add_index(r);
     add_attention(r);
     return r;
   }();
@@ -577,6 +500,19 @@ BuiltCase build_case(const CaseArgs& a, uint64_t seed) {
   std::string names;
   for (const OpInfo& op : op_registry()) names += (names.empty() ? "" : ", ") + op.name;
   throw UsageError(fmt::format("unknown --op '{}'; known ops: {}", a.op, names));
+}
+
+std::vector<std::string> all_covered_ops() {
+  std::vector<std::string> out;
+  for (const TableCase& t : all_cases()) {
+    const std::string op = parse_case(t.args).op;
+    for (const OpInfo& info : op_registry()) {
+      if (info.name != op) continue;
+      for (const std::string& c : info.covers.empty() ? std::vector<std::string>{op} : info.covers)
+        if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+    }
+  }
+  return out;
 }
 
 }  // namespace tgc

@@ -55,6 +55,9 @@ struct CaseArgs {
   std::optional<int64_t> ignore_index, padding_idx;
   bool no_bias = false, norm_first = false;
   std::string activation = "relu";
+  // scatter_reduce: the reduce mode (default sum), include_self = false
+  std::string reduce;
+  bool exclude_self = false;
   std::vector<std::string> given;  // the options as given, for the default label
 };
 
@@ -76,7 +79,13 @@ struct OpInfo {
   std::string name;
   std::string help;  // the options it reads
   std::function<BuiltCase(const CaseArgs&)> build;
+  // The public ops (ops/ops.hpp, ops/attention.hpp) its function differentiates; empty: {name}.
+  // `gradcheck --list` prints those the --all table reaches, and tests/tools checks that they
+  // are every op docs/ops.md marks differentiable.
+  std::vector<std::string> covers = {};
 };
+// The public ops the --all table differentiates (the union of its cases' OpInfo::covers).
+std::vector<std::string> all_covered_ops();
 const std::vector<OpInfo>& op_registry();
 // Seeds the generator and builds the case; UsageError for an unknown op or bad sizes.
 BuiltCase build_case(const CaseArgs& a, uint64_t seed);

@@ -42,7 +42,8 @@ const char* kUsage =
     "  --causal --bottom-right --local L,R --blocked W --look-back n --blocked-causal\n"
     "  --padding l1,l2 --mem-padding l1,l2 --pad-bool --bool-mask --additive --dropout p\n"
     "  --reduction mean|sum|none --smoothing e --ignore-index i --padding-idx p --no-bias\n"
-    "  --norm-first --activation relu|gelu --correction c --name LABEL\n"
+    "  --norm-first --activation relu|gelu --correction c --reduce sum|prod|mean|amax|amin\n"
+    "  --exclude-self --name LABEL\n"
     "example: gradcheck --op mha --batch 2 --len 7 --embed 8 --heads 2 --local 2,0 --padding 5,7\n";
 
 struct Cli {
@@ -209,6 +210,9 @@ void print_list() {
   std::printf("\n--all runs these cases:\n");
   for (const TableCase& t : all_cases())
     std::printf("  %-42s %s\n", t.name.c_str(), t.args.c_str());
+  std::string ops;
+  for (const std::string& op : all_covered_ops()) ops += " " + op;
+  std::printf("\n--all differentiates these public ops:%s\n", ops.c_str());
 }
 
 int run(const std::vector<std::string>& tk) {

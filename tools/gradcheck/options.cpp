@@ -82,6 +82,7 @@ bool parse_case_option(const std::vector<std::string>& tk, size_t& i, CaseArgs& 
                : o == "--keepdim"        ? &a.keepdim
                : o == "--no-bias"        ? &a.no_bias
                : o == "--norm-first"     ? &a.norm_first
+               : o == "--exclude-self"   ? &a.exclude_self
                                          : nullptr;
   if (flag) {
     *flag = true;
@@ -94,7 +95,7 @@ bool parse_case_option(const std::vector<std::string>& tk, size_t& i, CaseArgs& 
       "--head-size",   "--ff",         "--vocab",       "--local",     "--blocked",
       "--look-back",   "--padding",    "--mem-padding", "--dropout",   "--dims",
       "--dim",         "--correction", "--reduction",   "--smoothing", "--ignore-index",
-      "--padding-idx", "--activation"};
+      "--padding-idx", "--activation", "--reduce"};
   bool known = false;
   for (const char* w : with_value) known = known || o == w;
   if (!known) return false;
@@ -166,7 +167,11 @@ bool parse_case_option(const std::vector<std::string>& tk, size_t& i, CaseArgs& 
     a.ignore_index = to_int(o, v);
   else if (o == "--padding-idx")
     a.padding_idx = to_int(o, v);
-  else if (o == "--activation") {
+  else if (o == "--reduce") {
+    if (v != "sum" && v != "prod" && v != "mean" && v != "amax" && v != "amin")
+      throw UsageError(fmt::format("--reduce must be sum, prod, mean, amax or amin, got '{}'", v));
+    a.reduce = v;
+  } else if (o == "--activation") {
     if (v != "relu" && v != "gelu")
       throw UsageError(fmt::format("--activation must be relu or gelu, got '{}'", v));
     a.activation = v;
@@ -247,6 +252,10 @@ const std::vector<TableCase>& all_cases() {
       {"logsigmoid", "--op logsigmoid --shape 2,5"},
       {"softsign", "--op softsign --shape 2,5"},
       {"glu", "--op glu --shape 3,4"},
+      {"rsub 2.5 - x", "--op rsub --shape 2,5"},
+      {"rdiv -2 / x (positive x)", "--op rdiv --shape 2,5"},
+      {"clamp_min(-0.3)", "--op clamp_min --shape 2,5"},
+      {"clamp_max(0.4)", "--op clamp_max --shape 2,5"},
       // elementwise, binary with broadcasting
       {"add (2,3)+(3)", "--op add --shape 2,3 --shape2 3"},
       {"sub (2,1,3)-(4,1)", "--op sub --shape 2,1,3 --shape2 4,1"},
@@ -266,6 +275,7 @@ const std::vector<TableCase>& all_cases() {
       {"mean dim -1", "--op mean --shape 3,4 --dims -1"},
       {"prod dim 1", "--op prod --shape 3,4 --dims 1"},
       {"cumprod dim 0", "--op cumprod --shape 3,4 --dims 0"},
+      {"cumsum dim 1", "--op cumsum --shape 3,4 --dims 1"},
       {"cummax dim 1", "--op cummax --shape 3,4 --dims 1"},
       {"cummin dim 0", "--op cummin --shape 3,4 --dims 0"},
       {"logcumsumexp dim 1", "--op logcumsumexp --shape 3,4 --dims 1"},
@@ -275,11 +285,15 @@ const std::vector<TableCase>& all_cases() {
       {"std dim 1", "--op std --shape 3,4 --dims 1"},
       {"var dim 1 unbiased", "--op var --shape 3,4 --dims 1"},
       {"var all, correction 0", "--op var --shape 3,4 --correction 0"},
+      {"std_mean dim 1", "--op std_mean --shape 3,4 --dims 1"},
+      {"std_mean all, correction 0", "--op std_mean --shape 2,3 --correction 0"},
       // linear algebra
       {"matmul 2-D", "--op matmul --shape 2,3 --shape2 3,4"},
       {"matmul batch broadcast", "--op matmul --shape 2,1,2,3 --shape2 3,3,2"},
       {"matmul 1-D x 3-D", "--op matmul --shape 3 --shape2 2,3,2"},
       {"bmm", "--op bmm --shape 2,2,3 --shape2 2,3,4"},
+      {"mm", "--op mm --shape 2,3 --shape2 3,4"},
+      {"einsum (batched product, diagonal, ellipsis, implicit)", "--op einsum"},
       {"linear with bias", "--op linear --shape 2,3,4 --shape2 5,4"},
       {"linear no bias", "--op linear --shape 3,4 --shape2 2,4 --no-bias"},
       // shape
@@ -297,6 +311,46 @@ const std::vector<TableCase>& all_cases() {
       {"split", "--op split --shape 5,2"},
       {"chunk", "--op chunk --shape 2,6 --dim 1"},
       {"rearrange", "--op rearrange --shape 2,3,4"},
+      {"view", "--op view --shape 2,3,4"},
+      {"t", "--op t --shape 3,4"},
+      {"sum_to (unbroadcast)", "--op sum_to --shape 2,3,4"},
+      {"select", "--op select --shape 3,4"},
+      {"unflatten", "--op unflatten --shape 6,4"},
+      {"meshgrid ij and xy", "--op meshgrid --shape 3 --shape2 4"},
+      // diagonals, windows, triangles (diagonal.cpp, indexing.cpp)
+      {"diagonal (three offsets and dim pairs)", "--op diagonal --shape 3,4,5"},
+      {"diag (of a matrix, of a vector)", "--op diag --shape 4,5"},
+      {"unfold (overlapping windows)", "--op unfold --shape 4,5"},
+      {"tril", "--op tril --shape 4,5"},
+      {"triu", "--op triu --shape 4,5"},
+      // picking and placing by index (repeated targets), sorting
+      {"gather", "--op gather --shape 3,4 --shape2 3,5"},
+      {"scatter_add", "--op scatter_add --shape 3,4 --shape2 3,5"},
+      {"scatter (last write wins)", "--op scatter --shape 3,4 --shape2 3,5"},
+      {"scatter_reduce sum", "--op scatter_reduce --reduce sum"},
+      {"scatter_reduce sum, exclude self", "--op scatter_reduce --reduce sum --exclude-self"},
+      {"scatter_reduce prod", "--op scatter_reduce --reduce prod"},
+      {"scatter_reduce prod, exclude self", "--op scatter_reduce --reduce prod --exclude-self"},
+      {"scatter_reduce mean", "--op scatter_reduce --reduce mean"},
+      {"scatter_reduce mean, exclude self", "--op scatter_reduce --reduce mean --exclude-self"},
+      {"scatter_reduce amax", "--op scatter_reduce --reduce amax"},
+      {"scatter_reduce amax, exclude self", "--op scatter_reduce --reduce amax --exclude-self"},
+      {"scatter_reduce amin", "--op scatter_reduce --reduce amin"},
+      {"scatter_reduce amin, exclude self", "--op scatter_reduce --reduce amin --exclude-self"},
+      {"index (slices, rows, None, bool mask)", "--op index --shape 4,5"},
+      {"topk (largest sorted, smallest unsorted)", "--op topk --shape 3,5"},
+      {"sort (ascending, descending)", "--op sort --shape 3,5"},
+      // in-place writes on a non-leaf (recorded; through views for zero_, fill_, copy_)
+      {"add_", "--op add_ --shape 3,4"},
+      {"sub_", "--op sub_ --shape 3,4"},
+      {"mul_", "--op mul_ --shape 3,4"},
+      {"div_", "--op div_ --shape 3,4"},
+      {"clamp_", "--op clamp_ --shape 3,4"},
+      {"zero_ (a row view)", "--op zero_ --shape 3,4"},
+      {"fill_ (a column view)", "--op fill_ --shape 3,4"},
+      {"copy_ (a row view)", "--op copy_ --shape 3,4"},
+      {"masked_fill_", "--op masked_fill_ --shape 3,4"},
+      {"index_put_ (bool mask, slice)", "--op index_put_ --shape 3,4"},
       // neural-network functions
       {"softmax dim -1", "--op softmax --shape 3,4"},
       {"softmax dim 0", "--op softmax --shape 3,4 --dim 0"},
@@ -345,6 +399,10 @@ const std::vector<TableCase>& all_cases() {
       {"sdpa additive mask", "--op sdpa --len 4 --src-len 5 --additive"},
       {"sdpa local + padding, fully masked rows", "--op sdpa --local 1,0 --len 5 --padding 1,5"},
       {"sdpa dropout 0.2 (fixed seed)", "--op sdpa --len 4 --dropout 0.2"},
+      {"sdpa packed qkv, causal", "--op sdpa_packed --causal --len 4"},
+      {"sdpa packed kv, key lengths", "--op sdpa_kv_packed --len 3 --src-len 4 --padding 2,4"},
+      {"attention", "--op attention --len 3 --src-len 4"},
+      {"attention, bool mask", "--op attention --len 3 --src-len 4 --bool-mask"},
       {"additive attention causal", "--op additive_attention --len 3 --src-len 3 --causal"},
       // modules
       {"mha self, local(2,0) + padding",
