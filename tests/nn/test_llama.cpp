@@ -233,7 +233,7 @@ TEST_CASE(
   REQUIRE_ERROR(blocked.forward(randn({1, 1, 8}), &r8), "has blocked windows");
 }
 
-TEST_CASE("KVCache: one cache for two layers is refused naming both; a cache per layer is fine",
+TEST_CASE("KVCache: one cache for two layers is refused naming both, and a cache per layer is fine",
           "[kv_cache][llama]") {
   manual_seed(143);
   NoGradGuard ng;

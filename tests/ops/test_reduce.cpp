@@ -349,7 +349,7 @@ TEST_CASE("logsumexp over an empty reduction is -inf, as PyTorch", "[reduce]") {
   CHECK(x.grad().shape() == Shape{2, 0});
 }
 
-TEST_CASE("sum of bool counts in int64; mean refuses bool and int64 as PyTorch", "[reduce]") {
+TEST_CASE("sum of bool counts in int64, and mean refuses bool and int64 as PyTorch", "[reduce]") {
   tgt::require_fixture_case("reduce/sum_bool_dim1", {"x"},
                             [](const std::vector<Tensor>& in) { return sum(in[0], {1}); });
   CHECK(sum(tensor(std::vector<bool>{true, false, true})).item<int64_t>() == 2);

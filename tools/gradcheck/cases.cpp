@@ -11,6 +11,7 @@
 #include "nn/transformer.hpp"
 #include "ops/attention.hpp"
 #include "ops/ops.hpp"
+#include "ops/pending_h3.hpp"  // softmin, until it joins ops/ops.hpp
 
 #include <fmt/format.h>
 
@@ -269,6 +270,10 @@ void add_nn_functions(std::vector<OpInfo>& r) {
   r.push_back({"log_softmax", "--shape S [--dim d]", [](const CaseArgs& a) {
                  return one(leaf(a.shape.value_or(Shape{3, 4})),
                             [d = a.dim](const Tensor& x) { return tg::log_softmax(x, d); });
+               }});
+  r.push_back({"softmin", "--shape S [--dim d]", [](const CaseArgs& a) {
+                 return one(leaf(a.shape.value_or(Shape{3, 4})),
+                            [d = a.dim](const Tensor& x) { return tg::softmin(x, d); });
                }});
   r.push_back({"masked_fill", "--shape S [--shape2 mask shape, broadcast]", [](const CaseArgs& a) {
                  const Shape s = a.shape.value_or(Shape{3, 4});

@@ -355,6 +355,7 @@ const std::vector<TableCase>& all_cases() {
       {"softmax dim -1", "--op softmax --shape 3,4"},
       {"softmax dim 0", "--op softmax --shape 3,4 --dim 0"},
       {"log_softmax dim 1", "--op log_softmax --shape 2,4,3 --dim 1"},
+      {"softmin dim 0", "--op softmin --shape 3,4 --dim 0"},
       {"masked_fill broadcast mask", "--op masked_fill --shape 3,4 --shape2 1,4"},
       {"where", "--op where --shape 3,4 --shape2 4"},
       {"layer_norm", "--op layer_norm --shape 2,5"},
