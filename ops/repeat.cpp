@@ -229,11 +229,11 @@ Tensor pad_index(const std::string& mode, int64_t n, int64_t lo, int64_t hi, int
     return index_of(m, x, [=](int64_t i) { return s0 + ((i - l) % c + c) % c; });
   }
   const bool reflect = mode == "reflect";
+  const int64_t end = n + lo;  // j >= n from here (n + lo was checked not to overflow)
   return index_of(m, x, [=](int64_t i) -> int64_t {
-    const int64_t j = i - lo;
-    if (j >= 0 && j < n) return j;
-    if (!reflect) return j < 0 ? 0 : n - 1;  // replicate
-    return j < 0 ? -j : 2 * (n - 1) - j;     // reflect (the edge not repeated)
+    if (i < lo) return reflect ? lo - i : 0;  // j < 0 (replicate: clamped to the edge)
+    if (i >= end) return reflect ? 2 * (n - 1) - (i - lo) : n - 1;  // reflect: edge not repeated
+    return i - lo;
   });
 }
 

@@ -392,7 +392,9 @@ TEST_CASE("pad: negative pads crop in every mode, with PyTorch 1.13's limits", "
   CHECK(p({2, -1}, "reflect") == D{2, 1, 0, 1, 2, 3});
   CHECK(p({-6, 3}, "reflect") == D{2, 1});  // reflected from the whole dim
   CHECK(p({3, -2}, "replicate") == D{0, 0, 0, 0, 1, 2});
-  CHECK(p({-6, 3}, "replicate") == D{4, 4});                // clamped
+  CHECK(p({-6, 3}, "replicate") == D{4, 4});                     // clamped
+  const int64_t far = std::numeric_limits<int64_t>::max() - 10;  // i - lo would overflow
+  CHECK(p({-far, far}, "replicate") == D{4, 4, 4, 4, 4});
   CHECK(p({-1, 3}, "circular") == D{1, 2, 3, 4, 1, 2, 3});  // cropped, then wrapped
   CHECK(p({2, -1}, "circular") == D{2, 3, 0, 1, 2, 3});
   CHECK(p({-5, 0}, "circular").empty());
