@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 namespace tg {
@@ -78,7 +79,12 @@ Tensor diag(const Tensor& x, int64_t k, Site site) {
   if (x.dim() != 1)
     throw Error(fmt::format("{}: x {} must be 1-D (makes a matrix) or 2-D (takes its diagonal)", op,
                             shape_str(x.shape())));
-  const int64_t n = x.size(0), m = n + (k >= 0 ? k : -k);
+  const int64_t n = x.size(0);
+  int64_t m = 0, mm = 0;  // the matrix (m, m), checked before it is allocated
+  if (k == std::numeric_limits<int64_t>::min() || __builtin_add_overflow(n, k >= 0 ? k : -k, &m) ||
+      __builtin_mul_overflow(m, m, &mm))
+    throw Error(fmt::format("{}: diagonal {} of x {} makes a matrix with more than 2^63 elements",
+                            op, k, shape_str(x.shape())));
   std::vector<int64_t> flat;
   for (int64_t i = 0; i < n; ++i) flat.push_back(k >= 0 ? i * m + i + k : (i - k) * m + i);
   Tensor out =

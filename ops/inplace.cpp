@@ -10,13 +10,19 @@
 // view of it). A recording op reads a clone of x, so its own
 // backward never reads the values this write replaces; any older node that saved them throws
 // at backward (autograd/tape.cpp, check_saved_versions).
+// A target some of whose elements share one memory location (an expanded view, overlapping
+// unfold windows) is refused in check_target, the one place every in-place op resolves its
+// target, as PyTorch 2 does (1.13 wrote such views once per element or per window).
 // Deliberately not here: the out-of-place ops themselves, indexing (index.cpp).
 #include "ops/cpu/kernels.hpp"
 #include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"
+#include "ops/pending_h2.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <numeric>
 
 namespace tg {
 using namespace detail;
@@ -54,17 +60,60 @@ bool broadcasts_to(const Shape& from, const Shape& to) {
   return true;
 }
 
+}  // namespace
+
+// A stride 0 over a dim of two or more is an overlap at once. Otherwise dims by increasing
+// stride, each stride beyond the span of the smaller ones, prove the elements distinct (row-major,
+// transposed, sliced, diagonals, windows that do not overlap) in O(ndim); what that cannot prove
+// is settled by marking each element's offset in a bitmap over the view's span (strides are
+// never negative here), stopping at the first offset marked twice.
+bool detail::has_internal_overlap(const Shape& shape, const Shape& strides) {
+  std::vector<size_t> dims;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 0) return false;
+    if (shape[d] == 1) continue;
+    if (strides[d] == 0) return true;
+    dims.push_back(d);
+  }
+  std::sort(dims.begin(), dims.end(), [&](size_t a, size_t b) { return strides[a] < strides[b]; });
+  int64_t span = 0;  // the largest offset the smaller-stride dims reach
+  bool proven = true;
+  for (size_t d : dims) {
+    proven = proven && strides[d] > span;
+    span += strides[d] * (shape[d] - 1);
+  }
+  if (proven) return false;
+  std::vector<bool> seen(static_cast<size_t>(span) + 1, false);
+  std::vector<int64_t> i(dims.size(), 0);
+  for (int64_t off = 0;;) {
+    if (seen[static_cast<size_t>(off)]) return true;
+    seen[static_cast<size_t>(off)] = true;
+    size_t k = 0;  // advance the odometer (the smallest stride fastest)
+    for (; k < dims.size(); ++k) {
+      const size_t d = dims[k];
+      if (++i[k] < shape[d]) {
+        off += strides[d];
+        break;
+      }
+      off -= strides[d] * (shape[d] - 1);
+      i[k] = 0;
+    }
+    if (k == dims.size()) return false;
+  }
+}
+
+namespace {
 // The checks every in-place op makes on its target; returns whether autograd records the write.
 bool check_target(const char* op, const Tensor& x, std::initializer_list<const Tensor*> others) {
   check_defined(x, op, "self");
   const Shape& s = x.shape();
   const Shape st = x.strides();
-  for (size_t d = 0; d < s.size(); ++d)
-    if (st[d] == 0 && s[d] > 1)
-      throw Error(fmt::format(
-          "{}: self {} is an expanded view (stride 0 in dim {}): more than one of its elements "
-          "refers to the same memory, so it cannot be written in place; clone() it first",
-          op, shape_str(s), d));
+  if (has_internal_overlap(s, st))
+    throw Error(fmt::format(
+        "{}: self {} with strides {} (an expanded view or overlapping windows): unsupported "
+        "operation: more than one element of the written-to tensor refers to a single memory "
+        "location. Please clone() the tensor before performing the operation",
+        op, shape_str(s), shape_str(st)));
   bool rec = grad_enabled() && x.requires_grad();
   for (const Tensor* o : others)
     rec = rec || (grad_enabled() && o->defined() && o->requires_grad());
@@ -246,19 +295,27 @@ Tensor zero_(const Tensor& x, Site site) {
     return replacing("zero_", v, scalar_tensor(0, v.dtype(), v.device()));
   });
 }
-Tensor copy_(const Tensor& x, const Tensor& src, Site site) {
-  SiteScope scope(site);
-  check_defined(src, "copy_", "src");
-  check_defined(x, "copy_", "self");
-  if (broadcast_shapes(src.shape(), x.shape(), "copy_") != x.shape())
-    throw Error(fmt::format("copy_: src {} cannot be broadcast to self {}", shape_str(src.shape()),
+Tensor detail::copy_named(const char* op, const Tensor& x, const Tensor& src) {
+  check_defined(src, op, "src");
+  check_defined(x, op, "self");
+  if (broadcast_shapes(src.shape(), x.shape(), op) != x.shape())
+    throw Error(fmt::format("{}: src {} cannot be broadcast to self {}", op, shape_str(src.shape()),
                             shape_str(x.shape())));
-  return inplace("copy_", x, {&src}, [&](const Tensor& v) {
+  return inplace(op, x, {&src}, [&](const Tensor& v) {
     Tensor s = src;
     if (s.dtype() != v.dtype()) s = s.to(v.dtype());
     if (s.device() != v.device()) s = s.to(v.device());
-    return replacing("copy_", v, s);
+    return replacing(op, v, s);
   });
+}
+Tensor detail::inplace_update(const char* op, const Tensor& x,
+                              std::initializer_list<const Tensor*> others,
+                              const std::function<Tensor(const Tensor&)>& compute) {
+  return inplace(op, x, others, compute);
+}
+Tensor copy_(const Tensor& x, const Tensor& src, Site site) {
+  SiteScope scope(site);
+  return copy_named("copy_", x, src);
 }
 Tensor masked_fill_(const Tensor& x, const Tensor& mask, double value, Site site) {
   SiteScope scope(site);

@@ -6,11 +6,13 @@
 // on targets without include_self); mean: g / count; amax / amin: g shared evenly among the
 // contributions equal to the result; prod: g · the product of the other contributions (exact with
 // zeros). src may be larger than index (only its index-shaped corner takes part; the rest gets 0),
-// as scatter_add.
+// as scatter_add. scatter with one value for every position (the one-hot idiom) and the in-place
+// scatter_ (through ops/inplace.cpp's machinery) are the same op.
 #include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
 #include "ops/kernels.hpp"
 #include "ops/ops.hpp"
+#include "ops/pending_h2.hpp"
 
 #include <fmt/format.h>
 
@@ -166,6 +168,30 @@ Tensor scatter_any(const char* op, const Tensor& x_in, int64_t dim, const Tensor
 
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, Site site) {
   return scatter_any("scatter", x, dim, index, src, R::None, true, site);
+}
+
+namespace {
+// One value at every index position: src is the value at index's shape.
+Tensor value_src(const char* op, const Tensor& x, const Tensor& index, double value) {
+  check_defined(x, op, "x");
+  check_defined(index, op, "index");
+  return full(index.shape(), value, x.dtype(), x.device());
+}
+}  // namespace
+
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, double value, Site site) {
+  SiteScope scope(site);
+  return scatter(x, dim, index, value_src("scatter", x, index, value), site);
+}
+Tensor scatter_(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, Site site) {
+  SiteScope scope(site);
+  return inplace_update("scatter_", x, {&src}, [&](const Tensor& v) {
+    return scatter_any("scatter_", v, dim, index, src, R::None, true, site);
+  });
+}
+Tensor scatter_(const Tensor& x, int64_t dim, const Tensor& index, double value, Site site) {
+  SiteScope scope(site);
+  return scatter_(x, dim, index, value_src("scatter_", x, index, value), site);
 }
 
 Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,

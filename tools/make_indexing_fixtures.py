@@ -165,6 +165,65 @@ def main():
     case("matmul_permuted", lambda q, k: q.transpose(1, 2) @ k.permute(0, 2, 3, 1),
          [("q", randn(2, 5, 3, 4, seed=29)), ("k", randn(2, 6, 3, 4, seed=30))], 237)
 
+    # advanced indexing (tests/ops/test_advanced_indexing.cpp): several int64 indices, 2-D
+    # indices, non-adjacent indices (the broadcast dims go first), broadcasting between indices,
+    # integers, slices, None and Ellipsis beside them, negative indices, a 0-dim int64 index, bool
+    # masks among int64 indices; repeated positions sum their gradients
+    x4 = randn(2, 3, 4, 5, seed=40)
+    i3, j3 = torch.tensor([2, 0, 2, -1]), torch.tensor([1, 3, 1, -4])
+    case("adv_two", lambda x, i, j: x[i, j], [("x", x3), ("i", i3), ("j", j3)], 240)
+    case("adv_2d", lambda x, i: x[:, i], [("x", x3), ("i", torch.tensor([[0, 3], [-1, 0], [2, 2]]))],
+         241)
+    case("adv_nonadjacent", lambda x, i, j: x[i, :, j],
+         [("x", x3), ("i", torch.tensor([[1], [2]])), ("j", torch.tensor([4, 0, -1]))], 242)
+    case("adv_broadcast", lambda x, i, j: x[..., i, j],
+         [("x", x4), ("i", torch.tensor([[0], [2], [1]])), ("j", torch.tensor([[4, 0]]))], 243)
+    case("adv_mixed", lambda x, i, j: x[1, :, i, None, j],
+         [("x", x4), ("i", torch.tensor([3, 0, 3])), ("j", torch.tensor([2, 2, 4]))], 244)
+    case("adv_scalar_index", lambda x, i, j: x[i, 1:, j],
+         [("x", x3), ("i", torch.tensor([2, 0])), ("j", torch.tensor(3))], 245)
+    case("adv_none_first", lambda x, i, j: x[None, i, ..., j],
+         [("x", x3), ("i", torch.tensor([1, 1])), ("j", torch.tensor([0, 4]))], 246)
+    case("adv_mask_and_index", lambda x, m, j: x[m, :, j],
+         [("x", x3), ("m", torch.tensor([True, False, True])), ("j", torch.tensor([4, 1]))], 247)
+    m2 = torch.tensor([[True, False, True, False], [False, False, True, True], [True] * 4])
+    case("adv_mask2d_index", lambda x, m, j: x[m, j],
+         [("x", x3), ("m", m2), ("j", torch.tensor([0, 1, 2, 3, 4, 0, 1, 2]))], 248)
+
+    # index_put / index_put_ with several indices: accumulate sums repeated positions; without
+    # it each position takes one write (distinct positions here: with repeats PyTorch hands the
+    # gradient to every repeated value, tapegrad only to the write that lands; the C++ test checks
+    # that case by hand); values broadcast to the indexed shape
+    def put(acc):
+        def f(x, i, j, v):
+            return x.index_put((i, j), v, accumulate=acc)
+        return f
+
+    case("put_accumulate", put(True),
+         [("x", x3), ("i", i3), ("j", j3), ("v", randn(4, 5, seed=41))], 250)
+    case("put_distinct", put(False),
+         [("x", x3), ("i", torch.tensor([[0, 1], [2, 0]])), ("j", torch.tensor([3, 0])),
+          ("v", randn(2, 1, 5, seed=42))], 251)
+    case("put_nonadjacent_accumulate",
+         lambda x, i, j, v: torch.ops.aten.index_put(x, [i, None, j], v, True),
+         [("x", x3), ("i", torch.tensor([2, 0, 2])), ("j", torch.tensor([[4], [4]])),
+          ("v", randn(4, seed=45))], 252)
+
+    # pad with negative pads (cropping) in every mode, on a (C, H, W) input: constant crops on both
+    # dims; reflect and circular (batched: 1.13 wants (N, C, H, W) there) crop one side and pad the other; replicate crops past the whole
+    # width (PyTorch 1.13 clamps: the output repeats the last column)
+    xp = randn(2, 4, 5, seed=43)
+    case("pad_constant_crop", lambda x: F.pad(x, (-1, 2, 1, -2), value=0.5), [("x", xp)], 260)
+    case("pad_reflect_crop", lambda x: F.pad(x, (3, -2, -1, 2), mode="reflect"), [("x", xp)], 261)
+    case("pad_replicate_crop", lambda x: F.pad(x, (-6, 3, -1, 1), mode="replicate"), [("x", xp)],
+         262)
+    case("pad_circular_crop", lambda x: F.pad(x, (-2, 3, 2, -1), mode="circular"),
+         [("x", xp[None])], 263)
+
+    # scatter with one value (the one-hot idiom), a repeated target
+    case("scatter_value", lambda x, i: torch.scatter(x, 1, i, 1.0),
+         [("x", randn(3, 5, seed=44)), ("i", torch.tensor([[1, 4], [0, 0], [3, 2]]))], 264)
+
     # arange in every dtype: float32 rounds start + i·step computed in double; int64 truncates
     # its arguments first
     save("arange", {

@@ -74,14 +74,13 @@ TEST_CASE("index: gradients flow through every kind of index", "[index][grad]") 
   check("repeated int64 rows", [](const Tensor& x) {
     return x.index({Slice(), tensor(std::vector<int64_t>{0, 3, 3})});
   });
-  check("bool mask", [](const Tensor& x) {
-    return x.index({gt(x.detach(), zeros({}, kFloat64))});
-  });
+  check("bool mask",
+        [](const Tensor& x) { return x.index({gt(x.detach(), zeros({}, kFloat64))}); });
 }
 
 TEST_CASE("index_put_: views, masks and recorded writes", "[index][inplace]") {
   Tensor x = zeros({3, 4}, kFloat64);
-  x.index_put_({1}, 5.0);  // x[1] = 5
+  x.index_put_({1}, 5.0);                                            // x[1] = 5
   x.index_put_({Slice(), 0}, tensor(std::vector<double>{1, 2, 3}));  // x[:, 0] = [1, 2, 3]
   CHECK(values(x) == std::vector<double>{1, 0, 0, 0, 2, 5, 5, 5, 3, 0, 0, 0});
   Tensor m = gt(x, full({}, 2.5, kFloat64));
@@ -99,8 +98,8 @@ TEST_CASE("index_put_: views, masks and recorded writes", "[index][inplace]") {
   CHECK(values(w.grad()) == std::vector<double>{1, 0, 3, 0});
   CHECK(values(v.grad()) == std::vector<double>{2, 4});
   REQUIRE_THROWS_WITH(x.index_put_({m}, tensor(std::vector<double>{1, 2})),
-                      Catch::Contains("index_put_: value (2) must have one element or one per "
-                                      "true position of the mask"));
+                      Catch::Contains("index_put_: shape mismatch: value tensor of shape (2) "
+                                      "cannot be broadcast to indexing result of shape (4)"));
 }
 
 TEST_CASE("index: errors name the indices and the input", "[index]") {
@@ -115,11 +114,10 @@ TEST_CASE("index: errors name the indices and the input", "[index]") {
   REQUIRE_THROWS_WITH(x.index({tensor(std::vector<bool>{true, false, true})}),
                       Catch::Contains("index: bool mask (3) must match the shape (2)"));
   REQUIRE_THROWS_WITH(x.index({x}), Catch::Contains("must be int64 or bool, got float64"));
-  REQUIRE_THROWS_WITH(
-      x.index({tensor(std::vector<int64_t>{0}), tensor(std::vector<int64_t>{0})}),
-      Catch::Contains("2 tensor indices"));
+  CHECK(x.index({tensor(std::vector<int64_t>{1}), tensor(std::vector<int64_t>{2})})
+            .to_vector<double>() == std::vector<double>{5});  // several: test_advanced_indexing
   REQUIRE_THROWS_WITH(x.index({tensor(std::vector<int64_t>{5})}),
-                      Catch::Contains("index_select: index 5 at position 0 is out of range"));
+                      Catch::Contains("index: index 5 is out of range for dim 0 of size 2"));
 }
 
 TEST_CASE("set_default_dtype: creation functions and parameters follow it", "[index][dtype]") {
@@ -138,7 +136,7 @@ TEST_CASE("set_default_dtype: creation functions and parameters follow it", "[in
   CHECK(zeros({2}, kFloat32).dtype() == kFloat32);  // an explicit dtype wins
   nn::Linear lin(2, 3);
   for (const Tensor& p : lin.parameters()) CHECK(p.dtype() == kFloat64);
-  CHECK(arange(3).dtype() == kInt64);               // integer creation is unaffected
+  CHECK(arange(3).dtype() == kInt64);  // integer creation is unaffected
   REQUIRE_THROWS_WITH(set_default_dtype(kInt64),
                       Catch::Contains("set_default_dtype: dtype must be float32 or float64, got "
                                       "int64"));

@@ -7,8 +7,7 @@
 // y[mask] = v and a.t() @ b; multinomial's
 // seeding, no-repeat rule and distribution (chi-square tests); arange in every dtype; and the
 // error messages.
-#include "fixtures.hpp"
-#include "helpers.hpp"
+#include "indexing_cases.hpp"
 
 #include <algorithm>
 #include <functional>
@@ -20,20 +19,10 @@ using namespace tg;
 using namespace tg::indexing;
 
 namespace {
-// Tensor `name` of tests/fixtures/indexing/<c>.safetensors.
-Tensor fixture(const std::string& c, const std::string& name) {
-  return tgt::Fixture("indexing/" + c).tensor(name);
-}
-
-// A case returns its output and, for topk/sort, the indices as a second tensor.
-using IndexingFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
-struct IndexingCase {
-  std::string name;
-  std::vector<std::string> args;
-  IndexingFn fn;
-};
-
-std::vector<Tensor> one(Tensor t) { return {std::move(t)}; }
+using tgt::check_case;
+using tgt::fixture;
+using tgt::IndexingCase;
+using tgt::one;
 std::vector<Tensor> both(const ValuesIndices& r) { return {r.values, r.indices}; }
 
 std::vector<IndexingCase> cases() {
@@ -108,35 +97,6 @@ std::vector<IndexingCase> cases() {
          return one(matmul(in[0].transpose(1, 2), in[1].permute({0, 2, 3, 1})));
        }},
   };
-}
-
-// Loads the case's tensor <arg> for every arg (float ones converted to dtype, as leaves), runs the
-// case and compares "out" (dtype and values), "indices" exactly, and, for a float output, the
-// gradients "d<arg>" after a backward with "dout".
-void check_case(const IndexingCase& c, DType dtype, double atol, double rtol) {
-  std::vector<Tensor> ins;
-  for (const std::string& a : c.args) {
-    Tensor t = fixture(c.name, a);
-    if (is_floating(t.dtype())) t = t.to(dtype).detach().requires_grad_();
-    ins.push_back(t);
-  }
-  std::vector<Tensor> out = c.fn(ins);
-  const std::string what = c.name + " (" + dtype_name(dtype) + ")";
-  Tensor want = fixture(c.name, "out");
-  INFO(what);
-  REQUIRE(out[0].dtype() == (is_floating(want.dtype()) ? dtype : want.dtype()));
-  tgt::require_close(out[0], want, atol, rtol, what + " out");
-  if (out.size() > 1) {
-    REQUIRE(out[1].dtype() == kInt64);
-    tgt::require_close(out[1], fixture(c.name, "indices"), 0, 0, what + " indices");
-  }
-  if (!is_floating(want.dtype()) || !out[0].requires_grad()) return;
-  out[0].backward(fixture(c.name, "dout").to(dtype));
-  for (size_t i = 0; i < c.args.size(); ++i) {
-    if (!ins[i].requires_grad()) continue;
-    tgt::require_close(ins[i].grad(), fixture(c.name, "d" + c.args[i]), atol, rtol,
-                       what + " d" + c.args[i]);
-  }
 }
 
 using Fn = std::function<Tensor(const std::vector<Tensor>&)>;

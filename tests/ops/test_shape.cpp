@@ -1,6 +1,9 @@
 // tests/ops/test_shape.cpp — shape ops: storage sharing of the views, values against hand-written
-// and loop references, gradchecks (size-1 dims, negative dims), and error messages.
+// and loop references, gradchecks (size-1 dims, negative dims), and error messages; the repeat
+// family's 0-dim inputs, negative pads and oversized outputs as PyTorch 1.13 answers them.
 #include "helpers.hpp"
+
+#include <limits>
 
 using namespace tg;
 
@@ -14,6 +17,7 @@ std::vector<double> range(int64_t a, int64_t b, int64_t step = 1) {
   for (int64_t i = a; i < b; i += step) v.push_back(static_cast<double>(i));
   return v;
 }
+std::vector<double> values_of(const Tensor& t) { return t.contiguous().to_vector<double>(); }
 }  // namespace
 
 TEST_CASE("reshape and view share storage and infer -1", "[shape]") {
@@ -324,16 +328,113 @@ TEST_CASE("repeat family: values by hand, meshgrid, linspace, eye(n, m), errors"
   sum(pad(xl, {2, 2}, "reflect")).backward();
   CHECK(xl.grad().to_vector<double>() == std::vector<double>{2, 3, 2});
   REQUIRE_ERROR(pad(x, {3, 0}, "reflect"),
-                "pad: reflect padding [3, 0] of dim 0 must be in [0, 2]");
+                "pad: reflect padding (3, 0) must be less than the dim's size (dim 0 of size 3");
   REQUIRE_ERROR(pad(x, {1, 1}, "wrap"), "pad: mode \"wrap\" is not one of constant");
   REQUIRE_ERROR(pad(x, {1}), "pad: pads [1] must hold pairs");
   REQUIRE_ERROR(flip(x, {0, -1}), "flip: dim -1 appears more than once");
   REQUIRE_ERROR(roll(x, {1, 2}, {0}), "roll: shifts [1, 2] and dims [0] must have the same length");
   REQUIRE_ERROR(repeat(zeros({2, 3}), {2}),
                 "repeat: 1 repeats [2] cannot be fewer than the 2 dims");
-  REQUIRE_ERROR(unflatten(zeros({2, 12}), 1, {5, -1}), "unflatten: sizes (5,-1) must multiply to");
+  REQUIRE_ERROR(
+      unflatten(zeros({2, 12}), 1, {5, -1}),
+      "unflatten: sizes (5,-1) don't multiply up to the size 12 of dim 1 of input (2,12)");
   REQUIRE_ERROR(linspace(0, 1, -1), "linspace: number of steps must be >= 0, got -1");
-  REQUIRE_ERROR(meshgrid({zeros({2, 2})}), "meshgrid: every tensor must be 1-D, got (2,2)");
+  REQUIRE_ERROR(meshgrid({zeros({2, 2})}), "meshgrid: every tensor must be 0-D or 1-D, got (2,2)");
+}
+
+// PyTorch 1.13's answers (checked with torch) for 0-dim inputs, negative pads and sizes too
+// large to allocate.
+TEST_CASE("repeat family: 0-dim inputs, as PyTorch", "[shape][repeat]") {
+  const Tensor s = scalar_tensor(2.0, kFloat64);
+  for (const std::vector<int64_t>& dims : {std::vector<int64_t>{}, {0}, {-1}}) {
+    const Tensor f = flip(s, dims);  // the scalar itself, a new tensor
+    CHECK((f.shape() == Shape{} && f.item<double>() == 2.0 && !f.same(s)));
+  }
+  CHECK(roll(s, {1}).shape() == Shape{});  // no dims: over the flattened tensor, then back
+  CHECK(repeat_interleave(s, 3).to_vector<double>() == std::vector<double>{2, 2, 2});
+  CHECK(repeat_interleave(s, tensor(std::vector<int64_t>{3}, {1})).shape() == Shape{3});
+  CHECK(values_of(repeat_interleave(tensor(std::vector<double>{1, 2}, {2}),
+                                    scalar_tensor(2, kInt64), 0)) ==
+        std::vector<double>{1, 1, 2, 2});
+  REQUIRE_ERROR(flip(s, {1}), "flip: dim 1 out of range for input (): expected [-1, 0]");
+  for (int64_t d : {0, -1}) {
+    REQUIRE_ERROR(repeat_interleave(s, 3, d),
+                  fmt::format("repeat_interleave: dim {} specified but input () is 0-dim", d));
+    REQUIRE_ERROR(roll(s, {1}, {d}),
+                  fmt::format("roll: dim {} specified but input () is 0-dim", d));
+    REQUIRE_ERROR(unflatten(s, d, {1}),
+                  fmt::format("unflatten: dim {} specified but input () is 0-dim", d));
+  }
+  REQUIRE_ERROR(unflatten(zeros({4}), 0, {}), "unflatten: sizes must be non-empty");
+  REQUIRE_ERROR(unflatten(zeros({4}), 0, {-1, -1}), "only one size can be inferred (-1)");
+  REQUIRE_ERROR(unflatten(zeros({4}), 0, {2, -2}), "unflatten: sizes (2,-2): invalid size -2");
+  REQUIRE_ERROR(unflatten(zeros({0}), 0, {0, -1}), "the -1 is ambiguous beside a size 0");
+  // meshgrid: a 0-dim tensor counts as one element
+  const std::vector<Tensor> g = meshgrid({s, tensor(std::vector<double>{3, 4}, {2})});
+  CHECK((g[0].shape() == Shape{1, 2} && values_of(g[0]) == std::vector<double>{2, 2}));
+  const std::vector<Tensor> gx = meshgrid(
+      {tensor(std::vector<double>{4, 5, 6}, {3}), s, tensor(std::vector<double>{7, 8}, {2})}, "xy");
+  CHECK((gx[1].shape() == Shape{1, 3, 2} && values_of(gx[1]) == std::vector<double>(6, 2.0)));
+  CHECK(meshgrid({s}).at(0).shape() == Shape{1});
+  REQUIRE_ERROR(meshgrid({}), "meshgrid: expects a non-empty list of tensors");
+  REQUIRE_ERROR(meshgrid({s, zeros({2}, kFloat32)}),
+                "meshgrid: tensor (2) at 1 is float32 on cpu, tensor 0 () is float64 on cpu");
+}
+
+TEST_CASE("pad: negative pads crop in every mode, with PyTorch 1.13's limits", "[shape][repeat]") {
+  const Tensor x = arange(0, 5, 1, kFloat64);
+  auto p = [&](std::vector<int64_t> pads, const std::string& mode) {
+    return values_of(pad(x, std::move(pads), mode));
+  };
+  using D = std::vector<double>;
+  CHECK(p({-1, 2}, "constant") == D{1, 2, 3, 4, 0, 0});
+  CHECK(p({-3, -2}, "constant").empty());
+  CHECK(p({2, -1}, "reflect") == D{2, 1, 0, 1, 2, 3});
+  CHECK(p({-6, 3}, "reflect") == D{2, 1});  // reflected from the whole dim
+  CHECK(p({3, -2}, "replicate") == D{0, 0, 0, 0, 1, 2});
+  CHECK(p({-6, 3}, "replicate") == D{4, 4});                     // clamped
+  const int64_t far = std::numeric_limits<int64_t>::max() - 10;  // i - lo would overflow
+  CHECK(p({-far, far}, "replicate") == D{4, 4, 4, 4, 4});
+  CHECK(p({-1, 3}, "circular") == D{1, 2, 3, 4, 1, 2, 3});  // cropped, then wrapped
+  CHECK(p({2, -1}, "circular") == D{2, 3, 0, 1, 2, 3});
+  CHECK(p({-5, 0}, "circular").empty());
+  REQUIRE_ERROR(pad(x, {-6, 1}),
+                "pad: constant padding (-6, 1) crops more than the dim holds "
+                "(dim 0 of size 5, pads [-6, 1], input (5))");
+  REQUIRE_ERROR(pad(x, {-3, -3}),
+                "pad: constant padding (-3, -3) gives an output size -1; it "
+                "must be at least 0");
+  REQUIRE_ERROR(pad(x, {-3, -2}, "reflect"), "gives an output size 0; it must be at least 1");
+  REQUIRE_ERROR(pad(x, {-4, 5}, "reflect"), "pad: reflect padding (-4, 5) must be less than");
+  REQUIRE_ERROR(pad(x, {1, -6}, "replicate"), "gives an output size 0");
+  REQUIRE_ERROR(pad(zeros({0}), {1, 1}, "replicate"), "replicate padding (1, 1) gives an output");
+  REQUIRE_ERROR(pad(x, {-2, 4}, "circular"),
+                "pad: circular padding (-2, 4) wraps around more than once: each pad must be at "
+                "most the size 3 left after cropping");
+  REQUIRE_ERROR(pad(x, {-5, 2}, "circular"), "at most the size 0 left after cropping");
+  REQUIRE_ERROR(pad(x, {std::numeric_limits<int64_t>::max(), 1}),
+                "pad: the padded size of dim 0 (pads [9223372036854775807, 1]) overflows int64");
+}
+
+TEST_CASE("repeat family: sizes too large are errors before anything is allocated",
+          "[shape][repeat]") {
+  const int64_t big = std::numeric_limits<int64_t>::max();
+  const Tensor x = tensor(std::vector<double>{1, 2}, {2});
+  REQUIRE_ERROR(repeat_interleave(x, tensor(std::vector<int64_t>{big, big}, {2}), 0),
+                "repeat_interleave: the total of repeats along dim 0 of input (2) overflows int64");
+  REQUIRE_ERROR(repeat_interleave(x, big, 0),
+                "repeat_interleave: the size of dim 0 (input (2)) overflows int64");
+  REQUIRE_ERROR(repeat_interleave(zeros({3, 4}), int64_t{1} << 61, 0),
+                "repeat_interleave: the output shape (6917529027641081856,4) has more than 2^63");
+  REQUIRE_ERROR(repeat(x, {1, int64_t{1} << 62}),
+                "repeat: the size of dim 1 (repeats [1, 4611686018427387904], input (2)) "
+                "overflows int64");
+  REQUIRE_ERROR(repeat(zeros({3}), {int64_t{1} << 62, 2}), "has more than 2^63 elements");
+  const Tensor wide = zeros({1}).expand({int64_t{1} << 32});  // a view: nothing allocated
+  REQUIRE_ERROR(meshgrid({wide, wide}), "meshgrid: the output shape");
+  REQUIRE_ERROR(diag(x, big), "diag: diagonal 9223372036854775807 of x (2) makes a matrix");
+  REQUIRE_ERROR(repeat_interleave(x, tensor(std::vector<int64_t>{1, 2, 3}, {3}), 0),
+                "repeat_interleave: repeats (3) (int64) must be int64 of shape (2)");
 }
 
 TEST_CASE("chunk<N> and split<N> unpack into structured bindings", "[shape]") {
