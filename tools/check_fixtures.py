@@ -5,9 +5,9 @@ what they write with the committed tests/fixtures/<family>/<case>.safetensors, t
 Run with Debian's torch (1.13, CPU):  /usr/bin/python3 tools/check_fixtures.py [generator ...]
 (generators: make_fixtures, make_nn_fixtures, make_indexing_fixtures, make_mha_fixtures,
 make_transformer_fixtures, make_higher_order_fixtures, make_integer_fixtures; default all). For
-each case file it prints "identical" (the same bytes), or each tensor whose dtype, shape or bytes differ, with the largest absolute difference
-and how many elements differ, and each tensor or metadata key on one side only. Exit status 1 when
-anything differs. It never writes into tests/fixtures: to accept new values, run the generator
+each case file it prints "identical" (the same bytes), or each tensor whose dtype, shape or bytes
+differ, with the largest absolute difference and how many elements differ, and each tensor or
+metadata key on one side only. Exit status 1 when anything differs. It never writes into tests/fixtures: to accept new values, run the generator
 itself.
 """
 import os
