@@ -7,8 +7,8 @@ Run with Debian's torch (1.13, CPU):  /usr/bin/python3 tools/check_fixtures.py [
 make_transformer_fixtures, make_higher_order_fixtures, make_integer_fixtures; default all). For
 each case file it prints "identical" (the same bytes), or each tensor whose dtype, shape or bytes
 differ, with the largest absolute difference and how many elements differ, and each tensor or
-metadata key on one side only. Exit status 1 when anything differs. It never writes into tests/fixtures: to accept new values, run the generator
-itself.
+metadata key on one side only. Exit status 1 when anything differs. It never writes into
+tests/fixtures: to accept new values, run the generator itself.
 """
 import os
 import subprocess
