@@ -1,7 +1,8 @@
 // ops/binary_math.cpp — the binary math a PyTorch port reaches for: the division family (fmod,
-// remainder, div with a rounding mode, floor_divide) on float and int64, and copysign, lerp,
-// logaddexp, isclose and the logical and / or / xor, composed from recorded ops (so each backward
-// is theirs, exact by construction, and differentiable again). Broadcasting, dtype rules and edge
+// remainder, div with a rounding mode, floor_divide) on float and int64, its values from the CPU
+// kernels outside the shared table and its backward in recorded ops; copysign, lerp, logaddexp,
+// isclose and the logical and / or / xor, composed from recorded ops (so each backward is theirs,
+// exact by construction, and differentiable again). Broadcasting, dtype rules and edge
 // cases are PyTorch's: fmod's result takes the dividend's sign, remainder's the divisor's
 // (Python's %), both std::fmod's exact values (fmod(x, ±inf) = x); int64 stays int64 and an
 // integer division by 0 raises ZeroDivisionError; copysign reads the sign bit (so -0 and -NaN
@@ -87,8 +88,9 @@ void check_operands(const char* op, const Tensor& a, const Tensor& b) {
 }
 void check_int_divisor(const char* op, const Tensor& b_in) {
   if (b_in.dtype() != kInt64) return;
+  const Tensor host = on_cuda(b_in) ? b_in.detach().cpu() : b_in;
   Tensor hb;
-  const Tensor& b = dense_ref(on_cuda(b_in) ? b_in.detach().cpu() : b_in, hb);
+  const Tensor& b = dense_ref(host, hb);
   const int64_t* p = b.data<int64_t>();
   for (int64_t i = 0; i < b.numel(); ++i)
     if (p[i] == 0)
