@@ -13,6 +13,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <utility>
 
 namespace tg {
 using detail::check_cuda_index;
@@ -505,12 +506,43 @@ Tensor eye(int64_t n, int64_t m, DType dtype) {
   if (m == 0) return fill_with({n, m}, dtype, [](int64_t) { return 0.0; });
   return fill_with({n, m}, dtype, [m](int64_t i) { return (i / m == i % m) ? 1.0 : 0.0; });
 }
+namespace {
+// int64 linspace as PyTorch computes it: start and end converted to int64 first (toward 0), each
+// value then computed in double by the floating formula and truncated toward 0 again:
+// linspace(0, 10, 4) = [0, 3, 6, 10], linspace(-2.5, 2.5, 6) = [-2, -1, 0, 0, 1, 2]. A value
+// that rounds past int64's range in double saturates (PyTorch's conversion is undefined there).
+Tensor linspace_int64(double start, double end, int64_t steps) {
+  for (const auto& [name, v] : {std::pair<const char*, double>{"start", start}, {"end", end}})
+    if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0))  // [-2^63, 2^63)
+      throw Error(fmt::format(
+          "linspace: {} {} cannot be converted to int64 without overflow (dtype int64)", name, v));
+  const int64_t s = static_cast<int64_t>(start), e = static_cast<int64_t>(end);
+  const double step =
+      steps > 1 ? (static_cast<double>(e) - static_cast<double>(s)) / static_cast<double>(steps - 1)
+                : 0.0;
+  const int64_t half = steps / 2;
+  Tensor t = Tensor::empty({steps}, kInt64);
+  int64_t* p = t.data<int64_t>();
+  if (steps == 1) p[0] = s;
+  for (int64_t i = 0; i < steps && steps > 1; ++i) {
+    const double v = i < half ? static_cast<double>(s) + step * static_cast<double>(i)
+                              : static_cast<double>(e) - step * static_cast<double>(steps - i - 1);
+    p[i] = v >= 9223372036854775808.0   ? std::numeric_limits<int64_t>::max()
+           : v < -9223372036854775808.0 ? std::numeric_limits<int64_t>::min()
+                                        : static_cast<int64_t>(v);
+  }
+  return t;
+}
+}  // namespace
+
 // torch.linspace: start + i·(end − start)/(steps − 1), the second half counted back from end
-// (so the last value is end exactly), as PyTorch's kernel does.
+// (so the last value is end exactly), as PyTorch's kernel does; int64 as linspace_int64.
 Tensor linspace(double start, double end, int64_t steps, DType dtype) {
   if (steps < 0) throw Error(fmt::format("linspace: number of steps must be >= 0, got {}", steps));
+  if (dtype == kInt64) return linspace_int64(start, end, steps);
   if (!is_floating(dtype))
-    throw Error(fmt::format("linspace: dtype must be floating, got {}", dtype_name(dtype)));
+    throw Error(fmt::format("linspace: dtype must be float32, float64 or int64, got {}",
+                            dtype_name(dtype)));
   if (steps == 1) return fill_with({1}, dtype, [start](int64_t) { return start; });
   const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
   const int64_t half = steps / 2;

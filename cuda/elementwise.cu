@@ -260,13 +260,13 @@ constexpr double kBeta = 0.79788456080286535588;  // sqrt(2/pi)
 constexpr double kKappa = 0.044715;
 
 // x^e for a scalar e as the CPU computes it (ops/cpu/unary.cpp's pow_into, PyTorch's special
-// exponents): 0 gives 1 (even at NaN), 1 gives x, ±0.5 sqrt and 1/sqrt, -1, 2, 3, -2 multiplied
-// out.
+// exponents): 0 gives 1 (even at NaN), 1 gives x, ±0.5 sqrt and 1/sqrt of x + 0 (so -0 gives +0
+// and +inf, IEEE's values), -1, 2, 3, -2 multiplied out.
 __device__ __forceinline__ double pow_scalar(double x, double e) {
   if (e == 0) return 1.0;
   if (e == 1) return x;
-  if (e == 0.5) return sqrt(x);
-  if (e == -0.5) return 1.0 / sqrt(x);
+  if (e == 0.5) return sqrt(x + 0.0);
+  if (e == -0.5) return 1.0 / sqrt(x + 0.0);
   if (e == -1) return 1.0 / x;
   if (e == 2) return x * x;
   if (e == 3) return x * x * x;

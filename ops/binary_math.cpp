@@ -1,13 +1,21 @@
-// ops/binary_math.cpp — the binary math a PyTorch port reaches for, composed from recorded ops
-// (so each backward is theirs, exact by construction, and differentiable again): fmod,
-// remainder, copysign, lerp, logaddexp, isclose and the logical and / or / xor. Broadcasting,
-// dtype rules and edge cases are PyTorch's: fmod's result takes the dividend's sign, remainder's
-// the divisor's (Python's %), copysign reads the sign bit (so -0 and -NaN count as negative),
-// logaddexp(-inf, -inf) = -inf. Deliberately not here: the kernels (the ops they compose).
+// ops/binary_math.cpp — the binary math a PyTorch port reaches for: the division family (fmod,
+// remainder, div with a rounding mode, floor_divide) on float and int64, its values from the CPU
+// kernels outside the shared table and its backward in recorded ops; copysign, lerp, logaddexp,
+// isclose and the logical and / or / xor, composed from recorded ops (so each backward is theirs,
+// exact by construction, and differentiable again). Broadcasting, dtype rules and edge
+// cases are PyTorch's: fmod's result takes the dividend's sign, remainder's the divisor's
+// (Python's %), both std::fmod's exact values (fmod(x, ±inf) = x); int64 stays int64 and an
+// integer division by 0 raises ZeroDivisionError; copysign reads the sign bit (so -0 and -NaN
+// count as negative), logaddexp(-inf, -inf) = -inf. Also the tensor face of the kernels outside
+// the shared table (ops/binary_extra_op.hpp).
+// Deliberately not here: the kernels (ops/cpu/binary.cpp), true division and pow
+// (ops/elementwise.cpp), the bitwise ops (ops/bitwise.cpp).
 #include "autograd/tape.hpp"
+#include "ops/binary_extra_op.hpp"
 #include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"
+#include "ops/pending_h1.hpp"
 
 #include <fmt/format.h>
 
@@ -55,37 +63,160 @@ Tensor binary_node(const char* op, Tensor y, const Tensor& a, const Tensor& b, T
 }
 }  // namespace
 
-namespace {
-// fmod's value without a tape: ad - q·bd with q = trunc(ad / bd), a zero keeping ad's sign.
-Tensor fmod_value(const Tensor& ad, const Tensor& bd, const Tensor& q) {
+// ---- the kernels outside the shared table (ops/binary_extra_op.hpp) ----
+namespace detail {
+Tensor binary_extra(const char* op, cpu::XOp code, const Tensor& a_in, const Tensor& b_in) {
   NoGradGuard ng;
-  const Tensor y = sub(ad, mul(q, bd));
-  return where(eq(y, 0.0), mul(ad, 0.0), y);
+  if (on_cuda(a_in))  // no CUDA kernels: the CPU's, on host copies
+    return binary_extra(op, code, a_in.cpu(), b_in.cpu()).to(a_in.device());
+  Tensor ha, hb;
+  const Tensor &a = dense_ref(a_in, ha), &b = dense_ref(b_in, hb);
+  const Shape os = broadcast_shapes(a.shape(), b.shape(), op);
+  Tensor out = Tensor::empty(os, a.dtype());
+  dispatch_all(a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    cpu::binary_extra<T>(code, out.data<T>(), a.data<T>(), b.data<T>(), os, a.shape(), b.shape());
+  });
+  return out;
+}
+void check_operands(const char* op, const Tensor& a, const Tensor& b) {
+  check_defined(a, op, "input");
+  check_defined(b, op, "other");
+  check_same_device(a, b, op, "input", "other");
+  check_same_dtype(a, b, op, "input", "other");
+  broadcast_shapes(a.shape(), b.shape(), op);
+}
+void check_int_divisor(const char* op, const Tensor& b_in) {
+  if (b_in.dtype() != kInt64) return;
+  const Tensor host = on_cuda(b_in) ? b_in.detach().cpu() : b_in;
+  Tensor hb;
+  const Tensor& b = dense_ref(host, hb);
+  const int64_t* p = b.data<int64_t>();
+  for (int64_t i = 0; i < b.numel(); ++i)
+    if (p[i] == 0)
+      throw Error(fmt::format(
+          "{}: ZeroDivisionError: integer division by zero (other {} of dtype int64 holds 0 at "
+          "flat index {})",
+          op, shape_str(b.shape()), i));
+}
+bool is_int_scalar(double v) {
+  // [-2^63, 2^63): the doubles that convert to int64 exactly
+  return std::isfinite(v) && v == std::trunc(v) && v >= -9223372036854775808.0 &&
+         v < 9223372036854775808.0;
+}
+Tensor int64_scalar(int64_t v, Device device) {
+  Tensor t = Tensor::empty({}, kInt64);
+  t.data<int64_t>()[0] = v;
+  return device.type == DeviceType::CPU ? t : t.to(device);
+}
+}  // namespace detail
+
+namespace {
+using cpu::XOp;
+// Both operands of a division-family op: one device and dtype, float or int64, broadcastable.
+void check_division(const char* op, const Tensor& a, const Tensor& b) {
+  check_operands(op, a, b);
+  if (!is_floating(a.dtype()) && a.dtype() != kInt64)
+    throw Error(
+        fmt::format("{}: input {} and other {} have dtype {}, expected float32, float64 "
+                    "or int64",
+                    op, shape_str(a.shape()), shape_str(b.shape()), dtype_name(a.dtype())));
+}
+// The number b as the operand of a: a 0-dim tensor of a's dtype, except that an int64 a meets a
+// number that is not an integer in the default float dtype (PyTorch's Python-float promotion),
+// a converted with it. Calls f(a', b').
+template <typename F>
+Tensor with_number(const char* op, const Tensor& a, double b, F f) {
+  check_defined(a, op, "input");
+  if (a.dtype() == kInt64 && !is_int_scalar(b)) {
+    const DType dt = get_default_dtype();
+    return f(a.to(dt), full({}, b, dt, a.device()));
+  }
+  if (a.dtype() == kInt64) return f(a, int64_scalar(static_cast<int64_t>(b), a.device()));
+  return f(a, full({}, b, a.dtype(), a.device()));
+}
+// An int64 op of the division family: the divisor checked for zeros, then the kernel.
+Tensor int_division(const char* op, XOp code, const Tensor& a, const Tensor& b) {
+  check_int_divisor(op, b);
+  return binary_extra(op, code, a, b);
 }
 }  // namespace
 
-// C's fmod: input - trunc(input / other) · other, with the dividend's sign (-0 included).
-// d/dinput = 1, d/dother = -trunc(input / other), PyTorch's.
+// C's fmod: input - trunc(input / other) · other, exactly (std::fmod), the dividend's sign.
+// d/dinput = 1, d/dother = -trunc(input / other) (PyTorch's; 0 at other = ±inf).
 Tensor fmod(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
-  check_pair(a, b, "fmod");
-  const Tensor ad = a.detach(), bd = b.detach(), q = trunc(div(ad, bd));  // no tape: detached
-  return binary_node("fmod", fmod_value(ad, bd, q), a, b, Tensor(), neg(q));
+  check_division("fmod", a, b);
+  if (a.dtype() == kInt64) return int_division("fmod", XOp::Fmod, a, b);
+  const Tensor y = binary_extra("fmod", XOp::Fmod, a, b);
+  if (!needs_record({&a, &b})) return y;
+  return binary_node("fmod", y, a, b, Tensor(), neg(binary_extra("fmod", XOp::TruncDiv, a, b)));
 }
-Tensor fmod(const Tensor& a, double b, Site site) { return fmod(a, scalar_like(b, a), site); }
+Tensor fmod(const Tensor& a, double b, Site site) {
+  return with_number("fmod", a, b,
+                     [&](const Tensor& x, const Tensor& y) { return fmod(x, y, site); });
+}
 
 // Python's %: fmod moved by other where their signs differ, so the result takes the divisor's
-// sign (PyTorch's). d/dinput = 1, d/dother = -floor(input / other).
+// sign (remainder(-1, inf) = inf, as PyTorch). d/dinput = 1, d/dother = -floor(input / other)
+// with PyTorch's floor division (so -1 at (-1, inf)).
 Tensor remainder(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
-  check_pair(a, b, "remainder");
-  const Tensor ad = a.detach(), bd = b.detach(), q = floor(div(ad, bd));  // no tape: detached
-  const Tensor m = fmod_value(ad, bd, trunc(div(ad, bd)));
-  const Tensor move = logical_and(ne(m, 0.0), logical_xor(lt(bd, 0.0), lt(m, 0.0)));
-  return binary_node("remainder", where(move, add(m, bd), m), a, b, Tensor(), neg(q));
+  check_division("remainder", a, b);
+  if (a.dtype() == kInt64) return int_division("remainder", XOp::Remainder, a, b);
+  const Tensor y = binary_extra("remainder", XOp::Remainder, a, b);
+  if (!needs_record({&a, &b})) return y;
+  return binary_node("remainder", y, a, b, Tensor(),
+                     neg(binary_extra("remainder", XOp::FloorDiv, a, b)));
 }
 Tensor remainder(const Tensor& a, double b, Site site) {
-  return remainder(a, scalar_like(b, a), site);
+  return with_number("remainder", a, b,
+                     [&](const Tensor& x, const Tensor& y) { return remainder(x, y, site); });
+}
+
+// torch.div with rounding_mode "floor" (Python's //, exact: (a - fmod(a, b)) / b moved down) or
+// "trunc" (trunc(a / b)). int64 stays int64; floats have a zero gradient (PyTorch's).
+namespace {
+Tensor rounded_div(const char* op, XOp code, const Tensor& a, const Tensor& b) {
+  check_division(op, a, b);
+  if (a.dtype() == kInt64) return int_division(op, code, a, b);
+  Tensor y = binary_extra(op, code, a, b);
+  record(op, y, {a, b}, RecordInfo().differentiable(),  // constants: differentiable as they are
+         [as = a.shape(), bs = b.shape(), dt = a.dtype(), dev = a.device()](const Tensor&) {
+           return std::vector<Tensor>{zeros(as, dt, dev), zeros(bs, dt, dev)};
+         });
+  return y;
+}
+XOp rounding(const std::string& mode) {
+  if (mode != "floor" && mode != "trunc")
+    throw Error(
+        fmt::format("div: rounding_mode must be \"floor\" or \"trunc\" (div(input, "
+                    "other) divides exactly), got \"{}\"",
+                    mode));
+  return mode == "floor" ? XOp::FloorDiv : XOp::TruncDiv;
+}
+}  // namespace
+Tensor div(const Tensor& a, const Tensor& b, const std::string& rounding_mode, Site site) {
+  SiteScope scope(site);
+  return rounded_div("div", rounding(rounding_mode), a, b);
+}
+Tensor div(const Tensor& a, double b, const std::string& rounding_mode, Site site) {
+  SiteScope scope(site);
+  const XOp code = rounding(rounding_mode);
+  return with_number("div", a, b, [&](const Tensor& x, const Tensor& y) {
+    return rounded_div("div", code, x, y);
+  });
+}
+// torch.floor_divide: PyTorch 1.13 has no derivative for it; the zeros of div(…, "floor") here.
+Tensor floor_divide(const Tensor& a, const Tensor& b, Site site) {
+  SiteScope scope(site);
+  return rounded_div("floor_divide", XOp::FloorDiv, a, b);
+}
+Tensor floor_divide(const Tensor& a, double b, Site site) {
+  SiteScope scope(site);
+  return with_number("floor_divide", a, b, [](const Tensor& x, const Tensor& y) {
+    return rounded_div("floor_divide", XOp::FloorDiv, x, y);
+  });
 }
 
 // |input| with the sign bit of other. d/dinput = sign(input)·(±1) (0 at input = 0), d/dother = 0.

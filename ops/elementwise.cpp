@@ -1,7 +1,9 @@
 // ops/elementwise.cpp — elementwise math with NumPy broadcasting, forward and backward side by
 // side; the one generic unbroadcast (sum_to); comparisons; C++ operators and Tensor methods.
-// Binary ops need both operands of one dtype (no implicit promotion: an error says so).
+// Binary ops need both operands of one dtype (no implicit promotion: an error says so); true
+// division promotes int64 to the default float dtype and pow keeps int64 (PyTorch's rules).
 #include "autograd/copy_detail.hpp"
+#include "ops/binary_extra_op.hpp"
 #include "ops/cpu/kernels.hpp"
 #include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
@@ -197,9 +199,11 @@ Tensor mul(const Tensor& a, const Tensor& b, Site site) {
   }
   return out;
 }
+// True division: int64 operands divide in the default float dtype, as PyTorch's a / b.
 Tensor div(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
-  check_binary("div", a, b, false);
+  check_binary("div", a, b, true);
+  if (a.dtype() == kInt64) return div(a.to(get_default_dtype()), b.to(get_default_dtype()));
   Tensor out = binary_kernel("div", kern::BinOp::Div, a, b, a.dtype());
   if (needs_record({&a, &b})) {
     Tensor sb = b.detach(), so = out.detach();
@@ -217,9 +221,12 @@ Tensor div(const Tensor& a, const Tensor& b, Site site) {
   }
   return out;
 }
+// int64 ** int64 stays int64, wrapping on overflow; a negative exponent gives 1 / a^|b|
+// truncated toward 0, as PyTorch's tensor form (ops/cpu/binary.cpp's powi).
 Tensor pow(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
-  check_binary("pow", a, b, false);
+  check_binary("pow", a, b, true);
+  if (a.dtype() == kInt64) return binary_extra("pow", cpu::XOp::Pow, a, b);
   Tensor out = binary_kernel("pow", kern::BinOp::Pow, a, b, a.dtype());
   if (needs_record({&a, &b})) {
     Tensor sa = a.detach(), sb = b.detach(), so = out.detach();
@@ -299,14 +306,29 @@ Tensor mul(const Tensor& a, double b, Site site) {
 }
 Tensor div(const Tensor& a, double b, Site site) {
   SiteScope scope(site);
+  if (a.defined() && a.dtype() == kInt64) {  // a / b exactly, as PyTorch's int / number
+    const DType dt = get_default_dtype();
+    return div(a.to(dt), full({}, b, dt, a.device()));
+  }
   return unary_op("div", {kern::UnOp::MulS, 1.0 / b}, a, false, false);
 }
 Tensor rdiv(double a, const Tensor& b, Site site) {  // d(a/x)/dx = -a/x² = -y/x
   SiteScope scope(site);
   return unary_op("rdiv", {kern::UnOp::RDivS, a}, b, true, true);
 }
+// An int64 a with an integral p stays int64 (PyTorch's int ** int) and refuses a negative p as
+// PyTorch does; with any other p it promotes to the default float dtype (int ** float).
 Tensor pow(const Tensor& a, double p, Site site) {
   SiteScope scope(site);
+  if (a.defined() && a.dtype() == kInt64) {
+    if (!is_int_scalar(p)) return pow(a.to(get_default_dtype()), p);
+    if (p < 0)
+      throw Error(
+          fmt::format("pow: input {} is int64 and exponent {} a negative integer: Integers "
+                      "to negative integer powers are not allowed (use a float input)",
+                      shape_str(a.shape()), p));
+    return binary_extra("pow", cpu::XOp::Pow, a, int64_scalar(static_cast<int64_t>(p), a.device()));
+  }
   return unary_op("pow", {kern::UnOp::PowS, p}, a, true, false);
 }
 

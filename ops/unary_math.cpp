@@ -2,7 +2,8 @@
 // kernel → record through unary_op (ops/unary_op.hpp); the forward and backward formulas of each
 // sit side by side in ops/unary_formulas.hpp, shared by both backends, and the CPU's vector forms
 // in ops/cpu/unary_math.cpp. PyTorch's names, defaults and special values; the rounding ops and
-// sign have a zero gradient, as in PyTorch.
+// sign have a zero gradient, as in PyTorch, and the rounding ops take int64 too (an integer is its
+// own rounding).
 // Deliberately not here: exp, log, tanh, sigmoid, relu, gelu, clamp and the scalar arithmetic
 // (ops/elementwise.cpp).
 #include "ops/detail.hpp"
@@ -31,6 +32,14 @@ Tensor flat_op(const char* op, UnOp code, const Tensor& x, Site site) {
            [](const Tensor& g) -> std::vector<Tensor> { return {zeros_like(g)}; });
   return out;
 }
+// floor, ceil, round, trunc: an int64 input is returned as a copy of itself, int64 (PyTorch's).
+Tensor rounding_op(const char* op, UnOp code, const Tensor& x, Site site) {
+  if (x.defined() && x.dtype() == kInt64) {
+    SiteScope scope(site);
+    return x.clone();
+  }
+  return flat_op(op, code, x, site);
+}
 }  // namespace
 
 // ---- math ----
@@ -52,10 +61,10 @@ Tensor expm1(const Tensor& a, Site site) { return math_op("expm1", {UnOp::Expm1}
 Tensor log2(const Tensor& a, Site site) { return math_op("log2", {UnOp::Log2}, a, site); }
 Tensor log10(const Tensor& a, Site site) { return math_op("log10", {UnOp::Log10}, a, site); }
 Tensor log1p(const Tensor& a, Site site) { return math_op("log1p", {UnOp::Log1p}, a, site); }
-Tensor floor(const Tensor& a, Site site) { return flat_op("floor", UnOp::Floor, a, site); }
-Tensor ceil(const Tensor& a, Site site) { return flat_op("ceil", UnOp::Ceil, a, site); }
-Tensor round(const Tensor& a, Site site) { return flat_op("round", UnOp::Round, a, site); }
-Tensor trunc(const Tensor& a, Site site) { return flat_op("trunc", UnOp::Trunc, a, site); }
+Tensor floor(const Tensor& a, Site site) { return rounding_op("floor", UnOp::Floor, a, site); }
+Tensor ceil(const Tensor& a, Site site) { return rounding_op("ceil", UnOp::Ceil, a, site); }
+Tensor round(const Tensor& a, Site site) { return rounding_op("round", UnOp::Round, a, site); }
+Tensor trunc(const Tensor& a, Site site) { return rounding_op("trunc", UnOp::Trunc, a, site); }
 Tensor sign(const Tensor& a, Site site) { return flat_op("sign", UnOp::Sign, a, site); }
 
 // ---- activations ----
@@ -87,10 +96,19 @@ Tensor hardswish(const Tensor& a, Site site) {
 Tensor hardsigmoid(const Tensor& a, Site site) {
   return math_op("hardsigmoid", {UnOp::Hardsigmoid}, a, site);
 }
+// min_val > max_val is refused, as PyTorch does since its issue 83153 (1.13 gave max_val
+// everywhere). A NaN bound gives NaN everywhere, and no gradient: PyTorch 1.13's values (its
+// vectorised backward passes the gradient where min_val < x < max_val, false at a NaN bound).
 Tensor hardtanh(const Tensor& a, double min_val, double max_val, Site site) {
-  // min_val > max_val gives max_val everywhere, as torch.clamp does
-  const double lo = min_val > max_val ? max_val : min_val;
-  return math_op("hardtanh", {UnOp::Hardtanh, lo, max_val}, a, site);
+  SiteScope scope(site);
+  check_float(a, "hardtanh", "input", true);
+  if (min_val > max_val)
+    throw Error(fmt::format("hardtanh: min_val {} cannot be greater than max_val {} (input {})",
+                            min_val, max_val, shape_str(a.shape())));
+  const UnCode code{UnOp::Hardtanh, min_val, max_val};
+  if (std::isnan(min_val) || std::isnan(max_val))
+    return unary_op("hardtanh", {UnOp::MulS, NAN}, a, true, false, code);
+  return unary_op("hardtanh", code, a, true, false);
 }
 Tensor relu6(const Tensor& a, Site site) {
   return math_op("relu6", {UnOp::Hardtanh, 0.0, 6.0}, a, site);
@@ -108,10 +126,14 @@ Tensor glu(const Tensor& a, int64_t dim, Site site) {
   SiteScope scope(site);
   check_float(a, "glu", "input", true);
   const int64_t nd = a.dim(), d = dim < 0 ? dim + nd : dim;
-  if (nd == 0 || d < 0 || d >= nd)
+  if (nd == 0)
+    throw Error(
+        fmt::format("glu: input () is 0-dim (dim {}): glu does not support scalars "
+                    "because halving size must be even",
+                    dim));
+  if (d < 0 || d >= nd)
     throw Error(fmt::format("glu: dim {} out of range for input {}: expected [{}, {}]", dim,
-                            shape_str(a.shape()), -std::max<int64_t>(nd, 1),
-                            std::max<int64_t>(nd, 1) - 1));
+                            shape_str(a.shape()), -nd, nd - 1));
   const int64_t n = a.size(d);
   if (n % 2 != 0)
     throw Error(

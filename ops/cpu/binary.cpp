@@ -6,12 +6,20 @@
 // pow_map, xsimd with its special lanes recomputed by std::pow). (xtensor's own N-d
 // broadcasting falls back to scalar code when an operand is broadcast along the last dim, the
 // (N, 1) case that per-row statistics and masks hit; rows keep every case vectorised.)
+// The ops outside the shared kernel table (binary_extra.hpp: floor/trunc division, fmod,
+// remainder, integer pow, bitwise ops and shifts) are PyTorch's scalar formulas over the same
+// walk, one plain loop per op, which the compiler vectorises where the formula allows.
 // Deliberately not here: unary ops (unary.cpp), the op bodies and their checks (ops/*.cpp).
+#include "ops/cpu/binary_extra.hpp"
 #include "ops/cpu/kernels.hpp"
 #include "ops/cpu/simd.hpp"
 #include "ops/cpu/xt.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <type_traits>
 
 namespace tg::cpu {
@@ -212,6 +220,135 @@ void where(T* out, const bool* cond, const T* a, const T* b, const Shape& so, co
     span(out + r * w.inner, cond + off[0], a + off[1], b + off[2], w.inner);
   });
 }
+
+// ---- the ops outside the kernel table (binary_extra.hpp) ----
+namespace {
+// out = f(a, b) over the broadcast walk: a flat loop when each operand is full or one element.
+template <typename T, typename F>
+void map_pairs(T* out, const T* a, const T* b, const Shape& so, const Shape& sa, const Shape& sb,
+               F f) {
+  const int64_t no = shape_numel(so), na = shape_numel(sa), nb = shape_numel(sb);
+  if (no == 0) return;
+  auto span = [&](T* o, const T* pa, int64_t ia, const T* pb, int64_t ib, int64_t n) {
+    for (int64_t j = 0; j < n; ++j) o[j] = f(pa[j * ia], pb[j * ib]);
+  };
+  if ((na == no || na == 1) && (nb == no || nb == 1)) {
+    const int64_t ia = na == no, ib = nb == no;
+    xtd::chunks(
+        no,
+        [&](int64_t lo, int64_t hi) { span(out + lo, a + lo * ia, ia, b + lo * ib, ib, hi - lo); },
+        sizeof(T));
+    return;
+  }
+  const Walk w = make_walk(so, {&sa, &sb});
+  xtd::for_rows<2>(w, [&](int64_t r, const std::array<int64_t, 2>& off) {
+    span(out + r * w.inner, a + off[0], w.inner_stride(0), b + off[1], w.inner_stride(1), w.inner);
+  });
+}
+
+// int64 arithmetic that overflows wraps around (two's complement), as PyTorch's kernels do on
+// every machine it runs on: computed in uint64_t, where wrapping is defined.
+inline int64_t wrap_mul(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+}
+inline int64_t wrap_neg(int64_t a) { return static_cast<int64_t>(0 - static_cast<uint64_t>(a)); }
+
+// PyTorch 1.13's scalar formulas (aten/src/ATen/native/cpu/BinaryOpsKernel.cpp). An int64 divisor
+// is never 0 here (the op raised ZeroDivisionError). INT64_MIN / -1 overflows (PyTorch 1.13 dies
+// of SIGFPE there): the quotient wraps to INT64_MIN as INT64_MIN * -1 does, and fmod and
+// remainder by -1 are 0, the exact answer.
+template <typename T>
+T floor_div(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    if (b == -1) return wrap_neg(a);
+    const T q = a / b, r = a % b;
+    return r != 0 && ((r < 0) != (b < 0)) ? q - 1 : q;
+  } else {
+    // Python's a // b: (a - fmod(a, b)) / b is exact, then moved down where the signs differ;
+    // division by 0 gives IEEE's a / b, a zero quotient keeps a / b's sign.
+    if (b == 0) return a / b;
+    const T mod = std::fmod(a, b);
+    T div = (a - mod) / b;
+    if (mod != 0 && (b < 0) != (mod < 0)) div -= T(1);
+    if (div == 0) return std::copysign(T(0), a / b);
+    T fl = std::floor(div);
+    if (div - fl > T(0.5)) fl += T(1);
+    return fl;
+  }
+}
+template <typename T>
+T trunc_div(T a, T b) {
+  if constexpr (std::is_integral_v<T>)
+    return b == -1 ? wrap_neg(a) : a / b;
+  else
+    return std::trunc(a / b);
+}
+// The dividend's sign; fmod(x, ±inf) = x and fmod(±0, y) = ±0 (IEEE).
+template <typename T>
+T fmod_of(T a, T b) {
+  if constexpr (std::is_integral_v<T>)
+    return b == -1 ? 0 : a % b;
+  else
+    return std::fmod(a, b);
+}
+// The divisor's sign: fmod moved by b where the signs differ (remainder(-1, inf) = inf, as torch).
+template <typename T>
+T remainder_of(T a, T b) {
+  const T m = fmod_of(a, b);
+  return m != 0 && ((b < 0) != (m < 0)) ? m + b : m;
+}
+// a^b by squaring, wrapping on overflow. A negative b gives 1 / a^|b| truncated: 1 for a = 1,
+// ±1 for a = -1, 0 otherwise (PyTorch's powi; its tensor-scalar form refuses negative b first).
+inline int64_t powi(int64_t a, int64_t b) {
+  if (b < 0) return a == 1 ? 1 : a == -1 ? (b % 2 != 0 ? -1 : 1) : 0;
+  int64_t r = 1;
+  for (; b != 0; b /= 2) {
+    if (b & 1) r = wrap_mul(r, a);
+    a = wrap_mul(a, a);
+  }
+  return r;
+}
+// Shift counts outside [0, 63] shift every bit out (0, or the sign for >>): later PyTorch's
+// defined rule. PyTorch 1.13 shifts by the count mod 64 there (C++'s undefined behaviour on x86).
+inline int64_t shl(int64_t a, int64_t b) {
+  return b < 0 || b > 63 ? 0 : static_cast<int64_t>(static_cast<uint64_t>(a) << b);
+}
+inline int64_t shr(int64_t a, int64_t b) { return a >> (b < 0 || b > 63 ? 63 : b); }
+}  // namespace
+
+template <typename T>
+void binary_extra(XOp op, T* out, const T* a, const T* b, const Shape& so, const Shape& sa,
+                  const Shape& sb) {
+  auto run = [&](auto f) { map_pairs(out, a, b, so, sa, sb, f); };
+  if constexpr (std::is_same_v<T, bool>) {
+    if (op == XOp::And) return run([](bool x, bool y) { return x && y; });
+    if (op == XOp::Or) return run([](bool x, bool y) { return x || y; });
+    if (op == XOp::Xor) return run([](bool x, bool y) { return x != y; });
+  } else {
+    if (op == XOp::FloorDiv) return run([](T x, T y) { return floor_div(x, y); });
+    if (op == XOp::TruncDiv) return run([](T x, T y) { return trunc_div(x, y); });
+    if (op == XOp::Fmod) return run([](T x, T y) { return fmod_of(x, y); });
+    if (op == XOp::Remainder) return run([](T x, T y) { return remainder_of(x, y); });
+    if constexpr (std::is_same_v<T, int64_t>) {
+      if (op == XOp::Pow) return run(powi);
+      if (op == XOp::And) return run([](T x, T y) { return x & y; });
+      if (op == XOp::Or) return run([](T x, T y) { return x | y; });
+      if (op == XOp::Xor) return run([](T x, T y) { return x ^ y; });
+      if (op == XOp::Shl) return run(shl);
+      if (op == XOp::Shr) return run(shr);
+    }
+  }
+  throw Error(
+      fmt::format("binary_extra: op code {} has no kernel for this dtype", static_cast<int>(op)));
+}
+template void binary_extra<float>(XOp, float*, const float*, const float*, const Shape&,
+                                  const Shape&, const Shape&);
+template void binary_extra<double>(XOp, double*, const double*, const double*, const Shape&,
+                                   const Shape&, const Shape&);
+template void binary_extra<int64_t>(XOp, int64_t*, const int64_t*, const int64_t*, const Shape&,
+                                    const Shape&, const Shape&);
+template void binary_extra<bool>(XOp, bool*, const bool*, const bool*, const Shape&, const Shape&,
+                                 const Shape&);
 
 #define TG_BINARY(T, O)                                                                 \
   template void binary<T, O>(BinOp, O*, const T*, const T*, const Shape&, const Shape&, \

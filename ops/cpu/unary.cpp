@@ -58,22 +58,24 @@ void exp_into(T* out, const T* x, int64_t n) {
   urows::exp_into<Native>(out, x, n);
 }
 // x^e for a scalar exponent, PyTorch's way: e = 0 gives 1 (even at NaN), 1 gives x, ±0.5 sqrt and
-// 1/sqrt (so pow(-0, 0.5) = -0 and pow(-inf, 0.5) = NaN, as sqrt), -1 the reciprocal, 2, 3, -2
-// multiplied out; any other e std::pow's values (simd.hpp's pow_map: xsimd where it is exact to
-// a few ulps).
+// 1/sqrt of x + 0 (so pow(-inf, 0.5) = NaN, as sqrt), -1 the reciprocal, 2, 3, -2 multiplied out;
+// any other e std::pow's values (simd.hpp's pow_map: xsimd where it is exact to a few ulps).
+// x + 0 turns -0 into +0: pow(-0, 0.5) = +0 and pow(-0, -0.5) = +inf, IEEE's values and
+// PyTorch's tensor-tensor pow's; PyTorch 1.13's scalar form gives -0 and -inf there, a bug
+// (pytorch/pytorch issue 127163).
 template <typename T>
 void pow_into(T* out, const T* x, int64_t n, double e) {
   auto X = vec(x, n);
   auto O = vec(out, n);
-  const T one(1);
+  const T one(1), zero(0);
   if (e == 0)
     std::fill(out, out + n, one);
   else if (e == 1)
     std::copy(x, x + n, out);
   else if (e == 0.5)
-    xt::noalias(O) = xt::sqrt(X);
+    xt::noalias(O) = xt::sqrt(X + zero);
   else if (e == -0.5)
-    xt::noalias(O) = one / xt::sqrt(X);
+    xt::noalias(O) = one / xt::sqrt(X + zero);
   else if (e == -1)
     xt::noalias(O) = one / X;
   else if (e == 2)

@@ -161,14 +161,15 @@ struct BinCase {
   bool sign_of_zero = true;
 };
 
-// torch's pow(x, e) for a scalar exponent: 0 → 1, 1 → x, ±0.5 → sqrt/rsqrt, -1 → reciprocal,
-// 2, 3, -2 multiplied out, else std::pow.
+// torch's pow(x, e) for a scalar exponent: 0 → 1, 1 → x, ±0.5 → sqrt/rsqrt of x + 0 (-0 gives
+// IEEE's +0 and +inf, where torch 1.13 gives -0 and -inf: torch_slip), -1 → reciprocal, 2, 3, -2
+// multiplied out, else std::pow.
 template <typename T>
 T torch_pow(T x, double e) {
   if (e == 0) return T(1);
   if (e == 1) return x;
-  if (e == 0.5) return std::sqrt(x);
-  if (e == -0.5) return T(1) / std::sqrt(x);
+  if (e == 0.5) return std::sqrt(x + T(0));
+  if (e == -0.5) return T(1) / std::sqrt(x + T(0));
   if (e == -1) return T(1) / x;
   if (e == 2) return x * x;
   if (e == 3) return x * x * x;
@@ -550,6 +551,10 @@ bool torch_slip(const std::string& op, T x, T want, bool grad) {
   if (!grad && op == "log1p" && x == big) return true;
   if (want != 0 && std::fabs(want) < std::numeric_limits<T>::min()) return true;
   if (grad && op == "hardsigmoid" && sizeof(T) == 8) return true;
+  // pow(-0, ±0.5) and the gradients that read it (x^0.5, x^1.5 at -0): torch 1.13's sqrt keeps
+  // -0's sign (pytorch/pytorch issue 127163); tapegrad gives IEEE's +0 and +inf
+  if (x == 0 && std::signbit(x) && (op == "pow0.5" || op == "pow-0.5" || (grad && op == "pow1.5")))
+    return true;
   return false;
 }
 
