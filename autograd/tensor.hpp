@@ -298,6 +298,10 @@ class Tensor {
                      Site site = Site::here());
   Tensor& index_put_(const std::vector<TensorIndex>& indices, double value,
                      Site site = Site::here());
+  Tensor& index_put_(const std::vector<TensorIndex>& indices, const Tensor& values, bool accumulate,
+                     Site site = Site::here());
+  Tensor& scatter_(int64_t dim, const Tensor& index, const Tensor& src, Site site = Site::here());
+  Tensor& scatter_(int64_t dim, const Tensor& index, double value, Site site = Site::here());
   Tensor matmul(const Tensor& other, Site site = Site::here()) const;
   Tensor softmax(int64_t dim, Site site = Site::here()) const;
   Tensor log_softmax(int64_t dim, Site site = Site::here()) const;

@@ -15,7 +15,6 @@
 #include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"
-#include "ops/pending_h1.hpp"
 
 #include <fmt/format.h>
 

@@ -2,14 +2,12 @@
 // bitwise_left_shift, bitwise_right_shift) and their C++ operators (&, |, ^, ~, <<, >>), on int64
 // and bool with broadcasting, PyTorch's names and dtype rules: bool is and / or / xor / not,
 // floating inputs are refused, a bool tensor with a plain integer computes in int64 (a Python
-// int's promotion), shifts take int64 only. No gradient: integer results. Declared in
-// ops/pending_h1.hpp until the merge into ops/ops.hpp.
+// int's promotion), shifts take int64 only. No gradient: integer results.
 // Deliberately not here: the kernels (ops/cpu/binary.cpp's binary_extra), the logical ops on
 // any dtype (ops/binary_math.cpp).
 #include "ops/binary_extra_op.hpp"
 #include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
-#include "ops/pending_h1.hpp"
 
 #include <fmt/format.h>
 

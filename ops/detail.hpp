@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <initializer_list>
 
 #include "autograd/tape.hpp"
 #include "autograd/tensor.hpp"
@@ -150,5 +151,15 @@ inline Shape broadcast_strides(const Shape& in, const Shape& out) {
 // range (read on the host). Returns dim normalised; errors name op and every shape.
 int64_t scatter_shapes(const char* op, const Tensor& x, int64_t dim, const Tensor& index,
                        const Tensor& src);
+
+// The in-place machinery of ops/inplace.cpp, for ops of other families that write in place.
+// Writes compute(x's values) into x as `op`, with every in-place check and the autograd
+// rebase (recorded: compute gets a clone of x and must return x's shape).
+Tensor inplace_update(const char* op, const Tensor& x, std::initializer_list<const Tensor*> others,
+                      const std::function<Tensor(const Tensor&)>& compute);
+// copy_(x, src) named `op` in its errors.
+Tensor copy_named(const char* op, const Tensor& x, const Tensor& src);
+// Does some memory location hold more than one element of a view of this shape and strides?
+bool has_internal_overlap(const Shape& shape, const Shape& strides);
 
 }  // namespace tg::detail

@@ -19,7 +19,6 @@
 #include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"
-#include "ops/pending_h2.hpp"
 
 #include <fmt/format.h>
 
@@ -382,6 +381,11 @@ Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor
 }
 Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, double value, Site site) {
   tg::index_put_(*this, indices, value, site);
+  return *this;
+}
+Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor& values,
+                           bool accumulate, Site site) {
+  tg::index_put_(*this, indices, values, accumulate, site);
   return *this;
 }
 

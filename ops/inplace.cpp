@@ -18,7 +18,6 @@
 #include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"
-#include "ops/pending_h2.hpp"
 
 #include <algorithm>
 #include <cstring>

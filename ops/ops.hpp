@@ -39,6 +39,7 @@
 #include <utility>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace tg {
@@ -129,6 +130,44 @@ Tensor operator+(double a, const Tensor& b);
 Tensor operator-(double a, const Tensor& b);
 Tensor operator*(double a, const Tensor& b);
 Tensor operator/(double a, const Tensor& b);
+// a & b, a | b, a ^ b, ~a, a << b, a >> b: the bitwise ops above (no clash: Tensor had none of
+// these, and std::ostream << Tensor keeps its own overload). Integer numbers on either side.
+Tensor operator&(const Tensor& a, const Tensor& b);
+Tensor operator|(const Tensor& a, const Tensor& b);
+Tensor operator^(const Tensor& a, const Tensor& b);
+Tensor operator<<(const Tensor& a, const Tensor& b);
+Tensor operator>>(const Tensor& a, const Tensor& b);
+Tensor operator&(const Tensor& a, int64_t b);
+Tensor operator|(const Tensor& a, int64_t b);
+Tensor operator^(const Tensor& a, int64_t b);
+Tensor operator<<(const Tensor& a, int64_t b);
+Tensor operator>>(const Tensor& a, int64_t b);
+Tensor operator&(int64_t a, const Tensor& b);
+Tensor operator|(int64_t a, const Tensor& b);
+Tensor operator^(int64_t a, const Tensor& b);
+Tensor operator<<(int64_t a, const Tensor& b);
+Tensor operator>>(int64_t a, const Tensor& b);
+Tensor operator~(const Tensor& a);
+template <typename D, std::enable_if_t<std::is_floating_point_v<D>, int> = 0>
+Tensor operator&(const Tensor& a, D b) = delete;
+template <typename D, std::enable_if_t<std::is_floating_point_v<D>, int> = 0>
+Tensor operator&(D a, const Tensor& b) = delete;
+template <typename D, std::enable_if_t<std::is_floating_point_v<D>, int> = 0>
+Tensor operator|(const Tensor& a, D b) = delete;
+template <typename D, std::enable_if_t<std::is_floating_point_v<D>, int> = 0>
+Tensor operator|(D a, const Tensor& b) = delete;
+template <typename D, std::enable_if_t<std::is_floating_point_v<D>, int> = 0>
+Tensor operator^(const Tensor& a, D b) = delete;
+template <typename D, std::enable_if_t<std::is_floating_point_v<D>, int> = 0>
+Tensor operator^(D a, const Tensor& b) = delete;
+template <typename D, std::enable_if_t<std::is_floating_point_v<D>, int> = 0>
+Tensor operator<<(const Tensor& a, D b) = delete;
+template <typename D, std::enable_if_t<std::is_floating_point_v<D>, int> = 0>
+Tensor operator<<(D a, const Tensor& b) = delete;
+template <typename D, std::enable_if_t<std::is_floating_point_v<D>, int> = 0>
+Tensor operator>>(const Tensor& a, D b) = delete;
+template <typename D, std::enable_if_t<std::is_floating_point_v<D>, int> = 0>
+Tensor operator>>(D a, const Tensor& b) = delete;
 
 // Broadcast shape of a and b (NumPy rules); throws naming op and both shapes.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
@@ -144,6 +183,20 @@ Tensor fmod(const Tensor& a, const Tensor& b, Site site = Site::here());
 Tensor fmod(const Tensor& a, double b, Site site = Site::here());
 Tensor remainder(const Tensor& a, const Tensor& b, Site site = Site::here());
 Tensor remainder(const Tensor& a, double b, Site site = Site::here());
+// torch.div(input, other, rounding_mode=...): "floor" (Python's //) or "trunc" (toward zero).
+// float32/float64 keep their dtype, with a zero gradient for both operands (PyTorch's);
+// int64 stays int64, and a zero divisor raises ZeroDivisionError as PyTorch does. INT64_MIN / -1
+// wraps to INT64_MIN (PyTorch 1.13 dies of SIGFPE there). True division is div(a, b), where
+// int64 operands promote to the default float dtype.
+Tensor div(const Tensor& a, const Tensor& b, const std::string& rounding_mode,
+           Site site = Site::here());
+// A plain number b: beside an int64 tensor, a b that holds an integer counts as a Python int
+// (the result stays int64), any other (2.5, inf, NaN, 1e20) as a Python float (the tensor
+// promotes to the default float dtype); so do fmod, remainder and pow with a number.
+Tensor div(const Tensor& a, double b, const std::string& rounding_mode, Site site = Site::here());
+// torch.floor_divide: div(a, b, "floor") (PyTorch 1.13 has no derivative for it: zeros here).
+Tensor floor_divide(const Tensor& a, const Tensor& b, Site site = Site::here());
+Tensor floor_divide(const Tensor& a, double b, Site site = Site::here());
 Tensor copysign(const Tensor& a, const Tensor& b, Site site = Site::here());
 Tensor copysign(const Tensor& a, double b, Site site = Site::here());
 Tensor lerp(const Tensor& a, const Tensor& end, const Tensor& weight, Site site = Site::here());
@@ -182,6 +235,38 @@ Tensor operator<=(double a, const Tensor& b);
 Tensor operator>(double a, const Tensor& b);
 Tensor operator>=(double a, const Tensor& b);
 Tensor logical_not(const Tensor& a, Site site = Site::here());
+
+// ---- bitwise (bitwise.cpp) ----
+// torch.bitwise_and / _or / _xor / _not on int64 or bool (bool: logical and, or, xor, not),
+// broadcasting; both operands of one dtype; floating inputs refused, naming op and dtype (as
+// PyTorch). No gradient. The number forms take an integer: a bool tensor with a number computes
+// in int64 (PyTorch's promotion of a Python int), and a floating number does not compile.
+Tensor bitwise_and(const Tensor& a, const Tensor& b, Site site = Site::here());
+Tensor bitwise_or(const Tensor& a, const Tensor& b, Site site = Site::here());
+Tensor bitwise_xor(const Tensor& a, const Tensor& b, Site site = Site::here());
+Tensor bitwise_and(const Tensor& a, int64_t b, Site site = Site::here());
+Tensor bitwise_or(const Tensor& a, int64_t b, Site site = Site::here());
+Tensor bitwise_xor(const Tensor& a, int64_t b, Site site = Site::here());
+Tensor bitwise_not(const Tensor& a, Site site = Site::here());
+// torch.bitwise_left_shift / bitwise_right_shift on int64 (bool refused, as PyTorch): a · 2^b
+// wrapping, and the arithmetic shift (sign-filling). Shift counts outside [0, 63] shift every
+// bit out (0, or -1 for a negative a with >>), later PyTorch's rule; 1.13 used the count mod 64.
+Tensor bitwise_left_shift(const Tensor& a, const Tensor& b, Site site = Site::here());
+Tensor bitwise_right_shift(const Tensor& a, const Tensor& b, Site site = Site::here());
+Tensor bitwise_left_shift(const Tensor& a, int64_t b, Site site = Site::here());
+Tensor bitwise_right_shift(const Tensor& a, int64_t b, Site site = Site::here());
+// A floating number with a bitwise op is refused at compile time (PyTorch refuses it at run
+// time), rather than converted to int64 without a word.
+template <typename D, std::enable_if_t<std::is_floating_point_v<D>, int> = 0>
+Tensor bitwise_and(const Tensor& a, D b, Site site = Site::here()) = delete;
+template <typename D, std::enable_if_t<std::is_floating_point_v<D>, int> = 0>
+Tensor bitwise_or(const Tensor& a, D b, Site site = Site::here()) = delete;
+template <typename D, std::enable_if_t<std::is_floating_point_v<D>, int> = 0>
+Tensor bitwise_xor(const Tensor& a, D b, Site site = Site::here()) = delete;
+template <typename D, std::enable_if_t<std::is_floating_point_v<D>, int> = 0>
+Tensor bitwise_left_shift(const Tensor& a, D b, Site site = Site::here()) = delete;
+template <typename D, std::enable_if_t<std::is_floating_point_v<D>, int> = 0>
+Tensor bitwise_right_shift(const Tensor& a, D b, Site site = Site::here()) = delete;
 
 // ---- reductions (dims may be negative; empty dims = all) ----
 Tensor sum(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false,
@@ -339,6 +424,8 @@ Tensor rearrange(const Tensor& x, const std::string& pattern,
 // ---- neural-network functions ----
 Tensor softmax(const Tensor& x, int64_t dim, Site site = Site::here());
 Tensor log_softmax(const Tensor& x, int64_t dim, Site site = Site::here());
+// softmax(−x, dim) (torch.nn.functional.softmin); a 0-dim input takes dim 0 or −1.
+Tensor softmin(const Tensor& x, int64_t dim, Site site = Site::here());
 // mask is bool and broadcasts to x; value is written where mask is true.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value, Site site = Site::here());
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b,
@@ -438,6 +525,16 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
 // with x's own values unless include_self is false. Floating x and src.
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
                Site site = Site::here());
+// scatter with one value at every index position (the one-hot idiom
+// zeros({N, C}).scatter(1, labels, 1.0)); dx is g with the written places zeroed.
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, double value,
+               Site site = Site::here());
+// In-place scatter (x.scatter_(dim, index, src / value) in PyTorch), under the in-place rules of
+// ops.hpp's "in-place writes". Tensor::scatter_ methods belong in autograd/tensor.hpp.
+Tensor scatter_(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
+                Site site = Site::here());
+Tensor scatter_(const Tensor& x, int64_t dim, const Tensor& index, double value,
+                Site site = Site::here());
 Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
                       const std::string& reduce, bool include_self = true,
                       Site site = Site::here());
@@ -468,9 +565,11 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement = 
 // ---- indexing: x.index({...}) (index.cpp) ----
 // PyTorch's C++ indexing (torch::indexing): x.index({0, Slice(1, None, 2), None, Ellipsis}).
 // An integer selects (the dim goes), a Slice narrows with a step, None inserts a size-1 dim,
-// Ellipsis stands for the dims not named; all of these give views. One int64 tensor (1-D)
-// selects rows along its dim (index_select, a copy); one bool tensor as the only index takes the
-// elements where it is true, flattened (a copy). index_put_ writes into the same places.
+// Ellipsis stands for the dims not named; all of these give views. Tensor indices are advanced
+// indexing (a copy), NumPy's and PyTorch's rules: int64 tensors of any ndim broadcast together
+// and pick elements (negative values count from the end); a bool tensor stands for its nonzero()
+// positions over as many dims as it has; adjacent advanced indices put their broadcast shape
+// where they stand, separated ones put it first. index_put_ writes into the same places.
 namespace indexing {
 struct NoneIndex {};
 struct EllipsisIndex {};
@@ -540,5 +639,15 @@ Tensor index_put_(const Tensor& x, const std::vector<TensorIndex>& indices, cons
                   Site site = Site::here());
 Tensor index_put_(const Tensor& x, const std::vector<TensorIndex>& indices, double value,
                   Site site = Site::here());
+// PyTorch's index_put_(indices, values, accumulate): values broadcast to the indexed shape;
+// accumulate adds (a repeated position gets the sum of its values), else each position takes
+// its last write in index order (PyTorch's CPU order; only that write gets a gradient).
+// Tensor::index_put_(indices, values, accumulate) belongs in autograd/tensor.hpp beside the
+// two existing methods.
+Tensor index_put_(const Tensor& x, const std::vector<TensorIndex>& indices, const Tensor& values,
+                  bool accumulate, Site site = Site::here());
+// Out-of-place (torch.index_put): x with the writes above, x itself unchanged.
+Tensor index_put(const Tensor& x, const std::vector<TensorIndex>& indices, const Tensor& values,
+                 bool accumulate = false, Site site = Site::here());
 
 }  // namespace tg

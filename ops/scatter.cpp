@@ -12,7 +12,6 @@
 #include "ops/detail.hpp"
 #include "ops/kernels.hpp"
 #include "ops/ops.hpp"
-#include "ops/pending_h2.hpp"
 
 #include <fmt/format.h>
 
@@ -199,6 +198,15 @@ Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const T
   check_defined(x, "scatter_reduce", "x");
   return scatter_any("scatter_reduce", x, dim, index, src, parse_reduce(reduce, x), include_self,
                      site);
+}
+
+Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Tensor& src, Site site) {
+  tg::scatter_(*this, dim, index, src, site);
+  return *this;
+}
+Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, double value, Site site) {
+  tg::scatter_(*this, dim, index, value, site);
+  return *this;
 }
 
 }  // namespace tg

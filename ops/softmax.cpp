@@ -18,7 +18,6 @@
 #include "ops/detail.hpp"
 #include "ops/kernels.hpp"
 #include "ops/ops.hpp"
-#include "ops/pending_h3.hpp"
 
 namespace tg {
 using namespace detail;

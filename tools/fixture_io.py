@@ -24,6 +24,35 @@ DTYPES = {np.dtype("<f8"): "F64", np.dtype("<f4"): "F32", np.dtype("<i8"): "I64"
 NUMPY = {v: k for k, v in DTYPES.items()}
 
 
+def leaves(inputs, tensors=None):
+    """inputs: (arg name, tensor) pairs. Floating tensors become fresh leaves that require grad.
+    Returns the leaves in order and the {name: tensor} map the case stores (tensors extends it)."""
+    tensors = dict(tensors or {})
+    out = []
+    for arg, t in inputs:
+        if t.is_floating_point():
+            t = t.clone().requires_grad_()
+        out.append(t)
+        tensors[arg] = t
+    return out, tensors
+
+
+def add_grads(tensors, inputs, leaf_list, out, generator):
+    """For a floating out and some leaf that requires grad: tensors["dout"] (float64 normal draws
+    from generator) and tensors["d<arg>"] = d(out·dout)/d<arg> for each such leaf."""
+    import torch
+
+    diff = [t for t in leaf_list if t.requires_grad]
+    if not (out.is_floating_point() and diff):
+        return
+    dout = torch.randn(out.shape, generator=generator, dtype=torch.float64)
+    grads = iter(torch.autograd.grad(out, diff, dout, allow_unused=True))
+    tensors["dout"] = dout
+    for (arg, _), t in zip(inputs, leaf_list):
+        if t.requires_grad:
+            tensors[f"d{arg}"] = next(grads)
+
+
 def case_path(root, family, case):
     """root/family/case.safetensors (root is tests/fixtures or a scratch directory)."""
     return os.path.join(root, family, case + ".safetensors")

@@ -28,22 +28,10 @@ def case(family, name, fn, inputs, seed, consts=()):
     """inputs: list of (arg name, tensor); float tensors get gradients. consts: (name, tensor)
     pairs stored with the case but passed to fn after the inputs without gradients."""
     g = torch.Generator().manual_seed(seed)
-    leaves, tensors = [], dict(consts)
-    for arg, t in inputs:
-        if t.is_floating_point():
-            t = t.clone().requires_grad_()
-        leaves.append(t)
-        tensors[arg] = t
+    leaves, tensors = fixture_io.leaves(inputs, dict(consts))
     out = fn(*leaves, *[t for _, t in consts])
-    dout = torch.randn(out.shape, generator=g, dtype=torch.float64)
-    diff = [t for t in leaves if t.requires_grad]
-    grads = torch.autograd.grad(out, diff, dout)
     tensors["out"] = out
-    tensors["dout"] = dout
-    gi = iter(grads)
-    for (arg, _), t in zip(inputs, leaves):
-        if t.requires_grad:
-            tensors[f"d{arg}"] = next(gi)
+    fixture_io.add_grads(tensors, inputs, leaves, out, g)
     fixture_io.write(fixture_io.case_path(OUT, family, name), tensors)
     N[0] += 1
 

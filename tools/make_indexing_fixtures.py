@@ -39,26 +39,13 @@ def case(name, fn, inputs, seed):
     """inputs: list of (arg name, tensor); float tensors get gradients. fn returns a tensor or
     (values, indices)."""
     g = torch.Generator().manual_seed(seed)
-    leaves, tensors = [], {}
-    for arg, t in inputs:
-        if t.is_floating_point():
-            t = t.clone().requires_grad_()
-        leaves.append(t)
-        tensors[arg] = t
+    leaves, tensors = fixture_io.leaves(inputs)
     out = fn(*leaves)
     if isinstance(out, tuple):
         out, indices = out
         tensors["indices"] = indices
     tensors["out"] = out
-    diff = [t for t in leaves if t.requires_grad]
-    if out.is_floating_point() and diff:
-        dout = torch.randn(out.shape, generator=g, dtype=torch.float64)
-        grads = torch.autograd.grad(out, diff, dout)
-        tensors["dout"] = dout
-        gi = iter(grads)
-        for (arg, _), t in zip(inputs, leaves):
-            if t.requires_grad:
-                tensors[f"d{arg}"] = next(gi)
+    fixture_io.add_grads(tensors, inputs, leaves, out, g)
     save(name, tensors)
 
 

@@ -36,23 +36,10 @@ nan, inf = float("nan"), float("inf")
 def case(family, name, fn, inputs, seed):
     """inputs: list of (arg name, tensor); float tensors get gradients."""
     g = torch.Generator().manual_seed(seed)
-    leaves, tensors = [], {}
-    for arg, t in inputs:
-        if t.is_floating_point():
-            t = t.clone().requires_grad_()
-        leaves.append(t)
-        tensors[arg] = t
+    leaves, tensors = fixture_io.leaves(inputs)
     out = fn(*leaves)
     tensors["out"] = out
-    diff = [t for t in leaves if t.requires_grad]
-    if out.is_floating_point() and diff:
-        dout = torch.randn(out.shape, generator=g, dtype=torch.float64)
-        grads = torch.autograd.grad(out, diff, dout, allow_unused=True)
-        tensors["dout"] = dout
-        gi = iter(grads)
-        for (arg, _), t in zip(inputs, leaves):
-            if t.requires_grad:
-                tensors[f"d{arg}"] = next(gi)
+    fixture_io.add_grads(tensors, inputs, leaves, out, g)
     fixture_io.write(fixture_io.case_path(OUT, family, name), tensors)
 
 

@@ -135,9 +135,10 @@ def defined_in(names):
             text = f.read()
         for n in names:
             short = n.split("::")[-1]
-            if n not in where and re.search(
-                    r"^(?:template <[^>]*>\s*)?[A-Za-z_][\w:<>, ]*[\w>]&?\s+" + re.escape(short)
-                    + r"\(", text, re.M):
+            defines = (r"^(?:template <[^>]*>\s*)?[A-Za-z_][\w:<>, ]*[\w>]&?\s+" + re.escape(short)
+                       + r"\(")
+            by_macro = r"^[A-Z][A-Z0-9_]*\(" + re.escape(short) + r"[,)]"  # TG_BITWISE(name, ...)
+            if n not in where and (re.search(defines, text, re.M) or re.search(by_macro, text, re.M)):
                 where[n] = os.path.relpath(path, ROOT)
     return where
 
@@ -219,12 +220,25 @@ def table():
     return "\n".join(lines) + "\n"
 
 
+# docs/ops.md's hand-written part, after the generated table: kept as it is by every run.
+KEPT = "\n## Where tapegrad differs from PyTorch 1.13"
+
+
+def kept_part(path):
+    """The hand-written tail of the existing docs/ops.md (from KEPT on), or ''."""
+    if not os.path.exists(path):
+        return ""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    return text[text.index(KEPT):] if KEPT in text else ""
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--check", action="store_true")
     a = ap.parse_args()
     path = os.path.join(ROOT, "docs", "ops.md")
-    text = table()
+    text = table() + kept_part(path)
     if a.check:
         with open(path, encoding="utf-8") as f:
             if f.read() != text:
@@ -234,7 +248,7 @@ def main():
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
     os.replace(tmp, path)
-    print(f"wrote {path}: {text.count(chr(10)) - 10} ops")
+    print(f"wrote {path}: {table().count(chr(10)) - 10} ops")
 
 
 if __name__ == "__main__":

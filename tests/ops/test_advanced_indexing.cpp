@@ -6,7 +6,6 @@
 // gradgradcheck, the corners worked out by hand (repeated writes, 0-dim bool indices, bool and
 // int64 targets) and the error messages. In-place writes through overlapping views: test_inplace.
 #include "indexing_cases.hpp"
-#include "ops/pending_h2.hpp"
 
 using namespace tg;
 using namespace tg::indexing;

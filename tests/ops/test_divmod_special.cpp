@@ -8,7 +8,6 @@
 #include "fixtures.hpp"
 #include "helpers.hpp"
 
-#include "ops/pending_h1.hpp"
 
 #include <cmath>
 #include <functional>

@@ -5,10 +5,10 @@
 // through the rebased history); and the backward error when a saved tensor was overwritten, by an
 // in-place op or by an optimizer step.
 #include "helpers.hpp"
-#include "ops/pending_h2.hpp"
 
 #include "nn/layers.hpp"
 #include "nn/optim.hpp"
+#include "ops/detail.hpp"
 
 using namespace tg;
 

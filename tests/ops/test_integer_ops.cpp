@@ -9,7 +9,6 @@
 #include "fixtures.hpp"
 #include "helpers.hpp"
 
-#include "ops/pending_h1.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -216,7 +215,7 @@ static_assert(!can_and<double>::value && !can_and<float>::value);
 static_assert(can_shift<int>::value && !can_shift<double>::value);
 }  // namespace
 
-TEST_CASE("hardtanh: a NaN bound gives NaN and no gradient; min_val > max_val refused",
+TEST_CASE("hardtanh: a NaN bound gives NaN and no gradient, and min_val > max_val is refused",
           "[hardtanh]") {
   const Tensor x = fixture("hardtanh_nan", "x");
   for (const auto& [name, lo, hi] :

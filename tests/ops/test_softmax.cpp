@@ -4,7 +4,6 @@
 #include "fixture_case.hpp"
 #include "helpers.hpp"
 
-#include "ops/pending_h3.hpp"
 
 #include <cmath>
 #include <limits>

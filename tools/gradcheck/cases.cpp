@@ -11,7 +11,6 @@
 #include "nn/transformer.hpp"
 #include "ops/attention.hpp"
 #include "ops/ops.hpp"
-#include "ops/pending_h3.hpp"  // softmin, until it joins ops/ops.hpp
 
 #include <fmt/format.h>
 

@@ -95,6 +95,24 @@ void add_picking(std::vector<OpInfo>& r) {
                }});
 }
 
+// Out-of-place index_put with accumulate: x plus values at (row, col) pairs, one repeated.
+void add_index_put(std::vector<OpInfo>& r) {
+  r.push_back({"index_put", "--shape N,C (N, C >= 3): values added at 4 (row, col) pairs",
+               [](const CaseArgs& a) {
+                 const Shape s = a.shape.value_or(Shape{3, 4});
+                 if (s.size() != 2 || s[0] < 3 || s[1] < 3)
+                   throw UsageError("--op index_put needs --shape N,C with N, C >= 3");
+                 const Tensor rows = tg::tensor(std::vector<int64_t>{0, 2, 0, 1}, {4});
+                 const Tensor cols = tg::tensor(std::vector<int64_t>{1, 0, 1, 2}, {4});
+                 return two(
+                     leaf(s), leaf(Shape{4}),
+                     [rows, cols](const Tensor& x, const Tensor& v) {
+                       return tg::index_put(x, {rows, cols}, v, /*accumulate=*/true);
+                     },
+                     "x", "values");
+               }});
+}
+
 // The in-place writes, each on y = x·1.5 (a recorded non-leaf), returning y.
 void add_inplace(std::vector<OpInfo>& r) {
   using F = void (*)(const Tensor& y, const Tensor& other);
@@ -122,6 +140,12 @@ void add_inplace(std::vector<OpInfo>& r) {
          tg::index_put_(y, {pos}, tg::sum(o) * 0.5);  // a bool mask; the value broadcast
          tg::index_put_(y, {1, ix::Slice(1, 3)}, 7.0);
        }},
+      {"scatter_",
+       [](const Tensor& y, const Tensor& o) {
+         const Tensor idx = tg::tensor(std::vector<int64_t>{0, 2, 1, 1, 2, 0}, {3, 2});
+         tg::scatter_(y, 1, idx, tg::narrow(o, 1, 0, 2));     // a repeated target: the last write
+         tg::scatter_(y, 0, tg::narrow(idx, 0, 0, 1), -0.5);  // the one-hot idiom's value form
+       }},
   };
   for (const W& w : writes)
     r.push_back({w.name, "--shape S (2-D, 3 rows or more): on x·1.5, other of x's shape",
@@ -146,6 +170,7 @@ void add_inplace(std::vector<OpInfo>& r) {
 void add_index(std::vector<OpInfo>& r) {
   add_scatter(r);
   add_picking(r);
+  add_index_put(r);
   add_inplace(r);
 }
 

@@ -351,6 +351,8 @@ const std::vector<TableCase>& all_cases() {
       {"copy_ (a row view)", "--op copy_ --shape 3,4"},
       {"masked_fill_", "--op masked_fill_ --shape 3,4"},
       {"index_put_ (bool mask, slice)", "--op index_put_ --shape 3,4"},
+      {"scatter_ (src with a repeated target, then a value)", "--op scatter_ --shape 3,4"},
+      {"index_put (accumulate, a repeated position)", "--op index_put --shape 3,4"},
       // neural-network functions
       {"softmax dim -1", "--op softmax --shape 3,4"},
       {"softmax dim 0", "--op softmax --shape 3,4 --dim 0"},
