@@ -92,7 +92,8 @@ class AttentionMask {
                                      int64_t max_distance = 128);
   // ALiBi (Press et al. 2022): slopes (NH) float, bias -slopes[h]·|i' - j| (= slope·(j - i') for
   // the causal keys). alibi_slopes(NH): the paper's geometric sequence 2^(-8k/NH), k = 1..NH
-  // (for NH not a power of two, its interleaved extension).
+  // (for NH not a power of two, its interleaved extension); a floating dtype and NH in [1, 2^16],
+  // else a tg::Error naming the argument.
   static AttentionMask alibi(const Tensor& slopes);
   static Tensor alibi_slopes(int64_t num_heads, DType dtype = kFloat32);
 
