@@ -14,6 +14,7 @@ cd "$(dirname "$0")/.."
 rows=${ROWS:-spam spam_np2 fortunes translation gpt}
 seeds=${SEEDS:-0 1 2}
 readme=${README-README.md}
+bash tools/setup.sh --data  # Open MPI too (build_example.sh installs the examples' needs only)
 source tools/build_example.sh text_classification
 cmake --build build -j "${TG_JOBS:-$(nproc)}" --target translation gpt
 mpi=(mpirun --oversubscribe --bind-to none)
