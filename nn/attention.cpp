@@ -213,8 +213,9 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
     qh = reshape(linear(q, narrow(in_proj_weight, 0, 0, E), bq), {B, T, NH, hd});
     kv = reshape(linear(k, narrow(in_proj_weight, 0, E, 2 * KV), bkv), {B, S, 2, NKV, hd});
     if (f.kv_cache) {  // every cached position's keys and values, heads last
-      std::tie(kh, vh) =
-          f.kv_cache->append(select(kv, 2, 0), select(kv, 2, 1), *this, options.structure);
+      std::tie(kh, vh) = f.kv_cache->append(
+          select(kv, 2, 0), select(kv, 2, 1), *this,
+          f.is_causal ? options.structure & AttentionMask::causal() : options.structure);
       S = kh.size(1);
     }
   } else {

@@ -33,6 +33,19 @@ int64_t earlier_keys_read(const AttentionMask& structure) {
   return left;
 }
 
+// Does every query of `structure` read only keys at or before its own position? A part that
+// forbids later keys decides it (parts intersect): causal, a local window with no right reach, a
+// causal blocked window. A cache holds only the positions appended so far, so any other structure
+// would read fewer keys than the uncached forward.
+bool reads_no_later_keys(const AttentionMask& structure) {
+  if (structure.causal_) return true;
+  for (const AttentionMask::Local& l : structure.local_)
+    if (l.right <= 0) return true;
+  for (const AttentionMask::Blocked& b : structure.blocked_)
+    if (b.opts.causal) return true;
+  return false;
+}
+
 // The element count of s, or -1 when it overflows int64 (a 0 dim: 0).
 int64_t numel_or_overflow(const Shape& s) {
   int64_t n = 1;
@@ -79,6 +92,13 @@ std::pair<Tensor, Tensor> KVCache::append(const Tensor& k, const Tensor& v) {
 
 std::pair<Tensor, Tensor> KVCache::append(const Tensor& k, const Tensor& v, const Module& layer,
                                           const AttentionMask& structure) {
+  if (!reads_no_later_keys(structure))
+    throw Error(fmt::format(
+        "{}: {} with structure '{}' lets a query read keys after its own position, which a "
+        "cache holds only once they are appended: decoding would silently differ from the "
+        "uncached forward; use a causal structure (AttentionMask::causal(), local(left, 0), a "
+        "causal blocked window, or is_causal)",
+        where(), layer_name(layer), structure.is_none() ? "none" : structure.name()));
   const int64_t reach = rolling_ ? earlier_keys_read(structure) : 0;
   if (reach < 0 || reach > capacity_ - 1) {
     const std::string reads =

@@ -17,7 +17,8 @@
 // cache is not differentiable (generation runs under NoGradGuard); append refuses inputs that
 // require grad while grad mode is on.
 // One cache per layer: the attention layers append through append(k, v, layer, structure), which
-// refuses a cache holding another layer's positions (until reset()) and a rolling cache that
+// refuses a structure that lets a query read later keys (not causal: the cache does not hold
+// them yet), a cache holding another layer's positions (until reset()) and a rolling cache that
 // keeps fewer keys than the layer's queries read (the uncached forward would read the dropped
 // ones: only a sliding window of at most `capacity` keys makes a rolling cache exact).
 // Deliberately not here: the attention modules that use it (nn/attention.hpp, nn/llama.hpp).

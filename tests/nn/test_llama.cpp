@@ -263,6 +263,44 @@ TEST_CASE("KVCache: one cache for two layers is refused naming both, and a cache
   tgt::require_close(b->forward(x, &shared), b->forward(x), 1e-12, 1e-12, "reset, then b");
 }
 
+TEST_CASE("KVCache: a structure that reads later keys is refused, in both attention modules",
+          "[kv_cache][llama][mha]") {
+  manual_seed(144);
+  NoGradGuard ng;
+  Tensor x = randn({1, 3, 8}, kFloat64);
+  const std::string why =
+      "lets a query read keys after its own position, which a cache holds "
+      "only once they are appended";
+  for (const AttentionMask& s :
+       {AttentionMask(), AttentionMask::local(2, 1), AttentionMask::blocked(2)}) {
+    INFO((s.is_none() ? std::string("none") : s.name()));
+    nn::LlamaAttentionOptions o;
+    o.structure = s;
+    nn::LlamaAttention a(8, 4, o);
+    a.to(kFloat64);
+    nn::KVCache cache(8);
+    REQUIRE_ERROR(a.forward(x, &cache), why);
+    REQUIRE(cache.empty());  // refused before anything was appended
+    nn::MultiheadAttentionOptions mo;
+    mo.batch_first = true;
+    mo.structure = s;
+    nn::MultiheadAttention mha(8, 4, mo);
+    mha.to(kFloat64);
+    nn::MHAForwardOptions f;
+    f.need_weights = false;
+    f.kv_cache = &cache;
+    REQUIRE_ERROR(mha.forward(x, x, x, f), why);
+    f.is_causal = true;  // is_causal makes any of them causal: the cache is exact again
+    Tensor whole = mha.forward(x, x, x, Tensor(), false, Tensor(), true, true).first;
+    std::vector<Tensor> steps;
+    for (int64_t t = 0; t < 3; ++t) {
+      Tensor xt = narrow(x, 1, t, 1).contiguous();
+      steps.push_back(mha.forward(xt, xt, xt, f).first);
+    }
+    tgt::require_close(cat(steps, 1), whole, 1e-12, 1e-12, "is_causal with a cache");
+  }
+}
+
 TEST_CASE("KVCache: capacities whose buffer would overflow are refused naming the cache",
           "[kv_cache]") {
   const int64_t big = (int64_t{1} << 62) + 1;
