@@ -266,11 +266,17 @@ Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim, double
   if (dim < -nd || dim >= nd)
     throw Error(fmt::format("{}: dim {} out of range for x1 {} and x2 {}: expected [{}, {}]", op,
                             dim, shape_str(x1.shape()), shape_str(x2.shape()), -nd, nd - 1));
-  // PyTorch 1.13: Σ x1·x2 / sqrt(max(Σ x1² · Σ x2², eps²)), both broadcast first (so a size-1
-  // dim broadcast along dim counts once per element it stands for)
+  // PyTorch 1.13: Σ (x1 / n1)·(x2 / n2) with n = max(‖x‖, eps) each, both broadcast first (so a
+  // size-1 dim broadcast along dim counts once per element it stands for). Its clamp is made in
+  // place under no_grad, so the gradient treats n as the norm even where eps replaced it:
+  // dn/dx = x / n. sqrt(w + detach(max(w, eps²) − w)) has that value and that derivative, and
+  // no NaN at a zero vector.
   const Tensor a = expand(x1, bs), b = expand(x2, bs);
-  const Tensor w12 = sum(a * b, {dim}), w1 = sum(a * a, {dim}), w2 = sum(b * b, {dim});
-  return w12 / sqrt(clamp_min(w1 * w2, eps * eps));
+  const auto clamped_norm = [&](const Tensor& x) {
+    const Tensor w = sum(x * x, {dim}, /*keepdim=*/true);
+    return sqrt(w + (clamp_min(w, eps * eps) - w).detach());
+  };
+  return sum((a / clamped_norm(a)) * (b / clamped_norm(b)), {dim});
 }
 
 Tensor normalize(const Tensor& x, double p, int64_t dim, double eps, Site site) {

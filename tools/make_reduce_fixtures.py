@@ -113,6 +113,11 @@ def loss_cases():
          [("x", torch.tensor(2.0)), ("t", randn(3, seed=23))], 335)
     case("loss_corner", "cosine_0d_dimm1", lambda a, b: F.cosine_similarity(a, b, dim=-1),
          [("x", torch.tensor(2.0)), ("t", torch.tensor(-3.0))], 336)
+    # norms below eps: each clamped to eps on its own, the gradient still through the norm
+    case("loss_corner", "cosine_tiny_norms",
+         lambda a, b: F.cosine_similarity(a, b, dim=1, eps=1e-8),
+         [("x", torch.tensor([[1e-9, 1e-9, 1e-9], [1e-9, 2e-9, 0.0], [0.0, 0.0, 0.0]])),
+          ("t", torch.tensor([[1e-9, 1e-9, 1e-9], [3.0, 4.0, 5.0], [1.0, -2.0, 0.5]]))], 339)
     case("loss_corner", "normalize_0d_dim0", lambda a: F.normalize(a, dim=0),
          [("x", torch.tensor(-1.5))], 337)
     case("loss_corner", "normalize_0d_p3_dimm1", lambda a: F.normalize(a, p=3.0, dim=-1),

@@ -138,6 +138,9 @@ TEST_CASE("cosine_similarity and normalize: 0-dim inputs and broadcasting along 
   // 0-dim: one vector of one element, dim 0 or -1 (PyTorch's range [-1, 0])
   tgt::require_fixture_case("loss_corner/cosine_0d_dimm1", {"x", "t"},
                             [](const V& in) { return cosine_similarity(in[0], in[1], -1); });
+  // norms below eps (and a zero vector): PyTorch 1.13 clamps each norm to eps on its own
+  tgt::require_fixture_case("loss_corner/cosine_tiny_norms", {"x", "t"},
+                            [](const V& in) { return cosine_similarity(in[0], in[1], 1, 1e-8); });
   tgt::require_fixture_case("loss_corner/normalize_0d_dim0", {"x"},
                             [](const V& in) { return normalize(in[0], 2.0, 0); });
   tgt::require_fixture_case("loss_corner/normalize_0d_p3_dimm1", {"x"},
