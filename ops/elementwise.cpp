@@ -1,7 +1,9 @@
 // ops/elementwise.cpp — elementwise math with NumPy broadcasting, forward and backward side by
 // side; the one generic unbroadcast (sum_to); comparisons; C++ operators and Tensor methods.
 // Binary ops need both operands of one dtype (no implicit promotion: an error says so); true
-// division promotes int64 to the default float dtype and pow keeps int64 (PyTorch's rules).
+// division promotes int64 to the default float dtype and pow keeps int64; add / sub / mul, neg
+// and abs keep int64, wrapping on overflow, take a number as PyTorch reads a Python scalar, and
+// add / mul of two bool tensors are or / and (PyTorch's rules).
 #include "autograd/copy_detail.hpp"
 #include "ops/binary_extra_op.hpp"
 #include "ops/cpu/kernels.hpp"
@@ -64,6 +66,38 @@ void check_binary(const char* op, const Tensor& a, const Tensor& b, bool allow_i
     throw Error(fmt::format("{}: self {} and other {} have dtype {}, expected a floating dtype{}",
                             op, shape_str(a.shape()), shape_str(b.shape()), dtype_name(a.dtype()),
                             allow_int ? " or int64" : ""));
+}
+
+// ---- int64 and bool operands: PyTorch's integer arithmetic ----
+bool is_integral(const Tensor& t) {
+  return t.defined() && (t.dtype() == kInt64 || t.dtype() == kBool);
+}
+// PyTorch has no subtraction or negation of a bool tensor; its hint comes with the refusal.
+void refuse_bool(const char* op, const Tensor& t, const char* arg, const char* what) {
+  if (t.defined() && t.dtype() == kBool)
+    throw Error(fmt::format(
+        "{}: {} {} has dtype bool: {} of a bool tensor is not supported, as in PyTorch (use ~ or "
+        "logical_not to invert a mask, ^ or logical_xor for a difference)",
+        op, arg, shape_str(t.shape()), what));
+}
+// Two bool tensors: add is logical or and mul logical and, with a bool result (PyTorch's).
+bool both_bool(const Tensor& a, const Tensor& b) {
+  return a.defined() && b.defined() && a.dtype() == kBool && b.dtype() == kBool;
+}
+Tensor bool_pair(const char* op, cpu::XOp code, const Tensor& a, const Tensor& b) {
+  check_operands(op, a, b);
+  return binary_extra(op, code, a, b);
+}
+// An int64 or bool tensor a with a plain number b, as PyTorch reads a Python scalar
+// (is_int_scalar, ops/binary_extra_op.hpp): a b that holds an integer is an int64 operand, so the
+// result is int64 (bool promotes to it), wrapping on overflow; any other b (2.5, inf, NaN, 1e20)
+// promotes a to the default float dtype. Calls on_int(a as int64, b as a 0-dim int64 tensor) or
+// on_float(a in the default float dtype).
+template <typename I, typename F>
+Tensor with_number(const Tensor& a, double b, I on_int, F on_float) {
+  if (is_int_scalar(b))
+    return on_int(a.to(kInt64), int64_scalar(static_cast<int64_t>(b), a.device()));
+  return on_float(a.to(get_default_dtype()));
 }
 
 }  // namespace
@@ -156,6 +190,7 @@ Tensor add_for_engine(const Tensor& a, const Tensor& b) { return add(a, b, Site(
 }  // namespace
 Tensor add(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
+  if (both_bool(a, b)) return bool_pair("add", cpu::XOp::Or, a, b);
   check_binary("add", a, b, true);
   Tensor out = binary_kernel("add", kern::BinOp::Add, a, b, a.dtype());
   if (needs_record({&a, &b})) {
@@ -170,6 +205,8 @@ Tensor add(const Tensor& a, const Tensor& b, Site site) {
 }
 Tensor sub(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
+  refuse_bool("sub", a, "self", "subtraction");
+  refuse_bool("sub", b, "other", "subtraction");
   check_binary("sub", a, b, true);
   Tensor out = binary_kernel("sub", kern::BinOp::Sub, a, b, a.dtype());
   if (needs_record({&a, &b})) {
@@ -184,6 +221,7 @@ Tensor sub(const Tensor& a, const Tensor& b, Site site) {
 }
 Tensor mul(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
+  if (both_bool(a, b)) return bool_pair("mul", cpu::XOp::And, a, b);
   check_binary("mul", a, b, true);
   Tensor out = binary_kernel("mul", kern::BinOp::Mul, a, b, a.dtype());
   if (needs_record({&a, &b})) {
@@ -288,20 +326,39 @@ Tensor minimum(const Tensor& a, const Tensor& b, Site site) {
 
 // ---- scalar forms (no broadcast tensor is made) ----
 // The definitions of every unary op and its derivative are the CPU kernels (ops/cpu/unary.cpp).
+// An int64 or bool tensor takes the number as PyTorch does (with_number above).
 Tensor add(const Tensor& a, double b, Site site) {
   SiteScope scope(site);
+  if (is_integral(a))
+    return with_number(
+        a, b, [](const Tensor& x, const Tensor& y) { return add(x, y); },
+        [b](const Tensor& x) { return add(x, b); });
   return unary_op("add", {kern::UnOp::AddS, b}, a, false, false);
 }
 Tensor sub(const Tensor& a, double b, Site site) {
   SiteScope scope(site);
+  refuse_bool("sub", a, "self", "subtraction");
+  if (is_integral(a))
+    return with_number(
+        a, b, [](const Tensor& x, const Tensor& y) { return sub(x, y); },
+        [b](const Tensor& x) { return sub(x, b); });
   return unary_op("sub", {kern::UnOp::AddS, -b}, a, false, false);
 }
 Tensor rsub(double a, const Tensor& b, Site site) {
   SiteScope scope(site);
+  refuse_bool("rsub", b, "input", "subtraction");
+  if (is_integral(b))
+    return with_number(
+        b, a, [](const Tensor& x, const Tensor& y) { return sub(y, x); },
+        [a](const Tensor& x) { return rsub(a, x); });
   return unary_op("rsub", {kern::UnOp::RSubS, a}, b, false, false);
 }
 Tensor mul(const Tensor& a, double b, Site site) {
   SiteScope scope(site);
+  if (is_integral(a))
+    return with_number(
+        a, b, [](const Tensor& x, const Tensor& y) { return mul(x, y); },
+        [b](const Tensor& x) { return mul(x, b); });
   return unary_op("mul", {kern::UnOp::MulS, b}, a, false, false);
 }
 Tensor div(const Tensor& a, double b, Site site) {
@@ -333,8 +390,11 @@ Tensor pow(const Tensor& a, double p, Site site) {
 }
 
 // ---- unary ops ----
+// int64: 0 - a, wrapping (-INT64_MIN is INT64_MIN, as PyTorch's); bool is refused, as PyTorch.
 Tensor neg(const Tensor& a, Site site) {
   SiteScope scope(site);
+  refuse_bool("neg", a, "input", "negation");
+  if (is_integral(a)) return sub(int64_scalar(0, a.device()), a);
   return unary_op("neg", {kern::UnOp::Neg}, a, false, false);
 }
 Tensor exp(const Tensor& a, Site site) {  // d/dx = y
@@ -353,8 +413,14 @@ Tensor rsqrt(const Tensor& a, Site site) {  // d/dx = -0.5·y³
   SiteScope scope(site);
   return unary_op("rsqrt", {kern::UnOp::Rsqrt}, a, false, true);
 }
-Tensor abs(const Tensor& a, Site site) {  // d/dx = sign(x), 0 at 0
+// d/dx = sign(x), 0 at 0. int64: int64, and |INT64_MIN| wraps to INT64_MIN as PyTorch's; PyTorch
+// has no abs of bool.
+Tensor abs(const Tensor& a, Site site) {
   SiteScope scope(site);
+  if (a.defined() && a.dtype() == kBool)
+    throw Error(fmt::format("abs: input {} has dtype bool, expected float32, float64 or int64",
+                            shape_str(a.shape())));
+  if (is_integral(a)) return where(lt(a, 0.0), neg(a), a);
   return unary_op("abs", {kern::UnOp::Abs}, a, true, false);
 }
 Tensor tanh(const Tensor& a, Site site) {  // d/dx = 1 - y²

@@ -59,6 +59,17 @@ bool broadcasts_to(const Shape& from, const Shape& to) {
   return true;
 }
 
+// PyTorch's can_cast: a result is written into self only within its kind or up (bool → int64 →
+// float), so int64 += 2.5 or bool += 1 is refused rather than truncated.
+void check_cast(const char* op, const Tensor& r, const Tensor& x) {
+  auto kind = [](DType t) { return t == kBool ? 0 : t == kInt64 ? 1 : 2; };
+  if (kind(r.dtype()) > kind(x.dtype()))
+    throw Error(
+        fmt::format("{}: result type {} can't be cast to self {} of dtype {} (PyTorch's "
+                    "rule: a floating result into int64 or bool, or int64 into bool)",
+                    op, dtype_name(r.dtype()), shape_str(x.shape()), dtype_name(x.dtype())));
+}
+
 }  // namespace
 
 // A stride 0 over a dim of two or more is an overlap at once. Otherwise dims by increasing
@@ -193,6 +204,7 @@ Tensor inplace(const char* op, const Tensor& x, std::initializer_list<const Tens
         fmt::format("{}: the result {} does not fit self {} (an in-place op cannot "
                     "broadcast self)",
                     op, shape_str(r.shape()), shape_str(x.shape())));
+  check_cast(op, r, x);
   if (r.dtype() != x.dtype()) r = r.to(x.dtype());
   if (r.device() != x.device()) r = r.to(x.device());
   if (r.impl()->storage == x.impl()->storage) r = dense_copy(r);  // a source that aliases self

@@ -3,7 +3,7 @@
 // sit side by side in ops/unary_formulas.hpp, shared by both backends, and the CPU's vector forms
 // in ops/cpu/unary_math.cpp. PyTorch's names, defaults and special values; the rounding ops and
 // sign have a zero gradient, as in PyTorch, and the rounding ops take int64 too (an integer is its
-// own rounding).
+// own rounding), as does sign (int64 -1, 0, 1; bool itself).
 // Deliberately not here: exp, log, tanh, sigmoid, relu, gelu, clamp and the scalar arithmetic
 // (ops/elementwise.cpp).
 #include "ops/detail.hpp"
@@ -65,7 +65,15 @@ Tensor floor(const Tensor& a, Site site) { return rounding_op("floor", UnOp::Flo
 Tensor ceil(const Tensor& a, Site site) { return rounding_op("ceil", UnOp::Ceil, a, site); }
 Tensor round(const Tensor& a, Site site) { return rounding_op("round", UnOp::Round, a, site); }
 Tensor trunc(const Tensor& a, Site site) { return rounding_op("trunc", UnOp::Trunc, a, site); }
-Tensor sign(const Tensor& a, Site site) { return flat_op("sign", UnOp::Sign, a, site); }
+// int64: -1, 0 or 1, int64; bool: the bool itself (PyTorch's sign of a bool).
+Tensor sign(const Tensor& a, Site site) {
+  if (a.defined() && (a.dtype() == kInt64 || a.dtype() == kBool)) {
+    SiteScope scope(site);
+    if (a.dtype() == kBool) return a.clone();
+    return sub(gt(a, 0.0).to(kInt64), lt(a, 0.0).to(kInt64));
+  }
+  return flat_op("sign", UnOp::Sign, a, site);
+}
 
 // ---- activations ----
 Tensor silu(const Tensor& a, Site site) { return math_op("silu", {UnOp::Silu}, a, site); }

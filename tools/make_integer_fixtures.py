@@ -21,6 +21,10 @@ Cases and their tensors:
   bitwise  a (4, 1), b (5), int64; and, or, xor, not_a (broadcast); sa (5), sb (5): shl, shr with
       counts 0..63; the number forms and_s, or_s, xor_s, shl_s, shr_s (number 3); bool p, q (2, 2)
       and pand, por, pxor, pnot; bool p with the number 1: pand_s (int64)
+  int_arith  a, b (int64, INT64_MIN / INT64_MAX / -1 / 0 and overflowing pairs); add, sub, mul,
+      neg_a, abs_a, sign_a; the number forms add_s<k>, sub_s<k>, rsub_s<k> (number - a), mul_s<k>
+      for the numbers of metadata "scalars" (integers: int64, wrapping; others: float32); bool p
+      (4), q (4): padd, pmul (bool), psign (sign of p), padd_s<k>, pmul_s<k>
   hardtanh_nan  x (80, float64); lo_nan, hi_nan: values, dlo_nan, dhi_nan: gradients (dout = ones)
 Out-of-range shift counts, INT64_MIN / -1 and division by 0 are not here: PyTorch 1.13's values
 there are undefined behaviour or a crash (the test spells out tapegrad's defined answers).
@@ -126,6 +130,26 @@ def int_round_case():
                        "round": torch.round(x), "trunc": torch.trunc(x)})
 
 
+def int_arith_case():
+    lo, hi = -2 ** 63, 2 ** 63 - 1
+    a = torch.tensor([lo, hi, -1, 0, 1, 7, -7, lo, hi, hi, lo, 2 ** 62, -2 ** 62, 3037000500, 5],
+                     dtype=I64)
+    b = torch.tensor([-1, 1, lo, hi, 0, -3, 3, lo, hi, -1, 1, 2, 2, 3037000500, -2 ** 40],
+                     dtype=I64)
+    t = {"a": a, "b": b, "add": a + b, "sub": a - b, "mul": a * b,
+         "neg_a": torch.neg(a), "abs_a": torch.abs(a), "sign_a": torch.sign(a)}
+    # Python ints stay int64 (-2**63 included); Python floats promote to float32
+    scalars = [3, -3, 0, -1, lo, 2.5, -0.5, INF, -INF, NAN, 1e20]
+    p = torch.tensor([True, False, True, False])
+    q = torch.tensor([True, True, False, False])
+    t.update({"p": p, "q": q, "padd": p + q, "pmul": p * q, "psign": torch.sign(p)})
+    for k, s in enumerate(scalars):
+        t[f"add_s{k}"], t[f"sub_s{k}"] = a + s, a - s
+        t[f"rsub_s{k}"], t[f"mul_s{k}"] = s - a, a * s
+        t[f"padd_s{k}"], t[f"pmul_s{k}"] = p + s, p * s
+    save("int_arith", t, {"scalars": ",".join(repr(float(s)) for s in scalars)})
+
+
 def linspace_case():
     cases = [(0, 10, 4), (-5, 5, 4), (10, 0, 4), (-10, -1, 4), (0, 1, 5), (-1, 1, 5), (1, -1, 7),
              (0.5, 9.5, 4), (-0.5, -9.5, 4), (-2.5, 2.5, 6), (-9.99, 9.99, 3), (0, 10, 1),
@@ -182,6 +206,7 @@ def main():
     int_div_case()
     int_pow_case()
     int_round_case()
+    int_arith_case()
     linspace_case()
     bitwise_case()
     hardtanh_case()

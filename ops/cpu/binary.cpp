@@ -8,7 +8,8 @@
 // (N, 1) case that per-row statistics and masks hit; rows keep every case vectorised.)
 // The ops outside the shared kernel table (binary_extra.hpp: floor/trunc division, fmod,
 // remainder, integer pow, bitwise ops and shifts) are PyTorch's scalar formulas over the same
-// walk, one plain loop per op, which the compiler vectorises where the formula allows.
+// walk, one plain loop per op, which the compiler vectorises where the formula allows; so are
+// int64 add, sub and mul, which wrap on overflow as PyTorch's.
 // Deliberately not here: unary ops (unary.cpp), the op bodies and their checks (ops/*.cpp).
 #include "ops/cpu/binary_extra.hpp"
 #include "ops/cpu/kernels.hpp"
@@ -82,6 +83,31 @@ void apply(BinOp op, O&& out, const X& a, const Y& b) {
   }
 }
 
+// int64 add, sub and mul wrap on overflow (two's complement), as PyTorch's kernels do on every
+// machine it runs on: computed in uint64_t, where wrapping is defined (int64_t's overflow is not,
+// in xtensor's scalar tail as anywhere). A plain loop the compiler vectorises. ra (rb): a's (b's)
+// row is full, else one element repeated. Returns false for the other ops.
+bool wrapping_span(BinOp op, int64_t* o, const int64_t* a, bool ra, const int64_t* b, bool rb,
+                   int64_t n) {
+  auto run = [&](auto f) {
+    const int64_t ia = ra, ib = rb;
+    for (int64_t j = 0; j < n; ++j)
+      o[j] = static_cast<int64_t>(
+          f(static_cast<uint64_t>(a[j * ia]), static_cast<uint64_t>(b[j * ib])));
+    return true;
+  };
+  switch (op) {
+    case BinOp::Add:
+      return run([](uint64_t x, uint64_t y) { return x + y; });
+    case BinOp::Sub:
+      return run([](uint64_t x, uint64_t y) { return x - y; });
+    case BinOp::Mul:
+      return run([](uint64_t x, uint64_t y) { return x * y; });
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 template <typename T, typename O>
@@ -138,6 +164,9 @@ void binary(BinOp op, O* out, const T* a, const T* b, const Shape& so, const Sha
           xtd::pow_map(o, pa, ra, pb, rb, n);
           return;
         }
+      }
+      if constexpr (std::is_same_v<T, int64_t> && std::is_same_v<O, int64_t>) {
+        if (wrapping_span(op, o, pa, ra, pb, rb, n)) return;
       }
       auto vo = vec(o, n);
       if (ra && rb)

@@ -1,14 +1,14 @@
-// tests/ops/test_integer_ops.cpp — int64 arithmetic (true, floor and trunc division, floor_divide,
-// fmod, remainder, pow, floor/ceil/round/trunc), int64 linspace, the bitwise ops and shifts on
-// int64 and bool, and hardtanh with a NaN bound, against PyTorch 1.13
-// (tests/fixtures/integer/*.safetensors: tools/make_integer_fixtures.py), dtypes as well as
-// values; the number forms with integral and fractional numbers (PyTorch's promotion); the
-// extremes where PyTorch 1.13 crashes or is undefined (INT64_MIN / -1, shift counts outside
-// [0, 63]) with tapegrad's documented answers; and every error message.
+// tests/ops/test_integer_ops.cpp — int64 arithmetic (add, sub, mul, neg, abs, sign, true, floor
+// and trunc division, floor_divide, fmod, remainder, pow, floor/ceil/round/trunc), bool add / mul
+// / sign, int64 linspace, the bitwise ops and shifts on int64 and bool, and hardtanh with a NaN
+// bound, against PyTorch 1.13 (tests/fixtures/integer/*.safetensors:
+// tools/make_integer_fixtures.py), dtypes as well as values; the number forms with integral and
+// fractional numbers (PyTorch's promotion); the extremes where PyTorch 1.13 crashes or is
+// undefined (INT64_MIN / -1, shift counts outside [0, 63]) with tapegrad's documented answers;
+// and every error message.
 // Deliberately not here: the float division ops at special values (test_divmod_special.cpp).
 #include "fixtures.hpp"
 #include "helpers.hpp"
-
 
 #include <cmath>
 #include <cstdint>
@@ -91,6 +91,123 @@ TEST_CASE("int64 division family matches PyTorch: dtypes, values, number forms",
   const Tensor col = ints({7, -7, 0}).reshape({3, 1}), row = ints({2, -3});
   REQUIRE(div(col, row, "floor").to_vector<int64_t>() == std::vector<int64_t>{3, -3, -4, 2, 0, 0});
   REQUIRE(remainder(col, row).to_vector<int64_t>() == std::vector<int64_t>{1, -2, 1, -1, 0, 0});
+}
+
+TEST_CASE("int64 and bool add / sub / mul, neg, abs, sign match PyTorch: dtypes, values, numbers",
+          "[integer][arith]") {
+  const Tensor a = fixture("int_arith", "a"), b = fixture("int_arith", "b");
+  // overflow wraps (two's complement), as PyTorch's
+  require_same(add(a, b), fixture("int_arith", "add"), "add");
+  require_same(sub(a, b), fixture("int_arith", "sub"), "sub");
+  require_same(mul(a, b), fixture("int_arith", "mul"), "mul");
+  require_same(a + b, fixture("int_arith", "add"), "+");
+  require_same(a - b, fixture("int_arith", "sub"), "-");
+  require_same(a * b, fixture("int_arith", "mul"), "*");
+  // -INT64_MIN and |INT64_MIN| are INT64_MIN
+  require_same(neg(a), fixture("int_arith", "neg_a"), "neg");
+  require_same(-a, fixture("int_arith", "neg_a"), "unary -");
+  require_same(abs(a), fixture("int_arith", "abs_a"), "abs");
+  require_same(a.abs(), fixture("int_arith", "abs_a"), "Tensor::abs");
+  require_same(sign(a), fixture("int_arith", "sign_a"), "sign");
+  // a number holding an integer (-2^63 included) keeps int64; 2.5, ±inf, NaN, 1e20 give float32
+  const std::vector<double> numbers = meta_numbers("int_arith", "scalars");
+  for (size_t k = 0; k < numbers.size(); ++k) {
+    const double s = numbers[k];
+    auto want = [&](const char* op) { return fixture("int_arith", fmt::format("{}_s{}", op, k)); };
+    INFO("the number " << s);
+    require_same(add(a, s), want("add"), "add");
+    require_same(sub(a, s), want("sub"), "sub");
+    require_same(rsub(s, a), want("rsub"), "rsub");
+    require_same(mul(a, s), want("mul"), "mul");
+    require_same(a + s, want("add"), "a + s");
+    require_same(s + a, want("add"), "s + a");
+    require_same(a - s, want("sub"), "a - s");
+    require_same(s - a, want("rsub"), "s - a");
+    require_same(a * s, want("mul"), "a * s");
+    require_same(s * a, want("mul"), "s * a");
+  }
+  // bool: add is or and mul is and, in bool; with a number, int64 or float32 as above
+  const Tensor p = fixture("int_arith", "p"), q = fixture("int_arith", "q");
+  require_same(add(p, q), fixture("int_arith", "padd"), "bool add");
+  require_same(p * q, fixture("int_arith", "pmul"), "bool mul");
+  require_same(sign(p), fixture("int_arith", "psign"), "bool sign");
+  for (size_t k = 0; k < numbers.size(); ++k) {
+    INFO("the number " << numbers[k]);
+    require_same(p + numbers[k], fixture("int_arith", fmt::format("padd_s{}", k)), "bool + s");
+    require_same(mul(p, numbers[k]), fixture("int_arith", fmt::format("pmul_s{}", k)), "bool * s");
+  }
+  // broadcasting: (3, 1) with (2)
+  const Tensor col = ints({kMax, -1, 0}).reshape({3, 1}), row = ints({1, kMin});
+  REQUIRE((col + row).to_vector<int64_t>() == std::vector<int64_t>{kMin, -1, 0, kMax, 1, kMin});
+  REQUIRE((col * row).to_vector<int64_t>() == std::vector<int64_t>{kMax, kMin, -1, kMin, 0, 0});
+}
+
+namespace {
+// Two's complement wrapping, the reference the int64 kernels must match.
+int64_t wrap(uint64_t v) { return static_cast<int64_t>(v); }
+}  // namespace
+
+// The int64 add / sub / mul loops (ops/cpu/binary.cpp) are vectorised by the compiler: every
+// length 1..40 and 300 reaches the vector body and every tail, with INT64_MIN, INT64_MAX, -1 and
+// 0 in every lane, as full rows, with a number, and broadcast along rows.
+TEST_CASE("int64 add / sub / mul / neg / abs / sign wrap at every length", "[integer][arith]") {
+  const std::vector<int64_t> sv = {kMin, kMax, -1, 0, 1, kMin + 1, kMax - 1, 3037000500, -2};
+  std::vector<int64_t> lengths(40);
+  for (int64_t n = 1; n <= 40; ++n) lengths[static_cast<size_t>(n - 1)] = n;
+  lengths.push_back(300);
+  for (int64_t n : lengths) {
+    std::vector<int64_t> x(static_cast<size_t>(n)), y(x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      x[i] = sv[i % sv.size()];
+      y[i] = sv[(i / sv.size() + 3 * i + 1) % sv.size()];  // every pair of values meets
+    }
+    const Tensor tx = ints(x), ty = ints(y);
+    const std::vector<int64_t> sum = add(tx, ty).to_vector<int64_t>(),
+                               diff = sub(tx, ty).to_vector<int64_t>(),
+                               prod = mul(tx, ty).to_vector<int64_t>(),
+                               ng = neg(tx).to_vector<int64_t>(), ab = abs(tx).to_vector<int64_t>(),
+                               sg = sign(tx).to_vector<int64_t>(),
+                               plus_min = add(tx, -9223372036854775808.0).to_vector<int64_t>(),
+                               min_minus = rsub(-9223372036854775808.0, tx).to_vector<int64_t>(),
+                               times_m1 = mul(tx, -1.0).to_vector<int64_t>();
+    // (2, n) with (n): the broadcast walk, one row per call
+    const std::vector<int64_t> rows = sub(stack({tx, ty}), tx).to_vector<int64_t>();
+    for (size_t i = 0; i < x.size(); ++i) {
+      INFO("length " << n << " [" << i << "] x " << x[i] << " y " << y[i]);
+      const uint64_t ux = static_cast<uint64_t>(x[i]), uy = static_cast<uint64_t>(y[i]);
+      REQUIRE(sum[i] == wrap(ux + uy));
+      REQUIRE(diff[i] == wrap(ux - uy));
+      REQUIRE(prod[i] == wrap(ux * uy));
+      REQUIRE(ng[i] == wrap(0 - ux));
+      REQUIRE(ab[i] == (x[i] < 0 ? wrap(0 - ux) : x[i]));
+      REQUIRE(sg[i] == (x[i] > 0) - (x[i] < 0));
+      REQUIRE(plus_min[i] == wrap(ux + (uint64_t{1} << 63)));
+      REQUIRE(min_minus[i] == wrap((uint64_t{1} << 63) - ux));
+      REQUIRE(times_m1[i] == wrap(0 - ux));
+      REQUIRE(rows[i] == 0);
+      REQUIRE(rows[x.size() + i] == wrap(uy - ux));
+    }
+  }
+}
+
+TEST_CASE("in-place add_ / mul_ on int64 and bool follow PyTorch's casting rule",
+          "[integer][arith]") {
+  Tensor x = ints({kMax, -1, 0});
+  x.add_(1);  // wraps
+  REQUIRE(x.to_vector<int64_t>() == std::vector<int64_t>{kMin, 0, 1});
+  x.mul_(3);
+  REQUIRE(x.to_vector<int64_t>() == std::vector<int64_t>{kMin, 0, 3});
+  // a float result does not go into int64, nor an int64 one into bool (PyTorch: "result type
+  // Float can't be cast to the desired output type Long"); x is left as it was
+  REQUIRE_ERROR(x.add_(2.5),
+                "add_: result type float32 can't be cast to self (3) of dtype int64 (PyTorch's "
+                "rule: a floating result into int64 or bool, or int64 into bool)");
+  REQUIRE_ERROR(x.div_(2), "div_: result type float32 can't be cast to self (3) of dtype int64");
+  REQUIRE(x.to_vector<int64_t>() == std::vector<int64_t>{kMin, 0, 3});
+  Tensor p = tensor(std::vector<bool>{true, false});
+  REQUIRE_ERROR(p.add_(1), "add_: result type int64 can't be cast to self (2) of dtype bool");
+  p.mul_(tensor(std::vector<bool>{true, true}));
+  REQUIRE(p.to_vector<bool>() == std::vector<bool>{true, false});
 }
 
 // PyTorch 1.13 dies of SIGFPE at INT64_MIN / -1 (floor, trunc, fmod, remainder). tapegrad wraps
@@ -275,6 +392,21 @@ TEST_CASE("integer ops: every bad input names op, argument and what is wrong",
                 "linspace: end 1e+19 cannot be converted to int64 without overflow");
   REQUIRE_ERROR(linspace(NAN, 1, 3, kInt64), "linspace: start nan cannot be converted to int64");
   REQUIRE_ERROR(linspace(0, 1, 3, kBool), "linspace: dtype must be float32, float64 or int64");
+  // PyTorch has no subtraction, negation or abs of bool (its hints come with the refusal)
+  const Tensor p = tensor(std::vector<bool>{true, false});
+  REQUIRE_ERROR(sub(p, p),
+                "sub: self (2) has dtype bool: subtraction of a bool tensor is not supported, as "
+                "in PyTorch (use ~ or logical_not to invert a mask, ^ or logical_xor for a "
+                "difference)");
+  REQUIRE_ERROR(sub(a, p), "sub: other (2) has dtype bool: subtraction of a bool tensor");
+  REQUIRE_ERROR(p - 1, "sub: self (2) has dtype bool: subtraction");
+  REQUIRE_ERROR(1 - p, "rsub: input (2) has dtype bool: subtraction");
+  REQUIRE_ERROR(-p, "neg: input (2) has dtype bool: negation of a bool tensor is not supported");
+  REQUIRE_ERROR(abs(p), "abs: input (2) has dtype bool, expected float32, float64 or int64");
+  // no implicit promotion between tensors of two dtypes
+  REQUIRE_ERROR(add(a, p), "add: self (2) is int64 but other (2) is bool");
+  REQUIRE_ERROR(mul(p, a), "mul: self (2) is bool but other (2) is int64");
+  REQUIRE_ERROR(add(Tensor(), 1), "add: input is undefined");
   REQUIRE_ERROR(glu(scalar_tensor(1.0), 0),
                 "glu: input () is 0-dim (dim 0): glu does not support scalars because halving size "
                 "must be even");

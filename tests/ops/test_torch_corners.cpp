@@ -150,10 +150,11 @@ TEST_CASE("an int64 target refuses a value int64 cannot hold, as PyTorch", "[tor
     REQUIRE_THROWS_WITH(x.masked_fill_(mask, v), Catch::Contains("masked_fill_: value") &&
                                                      Catch::Contains("without overflow"));
     REQUIRE_THROWS_WITH(tg::masked_fill(x, mask, v), Catch::Contains("without overflow"));
-    // add_/mul_ with a scalar take floating targets only (PyTorch: "result type Float can't be
-    // cast to the desired output type Long")
-    REQUIRE_THROWS_WITH(x.add_(v), Catch::Contains("dtype int64, expected float32 or float64"));
-    REQUIRE_THROWS_WITH(x.mul_(v), Catch::Contains("dtype int64, expected float32 or float64"));
+    // add_/mul_ with a non-integral number make a float result, which an int64 target refuses
+    // (PyTorch: "result type Float can't be cast to the desired output type Long")
+    REQUIRE_THROWS_WITH(x.add_(v), Catch::Contains("add_: result type float32 can't be cast to "
+                                                   "self (3) of dtype int64"));
+    REQUIRE_THROWS_WITH(x.mul_(v), Catch::Contains("mul_: result type float32 can't be cast"));
     require_same(f64(x), {0, 0, 0}, "x is still as it was");
   }
   // In range it truncates, as PyTorch: 2.5 -> 2, and -2^63 is held.
