@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
     tg::Tensor heads = tg::reshape(qkv, {B, T, 3, NH, E / NH});  // a view: no head split
     double ts = since(t0);
     t0 = Clock::now();
-    tg::Tensor o = tg::scaled_dot_product_attention_packed(heads, mask).output;  // (B, T, NH, hd)
+    tg::Tensor o = tg::scaled_dot_product_attention_packed(heads, mask).output;  // (B, T, NH, hs)
     double ta = since(t0);
     t0 = Clock::now();
     tg::Tensor out = mha.out_proj->forward(tg::reshape(o, {B, T, E}));

@@ -52,12 +52,12 @@ Tensor LlamaAttention::forward(const Tensor& x, KVCache* cache) {
         fmt::format("LlamaAttention: positions {}..{} exceed max_positions {} (the rotary "
                     "table); build the model with a larger max_positions",
                     start, start + T - 1, options.max_positions));
-  // Heads last, (B, T, heads, head_dim): views of the projections, rotated at their positions.
-  Tensor q =
-      rotary_emb->forward(reshape(q_proj->forward(x), {B, T, num_heads, head_dim}), start, 1);
-  Tensor k =
-      rotary_emb->forward(reshape(k_proj->forward(x), {B, T, num_kv_heads, head_dim}), start, 1);
-  Tensor v = reshape(v_proj->forward(x), {B, T, num_kv_heads, head_dim});
+  // Heads last, q (B, T, NH, hs) and k, v (B, T, NKV, hs): views of the projections, q and k
+  // rotated at their positions.
+  const int64_t NH = num_heads, NKV = num_kv_heads, hs = head_dim;
+  Tensor q = rotary_emb->forward(reshape(q_proj->forward(x), {B, T, NH, hs}), start, 1);
+  Tensor k = rotary_emb->forward(reshape(k_proj->forward(x), {B, T, NKV, hs}), start, 1);
+  Tensor v = reshape(v_proj->forward(x), {B, T, NKV, hs});
   AttentionMask mask = options.structure;
   if (cache) {  // the queries are the last T of the cached positions
     std::tie(k, v) = cache->append(k, v, *this, options.structure);
@@ -65,10 +65,10 @@ Tensor LlamaAttention::forward(const Tensor& x, KVCache* cache) {
   }
   SDPAOptions so;
   so.heads_last = true;
-  so.enable_gqa = num_kv_heads != num_heads;
+  so.enable_gqa = NKV != NH;
   so.dropout_p = options.attention_dropout;
   so.training = is_training();
-  Tensor o = scaled_dot_product_attention(q, k, v, mask, so).output;  // (B, T, NH, hd)
+  Tensor o = scaled_dot_product_attention(q, k, v, mask, so).output;  // (B, T, NH, hs)
   return o_proj->forward(reshape(o, {B, T, hidden_size}));
 }
 

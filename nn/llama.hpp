@@ -46,6 +46,7 @@ class LlamaAttention : public Module {
   Tensor forward(const Tensor& x, KVCache* cache = nullptr);
   std::string extra_repr() const override;
 
+  // head_dim is the head size hs = hidden_size / num_heads (Hugging Face's attribute name).
   int64_t hidden_size, num_heads, num_kv_heads, head_dim;
   LlamaAttentionOptions options;
   std::shared_ptr<Linear> q_proj, k_proj, v_proj, o_proj;

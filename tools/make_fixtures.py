@@ -229,22 +229,22 @@ def main():
     # causal (and a sliding window of W keys: i - W < j <= i), SwiGLU; NH 4 query / NKV 2 kv heads
     def llama_layer(x, wq, wk, wv, wo, wg, wu, wd, n1, n2, NH=4, NKV=2, eps=1e-6, window=0):
         B, T, E = x.shape
-        hd = E // NH
+        hs = E // NH
 
         def rms(t, w):
             return t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + eps) * w
 
         h = rms(x, n1)
-        q = F.linear(h, wq).view(B, T, NH, hd).transpose(1, 2)
-        k = F.linear(h, wk).view(B, T, NKV, hd).transpose(1, 2)
-        v = F.linear(h, wv).view(B, T, NKV, hd).transpose(1, 2)
-        c, s = tables(T, hd)
+        q = F.linear(h, wq).view(B, T, NH, hs).transpose(1, 2)
+        k = F.linear(h, wk).view(B, T, NKV, hs).transpose(1, 2)
+        v = F.linear(h, wv).view(B, T, NKV, hs).transpose(1, 2)
+        c, s = tables(T, hs)
         q, k = rotate_half(q, c, s), rotate_half(k, c, s)
         k, v = k.repeat_interleave(NH // NKV, 1), v.repeat_interleave(NH // NKV, 1)
         i = torch.arange(T)[:, None]
         j = torch.arange(T)[None, :]
         allowed = (j <= i) & ((i - j < window) if window else True)
-        sc = (q @ k.transpose(-2, -1)) / hd ** 0.5
+        sc = (q @ k.transpose(-2, -1)) / hs ** 0.5
         att = torch.softmax(sc.masked_fill(~allowed, float("-inf")), -1) @ v
         h2 = x + F.linear(att.transpose(1, 2).reshape(B, T, E), wo)
         m = rms(h2, n2)

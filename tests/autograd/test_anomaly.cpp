@@ -127,6 +127,6 @@ TEST_CASE("anomaly: the MHA path reports where attention itself overflows") {
   f.is_causal = true;
   f.need_weights = false;
   REQUIRE_ERROR(mha.forward(x, x, x, f), "anomaly: forward of scaled_dot_product_attention");
-  // The module's attention output is heads last, (B, T, NH, hd): the row is named in that order.
+  // The module's attention output is heads last, (B, T, NH, hs): the row is named in that order.
   REQUIRE_ERROR(mha.forward(x, x, x, f), ": b=1, t=2, h=0");
 }

@@ -290,7 +290,7 @@ TEST_CASE("the seed's MultiHeadAttention layout (W_q, W_k, W_v, W_o - mask == 0 
 // value, and the bias_kv / zero_attn options; parameter shapes; float64 gradcheck; errors.
 TEST_CASE("MultiheadAttention with num_kv_heads: grouped and multi-query", "[mha][gqa]") {
   manual_seed(130);
-  const int64_t E = 8, NH = 4, hd = 2, B = 2, T = 3, S = 5;
+  const int64_t E = 8, NH = 4, hs = 2, B = 2, T = 3, S = 5;
   for (int64_t NKV : {2, 1})
     for (int form = 0; form < 5; ++form) {
       nn::MultiheadAttentionOptions o;
@@ -300,8 +300,8 @@ TEST_CASE("MultiheadAttention with num_kv_heads: grouped and multi-query", "[mha
       if (form == 4) o.add_zero_attn = true;
       MultiheadAttention mha(E, NH, o);
       mha.to(kFloat64);
-      REQUIRE(mha.in_proj_weight.shape() == Shape{E + 2 * NKV * hd, E});
-      REQUIRE(mha.in_proj_bias.shape() == Shape{E + 2 * NKV * hd});
+      REQUIRE(mha.in_proj_weight.shape() == Shape{E + 2 * NKV * hs, E});
+      REQUIRE(mha.in_proj_bias.shape() == Shape{E + 2 * NKV * hs});
       {
         NoGradGuard ng;
         for (auto& [n, p] : mha.named_parameters())  // nonzero biases, so they take part
@@ -312,7 +312,7 @@ TEST_CASE("MultiheadAttention with num_kv_heads: grouped and multi-query", "[mha
       const Tensor& value = form == 0 ? x : form == 2 ? val : mem;
       Tensor out = mha.forward(x, key, value, Tensor(), false).first;
       // the reference: projections, repeated heads, SDPA, out_proj
-      const int64_t KV = NKV * hd;
+      const int64_t KV = NKV * hs;
       const Tensor& W = mha.in_proj_weight;
       const Tensor& bias = mha.in_proj_bias;
       Tensor q = linear(x, narrow(W, 0, 0, E), narrow(bias, 0, 0, E));
@@ -331,7 +331,7 @@ TEST_CASE("MultiheadAttention with num_kv_heads: grouped and multi-query", "[mha
         ++Sk;
       }
       auto heads = [&](const Tensor& t, int64_t n, int64_t h) {
-        return reshape(t, {B, n, h, hd}).transpose(1, 2);
+        return reshape(t, {B, n, h, hs}).transpose(1, 2);
       };
       Tensor r = scaled_dot_product_attention(heads(q, T, NH),
                                               repeat_interleave(heads(k, Sk, NKV), NH / NKV, 1),

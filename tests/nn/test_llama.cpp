@@ -307,7 +307,7 @@ TEST_CASE("KVCache: capacities whose buffer would overflow are refused naming th
   REQUIRE_ERROR(nn::KVCache(big, true),
                 "KVCache: a rolling cache's capacity must be <= 2^62 = 4611686018427387903 (its "
                 "buffer has 2·capacity rows), got 4611686018427387905");
-  // 2^62 rows fit int64, but not times B·NKV·hd: refused before any allocation.
+  // 2^62 rows fit int64, but not times B·NKV·hs: refused before any allocation.
   nn::KVCache huge(int64_t{1} << 61, true);
   REQUIRE_ERROR(huge.append(zeros({1, 1, 2, 2}), zeros({1, 1, 2, 2})),
                 "KVCache (capacity 2305843009213693952, rolling, position 0): its buffers k "

@@ -330,7 +330,7 @@ TEST_CASE("views: dropout of a strided input draws the same mask", "[views]") {
 
 TEST_CASE("views: attention and MHA read strided q, k, v", "[views][attention]") {
   manual_seed(5);
-  // (B, T, NH, hd) projections viewed as (B, NH, T, hd): the classic head split
+  // (B, T, NH, hs) projections viewed as (B, NH, T, hs): the classic head split
   Tensor q = tgt::leaf({2, 5, 3, 4}), k = tgt::leaf({2, 6, 3, 4}), v = tgt::leaf({2, 6, 3, 4});
   auto heads = [](const Tensor& t) { return t.transpose(1, 2); };
   AttentionResult a = scaled_dot_product_attention(heads(q), heads(k), heads(v));
