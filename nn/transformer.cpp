@@ -119,6 +119,13 @@ std::vector<Tensor> collect(const ModuleList& layers, const Tensor& (L::*get)() 
   return out;
 }
 
+// A stack's self-attention structure: the one for both stacks and its own, either alone when the
+// other is none.
+AttentionMask intersect(const AttentionMask& both, const AttentionMask& own) {
+  if (both.is_none()) return own;
+  return own.is_none() ? both : both & own;
+}
+
 void check_num_layers(const char* mod, int64_t n) {
   if (n < 1) throw Error(fmt::format("{}: num_layers must be >= 1, got {}", mod, n));
 }
@@ -393,19 +400,11 @@ void TransformerDecoder::set_need_weights(bool on, bool average) {
 
 Transformer::Transformer(TransformerOptions o)
     : Module("Transformer"), d_model(o.d_model), nhead(o.nhead), batch_first(o.batch_first) {
-  TransformerLayerOptions lo;
-  lo.dim_feedforward = o.dim_feedforward;
-  lo.dropout = o.dropout;
-  lo.activation = o.activation;
-  lo.activation_fn = o.activation_fn;
-  lo.layer_norm_eps = o.layer_norm_eps;
-  lo.batch_first = o.batch_first;
-  lo.norm_first = o.norm_first;
-  lo.need_weights = o.need_weights;
+  TransformerLayerOptions lo = o;  // the layer options part, as it is
   if (o.custom_encoder) {
     encoder = register_module("encoder", o.custom_encoder);
   } else {
-    lo.self_attn_structure = o.encoder_self_attn_structure;
+    lo.self_attn_structure = intersect(o.self_attn_structure, o.encoder_self_attn_structure);
     TransformerEncoderLayer layer(o.d_model, o.nhead, lo);
     encoder = register_module(
         "encoder",
@@ -415,14 +414,14 @@ Transformer::Transformer(TransformerOptions o)
   if (o.custom_decoder) {
     decoder = register_module("decoder", o.custom_decoder);
   } else {
-    lo.self_attn_structure = o.decoder_self_attn_structure;
+    lo.self_attn_structure = intersect(o.self_attn_structure, o.decoder_self_attn_structure);
     TransformerDecoderLayer layer(o.d_model, o.nhead, lo);
     decoder = register_module(
         "decoder",
         std::make_shared<TransformerDecoder>(
             layer, o.num_decoder_layers, std::make_shared<LayerNorm>(o.d_model, o.layer_norm_eps)));
   }
-  if (o.need_weights) set_need_weights(true);  // custom encoder / decoder included
+  if (o.need_weights) set_need_weights(true, o.average_attn_weights);  // custom ones too
   // PyTorch's _reset_parameters.
   for (Tensor& p : parameters())
     if (p.dim() > 1) init::xavier_uniform_(p);

@@ -209,24 +209,21 @@ class TransformerDecoder : public Module {
   std::shared_ptr<TensorModule> norm;
 };
 
-struct TransformerOptions {
+// PyTorch's Transformer arguments. The layer options (dim_feedforward, dropout, activation,
+// layer_norm_eps, batch_first, norm_first and the extensions) are inherited, so every built layer
+// takes this object's TransformerLayerOptions part as it is.
+struct TransformerOptions : TransformerLayerOptions {
   int64_t d_model = 512;
   int64_t nhead = 8;
   int64_t num_encoder_layers = 6;
   int64_t num_decoder_layers = 6;
-  int64_t dim_feedforward = 2048;
-  double dropout = 0.1;
-  std::string activation = "relu";
-  std::function<Tensor(const Tensor&)> activation_fn;  // wins over `activation` when set
   std::shared_ptr<TransformerEncoder> custom_encoder;  // used as `encoder` when set
   std::shared_ptr<TransformerDecoder> custom_decoder;  // used as `decoder` when set
-  double layer_norm_eps = 1e-5;
-  bool batch_first = false;
-  bool norm_first = false;
   // ---- extensions (for the built encoder / decoder layers) ----
+  // Each stack's self-attention structure, intersected with the inherited self_attn_structure
+  // (which applies to both). need_weights: on every layer, custom encoder / decoder included.
   AttentionMask encoder_self_attn_structure;
   AttentionMask decoder_self_attn_structure;
-  bool need_weights = false;  // true: on every layer, custom encoder / decoder included
 };
 
 // encoder = TransformerEncoder(layer, num_encoder_layers, LayerNorm), decoder likewise; then

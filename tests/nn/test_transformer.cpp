@@ -396,6 +396,41 @@ TEST_CASE("Transformer: custom encoder, unbatched inputs, structures and weights
   REQUIRE_FALSE(t.decoder->last_cross_attn_weights()[0].defined());
 }
 
+// TransformerOptions is a TransformerLayerOptions: every built layer takes that part as it is
+// (num_kv_heads and average_attn_weights included); the shared self_attn_structure meets each
+// stack's own.
+TEST_CASE("Transformer: built layers take the options' layer part", "[transformer]") {
+  nn::TransformerOptions o;
+  o.d_model = 8;
+  o.nhead = 4;
+  o.num_encoder_layers = o.num_decoder_layers = 1;
+  o.dim_feedforward = 12;
+  o.dropout = 0.25;
+  o.activation = "gelu";
+  o.layer_norm_eps = 1e-3;
+  o.batch_first = o.norm_first = o.need_weights = true;
+  o.average_attn_weights = false;
+  o.num_kv_heads = 2;
+  o.self_attn_structure = AttentionMask::local(2, 0);
+  o.decoder_self_attn_structure = AttentionMask::causal();
+  Transformer t(o);
+  for (const nn::TransformerLayerOptions* lo :
+       {&t.encoder->layer(0)->options, &t.decoder->layer(0)->options}) {
+    REQUIRE(lo->dim_feedforward == 12);
+    REQUIRE(lo->dropout == 0.25);
+    REQUIRE(lo->activation == "gelu");
+    REQUIRE(lo->layer_norm_eps == 1e-3);
+    REQUIRE((lo->batch_first && lo->norm_first && lo->need_weights));
+    REQUIRE_FALSE(lo->average_attn_weights);
+    REQUIRE(lo->num_kv_heads == 2);
+  }
+  REQUIRE(t.encoder->layer(0)->self_attn->num_kv_heads == 2);
+  REQUIRE(t.encoder->layer(0)->options.self_attn_structure.name() ==
+          AttentionMask::local(2, 0).name());
+  REQUIRE(t.decoder->layer(0)->options.self_attn_structure.name() ==
+          (AttentionMask::local(2, 0) & AttentionMask::causal()).name());
+}
+
 TEST_CASE("Transformer layers run forward hooks and keep training mode semantics",
           "[transformer]") {
   manual_seed(15);
