@@ -6,8 +6,8 @@
 //   tg::Graph g = tg::inspect(loss);
 //   fmt::print("{}", g.table());     // g.dot() | dot -Tsvg > graph.svg ; g.json()
 // Each node shows its index in this graph (execution order), its tape position (seq), the op,
-// the input and output shapes, the dtype, the bytes its backward keeps (as the op reported with
-// note_saved; "?" when it did not), the creation site (file:line of the user code), and after a
+// the input and output shapes, the dtype, the bytes its backward keeps (as the op reported when it
+// recorded; "?" when it did not), the creation site (file:line of the user code), and after a
 // backward in inspect mode the L2 norm of the gradient reaching its output (|dout|) and of the
 // gradient it sent to each input (edge labels in DOT).
 // An optional input left out (linear without bias) shows "-".

@@ -8,7 +8,7 @@
 // The fused path (check → allocate → kernel pair → record: cpu::rotary, cuda::rotary) runs when
 // cos and sin need no gradient, as for tables; when they do, the same formula is composed from
 // views, products and cat, so autograd gives their gradients too.
-// Deliberately not here: building the tables (nn::RotaryEmbedding, nn/rotary.cpp).
+// Deliberately not here: building the tables (nn::RotaryEmbedding, nn/layers.cpp).
 #include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
 #include "ops/kernels.hpp"

@@ -2,7 +2,8 @@
 // (TG_CUDA_EMU builds only): each entry point on small shapes that reach its launch variants
 // (warp / block / column rows, split reductions, broadcast strides), against plain loops in
 // double. Plus the emulator's own guard: host code that dereferences device memory must fault.
-// The table-driven GPU-vs-CPU suite through the tensor API is tests/cuda/test_parity.cpp.
+// The table-driven GPU-vs-CPU suites through the tensor API are tests/cuda/test_parity_ops.cpp and
+// tests/cuda/test_parity_attention.cpp.
 #include "cuda/kernels.cuh"
 #include "cuda/runtime.cuh"
 
