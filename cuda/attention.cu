@@ -811,26 +811,7 @@ __global__ void bias_reduce_kernel(double* d_rel, double* d_alibi, const double*
 }
 
 // ---- host side ----
-// Device memory from the caching allocator, released when the scope ends (stream-ordered).
-class DeviceBuffer {
- public:
-  explicit DeviceBuffer(size_t bytes) : dev_(current_device()) {
-    if (bytes) p_ = alloc(bytes, dev_);
-  }
-  ~DeviceBuffer() {
-    if (p_) free(p_, dev_);
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  template <typename U>
-  U* as() const {
-    return static_cast<U*>(p_);
-  }
-
- private:
-  int dev_;
-  void* p_ = nullptr;
-};
+using detail::DeviceBuffer;
 
 // The structural plan of (T, S) for query tiles of BR rows: row_lo, row_hi (T) and tile_lo,
 // tile_hi (nqt), int64.

@@ -1,6 +1,6 @@
 // cuda/check.cuh — for .cu files only: the check macros every CUDA and cuBLAS call goes through,
-// launch-size helpers and the dtype switch. A failure throws tg::cuda::Error naming the op
-// (OpScope), the call, the file and the line.
+// launch-size helpers, the scoped DeviceBuffer and the dtype switch. A failure throws
+// tg::cuda::Error naming the op (OpScope), the call, the file and the line.
 #pragma once
 
 #include "cuda/kernels.cuh"
@@ -26,19 +26,19 @@ inline unsigned grid_for(int64_t n, int threads) {
   return static_cast<unsigned>(g);
 }
 
-// Temporary device memory from the caching allocator, freed (stream-ordered) at scope exit.
-class DeviceTemp {
+// Device memory from the caching allocator, freed (stream-ordered) when the scope ends.
+class DeviceBuffer {
  public:
-  explicit DeviceTemp(size_t bytes)
+  explicit DeviceBuffer(size_t bytes)
       : dev_(::tg::cuda::current_device()), p_(bytes ? ::tg::cuda::alloc(bytes, dev_) : nullptr) {}
-  ~DeviceTemp() {
+  ~DeviceBuffer() {
     try {
       if (p_) ::tg::cuda::free(p_, dev_);
     } catch (...) {  // a destructor must not throw; the block is lost at worst
     }
   }
-  DeviceTemp(const DeviceTemp&) = delete;
-  DeviceTemp& operator=(const DeviceTemp&) = delete;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   template <typename T>
   T* as() const {
     return static_cast<T*>(p_);

@@ -20,7 +20,7 @@
 
 namespace tg::cuda {
 namespace {
-using detail::DeviceTemp;
+using detail::DeviceBuffer;
 
 constexpr int kThreads = 256;
 constexpr unsigned kMaxBlocks = 8192;  // grid-stride beyond 2M threads
@@ -213,7 +213,7 @@ void index_add_deterministic(T* dx, const T* g, const int64_t* idx, int64_t oute
   int end_bit = 1;
   while (end_bit < 64 && (uint64_t(1) << end_bit) < static_cast<uint64_t>(n_src)) ++end_bit;
   const size_t n_bytes = static_cast<size_t>(n_idx) * sizeof(int64_t);
-  DeviceTemp keys(n_bytes), pos_in(n_bytes), pos(n_bytes);
+  DeviceBuffer keys(n_bytes), pos_in(n_bytes), pos(n_bytes);
   iota_kernel<<<blocks_for(n_idx), kThreads, 0, s>>>(pos_in.as<int64_t>(), n_idx);
   TG_CUDA_LAUNCH_CHECK("index_add iota");
   // idx values lie in [0, n_src): the same bits read as uint64_t.
@@ -222,7 +222,7 @@ void index_add_deterministic(T* dx, const T* g, const int64_t* idx, int64_t oute
   TG_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, keys_in, keys.as<uint64_t>(),
                                                 pos_in.as<int64_t>(), pos.as<int64_t>(), n_idx, 0,
                                                 end_bit, s));
-  DeviceTemp temp(temp_bytes);
+  DeviceBuffer temp(temp_bytes);
   TG_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.as<void>(), temp_bytes, keys_in,
                                                 keys.as<uint64_t>(), pos_in.as<int64_t>(),
                                                 pos.as<int64_t>(), n_idx, 0, end_bit, s));
@@ -346,7 +346,7 @@ void index_add(DT dt, void* dx, const void* g, const int64_t* idx, int64_t outer
 int64_t first_out_of_range(const int64_t* idx, int64_t n, int64_t lo, int64_t hi) {
   if (n == 0) return -1;
   cudaStream_t s = detail::cur_stream();
-  DeviceTemp first(sizeof(unsigned long long));
+  DeviceBuffer first(sizeof(unsigned long long));
   TG_CUDA_CHECK(cudaMemsetAsync(first.as<void>(), 0xff, sizeof(unsigned long long), s));
   first_out_of_range_kernel<<<blocks_for(n), kThreads, 0, s>>>(first.as<unsigned long long>(), idx,
                                                                n, lo, hi);

@@ -32,7 +32,7 @@
 
 namespace tg::cuda {
 namespace {
-using detail::DeviceTemp;
+using detail::DeviceBuffer;
 
 constexpr int kThreads = 256;
 constexpr int kWarpsPerBlock = kThreads / 32;
@@ -147,7 +147,7 @@ void reduce_pass(Out* out, const In* x, int64_t outer, int64_t r, int64_t inner,
       TG_CUDA_LAUNCH_CHECK("reduce");
       return;
     }
-    DeviceTemp part(static_cast<size_t>(outer * splits) * sizeof(A));
+    DeviceBuffer part(static_cast<size_t>(outer * splits) * sizeof(A));
     row_reduce_kernel<OP, In, A, A><<<blocks(outer * splits * 32), kThreads, 0, st>>>(
         part.as<A>(), x, outer * splits, r, splits, chunk, 1.0);
     TG_CUDA_LAUNCH_CHECK("reduce");
@@ -167,7 +167,7 @@ void reduce_pass(Out* out, const In* x, int64_t outer, int64_t r, int64_t inner,
     return;
   }
   const int64_t total = outer * splits * inner;
-  DeviceTemp part(static_cast<size_t>(total) * sizeof(A));
+  DeviceBuffer part(static_cast<size_t>(total) * sizeof(A));
   col_reduce_kernel<OP, In, A, A>
       <<<blocks(total), kThreads, 0, st>>>(part.as<A>(), x, total, r, inner, splits, chunk, 1.0);
   TG_CUDA_LAUNCH_CHECK("reduce");
