@@ -110,13 +110,15 @@ bool accept_kink(GradcheckReport& rep, GradcheckInput& r, const GradcheckOptions
   return true;
 }
 
-}  // namespace
+// The inputs that require grad (float64 leaves), with their positions and element count.
+struct Differentiable {
+  std::vector<Tensor> x;
+  std::vector<int> at;  // x[i] is inputs[at[i]]
+  int64_t numel = 0;
+};
 
-GradcheckReport gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
-                          const GradcheckOptions& o) {
-  std::vector<Tensor> diff;  // inputs that require grad
-  std::vector<int> diff_idx;
-  int64_t total_in = 0;
+Differentiable differentiable(const std::vector<Tensor>& inputs) {
+  Differentiable d;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = inputs[i];
     if (!t.defined() || !t.requires_grad()) continue;
@@ -125,35 +127,43 @@ GradcheckReport gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inpu
                               shape_str(t.shape()), dtype_name(t.dtype())));
     if (!t.is_leaf())
       throw Error(fmt::format("gradcheck: input {} {} is not a leaf", i, shape_str(t.shape())));
-    diff.push_back(t);
-    diff_idx.push_back(static_cast<int>(i));
-    total_in += t.numel();
+    d.x.push_back(t);
+    d.at.push_back(static_cast<int>(i));
+    d.numel += t.numel();
   }
-  if (diff.empty()) throw Error("gradcheck: no input requires grad");
+  if (d.x.empty()) throw Error("gradcheck: no input requires grad");
+  return d;
+}
 
+// fn at the inputs, recorded: a float64 output (detached when it depends on no input, so its
+// analytical Jacobian is zero).
+Tensor recorded_output(const GradcheckFn& fn, const std::vector<Tensor>& inputs) {
   Tensor out = fn(inputs);
   if (!out.defined() || !is_floating(out.dtype()))
     throw Error("gradcheck: the function must return a floating-point tensor");
   if (out.dtype() != kFloat64)
     throw Error(fmt::format("gradcheck: output {} is {}; compute in float64",
                             shape_str(out.shape()), dtype_name(out.dtype())));
-  const int64_t n_out = out.numel();
+  return out.requires_grad() ? out : out.detach();
+}
 
+// The report before any comparison: the output's shape and non-finite elements, the mode, one
+// row per input.
+GradcheckReport start_report(const Tensor& out, const std::vector<Tensor>& inputs,
+                             const Differentiable& d, const GradcheckOptions& o) {
   GradcheckReport rep;
   rep.output_shape = out.shape();
-  {
-    const std::vector<double> f = out.to_vector<double>();
-    for (size_t k = 0; k < f.size(); ++k) {
-      if (std::isfinite(f[k])) continue;
-      if (rep.output_nonfinite++ == 0) {
-        rep.first_nonfinite_output = static_cast<int64_t>(k);
-        rep.first_nonfinite_value = f[k];
-      }
+  const std::vector<double> f = out.to_vector<double>();
+  for (size_t k = 0; k < f.size(); ++k) {
+    if (std::isfinite(f[k])) continue;
+    if (rep.output_nonfinite++ == 0) {
+      rep.first_nonfinite_output = static_cast<int64_t>(k);
+      rep.first_nonfinite_value = f[k];
     }
   }
   rep.fast_mode =
       o.mode == GradcheckMode::Fast ||
-      (o.mode == GradcheckMode::Auto && (total_in > o.full_limit || n_out > o.full_limit));
+      (o.mode == GradcheckMode::Auto && (d.numel > o.full_limit || out.numel() > o.full_limit));
   for (size_t i = 0; i < inputs.size(); ++i) {
     GradcheckInput r;
     r.input = static_cast<int>(i);
@@ -161,93 +171,123 @@ GradcheckReport gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inpu
     r.worst.output_index = -2;  // "none yet"
     rep.inputs.push_back(r);
   }
-  if (!out.requires_grad()) {
-    // Output independent of every input: the analytical Jacobian is zero.
-    out = out.detach();
-  }
+  return rep;
+}
 
-  if (!rep.fast_mode) {
-    // Analytical Jacobian, row by row: ja[k][input][j] = d out[k] / d in[j].
-    std::vector<std::vector<std::vector<double>>> ja(n_out);
+// d out / d x[i] along the output direction u, per differentiable input (empty when out depends
+// on none of them; an entry undefined where the gradient is zero).
+std::vector<Tensor> vjp(const Tensor& out, const Differentiable& d, const Tensor& u) {
+  if (!out.requires_grad()) return {};
+  return grad({out}, d.x, {u}, {/*retain_graph=*/true, true});
+}
+
+// The analytical Jacobian, row by row: ja[k][i][j] = d out[k] / d x[i][j].
+using Jacobian = std::vector<std::vector<std::vector<double>>>;
+Jacobian analytical_jacobian(const Tensor& out, const Differentiable& d) {
+  Jacobian ja(out.numel());
+  for (int64_t k = 0; k < out.numel(); ++k) {
+    Tensor u = zeros(out.shape(), kFloat64);
+    u.data<double>()[k] = 1;
+    const std::vector<Tensor> g = vjp(out, d, u);
+    ja[k].resize(d.x.size());
+    for (size_t i = 0; i < d.x.size(); ++i)
+      ja[k][i] = g.size() && g[i].defined() ? g[i].to_vector<double>()
+                                            : std::vector<double>(d.x[i].numel(), 0.0);
+  }
+  return ja;
+}
+
+// Full mode, one input: every element perturbed by ±eps, its Jacobian column against ja; f0 is f
+// at the inputs (kink detection only).
+void check_full_input(GradcheckReport& rep, const GradcheckFn& fn,
+                      const std::vector<Tensor>& inputs, const Differentiable& d, size_t i,
+                      const Jacobian& ja, const std::vector<double>& f0,
+                      const GradcheckOptions& o) {
+  GradcheckInput& r = rep.inputs[d.at[i]];
+  r.checked = true;
+  const std::vector<double*> x = element_ptrs(d.x[i], d.at[i]);
+  const int64_t n_out = static_cast<int64_t>(ja.size());
+  for (int64_t j = 0; j < d.x[i].numel(); ++j) {
+    const double orig = *x[j];
+    auto at = [&](double step) {
+      *x[j] = orig + step;
+      std::vector<double> f = eval(fn, inputs);
+      *x[j] = orig;
+      return f;
+    };
+    const std::vector<double> fp = at(o.eps), fm = at(-o.eps);
+    std::vector<double> fp2, fm2;  // x ± 2h, evaluated only for a kink candidate
     for (int64_t k = 0; k < n_out; ++k) {
-      Tensor u = zeros(out.shape(), kFloat64);
-      u.data<double>()[k] = 1;
-      std::vector<Tensor> g;
-      if (out.requires_grad()) g = grad({out}, diff, {u}, {/*retain_graph=*/true, true});
-      ja[k].resize(diff.size());
-      for (size_t i = 0; i < diff.size(); ++i)
-        ja[k][i] = g.size() && g[i].defined() ? g[i].to_vector<double>()
-                                              : std::vector<double>(diff[i].numel(), 0.0);
-    }
-    const std::vector<double> f0 = o.detect_kinks ? eval(fn, inputs) : std::vector<double>();
-    for (size_t i = 0; i < diff.size(); ++i) {
-      GradcheckInput& r = rep.inputs[diff_idx[i]];
-      r.checked = true;
-      const std::vector<double*> x = element_ptrs(diff[i], diff_idx[i]);
-      for (int64_t j = 0; j < diff[i].numel(); ++j) {
-        const double orig = *x[j];
-        auto at = [&](double step) {
-          *x[j] = orig + step;
-          std::vector<double> f = eval(fn, inputs);
-          *x[j] = orig;
-          return f;
-        };
-        const std::vector<double> fp = at(o.eps), fm = at(-o.eps);
-        std::vector<double> fp2, fm2;  // x ± 2h, evaluated only for a kink candidate
-        for (int64_t k = 0; k < n_out; ++k) {
-          const double a = ja[k][i][j];
-          if (o.detect_kinks && kink_candidate(o, fm[k], f0[k], fp[k])) {
-            if (fp2.empty()) fp2 = at(2 * o.eps), fm2 = at(-2 * o.eps);
-            const Stencil f{fm2[k], fm[k], f0[k], fp[k], fp2[k]};
-            if (is_kink(f) && accept_kink(rep, r, o, f, a, unravel(j, diff[i].shape()), k))
-              continue;
-          }
-          consider(r, o, a, (fp[k] - fm[k]) / (2 * o.eps), unravel(j, diff[i].shape()), k);
-        }
+      const double a = ja[k][i][j];
+      if (o.detect_kinks && kink_candidate(o, fm[k], f0[k], fp[k])) {
+        if (fp2.empty()) fp2 = at(2 * o.eps), fm2 = at(-2 * o.eps);
+        const Stencil f{fm2[k], fm[k], f0[k], fp[k], fp2[k]};
+        if (is_kink(f) && accept_kink(rep, r, o, f, a, unravel(j, d.x[i].shape()), k)) continue;
       }
+      consider(r, o, a, (fp[k] - fm[k]) / (2 * o.eps), unravel(j, d.x[i].shape()), k);
     }
+  }
+}
+
+// Fast mode, one input and one output direction u: u·J·v for a random v (drawn from gen) against
+// the central difference of u·f along v; g is the gradient along u (vjp).
+void check_projection(GradcheckReport& rep, const GradcheckFn& fn,
+                      const std::vector<Tensor>& inputs, const Differentiable& d, size_t i,
+                      const Tensor& u, const std::vector<Tensor>& g, Generator& gen,
+                      const GradcheckOptions& o) {
+  GradcheckInput& r = rep.inputs[d.at[i]];
+  r.checked = true;
+  std::vector<double> v(d.x[i].numel());
+  for (double& e : v) e = gen.normal();
+  double analytical = 0;
+  if (g.size() && g[i].defined()) {  // a view's backward may return a strided gradient
+    const std::vector<double> gi = g[i].to_vector<double>();
+    for (size_t j = 0; j < v.size(); ++j) analytical += gi[j] * v[j];
+  }
+  const std::vector<double*> x = element_ptrs(d.x[i], d.at[i]);
+  std::vector<double> orig(v.size());
+  for (size_t j = 0; j < v.size(); ++j) orig[j] = *x[j];
+  const double* up = u.data<double>();
+  // u·f(x + step·v)
+  auto at = [&](double step) {
+    for (size_t j = 0; j < v.size(); ++j) *x[j] = orig[j] + step * v[j];
+    std::vector<double> f = eval(fn, inputs);
+    for (size_t j = 0; j < v.size(); ++j) *x[j] = orig[j];
+    double s = 0;
+    for (int64_t k = 0; k < u.numel(); ++k) s += up[k] * f[k];
+    return s;
+  };
+  const double fp = at(o.eps), fm = at(-o.eps);
+  const double numerical = (fp - fm) / (2 * o.eps);
+  if (o.detect_kinks) {
+    const double f0 = at(0);
+    if (kink_candidate(o, fm, f0, fp)) {
+      const Stencil f{at(-2 * o.eps), fm, f0, fp, at(2 * o.eps)};
+      if (is_kink(f) && accept_kink(rep, r, o, f, analytical, {}, -1)) return;
+    }
+  }
+  consider(r, o, analytical, numerical, {}, -1);
+}
+
+}  // namespace
+
+GradcheckReport gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
+                          const GradcheckOptions& o) {
+  const Differentiable d = differentiable(inputs);
+  const Tensor out = recorded_output(fn, inputs);
+  GradcheckReport rep = start_report(out, inputs, d, o);
+  if (!rep.fast_mode) {
+    const Jacobian ja = analytical_jacobian(out, d);
+    const std::vector<double> f0 = o.detect_kinks ? eval(fn, inputs) : std::vector<double>();
+    for (size_t i = 0; i < d.x.size(); ++i) check_full_input(rep, fn, inputs, d, i, ja, f0, o);
   } else {
     Generator gen;
     gen.set_seed(o.seed);
     for (int p = 0; p < o.fast_projections; ++p) {
       Tensor u = Tensor::empty(out.shape(), kFloat64);
-      for (int64_t k = 0; k < n_out; ++k) u.data<double>()[k] = gen.normal();
-      std::vector<Tensor> g;
-      if (out.requires_grad()) g = grad({out}, diff, {u}, {/*retain_graph=*/true, true});
-      for (size_t i = 0; i < diff.size(); ++i) {
-        GradcheckInput& r = rep.inputs[diff_idx[i]];
-        r.checked = true;
-        std::vector<double> v(diff[i].numel());
-        for (double& e : v) e = gen.normal();
-        double analytical = 0;
-        if (g.size() && g[i].defined()) {  // a view's backward may return a strided gradient
-          const std::vector<double> gi = g[i].to_vector<double>();
-          for (size_t j = 0; j < v.size(); ++j) analytical += gi[j] * v[j];
-        }
-        const std::vector<double*> x = element_ptrs(diff[i], diff_idx[i]);
-        std::vector<double> orig(v.size());
-        for (size_t j = 0; j < v.size(); ++j) orig[j] = *x[j];
-        const double* up = u.data<double>();
-        // u·f(x + step·v)
-        auto at = [&](double step) {
-          for (size_t j = 0; j < v.size(); ++j) *x[j] = orig[j] + step * v[j];
-          std::vector<double> f = eval(fn, inputs);
-          for (size_t j = 0; j < v.size(); ++j) *x[j] = orig[j];
-          double s = 0;
-          for (int64_t k = 0; k < n_out; ++k) s += up[k] * f[k];
-          return s;
-        };
-        const double fp = at(o.eps), fm = at(-o.eps);
-        const double numerical = (fp - fm) / (2 * o.eps);
-        if (o.detect_kinks) {
-          const double f0 = at(0);
-          if (kink_candidate(o, fm, f0, fp)) {
-            const Stencil f{at(-2 * o.eps), fm, f0, fp, at(2 * o.eps)};
-            if (is_kink(f) && accept_kink(rep, r, o, f, analytical, {}, -1)) continue;
-          }
-        }
-        consider(r, o, analytical, numerical, {}, -1);
-      }
+      for (int64_t k = 0; k < out.numel(); ++k) u.data<double>()[k] = gen.normal();
+      const std::vector<Tensor> g = vjp(out, d, u);
+      for (size_t i = 0; i < d.x.size(); ++i) check_projection(rep, fn, inputs, d, i, u, g, gen, o);
     }
   }
   for (auto& r : rep.inputs) {
