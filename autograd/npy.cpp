@@ -113,6 +113,75 @@ void check_npy_header(std::istream& in, const std::string& path) {
                     path, shape, descr, bytes, file_size - data_start));
   in.seekg(0);
 }
+
+// An .npy typestring: byte order ('<' little, '>' big, '|' n/a), kind (f, i, u, b), bytes per
+// element; and the dtype it loads as.
+struct NpyType {
+  char kind = '?';
+  int width = 0;
+  bool big = false;  // big-endian elements of more than one byte
+  DType dt = kFloat32;
+};
+
+NpyType npy_type(const std::string& ts, const std::string& path) {
+  NpyType ty;
+  const char order = ts.empty() ? '?' : ts[0];
+  ty.kind = ts.size() > 1 ? ts[1] : '?';
+  ty.width = ts.size() > 2 ? std::atoi(ts.c_str() + 2) : 0;
+  ty.big = order == '>' && ty.width > 1;
+  const char kind = ty.kind;
+  const int width = ty.width;
+  if (kind == 'f' && (width == 4 || width == 8))
+    ty.dt = width == 4 ? kFloat32 : kFloat64;
+  else if ((kind == 'i' || kind == 'u') && (width == 1 || width == 2 || width == 4 || width == 8))
+    ty.dt = kInt64;  // token ids and other integers: widened to int64, tapegrad's index dtype
+  else if (kind == 'b' && width == 1)
+    ty.dt = kBool;
+  else
+    throw Error(fmt::format(
+        "load_npy: {} has dtype '{}'; supported: float32/64 (f4, f8), signed and unsigned "
+        "integers of 1, 2, 4 or 8 bytes (loaded as int64) and bool (b1), either byte order",
+        path, ts));
+  return ty;
+}
+
+// The file's n elements at src into t (of ty.dt): integers widened to int64, big-endian bytes
+// swapped.
+void decode_npy(Tensor& t, const unsigned char* src, size_t n, const NpyType& ty,
+                const std::string& path) {
+  const int width = ty.width;
+  // Element i's bytes in little-endian order, as an unsigned value of `width` bytes.
+  auto raw = [&](size_t i) {
+    uint64_t v = 0;
+    for (int k = 0; k < width; ++k) {
+      const uint64_t byte = src[i * width + (ty.big ? width - 1 - k : k)];
+      v |= byte << (8 * k);
+    }
+    return v;
+  };
+  if (ty.dt == kInt64) {
+    int64_t* out = t.data<int64_t>();
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t v = raw(i);
+      if (ty.kind == 'u') {
+        if (width == 8 && v > static_cast<uint64_t>(INT64_MAX))
+          throw Error(fmt::format("load_npy: {}: element {} = {} does not fit int64", path, i, v));
+        out[i] = static_cast<int64_t>(v);
+      } else {  // sign-extend from width bytes
+        const int shift = 64 - 8 * width;
+        out[i] = static_cast<int64_t>(v << shift) >> shift;
+      }
+    }
+  } else if (ty.big) {
+    unsigned char* out = static_cast<unsigned char*>(t.data_ptr());
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t v = raw(i);
+      std::memcpy(out + i * width, &v, width);  // little-endian host
+    }
+  } else {
+    std::memcpy(t.data_ptr(), src, n * static_cast<size_t>(width));
+  }
+}
 }  // namespace
 
 Tensor load_npy(const std::string& path) {
@@ -128,60 +197,13 @@ Tensor load_npy(const std::string& path) {
       throw Error(fmt::format("load_npy: {} is in Fortran order; save it in C order", path));
     Shape shape(f.m_shape.begin(), f.m_shape.end());
     const std::string ts = f.m_typestring;
-    // ts = byte order ('<' little, '>' big, '|' n/a), kind (f, i, u, b), bytes per element.
-    const char order = ts.empty() ? '?' : ts[0], kind = ts.size() > 1 ? ts[1] : '?';
-    const int width = ts.size() > 2 ? std::atoi(ts.c_str() + 2) : 0;
-    const bool big = order == '>' && width > 1;
-    DType dt;
-    if (kind == 'f' && (width == 4 || width == 8))
-      dt = width == 4 ? kFloat32 : kFloat64;
-    else if ((kind == 'i' || kind == 'u') && (width == 1 || width == 2 || width == 4 || width == 8))
-      dt = kInt64;  // token ids and other integers: widened to int64, tapegrad's index dtype
-    else if (kind == 'b' && width == 1)
-      dt = kBool;
-    else
-      throw Error(fmt::format(
-          "load_npy: {} has dtype '{}'; supported: float32/64 (f4, f8), signed and unsigned "
-          "integers of 1, 2, 4 or 8 bytes (loaded as int64) and bool (b1), either byte order",
-          path, ts));
-    Tensor t = Tensor::empty(shape, dt);
+    const NpyType ty = npy_type(ts, path);
+    Tensor t = Tensor::empty(shape, ty.dt);
     const size_t n = static_cast<size_t>(t.numel());
-    if (f.n_bytes() != n * static_cast<size_t>(width))
+    if (f.n_bytes() != n * static_cast<size_t>(ty.width))
       throw Error(fmt::format("load_npy: {}: {} data bytes for shape {} of '{}'", path, f.n_bytes(),
                               shape_str(shape), ts));
-    const unsigned char* src = reinterpret_cast<const unsigned char*>(f.ptr());
-    // Element i's bytes in little-endian order, as an unsigned value of `width` bytes.
-    auto raw = [&](size_t i) {
-      uint64_t v = 0;
-      for (int k = 0; k < width; ++k) {
-        const uint64_t byte = src[i * width + (big ? width - 1 - k : k)];
-        v |= byte << (8 * k);
-      }
-      return v;
-    };
-    if (dt == kInt64) {
-      int64_t* out = t.data<int64_t>();
-      for (size_t i = 0; i < n; ++i) {
-        const uint64_t v = raw(i);
-        if (kind == 'u') {
-          if (width == 8 && v > static_cast<uint64_t>(INT64_MAX))
-            throw Error(
-                fmt::format("load_npy: {}: element {} = {} does not fit int64", path, i, v));
-          out[i] = static_cast<int64_t>(v);
-        } else {  // sign-extend from width bytes
-          const int shift = 64 - 8 * width;
-          out[i] = static_cast<int64_t>(v << shift) >> shift;
-        }
-      }
-    } else if (big) {
-      unsigned char* out = static_cast<unsigned char*>(t.data_ptr());
-      for (size_t i = 0; i < n; ++i) {
-        const uint64_t v = raw(i);
-        std::memcpy(out + i * width, &v, width);  // little-endian host
-      }
-    } else {
-      std::memcpy(t.data_ptr(), f.ptr(), f.n_bytes());
-    }
+    decode_npy(t, reinterpret_cast<const unsigned char*>(f.ptr()), n, ty, path);
     return t;
   } catch (const Error&) {
     throw;

@@ -200,14 +200,8 @@ OptimizerState read_optimizer_state(const MetaReader& r, const StateDict& tensor
   return os;
 }
 
-}  // namespace
-
-CheckpointInfo load_checkpoint(const std::string& dir, Module& model, Optimizer& optimizer,
-                               LRScheduler* scheduler, bool restore_rng) {
-  const std::string mpath = checkpoint_model_path(dir), spath = checkpoint_state_path(dir);
-  SafetensorsFile mf = load_safetensors(mpath);
-  SafetensorsFile sf = load_safetensors(spath);
-  MetaReader mr{mf.metadata, mpath}, sr{sf.metadata, spath};
+// The two files' formats, and their run and step, which must agree; the extra.* metadata.
+CheckpointInfo read_info(const std::string& dir, const MetaReader& mr, const MetaReader& sr) {
   if (mr.get("tapegrad.format") != kModelFormat)
     mr.fail(fmt::format("tapegrad.format is \"{}\", expected \"{}\"", mr.get("tapegrad.format"),
                         kModelFormat));
@@ -222,13 +216,15 @@ CheckpointInfo load_checkpoint(const std::string& dir, Module& model, Optimizer&
         "load_checkpoint: {}: model.safetensors (run {}, step {}) and training_state.safetensors "
         "(run {}, step {}) do not belong together (was a save interrupted?)",
         dir, mr.get("tapegrad.run_id"), mr.get("tapegrad.step"), info.run_id, info.step));
-  for (const auto& [k, v] : sf.metadata)
+  for (const auto& [k, v] : sr.m)
     if (k.rfind("extra.", 0) == 0) info.extra[k.substr(6)] = v;
+  return info;
+}
 
-  // Everything is parsed and checked before anything changes.
-  OptimizerState os = read_optimizer_state(sr, sf.tensors);
-  bool has_sched = sr.get("scheduler") == "present";
-  if (has_sched != (scheduler != nullptr))
+// The scheduler's state, present exactly when a scheduler was given.
+SchedulerState read_scheduler_state(const MetaReader& sr, bool given) {
+  const bool has_sched = sr.get("scheduler") == "present";
+  if (has_sched != given)
     sr.fail(has_sched ? "the checkpoint has scheduler state but no scheduler was given"
                       : "a scheduler was given but the checkpoint has no scheduler state");
   SchedulerState ss;
@@ -237,6 +233,22 @@ CheckpointInfo load_checkpoint(const std::string& dir, Module& model, Optimizer&
     ss.base_lrs = sr.numbers("scheduler.base_lrs");
     ss.last_lrs = sr.numbers("scheduler.last_lrs");
   }
+  return ss;
+}
+
+}  // namespace
+
+CheckpointInfo load_checkpoint(const std::string& dir, Module& model, Optimizer& optimizer,
+                               LRScheduler* scheduler, bool restore_rng) {
+  const std::string mpath = checkpoint_model_path(dir), spath = checkpoint_state_path(dir);
+  SafetensorsFile mf = load_safetensors(mpath);
+  SafetensorsFile sf = load_safetensors(spath);
+  MetaReader mr{mf.metadata, mpath}, sr{sf.metadata, spath};
+  CheckpointInfo info = read_info(dir, mr, sr);
+
+  // Everything is parsed and checked before anything changes.
+  OptimizerState os = read_optimizer_state(sr, sf.tensors);
+  SchedulerState ss = read_scheduler_state(sr, scheduler != nullptr);
   const std::string& rng = sr.get("rng.default");
   if (restore_rng) {
     Generator probe;

@@ -42,6 +42,41 @@ struct DistributedDataParallel::Reducer {
   int next_bucket = 0;
   Stats stats;
 
+  // Buckets of the parameters that require grad, in reverse registration order (the order their
+  // gradients arrive), one dtype and device each, about bucket_cap_mb each; zeroed flat buffers.
+  void make_buckets(const Module& m) {
+    const auto named = m.named_parameters();
+    const int64_t cap = static_cast<int64_t>(opts.bucket_cap_mb * 1024 * 1024);
+    int64_t bytes = 0;
+    for (auto it = named.rbegin(); it != named.rend(); ++it) {
+      const Tensor& t = it->second;
+      if (!t.requires_grad()) continue;
+      const bool fresh = buckets.empty() || bytes >= cap ||
+                         params[buckets.back().params.back()].t.dtype() != t.dtype() ||
+                         params[buckets.back().params.back()].t.device() != t.device();
+      if (fresh) {
+        buckets.emplace_back();
+        bytes = 0;
+      }
+      Bucket& k = buckets.back();
+      Param p;
+      p.t = t;
+      p.name = it->first;
+      p.bucket = static_cast<int>(buckets.size()) - 1;
+      p.offset = k.numel;
+      k.numel += t.numel();
+      k.params.push_back(static_cast<int>(params.size()));
+      params.push_back(p);
+      bytes += t.numel() * static_cast<int64_t>(dtype_size(t.dtype()));
+    }
+    for (Bucket& k : buckets) {
+      const Tensor& first = params[k.params.front()].t;
+      if (opts.zero1) k.numel = (k.numel + world - 1) / world * world;
+      k.flat = zeros({k.numel}, first.dtype(), first.device());
+      if (opts.zero1) k.shard = zeros({k.numel / world}, first.dtype(), first.device());
+    }
+  }
+
   void launch(int b, bool at_end) {
     Bucket& k = buckets[b];
     k.launched = true;
@@ -157,6 +192,25 @@ std::vector<std::string> lines_of(const std::string& s) {
   for (std::string line; std::getline(is, line);) out.push_back(line);
   return out;
 }
+
+// Every rank must hold the same structure: compares each rank's list with rank 0's.
+void check_same_model(const Module& m, int world) {
+  const std::string mine = describe_state(m);
+  const std::vector<std::string> all = tg::dist::all_gather_object(mine);
+  const std::vector<std::string> ref = lines_of(all[0]);
+  for (int k = 1; k < world; ++k) {
+    const std::vector<std::string> other = lines_of(all[k]);
+    for (size_t i = 0; i < std::max(ref.size(), other.size()); ++i) {
+      const std::string a = i < ref.size() ? ref[i] : "(nothing)";
+      const std::string b = i < other.size() ? other[i] : "(nothing)";
+      if (a != b)
+        throw Error(fmt::format(
+            "DistributedDataParallel: the model differs across ranks at entry {}: rank 0 has {}, "
+            "rank {} has {}",
+            i, a, k, b));
+    }
+  }
+}
 }  // namespace
 
 DistributedDataParallel::DistributedDataParallel(ModulePtr module, DDPOptions opts)
@@ -172,22 +226,7 @@ DistributedDataParallel::DistributedDataParallel(ModulePtr module, DDPOptions op
   r.world = tg::dist::world_size();
   r.rank = tg::dist::rank();
 
-  // Every rank must hold the same structure: compare each rank's list with rank 0's.
-  const std::string mine = describe_state(*module_);
-  const std::vector<std::string> all = tg::dist::all_gather_object(mine);
-  const std::vector<std::string> ref = lines_of(all[0]);
-  for (int k = 1; k < r.world; ++k) {
-    const std::vector<std::string> other = lines_of(all[k]);
-    for (size_t i = 0; i < std::max(ref.size(), other.size()); ++i) {
-      const std::string a = i < ref.size() ? ref[i] : "(nothing)";
-      const std::string b = i < other.size() ? other[i] : "(nothing)";
-      if (a != b)
-        throw Error(fmt::format(
-            "DistributedDataParallel: the model differs across ranks at entry {}: rank 0 has {}, "
-            "rank {} has {}",
-            i, a, k, b));
-    }
-  }
+  check_same_model(*module_, r.world);
   {
     NoGradGuard ng;
     for (Tensor& t : module_->parameters()) {
@@ -197,37 +236,7 @@ DistributedDataParallel::DistributedDataParallel(ModulePtr module, DDPOptions op
     sync_buffers();
   }
 
-  // Buckets in reverse registration order, one dtype and device each.
-  const auto named = module_->named_parameters();
-  const int64_t cap = static_cast<int64_t>(opts.bucket_cap_mb * 1024 * 1024);
-  int64_t bytes = 0;
-  for (auto it = named.rbegin(); it != named.rend(); ++it) {
-    const Tensor& t = it->second;
-    if (!t.requires_grad()) continue;
-    const bool fresh = r.buckets.empty() || bytes >= cap ||
-                       r.params[r.buckets.back().params.back()].t.dtype() != t.dtype() ||
-                       r.params[r.buckets.back().params.back()].t.device() != t.device();
-    if (fresh) {
-      r.buckets.emplace_back();
-      bytes = 0;
-    }
-    Reducer::Bucket& k = r.buckets.back();
-    Reducer::Param p;
-    p.t = t;
-    p.name = it->first;
-    p.bucket = static_cast<int>(r.buckets.size()) - 1;
-    p.offset = k.numel;
-    k.numel += t.numel();
-    k.params.push_back(static_cast<int>(r.params.size()));
-    r.params.push_back(p);
-    bytes += t.numel() * static_cast<int64_t>(dtype_size(t.dtype()));
-  }
-  for (Reducer::Bucket& k : r.buckets) {
-    const Tensor& first = r.params[k.params.front()].t;
-    if (opts.zero1) k.numel = (k.numel + r.world - 1) / r.world * r.world;
-    k.flat = zeros({k.numel}, first.dtype(), first.device());
-    if (opts.zero1) k.shard = zeros({k.numel / r.world}, first.dtype(), first.device());
-  }
+  r.make_buckets(*module_);
   r.reset();
   std::weak_ptr<Reducer> weak = reducer_;
   for (size_t i = 0; i < r.params.size(); ++i) {
