@@ -449,11 +449,10 @@ Config parse(const ArgParser& p) {
 
 }  // namespace
 
-int run(const std::vector<std::string>& args) {
-  ArgParser p(
-      "attention_lab",
-      "Runs one multi-head self-attention layer step by step, forward and backward, and shows\n"
-      "every intermediate: shapes, S, P, dP, dS per head (PNG + NPY), gradient per key.");
+namespace {
+
+// The command line's options.
+void add_options(ArgParser& p) {
   p.option("checkpoint", "", "model.safetensors or checkpoint dir holding a MultiheadAttention")
       .option("layer", "",
               "the attention layer: its tensor name prefix in the checkpoint (e.g. "
@@ -479,23 +478,11 @@ int run(const std::vector<std::string>& args) {
       .option("iters", "20", "--sharpness: Hessian-vector products (power iterations)")
       .option("data-dir", "", "--sharpness: where the run's data set is (default: its usual place)")
       .flag("causal", "causal self-attention");
-  std::vector<const char*> argv{"attention_lab"};
-  for (const auto& a : args) argv.push_back(a.c_str());
-  if (!p.parse(int(argv.size()), argv.data())) return 0;
-  if (p.given("sharpness")) {
-    for (const char* o : {"checkpoint", "layer", "input", "text", "tokens", "local", "blocked",
-                          "padding", "causal", "embed", "heads", "len", "batch"})
-      if (p.given(o))
-        throw UserError(
-            fmt::format("--{} does not go with --sharpness (it studies a whole "
-                        "trained classifier)",
-                        o));
-    return run_sharpness(p);
-  }
-  for (const char* o : {"examples", "iters", "data-dir"})
-    if (p.given(o)) throw UserError(fmt::format("--{} goes with --sharpness only", o));
-  Config c = parse(p);
+}
 
+// The layer's weights (a checkpoint's or fresh) and its input x (a classifier's on --text, --input,
+// or random), with the sizes in c they fix.
+std::pair<Weights, Tensor> weights_and_input(const ArgParser& p, Config& c) {
   Weights w;
   Tensor x;
   if (p.given("text")) {
@@ -546,6 +533,11 @@ int run(const std::vector<std::string>& args) {
   if (!c.tokens.empty() && int64_t(c.tokens.size()) != c.T)
     throw UserError(
         fmt::format("--tokens gives {} labels for T = {} positions", c.tokens.size(), c.T));
+  return {w, x};
+}
+
+// The structure, and --padding's key lengths (into c.lengths).
+tg::AttentionMask lab_mask(const ArgParser& p, Config& c) {
   tg::AttentionMask mask = c.structure;
   if (p.given("padding")) {
     for (const auto& s : split_list(p.str("padding"), ',', "--padding"))
@@ -557,14 +549,11 @@ int run(const std::vector<std::string>& args) {
         throw UserError(fmt::format("--padding: length {} outside 0..T = {}", l, c.T));
     mask = mask & tg::AttentionMask::key_lengths(tg::tensor(c.lengths, {c.B}));
   }
+  return mask;
+}
 
-  std::printf("attention lab: %s\n", w.source.c_str());
-  if (c.T <= 16 && !mask.is_none()) std::printf("mask (batch 0):\n%s", mask.describe(c.T).c_str());
-  Run r = run_layer(c, w, x, mask);
-  print_walkthrough(c, r, mask);
-  print_key_gradients(c, r);
-  print_head_curvature(c, w, x);
-  write_maps(c, r);
+// The run's own checks: P's rows sum to 1 and nn::MultiheadAttention agrees; 1 when it does not.
+int report_checks(const Config& c, const Weights& w, const Tensor& x, const Run& r) {
   double max_row_err = 0;
   {
     Tensor rows = tg::sum(r.P, {-1});
@@ -586,6 +575,43 @@ int run(const std::vector<std::string>& args) {
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+int run(const std::vector<std::string>& args) {
+  ArgParser p(
+      "attention_lab",
+      "Runs one multi-head self-attention layer step by step, forward and backward, and shows\n"
+      "every intermediate: shapes, S, P, dP, dS per head (PNG + NPY), gradient per key.");
+  add_options(p);
+  std::vector<const char*> argv{"attention_lab"};
+  for (const auto& a : args) argv.push_back(a.c_str());
+  if (!p.parse(int(argv.size()), argv.data())) return 0;
+  if (p.given("sharpness")) {
+    for (const char* o : {"checkpoint", "layer", "input", "text", "tokens", "local", "blocked",
+                          "padding", "causal", "embed", "heads", "len", "batch"})
+      if (p.given(o))
+        throw UserError(
+            fmt::format("--{} does not go with --sharpness (it studies a whole "
+                        "trained classifier)",
+                        o));
+    return run_sharpness(p);
+  }
+  for (const char* o : {"examples", "iters", "data-dir"})
+    if (p.given(o)) throw UserError(fmt::format("--{} goes with --sharpness only", o));
+  Config c = parse(p);
+
+  auto [w, x] = weights_and_input(p, c);
+  tg::AttentionMask mask = lab_mask(p, c);
+  std::printf("attention lab: %s\n", w.source.c_str());
+  if (c.T <= 16 && !mask.is_none()) std::printf("mask (batch 0):\n%s", mask.describe(c.T).c_str());
+  Run r = run_layer(c, w, x, mask);
+  print_walkthrough(c, r, mask);
+  print_key_gradients(c, r);
+  print_head_curvature(c, w, x);
+  write_maps(c, r);
+  return report_checks(c, w, x, r);
 }
 
 }  // namespace tgx::lab

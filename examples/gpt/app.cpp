@@ -160,6 +160,107 @@ Baseline ngram_baseline(const std::vector<int64_t>& train, const std::vector<int
   return b;
 }
 
+// The corpus, its split by file, the vocabulary of the training text and both texts encoded.
+struct Data {
+  size_t files = 0;
+  Split split;
+  CharVocab vocab;
+  int64_t unk = 0;  // held-out characters unseen in training
+  std::vector<int64_t> train_ids, held_ids;
+  int64_t total() const { return split.train_chars + split.heldout_chars; }
+};
+
+Data load_data(const std::string& dir, uint64_t seed, Progress& prog) {
+  Data d;
+  std::vector<CorpusFile> files = load_corpus(dir);
+  d.files = files.size();
+  d.split = split_by_file(files, seed);
+  d.vocab = CharVocab::build(d.split.train_text);
+  d.train_ids = d.vocab.encode(d.split.train_text);
+  d.held_ids = d.vocab.encode(d.split.heldout_text, &d.unk);
+  const Split& split = d.split;
+  prog.line(fmt::format(
+      "fortunes: {} files, {} characters; held out {} files ({} characters, {:.1f} %): {}; "
+      "vocabulary {} characters + <unk> ({} held-out characters unseen in training)",
+      d.files, d.total(), split.heldout_files.size(), split.heldout_chars,
+      100.0 * static_cast<double>(split.heldout_chars) / static_cast<double>(d.total()),
+      fmt::join(split.heldout_files, ", "), d.vocab.size() - 1, d.unk));
+  return d;
+}
+
+// What a resumed run must match (train's `identity`).
+Json identity_json(const GptConfig& cfg, const TrainOptions& to, const Data& d) {
+  return {{"seed", to.seed},
+          {"steps", to.steps},
+          {"batch_size", to.batch_size},
+          {"lr", to.lr},
+          {"weight_decay", to.weight_decay},
+          {"warmup", to.warmup},
+          {"clip", to.clip},
+          {"eval_windows", to.eval_windows},
+          {"world_size", tg::dist::world_size()},
+          {"train_files", d.split.train_files},
+          {"model", cfg.to_json()},
+          {"vocab", d.vocab.to_json()}};
+}
+
+std::string model_line(const GptConfig& cfg, const Gpt& model, const TrainOptions& to,
+                       int threads) {
+  return fmt::format(
+      "model: {} {} parameters ({} blocks, d_model {}, {} heads{}, T {}{}{}); {} "
+      "steps of {} windows{}; {} threads on {}",
+      cfg.arch, model.num_parameters(), cfg.layers, cfg.d_model, cfg.heads,
+      cfg.kv_heads > 0 ? fmt::format(" / {} kv", cfg.kv_heads) : "", cfg.block,
+      cfg.window > 0 ? fmt::format(", window {}", cfg.window) : "",
+      cfg.tie_weights ? ", tied head" : "", to.steps, to.batch_size,
+      tg::dist::world_size() > 1 ? fmt::format(" on each of {} ranks", tg::dist::world_size()) : "",
+      threads, to.device.str());
+}
+
+// metrics.json but for the parameter count and the samples.
+Json metrics_json(const GptConfig& cfg, const TrainOptions& to, int threads, const Data& d,
+                  const TrainResult& r, double heldout, double eval_s, const Baseline& base,
+                  double total_s) {
+  const Split& split = d.split;
+  const Json split_json = {{"seed", to.seed},
+                           {"train_files", split.train_files},
+                           {"heldout_files", split.heldout_files},
+                           {"train_chars", split.train_chars},
+                           {"heldout_chars", split.heldout_chars},
+                           {"heldout_fraction", static_cast<double>(split.heldout_chars) /
+                                                    static_cast<double>(d.total())},
+                           {"heldout_unknown_chars", d.unk},
+                           {"vocab_size", d.vocab.size()}};
+  return {{"config", cfg.to_json()},
+          {"training",
+           {{"steps", to.steps},
+            {"batch_size", to.batch_size},
+            {"lr", to.lr},
+            {"weight_decay", to.weight_decay},
+            {"warmup", to.warmup},
+            {"clip", to.clip},
+            {"eval_every", to.eval_every},
+            {"eval_windows", to.eval_windows},
+            {"seed", to.seed},
+            {"device", to.device.str()},
+            {"threads", threads}}},
+          {"split", split_json},
+          {"steps_done", r.step},
+          {"early_stopped", r.early_stopped},
+          {"history", r.history.to_json()},
+          {"best_step", r.best_step},
+          {"best_heldout_windows_nats_per_char", r.best_heldout},
+          {"heldout_nats_per_char", heldout},
+          {"heldout_eval_seconds", eval_s},
+          {"final_train_loss", r.history.loss.empty() ? NAN : r.history.loss.back()},
+          {"baseline", base.json},
+          {"baseline_heldout_nats_per_char", base.heldout},
+          {"beats_baseline", heldout < base.heldout},
+          {"train_seconds", r.seconds},
+          {"total_seconds", total_s},
+          {"environment", tgx::run_environment()}};
+}
+
 int train_mode(const ArgParser& a) {
   const auto t_start = Clock::now();
   const int rank = tg::dist::rank();  // rank 0 of a data-parallel run prints and writes
@@ -177,21 +278,9 @@ int train_mode(const ArgParser& a) {
     claim_run_folder(to.out, to.resume, a.flag("overwrite"), own);
   }
   Progress prog(quiet ? Progress::Mode::kQuiet : Progress::Mode::kAuto);
-
-  // Data: the corpus, the split by file, the vocabulary of the training text.
-  std::vector<CorpusFile> files = load_corpus(a.str("data-dir"));
-  Split split = split_by_file(files, to.seed);
-  CharVocab vocab = CharVocab::build(split.train_text);
-  int64_t unk = 0;
-  const std::vector<int64_t> train_ids = vocab.encode(split.train_text);
-  const std::vector<int64_t> held_ids = vocab.encode(split.heldout_text, &unk);
-  const int64_t total = split.train_chars + split.heldout_chars;
-  prog.line(fmt::format(
-      "fortunes: {} files, {} characters; held out {} files ({} characters, {:.1f} %): {}; "
-      "vocabulary {} characters + <unk> ({} held-out characters unseen in training)",
-      files.size(), total, split.heldout_files.size(), split.heldout_chars,
-      100.0 * static_cast<double>(split.heldout_chars) / static_cast<double>(total),
-      fmt::join(split.heldout_files, ", "), vocab.size() - 1, unk));
+  const Data data = load_data(a.str("data-dir"), to.seed, prog);
+  const CharVocab& vocab = data.vocab;
+  const std::vector<int64_t>&train_ids = data.train_ids, &held_ids = data.held_ids;
   cfg.vocab_size = vocab.size();
   cfg.validate();
 
@@ -210,37 +299,8 @@ int train_mode(const ArgParser& a) {
   tg::manual_seed(to.seed);
   Gpt model(cfg);
   model.checkpoint_activations = a.flag("checkpoint");
-  Json split_json = {
-      {"seed", to.seed},
-      {"train_files", split.train_files},
-      {"heldout_files", split.heldout_files},
-      {"train_chars", split.train_chars},
-      {"heldout_chars", split.heldout_chars},
-      {"heldout_fraction", static_cast<double>(split.heldout_chars) / static_cast<double>(total)},
-      {"heldout_unknown_chars", unk},
-      {"vocab_size", vocab.size()}};
-  const Json identity = {{"seed", to.seed},
-                         {"steps", to.steps},
-                         {"batch_size", to.batch_size},
-                         {"lr", to.lr},
-                         {"weight_decay", to.weight_decay},
-                         {"warmup", to.warmup},
-                         {"clip", to.clip},
-                         {"eval_windows", to.eval_windows},
-                         {"world_size", tg::dist::world_size()},
-                         {"train_files", split.train_files},
-                         {"model", cfg.to_json()},
-                         {"vocab", vocab.to_json()}};
-  prog.line(fmt::format(
-      "model: {} {} parameters ({} blocks, d_model {}, {} heads{}, T {}{}{}); {} "
-      "steps of {} windows{}; {} threads on {}",
-      cfg.arch, model.num_parameters(), cfg.layers, cfg.d_model, cfg.heads,
-      cfg.kv_heads > 0 ? fmt::format(" / {} kv", cfg.kv_heads) : "", cfg.block,
-      cfg.window > 0 ? fmt::format(", window {}", cfg.window) : "",
-      cfg.tie_weights ? ", tied head" : "", to.steps, to.batch_size,
-      tg::dist::world_size() > 1 ? fmt::format(" on each of {} ranks", tg::dist::world_size()) : "",
-      threads, to.device.str()));
-  TrainResult r = train(model, train_ids, held_ids, vocab, to, identity, prog);
+  prog.line(model_line(cfg, model, to, threads));
+  TrainResult r = train(model, train_ids, held_ids, vocab, to, identity_json(cfg, to, data), prog);
   if (rank != 0) return 0;
 
   // The best model on the whole held-out text, its samples and the report.
@@ -260,37 +320,10 @@ int train_mode(const ArgParser& a) {
   write_loss_curve(to.out + "/loss_curve.png", r.history, base.windows,  // like for like
                    heldout, base.heldout);
   const double total_s = seconds_since(t_start);
-  Json m = {{"config", cfg.to_json()},
-            {"training",
-             {{"steps", to.steps},
-              {"batch_size", to.batch_size},
-              {"lr", to.lr},
-              {"weight_decay", to.weight_decay},
-              {"warmup", to.warmup},
-              {"clip", to.clip},
-              {"eval_every", to.eval_every},
-              {"eval_windows", to.eval_windows},
-              {"seed", to.seed},
-              {"device", to.device.str()},
-              {"threads", threads}}},
-            {"split", split_json},
-            {"steps_done", r.step},
-            {"early_stopped", r.early_stopped},
-            {"history", r.history.to_json()},
-            {"best_step", r.best_step},
-            {"best_heldout_windows_nats_per_char", r.best_heldout},
-            {"heldout_nats_per_char", heldout},
-            {"heldout_eval_seconds", eval_s},
-            {"final_train_loss", r.history.loss.empty() ? NAN : r.history.loss.back()},
-            {"baseline", base.json},
-            {"baseline_heldout_nats_per_char", base.heldout},
-            {"beats_baseline", heldout < base.heldout},
-            {"train_seconds", r.seconds},
-            {"total_seconds", total_s},
-            {"parameters", model.num_parameters()},
-            {"environment", tgx::run_environment()},
-            {"samples", samples},
-            {"samples_settings", header}};
+  Json m = metrics_json(cfg, to, threads, data, r, heldout, eval_s, base, total_s);
+  m["parameters"] = model.num_parameters();
+  m["samples"] = samples;
+  m["samples_settings"] = header;
   tg::write_file_atomic(to.out + "/metrics.json", m.dump(2) + "\n");
   fmt::print(
       "held-out text ({} characters): gpt {:.4f} nats/char (best/, step {}) vs {} {:.4f} "

@@ -215,6 +215,108 @@ double evaluate_text(Gpt& model, const std::vector<int64_t>& ids, int64_t batch,
   return sum / static_cast<double>(L - 1);
 }
 
+namespace {
+
+// --resume: the checkpoint in `last` (of the same run: identity) into model, opt, sched and st.
+void resume(const std::string& last, const Json& identity, Gpt& model, tg::nn::AdamW& opt,
+            tg::nn::CosineWithWarmupLR& sched, LoopState& st) {
+  if (!file_exists(tg::nn::checkpoint_model_path(last)))
+    throw UserError(fmt::format("--resume: {} holds no checkpoint to resume", last));
+  auto saved = tg::nn::load_safetensors(tg::nn::checkpoint_model_path(last));
+  check_same_run(meta_json(saved.metadata, "gpt.run", last), identity, last);
+  tg::nn::CheckpointInfo info;
+  try {
+    info = tg::nn::load_checkpoint_distributed(last, model, opt, &sched);
+  } catch (const tg::Error& e) {
+    throw UserError(fmt::format("--resume: {}", e.what()));
+  }
+  require_finite_weights(model, "--resume: " + last,
+                         "refusing to resume from it (start a new run with --overwrite)");
+  st.restore(info.extra, last);
+}
+
+// This rank's training loss (recorded) on its block of the step's world x B random windows
+// (every rank draws the same starts; rank r takes block r).
+tg::Tensor batch_loss(Gpt& model, const std::vector<int64_t>& ids, tg::Generator& sampler,
+                      const TrainOptions& o) {
+  const int64_t T = model.cfg.block, B = o.batch_size, L = static_cast<int64_t>(ids.size());
+  std::vector<int64_t> starts(static_cast<size_t>(B * tg::dist::world_size()));
+  for (int64_t& s : starts)
+    s = static_cast<int64_t>(sampler.next_u64() % static_cast<uint64_t>(L - T));
+  const size_t mine = static_cast<size_t>(tg::dist::rank() * B);
+  return lm_loss(model, make_batch(ids, starts, mine, mine + static_cast<size_t>(B), T, o.device));
+}
+
+// The loss's value averaged over the ranks: the global batch's.
+double global_mean(const tg::Tensor& loss) {
+  tg::Tensor lt = loss.detach().to(tg::kCPU).to(tg::kFloat64).clone();
+  if (tg::dist::world_size() > 1) tg::dist::all_reduce(lt, tg::dist::ReduceOp::Avg);
+  return lt.item<double>();
+}
+
+// Rank 0's training and held-out losses on their evaluation windows, for every rank.
+std::pair<double, double> rank0_evaluation(Gpt& model, const std::vector<int64_t>& train_ids,
+                                           const std::vector<int64_t>& train_eval,
+                                           const std::vector<int64_t>& heldout_ids,
+                                           const std::vector<int64_t>& held_eval,
+                                           const TrainOptions& o) {
+  const int64_t B = o.batch_size;
+  tg::Tensor ev = tg::zeros({2}, tg::kFloat64);
+  if (tg::dist::rank() == 0)
+    ev = tg::tensor(std::vector<double>{evaluate(model, train_ids, train_eval, B, o.device),
+                                        evaluate(model, heldout_ids, held_eval, B, o.device)});
+  if (tg::dist::world_size() > 1) tg::dist::broadcast(ev, 0);
+  const std::vector<double> trhe = ev.to_vector<double>();
+  return {trhe[0], trhe[1]};
+}
+
+// What the evaluation points of one training run share.
+struct Run {
+  Gpt& model;
+  tg::nn::AdamW& opt;
+  tg::nn::CosineWithWarmupLR& sched;
+  LoopState& st;
+  const CharVocab& vocab;
+  const Json& identity;
+  const TrainOptions& o;
+  Progress& prog;
+
+  // Records the evaluation (train tr, held-out he) at st.r.step: the best model, <out>/last, the
+  // progress line; true when early stopping ends the run.
+  bool evaluated(double tr, double he, int64_t end) {
+    st.r.history.eval_step.push_back(st.r.step);
+    st.r.history.eval_train.push_back(tr);
+    st.r.history.eval_heldout.push_back(he);
+    const bool better = st.r.best_step == 0 || he < st.r.best_heldout;
+    if (better) {
+      if (tg::dist::rank() == 0) save_best(o.out, model, vocab, st.r.step, he);
+      st.r.best_step = st.r.step;
+      st.r.best_heldout = he;
+      st.bad_evals = 0;
+    } else {
+      ++st.bad_evals;
+    }
+    save_last(o.out, [&](const std::string& dir) {
+      tg::nn::save_checkpoint_distributed(dir, model, opt, &sched, st.r.step,
+                                          st.meta(identity, vocab, model.cfg));
+    });
+    prog.line(fmt::format("step {}/{}: train {:.4f}, held-out {:.4f} nats/char{}  [lr {:.2e}]",
+                          st.r.step, o.steps, tr, he, better ? " (best)" : "",
+                          sched.get_last_lr().front()));
+    if (o.patience > 0 && st.bad_evals >= o.patience && st.r.step < end) {
+      st.r.early_stopped = true;
+      prog.line(fmt::format(
+          "early stop at step {}: no better held-out loss in {} evaluations (--patience); best "
+          "{:.4f} at step {}",
+          st.r.step, o.patience, st.r.best_heldout, st.r.best_step));
+      return true;
+    }
+    return false;
+  }
+};
+
+}  // namespace
+
 TrainResult train(Gpt& model, const std::vector<int64_t>& train_ids,
                   const std::vector<int64_t>& heldout_ids, const CharVocab& vocab,
                   const TrainOptions& o, const Json& identity, Progress& prog) {
@@ -239,25 +341,14 @@ TrainResult train(Gpt& model, const std::vector<int64_t>& train_ids,
   std::vector<tg::Tensor> params = model.parameters();
 
   LoopState st;
+  Run run{model, opt, sched, st, vocab, identity, o, prog};
   st.sampler.set_seed(o.seed * 1000003ULL + 0x5a3ULL);
   std::filesystem::create_directories(o.out);
   if (rank == 0) recover_run_folder(o.out);
   if (world > 1) tg::dist::barrier();  // the others read what rank 0 restored
   const std::string last = last_dir(o.out);
   if (o.resume) {
-    if (!file_exists(tg::nn::checkpoint_model_path(last)))
-      throw UserError(fmt::format("--resume: {} holds no checkpoint to resume", last));
-    auto saved = tg::nn::load_safetensors(tg::nn::checkpoint_model_path(last));
-    check_same_run(meta_json(saved.metadata, "gpt.run", last), identity, last);
-    tg::nn::CheckpointInfo info;
-    try {
-      info = tg::nn::load_checkpoint_distributed(last, model, opt, &sched);
-    } catch (const tg::Error& e) {
-      throw UserError(fmt::format("--resume: {}", e.what()));
-    }
-    require_finite_weights(model, "--resume: " + last,
-                           "refusing to resume from it (start a new run with --overwrite)");
-    st.restore(info.extra, last);
+    resume(last, identity, model, opt, sched, st);
     prog.line(fmt::format("resumed {} at step {} of {}", last, st.r.step, o.steps));
   }
   const int64_t end = o.max_steps > 0 ? std::min(o.steps, o.max_steps) : o.steps;
@@ -272,15 +363,8 @@ TrainResult train(Gpt& model, const std::vector<int64_t>& train_ids,
   prog.start_epoch(1, 1, std::max<int64_t>(end - st.r.step, 0));
   while (st.r.step < end) {
     model.train();
-    std::vector<int64_t> starts(static_cast<size_t>(B * world));  // rank r takes block r
-    for (int64_t& s : starts)
-      s = static_cast<int64_t>(st.sampler.next_u64() % static_cast<uint64_t>(L - T));
-    const size_t mine = static_cast<size_t>(rank * B);
-    tg::Tensor loss = lm_loss(
-        model, make_batch(train_ids, starts, mine, mine + static_cast<size_t>(B), T, o.device));
-    tg::Tensor lt = loss.detach().to(tg::kCPU).to(tg::kFloat64).clone();
-    if (world > 1) tg::dist::all_reduce(lt, tg::dist::ReduceOp::Avg);  // the global batch's
-    const double lv = lt.item<double>();
+    tg::Tensor loss = batch_loss(model, train_ids, st.sampler, o);
+    const double lv = global_mean(loss);
     // A diverged run stops here, before the step, with the last good checkpoint on disk.
     if (!std::isfinite(lv))
       throw tg::Error(fmt::format(
@@ -304,41 +388,9 @@ TrainResult train(Gpt& model, const std::vector<int64_t>& train_ids,
                       st.r.step, kept(), o.lr, o.clip));
     guarded = st.r.history.loss.size();
     // Evaluation (rank 0's, for every rank), best model, checkpoint, early stopping.
-    tg::Tensor ev = tg::zeros({2}, tg::kFloat64);
-    if (rank == 0)
-      ev = tg::tensor(std::vector<double>{evaluate(model, train_ids, train_eval, B, o.device),
-                                          evaluate(model, heldout_ids, held_eval, B, o.device)});
-    if (world > 1) tg::dist::broadcast(ev, 0);
-    const std::vector<double> trhe = ev.to_vector<double>();
-    const double tr = trhe[0], he = trhe[1];
-    st.r.history.eval_step.push_back(st.r.step);
-    st.r.history.eval_train.push_back(tr);
-    st.r.history.eval_heldout.push_back(he);
-    const bool better = st.r.best_step == 0 || he < st.r.best_heldout;
-    if (better) {
-      if (rank == 0) save_best(o.out, model, vocab, st.r.step, he);
-      st.r.best_step = st.r.step;
-      st.r.best_heldout = he;
-      st.bad_evals = 0;
-    } else {
-      ++st.bad_evals;
-    }
+    const auto [tr, he] = rank0_evaluation(model, train_ids, train_eval, heldout_ids, held_eval, o);
     st.r.seconds = seconds_before + seconds_since(t0);
-    save_last(o.out, [&](const std::string& dir) {
-      tg::nn::save_checkpoint_distributed(dir, model, opt, &sched, st.r.step,
-                                          st.meta(identity, vocab, model.cfg));
-    });
-    prog.line(fmt::format("step {}/{}: train {:.4f}, held-out {:.4f} nats/char{}  [lr {:.2e}]",
-                          st.r.step, o.steps, tr, he, better ? " (best)" : "",
-                          sched.get_last_lr().front()));
-    if (o.patience > 0 && st.bad_evals >= o.patience && st.r.step < end) {
-      st.r.early_stopped = true;
-      prog.line(fmt::format(
-          "early stop at step {}: no better held-out loss in {} evaluations (--patience); best "
-          "{:.4f} at step {}",
-          st.r.step, o.patience, st.r.best_heldout, st.r.best_step));
-      break;
-    }
+    if (run.evaluated(tr, he, end)) break;
   }
   st.r.seconds = seconds_before + seconds_since(t0);
   prog.end_epoch(

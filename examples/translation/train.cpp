@@ -266,6 +266,136 @@ void save_model_files(const std::string& dir, const Vocabs& v) {
   tg::write_file_atomic(dir + "/vocab.json", v.to_json());
 }
 
+// --resume: the checkpoint in ckpt into model, opt and sched, its best validation and history
+// into log; returns its step.
+int64_t resume(const std::string& ckpt, Seq2Seq& model, const Vocabs& v, tg::nn::AdamW& opt,
+               tg::nn::CosineWithWarmupLR& sched, TrainLog& log) {
+  if (!file_exists(tg::nn::checkpoint_model_path(ckpt)))
+    throw UserError(fmt::format("--resume: no checkpoint in {}", ckpt));
+  check_saved_model(tg::nn::checkpoint_model_path(ckpt), model.cfg, v);
+  tg::nn::CheckpointInfo info;
+  try {
+    info = tg::nn::load_checkpoint_distributed(ckpt, model, opt, &sched);
+  } catch (const tg::Error& e) {
+    throw UserError(fmt::format("--resume: {}", e.what()));
+  }
+  require_finite_weights(model, "--resume: " + ckpt,
+                         "refusing to resume from it (start a new run with --overwrite)");
+  auto extra = [&](const std::string& key) {
+    auto it = info.extra.find(key);
+    if (it == info.extra.end())
+      throw UserError(fmt::format("--resume: {}: no {} in its metadata", ckpt, key));
+    return it->second;
+  };
+  auto best_valid = parse_number(extra("translation.best_valid"));
+  auto best_step = parse_int(extra("translation.best_step"));
+  if (!best_valid || !best_step)
+    throw UserError(fmt::format("--resume: {}: malformed translation.best_* metadata", ckpt));
+  log.best_valid = *best_valid;
+  log.best_step = *best_step;
+  read_history(ckpt + "/history.json", log);
+  return info.step;
+}
+
+// Rank 0's validation at `step` (on the CPU: decoding reads logits on the host), logged.
+EvalResult validate(Seq2Seq& model, const std::vector<Example>& valid, const Vocabs& v,
+                    tg::Device device, int64_t step, TrainLog& log) {
+  model.to(tg::kCPU);
+  EvalResult r = evaluate(model, valid, v, 1);
+  model.to(device);
+  log.valid_steps.push_back(static_cast<double>(step));
+  log.valid_exact.push_back(r.exact_match);
+  return r;
+}
+
+// The best model so far into <out>/best, with its step.
+void save_best(const std::string& best, Seq2Seq& model, const tg::nn::Metadata& meta,
+               const Vocabs& v, int64_t step) {
+  std::filesystem::create_directories(best);
+  tg::nn::Metadata bm = meta;
+  bm["translation.step"] = std::to_string(step);
+  tg::nn::save_safetensors(best + "/model.safetensors", model.state_dict(), bm);
+  save_model_files(best, v);
+}
+
+}  // namespace
+
+namespace {
+
+// What the evaluation points of one training run share. mpirun -np N: data parallel, global
+// batch = N x --batch-size; rank 0 validates and writes.
+struct Run {
+  Seq2Seq& model;
+  const Vocabs& v;
+  const TrainOptions& o;
+  tg::nn::AdamW& opt;
+  tg::nn::CosineWithWarmupLR& sched;
+  const std::vector<Example>& valid;
+  const tg::nn::Metadata& meta;
+  TrainLog& log;
+  Progress& progress;
+  int world = tg::dist::world_size(), rank = tg::dist::rank();
+
+  // rank 0's decision (time limit, early stop) for every rank of a data-parallel run.
+  bool rank0_decides(bool b) const {
+    if (world == 1) return b;
+    Tensor flag = tg::tensor(std::vector<int64_t>{b ? 1 : 0});
+    tg::dist::broadcast(flag, 0);
+    return flag.item<int64_t>() != 0;
+  }
+
+  // Early stopping (rank 0): --patience validations in a row without a better exact match.
+  bool plateau(int64_t step, int64_t end) const {
+    int64_t since = 0;
+    for (double vs : log.valid_steps) since += vs > static_cast<double>(log.best_step);
+    return o.patience > 0 && since >= o.patience && step < end;
+  }
+
+  // An evaluation point after `step`: validation (rank 0), the best model, <out>/last, the
+  // progress lines; true when training stops (early stop or out of time).
+  bool evaluate(int64_t step, int64_t end, double loss, bool out_of_time, double elapsed) {
+    tg::nn::Metadata m = meta;
+    EvalResult r;
+    bool better = false;
+    if (rank == 0) {
+      r = validate(model, valid, v, o.device, step, log);
+      better = r.exact_match > log.best_valid;
+      if (better) {
+        log.best_valid = r.exact_match;
+        log.best_step = step;
+        save_best(best_dir(o.out_dir), model, meta, v, step);
+      }
+      m["translation.best_valid"] = fmt::format("{}", log.best_valid);
+      m["translation.best_step"] = std::to_string(log.best_step);
+    }
+    // Collective: every rank's generator state travels with it; rank 0 writes, and swaps the
+    // folder in as <out>/last (common/run_folder.hpp: no instant without a complete one).
+    tgx::save_last(o.out_dir, [&](const std::string& dir) {
+      tg::nn::save_checkpoint_distributed(dir, model, opt, &sched, step, m);
+      if (rank != 0) return;
+      save_model_files(dir, v);
+      write_history(dir + "/history.json", log);
+    });
+    const bool stop = rank0_decides(rank == 0 && plateau(step, end));
+    if (rank != 0) return out_of_time || stop;
+    progress.line(
+        fmt::format("step {}: loss {:.4f}, validation exact match {:.1f}% ({} "
+                    "sentences){}",
+                    step, loss, r.exact_match, valid.size(), better ? " (best)" : ""));
+    if (stop) {
+      log.early_stopped = true;
+      progress.line(
+          fmt::format("early stop at step {}: no better validation exact match in {} "
+                      "validations (--patience); best {:.1f}% at step {}",
+                      step, o.patience, log.best_valid, log.best_step));
+      return true;
+    }
+    if (out_of_time)
+      progress.line(fmt::format("time limit reached after {:.0f}s at step {}", elapsed, step));
+    return out_of_time;
+  }
+};
+
 }  // namespace
 
 TrainLog train(Seq2Seq& model, const Dataset& d, const Vocabs& v, const TrainOptions& o,
@@ -275,7 +405,6 @@ TrainLog train(Seq2Seq& model, const Dataset& d, const Vocabs& v, const TrainOpt
   std::vector<Example> valid(d.valid.begin(),
                              d.valid.begin() + std::min<int64_t>(o.valid_subset, d.valid.size()));
   model.to(o.device);  // the optimizer's state follows the parameters
-  // mpirun -np N: data parallel, global batch = N x --batch-size; rank 0 validates and writes.
   const int world = tg::dist::world_size(), rank = tg::dist::rank();
   std::unique_ptr<tg::nn::DistributedDataParallel> ddp;
   if (world > 1)
@@ -286,47 +415,14 @@ TrainLog train(Seq2Seq& model, const Dataset& d, const Vocabs& v, const TrainOpt
   tg::nn::AdamW opt(param_groups(model), ao);
   tg::nn::CosineWithWarmupLR sched(opt, std::min(o.warmup, o.steps), o.steps, 0.05);
   Batcher batcher(tr.src.size(), o.batch_size * world, o.seed);
-  tg::nn::Metadata meta = {{"translation.config", model.cfg.to_json()},
-                           {"translation.vocab", v.to_json()}};
-  std::string ckpt = checkpoint_dir(o.out_dir), best = best_dir(o.out_dir);
-  // rank 0's decision (time limit, early stop) for every rank of a data-parallel run.
-  auto rank0_decides = [&](bool v) {
-    if (world == 1) return v;
-    Tensor flag = tg::tensor(std::vector<int64_t>{v ? 1 : 0});
-    tg::dist::broadcast(flag, 0);
-    return flag.item<int64_t>() != 0;
-  };
+  const tg::nn::Metadata meta = {{"translation.config", model.cfg.to_json()},
+                                 {"translation.vocab", v.to_json()}};
   TrainLog log;
+  Run run{model, v, o, opt, sched, valid, meta, log, progress};
   int64_t step = 0;
   if (rank == 0) tgx::recover_run_folder(o.out_dir);
   if (world > 1) tg::dist::barrier();  // the others read what rank 0 restored
-  if (o.resume) {
-    if (!file_exists(tg::nn::checkpoint_model_path(ckpt)))
-      throw UserError(fmt::format("--resume: no checkpoint in {}", ckpt));
-    check_saved_model(tg::nn::checkpoint_model_path(ckpt), model.cfg, v);
-    tg::nn::CheckpointInfo info;
-    try {
-      info = tg::nn::load_checkpoint_distributed(ckpt, model, opt, &sched);
-    } catch (const tg::Error& e) {
-      throw UserError(fmt::format("--resume: {}", e.what()));
-    }
-    require_finite_weights(model, "--resume: " + ckpt,
-                           "refusing to resume from it (start a new run with --overwrite)");
-    step = info.step;
-    auto extra = [&](const std::string& key) {
-      auto it = info.extra.find(key);
-      if (it == info.extra.end())
-        throw UserError(fmt::format("--resume: {}: no {} in its metadata", ckpt, key));
-      return it->second;
-    };
-    auto best_valid = parse_number(extra("translation.best_valid"));
-    auto best_step = parse_int(extra("translation.best_step"));
-    if (!best_valid || !best_step)
-      throw UserError(fmt::format("--resume: {}: malformed translation.best_* metadata", ckpt));
-    log.best_valid = *best_valid;
-    log.best_step = *best_step;
-    read_history(ckpt + "/history.json", log);
-  }
+  if (o.resume) step = resume(checkpoint_dir(o.out_dir), model, v, opt, sched, log);
   log.start_step = step;
   size_t guarded = log.losses.size();  // losses[:guarded] passed the blown-up check
   int64_t end = o.max_steps > 0 ? std::min(o.steps, step + o.max_steps) : o.steps;
@@ -345,7 +441,7 @@ TrainLog train(Seq2Seq& model, const Dataset& d, const Vocabs& v, const TrainOpt
     progress.step(loss, o.batch_size * world);
     double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
     bool out_of_time = o.time_limit_s > 0 && elapsed >= o.time_limit_s;
-    if (o.time_limit_s > 0) out_of_time = rank0_decides(out_of_time);  // rank 0's clock
+    if (o.time_limit_s > 0) out_of_time = run.rank0_decides(out_of_time);  // rank 0's clock
     if (step % o.eval_every != 0 && step != end && !out_of_time) continue;
     // Before any checkpoint: a mean loss far above a uniform guess stops the run like a NaN
     // (on every rank alike: the losses are the global batch's).
@@ -355,64 +451,7 @@ TrainLog train(Seq2Seq& model, const Dataset& d, const Vocabs& v, const TrainOpt
           fmt::format("{} (at step {}); {}. Lower --lr (now {}) or clip (--clip, now {})", why,
                       step, tgx::checkpoint_left(o.out_dir), o.lr, o.clip));
     guarded = log.losses.size();
-    tg::nn::Metadata m = meta;
-    EvalResult r;
-    bool better = false;
-    if (rank == 0) {
-      model.to(tg::kCPU);  // decoding reads logits on the host: validate on the CPU
-      r = evaluate(model, valid, v, 1);
-      model.to(o.device);
-      log.valid_steps.push_back(static_cast<double>(step));
-      log.valid_exact.push_back(r.exact_match);
-      better = r.exact_match > log.best_valid;
-      if (better) {
-        log.best_valid = r.exact_match;
-        log.best_step = step;
-        std::filesystem::create_directories(best);
-        tg::nn::Metadata bm = meta;
-        bm["translation.step"] = std::to_string(step);
-        tg::nn::save_safetensors(best + "/model.safetensors", model.state_dict(), bm);
-        save_model_files(best, v);
-      }
-      m["translation.best_valid"] = fmt::format("{}", log.best_valid);
-      m["translation.best_step"] = std::to_string(log.best_step);
-    }
-    // Collective: every rank's generator state travels with it; rank 0 writes, and swaps the
-    // folder in as <out>/last (common/run_folder.hpp: no instant without a complete one).
-    tgx::save_last(o.out_dir, [&](const std::string& dir) {
-      tg::nn::save_checkpoint_distributed(dir, model, opt, &sched, step, m);
-      if (rank != 0) return;
-      save_model_files(dir, v);
-      write_history(dir + "/history.json", log);
-    });
-    // Early stopping: --patience validations in a row without a better exact match.
-    bool plateau = false;
-    if (rank == 0) {
-      int64_t since = 0;
-      for (double vs : log.valid_steps) since += vs > static_cast<double>(log.best_step);
-      plateau = o.patience > 0 && since >= o.patience && step < end;
-    }
-    plateau = rank0_decides(plateau);
-    if (rank != 0) {
-      if (out_of_time || plateau) break;
-      continue;
-    }
-    progress.line(
-        fmt::format("step {}: loss {:.4f}, validation exact match {:.1f}% ({} "
-                    "sentences){}",
-                    step, loss, r.exact_match, valid.size(), better ? " (best)" : ""));
-    if (plateau) {
-      log.early_stopped = true;
-      progress.line(
-          fmt::format("early stop at step {}: no better validation exact match in {} "
-                      "validations (--patience); best {:.1f}% at step {}",
-                      step, o.patience, log.best_valid, log.best_step));
-      break;
-    }
-    if (out_of_time) {
-      progress.line(fmt::format("time limit reached after {:.0f}s at step {}", elapsed, step));
-      break;
-    }
+    if (run.evaluate(step, end, loss, out_of_time, elapsed)) break;
   }
   log.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   progress.end_epoch(
