@@ -295,29 +295,40 @@ Axis log_axis(double lo_val, double hi_val) {
 }
 }  // namespace
 
-Image line_plot(const std::vector<Series>& series, const PlotOptions& opt) {
-  Image img(std::max(200, opt.width), std::max(150, opt.height));
-  const RGB black{0, 0, 0}, grid{225, 225, 225};
-  // The legend goes in rows between the title and the plot: never over a line.
-  std::vector<std::vector<const Series*>> legend_rows(1);
+namespace {
+// The legend goes in rows between the title and the plot: never over a line.
+std::vector<std::vector<const Series*>> legend_rows(const std::vector<Series>& series, int width) {
+  std::vector<std::vector<const Series*>> rows(1);
   int row_w = 0;
   for (const auto& s : series) {
     const int w = 26 + text_width(s.name);
-    if (row_w + w > img.width - 90 && !legend_rows.back().empty()) {
-      legend_rows.emplace_back();
+    if (row_w + w > width - 90 && !rows.back().empty()) {
+      rows.emplace_back();
       row_w = 0;
     }
-    legend_rows.back().push_back(&s);
+    rows.back().push_back(&s);
     row_w += w;
   }
-  int left = 70, right = 24, top = 30 + 12 * static_cast<int>(legend_rows.size()), bottom = 45;
-  int pw = img.width - left - right, ph = img.height - top - bottom;
+  return rows;
+}
+
+// The plot area (left, top, pw × ph pixels), its axes, and the map from values to pixels.
+struct Frame {
+  int left = 70, top = 0, pw = 0, ph = 0;
+  Axis ax, ay;
+  bool log_y = false;
+  double ty(double y) const { return log_y ? (y > 0 ? std::log10(y) : NAN) : y; }
+  double px(double x) const { return left + (x - ax.lo) / (ax.hi - ax.lo) * pw; }
+  double py(double y) const { return top + ph - (y - ay.lo) / (ay.hi - ay.lo) * ph; }
+};
+
+// The axes over the series' finite points, with the options' bounds and cap.
+void set_axes(Frame& f, const std::vector<Series>& series, const PlotOptions& opt) {
   double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
-  auto ty = [&](double y) { return opt.log_y ? (y > 0 ? std::log10(y) : NAN) : y; };
   bool integer_x = true;
   for (const auto& s : series)
     for (size_t i = 0; i < std::min(s.x.size(), s.y.size()); ++i) {
-      if (!std::isfinite(s.x[i]) || !std::isfinite(ty(s.y[i]))) continue;
+      if (!std::isfinite(s.x[i]) || !std::isfinite(f.ty(s.y[i]))) continue;
       x0 = std::min(x0, s.x[i]), x1 = std::max(x1, s.x[i]);
       y0 = std::min(y0, s.y[i]), y1 = std::max(y1, s.y[i]);
       integer_x = integer_x && s.x[i] == std::round(s.x[i]);
@@ -329,64 +340,84 @@ Image line_plot(const std::vector<Series>& series, const PlotOptions& opt) {
   if (!std::isnan(opt.y_min)) y0 = std::max(std::min(y0, y1), opt.y_min);
   if (!std::isnan(opt.x_min)) x0 = opt.x_min;
   if (!std::isnan(opt.x_max)) x1 = std::max(opt.x_max, x0 + 1e-9);
-  const Axis ax = linear_axis(x0, x1, 6, integer_x);
-  Axis ay = opt.log_y ? log_axis(y0, y1) : linear_axis(y0, y1, 5, false);
-  if (!opt.log_y && !std::isnan(opt.y_max) && ay.hi > opt.y_max) {  // never beyond the cap
-    while (!ay.ticks.empty() && ay.ticks.back() > opt.y_max + 1e-9) {
-      ay.ticks.pop_back();
-      ay.labels.pop_back();
+  f.ax = linear_axis(x0, x1, 6, integer_x);
+  f.ay = opt.log_y ? log_axis(y0, y1) : linear_axis(y0, y1, 5, false);
+  if (!opt.log_y && !std::isnan(opt.y_max) && f.ay.hi > opt.y_max) {  // never beyond the cap
+    while (!f.ay.ticks.empty() && f.ay.ticks.back() > opt.y_max + 1e-9) {
+      f.ay.ticks.pop_back();
+      f.ay.labels.pop_back();
     }
-    ay.hi = opt.y_max;
+    f.ay.hi = opt.y_max;
   }
-  auto px = [&](double x) { return left + (x - ax.lo) / (ax.hi - ax.lo) * pw; };
-  auto py = [&](double y) { return top + ph - (y - ay.lo) / (ay.hi - ay.lo) * ph; };
-  for (size_t k = 0; k < ay.ticks.size(); ++k) {
-    const int yy = static_cast<int>(py(ay.ticks[k]));
-    img.fill_rect(left, yy, pw, 1, grid);
-    draw_text(img, left - 6 - text_width(ay.labels[k]), yy - 3, ay.labels[k], black);
+}
+
+void draw_grid(Image& img, const Frame& f) {
+  const RGB black{0, 0, 0}, grid{225, 225, 225};
+  for (size_t k = 0; k < f.ay.ticks.size(); ++k) {
+    const int yy = static_cast<int>(f.py(f.ay.ticks[k]));
+    img.fill_rect(f.left, yy, f.pw, 1, grid);
+    draw_text(img, f.left - 6 - text_width(f.ay.labels[k]), yy - 3, f.ay.labels[k], black);
   }
-  for (size_t k = 0; k < ax.ticks.size(); ++k) {
-    const int xx = static_cast<int>(px(ax.ticks[k]));
-    img.fill_rect(xx, top, 1, ph, grid);
-    img.fill_rect(xx, top + ph, 1, 4, black);
-    draw_text(img, xx - text_width(ax.labels[k]) / 2, top + ph + 7, ax.labels[k], black);
+  for (size_t k = 0; k < f.ax.ticks.size(); ++k) {
+    const int xx = static_cast<int>(f.px(f.ax.ticks[k]));
+    img.fill_rect(xx, f.top, 1, f.ph, grid);
+    img.fill_rect(xx, f.top + f.ph, 1, 4, black);
+    draw_text(img, xx - text_width(f.ax.labels[k]) / 2, f.top + f.ph + 7, f.ax.labels[k], black);
   }
-  img.fill_rect(left, top, 1, ph + 1, black);
-  img.fill_rect(left, top + ph, pw, 1, black);
-  for (const auto& s : series) {  // segments between consecutive finite points
-    bool have = false;
-    double lx = 0, ly = 0;
+  img.fill_rect(f.left, f.top, 1, f.ph + 1, black);
+  img.fill_rect(f.left, f.top + f.ph, f.pw, 1, black);
+}
+
+// Segments between consecutive finite points; with few points, each one marked.
+void draw_series(Image& img, const Frame& f, const Series& s) {
+  bool have = false;
+  double lx = 0, ly = 0;
+  for (size_t i = 0; i < std::min(s.x.size(), s.y.size()); ++i) {
+    double y = f.ty(s.y[i]);
+    if (!std::isfinite(s.x[i]) || !std::isfinite(y)) {
+      have = false;
+      continue;
+    }
+    double cx = f.px(s.x[i]), cy = f.py(std::clamp(y, f.ay.lo, f.ay.hi));
+    if (have) {
+      int n = int(std::max(std::fabs(cx - lx), std::fabs(cy - ly))) + 1;
+      for (int k = 0; k <= n; ++k)
+        img.fill_rect(int(lx + (cx - lx) * k / n), int(ly + (cy - ly) * k / n), 2, 2, s.color);
+    } else {
+      img.fill_rect(int(cx) - 1, int(cy) - 1, 3, 3, s.color);
+    }
+    lx = cx, ly = cy, have = true;
+  }
+  if (std::min(s.x.size(), s.y.size()) <= 50)  // few points: mark each one
     for (size_t i = 0; i < std::min(s.x.size(), s.y.size()); ++i) {
-      double y = ty(s.y[i]);
-      if (!std::isfinite(s.x[i]) || !std::isfinite(y)) {
-        have = false;
-        continue;
-      }
-      double cx = px(s.x[i]), cy = py(std::clamp(y, ay.lo, ay.hi));
-      if (have) {
-        int n = int(std::max(std::fabs(cx - lx), std::fabs(cy - ly))) + 1;
-        for (int k = 0; k <= n; ++k)
-          img.fill_rect(int(lx + (cx - lx) * k / n), int(ly + (cy - ly) * k / n), 2, 2, s.color);
-      } else {
-        img.fill_rect(int(cx) - 1, int(cy) - 1, 3, 3, s.color);
-      }
-      lx = cx, ly = cy, have = true;
+      const double y = f.ty(s.y[i]);
+      if (std::isfinite(s.x[i]) && std::isfinite(y))
+        img.fill_rect(int(f.px(s.x[i])) - 2, int(f.py(std::clamp(y, f.ay.lo, f.ay.hi))) - 2, 5, 5,
+                      s.color);
     }
-    if (std::min(s.x.size(), s.y.size()) <= 50)  // few points: mark each one
-      for (size_t i = 0; i < std::min(s.x.size(), s.y.size()); ++i) {
-        const double y = ty(s.y[i]);
-        if (std::isfinite(s.x[i]) && std::isfinite(y))
-          img.fill_rect(int(px(s.x[i])) - 2, int(py(std::clamp(y, ay.lo, ay.hi))) - 2, 5, 5,
-                        s.color);
-      }
-  }
-  draw_text(img, left, 8, opt.title, black, 2);
-  draw_text(img, left + pw / 2 - text_width(opt.xlabel) / 2, img.height - 14, opt.xlabel, black);
+}
+}  // namespace
+
+Image line_plot(const std::vector<Series>& series, const PlotOptions& opt) {
+  Image img(std::max(200, opt.width), std::max(150, opt.height));
+  const RGB black{0, 0, 0};
+  const std::vector<std::vector<const Series*>> rows = legend_rows(series, img.width);
+  Frame f;
+  const int right = 24, bottom = 45;
+  f.top = 30 + 12 * static_cast<int>(rows.size());
+  f.pw = img.width - f.left - right, f.ph = img.height - f.top - bottom;
+  f.log_y = opt.log_y;
+  set_axes(f, series, opt);
+  draw_grid(img, f);
+  for (const auto& s : series) draw_series(img, f, s);
+  draw_text(img, f.left, 8, opt.title, black, 2);
+  draw_text(img, f.left + f.pw / 2 - text_width(opt.xlabel) / 2, img.height - 14, opt.xlabel,
+            black);
   const std::string ylabel = opt.log_y ? opt.ylabel + " (log scale)" : opt.ylabel;
-  draw_text(img, 6, top + ph / 2 + text_width(ylabel) / 2, ylabel, black, 1, true);
+  draw_text(img, 6, f.top + f.ph / 2 + text_width(ylabel) / 2, ylabel, black, 1, true);
   int ly = 28;  // legend rows, between the title and the plot
-  for (const auto& row : legend_rows) {
-    int lx = left;
+  for (const auto& row : rows) {
+    int lx = f.left;
     for (const Series* s : row) {
       img.fill_rect(lx, ly + 3, 16, 3, s->color);
       draw_text(img, lx + 20, ly, s->name, black);

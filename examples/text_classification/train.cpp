@@ -444,15 +444,9 @@ Json final_report(const RunOptions& o, const Data& d, TextClassifier& model,
   return m;
 }
 
-}  // namespace
-
-Json train_and_evaluate(const RunOptions& o) {
-  const auto t_start = Clock::now();
-  if (o.epochs < 1 || o.batch_size < 1 || !(o.lr > 0) || o.vocab_size < 16)
-    throw UserError(
-        fmt::format("need --epochs >= 1, --batch-size >= 1, --lr > 0 and "
-                    "--vocab-size >= 16 (have {}, {}, {}, {})",
-                    o.epochs, o.batch_size, o.lr, o.vocab_size));
+// The run folder claimed (rank 0), recovered from an interrupted save, and with --resume holding
+// a checkpoint.
+void open_run_folder(const RunOptions& o) {
   if (tg::dist::rank() == 0) {
     std::vector<std::string> own = common_run_files();
     for (const char* f : {"tokenizer.json", "loss_curve.png"}) own.push_back(f);
@@ -463,22 +457,54 @@ Json train_and_evaluate(const RunOptions& o) {
   if (tg::dist::world_size() > 1) tg::dist::barrier();  // the others read what rank 0 restored
   if (o.resume && !file_exists(tg::nn::checkpoint_model_path(o.out + "/last")))
     throw UserError(fmt::format("--resume: {}/last holds no checkpoint to resume", o.out));
-  const int world = tg::dist::world_size(), rank = tg::dist::rank();
-  // Only rank 0 of a data-parallel run prints, plots and writes.
-  Progress prog(o.quiet || rank != 0 ? Progress::Mode::kQuiet : Progress::Mode::kAuto);
-  Data d = prepare(o);
-  prog.line(
-      fmt::format("{}: {} examples ({} train, {} validation, {} test), {} classes; BPE "
-                  "vocabulary {} tokens ({} merges) [{:.1f}s]",
-                  o.dataset, d.ds.examples.size(), d.split.train.size(), d.split.val.size(),
-                  d.split.test.size(), d.ds.class_names.size(), d.bpe.vocab_size(),
-                  d.bpe.num_merges(), seconds_since(t_start)));
-  ConfusionMatrix nb = naive_bayes_baseline(d);
+}
 
+std::string data_line(const RunOptions& o, const Data& d, double seconds) {
+  return fmt::format(
+      "{}: {} examples ({} train, {} validation, {} test), {} classes; BPE "
+      "vocabulary {} tokens ({} merges) [{:.1f}s]",
+      o.dataset, d.ds.examples.size(), d.split.train.size(), d.split.val.size(),
+      d.split.test.size(), d.ds.class_names.size(), d.bpe.vocab_size(), d.bpe.num_merges(),
+      seconds);
+}
+
+// The options' model with the data's vocabulary and classes.
+ModelConfig model_config(const RunOptions& o, const Data& d) {
   ModelConfig cfg = o.model;
   cfg.vocab_size = d.bpe.vocab_size();
   cfg.num_classes = static_cast<int64_t>(d.ds.class_names.size());
   cfg.validate();
+  return cfg;
+}
+
+// --resume: the checkpoint in `last` (of the same run: identity) into model, opt, sched and st.
+void resume(const std::string& last, const Json& identity, TextClassifier& model,
+            tg::nn::AdamW& opt, tg::nn::CosineWithWarmupLR& sched, TrainState& st) {
+  auto saved = tg::nn::load_safetensors(tg::nn::checkpoint_model_path(last));
+  check_same_run(meta_json(saved.metadata, "cls.run", last), identity, last);
+  tg::nn::CheckpointInfo info = tg::nn::load_checkpoint_distributed(last, model, opt, &sched);
+  require_finite_weights(model, "--resume: " + last,
+                         "refusing to resume from it (start a new run with --overwrite)");
+  st.from_meta(info.extra, last);
+}
+
+}  // namespace
+
+Json train_and_evaluate(const RunOptions& o) {
+  const auto t_start = Clock::now();
+  if (o.epochs < 1 || o.batch_size < 1 || !(o.lr > 0) || o.vocab_size < 16)
+    throw UserError(
+        fmt::format("need --epochs >= 1, --batch-size >= 1, --lr > 0 and "
+                    "--vocab-size >= 16 (have {}, {}, {}, {})",
+                    o.epochs, o.batch_size, o.lr, o.vocab_size));
+  open_run_folder(o);
+  const int world = tg::dist::world_size(), rank = tg::dist::rank();
+  // Only rank 0 of a data-parallel run prints, plots and writes.
+  Progress prog(o.quiet || rank != 0 ? Progress::Mode::kQuiet : Progress::Mode::kAuto);
+  Data d = prepare(o);
+  prog.line(data_line(o, d, seconds_since(t_start)));
+  ConfusionMatrix nb = naive_bayes_baseline(d);
+  const ModelConfig cfg = model_config(o, d);
   const Json identity = run_identity(o, d, cfg);
   tg::manual_seed(o.seed);
   TextClassifier model(cfg);
@@ -501,12 +527,7 @@ Json train_and_evaluate(const RunOptions& o) {
   TrainState st;
   if (o.resume) {
     const std::string last = o.out + "/last";
-    auto saved = tg::nn::load_safetensors(tg::nn::checkpoint_model_path(last));
-    check_same_run(meta_json(saved.metadata, "cls.run", last), identity, last);
-    tg::nn::CheckpointInfo info = tg::nn::load_checkpoint_distributed(last, model, opt, &sched);
-    require_finite_weights(model, "--resume: " + last,
-                           "refusing to resume from it (start a new run with --overwrite)");
-    st.from_meta(info.extra, last);
+    resume(last, identity, model, opt, sched, st);
     prog.line(fmt::format("resumed {} at step {} (epoch {}, step {} of {})", last, st.global_step,
                           st.epoch + 1, st.step_in_epoch, spe));
   }

@@ -133,6 +133,46 @@ void print(bool quiet, const std::string& s) {
   if (!quiet) fmt::print("{}\n", s);
 }
 
+// metrics.json: the run, the best validation and the held-out scores (greedy, beam).
+nlohmann::json metrics_json(const ArgParser& a, const TrainOptions& to, const ModelConfig& cfg,
+                            const Dataset& d, const TrainLog& log, const Seq2Seq& model,
+                            int64_t beam, const EvalResult& greedy, const EvalResult& bs) {
+  return {{"dataset", d.name},
+          {"seed", a.integer("seed")},
+          {"steps", to.steps},
+          {"steps_done", log.final_step},
+          {"train_seconds", log.seconds},
+          {"parameters", model.num_parameters()},
+          {"environment", tgx::run_environment()},
+          {"config", nlohmann::json::parse(cfg.to_json())},
+          {"train_pairs", d.train.size()},
+          {"heldout_pairs", d.heldout.size()},
+          {"best_valid_exact_match", log.best_valid},
+          {"best_step", log.best_step},
+          {"early_stopped", log.early_stopped},
+          {"beam", beam},
+          {"heldout_exact_match", beam > 1 ? bs.exact_match : greedy.exact_match},
+          {"heldout_exact_match_greedy", greedy.exact_match},
+          {"heldout_exact_match_beam", bs.exact_match},
+          {"heldout_chrf_greedy", greedy.chrf},
+          {"heldout_chrf_beam", bs.chrf},
+          {"eval_seconds_greedy", greedy.seconds},
+          {"eval_seconds_beam", bs.seconds}};
+}
+
+// The copy-the-source baseline of a character-level set, into m and printed.
+void add_copy_baseline(nlohmann::json& m, const Dataset& d, const EvalResult& greedy) {
+  std::vector<std::string> copy;
+  for (const Example& e : d.heldout) copy.push_back(e.src_text);
+  int64_t exact = 0;
+  for (size_t i = 0; i < copy.size(); ++i) exact += copy[i] == d.heldout[i].tgt_text;
+  m["baseline_copy_exact_match"] = 100.0 * exact / static_cast<double>(copy.size());
+  m["baseline_copy_chrf"] = chrf(copy, greedy.references);
+  print(false, fmt::format("copy-the-source baseline: exact match {:.2f}%, chrF {:.2f}",
+                           m["baseline_copy_exact_match"].get<double>(),
+                           m["baseline_copy_chrf"].get<double>()));
+}
+
 int train_mode(const ArgParser& a) {
   bool quiet = a.flag("quiet") || tg::dist::rank() != 0;  // rank 0 of a data-parallel run prints
   // Every option is checked before the data is made (--d-model and friends again below, with
@@ -174,38 +214,8 @@ int train_mode(const ArgParser& a) {
                            "{:.2f}% ({:.1f}s); chrF greedy {:.2f}, beam {:.2f}",
                            d.heldout.size(), greedy.exact_match, greedy.seconds, beam,
                            bs.exact_match, bs.seconds, greedy.chrf, bs.chrf));
-  nlohmann::json m = {{"dataset", d.name},
-                      {"seed", a.integer("seed")},
-                      {"steps", to.steps},
-                      {"steps_done", log.final_step},
-                      {"train_seconds", log.seconds},
-                      {"parameters", model.num_parameters()},
-                      {"environment", tgx::run_environment()},
-                      {"config", nlohmann::json::parse(cfg.to_json())},
-                      {"train_pairs", d.train.size()},
-                      {"heldout_pairs", d.heldout.size()},
-                      {"best_valid_exact_match", log.best_valid},
-                      {"best_step", log.best_step},
-                      {"early_stopped", log.early_stopped},
-                      {"beam", beam},
-                      {"heldout_exact_match", beam > 1 ? bs.exact_match : greedy.exact_match},
-                      {"heldout_exact_match_greedy", greedy.exact_match},
-                      {"heldout_exact_match_beam", bs.exact_match},
-                      {"heldout_chrf_greedy", greedy.chrf},
-                      {"heldout_chrf_beam", bs.chrf},
-                      {"eval_seconds_greedy", greedy.seconds},
-                      {"eval_seconds_beam", bs.seconds}};
-  if (d.level == Level::Char) {  // copy-the-source baseline
-    std::vector<std::string> copy;
-    for (const Example& e : d.heldout) copy.push_back(e.src_text);
-    int64_t exact = 0;
-    for (size_t i = 0; i < copy.size(); ++i) exact += copy[i] == d.heldout[i].tgt_text;
-    m["baseline_copy_exact_match"] = 100.0 * exact / static_cast<double>(copy.size());
-    m["baseline_copy_chrf"] = chrf(copy, greedy.references);
-    print(false, fmt::format("copy-the-source baseline: exact match {:.2f}%, chrF {:.2f}",
-                             m["baseline_copy_exact_match"].get<double>(),
-                             m["baseline_copy_chrf"].get<double>()));
-  }
+  nlohmann::json m = metrics_json(a, to, cfg, d, log, model, beam, greedy, bs);
+  if (d.level == Level::Char) add_copy_baseline(m, d, greedy);
   for (size_t i = 0; i < std::min<size_t>(5, d.heldout.size()); ++i)
     print(false, fmt::format("  {} -> {}{}", d.heldout[i].src_text, bs.hypotheses[i],
                              bs.hypotheses[i] == d.heldout[i].tgt_text
