@@ -1,6 +1,6 @@
 // cuda/check.cuh — for .cu files only: the check macros every CUDA and cuBLAS call goes through,
-// launch-size helpers, the scoped DeviceBuffer and the dtype switch. A failure throws
-// tg::cuda::Error naming the op (OpScope), the call, the file and the line.
+// launch-size helpers (grid_for, blocks_for), the scoped DeviceBuffer and the dtype switch. A
+// failure throws tg::cuda::Error naming the op (OpScope), the call, the file and the line.
 #pragma once
 
 #include "cuda/kernels.cuh"
@@ -24,6 +24,17 @@ inline unsigned grid_for(int64_t n, int threads) {
   if (g < 1) g = 1;
   if (g > 0x7fffffff) g = 0x7fffffff;
   return static_cast<unsigned>(g);
+}
+
+// The block size of the element-wise and copy kernels, and their grid cap: they grid-stride
+// beyond kMaxGridBlocks blocks.
+constexpr int kBlockThreads = 256;
+constexpr unsigned kMaxGridBlocks = 8192;
+// Blocks of `per_block` items covering n, at most max_blocks (the kernel grid-strides beyond).
+inline unsigned blocks_for(int64_t n, int per_block = kBlockThreads,
+                           unsigned max_blocks = kMaxGridBlocks) {
+  const unsigned g = grid_for(n, per_block);
+  return g < max_blocks ? g : max_blocks;
 }
 
 // Device memory from the caching allocator, freed (stream-ordered) when the scope ends.

@@ -20,15 +20,10 @@
 
 namespace tg::cuda {
 namespace {
+using detail::blocks_for;  // of kThreads
 using detail::DeviceBuffer;
 
-constexpr int kThreads = 256;
-constexpr unsigned kMaxBlocks = 8192;  // grid-stride beyond 2M threads
-
-unsigned blocks_for(int64_t n) {
-  unsigned g = detail::grid_for(n, kThreads);
-  return g < kMaxBlocks ? g : kMaxBlocks;
-}
+constexpr int kThreads = detail::kBlockThreads;
 
 // ---- fill, cast ----
 template <typename T>

@@ -21,13 +21,8 @@
 namespace tg::cuda {
 namespace {
 
-constexpr int kThreads = 256;
-constexpr unsigned kMaxBlocks = 8192;  // grid-stride beyond 2M threads
-
-unsigned blocks_for(int64_t n) {
-  unsigned g = detail::grid_for(n, kThreads);
-  return g < kMaxBlocks ? g : kMaxBlocks;
-}
+constexpr int kThreads = detail::kBlockThreads;
+using detail::blocks_for;  // of kThreads
 
 // ---- N-d index geometry ----
 // K operands over one index space, with size-1 dims dropped and dims merged wherever every

@@ -17,8 +17,6 @@
 #include "cuda/check.cuh"
 #include "cuda/rowwise.cuh"
 
-#include <algorithm>
-
 namespace tg::cuda {
 
 namespace {
@@ -173,11 +171,6 @@ __global__ void ce_backward_thread_kernel(scalar_t* dx, const double* grow, doub
   }
 }
 
-// Blocks for `rows` at `per_block` rows per block, capped (the kernels grid-stride).
-unsigned blocks_for(int64_t rows, int per_block) {
-  return std::min(detail::grid_for(rows, per_block), kMaxBlocks);
-}
-
 }  // namespace
 
 void cross_entropy_forward(DT dt, double* loss, double* lse, const void* logits,
@@ -198,16 +191,16 @@ void cross_entropy_forward(DT dt, double* loss, double* lse, const void* logits,
       TG_CUDA_CHECK(cudaMemsetAsync(counter, 0, sizeof(unsigned long long), s));
     }
     if (inner > 1) {
-      ce_forward_thread_kernel<<<blocks_for(sh.rows, kThreadRowThreads), kThreadRowThreads, 0, s>>>(
-          loss, lse, counter, xp, target, sh);
+      ce_forward_thread_kernel<<<detail::blocks_for(sh.rows, kThreadRowThreads, kMaxBlocks),
+                                 kThreadRowThreads, 0, s>>>(loss, lse, counter, xp, target, sh);
       TG_CUDA_LAUNCH_CHECK("ce_forward_thread_kernel");
     } else if (C <= kWarpRowMax) {
-      ce_forward_warp_kernel<<<blocks_for(sh.rows, kWarpRowsPerBlock), kWarpRowThreads, 0, s>>>(
-          loss, lse, counter, xp, target, sh);
+      ce_forward_warp_kernel<<<detail::blocks_for(sh.rows, kWarpRowsPerBlock, kMaxBlocks),
+                               kWarpRowThreads, 0, s>>>(loss, lse, counter, xp, target, sh);
       TG_CUDA_LAUNCH_CHECK("ce_forward_warp_kernel");
     } else {
-      ce_forward_block_kernel<<<blocks_for(sh.rows, 1), kBlockRowThreads, 0, s>>>(
-          loss, lse, counter, xp, target, sh);
+      ce_forward_block_kernel<<<detail::blocks_for(sh.rows, 1, kMaxBlocks), kBlockRowThreads, 0,
+                                s>>>(loss, lse, counter, xp, target, sh);
       TG_CUDA_LAUNCH_CHECK("ce_forward_block_kernel");
     }
     if (counter) {
@@ -230,16 +223,18 @@ void cross_entropy_backward(DT dt, void* dlogits, const double* grow, double gro
     const auto* xp = static_cast<const scalar_t*>(logits);
     cudaStream_t s = detail::cur_stream();
     if (inner > 1) {
-      ce_backward_thread_kernel<<<blocks_for(sh.rows, kThreadRowThreads), kThreadRowThreads, 0,
-                                  s>>>(dxp, grow, grow_scalar, xp, target, lse, sh);
+      ce_backward_thread_kernel<<<detail::blocks_for(sh.rows, kThreadRowThreads, kMaxBlocks),
+                                  kThreadRowThreads, 0, s>>>(dxp, grow, grow_scalar, xp, target,
+                                                             lse, sh);
       TG_CUDA_LAUNCH_CHECK("ce_backward_thread_kernel");
     } else if (C <= kWarpRowMax) {
-      ce_backward_warp_kernel<<<blocks_for(sh.rows, kWarpRowsPerBlock), kWarpRowThreads, 0, s>>>(
-          dxp, grow, grow_scalar, xp, target, lse, sh);
+      ce_backward_warp_kernel<<<detail::blocks_for(sh.rows, kWarpRowsPerBlock, kMaxBlocks),
+                                kWarpRowThreads, 0, s>>>(dxp, grow, grow_scalar, xp, target, lse,
+                                                         sh);
       TG_CUDA_LAUNCH_CHECK("ce_backward_warp_kernel");
     } else {
-      ce_backward_block_kernel<<<blocks_for(sh.rows, 1), kBlockRowThreads, 0, s>>>(
-          dxp, grow, grow_scalar, xp, target, lse, sh);
+      ce_backward_block_kernel<<<detail::blocks_for(sh.rows, 1, kMaxBlocks), kBlockRowThreads, 0,
+                                 s>>>(dxp, grow, grow_scalar, xp, target, lse, sh);
       TG_CUDA_LAUNCH_CHECK("ce_backward_block_kernel");
     }
   });

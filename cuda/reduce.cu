@@ -42,10 +42,7 @@ constexpr int64_t kTargetThreads = 32 * 8192;  // the same, counted in threads
 constexpr int64_t kMinRowChunk = 2048;         // elements per warp before splitting a row
 constexpr int64_t kMinColChunk = 32;           // elements per thread before splitting r
 
-unsigned blocks(int64_t threads) {
-  unsigned g = detail::grid_for(threads, kThreads);
-  return g < kMaxBlocks ? g : kMaxBlocks;
-}
+unsigned blocks(int64_t threads) { return detail::blocks_for(threads, kThreads, kMaxBlocks); }
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // ---- the reduction operators ----
