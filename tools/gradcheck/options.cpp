@@ -68,6 +68,80 @@ int64_t to_size(const std::string& opt, const std::string& s, int64_t lo = 1) {
   return v;
 }
 
+// The options with a value that is not a size (--op and --name aside).
+void set_value(CaseArgs& a, const std::string& o, const std::string& v) {
+  if (o == "--shape")
+    a.shape = to_shape(o, v);
+  else if (o == "--shape2")
+    a.shape2 = to_shape(o, v);
+  else if (o == "--values") {
+    a.values.clear();
+    for (const auto& p : split_commas(o, v)) a.values.push_back(to_double(o, p));
+  } else if (o == "--local") {
+    std::vector<int64_t> lr = to_ints(o, v);
+    if (lr.size() != 2 || lr[0] < 0 || lr[1] < 0)
+      throw UsageError(fmt::format("--local expects LEFT,RIGHT (two sizes >= 0), got '{}'", v));
+    a.local = std::make_pair(lr[0], lr[1]);
+  } else if (o == "--padding" || o == "--mem-padding") {
+    std::vector<int64_t>& p = o == "--padding" ? a.padding : a.mem_padding;
+    p = to_ints(o, v);
+    for (int64_t l : p)
+      if (l < 0) throw UsageError(fmt::format("{} {}: lengths must be >= 0", o, v));
+  } else if (o == "--dropout") {
+    a.dropout = to_double(o, v);
+    if (!(a.dropout >= 0 && a.dropout < 1))
+      throw UsageError(fmt::format("--dropout must be in [0, 1), got {}", v));
+  } else if (o == "--dims")
+    a.dims = to_ints(o, v);
+  else if (o == "--dim")
+    a.dim = to_int(o, v);
+  else if (o == "--reduction") {
+    if (v != "mean" && v != "sum" && v != "none")
+      throw UsageError(fmt::format("--reduction must be mean, sum or none, got '{}'", v));
+    a.reduction = v;
+  } else if (o == "--smoothing")
+    a.smoothing = to_double(o, v);
+  else if (o == "--ignore-index")
+    a.ignore_index = to_int(o, v);
+  else if (o == "--padding-idx")
+    a.padding_idx = to_int(o, v);
+  else if (o == "--reduce") {
+    if (v != "sum" && v != "prod" && v != "mean" && v != "amax" && v != "amin")
+      throw UsageError(fmt::format("--reduce must be sum, prod, mean, amax or amin, got '{}'", v));
+    a.reduce = v;
+  } else if (o == "--activation") {
+    if (v != "relu" && v != "gelu")
+      throw UsageError(fmt::format("--activation must be relu or gelu, got '{}'", v));
+    a.activation = v;
+  }
+}
+
+// The options whose value is a size (at least its lower bound, at most 4096); false for others.
+bool set_size(CaseArgs& a, const std::string& o, const std::string& v) {
+  struct Size {
+    const char* option;
+    int64_t CaseArgs::*field;
+    int64_t lo;
+  };
+  static const Size sizes[] = {{"--batch", &CaseArgs::batch, 1},
+                               {"--len", &CaseArgs::len, 1},
+                               {"--src-len", &CaseArgs::src_len, 1},
+                               {"--embed", &CaseArgs::embed, 1},
+                               {"--heads", &CaseArgs::heads, 1},
+                               {"--head-size", &CaseArgs::head_size, 1},
+                               {"--ff", &CaseArgs::ff, 1},
+                               {"--vocab", &CaseArgs::vocab, 1},
+                               {"--blocked", &CaseArgs::blocked, 1},
+                               {"--look-back", &CaseArgs::look_back, 0},
+                               {"--correction", &CaseArgs::correction, 0}};
+  for (const Size& z : sizes)
+    if (o == z.option) {
+      a.*z.field = to_size(o, v, z.lo);
+      return true;
+    }
+  return false;
+}
+
 }  // namespace
 
 bool parse_case_option(const std::vector<std::string>& tk, size_t& i, CaseArgs& a) {
@@ -110,72 +184,7 @@ bool parse_case_option(const std::vector<std::string>& tk, size_t& i, CaseArgs& 
     return true;
   }
   a.given.push_back(o.substr(2) + "=" + v);
-  if (o == "--shape")
-    a.shape = to_shape(o, v);
-  else if (o == "--shape2")
-    a.shape2 = to_shape(o, v);
-  else if (o == "--values") {
-    a.values.clear();
-    for (const auto& p : split_commas(o, v)) a.values.push_back(to_double(o, p));
-  } else if (o == "--batch")
-    a.batch = to_size(o, v);
-  else if (o == "--len")
-    a.len = to_size(o, v);
-  else if (o == "--src-len")
-    a.src_len = to_size(o, v);
-  else if (o == "--embed")
-    a.embed = to_size(o, v);
-  else if (o == "--heads")
-    a.heads = to_size(o, v);
-  else if (o == "--head-size")
-    a.head_size = to_size(o, v);
-  else if (o == "--ff")
-    a.ff = to_size(o, v);
-  else if (o == "--vocab")
-    a.vocab = to_size(o, v);
-  else if (o == "--local") {
-    std::vector<int64_t> lr = to_ints(o, v);
-    if (lr.size() != 2 || lr[0] < 0 || lr[1] < 0)
-      throw UsageError(fmt::format("--local expects LEFT,RIGHT (two sizes >= 0), got '{}'", v));
-    a.local = std::make_pair(lr[0], lr[1]);
-  } else if (o == "--blocked")
-    a.blocked = to_size(o, v);
-  else if (o == "--look-back")
-    a.look_back = to_size(o, v, 0);
-  else if (o == "--padding" || o == "--mem-padding") {
-    std::vector<int64_t>& p = o == "--padding" ? a.padding : a.mem_padding;
-    p = to_ints(o, v);
-    for (int64_t l : p)
-      if (l < 0) throw UsageError(fmt::format("{} {}: lengths must be >= 0", o, v));
-  } else if (o == "--dropout") {
-    a.dropout = to_double(o, v);
-    if (!(a.dropout >= 0 && a.dropout < 1))
-      throw UsageError(fmt::format("--dropout must be in [0, 1), got {}", v));
-  } else if (o == "--dims")
-    a.dims = to_ints(o, v);
-  else if (o == "--dim")
-    a.dim = to_int(o, v);
-  else if (o == "--correction")
-    a.correction = to_size(o, v, 0);
-  else if (o == "--reduction") {
-    if (v != "mean" && v != "sum" && v != "none")
-      throw UsageError(fmt::format("--reduction must be mean, sum or none, got '{}'", v));
-    a.reduction = v;
-  } else if (o == "--smoothing")
-    a.smoothing = to_double(o, v);
-  else if (o == "--ignore-index")
-    a.ignore_index = to_int(o, v);
-  else if (o == "--padding-idx")
-    a.padding_idx = to_int(o, v);
-  else if (o == "--reduce") {
-    if (v != "sum" && v != "prod" && v != "mean" && v != "amax" && v != "amin")
-      throw UsageError(fmt::format("--reduce must be sum, prod, mean, amax or amin, got '{}'", v));
-    a.reduce = v;
-  } else if (o == "--activation") {
-    if (v != "relu" && v != "gelu")
-      throw UsageError(fmt::format("--activation must be relu or gelu, got '{}'", v));
-    a.activation = v;
-  }
+  if (!set_size(a, o, v)) set_value(a, o, v);
   return true;
 }
 
