@@ -63,6 +63,43 @@ bool done_searching(const std::vector<Hypothesis>& finished, const std::vector<B
   return true;
 }
 
+// One sentence's beam step: its alive beams (log-probabilities lp[r0 + k] of beam k's next token)
+// extended by their K best candidates; <eos> among the K best finishes a hypothesis instead.
+std::vector<Beam> extend(const std::vector<Beam>& alive, const std::vector<std::vector<double>>& lp,
+                         size_t r0, size_t K, double length_penalty,
+                         std::vector<Hypothesis>& finished) {
+  struct Cand {
+    double logprob;
+    size_t beam;
+    int64_t token;
+  };
+  std::vector<Cand> cands;
+  for (size_t k = 0; k < alive.size(); ++k)
+    for (size_t v = 0; v < lp[r0 + k].size(); ++v)
+      cands.push_back({alive[k].logprob + lp[r0 + k][v], k, static_cast<int64_t>(v)});
+  std::stable_sort(cands.begin(), cands.end(),
+                   [](const Cand& a, const Cand& b) { return a.logprob > b.logprob; });
+  std::vector<Beam> next;
+  for (size_t c = 0; c < cands.size() && next.size() < K; ++c) {
+    const Cand& cd = cands[c];
+    const Beam& from = alive[cd.beam];
+    if (cd.token == Vocab::kEos) {
+      if (c < K) {
+        Hypothesis h{{from.ids.begin() + 1, from.ids.end()}, cd.logprob, 0};
+        h.score = normalised(h.logprob, h.ids.size() + 1, length_penalty);
+        finished.push_back(h);
+      }
+      continue;
+    }
+    if (cd.token == Vocab::kPad || cd.token == Vocab::kBos) continue;
+    Beam nb = from;
+    nb.ids.push_back(cd.token);
+    nb.logprob = cd.logprob;
+    next.push_back(std::move(nb));
+  }
+  return next;
+}
+
 }  // namespace
 
 std::vector<Hypothesis> greedy_decode(Seq2Seq& model, const std::vector<std::vector<int64_t>>& src,
@@ -122,35 +159,8 @@ std::vector<Hypothesis> beam_decode(Seq2Seq& model, const std::vector<std::vecto
                                          tg::index_select(pad, 0, idx)));
     size_t r = 0;
     for (size_t n = 0; n < N; ++n) {
-      struct Cand {
-        double logprob;
-        size_t beam;
-        int64_t token;
-      };
-      std::vector<Cand> cands;
-      for (size_t k = 0; k < alive[n].size(); ++k, ++r)
-        for (size_t v = 0; v < lp[r].size(); ++v)
-          cands.push_back({alive[n][k].logprob + lp[r][v], k, static_cast<int64_t>(v)});
-      std::stable_sort(cands.begin(), cands.end(),
-                       [](const Cand& a, const Cand& b) { return a.logprob > b.logprob; });
-      std::vector<Beam> next;
-      for (size_t c = 0; c < cands.size() && next.size() < K; ++c) {
-        const Cand& cd = cands[c];
-        const Beam& from = alive[n][cd.beam];
-        if (cd.token == Vocab::kEos) {
-          if (c < K) {
-            Hypothesis h{{from.ids.begin() + 1, from.ids.end()}, cd.logprob, 0};
-            h.score = normalised(h.logprob, h.ids.size() + 1, length_penalty);
-            finished[n].push_back(h);
-          }
-          continue;
-        }
-        if (cd.token == Vocab::kPad || cd.token == Vocab::kBos) continue;
-        Beam nb = from;
-        nb.ids.push_back(cd.token);
-        nb.logprob = cd.logprob;
-        next.push_back(std::move(nb));
-      }
+      std::vector<Beam> next = extend(alive[n], lp, r, K, length_penalty, finished[n]);
+      r += alive[n].size();
       alive[n] = done_searching(finished[n], next, K, length_penalty) ? std::vector<Beam>{}
                                                                       : std::move(next);
     }
