@@ -261,7 +261,8 @@ void add_reduce_linalg(std::vector<OpInfo>& r) {
 }
 
 // ---- neural-network functions ----
-void add_nn_functions(std::vector<OpInfo>& r) {
+// softmax, log_softmax, softmin, masked_fill, where.
+void add_softmax_and_masks(std::vector<OpInfo>& r) {
   r.push_back({"softmax", "--shape S [--dim d]", [](const CaseArgs& a) {
                  return one(leaf(a.shape.value_or(Shape{3, 4})),
                             [d = a.dim](const Tensor& x) { return tg::softmax(x, d); });
@@ -285,6 +286,10 @@ void add_nn_functions(std::vector<OpInfo>& r) {
                  return two(leaf(s), leaf(a.shape2.value_or(s)),
                             [c](const Tensor& x, const Tensor& y) { return tg::where(c, x, y); });
                }});
+}
+
+// layer_norm, rms_norm, embedding, dropout.
+void add_norms_and_embedding(std::vector<OpInfo>& r) {
   // layer_norm (weight and bias) or rms_norm (weight), over the last dim.
   auto norm_case = [](bool rms) {
     return [rms](const CaseArgs& a) {
@@ -360,6 +365,10 @@ void add_nn_functions(std::vector<OpInfo>& r) {
                    return tg::dropout(x, p);
                  });
                }});
+}
+
+// cross_entropy and the other losses.
+void add_losses(std::vector<OpInfo>& r) {
   r.push_back({"cross_entropy",
                "--shape N,C[,d...] [--reduction mean|sum|none] [--smoothing e] [--ignore-index i]",
                [](const CaseArgs& a) {
@@ -426,6 +435,9 @@ void add_nn_functions(std::vector<OpInfo>& r) {
                    }
                    return two(x, t, l.f, "input", "target");
                  }});
+}
+
+void add_reordering(std::vector<OpInfo>& r) {
   // reordering and repeating (ops/repeat.cpp), one case each
   struct Rp {
     const char* name;
@@ -470,6 +482,14 @@ void add_nn_functions(std::vector<OpInfo>& r) {
          return one(leaf(a.shape.value_or(Shape{3, 4})),
                     [](const Tensor& x) { return tg::normalize(x) + tg::normalize(x, 3.0, 0); });
        }});
+}
+
+// Every neural-network function, in registry order.
+void add_nn_functions(std::vector<OpInfo>& r) {
+  add_softmax_and_masks(r);
+  add_norms_and_embedding(r);
+  add_losses(r);
+  add_reordering(r);
 }
 
 }  // namespace
