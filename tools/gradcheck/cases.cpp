@@ -160,7 +160,7 @@ void add_elementwise(std::vector<OpInfo>& r) {
 }
 
 // ---- reductions, linear algebra ----
-void add_reduce_linalg(std::vector<OpInfo>& r) {
+void add_reductions(std::vector<OpInfo>& r) {
   const char* red_help = "--shape S [--dims d1,d2] [--keepdim]";
   r.push_back({"sum", red_help, [](const CaseArgs& a) {
                  return one(leaf(a.shape.value_or(Shape{2, 3, 4})),
@@ -217,6 +217,9 @@ void add_reduce_linalg(std::vector<OpInfo>& r) {
                    return joined({sd, mu});
                  });
                }});
+}
+
+void add_linalg(std::vector<OpInfo>& r) {
   r.push_back({"mm", "--shape N,K --shape2 K,M", [](const CaseArgs& a) {
                  return two(leaf(a.shape.value_or(Shape{2, 3})),
                             leaf(a.shape2.value_or(Shape{3, 4})),
@@ -258,6 +261,11 @@ void add_reduce_linalg(std::vector<OpInfo>& r) {
                  };
                  return c;
                }});
+}
+
+void add_reduce_linalg(std::vector<OpInfo>& r) {
+  add_reductions(r);
+  add_linalg(r);
 }
 
 // ---- neural-network functions ----
