@@ -280,6 +280,32 @@ struct Run {
   const Json& identity;
   const TrainOptions& o;
   Progress& prog;
+  std::string last;  // <out>/last
+
+  // What a stopped run leaves to resume from.
+  std::string kept() const {
+    return st.r.history.eval_step.empty() ? std::string("no checkpoint was written yet")
+                                          : fmt::format("{} holds the checkpoint of step {}", last,
+                                                        st.r.history.eval_step.back());
+  }
+
+  // One optimizer step on this rank's block of a fresh batch; returns the global batch's loss. A
+  // diverged run stops here, before the step, with the last good checkpoint on disk.
+  double train_step(const std::vector<int64_t>& ids, const std::vector<tg::Tensor>& params) {
+    tg::Tensor loss = batch_loss(model, ids, st.sampler, o);
+    const double lv = global_mean(loss);
+    if (!std::isfinite(lv))
+      throw tg::Error(fmt::format(
+          "training diverged: the loss is {} at step {}; {}. Lower --lr (now {}) or clip "
+          "(--clip, now {})",
+          lv, st.r.step + 1, kept(), o.lr, o.clip));
+    opt.zero_grad();
+    loss.backward();
+    if (o.clip > 0) tg::nn::clip_grad_norm_(params, o.clip);  // --clip 0: off
+    opt.step();
+    sched.step();
+    return lv;
+  }
 
   // Records the evaluation (train tr, held-out he) at st.r.step: the best model, <out>/last, the
   // progress line; true when early stopping ends the run.
@@ -341,41 +367,23 @@ TrainResult train(Gpt& model, const std::vector<int64_t>& train_ids,
   std::vector<tg::Tensor> params = model.parameters();
 
   LoopState st;
-  Run run{model, opt, sched, st, vocab, identity, o, prog};
+  Run run{model, opt, sched, st, vocab, identity, o, prog, last_dir(o.out)};
   st.sampler.set_seed(o.seed * 1000003ULL + 0x5a3ULL);
   std::filesystem::create_directories(o.out);
   if (rank == 0) recover_run_folder(o.out);
   if (world > 1) tg::dist::barrier();  // the others read what rank 0 restored
-  const std::string last = last_dir(o.out);
   if (o.resume) {
-    resume(last, identity, model, opt, sched, st);
-    prog.line(fmt::format("resumed {} at step {} of {}", last, st.r.step, o.steps));
+    resume(run.last, identity, model, opt, sched, st);
+    prog.line(fmt::format("resumed {} at step {} of {}", run.last, st.r.step, o.steps));
   }
   const int64_t end = o.max_steps > 0 ? std::min(o.steps, o.max_steps) : o.steps;
   const auto t0 = Clock::now();
   const double seconds_before = st.r.seconds;
   size_t guarded = st.r.history.loss.size();  // losses[:guarded] passed the blown-up check
-  auto kept = [&] {                           // what a stopped run leaves to resume from
-    return st.r.history.eval_step.empty() ? std::string("no checkpoint was written yet")
-                                          : fmt::format("{} holds the checkpoint of step {}", last,
-                                                        st.r.history.eval_step.back());
-  };
   prog.start_epoch(1, 1, std::max<int64_t>(end - st.r.step, 0));
   while (st.r.step < end) {
     model.train();
-    tg::Tensor loss = batch_loss(model, train_ids, st.sampler, o);
-    const double lv = global_mean(loss);
-    // A diverged run stops here, before the step, with the last good checkpoint on disk.
-    if (!std::isfinite(lv))
-      throw tg::Error(fmt::format(
-          "training diverged: the loss is {} at step {}; {}. Lower --lr (now {}) or clip "
-          "(--clip, now {})",
-          lv, st.r.step + 1, kept(), o.lr, o.clip));
-    opt.zero_grad();
-    loss.backward();
-    if (o.clip > 0) tg::nn::clip_grad_norm_(params, o.clip);  // --clip 0: off
-    opt.step();
-    sched.step();
+    const double lv = run.train_step(train_ids, params);
     ++st.r.step;
     st.r.history.loss.push_back(lv);
     prog.step(lv, B * world);
@@ -385,7 +393,7 @@ TrainResult train(Gpt& model, const std::vector<int64_t>& train_ids,
     if (std::string why = blown_up(st.r.history.loss, guarded, vocab.size()); !why.empty())
       throw tg::Error(
           fmt::format("{} (at step {}); {}. Lower --lr (now {}) or clip (--clip, now {})", why,
-                      st.r.step, kept(), o.lr, o.clip));
+                      st.r.step, run.kept(), o.lr, o.clip));
     guarded = st.r.history.loss.size();
     // Evaluation (rank 0's, for every rank), best model, checkpoint, early stopping.
     const auto [tr, he] = rank0_evaluation(model, train_ids, train_eval, heldout_ids, held_eval, o);
