@@ -12,6 +12,8 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <tuple>
+#include <utility>
 
 namespace tgx {
 
@@ -119,8 +121,7 @@ Image read_png(const std::string& path) {
   return img;
 }
 
-// ---- colours
-// --------------------------------------------------------------------------------------
+// ---- colours ------------------------------------------------------------------------------------
 RGB colormap(double t) {
   if (!std::isfinite(t)) return {160, 160, 160};
   // viridis sampled at 9 points, linearly interpolated
@@ -170,9 +171,10 @@ std::string fmt_num(double v) {
 }
 }  // namespace
 
-// ---- heatmap
-// -------------------------------------------------------------------------------------
-Image heatmap(const std::vector<double>& values, int rows, int cols, const HeatmapOptions& opt) {
+// ---- heatmap ------------------------------------------------------------------------------------
+namespace {
+void check_heatmap(const std::vector<double>& values, int rows, int cols,
+                   const HeatmapOptions& opt) {
   if (rows <= 0 || cols <= 0 || values.size() != size_t(rows) * cols)
     throw tg::Error("heatmap: " + std::to_string(values.size()) + " values for " +
                     std::to_string(rows) + "x" + std::to_string(cols) + " cells");
@@ -182,6 +184,27 @@ Image heatmap(const std::vector<double>& values, int rows, int cols, const Heatm
   if (!opt.col_labels.empty() && int(opt.col_labels.size()) != cols)
     throw tg::Error("heatmap: " + std::to_string(opt.col_labels.size()) + " column labels for " +
                     std::to_string(cols) + " columns");
+}
+
+// The colour scale's range: the options' when vmin < vmax, else the finite values' (centred on
+// 0 when symmetric), never empty.
+std::pair<double, double> color_range(const std::vector<double>& values,
+                                      const HeatmapOptions& opt) {
+  double lo = opt.vmin, hi = opt.vmax;
+  if (!(lo < hi)) {
+    lo = INFINITY, hi = -INFINITY;
+    for (double v : values)
+      if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+    if (!(lo <= hi)) lo = 0, hi = 1;
+    if (opt.symmetric) hi = std::max(std::fabs(lo), std::fabs(hi)), lo = -hi;
+    if (hi == lo) hi = lo + 1;
+  }
+  return {lo, hi};
+}
+}  // namespace
+
+Image heatmap(const std::vector<double>& values, int rows, int cols, const HeatmapOptions& opt) {
+  check_heatmap(values, rows, cols, opt);
   int cell = opt.cell > 0 ? opt.cell : std::clamp(900 / std::max(rows, cols), 2, 24);
   bool labels = cell >= kGlyphH;
   auto widest = [&](const std::vector<std::string>& ls) {
@@ -196,15 +219,8 @@ Image heatmap(const std::vector<double>& values, int rows, int cols, const Heatm
   h = std::max(h, top + 60);
   w = std::max(w, text_width(opt.title) + 8);
   Image img(w, h);
-  double lo = opt.vmin, hi = opt.vmax;
-  if (!(lo < hi)) {
-    lo = INFINITY, hi = -INFINITY;
-    for (double v : values)
-      if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
-    if (!(lo <= hi)) lo = 0, hi = 1;
-    if (opt.symmetric) hi = std::max(std::fabs(lo), std::fabs(hi)), lo = -hi;
-    if (hi == lo) hi = lo + 1;
-  }
+  double lo, hi;
+  std::tie(lo, hi) = color_range(values, opt);
   auto color = [&](double v) {
     return opt.symmetric ? diverging(v / std::max(std::fabs(lo), std::fabs(hi)))
                          : colormap((v - lo) / (hi - lo));
@@ -236,8 +252,7 @@ Image heatmap(const std::vector<double>& values, int rows, int cols, const Heatm
   return img;
 }
 
-// ---- line plot
-// ------------------------------------------------------------------------------------
+// ---- line plot ----------------------------------------------------------------------------------
 namespace {
 // A 1-2-5 step near range / target.
 double nice_step(double range, int target) {
