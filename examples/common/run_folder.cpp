@@ -2,8 +2,10 @@
 #include "common/run_folder.hpp"
 
 #include "common/cli.hpp"
+#include "common/guard.hpp"
 
 #include "nn/checkpoint.hpp"
+#include "nn/checkpoint_distributed.hpp"
 #include "nn/dist/dist.hpp"
 
 #include <signal.h>
@@ -115,6 +117,20 @@ void claim_run_folder(const std::string& out, bool resume, bool overwrite,
     std::error_code ec;
     if (fs::is_directory(d, ec) && fs::is_empty(d, ec)) fs::remove(d, ec);
   }
+}
+
+tg::nn::CheckpointInfo resume_checkpoint(const std::string& dir, tg::nn::Module& model,
+                                         tg::nn::Optimizer& optimizer,
+                                         tg::nn::LRScheduler& scheduler) {
+  tg::nn::CheckpointInfo info;
+  try {
+    info = tg::nn::load_checkpoint_distributed(dir, model, optimizer, &scheduler);
+  } catch (const tg::Error& e) {
+    throw UserError(fmt::format("--resume: {}", e.what()));
+  }
+  require_finite_weights(model, "--resume: " + dir,
+                         "refusing to resume from it (start a new run with --overwrite)");
+  return info;
 }
 
 }  // namespace tgx

@@ -1,9 +1,12 @@
 // examples/common/run_folder.hpp — the resumable checkpoint of a run folder, shared by the
 // training programs: <out>/last/ is replaced by a folder swap (write <out>/last.new, move last to
 // last.old, move last.new to last, drop last.old), and recover() mends what a kill at any
-// instant of that swap leaves, so --resume always finds the newest complete checkpoint; and the
-// guard that keeps a fresh run from replacing a finished one (claim_run_folder).
+// instant of that swap leaves, so --resume always finds the newest complete checkpoint, which
+// resume_checkpoint loads; and the guard that keeps a fresh run from replacing a finished one
+// (claim_run_folder).
 #pragma once
+
+#include "nn/checkpoint.hpp"
 
 #include <functional>
 #include <string>
@@ -24,6 +27,12 @@ void save_last(const std::string& out, const std::function<void(const std::strin
 // complete checkpoint (both files, one run id), it becomes last/ again (last.new first: it is the
 // newer); stale write-ahead files (*.tmp.<pid> of writers no longer alive) are removed.
 void recover_run_folder(const std::string& out);
+// --resume from the checkpoint folder dir, on every rank: load_checkpoint_distributed into model,
+// optimizer and scheduler (its errors as a UserError "--resume: ..."), then a weight that is not
+// finite is refused (require_finite_weights). Returns the checkpoint's info.
+tg::nn::CheckpointInfo resume_checkpoint(const std::string& dir, tg::nn::Module& model,
+                                         tg::nn::Optimizer& optimizer,
+                                         tg::nn::LRScheduler& scheduler);
 
 // The files every training program writes in its run folder (checkpoints in last/, its swap
 // folders and best/, metrics.json); a program adds its own (pictures, tokenizer, ...).

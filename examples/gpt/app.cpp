@@ -188,8 +188,8 @@ Data load_data(const std::string& dir, uint64_t seed, Progress& prog) {
   return d;
 }
 
-// What a resumed run must match (train's `identity`).
-Json identity_json(const GptConfig& cfg, const TrainOptions& to, const Data& d) {
+// The training options both the run's identity and metrics.json record.
+Json options_json(const TrainOptions& to) {
   return {{"seed", to.seed},
           {"steps", to.steps},
           {"batch_size", to.batch_size},
@@ -197,11 +197,17 @@ Json identity_json(const GptConfig& cfg, const TrainOptions& to, const Data& d) 
           {"weight_decay", to.weight_decay},
           {"warmup", to.warmup},
           {"clip", to.clip},
-          {"eval_windows", to.eval_windows},
-          {"world_size", tg::dist::world_size()},
-          {"train_files", d.split.train_files},
-          {"model", cfg.to_json()},
-          {"vocab", d.vocab.to_json()}};
+          {"eval_windows", to.eval_windows}};
+}
+
+// What a resumed run must match (train's `identity`).
+Json identity_json(const GptConfig& cfg, const TrainOptions& to, const Data& d) {
+  Json j = options_json(to);
+  j["world_size"] = tg::dist::world_size();
+  j["train_files"] = d.split.train_files;
+  j["model"] = cfg.to_json();
+  j["vocab"] = d.vocab.to_json();
+  return j;
 }
 
 std::string model_line(const GptConfig& cfg, const Gpt& model, const TrainOptions& to,
@@ -231,19 +237,12 @@ Json metrics_json(const GptConfig& cfg, const TrainOptions& to, int threads, con
                                                     static_cast<double>(d.total())},
                            {"heldout_unknown_chars", d.unk},
                            {"vocab_size", d.vocab.size()}};
+  Json training = options_json(to);
+  training["eval_every"] = to.eval_every;
+  training["device"] = to.device.str();
+  training["threads"] = threads;
   return {{"config", cfg.to_json()},
-          {"training",
-           {{"steps", to.steps},
-            {"batch_size", to.batch_size},
-            {"lr", to.lr},
-            {"weight_decay", to.weight_decay},
-            {"warmup", to.warmup},
-            {"clip", to.clip},
-            {"eval_every", to.eval_every},
-            {"eval_windows", to.eval_windows},
-            {"seed", to.seed},
-            {"device", to.device.str()},
-            {"threads", threads}}},
+          {"training", training},
           {"split", split_json},
           {"steps_done", r.step},
           {"early_stopped", r.early_stopped},

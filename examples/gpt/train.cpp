@@ -224,15 +224,7 @@ void resume(const std::string& last, const Json& identity, Gpt& model, tg::nn::A
     throw UserError(fmt::format("--resume: {} holds no checkpoint to resume", last));
   auto saved = tg::nn::load_safetensors(tg::nn::checkpoint_model_path(last));
   check_same_run(meta_json(saved.metadata, "gpt.run", last), identity, last);
-  tg::nn::CheckpointInfo info;
-  try {
-    info = tg::nn::load_checkpoint_distributed(last, model, opt, &sched);
-  } catch (const tg::Error& e) {
-    throw UserError(fmt::format("--resume: {}", e.what()));
-  }
-  require_finite_weights(model, "--resume: " + last,
-                         "refusing to resume from it (start a new run with --overwrite)");
-  st.restore(info.extra, last);
+  st.restore(resume_checkpoint(last, model, opt, sched).extra, last);
 }
 
 // This rank's training loss (recorded) on its block of the step's world x B random windows

@@ -273,14 +273,7 @@ int64_t resume(const std::string& ckpt, Seq2Seq& model, const Vocabs& v, tg::nn:
   if (!file_exists(tg::nn::checkpoint_model_path(ckpt)))
     throw UserError(fmt::format("--resume: no checkpoint in {}", ckpt));
   check_saved_model(tg::nn::checkpoint_model_path(ckpt), model.cfg, v);
-  tg::nn::CheckpointInfo info;
-  try {
-    info = tg::nn::load_checkpoint_distributed(ckpt, model, opt, &sched);
-  } catch (const tg::Error& e) {
-    throw UserError(fmt::format("--resume: {}", e.what()));
-  }
-  require_finite_weights(model, "--resume: " + ckpt,
-                         "refusing to resume from it (start a new run with --overwrite)");
+  const tg::nn::CheckpointInfo info = resume_checkpoint(ckpt, model, opt, sched);
   auto extra = [&](const std::string& key) {
     auto it = info.extra.find(key);
     if (it == info.extra.end())
