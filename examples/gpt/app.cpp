@@ -260,6 +260,31 @@ Json metrics_json(const GptConfig& cfg, const TrainOptions& to, int threads, con
           {"environment", tgx::run_environment()}};
 }
 
+// The n-gram baseline (rank 0's; the other ranks report an unnamed one), printed.
+Baseline rank0_baseline(const Data& d, const GptConfig& cfg, const TrainOptions& to, int64_t order,
+                        Progress& prog) {
+  const std::vector<int64_t> held_starts =
+      eval_starts(static_cast<int64_t>(d.held_ids.size()), cfg.block, to.eval_windows, to.seed);
+  Baseline base;
+  if (tg::dist::rank() == 0)
+    base = ngram_baseline(d.train_ids, d.held_ids, held_starts, cfg.block, d.vocab.size(), order);
+  else
+    base.json = {{"name", ""}};
+  prog.line(fmt::format(
+      "baseline: {}: held-out {:.4f} nats/char (on the evaluation windows {:.4f}) [{:.1f}s]",
+      base.json["name"].get<std::string>(), base.heldout, base.windows, base.seconds));
+  return base;
+}
+
+// n samples from the fortune start, drawn from the global generator.
+std::vector<std::string> draw_samples(Gpt& model, const CharVocab& vocab, const SampleOptions& so,
+                                      int64_t n) {
+  std::vector<std::string> samples;
+  for (int64_t i = 0; i < n; ++i)
+    samples.push_back(vocab.decode(generate(model, vocab.encode(kFortuneStart), so)));
+  return samples;
+}
+
 int train_mode(const ArgParser& a) {
   const auto t_start = Clock::now();
   const int rank = tg::dist::rank();  // rank 0 of a data-parallel run prints and writes
@@ -283,16 +308,7 @@ int train_mode(const ArgParser& a) {
   cfg.vocab_size = vocab.size();
   cfg.validate();
 
-  const std::vector<int64_t> held_starts =
-      eval_starts(static_cast<int64_t>(held_ids.size()), cfg.block, to.eval_windows, to.seed);
-  Baseline base;  // rank 0 reports it
-  if (rank == 0)
-    base = ngram_baseline(train_ids, held_ids, held_starts, cfg.block, vocab.size(), order);
-  else
-    base.json = {{"name", ""}};
-  prog.line(fmt::format(
-      "baseline: {}: held-out {:.4f} nats/char (on the evaluation windows {:.4f}) [{:.1f}s]",
-      base.json["name"].get<std::string>(), base.heldout, base.windows, base.seconds));
+  const Baseline base = rank0_baseline(data, cfg, to, order, prog);
 
   const int threads = tg::get_num_threads();
   tg::manual_seed(to.seed);
@@ -309,10 +325,8 @@ int train_mode(const ArgParser& a) {
   const double heldout = evaluate_text(*best.model, held_ids, to.batch_size, to.device);
   best.model->to(tg::kCPU);
   const double eval_s = seconds_since(t_eval);
-  std::vector<std::string> samples;
   tg::manual_seed(to.seed);
-  for (int64_t i = 0; i < n_samples; ++i)
-    samples.push_back(vocab.decode(generate(*best.model, vocab.encode(kFortuneStart), so)));
+  const std::vector<std::string> samples = draw_samples(*best.model, vocab, so, n_samples);
   const std::string header = fmt::format("step {}, temperature {}, top-k {}, seed {}", best.step,
                                          so.temperature, so.top_k, to.seed);
   write_samples(to.out + "/samples.txt", samples, header);
