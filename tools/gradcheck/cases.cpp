@@ -296,8 +296,8 @@ void add_softmax_and_masks(std::vector<OpInfo>& r) {
                }});
 }
 
-// layer_norm, rms_norm, embedding, dropout.
-void add_norms_and_embedding(std::vector<OpInfo>& r) {
+// apply_rotary, layer_norm, rms_norm.
+void add_rotary_and_norms(std::vector<OpInfo>& r) {
   // layer_norm (weight and bias) or rms_norm (weight), over the last dim.
   auto norm_case = [](bool rms) {
     return [rms](const CaseArgs& a) {
@@ -342,6 +342,9 @@ void add_norms_and_embedding(std::vector<OpInfo>& r) {
                norm_case(false)});
   r.push_back(
       {"rms_norm", "--shape ...,D (normalised over D) [--no-bias: no weight]", norm_case(true)});
+}
+
+void add_embedding_and_dropout(std::vector<OpInfo>& r) {
   r.push_back(
       {"embedding", "--shape indices --vocab V --embed C [--padding-idx p]", [](const CaseArgs& a) {
          Tensor idx = tg::randint(0, a.vocab, a.shape.value_or(Shape{2, 3}));
@@ -495,7 +498,8 @@ void add_reordering(std::vector<OpInfo>& r) {
 // Every neural-network function, in registry order.
 void add_nn_functions(std::vector<OpInfo>& r) {
   add_softmax_and_masks(r);
-  add_norms_and_embedding(r);
+  add_rotary_and_norms(r);
+  add_embedding_and_dropout(r);
   add_losses(r);
   add_reordering(r);
 }
