@@ -3,7 +3,7 @@
 
 #include "autograd/tape.hpp"
 #include "nn/module.hpp"
-#include "ops/attention.hpp"
+#include "ops/attention/attention.hpp"
 #include "ops/ops.hpp"
 
 #include <fmt/format.h>

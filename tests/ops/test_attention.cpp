@@ -5,7 +5,7 @@
 // the seed attention(), additive attention, errors and a long local-window run.
 #include "helpers.hpp"
 
-#include "ops/attention.hpp"
+#include "ops/attention/attention.hpp"
 #include "ops/cpu/kernels.hpp"
 
 #include <chrono>

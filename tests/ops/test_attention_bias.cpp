@@ -8,7 +8,7 @@
 #include "fixtures.hpp"
 #include "helpers.hpp"
 
-#include "ops/attention.hpp"
+#include "ops/attention/attention.hpp"
 
 using namespace tg;
 using A = AttentionMask;

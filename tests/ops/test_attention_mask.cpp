@@ -4,7 +4,7 @@
 // mask), intersection, describe(), and errors.
 #include "helpers.hpp"
 
-#include "ops/attention.hpp"
+#include "ops/attention/attention.hpp"
 
 using namespace tg;
 using V = std::vector<int64_t>;

@@ -17,8 +17,8 @@
 // query heads (the caller maps layouts and grouped heads by recorded views). Sums in double.
 // Deliberately not here: the gradients of a mask or a bias,
 // vector kernels (plain loops: the second order is for study and checking, docs/tape.md).
-#include "ops/cpu/attention.hpp"
-#include "ops/cpu/attention_rows.hpp"
+#include "ops/attention/cpu/fused.hpp"
+#include "ops/attention/cpu/rows.hpp"
 
 #include "ops/detail.hpp"
 

@@ -5,8 +5,8 @@
 // Deliberately not here: the fused CPU kernel
 // (ops/attention.cpp), the CUDA half (ops/attention_cuda.cpp), the mask description
 // (ops/attention_mask.cpp), modules (nn/attention.cpp).
-#include "ops/attention.hpp"
-#include "ops/attention_cuda.hpp"
+#include "ops/attention/attention.hpp"
+#include "ops/attention/internal.hpp"
 #include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"

@@ -9,9 +9,8 @@
 // gradients go back through them by a walk that stops at the node's inputs.
 // Deliberately not here: the fused first-order path (ops/attention.cpp), the composed second
 // order for differentiable masks and biases (ops/attention_cuda.cpp).
-#include "ops/attention_cpu.hpp"
+#include "ops/attention/internal.hpp"
 
-#include "ops/attention_cuda.hpp"
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"
 

@@ -10,11 +10,9 @@
 // (ops/cpu/attention.hpp: MEMORY); without a tape the P tiles are scratch. Deliberately not here:
 // the composed forms (attention(), additive attention: attention_composed.cpp), the mask
 // description (attention_mask.cpp), the input checks (attention_checks.cpp), modules.
-#include "ops/attention.hpp"
-#include "ops/attention_cpu.hpp"
-#include "ops/attention_cuda.hpp"
-#include "ops/attention_desc.hpp"
-#include "ops/cpu/attention.hpp"
+#include "ops/attention/attention.hpp"
+#include "ops/attention/internal.hpp"
+#include "ops/attention/cpu/fused.hpp"
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"
 

@@ -13,10 +13,10 @@
 // Σ_tiles rows·width, i.e. O(T·(W + tile rows)) for local/blocked masks of width W.
 // Deliberately not here: the checks, the plan and the mask's lowering, the tape
 // (ops/attention.cpp).
-#include "ops/cpu/attention.hpp"
-#include "ops/cpu/attention_rows.hpp"
+#include "ops/attention/cpu/fused.hpp"
+#include "ops/attention/cpu/rows.hpp"
 
-#include "ops/attention.hpp"
+#include "ops/attention/attention.hpp"
 
 #include "autograd/tensor.hpp"
 #include "ops/cpu/kernels.hpp"

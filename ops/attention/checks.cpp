@@ -2,8 +2,7 @@
 // forms (declared in ops/attention_desc.hpp): dtypes, devices and every shape, the key/value head
 // count (grouped-query attention), the options and the mask against (B, NH, T, S); each error
 // names the op and every input's shape.
-#include "ops/attention_cuda.hpp"
-#include "ops/attention_desc.hpp"
+#include "ops/attention/internal.hpp"
 #include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
 

@@ -4,8 +4,8 @@
 // biases), so every kernel masks alike.
 #pragma once
 
-#include "ops/attention.hpp"
-#include "ops/cpu/attention.hpp"
+#include "ops/attention/attention.hpp"
+#include "ops/attention/cpu/fused.hpp"
 
 #include <algorithm>
 #include <cstdint>

@@ -12,10 +12,9 @@
 // ops/attention.cpp reaches it through ops/attention_cuda.hpp after the op's checks.
 // Deliberately not here: the kernels (cuda/attention.cu), the mask's lowering
 // (ops/attention_mask.cpp, shared with the CPU), the CPU path.
-#include "ops/attention_cuda.hpp"
+#include "ops/attention/internal.hpp"
 
 #include "autograd/grad_detail.hpp"
-#include "ops/attention_desc.hpp"
 #include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"

@@ -2,8 +2,8 @@
 // intersection, validation against (B, NH, T, S), the per-row structural key range, and the slow
 // per-element reference (allowed, dense_allowed, keys_per_row, describe) that fast paths are
 // tested against. No gradients here: masks are data.
-#include "ops/attention.hpp"
-#include "ops/attention_desc.hpp"
+#include "ops/attention/attention.hpp"
+#include "ops/attention/internal.hpp"
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"
 
