@@ -10,7 +10,7 @@
 #include "nn/layers.hpp"
 #include "nn/optim.hpp"
 #include "nn/transformer.hpp"
-#include "ops/attention.hpp"
+#include "ops/attention/attention.hpp"
 #include "ops/ops.hpp"
 
 #include <fmt/core.h>

@@ -1,6 +1,6 @@
 // nn/attention.cpp — MultiheadAttention (PyTorch's multi_head_attention_forward, step by step)
 // and the seed articles' SeedMultiHeadAttention. Shapes: B batch, T query length, S key length,
-// E embed dim, NH heads, hd head dim. Internally everything is batch-first (B, T, E).
+// E embed dim, NH heads, hs head size. Internally everything is batch-first (B, T, E).
 #include "nn/attention.hpp"
 
 #include "nn/init.hpp"
@@ -123,167 +123,224 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
   return forward(query, key, value, f, site);
 }
 
-std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const Tensor& key,
-                                                      const Tensor& value,
-                                                      const MHAForwardOptions& f, Site site) {
-  SiteScope scope(site);
-  const int64_t E = embed_dim, NH = num_heads, hd = head_dim, NKV = num_kv_heads, KV = kv_dim;
-  const DType dt = out_proj->weight.dtype();
+// ---- MultiheadAttention::forward, step by step ----
+namespace {
+// forward's operands batch first and its masks checked: q (B, T, E), k (B, S, kdim),
+// v (B, S, vdim); key padding kp (B, S), attn_mask am (T, S) or (B, NH, T, S) (each undefined
+// when not given).
+struct MHAInputs {
+  Tensor q, k, v, kp, am;
+  int64_t B = 0, T = 0, S = 0;
+  bool batched = true;
+};
+// The projections, heads last: packed qkv (B, T, 3, NH, hs); or q (B, T, NH, hs) with packed kv
+// (B, S, 2, NKV, hs) (kh, vh its halves, the cache's when there is one); or q, k, v (B, T|S,
+// NH|NKV, hs).
+struct MHAHeads {
+  Tensor qkv, qh, kh, vh, kv;
+  bool packed = false, kv_packed = false;
+};
+
+const char* mha_layout(const MultiheadAttention& m) {
+  return m.options.batch_first ? "(B, T, E) with batch_first=true"
+                               : "(T, B, E) with batch_first=false";
+}
+
+void check_mha_inputs(const MultiheadAttention& m, const Tensor& query, const Tensor& key,
+                      const Tensor& value) {
+  const DType dt = m.out_proj->weight.dtype();
   check_float_input(query, "query", dt);
   check_float_input(key, "key", dt);
   check_float_input(value, "value", dt);
-  const bool bf = options.batch_first;
-  const char* layout = bf ? "(B, T, E) with batch_first=true" : "(T, B, E) with batch_first=false";
-  const bool batched = query.dim() == 3;
-  if ((query.dim() != 3 && query.dim() != 2) || query.size(-1) != E)
+  if ((query.dim() != 3 && query.dim() != 2) || query.size(-1) != m.embed_dim)
     throw Error(fmt::format("{}: query must be {} or unbatched (T, E) with E = {}, got {}", kOp,
-                            layout, E, shape_str(query.shape())));
+                            mha_layout(m), m.embed_dim, shape_str(query.shape())));
   if (key.dim() != query.dim() || value.dim() != query.dim())
     throw Error(fmt::format(
         "{}: query {}, key {} and value {} must all be batched (3-D) or all "
         "unbatched (2-D)",
         kOp, shape_str(query.shape()), shape_str(key.shape()), shape_str(value.shape())));
-  if (key.size(-1) != kdim || value.size(-1) != vdim)
+  if (key.size(-1) != m.kdim || value.size(-1) != m.vdim)
     throw Error(fmt::format("{}: key {} must end in kdim = {} and value {} in vdim = {}", kOp,
-                            shape_str(key.shape()), kdim, shape_str(value.shape()), vdim));
-  // Batch-first views: q (B, T, E), k (B, S, kdim), v (B, S, vdim).
-  auto to_bf = [&](const Tensor& x) {
-    if (!batched) return unsqueeze(x, 0);
-    return bf ? x : transpose(x, 0, 1);
-  };
-  Tensor q = to_bf(query);  // one tensor given twice is converted once
-  Tensor k = key.impl() == query.impl() ? q : to_bf(key);
-  Tensor v = value.impl() == key.impl() ? k : to_bf(value);
-  const int64_t B = q.size(0), T = q.size(1);
-  int64_t S = k.size(1);
-  if (k.size(0) != B || v.size(0) != B || v.size(1) != S)
-    throw Error(fmt::format("{}: query {}, key {} and value {} disagree on B or S (layout {})", kOp,
-                            shape_str(query.shape()), shape_str(key.shape()),
-                            shape_str(value.shape()), batched ? layout : "unbatched (T, E)"));
+                            shape_str(key.shape()), m.kdim, shape_str(value.shape()), m.vdim));
+}
 
-  // Masks in batch-first form: key padding (B, S), attn_mask (T, S) or (B, NH, T, S).
-  Tensor kp = f.key_padding_mask;
+// Masks in batch-first form: key padding (B, S), attn_mask (T, S) or (B, NH, T, S).
+void check_mha_masks(const MultiheadAttention& m, const MHAForwardOptions& f, MHAInputs& in) {
+  const DType dt = m.out_proj->weight.dtype();
+  const int64_t B = in.B, T = in.T, S = in.S, NH = m.num_heads;
+  Tensor& kp = in.kp = f.key_padding_mask;
   if (kp.defined()) {
-    if (!batched && kp.dim() == 1) kp = unsqueeze(kp, 0);
+    if (!in.batched && kp.dim() == 1) kp = unsqueeze(kp, 0);
     if (kp.shape() != Shape{B, S})
       throw Error(fmt::format("{}: key_padding_mask {} must be (B, S) = ({}, {}){}", kOp,
                               shape_str(f.key_padding_mask.shape()), B, S,
-                              batched ? "" : " or (S) for unbatched input"));
+                              in.batched ? "" : " or (S) for unbatched input"));
     if (kp.dtype() != kBool && kp.dtype() != dt)
       throw Error(
           fmt::format("{}: key_padding_mask {} must be bool (True = padding) or {} (added), got {}",
                       kOp, shape_str(kp.shape()), dtype_name(dt), dtype_name(kp.dtype())));
   }
-  Tensor am = f.attn_mask;
-  if (am.defined()) {
-    const int64_t lead = batched ? B * NH : NH;
-    if (am.dim() == 3 && am.shape() == Shape{lead, T, S})
-      am = reshape(am, {B, NH, T, S});
-    else if (!(am.dim() == 2 && am.shape() == Shape{T, S}))
-      throw Error(
-          fmt::format("{}: attn_mask {} must be (T, S) = ({}, {}) or ({}, T, S) = ({}, {}, {})",
-                      kOp, shape_str(am.shape()), T, S, batched ? "B·NH" : "NH", lead, T, S));
-    if (am.dtype() != kBool && am.dtype() != dt)
-      throw Error(
-          fmt::format("{}: attn_mask {} must be bool (True = not allowed) or {} (added), got {}",
-                      kOp, shape_str(f.attn_mask.shape()), dtype_name(dt), dtype_name(am.dtype())));
-  }
+  Tensor& am = in.am = f.attn_mask;
+  if (!am.defined()) return;
+  const int64_t lead = in.batched ? B * NH : NH;
+  if (am.dim() == 3 && am.shape() == Shape{lead, T, S})
+    am = reshape(am, {B, NH, T, S});
+  else if (!(am.dim() == 2 && am.shape() == Shape{T, S}))
+    throw Error(
+        fmt::format("{}: attn_mask {} must be (T, S) = ({}, {}) or ({}, T, S) = ({}, {}, {})", kOp,
+                    shape_str(am.shape()), T, S, in.batched ? "B·NH" : "NH", lead, T, S));
+  if (am.dtype() != kBool && am.dtype() != dt)
+    throw Error(
+        fmt::format("{}: attn_mask {} must be bool (True = not allowed) or {} (added), got {}", kOp,
+                    shape_str(f.attn_mask.shape()), dtype_name(dt), dtype_name(am.dtype())));
+}
 
-  // Self-attention (one tensor as query, key and value) with the packed in_proj_weight: one
-  // (B, T, 3E) projection, one GEMM, read in place by the packed attention (PyTorch packs too).
-  // Cross-attention with key = value, and grouped-query self-attention: one (B, S, 2·kv_dim)
-  // projection by the last two row blocks of in_proj_weight (a view), read in place as packed
-  // keys and values (PyTorch packs too).
-  const bool plain = same_embed && !options.add_bias_kv && !options.add_zero_attn;
+MHAInputs batch_first(const MultiheadAttention& m, const Tensor& query, const Tensor& key,
+                      const Tensor& value, const MHAForwardOptions& f) {
+  MHAInputs in;
+  in.batched = query.dim() == 3;
+  const bool bf = m.options.batch_first;
+  auto to_bf = [&](const Tensor& x) {
+    if (!in.batched) return unsqueeze(x, 0);
+    return bf ? x : transpose(x, 0, 1);
+  };
+  in.q = to_bf(query);  // one tensor given twice is converted once
+  in.k = key.impl() == query.impl() ? in.q : to_bf(key);
+  in.v = value.impl() == key.impl() ? in.k : to_bf(value);
+  in.B = in.q.size(0), in.T = in.q.size(1), in.S = in.k.size(1);
+  if (in.k.size(0) != in.B || in.v.size(0) != in.B || in.v.size(1) != in.S)
+    throw Error(fmt::format("{}: query {}, key {} and value {} disagree on B or S (layout {})", kOp,
+                            shape_str(query.shape()), shape_str(key.shape()),
+                            shape_str(value.shape()),
+                            in.batched ? mha_layout(m) : "unbatched (T, E)"));
+  check_mha_masks(m, f, in);
+  return in;
+}
+
+// In-projections with their own weights or row blocks of in_proj_weight: (B, T|S, NH|NKV, hs)
+// views of the projections (no head-split copy; scaled_dot_product_attention reads them in place),
+// with add_bias_kv's and add_zero_attn's extra key/value positions (the masks padded to match).
+MHAHeads project_separate(const MultiheadAttention& m, MHAInputs& in) {
+  const int64_t E = m.embed_dim, NH = m.num_heads, hs = m.head_dim, NKV = m.num_kv_heads;
+  const int64_t KV = m.kv_dim, B = in.B;
+  Tensor Wq = m.q_proj_weight, Wk = m.k_proj_weight, Wv = m.v_proj_weight, bq, bk, bv;
+  if (m.same_embed) {
+    Wq = narrow(m.in_proj_weight, 0, 0, E);
+    Wk = narrow(m.in_proj_weight, 0, E, KV);
+    Wv = narrow(m.in_proj_weight, 0, E + KV, KV);
+  }
+  if (m.in_proj_bias.defined()) {
+    bq = narrow(m.in_proj_bias, 0, 0, E);
+    bk = narrow(m.in_proj_bias, 0, E, KV);
+    bv = narrow(m.in_proj_bias, 0, E + KV, KV);
+  }
+  Tensor qp = linear(in.q, Wq, bq), kp = linear(in.k, Wk, bk), vp = linear(in.v, Wv, bv);
+  if (m.options.add_bias_kv) {  // one more key/value position, allowed by every mask
+    kp = cat({kp, expand(m.bias_k, {B, 1, KV})}, 1);
+    vp = cat({vp, expand(m.bias_v, {B, 1, KV})}, 1);
+    in.kp = pad_key_column(in.kp);
+    in.am = pad_key_column(in.am);
+    ++in.S;
+  }
+  MHAHeads h;
+  h.qh = reshape(qp, {B, in.T, NH, hs});
+  h.kh = reshape(kp, {B, in.S, NKV, hs});
+  h.vh = reshape(vp, {B, in.S, NKV, hs});
+  if (m.options.add_zero_attn) {  // a zero key/value position after the projections
+    const DType dt = m.out_proj->weight.dtype();
+    h.kh = cat({h.kh, zeros({B, 1, NKV, hs}, dt, h.kh.device())}, 1);
+    h.vh = cat({h.vh, zeros({B, 1, NKV, hs}, dt, h.vh.device())}, 1);
+    in.kp = pad_key_column(in.kp);
+    in.am = pad_key_column(in.am);
+    ++in.S;
+  }
+  return h;
+}
+
+// Self-attention (one tensor as query, key and value) with the packed in_proj_weight: one
+// (B, T, 3E) projection, one GEMM, read in place by the packed attention (PyTorch packs too).
+// Cross-attention with key = value, and grouped-query self-attention: one (B, S, 2·kv_dim)
+// projection by the last two row blocks of in_proj_weight (a view), read in place as packed
+// keys and values (PyTorch packs too); with a KV cache, every cached position's keys and values.
+MHAHeads project(MultiheadAttention& m, const Tensor& query, const Tensor& key, const Tensor& value,
+                 const MHAForwardOptions& f, MHAInputs& in) {
+  const int64_t E = m.embed_dim, NH = m.num_heads, hs = m.head_dim, NKV = m.num_kv_heads;
+  const int64_t KV = m.kv_dim, B = in.B, T = in.T;
+  const bool plain = m.same_embed && !m.options.add_bias_kv && !m.options.add_zero_attn;
   const bool self = query.impl() == key.impl() && key.impl() == value.impl();
-  if (f.kv_cache && !(plain && self && !kp.defined() && !am.defined()))
+  if (f.kv_cache && !(plain && self && !in.kp.defined() && !in.am.defined()))
     throw Error(fmt::format(
         "{}: kv_cache needs self-attention (query, key and value one tensor, here {}) with the "
         "packed in_proj_weight, no add_bias_kv / add_zero_attn and no attn_mask or "
         "key_padding_mask (the structure mask applies)",
         kOp, self ? "one" : "not one"));
-  const bool packed = plain && NKV == NH && self && !f.kv_cache;
-  const bool kv_packed = plain && !packed && key.impl() == value.impl();
-  Tensor qkv, qh, kh, vh, kv;
-  if (packed) {
-    qkv = reshape(linear(q, in_proj_weight, in_proj_bias), {B, T, 3, NH, hd});
-  } else if (kv_packed) {
-    const Tensor bq = in_proj_bias.defined() ? narrow(in_proj_bias, 0, 0, E) : Tensor();
-    const Tensor bkv = in_proj_bias.defined() ? narrow(in_proj_bias, 0, E, 2 * KV) : Tensor();
-    qh = reshape(linear(q, narrow(in_proj_weight, 0, 0, E), bq), {B, T, NH, hd});
-    kv = reshape(linear(k, narrow(in_proj_weight, 0, E, 2 * KV), bkv), {B, S, 2, NKV, hd});
-    if (f.kv_cache) {  // every cached position's keys and values, heads last
-      std::tie(kh, vh) = f.kv_cache->append(
-          select(kv, 2, 0), select(kv, 2, 1), *this,
-          f.is_causal ? options.structure & AttentionMask::causal() : options.structure);
-      S = kh.size(1);
-    }
-  } else {
-    // In-projections: (B, T, E), (B, S, E), (B, S, E).
-    Tensor Wq, Wk, Wv, bq, bk, bv;
-    if (same_embed) {
-      Wq = narrow(in_proj_weight, 0, 0, E);
-      Wk = narrow(in_proj_weight, 0, E, KV);
-      Wv = narrow(in_proj_weight, 0, E + KV, KV);
-    } else {
-      Wq = q_proj_weight, Wk = k_proj_weight, Wv = v_proj_weight;
-    }
-    if (in_proj_bias.defined()) {
-      bq = narrow(in_proj_bias, 0, 0, E);
-      bk = narrow(in_proj_bias, 0, E, KV);
-      bv = narrow(in_proj_bias, 0, E + KV, KV);
-    }
-    Tensor qp = linear(q, Wq, bq), kp_ = linear(k, Wk, bk), vp = linear(v, Wv, bv);
-    if (options.add_bias_kv) {  // one more key/value position, allowed by every mask
-      kp_ = cat({kp_, expand(bias_k, {B, 1, KV})}, 1);
-      vp = cat({vp, expand(bias_v, {B, 1, KV})}, 1);
-      kp = pad_key_column(kp);
-      am = pad_key_column(am);
-      ++S;
-    }
-    // Heads, last: (B, T, NH, hd), (B, S, NH, hd) are views of the projections (no head-split
-    // copy); scaled_dot_product_attention reads them in place (heads_last).
-    qh = reshape(qp, {B, T, NH, hd});
-    kh = reshape(kp_, {B, S, NKV, hd});
-    vh = reshape(vp, {B, S, NKV, hd});
-    if (options.add_zero_attn) {  // a zero key/value position after the projections
-      kh = cat({kh, zeros({B, 1, NKV, hd}, dt, kh.device())}, 1);
-      vh = cat({vh, zeros({B, 1, NKV, hd}, dt, vh.device())}, 1);
-      kp = pad_key_column(kp);
-      am = pad_key_column(am);
-      ++S;
-    }
+  MHAHeads h;
+  h.packed = plain && NKV == NH && self && !f.kv_cache;
+  h.kv_packed = plain && !h.packed && key.impl() == value.impl();
+  if (h.packed) {
+    h.qkv = reshape(linear(in.q, m.in_proj_weight, m.in_proj_bias), {B, T, 3, NH, hs});
+    return h;
   }
+  if (!h.kv_packed) return project_separate(m, in);
+  const Tensor& W = m.in_proj_weight;
+  const Tensor bq = m.in_proj_bias.defined() ? narrow(m.in_proj_bias, 0, 0, E) : Tensor();
+  const Tensor bkv = m.in_proj_bias.defined() ? narrow(m.in_proj_bias, 0, E, 2 * KV) : Tensor();
+  h.qh = reshape(linear(in.q, narrow(W, 0, 0, E), bq), {B, T, NH, hs});
+  h.kv = reshape(linear(in.k, narrow(W, 0, E, 2 * KV), bkv), {B, in.S, 2, NKV, hs});
+  if (f.kv_cache) {  // every cached position's keys and values, heads last
+    const AttentionMask& st = m.options.structure;
+    std::tie(h.kh, h.vh) = f.kv_cache->append(select(h.kv, 2, 0), select(h.kv, 2, 1), m,
+                                              f.is_causal ? st & AttentionMask::causal() : st);
+    in.S = h.kh.size(1);
+  }
+  return h;
+}
 
-  AttentionMask mask = options.structure;
+// The structure, the key padding and the attn_mask as one AttentionMask.
+AttentionMask mha_mask(const MultiheadAttention& m, const MHAInputs& in,
+                       const MHAForwardOptions& f) {
+  AttentionMask mask = m.options.structure;
+  const Tensor &kp = in.kp, &am = in.am;
   if (kp.defined())
     mask = mask & (kp.dtype() == kBool ? AttentionMask::key_padding(kp, MaskPolarity::TrueBlocked)
-                                       : AttentionMask::additive(reshape(kp, {B, 1, 1, S})));
+                                       : AttentionMask::additive(reshape(kp, {in.B, 1, 1, in.S})));
   if (am.defined())
     mask = mask & (am.dtype() == kBool ? AttentionMask::from_bool(am, MaskPolarity::TrueBlocked)
                                        : AttentionMask::additive(am));
   if (f.is_causal && !am.defined()) mask = mask & AttentionMask::causal();
-  if (f.kv_cache) mask.align_ = CausalAlign::BottomRight;  // the queries are the last T positions
+  if (f.kv_cache) mask = mask.aligned(CausalAlign::BottomRight);  // the queries: the last T
+  return mask;
+}
+}  // namespace
 
+std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const Tensor& key,
+                                                      const Tensor& value,
+                                                      const MHAForwardOptions& f, Site site) {
+  SiteScope scope(site);
+  check_mha_inputs(*this, query, key, value);
+  MHAInputs in = batch_first(*this, query, key, value, f);
+  const MHAHeads h = project(*this, query, key, value, f, in);
+  const AttentionMask mask = mha_mask(*this, in, f);
   SDPAOptions so;
   so.dropout_p = options.dropout;
   so.training = is_training();
   so.need_weights = f.need_weights;
   so.heads_last = true;
-  so.enable_gqa = NKV != NH;
-  AttentionResult r = packed ? scaled_dot_product_attention_packed(qkv, mask, so)
-                      : kv_packed && !f.kv_cache
-                          ? scaled_dot_product_attention_kv_packed(qh, kv, mask, so)
-                          : scaled_dot_product_attention(qh, kh, vh, mask, so);
+  so.enable_gqa = num_kv_heads != num_heads;
+  AttentionResult r = h.packed ? scaled_dot_product_attention_packed(h.qkv, mask, so)
+                      : h.kv_packed && !f.kv_cache
+                          ? scaled_dot_product_attention_kv_packed(h.qh, h.kv, mask, so)
+                          : scaled_dot_product_attention(h.qh, h.kh, h.vh, mask, so);
 
-  // Merge heads (a view: the output is (B, T, NH, hd)) and project: (B, T, E).
-  Tensor out = out_proj->forward(reshape(r.output, {B, T, E}));
+  // Merge heads (a view: the output is (B, T, NH, hs)) and project: (B, T, E).
+  Tensor out = out_proj->forward(reshape(r.output, {in.B, in.T, embed_dim}));
   Tensor w = r.weights;
   if (w.defined() && f.average_attn_weights) w = mean(w, {1});  // (B, T, S)
-  if (!batched) {
+  if (!in.batched) {
     out = squeeze(out, 0);
     if (w.defined()) w = squeeze(w, 0);
-  } else if (!bf) {
+  } else if (!options.batch_first) {
     out = transpose(out, 0, 1);
   }
   return {hooked({query, key, value}, out), w};

@@ -8,13 +8,13 @@
 // True = padding (a float one is added). Weights: (B, T, S) averaged over heads, or
 // (B, NH, T, S) per head. Unlike PyTorch, a fully masked row gives output 0 and weight 0, never
 // NaN (pytorch issue 41508).
-// Deliberately not here: the attention kernel itself (ops/attention.cpp, ops/cpu/attention.cpp).
+// Deliberately not here: the attention kernel itself (ops/attention/sdpa.cpp, ops/attention/cpu/fused.cpp).
 #pragma once
 
 #include "nn/kv_cache.hpp"
 #include "nn/layers.hpp"
 #include "nn/module.hpp"
-#include "ops/attention.hpp"
+#include "ops/attention/attention.hpp"
 
 #include <memory>
 #include <utility>

@@ -3,7 +3,7 @@
 
 #include "autograd/tape.hpp"
 #include "nn/module.hpp"
-#include "ops/attention.hpp"
+#include "ops/attention/attention.hpp"
 #include "ops/ops.hpp"
 
 #include <fmt/format.h>
@@ -27,9 +27,9 @@ std::string layer_name(const Module& m) {
 // none (every earlier key) without one. -1: blocked windows, which count positions from 0, so a
 // rolling cache (whose key 0 moves) places them wrongly at any capacity.
 int64_t earlier_keys_read(const AttentionMask& structure) {
-  if (!structure.blocked_.empty()) return -1;
+  if (!structure.blocked_parts().empty()) return -1;
   int64_t left = kMaxInt;
-  for (const AttentionMask::Local& l : structure.local_) left = std::min(left, l.left);
+  for (const AttentionMask::Local& l : structure.local_parts()) left = std::min(left, l.left);
   return left;
 }
 
@@ -38,10 +38,10 @@ int64_t earlier_keys_read(const AttentionMask& structure) {
 // causal blocked window. A cache holds only the positions appended so far, so any other structure
 // would read fewer keys than the uncached forward.
 bool reads_no_later_keys(const AttentionMask& structure) {
-  if (structure.causal_) return true;
-  for (const AttentionMask::Local& l : structure.local_)
+  if (structure.has_causal()) return true;
+  for (const AttentionMask::Local& l : structure.local_parts())
     if (l.right <= 0) return true;
-  for (const AttentionMask::Blocked& b : structure.blocked_)
+  for (const AttentionMask::Blocked& b : structure.blocked_parts())
     if (b.opts.causal) return true;
   return false;
 }
@@ -170,6 +170,11 @@ std::pair<Tensor, Tensor> KVCache::append_as(const Tensor& k, const Tensor& v,
     owner_ = layer;
     owner_name_ = name();
   }
+  return write(k, v);
+}
+
+std::pair<Tensor, Tensor> KVCache::write(const Tensor& k, const Tensor& v) {
+  const int64_t T = k.size(1), cap = capacity_;
   if (!rolling_) {
     narrow(k_, 1, seen_, T).copy_(k);
     narrow(v_, 1, seen_, T).copy_(v);

@@ -67,6 +67,8 @@ class KVCache {
 
  private:
   std::pair<Tensor, Tensor> append_as(const Tensor& k, const Tensor& v, const Module* layer);
+  // k, v written into the buffers (allocated, shapes checked); the keys and values to attend.
+  std::pair<Tensor, Tensor> write(const Tensor& k, const Tensor& v);
   void allocate(const Tensor& k, const Tensor& v, const Shape& want_k, const Shape& want_v);
   std::string where() const;  // "KVCache (capacity 4, rolling, position 9)"
   int64_t capacity_ = 0;

@@ -61,7 +61,7 @@ Tensor LlamaAttention::forward(const Tensor& x, KVCache* cache) {
   AttentionMask mask = options.structure;
   if (cache) {  // the queries are the last T of the cached positions
     std::tie(k, v) = cache->append(k, v, *this, options.structure);
-    mask.align_ = CausalAlign::BottomRight;
+    mask = mask.aligned(CausalAlign::BottomRight);
   }
   SDPAOptions so;
   so.heads_last = true;

@@ -21,7 +21,7 @@
 #include "nn/kv_cache.hpp"
 #include "nn/layers.hpp"
 #include "nn/module.hpp"
-#include "ops/attention.hpp"
+#include "ops/attention/attention.hpp"
 
 #include <memory>
 #include <optional>

@@ -26,7 +26,7 @@
 #include "nn/attention.hpp"
 #include "nn/layers.hpp"
 #include "nn/module.hpp"
-#include "ops/attention.hpp"
+#include "ops/attention/attention.hpp"
 
 #include <functional>
 #include <memory>

@@ -2,7 +2,7 @@
 #include "translation/model.hpp"
 
 #include "common/cli.hpp"
-#include "ops/attention.hpp"
+#include "ops/attention/attention.hpp"
 #include "ops/ops.hpp"
 #include "translation/vocab.hpp"
 

@@ -5,7 +5,7 @@
 
 #include "autograd/anomaly.hpp"
 #include "nn/attention.hpp"
-#include "ops/attention.hpp"
+#include "ops/attention/attention.hpp"
 
 #include <cmath>
 #include <limits>

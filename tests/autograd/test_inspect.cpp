@@ -4,7 +4,7 @@
 #include "helpers.hpp"
 
 #include "autograd/inspect.hpp"
-#include "ops/attention.hpp"
+#include "ops/attention/attention.hpp"
 
 #include <cmath>
 

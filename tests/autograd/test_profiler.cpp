@@ -4,7 +4,7 @@
 #include "helpers.hpp"
 
 #include "autograd/profiler.hpp"
-#include "ops/attention.hpp"
+#include "ops/attention/attention.hpp"
 
 using namespace tg;
 

@@ -4,7 +4,7 @@
 // O, dP, dS, dQ, dK, dV) is checked against the kernel (to 5e-7, the tables print 6 decimals),
 // against the document's formulas written as plain loops, and found verbatim in the document.
 // Set TG_PRINT_WORKED_EXAMPLE=1 to print the tables (how the document's tables were made).
-#include "ops/attention.hpp"
+#include "ops/attention/attention.hpp"
 #include "tests/helpers.hpp"
 
 #include <cmath>

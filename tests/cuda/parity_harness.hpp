@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "autograd/tape.hpp"
-#include "ops/attention.hpp"
+#include "ops/attention/attention.hpp"
 #include "ops/ops.hpp"
 
 #include <cmath>

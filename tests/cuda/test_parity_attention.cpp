@@ -435,7 +435,8 @@ TEST_CASE("cuda parity: a learned relative-position bias and ALiBi, fused on the
         c.fn = [&a](const Inputs& x) {
           // the additive part in the case's dtype (the harness rounds inputs, not the mask)
           M m = a.structure(a.B, a.T, a.S);
-          if (m.additive_.defined()) m.additive_ = m.additive_.to(x[0].dtype()).to(x[0].device());
+          if (m.additive_part().defined())
+            m = m.with_additive(m.additive_part().to(x[0].dtype()).to(x[0].device()));
           size_t i = 3;  // the table, then the slopes, when the case has them
           if (!a.table.empty()) m = m & M::relative_bias(x[i++], a.bidirectional, 128);
           if (a.alibi) m = m & M::alibi(x[i]);

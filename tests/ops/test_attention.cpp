@@ -5,7 +5,7 @@
 // the seed attention(), additive attention, errors and a long local-window run.
 #include "helpers.hpp"
 
-#include "ops/attention.hpp"
+#include "ops/attention/attention.hpp"
 #include "ops/cpu/kernels.hpp"
 
 #include <chrono>
@@ -24,7 +24,7 @@ std::pair<Tensor, Tensor> reference(const Tensor& q, const Tensor& k, const Tens
   const int64_t B = q.size(0), NH = q.size(1), T = q.size(2), S = k.size(2);
   if (scale < 0) scale = 1.0 / std::sqrt(static_cast<double>(q.size(3)));
   Tensor s = matmul(q, k.transpose(-2, -1)) * scale;
-  if (m.additive_.defined()) s = s + m.additive_.to(q.dtype());
+  if (m.additive_part().defined()) s = s + m.additive_part().to(q.dtype());
   if (!m.is_none()) s = masked_fill(s, logical_not(m.dense_allowed(B, NH, T, S)), -kInf);
   Tensor p = softmax(s, -1);
   return {matmul(p, v), p};
@@ -135,7 +135,8 @@ TEST_CASE("SDPA matches the dense reference for every mask kind, values and grad
     // The same mask given densely (bool, plus the additive part) takes the full-range path.
     AttentionMask dense =
         AttentionMask::from_bool(c.mask.dense_allowed(2, 2, c.T, c.S), MaskPolarity::TrueAllowed);
-    if (c.mask.additive_.defined()) dense = dense & AttentionMask::additive(c.mask.additive_);
+    if (c.mask.additive_part().defined())
+      dense = dense & AttentionMask::additive(c.mask.additive_part());
     require_runs_close(run_sdpa(q, k, v, dense, dO), fast, 1e-10, c.name + " dense vs fast");
   }
 }
@@ -220,9 +221,9 @@ TEST_CASE("SDPA with heads last (B, T, NH, hs) equals the (B, NH, T, hs) layout 
 }
 
 // The float32 products run on our AVX-512 kernel where the CPU has it
-// (ops/cpu/attention_avx512.cpp) and on OpenBLAS otherwise: both against each other and against
-// float64, for every mask kind, both layouts, head sizes off the 16-float batch, several tiles,
-// long key rows (the transposed dV/dK form), dropout, need_weights, and the packed forms.
+// (ops/attention/cpu/gemm_avx512.cpp) and on OpenBLAS otherwise: both against each other and
+// against float64, for every mask kind, both layouts, head sizes off the 16-float batch, several
+// tiles, long key rows (the transposed dV/dK form), dropout, need_weights, and the packed forms.
 TEST_CASE("SDPA float32: the AVX-512 kernel equals OpenBLAS and float64", "[attention]") {
   struct Restore {
     ~Restore() { cpu::reset_simd_kernels(); }

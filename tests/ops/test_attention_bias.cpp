@@ -8,7 +8,7 @@
 #include "fixtures.hpp"
 #include "helpers.hpp"
 
-#include "ops/attention.hpp"
+#include "ops/attention/attention.hpp"
 
 using namespace tg;
 using A = AttentionMask;
@@ -43,7 +43,7 @@ namespace {
 std::vector<Tensor> run_bias(const Tensor& q, const Tensor& k, const Tensor& v, const A& m,
                              const Tensor& table, const Tensor& slopes, bool dense,
                              const Tensor& dO, bool gqa = false) {
-  A biased = m & A::relative_bias(table, !m.causal_, 12) & A::alibi(slopes);
+  A biased = m & A::relative_bias(table, !m.has_causal(), 12) & A::alibi(slopes);
   const int64_t NH = q.size(1), T = q.size(2), S = k.size(2);
   A use = biased;
   if (dense) {
@@ -118,7 +118,7 @@ TEST_CASE("position biases match PyTorch's attn_mask values and gradients", "[at
       in.push_back(f.tensor(n).requires_grad_());
     A m = A::relative_bias(in[3], bidirectional, maxd) & A::alibi(in[4]);
     if (causal) m = m & A::causal(CausalAlign::BottomRight);
-    m.align_ = CausalAlign::BottomRight;  // the fixture's positions: i + (S - T)
+    m = m.aligned(CausalAlign::BottomRight);  // the fixture's positions: i + (S - T)
     Tensor out = scaled_dot_product_attention(in[0], in[1], in[2], m).output;
     tgt::require_close(out, f.tensor("out"), 1e-12, 1e-10, name + ": out");
     std::vector<Tensor> g = tg::grad({out}, in, {f.tensor("dout")});

@@ -8,7 +8,7 @@
 #include "helpers.hpp"
 
 #include "nn/attention.hpp"
-#include "ops/attention.hpp"
+#include "ops/attention/attention.hpp"
 #include "ops/functional.hpp"
 
 using namespace tg;

@@ -4,7 +4,7 @@
 // mask), intersection, describe(), and errors.
 #include "helpers.hpp"
 
-#include "ops/attention.hpp"
+#include "ops/attention/attention.hpp"
 
 using namespace tg;
 using V = std::vector<int64_t>;
@@ -135,7 +135,7 @@ TEST_CASE("more blocked parts than the kernels' fixed slots intersect like any o
       }
     }
   }
-  // Keys per row at T = S = 12 without causal, from the definition (ops/attention.hpp) by hand.
+  // Keys per row at T = S = 12 without causal, from the definition (ops/attention/attention.hpp) by hand.
   const std::vector<AttentionMask> p = six_parts(CausalAlign::TopLeft);
   REQUIRE((p[0] & p[1] & p[2] & p[3] & p[4] & p[5]).keys_per_row(12) ==
           V{1, 2, 3, 4, 1, 1, 2, 3, 1, 2, 1, 2});

@@ -5,7 +5,7 @@
 // softmax(scale·QKᵀ + m)·V in float32 over several row tiles; a constant mask stays constant.
 #include "helpers.hpp"
 
-#include "ops/attention.hpp"
+#include "ops/attention/attention.hpp"
 
 #include <cmath>
 #include <limits>

@@ -1,5 +1,5 @@
 // tests/ops/test_cpu_attention_gemm.cpp — the attention's float32 AVX-512 kernels
-// (ops/cpu/attention_avx512.cpp, through cpu::attention_gemm_f32 / attention_transpose_f32)
+// (ops/attention/cpu/gemm_avx512.cpp, through cpu::attention_gemm_f32 / attention_transpose_f32)
 // against raw loops in double: random shapes on both sides of the 16-float batch, the 64-column
 // panel and the row blocks, A read by rows or down its columns, accumulation, the B and A packing
 // scratch, the key-mask select (NaN and inf scores of blocked keys leave no trace), K = 0, and

@@ -2,7 +2,7 @@
 // (std::max skips NaN, so such a row used to look fully masked and silently became 0).
 #include "helpers.hpp"
 
-#include "ops/attention.hpp"
+#include "ops/attention/attention.hpp"
 
 #include <cmath>
 #include <limits>

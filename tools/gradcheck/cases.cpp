@@ -9,7 +9,7 @@
 #include "autograd/tape.hpp"
 #include "nn/attention.hpp"
 #include "nn/transformer.hpp"
-#include "ops/attention.hpp"
+#include "ops/attention/attention.hpp"
 #include "ops/ops.hpp"
 
 #include <fmt/format.h>

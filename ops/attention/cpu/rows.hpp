@@ -1,11 +1,11 @@
-// ops/cpu/attention_rows.hpp — internal to the CPU attention kernels (ops/cpu/attention.cpp, the
-// fused pair; ops/cpu/attention_grad2.cpp, the recorded backward of create_graph): the one place
-// a row of scores is masked (structure, padding, lengths, bool and additive parts, position
+// ops/attention/cpu/rows.hpp — internal to the CPU attention kernels (ops/attention/cpu/fused.cpp,
+// the fused pair; ops/attention/cpu/grad2.cpp, the recorded backward of create_graph): the one
+// place a row of scores is masked (structure, padding, lengths, bool and additive parts, position
 // biases), so every kernel masks alike.
 #pragma once
 
-#include "ops/attention.hpp"
-#include "ops/cpu/attention.hpp"
+#include "ops/attention/attention.hpp"
+#include "ops/attention/cpu/fused.hpp"
 
 #include <algorithm>
 #include <cstdint>

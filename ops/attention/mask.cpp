@@ -1,9 +1,10 @@
-// ops/attention_mask.cpp — AttentionMask: named constructors for every outside convention,
-// intersection, validation against (B, NH, T, S), the per-row structural key range, and the slow
-// per-element reference (allowed, dense_allowed, keys_per_row, describe) that fast paths are
-// tested against. No gradients here: masks are data.
-#include "ops/attention.hpp"
-#include "ops/attention_desc.hpp"
+// ops/attention/mask.cpp — AttentionMask: named constructors for every outside convention,
+// intersection, copies with one part changed, validation against (B, NH, T, S), the per-row
+// structural key range, and the slow per-element reference (allowed, dense_allowed, keys_per_row,
+// describe) that fast paths are tested against. No gradients here: masks are data. Deliberately
+// not here: the lowering for the kernels (lowering.cpp).
+#include "ops/attention/attention.hpp"
+#include "ops/attention/internal.hpp"
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"
 
@@ -336,6 +337,37 @@ AttentionMask& AttentionMask::error_on_fully_masked(bool on) {
   return *this;
 }
 
+// ---- copies with one thing changed ----
+AttentionMask AttentionMask::aligned(CausalAlign a) const {
+  AttentionMask m = *this;
+  m.align_ = a;
+  return m;
+}
+AttentionMask AttentionMask::on(Device d) const {
+  auto moved = [d](const Tensor& t) { return t.defined() ? t.detach().to(d) : t; };
+  AttentionMask m = *this;
+  m.key_allowed_ = moved(m.key_allowed_);
+  m.key_lengths_ = moved(m.key_lengths_);
+  m.allowed_ = moved(m.allowed_);
+  m.additive_ = moved(m.additive_);
+  return m;
+}
+AttentionMask AttentionMask::with_additive(const Tensor& t) const {
+  AttentionMask m = *this;
+  m.additive_ = t;
+  return m;
+}
+AttentionMask AttentionMask::with_rel_table(const Tensor& t) const {
+  AttentionMask m = *this;
+  m.rel_table_ = t;
+  return m;
+}
+AttentionMask AttentionMask::with_slopes(const Tensor& t) const {
+  AttentionMask m = *this;
+  m.alibi_slopes_ = t;
+  return m;
+}
+
 // ---- queries ----
 bool AttentionMask::has_structure() const {
   return causal_ || !local_.empty() || !blocked_.empty();
@@ -475,67 +507,3 @@ std::string AttentionMask::name() const {
 }
 
 }  // namespace tg
-
-namespace tg::detail {
-
-MaskLowering mask_structure(const AttentionMask& m, int64_t T, int64_t S) {
-  MaskLowering l;
-  kern::MaskDesc& md = l.desc;
-  md.shift = m.align_ == CausalAlign::BottomRight ? S - T : 0;
-  md.causal = m.causal_;
-  for (const AttentionMask::Local& lc : m.local_) {  // ranges intersect: the tightest offsets
-    md.left = md.has_local ? std::min(md.left, lc.left) : lc.left;
-    md.right = md.has_local ? std::min(md.right, lc.right) : lc.right;
-    md.has_local = true;
-  }
-  for (const AttentionMask::Blocked& b : m.blocked_) {
-    if (md.n_blocked < kern::kMaxBlocked) {
-      const int k = md.n_blocked++;
-      md.block_W[k] = b.W;
-      md.block_back[k] = b.opts.look_back;
-      md.block_ahead[k] = b.opts.look_ahead;
-      md.block_causal[k] = b.opts.causal;
-    } else {
-      l.more.insert(l.more.end(),
-                    {b.W, b.opts.look_back, b.opts.look_ahead, b.opts.causal ? 1 : 0});
-    }
-  }
-  md.n_more_blocked = static_cast<int>(l.more.size() / 4);
-  md.more_blocked = l.more.empty() ? nullptr : l.more.data();
-  return l;
-}
-
-void append_bias_grads(std::vector<Tensor>& out, const AttentionMask& m, const Tensor& d_rel,
-                       const Tensor& d_alibi) {
-  if (d_rel.defined()) {
-    const Tensor& tb = m.rel_table_;
-    out.push_back(sum_to(sum(d_rel, {0}), tb.shape()).to(tb.dtype()).to(tb.device()));
-  }
-  if (d_alibi.defined()) {
-    const Tensor& sl = m.alibi_slopes_;
-    out.push_back(sum(d_alibi, {0}).to(sl.dtype()).to(sl.device()));
-  }
-}
-
-MaskLowering mask_desc(const AttentionMask& m, int64_t B, int64_t NH, int64_t T, int64_t S) {
-  MaskLowering l = mask_structure(m, T, S);
-  kern::MaskDesc& md = l.desc;
-  const Shape full{B, NH, T, S};
-  if (m.key_allowed_.defined())
-    md.key_allowed = static_cast<const bool*>(m.key_allowed_.data_ptr());
-  if (m.key_lengths_.defined())
-    md.key_lengths = static_cast<const int64_t*>(m.key_lengths_.data_ptr());
-  if (m.allowed_.defined()) {
-    md.allowed = static_cast<const bool*>(m.allowed_.data_ptr());
-    const Shape st = broadcast_strides(m.allowed_.shape(), full);
-    std::copy(st.begin(), st.end(), md.allowed_stride);
-  }
-  if (m.additive_.defined()) {
-    md.additive = m.additive_.data_ptr();
-    const Shape st = broadcast_strides(m.additive_.shape(), full);
-    std::copy(st.begin(), st.end(), md.additive_stride);
-  }
-  return l;
-}
-
-}  // namespace tg::detail

@@ -1,4 +1,5 @@
-// ops/attention.hpp — one mask description for every attention path, and functional attention.
+// ops/attention/attention.hpp — one mask description for every attention path, and functional
+// attention.
 //
 // AttentionMask says which keys each query may attend. Its parts combine by intersection:
 //   structural (no tensors): causal, local window (left, right), blocked window; each gives, for
@@ -82,12 +83,12 @@ class AttentionMask {
   static AttentionMask additive(const Tensor& mask);
   // Position biases added to the scores, computed per key in the fused kernels, CPU and CUDA
   // (never a dense T×S tensor: O(T·W) with structured masks) and differentiable (the gradient is
-  // dScores summed per bucket, or per head times the distance). Positions are i' (the query, shifted S - T when
-  // the mask is aligned bottom-right) and j (the key).
-  // A learned relative-position bias, T5's (Raffel et al. 2020; Hugging Face's
-  // _relative_position_bucket): table (NH or 1, buckets) float, bias table[h, bucket(j - i')]
-  // with half the buckets exact distances and the rest logarithmic up to max_distance;
-  // bidirectional false: only the past (j <= i') gets distinct buckets.
+  // dScores summed per bucket, or per head times the distance). Positions are i' (the query,
+  // shifted S - T when the mask is aligned bottom-right) and j (the key). A learned
+  // relative-position bias, T5's (Raffel et al. 2020; Hugging Face's _relative_position_bucket):
+  // table (NH or 1, buckets) float, bias table[h, bucket(j - i')] with half the buckets exact
+  // distances and the rest logarithmic up to max_distance; bidirectional false: only the past (j <=
+  // i') gets distinct buckets.
   static AttentionMask relative_bias(const Tensor& table, bool bidirectional = true,
                                      int64_t max_distance = 128);
   // ALiBi (Press et al. 2022): slopes (NH) float, bias -slopes[h]·|i' - j| (= slope·(j - i') for
@@ -125,7 +126,7 @@ class AttentionMask {
   std::string describe(int64_t T, int64_t S = -1) const;
   std::string name() const;  // e.g. "causal & local(2,0) & key_padding(2,5)"
 
-  // Parts, read by kernels.
+  // ---- the parts, read by the lowering (ops/attention/lowering.cpp), nn/ and tests ----
   struct Local {
     int64_t left, right;
   };
@@ -133,8 +134,39 @@ class AttentionMask {
     int64_t W;
     BlockedOptions opts;
   };
+  bool has_causal() const { return causal_; }
+  CausalAlign align() const { return align_; }  // shared by causal, local and blocked parts
+  const std::vector<Local>& local_parts() const { return local_; }
+  const std::vector<Blocked>& blocked_parts() const { return blocked_; }
+  const Tensor& padding_part() const { return key_allowed_; }  // (B, S) bool, True = allowed
+  const Tensor& lengths_part() const { return key_lengths_; }  // (B) int64: keys j < length
+  const Tensor& bool_part() const { return allowed_; }         // bool broadcastable, True = allowed
+  const Tensor& additive_part() const { return additive_; }    // float broadcastable
+  const Tensor& rel_table() const { return rel_table_; }       // (NH or 1, buckets) float
+  bool rel_bidirectional() const { return rel_bidirectional_; }
+  int64_t rel_max_distance() const { return rel_max_distance_; }
+  const Tensor& slopes() const { return alibi_slopes_; }  // (NH) float: ALiBi
+
+  // ---- copies with one thing changed ----
+  // Every structural part aligned `a` (a KV cache's queries are the last T of S positions).
+  AttentionMask aligned(CausalAlign a) const;
+  // The data tensors (padding, lengths, bool, additive) on device d; the biases stay.
+  AttentionMask on(Device d) const;
+  // The additive part, the relative-position table or the ALiBi slopes replaced by t (the same
+  // shape: another dtype or device, or the same values reattached, as create_graph does).
+  AttentionMask with_additive(const Tensor& t) const;
+  AttentionMask with_rel_table(const Tensor& t) const;
+  AttentionMask with_slopes(const Tensor& t) const;
+
+  // The position biases for (NH, T, S), as recorded ops (differentiable): what the fused kernel
+  // adds per key, made dense (tests, the CUDA composed path). Undefined when there is none.
+  Tensor dense_bias(int64_t NH, int64_t T, int64_t S) const;
+  // T5's bucket of relative position rel = j - i' (Hugging Face's arithmetic, float32 log).
+  static int64_t t5_bucket(int64_t rel, bool bidirectional, int64_t buckets, int64_t max_distance);
+
+ private:
   bool causal_ = false;
-  CausalAlign align_ = CausalAlign::TopLeft;  // shared by causal, local and blocked parts
+  CausalAlign align_ = CausalAlign::TopLeft;
   std::vector<Local> local_;
   std::vector<Blocked> blocked_;
   Tensor key_allowed_;  // (B, S) bool, True = allowed (key padding)
@@ -145,13 +177,6 @@ class AttentionMask {
   bool rel_bidirectional_ = true;
   int64_t rel_max_distance_ = 128;
   Tensor alibi_slopes_;  // (NH) float
-  // The position biases for (NH, T, S), as recorded ops (differentiable): what the fused kernel
-  // adds per key, made dense (tests, the CUDA composed path). Undefined when there is none.
-  Tensor dense_bias(int64_t NH, int64_t T, int64_t S) const;
-  // T5's bucket of relative position rel = j - i' (Hugging Face's arithmetic, float32 log).
-  static int64_t t5_bucket(int64_t rel, bool bidirectional, int64_t buckets, int64_t max_distance);
-
- private:
   bool error_on_empty_ = false;
 };
 

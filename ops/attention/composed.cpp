@@ -1,17 +1,17 @@
-// ops/attention_composed.cpp — the attention forms built on top of other ops: the seed articles'
+// ops/attention/composed.cpp — the attention forms built on top of other ops: the seed articles'
 // attention(Q, K, V, mask) (reshapes around one fused scaled_dot_product_attention call, weights
-// returned) and additive (Bahdanau) attention, composed from linear, tanh, matmul, masked_fill
-// and softmax (its backward is theirs). Both take CUDA tensors (masks on either device).
-// Deliberately not here: the fused CPU kernel
-// (ops/attention.cpp), the CUDA half (ops/attention_cuda.cpp), the mask description
-// (ops/attention_mask.cpp), modules (nn/attention.cpp).
-#include "ops/attention.hpp"
-#include "ops/attention_cuda.hpp"
+// returned), additive (Bahdanau) attention, composed from linear, tanh, matmul, masked_fill and
+// softmax (its backward is theirs), and scaled dot-product attention itself as ops
+// (composed_sdpa: the CUDA path's fallback and create_graph's for differentiable masks and
+// biases). All take CUDA tensors (masks on either device). Deliberately not here: the fused op
+// (sdpa.cpp, cuda.cpp), the mask description (mask.cpp), modules (nn/attention.cpp).
+#include "ops/attention/internal.hpp"
 #include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"
 
 #include <limits>
+#include <memory>
 
 namespace tg {
 using namespace detail;
@@ -128,8 +128,7 @@ std::pair<Tensor, Tensor> additive_attention(const Tensor& q, const Tensor& k, c
   Tensor scores = matmul(tanh(qp + kp), v);  // (B, T, S)
   if (!mask.is_none()) {
     // built on the host (the mask's tensors may live on either device), used on q's
-    const Tensor allowed =
-        detail::attention_mask_on(mask, kCPU).dense_allowed(B, 1, T, S).reshape({B, T, S});
+    const Tensor allowed = mask.on(kCPU).dense_allowed(B, 1, T, S).reshape({B, T, S});
     if (mask.errors_on_fully_masked()) {
       const bool* a = allowed.data<bool>();
       for (int64_t r = 0; r < B * T; ++r) {
@@ -140,14 +139,74 @@ std::pair<Tensor, Tensor> additive_attention(const Tensor& q, const Tensor& k, c
                                   r % T, r / T, mask.name()));
       }
     }
-    if (mask.additive_.defined()) {  // (T, S) .. (B, 1, T, S): finite terms shift the scores
-      Tensor a = mask.additive_.to(q.dtype()).to(q.device());
+    if (mask.additive_part().defined()) {  // (T, S) .. (B, 1, T, S): finite terms shift scores
+      Tensor a = mask.additive_part().to(q.dtype()).to(q.device());
       scores = scores + (a.dim() == 4 ? a.squeeze(1) : a);
     }
     scores = masked_fill(scores, logical_not(allowed.to(q.device())), -kInf);
   }
   Tensor weights = softmax(scores, -1);  // all -inf rows give 0
   return {matmul(weights, values), weights};
+}
+
+// ---- scaled dot-product attention as ops ----
+std::vector<Tensor> detail::heads_first(const kern::AttentionLayout& d, const Tensor& q,
+                                        const Tensor& k, const Tensor& v) {
+  using Dims = kern::AttentionLayout;
+  auto part = [](const Tensor& t, int64_t i) { return squeeze(narrow(t, 2, i, 1), 2); };
+  std::vector<Tensor> r{q, k, v};
+  if (d.packing == Dims::kQKV) r = {part(q, 0), part(q, 1), part(q, 2)};
+  if (d.packing == Dims::kKV) r = {q, part(k, 0), part(k, 1)};
+  if (d.heads_last)
+    for (Tensor& t : r) t = transpose(t, 1, 2);
+  return r;
+}
+
+Tensor detail::composed_additive(const kern::AttentionLayout& d, const AttentionMask& m,
+                                 const Tensor& additive, Device dev) {
+  if (!m.rel_table().defined() && !m.slopes().defined()) return additive;
+  const Tensor db = m.dense_bias(d.NH, d.T, d.S).to(dev);  // (NH or 1, T, S)
+  return additive.defined() ? tg::add(additive.to(dev), db) : db;
+}
+
+namespace {
+// The probe's view of the composed path: S and P now, dP and dS from hooks in the backward.
+void probe_composed(const AttentionProbe& p, Tensor scores, Tensor P, const Tensor& allowed) {
+  auto probe = std::make_shared<AttentionProbe>(p);
+  if (probe->on_forward) probe->on_forward(scores.detach(), P.detach());
+  if (!probe->on_backward || !P.requires_grad()) return;
+  auto dP = std::make_shared<Tensor>();
+  P.register_hook([dP](const Tensor& g) {
+    *dP = g;
+    return Tensor();
+  });
+  scores.register_hook([dP, probe, allowed](const Tensor& g) {
+    Tensor z = zeros({}, g.dtype(), g.device());
+    probe->on_backward(where(allowed, *dP, z), g);
+    return Tensor();
+  });
+}
+}  // namespace
+
+AttentionResult detail::composed_sdpa(const Tensor& q, const Tensor& k, const Tensor& v,
+                                      const AttentionMask& host_mask, const Tensor& additive,
+                                      const SDPAOptions& opts, double scale) {
+  const int64_t B = q.size(0), NH = q.size(1), T = q.size(2), S = k.size(2);
+  const Device dev = q.device();
+  Tensor allowed = host_mask.dense_allowed(B, NH, T, S).to(dev);  // (B, NH, T, S) bool
+  Tensor scores = mul(matmul(q, transpose(k, -2, -1)), scale);
+  if (additive.defined()) scores = add(scores, additive.to(dev));
+  scores = masked_fill(scores, logical_not(allowed), -kInf);
+  // A row without an allowed key gives P = 0 (softmax of an all -inf row is 0 here, as on the CPU).
+  Tensor P = softmax(scores, -1);
+  if (opts.probe && (opts.probe->on_forward || opts.probe->on_backward))
+    probe_composed(*opts.probe, scores, P, allowed);
+  const bool drop = opts.training && opts.dropout_p > 0;
+  Tensor Pd = drop ? dropout(P, opts.dropout_p, true) : P;
+  AttentionResult res;
+  res.output = matmul(Pd, v);
+  if (opts.need_weights) res.weights = Pd;
+  return res;
 }
 
 }  // namespace tg

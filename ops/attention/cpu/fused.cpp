@@ -1,22 +1,24 @@
-// ops/cpu/attention.cpp — the fused CPU attention kernels, cpu::attention_forward and
-// cpu::attention_backward (ops/cpu/attention.hpp): per (b, h) and per tile of query rows
-// [r0, r1) with the tile's key range [klo, khi] (the plan), St = scale·Q[r0:r1]·K[klo:khi]ᵀ, each
-// row masked (its structural span; the data parts: padding, lengths, bool, additive) and
-// softmaxed by the row softmax of ops/cpu/softmax.cpp (a row with no allowed key gives P = 0),
-// optional dropout on P, then O[r0:r1] = Pdrop·V[klo:khi]; the backward walks the same tiles
-// (dV, dP, dS, dQ, dK). One tile loop, forward_tile beside backward_tile, over a products
-// strategy: OpenBLAS reading each head's rows in place (any dtype), or, in float32 where the
-// instruction-set table has them (ops/cpu/isa.hpp), the register-blocked kernels of
-// attention_avx512.cpp from operands packed once per head (K and V transposed), without
-// OpenBLAS's per-call packing and zeroing of C (docs/cpu-kernels.md has both measured).
+// ops/attention/cpu/fused.cpp — the fused CPU attention kernels, cpu::attention_forward and
+// cpu::attention_backward (fused.hpp): per (b, h) and per tile of query rows [r0, r1) with the
+// tile's key range [klo, khi] (the plan), St = scale·Q[r0:r1]·K[klo:khi]ᵀ, each row masked (its
+// structural span; the data parts: padding, lengths, bool, additive) and softmaxed by the row
+// softmax of ops/cpu/softmax.cpp (a row with no allowed key gives P = 0), optional dropout on P,
+// then O[r0:r1] = Pdrop·V[klo:khi]; the backward walks the same tiles (dV, dP, dS, dQ, dK). One
+// tile loop, forward_tile beside backward_tile, over a products strategy: OpenBLAS reading each
+// head's rows in place (any dtype), or, in float32 where the instruction-set table has them
+// (ops/cpu/isa.hpp), the register-blocked kernels of gemm_avx512.cpp from operands packed once
+// per head (K and V transposed), without OpenBLAS's per-call packing and zeroing of C
+// (docs/cpu-kernels.md has both measured).
 // MEMORY: the backward reads only q, k, v and the P tiles (plus dropout masks): per (b, h)
 // Σ_tiles rows·width, i.e. O(T·(W + tile rows)) for local/blocked masks of width W.
-// Deliberately not here: the checks, the plan and the mask's lowering, the tape
-// (ops/attention.cpp).
-#include "ops/cpu/attention.hpp"
-#include "ops/cpu/attention_rows.hpp"
+// Why one file over ~600 lines: the forward and backward of one tile are one derivation and share
+// the products strategies, the row buffers and the head loop; split apart, the pair would sit in
+// two files (STYLE habit 1), as they did in ggml.
+// Deliberately not here: the checks, the plan and the mask's lowering, the tape (ops/attention/).
+#include "ops/attention/cpu/fused.hpp"
+#include "ops/attention/cpu/rows.hpp"
 
-#include "ops/attention.hpp"
+#include "ops/attention/attention.hpp"
 
 #include "autograd/tensor.hpp"
 #include "ops/cpu/kernels.hpp"
@@ -449,69 +451,67 @@ bool packed_products() {
   return std::is_same_v<T, float> && attention_packed_products();
 }
 
-}  // namespace
+// ---- the forward ----
 
-template <typename T>
-void attention_forward(const AttentionCall& call, T* o, const T* q, const T* k, const T* v,
-                       const AttentionDense<T>& dense) {
-  const Ctx& c = call;
-  const RowMask& rm = *call.mask;
-  const bool keep_all = call.P != nullptr;
+// Per-thread scratch of the packed forward: K transposed and V rows, once per key/value head; the
+// P tile without a tape.
+struct PackedForwardScratch {
+  std::vector<float> kt;
+  HeadRows<float> vc;
+  std::vector<float> pack, p;
+  int64_t kv_of = -1;  // the (b, key/value head) kt and vr hold
+  const float* ktp = nullptr;
+  Rows<const float> vr{nullptr, 0};
+};
+
+// The forward on the packed float32 kernels of the instruction-set table. scratch_k: the dropout
+// keep tile without a tape; scratch_pd: P ⊙ keep.
+void forward_packed(const Ctx& c, const RowMask& rm, float* o, const float* q, const float* k,
+                    const float* v, const AttentionDense<float>& dense, float* scratch_k,
+                    float* scratch_pd) {
   const Dims& d = c.d;
-  // Without a tape the P (and keep) tiles are scratch: one tile buffer reused.
-  std::vector<T> scratch_k, scratch_pd;  // dropout: keep mask (without a tape), P ⊙ keep
-  if (c.dropout) {
-    scratch_pd.resize(c.plan->max_tile);
-    if (!keep_all) scratch_k.resize(c.plan->max_tile);
-  }
-  // Dropout draws from the one generator in order, so with dropout and several threads the heads
-  // stay serial, and the OpenBLAS path (which threads inside each GEMM) runs instead.
-  if constexpr (std::is_same_v<T, float>)
-    if (packed_products<T>() && (!c.dropout || get_num_threads() < 2)) {
-      struct Scratch {  // K transposed and V rows, once per key/value head; P tiles without a tape
-        std::vector<float> kt;
-        HeadRows<float> vc;
-        std::vector<float> pack, p;
-        int64_t kv_of = -1;  // the (b, key/value head) kt and vr hold
-        const float* ktp = nullptr;
-        Rows<const float> vr{nullptr, 0};
-      };
-      const float* kb = static_cast<const float*>(rm.key_block);
-      for_heads(
-          d, !c.dropout, false,
-          [&] {
-            return Scratch{
-                {},
-                HeadRows<float>(d, Dims::kV, d.S, d.hsv, far_apart(d, Dims::kV, d.S, d.hsv)),
-                std::vector<float>(pack_floats(d)),
-                std::vector<float>(keep_all ? 0 : c.plan->max_tile)};
-          },
-          [&](Scratch& s, int64_t b, int64_t h, bool, bool) {
-            // a group's query heads read one key/value head: packed once
-            const int64_t kvu = b * d.kv_heads() + d.head_of(Dims::kK, h);
-            if (s.kv_of != kvu) {
-              s.ktp = transposed_rows(d, Dims::kK, k, b, h, d.S, d.hs, s.kt);
-              s.vr = s.vc.in(v, b, h, d.S, d.hsv);
-              s.kv_of = kvu;
-            }
-            const PackedForward prod{c,
-                                     head_rows(d, Dims::kQ, q, b, h, d.T, d.hs),
-                                     s.ktp,
-                                     s.vr,
-                                     s.pack.data(),
-                                     kb ? kb + b * d.S : nullptr};
-            const Rows<float> oh = head_rows(d, Dims::kO, o, b, h, d.T, d.hsv);
-            for (const Tile& t : c.plan->tiles) {
-              const int64_t base = (b * d.NH + h) * c.plan->per_bh + t.off;
-              float* Pt = keep_all ? tile_block<float>(c.P, base) : s.p.data();
-              float* Kt = !c.dropout ? nullptr
-                          : keep_all ? tile_block<float>(c.keep, base)
-                                     : scratch_k.data();
-              forward_tile(c, rm, b, h, t, prod, oh, Pt, Kt, scratch_pd.data(), dense);
-            }
-          });
-      return;
-    }
+  const bool keep_all = c.P != nullptr;
+  const float* kb = static_cast<const float*>(rm.key_block);
+  for_heads(
+      d, !c.dropout, false,
+      [&] {
+        return PackedForwardScratch{
+            {},
+            HeadRows<float>(d, Dims::kV, d.S, d.hsv, far_apart(d, Dims::kV, d.S, d.hsv)),
+            std::vector<float>(pack_floats(d)),
+            std::vector<float>(keep_all ? 0 : c.plan->max_tile)};
+      },
+      [&](PackedForwardScratch& s, int64_t b, int64_t h, bool, bool) {
+        // a group's query heads read one key/value head: packed once
+        const int64_t kvu = b * d.kv_heads() + d.head_of(Dims::kK, h);
+        if (s.kv_of != kvu) {
+          s.ktp = transposed_rows(d, Dims::kK, k, b, h, d.S, d.hs, s.kt);
+          s.vr = s.vc.in(v, b, h, d.S, d.hsv);
+          s.kv_of = kvu;
+        }
+        const PackedForward prod{c,
+                                 head_rows(d, Dims::kQ, q, b, h, d.T, d.hs),
+                                 s.ktp,
+                                 s.vr,
+                                 s.pack.data(),
+                                 kb ? kb + b * d.S : nullptr};
+        const Rows<float> oh = head_rows(d, Dims::kO, o, b, h, d.T, d.hsv);
+        for (const Tile& t : c.plan->tiles) {
+          const int64_t base = (b * d.NH + h) * c.plan->per_bh + t.off;
+          float* Pt = keep_all ? tile_block<float>(c.P, base) : s.p.data();
+          float* Kt = !c.dropout ? nullptr : keep_all ? tile_block<float>(c.keep, base) : scratch_k;
+          forward_tile(c, rm, b, h, t, prod, oh, Pt, Kt, scratch_pd, dense);
+        }
+      });
+}
+
+// The forward on OpenBLAS, reading each head's rows in place (copies of strided rows that several
+// tiles reread).
+template <typename T>
+void forward_blas(const Ctx& c, const RowMask& rm, T* o, const T* q, const T* k, const T* v,
+                  const AttentionDense<T>& dense, T* scratch_k, T* scratch_pd) {
+  const Dims& d = c.d;
+  const bool keep_all = c.P != nullptr;
   const bool reread = c.plan->tiles.size() > 1;  // K and V rows are read by several tiles
   struct Scratch {  // per-head copies of strided rows; the P tile without a tape
     HeadRows<T> hq, hk, hv, ho;
@@ -533,91 +533,97 @@ void attention_forward(const AttentionCall& call, T* o, const T* q, const T* k, 
         for (const Tile& t : c.plan->tiles) {
           const int64_t base = (b * d.NH + h) * c.plan->per_bh + t.off;
           T* Pt = keep_all ? tile_block<T>(c.P, base) : s.p.data();
-          T* Kt = !c.dropout ? nullptr : keep_all ? tile_block<T>(c.keep, base) : scratch_k.data();
-          forward_tile(c, rm, b, h, t, prod, oh, Pt, Kt, scratch_pd.data(), dense);
+          T* Kt = !c.dropout ? nullptr : keep_all ? tile_block<T>(c.keep, base) : scratch_k;
+          forward_tile(c, rm, b, h, t, prod, oh, Pt, Kt, scratch_pd, dense);
         }
         s.ho.done(o, b, h, d.T, d.hsv);
       });
 }
 
+// ---- the backward ----
+
+// dK and dV rows of head (b, h) zeroed in place (they accumulate over tiles).
 template <typename T>
-void attention_backward(const AttentionCall& call, T* pdq, T* pdk, T* pdv, const T* pg, const T* pq,
-                        const T* pk, const T* pv, const AttentionDense<T>& dense) {
-  const Ctx& c = call;
-  const RowMask& rm = *call.mask;
+void zero_kv_rows(const Dims& d, T* pdk, T* pdv, int64_t b, int64_t h) {
+  for (int64_t t = 0; t < d.S; ++t) {
+    std::fill_n(pdk + d.row(Dims::kK, b, h, t, d.S, d.hs), d.hs, T(0));
+    std::fill_n(pdv + d.row(Dims::kV, b, h, t, d.S, d.hsv), d.hsv, T(0));
+  }
+}
+
+// Per-thread scratch of the packed backward: K rows (packed where strided far apart) and V
+// transposed, once per key/value head; dV and dK transposed unless direct; P ⊙ keep, dP.
+struct PackedBackwardScratch {
+  HeadRows<float> kc;
+  std::vector<float> vt, dvt, dkt, pack, apack, Pd, dP;
+  int64_t kv_of = -1;  // the (b, key/value head) kr and vtp hold
+  Rows<const float> kr{nullptr, 0};
+  const float* vtp = nullptr;
+};
+
+// The backward on the packed float32 kernels. zero_kv: dK, dV start from 0 (the first tile does
+// not span every key); direct: dV and dK go straight to the gradient rows (else through dvt, dkt,
+// transposed out after the group's last head).
+void backward_packed(const Ctx& c, const RowMask& rm, float* pdq, float* pdk, float* pdv,
+                     const float* pg, const float* pq, const float* pk, const float* pv,
+                     const AttentionDense<float>& dense, bool zero_kv, bool direct) {
   const Dims& d = c.d;
-  // Every tile writes its dQ rows. dK and dV accumulate over tiles, from 0 unless the first tile
-  // spans every key; on the packed kernel, and on OpenBLAS with heads last and several tiles,
-  // they accumulate in per-head scratch, copied out whole; else in place, zeroed per head first.
+  for_heads(
+      d, true, true,
+      [&] {
+        return PackedBackwardScratch{
+            HeadRows<float>(d, Dims::kK, d.S, d.hs, far_apart(d, Dims::kK, d.S, d.hs)),
+            {},
+            std::vector<float>(direct ? 0 : d.hsv * d.S),
+            std::vector<float>(direct ? 0 : d.hs * d.S),
+            std::vector<float>(pack_floats(d)),
+            std::vector<float>(apack_floats(d)),
+            std::vector<float>(c.dropout ? c.plan->max_tile : 0),
+            std::vector<float>(c.plan->max_tile)};
+      },
+      [&](PackedBackwardScratch& s, int64_t b, int64_t h, bool first, bool last) {
+        const int64_t kvu = b * d.kv_heads() + d.head_of(Dims::kK, h);
+        if (s.kv_of != kvu) {
+          s.kr = s.kc.in(pk, b, h, d.S, d.hs);
+          s.vtp = transposed_rows(d, Dims::kV, pv, b, h, d.S, d.hsv, s.vt);
+          s.kv_of = kvu;
+        }
+        const Rows<float> dqh = head_rows(d, Dims::kQ, pdq, b, h, d.T, d.hs),
+                          dkh = head_rows(d, Dims::kK, pdk, b, h, d.S, d.hs),
+                          dvh = head_rows(d, Dims::kV, pdv, b, h, d.S, d.hsv);
+        const PackedBackward prod{c,
+                                  head_rows(d, Dims::kQ, pq, b, h, d.T, d.hs),
+                                  head_rows(d, Dims::kO, pg, b, h, d.T, d.hsv),
+                                  s.kr,
+                                  s.vtp,
+                                  dqh,
+                                  dkh,
+                                  dvh,
+                                  direct ? nullptr : s.dvt.data(),
+                                  direct ? nullptr : s.dkt.data(),
+                                  s.pack.data(),
+                                  s.apack.data()};
+        if (zero_kv && direct && first) zero_kv_rows(d, pdk, pdv, b, h);
+        if (zero_kv && !direct && first) {
+          std::fill(s.dvt.begin(), s.dvt.end(), 0.f);
+          std::fill(s.dkt.begin(), s.dkt.end(), 0.f);
+        }
+        for (const Tile& t : c.plan->tiles)
+          backward_tile(c, rm, b, h, t, prod, dqh, s.Pd.data(), s.dP.data(), dense, first);
+        if (direct || !last) return;
+        attention_transpose_f32(d.hsv, d.S, s.dvt.data(), d.S, dvh.p, dvh.ld);
+        attention_transpose_f32(d.hs, d.S, s.dkt.data(), d.S, dkh.p, dkh.ld);
+      });
+}
+
+// The backward on OpenBLAS. kv_scratch: dK, dV accumulate in per-head scratch, copied out whole
+// (heads last with several tiles), else in place.
+template <typename T>
+void backward_blas(const Ctx& c, const RowMask& rm, T* pdq, T* pdk, T* pdv, const T* pg,
+                   const T* pq, const T* pk, const T* pv, const AttentionDense<T>& dense,
+                   bool zero_kv, bool kv_scratch) {
+  const Dims& d = c.d;
   const bool reread = c.plan->tiles.size() > 1;  // K, V, dK, dV rows serve several tiles
-  const bool packed = packed_products<T>();
-  const bool direct = d.S <= kDirectKeys;  // packed: dV and dK straight to the gradient rows
-  const bool zero_kv = !c.plan->first_spans_all,
-             kv_scratch = packed ? !direct : d.heads_last && reread;
-  auto zero_head_kv = [&](int64_t b, int64_t h, bool first) {
-    if (!zero_kv || kv_scratch || !first) return;
-    for (int64_t t = 0; t < d.S; ++t) {
-      std::fill_n(pdk + d.row(Dims::kK, b, h, t, d.S, d.hs), d.hs, T(0));
-      std::fill_n(pdv + d.row(Dims::kV, b, h, t, d.S, d.hsv), d.hsv, T(0));
-    }
-  };
-  if constexpr (std::is_same_v<T, float>)
-    if (packed) {  // V transposed (and K packed where strided far apart), once per head
-      struct Scratch {
-        HeadRows<float> kc;
-        std::vector<float> vt, dvt, dkt, pack, apack, Pd, dP;
-        int64_t kv_of = -1;  // the (b, key/value head) kr and vtp hold
-        Rows<const float> kr{nullptr, 0};
-        const float* vtp = nullptr;
-      };
-      for_heads(
-          d, true, true,
-          [&] {
-            return Scratch{
-                HeadRows<float>(d, Dims::kK, d.S, d.hs, far_apart(d, Dims::kK, d.S, d.hs)),
-                {},
-                std::vector<float>(direct ? 0 : d.hsv * d.S),
-                std::vector<float>(direct ? 0 : d.hs * d.S),
-                std::vector<float>(pack_floats(d)),
-                std::vector<float>(apack_floats(d)),
-                std::vector<float>(c.dropout ? c.plan->max_tile : 0),
-                std::vector<float>(c.plan->max_tile)};
-          },
-          [&](Scratch& s, int64_t b, int64_t h, bool first, bool last) {
-            const int64_t kvu = b * d.kv_heads() + d.head_of(Dims::kK, h);
-            if (s.kv_of != kvu) {
-              s.kr = s.kc.in(pk, b, h, d.S, d.hs);
-              s.vtp = transposed_rows(d, Dims::kV, pv, b, h, d.S, d.hsv, s.vt);
-              s.kv_of = kvu;
-            }
-            const Rows<float> dqh = head_rows(d, Dims::kQ, pdq, b, h, d.T, d.hs),
-                              dkh = head_rows(d, Dims::kK, pdk, b, h, d.S, d.hs),
-                              dvh = head_rows(d, Dims::kV, pdv, b, h, d.S, d.hsv);
-            const PackedBackward prod{c,
-                                      head_rows(d, Dims::kQ, pq, b, h, d.T, d.hs),
-                                      head_rows(d, Dims::kO, pg, b, h, d.T, d.hsv),
-                                      s.kr,
-                                      s.vtp,
-                                      dqh,
-                                      dkh,
-                                      dvh,
-                                      direct ? nullptr : s.dvt.data(),
-                                      direct ? nullptr : s.dkt.data(),
-                                      s.pack.data(),
-                                      s.apack.data()};
-            zero_head_kv(b, h, first);
-            if (zero_kv && !direct && first) {
-              std::fill(s.dvt.begin(), s.dvt.end(), 0.f);
-              std::fill(s.dkt.begin(), s.dkt.end(), 0.f);
-            }
-            for (const Tile& t : c.plan->tiles)
-              backward_tile(c, rm, b, h, t, prod, dqh, s.Pd.data(), s.dP.data(), dense, first);
-            if (direct || !last) return;
-            attention_transpose_f32(d.hsv, d.S, s.dvt.data(), d.S, dvh.p, dvh.ld);
-            attention_transpose_f32(d.hs, d.S, s.dkt.data(), d.S, dkh.p, dkh.ld);
-          });
-      return;
-    }
   struct Scratch {  // per-head copies of strided rows (and dK, dV accumulated); P ⊙ keep, dP
     HeadRows<T> hq, hk, hv, hg, hdq, hdk, hdv;
     std::vector<T> Pd, dP;
@@ -644,7 +650,7 @@ void attention_backward(const AttentionCall& call, T* pdq, T* pdk, T* pdv, const
                                    s.hdq.out(pdq, b, h, d.T, d.hs),
                                    s.hdk.out(pdk, b, h, d.S, d.hs),
                                    s.hdv.out(pdv, b, h, d.S, d.hsv)};
-        zero_head_kv(b, h, first);
+        if (zero_kv && !kv_scratch && first) zero_kv_rows(d, pdk, pdv, b, h);
         if (zero_kv && kv_scratch && first) {
           std::fill(s.hdk.buf.begin(), s.hdk.buf.end(), T(0));
           std::fill(s.hdv.buf.begin(), s.hdv.buf.end(), T(0));
@@ -656,6 +662,41 @@ void attention_backward(const AttentionCall& call, T* pdq, T* pdk, T* pdv, const
         s.hdk.done(pdk, b, h, d.S, d.hs);
         s.hdv.done(pdv, b, h, d.S, d.hsv);
       });
+}
+
+}  // namespace
+
+template <typename T>
+void attention_forward(const AttentionCall& c, T* o, const T* q, const T* k, const T* v,
+                       const AttentionDense<T>& dense) {
+  // Without a tape the P (and keep) tiles are scratch: one tile buffer reused.
+  std::vector<T> scratch_k, scratch_pd;  // dropout: keep mask (without a tape), P ⊙ keep
+  if (c.dropout) {
+    scratch_pd.resize(c.plan->max_tile);
+    if (c.P == nullptr) scratch_k.resize(c.plan->max_tile);
+  }
+  // Dropout draws from the one generator in order, so with dropout and several threads the heads
+  // stay serial, and the OpenBLAS path (which threads inside each GEMM) runs instead.
+  if constexpr (std::is_same_v<T, float>)
+    if (packed_products<T>() && (!c.dropout || get_num_threads() < 2))
+      return forward_packed(c, *c.mask, o, q, k, v, dense, scratch_k.data(), scratch_pd.data());
+  forward_blas(c, *c.mask, o, q, k, v, dense, scratch_k.data(), scratch_pd.data());
+}
+
+template <typename T>
+void attention_backward(const AttentionCall& c, T* pdq, T* pdk, T* pdv, const T* pg, const T* pq,
+                        const T* pk, const T* pv, const AttentionDense<T>& dense) {
+  // Every tile writes its dQ rows. dK and dV accumulate over tiles, from 0 unless the first tile
+  // spans every key; on the packed kernel, and on OpenBLAS with heads last and several tiles,
+  // they accumulate in per-head scratch, copied out whole; else in place, zeroed per head first.
+  const bool zero_kv = !c.plan->first_spans_all;
+  if constexpr (std::is_same_v<T, float>)
+    if (packed_products<T>()) {  // packed: dV and dK straight to the gradient rows
+      const bool direct = c.d.S <= kDirectKeys;
+      return backward_packed(c, *c.mask, pdq, pdk, pdv, pg, pq, pk, pv, dense, zero_kv, direct);
+    }
+  const bool kv_scratch = c.d.heads_last && c.plan->tiles.size() > 1;
+  backward_blas(c, *c.mask, pdq, pdk, pdv, pg, pq, pk, pv, dense, zero_kv, kv_scratch);
 }
 
 template void attention_forward<float>(const AttentionCall&, float*, const float*, const float*,

@@ -1,9 +1,10 @@
-// ops/cpu/attention.hpp — the fused CPU attention as a kernel pair, cpu::attention_forward and
-// cpu::attention_backward (ops/cpu/attention.cpp), twins of cuda::attention_forward/backward:
-// raw pointers and plain descriptions, no Tensor, no tape. ops/attention.cpp checks the inputs,
-// lowers the AttentionMask into an AttentionPlan (each row's structural key range, the row tiles)
-// and an AttentionRowMask (the data parts), calls these and records the node.
-// Internal to ops/.
+// ops/attention/cpu/fused.hpp — the fused CPU attention as a kernel pair, cpu::attention_forward
+// and cpu::attention_backward (ops/attention/cpu/fused.cpp), twins of
+// cuda::attention_forward/backward: raw pointers and plain descriptions, no Tensor, no tape; and
+// the create_graph pair (ops/attention/cpu/grad2.cpp). ops/attention/sdpa.cpp checks the inputs,
+// lowers the AttentionMask (ops/attention/lowering.cpp) into an AttentionPlan (each row's
+// structural key range, the row tiles) and an AttentionRowMask (the data parts), calls these and
+// records the node. Internal to ops/attention/.
 #pragma once
 
 #include "ops/kernel_codes.hpp"
@@ -97,7 +98,7 @@ template <typename T>
 void attention_backward(const AttentionCall& call, T* dq, T* dk, T* dv, const T* g, const T* q,
                         const T* k, const T* v, const AttentionDense<T>& dense);
 
-// create_graph (ops/cpu/attention_grad2.cpp): the backward as a function of (q, k, v, dO), P
+// create_graph (ops/attention/cpu/grad2.cpp): the backward as a function of (q, k, v, dO), P
 // recomputed row by row (call.P unused), and that function's backward for the cotangents gq, gk,
 // gv of dq, dk, dv. Every operand in the canonical layout (B, NH, T|S, hs) contiguous, as many
 // key/value heads as query heads; call.mask without key_block; with call.dropout, call.keep is

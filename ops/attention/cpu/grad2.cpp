@@ -1,4 +1,4 @@
-// ops/cpu/attention_grad2.cpp — the fused attention's backward for create_graph, as a function of
+// ops/attention/cpu/grad2.cpp — the fused attention's backward for create_graph, as a function of
 // (q, k, v, dO), and that function's own backward, row by row (docs/backprop-through-attention.md,
 // "Second order"). Per (b, h) and query row i, over the row's keys j (the plan's structural range,
 // masked by rows::mask_row as the fused kernels mask):
@@ -17,8 +17,8 @@
 // query heads (the caller maps layouts and grouped heads by recorded views). Sums in double.
 // Deliberately not here: the gradients of a mask or a bias,
 // vector kernels (plain loops: the second order is for study and checking, docs/tape.md).
-#include "ops/cpu/attention.hpp"
-#include "ops/cpu/attention_rows.hpp"
+#include "ops/attention/cpu/fused.hpp"
+#include "ops/attention/cpu/rows.hpp"
 
 #include "ops/detail.hpp"
 
