@@ -4,7 +4,7 @@
 // not here: the kernels (cuda/attention.cu, reached through cuda/kernels.cuh), the CPU path.
 #pragma once
 
-#include "ops/kernel_codes.hpp"
+#include "ops/kern/kernel_codes.hpp"
 #include "ops/attention.hpp"
 
 #include <vector>

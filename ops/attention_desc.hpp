@@ -5,7 +5,7 @@
 // labels both backends' tape nodes give anomaly reports.
 #pragma once
 
-#include "ops/kernel_codes.hpp"
+#include "ops/kern/kernel_codes.hpp"
 #include "ops/attention.hpp"
 
 #include <string>

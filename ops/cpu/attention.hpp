@@ -6,7 +6,7 @@
 // Internal to ops/.
 #pragma once
 
-#include "ops/kernel_codes.hpp"
+#include "ops/kern/kernel_codes.hpp"
 
 #include <cstdint>
 #include <string>
