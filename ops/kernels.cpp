@@ -1,9 +1,11 @@
 // ops/kernels.cpp — the backend dispatch of ops/kernels.hpp, generated from
 // ops/kern/kernel_list.inc: a CUDA tensor's call runs on its device with the op named in CUDA
 // errors, converted to tg::Error by autograd's cuda_call (the one conversion); a CPU tensor's goes
-// to cpu::. The one file of ops/ that calls cuda/. Deliberately not here: any kernel, any check
+// to cpu::. The one file of ops/ that calls cuda/; and tg::simd_kernels(), the CPU table's
+// instruction set for programs outside the library. Deliberately not here: any kernel, any check
 // (the op checked its arguments).
 #include "ops/kernels.hpp"
+#include "ops/pending_layering.hpp"
 
 #include "autograd/cuda_call.hpp"
 #include "cuda/kernels.cuh"
@@ -46,3 +48,5 @@ decltype(auto) on_device(const char* op, Device d, F&& f) {
 #undef TG_KERNEL
 
 }  // namespace tg::detail
+
+const char* tg::simd_kernels() { return cpu::simd_kernels(); }
