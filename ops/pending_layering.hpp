@@ -13,8 +13,8 @@
 
 namespace tg {
 
-// The instruction set the CPU kernels run on, as ops/cpu's kernel_choice names it: "avx512" when
-// every family runs AVX-512, the build's own ("fma3+avx2") when none does, else a mix.
+// The instruction set the CPU kernels run on (ops/cpu's choice, cpu::simd_kernels()): "avx512"
+// when every family runs AVX-512, the build's own ("fma3+avx2") when none does, else a mix.
 const char* simd_kernels();
 
 }  // namespace tg

@@ -11,8 +11,8 @@
 
 cmake_minimum_required(VERSION 3.25)
 
-# Known crossings that another change of the same issue removes: "<file>|<header>" each. One that no
-# longer occurs fails too, so the list cannot outlive its reason.
+# Known crossings that another change of the same issue removes: "<file>|<header>" each. One
+# that no longer occurs fails too, so the list cannot outlive its reason.
 set(TG_LAYERING_PENDING
     # issue 41 item 1 moves ops/unary_formulas.hpp into ops/kern/.
     "cuda/elementwise.cu|ops/unary_formulas.hpp")
