@@ -3,9 +3,9 @@
 // MaskDesc. Never a T×S buffer: the extra memory is the plan (key range per query row and tile)
 // and lse / D, O(T).
 //
-// Masks. plan_kernel evaluates key_range (ops/kernel_codes.hpp, the CPU's too) once per query row
-// into row_lo/row_hi, and per query tile the union [tile_lo, tile_hi]. Key tiles outside a query
-// tile's union are never visited (causal, local and blocked masks cost their band only). Per
+// Masks. plan_kernel evaluates key_range (ops/kern/kernel_codes.hpp, the CPU's too) once per query
+// row into row_lo/row_hi, and per query tile the union [tile_lo, tile_hi]. Key tiles outside a
+// query tile's union are never visited (causal, local and blocked masks cost their band only). Per
 // visited tile, shared memory holds each row's range relative to the tile and one flag per key
 // (j < S, padding, lengths); a tile that every row allows whole, with no bool/additive part, skips
 // the per-entry checks (__syncthreads_and); otherwise each entry checks range, key flag, bool part,
@@ -162,7 +162,7 @@ __device__ __forceinline__ void st_chunk(double* p, const double* v) {
   }
 }
 
-// ---- the structural mask: kern::key_range (ops/kernel_codes.hpp), shared with the CPU ----
+// ---- the structural mask: kern::key_range (ops/kern/kernel_codes.hpp), shared with the CPU ----
 
 // One block of BR threads per query tile: row_lo/row_hi (T) per row, and tile_lo/tile_hi the
 // union of the tile's non-empty rows (lo = S, hi = -1 when every row is empty).

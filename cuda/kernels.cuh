@@ -15,7 +15,7 @@
 
 #include <cstdint>
 
-#include "ops/kernel_codes.hpp"
+#include "ops/kern/kernel_codes.hpp"
 
 namespace tg::cuda {
 
@@ -212,7 +212,7 @@ int64_t nonzero_count(const bool* mask, int64_t n, int64_t* offsets);
 void nonzero_write(int64_t* out, const bool* mask, int64_t n, const int64_t* offsets,
                    const Strided& st);
 
-// ---- attention (cuda/attention.cu; the mask description: ops/kernel_codes.hpp) ----
+// ---- attention (cuda/attention.cu; the mask description: ops/kern/kernel_codes.hpp) ----
 // Fused attention forward (FlashAttention-2 style: tiles of queries per block, online softmax
 // over key tiles, tiles entirely outside the structural range skipped). The operands are laid
 // out as d says (kern::AttentionLayout: (B, NH, T, hs), heads last, packed qkv or packed kv; the

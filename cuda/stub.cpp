@@ -42,12 +42,12 @@ void set_allow_tf32(bool) {}
 bool allow_tf32() { return false; }
 double dropout_uniform_host(uint64_t, uint64_t, int64_t) { no_cuda("dropout_uniform_host"); }
 
-// Every kernel of the list (ops/kernel_list.inc) throws.
+// Every kernel of the list (ops/kern/kernel_list.inc) throws.
 #define TG_KERNEL(name, params, args) \
   void name params { no_cuda(#name); }
 #define TG_CUDA_KERNEL(ret, name, params, args) \
   ret name params { no_cuda(#name); }
-#include "ops/kernel_list.inc"
+#include "ops/kern/kernel_list.inc"
 #undef TG_CUDA_KERNEL
 #undef TG_KERNEL
 

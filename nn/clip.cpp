@@ -2,7 +2,7 @@
 #include "nn/clip.hpp"
 
 #include "autograd/tape.hpp"
-#include "ops/kernels.hpp"
+#include "ops/pending_layering.hpp"
 #include "ops/ops.hpp"
 
 #include <fmt/format.h>
@@ -58,14 +58,7 @@ double cuda_norm_part(const std::vector<Tensor>& gs, double p) {
   const bool inf = std::isinf(p);
   double acc = 0;
   if (p == 2) {
-    for (const Tensor& g_in : gs) {
-      const Tensor g = tg::detail::dense(g_in);  // the kernel reads row-major memory
-      Tensor slot = zeros({}, kFloat64, g.device());
-      tg::detail::kernels("clip_grad_norm_", g)
-          .sum_squares(tg::detail::cdt(g.dtype()), static_cast<double*>(slot.data_ptr()),
-                       g.data_ptr(), g.numel());
-      acc += slot.item<double>();
-    }
+    for (const Tensor& g : gs) acc += tg::detail::sum_squares("clip_grad_norm_", g).item<double>();
     return acc;
   }
   for (const Tensor& g : gs) {

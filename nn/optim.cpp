@@ -3,7 +3,7 @@
 #include "nn/optim.hpp"
 
 #include "autograd/tape.hpp"
-#include "ops/kernels.hpp"
+#include "ops/pending_layering.hpp"
 
 #include <fmt/format.h>
 
@@ -255,14 +255,6 @@ AdamScalars adam_scalars(const Options& o, double step, bool decoupled) {
   s.bc2 = 1 - std::pow(s.beta2, step);
   return s;
 }
-void adam_step(const char* op, Device device, DType dtype, void* p, const void* g, void* m, void* v,
-               void* vmax, int64_t n, const AdamScalars& s) {
-  if (!is_floating(dtype))
-    throw Error(fmt::format("{}: parameter of dtype {} is not floating", op, dtype_name(dtype)));
-  tg::detail::kernels(op, device)
-      .adam_step(tg::detail::cdt(dtype), p, g, m, v, vmax, n, s.lr, s.beta1, s.beta2, s.eps, s.wd,
-                 s.decoupled, s.maximize, s.bc1, s.bc2);
-}
 }  // namespace detail
 
 Adam::Adam(const std::vector<Tensor>& params, AdamOptions opts)
@@ -313,9 +305,7 @@ void Adam::step() {
                                 name_, shape_str(p.shape()), p.device().str(),
                                 g.device() != p.device() ? g.device().str() : m.device().str()));
       const Tensor pd = dense_param(p);
-      detail::adam_step(name_.c_str(), p.device(), p.dtype(), pd.data_ptr(), g.data_ptr(),
-                        m.data_ptr(), v.data_ptr(), vmax.defined() ? vmax.data_ptr() : nullptr,
-                        p.numel(), s);
+      tg::detail::adam_step_(name_.c_str(), pd, g, m, v, vmax, s);
       write_back(p, pd, decoupled_ ? "AdamW.step" : "Adam.step");
     }
   }

@@ -17,6 +17,7 @@
 #pragma once
 
 #include "autograd/tensor.hpp"
+#include "ops/pending_layering.hpp"  // AdamScalars
 
 #include <array>
 #include <map>
@@ -146,20 +147,13 @@ class AdamW : public Adam {
   AdamW(const std::vector<ParamGroup>& groups, AdamWOptions opts = AdamWOptions());
 };
 
-// ---- the Adam update on raw buffers (ZeroRedundancyAdamW in nn/dist steps shards with it) ----
+// ---- the Adam scalars (ZeroRedundancyAdamW in nn/zero.cpp steps shards with them) ----
 namespace detail {
-struct AdamScalars {
-  double lr, beta1, beta2, eps, wd;
-  double bc1, bc2;  // bias corrections 1 − beta^step
-  bool decoupled, maximize;
-};
+// The scalars of one step of ops' fused Adam / AdamW (tg::detail::adam_step_,
+// ops/pending_layering.hpp).
+using AdamScalars = tg::detail::AdamScalars;
 // From a group's options at step `step` (1-based).
 AdamScalars adam_scalars(const Options& o, double step, bool decoupled);
-// One Adam / AdamW step on n elements of raw buffers of `dtype` on `device`, in place (vmax: the
-// amsgrad running max, or null): the kernel table's adam_step (ops/cpu/optim.cpp, or CUDA's fused
-// kernel), `op` named in its errors.
-void adam_step(const char* op, Device device, DType dtype, void* p, const void* g, void* m, void* v,
-               void* vmax, int64_t n, const AdamScalars& s);
 }  // namespace detail
 
 }  // namespace tg::nn

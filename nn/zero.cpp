@@ -112,16 +112,16 @@ void ZeroRedundancyAdamW::step() {
     for (const Piece& pc : s.pieces) {
       Tensor& p = params_[pc.param];
       const detail::AdamScalars sc = detail::adam_scalars(*opts_[pc.param], steps_[pc.param], true);
-      const size_t es = dtype_size(p.dtype());
-      auto at = [&](const Tensor& t, int64_t off) {
-        return static_cast<char*>(t.data_ptr()) + off * static_cast<int64_t>(es);
+      // pc.n elements from `off` of t's row-major order, a view.
+      auto piece = [&](const Tensor& t, int64_t off) {
+        return t.reshape({t.numel()}).narrow(0, off, pc.n);
       };
       // The kernel writes row-major memory: a strided parameter steps in a row-major copy whose
       // piece goes back through the parameter's strides.
       const Tensor pd = tg::detail::dense(p.detach());
-      detail::adam_step("ZeroRedundancyAdamW", p.device(), p.dtype(), at(pd, pc.param_off),
-                        at(s.grad, pc.shard_off), at(s.exp_avg, pc.shard_off),
-                        at(s.exp_avg_sq, pc.shard_off), nullptr, pc.n, sc);
+      tg::detail::adam_step_("ZeroRedundancyAdamW", piece(pd, pc.param_off),
+                             piece(s.grad, pc.shard_off), piece(s.exp_avg, pc.shard_off),
+                             piece(s.exp_avg_sq, pc.shard_off), Tensor(), sc);
       if (!p.is_contiguous()) ddetail::copy_elems(p, pc.param_off, pd, pc.param_off, pc.n);
       note_inplace_write(p, "ZeroRedundancyAdamW.step");
     }

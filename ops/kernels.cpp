@@ -1,9 +1,11 @@
-// ops/kernels.cpp — the backend dispatch of ops/kernels.hpp, generated from ops/kernel_list.inc:
-// a CUDA tensor's call runs on its device with the op named in CUDA errors, converted to
-// tg::Error by autograd's cuda_call (the one conversion); a CPU tensor's goes to cpu::. The one
-// file of ops/ that calls cuda/. Deliberately not here: any kernel, any check (the op checked its
-// arguments).
+// ops/kernels.cpp — the backend dispatch of ops/kernels.hpp, generated from
+// ops/kern/kernel_list.inc: a CUDA tensor's call runs on its device with the op named in CUDA
+// errors, converted to tg::Error by autograd's cuda_call (the one conversion); a CPU tensor's goes
+// to cpu::. The one file of ops/ that calls cuda/; and tg::simd_kernels(), the CPU table's
+// instruction set for programs outside the library. Deliberately not here: any kernel, any check
+// (the op checked its arguments).
 #include "ops/kernels.hpp"
+#include "ops/pending_layering.hpp"
 
 #include "autograd/cuda_call.hpp"
 #include "cuda/kernels.cuh"
@@ -41,8 +43,10 @@ decltype(auto) on_device(const char* op, Device d, F&& f) {
     if (!device_.is_cuda()) cuda_only(op_, #name);                            \
     return on_device(op_, device_, [&]() -> ret { return cuda::name args; }); \
   }
-#include "ops/kernel_list.inc"
+#include "ops/kern/kernel_list.inc"
 #undef TG_CUDA_KERNEL
 #undef TG_KERNEL
 
 }  // namespace tg::detail
+
+const char* tg::simd_kernels() { return cpu::simd_kernels(); }

@@ -1,13 +1,14 @@
-// ops/kernels.hpp — internal (not installed): the one call an op, nn/ or the engine makes to run a
-// kernel on its tensors' backend, kernels(op, x).name(...), for every kernel of
-// ops/kernel_list.inc. On a CUDA device it selects the device, names the op in CUDA errors and
+// ops/kernels.hpp — internal to ops/: the one call an op makes to run a kernel on its tensors'
+// backend, kernels(op, x).name(...), for every kernel of
+// ops/kern/kernel_list.inc. On a CUDA device it selects the device, names the op in CUDA errors and
 // turns tg::cuda::Error into tg::Error (ops/kernels.cpp, the one place that calls cuda/); on the
 // CPU it calls cpu::name (ops/cpu/kernels.hpp), whose dtype dispatch is inside ops/cpu. Arguments:
-// the kernels' (dtype code, void*, sizes), with the codes of ops/kernel_codes.hpp.
+// the kernels' (dtype code, void*, sizes), with the codes of ops/kern/kernel_codes.hpp. nn/ never
+// includes it: it reaches kernels through tensor-level entries (ops/pending_layering.hpp).
 #pragma once
 
 #include "autograd/tensor.hpp"
-#include "ops/kernel_codes.hpp"
+#include "ops/kern/kernel_codes.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -38,7 +39,7 @@ class Kernels {
   using UnOp = kern::UnOp;
 #define TG_KERNEL(name, params, args) void name params const;
 #define TG_CUDA_KERNEL(ret, name, params, args) ret name params const;
-#include "ops/kernel_list.inc"
+#include "ops/kern/kernel_list.inc"
 #undef TG_CUDA_KERNEL
 #undef TG_KERNEL
 

@@ -9,7 +9,7 @@
 // Neutral: no library header, host and device.
 #pragma once
 
-#include "ops/kernel_codes.hpp"
+#include "ops/kern/kernel_codes.hpp"
 
 #include <cmath>
 

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "autograd/tensor.hpp"
-#include "ops/kernel_codes.hpp"
+#include "ops/kern/kernel_codes.hpp"
 
 #include <optional>
 

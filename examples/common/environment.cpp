@@ -3,7 +3,7 @@
 
 #include "autograd/tensor.hpp"
 #include "nn/dist/dist.hpp"
-#include "ops/cpu/kernels.hpp"
+#include "ops/pending_layering.hpp"  // tg::simd_kernels
 
 extern "C" char* openblas_get_corename();  // OpenBLAS: the kernel set it picked at load
 
@@ -12,7 +12,7 @@ namespace tgx {
 nlohmann::json run_environment() {
   const char* core = openblas_get_corename();
   return {{"blas_core", core != nullptr ? core : "unknown"},
-          {"simd", tg::cpu::simd_kernels()},
+          {"simd", tg::simd_kernels()},
           {"threads", tg::get_num_threads()},
           {"world_size", tg::dist::world_size()}};
 }

@@ -1,5 +1,5 @@
 // ops/attention/internal.hpp — internal to ops/attention/ (not installed): what the folder's files
-// share. The one lowering of an AttentionMask (kern::MaskDesc, ops/kernel_codes.hpp; the CPU's
+// share. The one lowering of an AttentionMask (kern::MaskDesc, ops/kern/kernel_codes.hpp; the CPU's
 // plan and row mask built from it: ops/attention/lowering.cpp), the input checks (checks.cpp), the
 // CUDA half (cuda.cpp), the composed path (composed.cpp), create_graph (create_graph.cpp) and the
 // row labels both backends' tape nodes give anomaly reports. Deliberately not here: the kernels
@@ -9,7 +9,7 @@
 #include "ops/attention/attention.hpp"
 #include "ops/attention/cpu/fused.hpp"
 #include "autograd/tape.hpp"
-#include "ops/kernel_codes.hpp"
+#include "ops/kern/kernel_codes.hpp"
 
 #include <functional>
 #include <string>

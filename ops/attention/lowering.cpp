@@ -1,5 +1,5 @@
 // ops/attention/lowering.cpp — the one lowering of an AttentionMask for the kernels: its
-// structure and data parts as kern::MaskDesc (ops/kernel_codes.hpp), which both backends read;
+// structure and data parts as kern::MaskDesc (ops/kern/kernel_codes.hpp), which both backends read;
 // the CPU's plan (each row's structural key range through kern::key_range, the row tiles) and row
 // mask built from that description; the CUDA kernels' bias tables (each diagonal's T5 bucket by
 // AttentionMask::t5_bucket, so both backends pick the same buckets); and the position biases'

@@ -1,5 +1,5 @@
 // ops/cpu/binary_extra.hpp — CPU kernels of the broadcasting binary ops that have no code in the
-// kernel table both backends share (ops/kernel_codes.hpp): PyTorch's floor and trunc division,
+// kernel table both backends share (ops/kern/kernel_codes.hpp): PyTorch's floor and trunc division,
 // fmod and remainder (std::fmod's exact values for floats, C's % for int64), integer pow and the
 // bitwise ops and shifts. The op files hand CUDA tensors to them through host copies
 // (ops/binary_extra_op.hpp). Internal to ops/.

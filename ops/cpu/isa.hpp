@@ -10,8 +10,9 @@
 // one slot here, one body per variant file, one fill line. Internal to ops/cpu/.
 #pragma once
 
-#include "ops/kernel_codes.hpp"  // the op codes; nothing with code or static objects: the AVX-512
-                                  // files include this header (see softmax_rows.hpp for why)
+// The op codes; nothing with code or static objects: the AVX-512 files include this header (see
+// softmax_rows.hpp for why).
+#include "ops/kern/kernel_codes.hpp"
 
 #include <cstdint>
 

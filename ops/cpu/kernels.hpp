@@ -1,5 +1,5 @@
 // ops/cpu/kernels.hpp — the plain C++ face of tapegrad's CPU kernels (ops/cpu/*.cpp): raw
-// pointers, sizes and the op codes of ops/kernel_codes.hpp, so both backends of an op read one
+// pointers, sizes and the op codes of ops/kern/kernel_codes.hpp, so both backends of an op read one
 // table of codes and the op families (ops/*.cpp) dispatch with one switch. No xtensor here: it
 // stays in the kernel translation units. ops/ checks every argument and shape first; these trust
 // them.
@@ -13,7 +13,7 @@
 #pragma once
 
 #include "autograd/tensor.hpp"
-#include "ops/kernel_codes.hpp"
+#include "ops/kern/kernel_codes.hpp"
 
 #include <cstdint>
 #include <string>
@@ -28,12 +28,12 @@ using kern::ScatterOp;
 using kern::Strided;
 using kern::UnOp;
 
-// ---- the raw face: the CUDA kernels' signatures (ops/kernel_list.inc) ----
+// ---- the raw face: the CUDA kernels' signatures (ops/kern/kernel_list.inc) ----
 // One function per line of the list, dt a float dtype (the caller checked it): the dtype dispatch
 // to the typed kernels below happens inside ops/cpu. ops/kernels.cpp calls these for CPU tensors.
 #define TG_KERNEL(name, params, args) void name params;
 #define TG_CUDA_KERNEL(ret, name, params, args)
-#include "ops/kernel_list.inc"
+#include "ops/kern/kernel_list.inc"
 #undef TG_CUDA_KERNEL
 #undef TG_KERNEL
 
@@ -250,8 +250,8 @@ void scatter_add(T* out, const Shape& out_strides, const T* src, const Shape& sr
 // scatter (None: the last write in the index's row-major order wins) and scatter_reduce: out
 // holds x; without include_self the targets start from the reduction's identity; a NaN wins
 // amax / amin; mean divides by the contributions (x included with include_self). T float, double.
-// The table's scatter_reduce (ops/kernel_list.inc) calls it with st: shape = index's, stride 0 =
-// out's, 1 = src's (src read at the index's positions).
+// The table's scatter_reduce (ops/kern/kernel_list.inc) calls it with st: shape = index's, stride 0
+// = out's, 1 = src's (src read at the index's positions).
 template <typename T>
 void scatter_reduce_lines(T* out, const Shape& out_strides, const T* src, const Shape& src_strides,
                           const int64_t* index, const Shape& index_shape, int64_t dim, ScatterOp r,

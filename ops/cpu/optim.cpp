@@ -1,10 +1,11 @@
-// ops/cpu/optim.cpp — the CPU twins of the optimizer and clipping kernels of ops/kernel_list.inc:
-// the fused Adam / AdamW step (cpu::adam_step, the spec cuda/optim.cu follows) and the sum of
-// squares a gradient-norm clip accumulates (cpu::sum_squares). Plain loops: one pass over memory
-// each, with no broadcasting for xtensor to help with; the Adam step's is vectorised by gcc (its
-// options compiled in, -fno-math-errno: ops/CMakeLists.txt), each element's bits as the scalar
-// loop's. The sum of squares stays one scalar chain: its order is the result's bits. Deliberately not here: the optimizers'
-// state and options (nn/optim.cpp), SGD (nn/optim.cpp: CPU only).
+// ops/cpu/optim.cpp — the CPU twins of the optimizer and clipping kernels of
+// ops/kern/kernel_list.inc: the fused Adam / AdamW step (cpu::adam_step, the spec cuda/optim.cu
+// follows) and the sum of squares a gradient-norm clip accumulates (cpu::sum_squares), which the
+// tensor-level entries of ops/optim.cpp call. Plain loops: one pass over memory each, with no
+// broadcasting for xtensor to help with; the Adam step's is vectorised by gcc (its options compiled
+// in, -fno-math-errno: ops/CMakeLists.txt), each element's bits as the scalar loop's. The sum of
+// squares stays one scalar chain: its order is the result's bits. Deliberately not here: the
+// optimizers' state and options (nn/optim.cpp), SGD (nn/optim.cpp: CPU only).
 #include "ops/cpu/kernels.hpp"
 #include "ops/detail.hpp"
 

@@ -1,6 +1,6 @@
 // ops/cpu/reduce.cpp — CPU kernels of the reductions over the middle dim of an (outer, r, inner)
 // view (cpu::reduce_sum, reduce_extreme, argmax, reduce_var) and their backward spreads, with the
-// raw faces of ops/kernel_list.inc (dtype code, void*) that dispatch to them. The op
+// raw faces of ops/kern/kernel_list.inc (dtype code, void*) that dispatch to them. The op
 // bodies, the dim bookkeeping and the non-adjacent case (a permuted copy first) live in
 // ops/reduce.cpp; sum_to (ops/elementwise.cpp) can call reduce_sum.
 //
@@ -277,7 +277,7 @@ void fill_reduce(Table& t) {
 }
 }  // namespace isa::native
 
-// ---- the raw faces (ops/kernel_list.inc): the dtype dispatch ----
+// ---- the raw faces (ops/kern/kernel_list.inc): the dtype dispatch ----
 namespace {
 // Calls f(T{}) for T = float, double or int64_t (the forward kernels' dtypes; ops/ casts bool).
 template <typename F>

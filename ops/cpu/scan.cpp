@@ -1,7 +1,7 @@
 // ops/cpu/scan.cpp — the running products and extremes along one dim and their backward, over
 // (outer, n, inner) lines, accumulated in double: cumprod, prod, cummax / cummin, logcumsumexp
 // (ops/scan.cpp checks, allocates and records). Declared in ops/cpu/kernels.hpp; scan_forward /
-// scan_backward are the kernel table's entries (ops/kernel_list.inc), cuda/scan.cu their twin.
+// scan_backward are the kernel table's entries (ops/kern/kernel_list.inc), cuda/scan.cu their twin.
 #include "ops/cpu/kernels.hpp"
 #include "ops/detail.hpp"
 
@@ -166,8 +166,8 @@ void int_prod_forward(int64_t* y, const int64_t* x, int64_t outer, int64_t n, in
 }
 }  // namespace
 
-// The table's entry (ops/kernel_list.inc): y (outer, n, inner), or (outer, inner) for Prod; idx
-// (cummax / cummin) int64 of y's shape; the backward reads what each op saves. Prod and Cumprod
+// The table's entry (ops/kern/kernel_list.inc): y (outer, n, inner), or (outer, inner) for Prod;
+// idx (cummax / cummin) int64 of y's shape; the backward reads what each op saves. Prod and Cumprod
 // also take int64 (no backward).
 void scan_forward(ScanOp op, DT dt, void* y, int64_t* idx, const void* x, int64_t outer, int64_t n,
                   int64_t inner) {

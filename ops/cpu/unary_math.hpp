@@ -5,7 +5,7 @@
 // ops/cpu/.
 #pragma once
 
-#include "ops/kernel_codes.hpp"
+#include "ops/kern/kernel_codes.hpp"
 
 #include <cstdint>
 

