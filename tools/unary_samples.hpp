@@ -52,7 +52,16 @@ constexpr tg::kern::UnDomain kDomains[] = {tg::kern::UnDomain::kAny, tg::kern::U
                                            tg::kern::UnDomain::kUnit,
                                            tg::kern::UnDomain::kAboveOne};
 
-// A float64 input of shape s in domain d from a N(0, 1) sample r of that shape: any, positive
+// The domain in words, for case names.
+inline const char* domain_name(tg::kern::UnDomain d) {
+  using D = tg::kern::UnDomain;
+  return d == D::kPositive   ? "positive x"
+         : d == D::kUnit     ? "x in (-0.9, 0.9)"
+         : d == D::kAboveOne ? "x above 1"
+                             : "any x";
+}
+
+// An input in domain d made from a N(0, 1) sample r (same shape and dtype): any (r), positive
 // (|r| + 0.5), unit (0.9·tanh(r), inside (-0.9, 0.9)) or above one (|r| + 1.1).
 inline tg::Tensor in_domain(const tg::Tensor& r, tg::kern::UnDomain d) {
   using D = tg::kern::UnDomain;

@@ -139,7 +139,7 @@ std::vector<ParityCase> cases() {
   // Every line of the unary list (tools/unary_samples.hpp), one case per input domain.
   for (kern::UnDomain d : tgu::kDomains)
     add_case(
-        fmt::format("unary list, domain {}", static_cast<int>(d)),
+        std::string("unary list, ") + tgu::domain_name(d),
         [d] {
           return in({tgu::in_domain(rn({4, 33}), d)});
         },
