@@ -5,14 +5,15 @@
 // reductions such as sum_to (reduce.cu).
 //
 // Numerics, mirroring the CPU: binary ops compute in the element type (float32 stays float32,
-// powf for float); unary ops and their derivatives compute in double and round once to dt.
+// powf for float); unary ops and their derivatives are their formulas (ops/kern/unary_formulas.hpp,
+// the CPU's own) computed in double and rounded once to dt.
 //
 // GPU run, check first: (1) the strided path (broadcast bias add (N, C) + (C), a transposed
 // operand, a non-zero st.offset) against the CPU; (2) maximum/minimum with NaN on either side;
 // (3) Int64 Add/Mul and Bool Eq through the broadcast path; (4) GeluErf/GeluTanh backward
 // F32 against the float64 reference.
 #include "cuda/check.cuh"
-#include "ops/unary_formulas.hpp"
+#include "ops/kern/unary_formulas.hpp"
 
 #include <cmath>
 #include <string>
@@ -248,103 +249,25 @@ bool binary_typed(BinOp op, DT out_dt, void* out, const void* a, const void* b, 
   return false;
 }
 
-// ---- unary ops (double math, like the CPU's unary_kernel) ----
-constexpr double kSqrt1_2 = 0.70710678118654752440;
-constexpr double kInvSqrt2Pi = 0.39894228040143267794;
-constexpr double kBeta = 0.79788456080286535588;  // sqrt(2/pi)
-constexpr double kKappa = 0.044715;
-
-// x^e for a scalar e as the CPU computes it (ops/cpu/unary.cpp's pow_into, PyTorch's special
-// exponents): 0 gives 1 (even at NaN), 1 gives x, ±0.5 sqrt and 1/sqrt of x + 0 (so -0 gives +0
-// and +inf, IEEE's values), -1, 2, 3, -2 multiplied out.
-__device__ __forceinline__ double pow_scalar(double x, double e) {
-  if (e == 0) return 1.0;
-  if (e == 1) return x;
-  if (e == 0.5) return sqrt(x + 0.0);
-  if (e == -0.5) return 1.0 / sqrt(x + 0.0);
-  if (e == -1) return 1.0 / x;
-  if (e == 2) return x * x;
-  if (e == 3) return x * x * x;
-  if (e == -2) return 1.0 / (x * x);
-  return pow(x, e);
-}
-
-// The math and activation ops (ops/unary_formulas.hpp, written once for both backends).
+// ---- unary ops: each op's Formula (ops/kern/unary_formulas.hpp) in double, rounded once to dt
+// ----
 template <UnOp OP>
-constexpr bool kMath = false
-#define TG_UNMATH_IS(name) || OP == UnOp::name
-    TG_UNMATH_OPS(TG_UNMATH_IS)
-#undef TG_UNMATH_IS
-    ;
-
+using Formula = kern::uf::Formula<OP>;
 template <UnOp OP>
-__device__ __forceinline__ double un_fwd(double x, double p0, double p1) {
-  if constexpr (kMath<OP>) return kern::un_math_fwd<OP, double>(x, p0, p1);
-  if constexpr (OP == UnOp::Neg) return -x;
-  if constexpr (OP == UnOp::Exp) return exp(x);
-  if constexpr (OP == UnOp::Log) return log(x);
-  if constexpr (OP == UnOp::Sqrt) return sqrt(x);
-  if constexpr (OP == UnOp::Rsqrt) return 1.0 / sqrt(x);
-  if constexpr (OP == UnOp::Abs) return fabs(x);
-  if constexpr (OP == UnOp::Tanh) return tanh(x);
-  if constexpr (OP == UnOp::Sigmoid) return 1 / (1 + exp(-x));
-  if constexpr (OP == UnOp::Relu) return x < 0 ? 0.0 : x;  // PyTorch: NaN stays NaN, -0 stays -0
-  if constexpr (OP == UnOp::GeluErf) return 0.5 * x * (1 + erf(x * kSqrt1_2));
-  if constexpr (OP == UnOp::GeluTanh) return 0.5 * x * (1 + tanh(kBeta * (x + kKappa * x * x * x)));
-  if constexpr (OP == UnOp::AddS) return x + p0;
-  if constexpr (OP == UnOp::MulS) return x * p0;
-  if constexpr (OP == UnOp::RSubS) return p0 - x;
-  if constexpr (OP == UnOp::RDivS) return p0 / x;
-  if constexpr (OP == UnOp::PowS) return pow_scalar(x, p0);
-  if constexpr (OP == UnOp::Clamp) return x < p0 ? p0 : (x > p1 ? p1 : x);  // NaN stays NaN
-  return 0;
-}
-
-// Which saved value f'(x) reads (kernels.cuh; ops/elementwise.cpp's derivative lambdas).
+constexpr bool kReadsX = kern::unary_reads_x(OP);
 template <UnOp OP>
-constexpr bool kReadsY = OP == UnOp::Exp || OP == UnOp::Tanh || OP == UnOp::Sigmoid ||
-                         OP == UnOp::Sqrt || OP == UnOp::Rsqrt || kern::kMathReadsY<OP>;
-template <UnOp OP>
-constexpr bool kReadsX =
-    OP == UnOp::Log || OP == UnOp::Abs || OP == UnOp::Relu || OP == UnOp::GeluErf ||
-    OP == UnOp::GeluTanh || OP == UnOp::RDivS || OP == UnOp::PowS || OP == UnOp::Clamp || kMath<OP>;
-
-// f'(x) from x and/or y = f(x).
-template <UnOp OP>
-__device__ __forceinline__ double un_deriv(double x, double y, double p0, double p1) {
-  if constexpr (OP == UnOp::Neg) return -1.0;
-  if constexpr (OP == UnOp::Exp) return y;
-  if constexpr (OP == UnOp::Log) return 1.0 / x;
-  if constexpr (OP == UnOp::Sqrt) return 0.5 / y;
-  if constexpr (OP == UnOp::Rsqrt) return -0.5 * y * y * y;
-  if constexpr (OP == UnOp::Abs) return x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0);
-  if constexpr (OP == UnOp::Tanh) return 1 - y * y;
-  if constexpr (OP == UnOp::Sigmoid) return y * (1 - y);
-  if constexpr (OP == UnOp::Relu) return x <= 0 ? 0.0 : 1.0;  // NaN passes the gradient
-  if constexpr (OP == UnOp::GeluErf)
-    return 0.5 * (1 + erf(x * kSqrt1_2)) + x * kInvSqrt2Pi * exp(-0.5 * x * x);
-  if constexpr (OP == UnOp::GeluTanh) {
-    const double t = tanh(kBeta * (x + kKappa * x * x * x));
-    return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * kBeta * (1 + 3 * kKappa * x * x);
-  }
-  if constexpr (OP == UnOp::AddS) return 1.0;
-  if constexpr (OP == UnOp::MulS) return p0;
-  if constexpr (OP == UnOp::RSubS) return -1.0;
-  if constexpr (OP == UnOp::RDivS) return -y / x;  // y = p0 / x
-  if constexpr (OP == UnOp::PowS) return p0 == 0 ? 0.0 : p0 * pow_scalar(x, p0 - 1);
-  if constexpr (OP == UnOp::Clamp) return (x >= p0 && x <= p1) ? 1.0 : 0.0;
-  return 0;
-}
+constexpr bool kReadsY = kern::unary_reads_y(OP);
 
 template <typename T, UnOp OP>
 __global__ void unary_kernel(T* out, const T* x, int64_t n, double p0, double p1) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(blockDim.x) * gridDim.x)
-    out[i] = static_cast<T>(un_fwd<OP>(static_cast<double>(x[i]), p0, p1));
+    out[i] = static_cast<T>(Formula<OP>::fwd(static_cast<double>(x[i]), p0, p1));
 }
 
-// dx[i] = g[i] · f'(x[i]) in double. RDivS reads y when given (the CPU's -y/x with y rounded
-// to dt), else recomputes y = p0 / x; Relu reads x, or y when x is null (y > 0 iff x > 0).
+// dx[i] = g[i] · f'(x[i]) in double, reading x and/or y as the list says. RDivS reads y when
+// given (the CPU's -y/x with y rounded to dt), else recomputes y = p0 / x; Relu reads x, or y when
+// x is null (y > 0 iff x > 0).
 template <typename T, UnOp OP>
 __global__ void unary_backward_kernel(T* dx, const T* g, const T* x, const T* y, int64_t n,
                                       double p0, double p1) {
@@ -360,11 +283,7 @@ __global__ void unary_backward_kernel(T* dx, const T* g, const T* x, const T* y,
       if constexpr (kReadsX<OP>) xv = static_cast<double>(x[i]);
       if constexpr (kReadsY<OP>) yv = static_cast<double>(y[i]);
     }
-    if constexpr (kMath<OP>)
-      dx[i] =
-          static_cast<T>(kern::un_math_bwd<OP, double>(static_cast<double>(g[i]), xv, yv, p0, p1));
-    else
-      dx[i] = static_cast<T>(static_cast<double>(g[i]) * un_deriv<OP>(xv, yv, p0, p1));
+    dx[i] = static_cast<T>(Formula<OP>::bwd(static_cast<double>(g[i]), xv, yv, p0, p1));
   }
 }
 
@@ -381,9 +300,9 @@ template <UnOp OP>
 void launch_unary_backward(DT dt, void* dx, const void* g, const void* x, const void* y, int64_t n,
                            double p0, double p1) {
   const bool need_x = OP == UnOp::Relu ? (x == nullptr && y == nullptr) : kReadsX<OP> && !x;
-  const bool need_y = kReadsY<OP> && !y;
+  const bool need_y = OP != UnOp::RDivS && kReadsY<OP> && !y;
   if (need_x || need_y)
-    throw Error(std::string("unary_backward: op ") + std::to_string(static_cast<int>(OP)) +
+    throw Error(std::string("unary_backward: op ") + kern::unary_info(OP).name +
                 " needs the saved " + (need_x ? "input x" : "output y") + ", got null");
   TG_DISPATCH_FLOAT(dt, "unary_backward", [&] {
     using P = const scalar_t*;
@@ -393,13 +312,6 @@ void launch_unary_backward(DT dt, void* dx, const void* g, const void* x, const 
     TG_CUDA_LAUNCH_CHECK("unary_backward");
   });
 }
-
-// Every UnOp, for the switches of unary and unary_backward.
-// clang-format off
-#define TG_UNOPS(X) \
-  X(Neg) X(Exp) X(Log) X(Sqrt) X(Rsqrt) X(Abs) X(Tanh) X(Sigmoid) X(Relu) X(GeluErf) \
-  X(GeluTanh) X(AddS) X(MulS) X(RSubS) X(RDivS) X(PowS) X(Clamp) TG_UNMATH_OPS(X)
-// clang-format on
 
 // ---- where, logical_not ----
 // Copies by element size (where only moves values): uint8_t, uint32_t or uint64_t.
@@ -464,11 +376,11 @@ void binary(BinOp op, DT dt, DT out_dt, void* out, const void* a, const void* b,
 void unary(UnOp op, DT dt, void* out, const void* x, int64_t n, double p0, double p1) {
   if (n == 0) return;
   switch (op) {
-#define TG_UNOP_CASE(name) \
-  case UnOp::name:         \
-    return launch_unary<UnOp::name>(dt, out, x, n, p0, p1);
-    TG_UNOPS(TG_UNOP_CASE)
-#undef TG_UNOP_CASE
+#define X(Code, ...) \
+  case UnOp::Code:   \
+    return launch_unary<UnOp::Code>(dt, out, x, n, p0, p1);
+#include "ops/kern/unary_list.inc"
+#undef X
   }
   throw Error("unary: unknown op " + std::to_string(static_cast<int>(op)));
 }
@@ -478,11 +390,11 @@ void unary_backward(UnOp op, DT dt, void* dx, const void* g, const void* x, cons
                     int64_t n, double p0, double p1) {
   if (n == 0) return;
   switch (op) {
-#define TG_UNOP_CASE(name) \
-  case UnOp::name:         \
-    return launch_unary_backward<UnOp::name>(dt, dx, g, x, y, n, p0, p1);
-    TG_UNOPS(TG_UNOP_CASE)
-#undef TG_UNOP_CASE
+#define X(Code, ...) \
+  case UnOp::Code:   \
+    return launch_unary_backward<UnOp::Code>(dt, dx, g, x, y, n, p0, p1);
+#include "ops/kern/unary_list.inc"
+#undef X
   }
   throw Error("unary_backward: unknown op " + std::to_string(static_cast<int>(op)));
 }
@@ -508,7 +420,5 @@ void logical_not(bool* out, const bool* x, int64_t n) {
   logical_not_kernel<<<blocks_for(n), kThreads, 0, detail::cur_stream()>>>(out, x, n);
   TG_CUDA_LAUNCH_CHECK("logical_not");
 }
-
-#undef TG_UNOPS
 
 }  // namespace tg::cuda

@@ -127,24 +127,25 @@ Tensor unary_backward(UnCode code, const Tensor& g_in, const Tensor& x_in, const
                       data_or_null(y), g.numel(), code.p0, code.p1);
   return dx;
 }
-// A unary op whose backward reads x and/or y = f(x) (save_x / save_y say which): check →
-// allocate + kernel → record. The backward is code's, or bwd's where the forward is computed by
-// another kernel (clamp's corner cases).
-Tensor unary_op(const char* op, UnCode code, const Tensor& x, bool save_x, bool save_y,
-                std::optional<UnCode> bwd) {
+// A unary op: check → allocate + kernel → record, saving what the list says its backward reads.
+Tensor unary_op(const char* op, UnCode code, const Tensor& x, std::optional<UnCode> bwd) {
   check_float(x, op, "input", true);
   Tensor out = unary_forward(op, code, x);
-  if (needs_record({&x})) {
-    Tensor sx = save_x ? x.detach() : Tensor();
-    Tensor sy = save_y ? out.detach() : Tensor();
-    const UnCode bcode = bwd ? *bwd : code;
-    record(op, out, {x}, elementwise_info(out, 1).saved(sx, sy).differentiable(),
-           [sx, sy, bcode](const Tensor& g) -> std::vector<Tensor> {
-             if (creating_graph())
-               return {unary_grad(bcode, g, saved_input(sx, 0), saved_output(sy))};
-             return {unary_backward(bcode, g, sx, sy)};
-           });
+  if (!needs_record({&x})) return out;
+  const UnCode bcode = bwd ? *bwd : code;
+  if (kern::unary_info(bcode.op).grad == kern::UnGrad::kZero) {  // PyTorch's zeros_like(grad)
+    record(op, out, {x}, RecordInfo().differentiable(),          // a constant: differentiable as is
+           [](const Tensor& g) -> std::vector<Tensor> { return {zeros_like(g)}; });
+    return out;
   }
+  Tensor sx = kern::unary_reads_x(bcode.op) ? x.detach() : Tensor();
+  Tensor sy = kern::unary_reads_y(bcode.op) ? out.detach() : Tensor();
+  record(op, out, {x}, elementwise_info(out, 1).saved(sx, sy).differentiable(),
+         [sx, sy, bcode](const Tensor& g) -> std::vector<Tensor> {
+           if (creating_graph())
+             return {unary_grad(bcode, g, saved_input(sx, 0), saved_output(sy))};
+           return {unary_backward(bcode, g, sx, sy)};
+         });
   return out;
 }
 }  // namespace detail
@@ -325,7 +326,7 @@ Tensor minimum(const Tensor& a, const Tensor& b, Site site) {
 }
 
 // ---- scalar forms (no broadcast tensor is made) ----
-// The definitions of every unary op and its derivative are the CPU kernels (ops/cpu/unary.cpp).
+// Every unary op and its derivative: its Formula (ops/kern/unary_formulas.hpp).
 // An int64 or bool tensor takes the number as PyTorch does (with_number above).
 Tensor add(const Tensor& a, double b, Site site) {
   SiteScope scope(site);
@@ -333,7 +334,7 @@ Tensor add(const Tensor& a, double b, Site site) {
     return with_number(
         a, b, [](const Tensor& x, const Tensor& y) { return add(x, y); },
         [b](const Tensor& x) { return add(x, b); });
-  return unary_op("add", {kern::UnOp::AddS, b}, a, false, false);
+  return unary_op("add", {kern::UnOp::AddS, b}, a);
 }
 Tensor sub(const Tensor& a, double b, Site site) {
   SiteScope scope(site);
@@ -342,7 +343,7 @@ Tensor sub(const Tensor& a, double b, Site site) {
     return with_number(
         a, b, [](const Tensor& x, const Tensor& y) { return sub(x, y); },
         [b](const Tensor& x) { return sub(x, b); });
-  return unary_op("sub", {kern::UnOp::AddS, -b}, a, false, false);
+  return unary_op("sub", {kern::UnOp::AddS, -b}, a);
 }
 Tensor rsub(double a, const Tensor& b, Site site) {
   SiteScope scope(site);
@@ -351,7 +352,7 @@ Tensor rsub(double a, const Tensor& b, Site site) {
     return with_number(
         b, a, [](const Tensor& x, const Tensor& y) { return sub(y, x); },
         [a](const Tensor& x) { return rsub(a, x); });
-  return unary_op("rsub", {kern::UnOp::RSubS, a}, b, false, false);
+  return unary_op("rsub", {kern::UnOp::RSubS, a}, b);
 }
 Tensor mul(const Tensor& a, double b, Site site) {
   SiteScope scope(site);
@@ -359,7 +360,7 @@ Tensor mul(const Tensor& a, double b, Site site) {
     return with_number(
         a, b, [](const Tensor& x, const Tensor& y) { return mul(x, y); },
         [b](const Tensor& x) { return mul(x, b); });
-  return unary_op("mul", {kern::UnOp::MulS, b}, a, false, false);
+  return unary_op("mul", {kern::UnOp::MulS, b}, a);
 }
 Tensor div(const Tensor& a, double b, Site site) {
   SiteScope scope(site);
@@ -367,11 +368,11 @@ Tensor div(const Tensor& a, double b, Site site) {
     const DType dt = get_default_dtype();
     return div(a.to(dt), full({}, b, dt, a.device()));
   }
-  return unary_op("div", {kern::UnOp::MulS, 1.0 / b}, a, false, false);
+  return unary_op("div", {kern::UnOp::MulS, 1.0 / b}, a);
 }
 Tensor rdiv(double a, const Tensor& b, Site site) {  // d(a/x)/dx = -a/x² = -y/x
   SiteScope scope(site);
-  return unary_op("rdiv", {kern::UnOp::RDivS, a}, b, true, true);
+  return unary_op("rdiv", {kern::UnOp::RDivS, a}, b);
 }
 // An int64 a with an integral p stays int64 (PyTorch's int ** int) and refuses a negative p as
 // PyTorch does; with any other p it promotes to the default float dtype (int ** float).
@@ -386,7 +387,7 @@ Tensor pow(const Tensor& a, double p, Site site) {
                       shape_str(a.shape()), p));
     return binary_extra("pow", cpu::XOp::Pow, a, int64_scalar(static_cast<int64_t>(p), a.device()));
   }
-  return unary_op("pow", {kern::UnOp::PowS, p}, a, true, false);
+  return unary_op("pow", {kern::UnOp::PowS, p}, a);
 }
 
 // ---- unary ops ----
@@ -395,23 +396,7 @@ Tensor neg(const Tensor& a, Site site) {
   SiteScope scope(site);
   refuse_bool("neg", a, "input", "negation");
   if (is_integral(a)) return sub(int64_scalar(0, a.device()), a);
-  return unary_op("neg", {kern::UnOp::Neg}, a, false, false);
-}
-Tensor exp(const Tensor& a, Site site) {  // d/dx = y
-  SiteScope scope(site);
-  return unary_op("exp", {kern::UnOp::Exp}, a, false, true);
-}
-Tensor log(const Tensor& a, Site site) {  // d/dx = 1/x
-  SiteScope scope(site);
-  return unary_op("log", {kern::UnOp::Log}, a, true, false);
-}
-Tensor sqrt(const Tensor& a, Site site) {  // d/dx = 0.5/y
-  SiteScope scope(site);
-  return unary_op("sqrt", {kern::UnOp::Sqrt}, a, false, true);
-}
-Tensor rsqrt(const Tensor& a, Site site) {  // d/dx = -0.5·y³
-  SiteScope scope(site);
-  return unary_op("rsqrt", {kern::UnOp::Rsqrt}, a, false, true);
+  return unary_op("neg", {kern::UnOp::Neg}, a);
 }
 // d/dx = sign(x), 0 at 0. int64: int64, and |INT64_MIN| wraps to INT64_MIN as PyTorch's; PyTorch
 // has no abs of bool.
@@ -421,25 +406,13 @@ Tensor abs(const Tensor& a, Site site) {
     throw Error(fmt::format("abs: input {} has dtype bool, expected float32, float64 or int64",
                             shape_str(a.shape())));
   if (is_integral(a)) return where(lt(a, 0.0), neg(a), a);
-  return unary_op("abs", {kern::UnOp::Abs}, a, true, false);
-}
-Tensor tanh(const Tensor& a, Site site) {  // d/dx = 1 - y²
-  SiteScope scope(site);
-  return unary_op("tanh", {kern::UnOp::Tanh}, a, false, true);
-}
-Tensor sigmoid(const Tensor& a, Site site) {  // d/dx = y(1 - y)
-  SiteScope scope(site);
-  return unary_op("sigmoid", {kern::UnOp::Sigmoid}, a, false, true);
-}
-Tensor relu(const Tensor& a, Site site) {  // d/dx = 1 where x > 0
-  SiteScope scope(site);
-  return unary_op("relu", {kern::UnOp::Relu}, a, true, false);
+  return unary_op("abs", {kern::UnOp::Abs}, a);
 }
 // GELU, exact (x·Φ(x)) or PyTorch's tanh approximation.
 Tensor gelu(const Tensor& a, const std::string& approximate, Site site) {
   SiteScope scope(site);
-  if (approximate == "none") return unary_op("gelu", {kern::UnOp::GeluErf}, a, true, false);
-  if (approximate == "tanh") return unary_op("gelu_tanh", {kern::UnOp::GeluTanh}, a, true, false);
+  if (approximate == "none") return unary_op("gelu", {kern::UnOp::GeluErf}, a);
+  if (approximate == "tanh") return unary_op("gelu_tanh", {kern::UnOp::GeluTanh}, a);
   throw Error(
       fmt::format("gelu: approximate must be \"none\" or \"tanh\", got \"{}\"", approximate));
 }
@@ -451,18 +424,17 @@ Tensor gelu(const Tensor& a, const std::string& approximate, Site site) {
 Tensor clamp(const Tensor& a, double lo, double hi, Site site) {
   SiteScope scope(site);
   const UnCode grad{kern::UnOp::Clamp, lo, hi};
-  if (std::isnan(lo) || std::isnan(hi))
-    return unary_op("clamp", {kern::UnOp::MulS, NAN}, a, true, false, grad);
-  if (lo > hi) return unary_op("clamp", {kern::UnOp::Clamp, hi, hi}, a, true, false, grad);
-  return unary_op("clamp", grad, a, true, false);
+  if (std::isnan(lo) || std::isnan(hi)) return unary_op("clamp", {kern::UnOp::MulS, NAN}, a, grad);
+  if (lo > hi) return unary_op("clamp", {kern::UnOp::Clamp, hi, hi}, a, grad);
+  return unary_op("clamp", grad, a);
 }
 Tensor clamp_min(const Tensor& a, double lo, Site site) {
   SiteScope scope(site);
-  return unary_op("clamp", {kern::UnOp::Clamp, lo, INFINITY}, a, true, false);
+  return unary_op("clamp", {kern::UnOp::Clamp, lo, INFINITY}, a);
 }
 Tensor clamp_max(const Tensor& a, double hi, Site site) {
   SiteScope scope(site);
-  return unary_op("clamp", {kern::UnOp::Clamp, -INFINITY, hi}, a, true, false);
+  return unary_op("clamp", {kern::UnOp::Clamp, -INFINITY, hi}, a);
 }
 
 // ---- comparisons ----

@@ -1,13 +1,13 @@
-// ops/unary_math.cpp — the math and activation unary ops (sin … softsign), each check → allocate +
-// kernel → record through unary_op (ops/unary_op.hpp); the forward and backward formulas of each
-// sit side by side in ops/unary_formulas.hpp, shared by both backends, and the CPU's vector forms
-// in ops/cpu/unary_math.cpp. PyTorch's names, defaults and special values; the rounding ops and
-// sign have a zero gradient, as in PyTorch, and the rounding ops take int64 too (an integer is its
-// own rounding), as does sign (int64 -1, 0, 1; bool itself).
-// Deliberately not here: exp, log, tanh, sigmoid, relu, gelu, clamp and the scalar arithmetic
-// (ops/elementwise.cpp).
+// ops/unary_math.cpp — the unary ops of the list (ops/kern/unary_list.inc): every line whose fn
+// is Plain or Round is defined here by the list itself (check → allocate + kernel → record
+// through unary_op, ops/unary_op.hpp; the rounding ops take int64 too, an integer being its own
+// rounding), and the activations with parameters by hand below. Forward and backward formulas
+// sit side by side in ops/kern/unary_formulas.hpp, shared by both backends and create_graph.
+// PyTorch's names, defaults and special values; the rounding ops and sign have a zero gradient.
+// Deliberately not here: neg, abs, gelu, clamp and the scalar arithmetic (ops/elementwise.cpp).
 #include "ops/detail.hpp"
 #include "ops/ops.hpp"
+#include "ops/pending_unary.hpp"
 #include "ops/unary_op.hpp"
 
 #include <cmath>
@@ -17,20 +17,9 @@ using namespace detail;
 using kern::UnOp;
 
 namespace {
-// A unary op whose backward reads x (and y = f(x) where with_y).
-Tensor math_op(const char* op, UnCode code, const Tensor& x, Site site, bool with_y = false) {
+Tensor list_op(const char* op, UnCode code, const Tensor& x, Site site) {
   SiteScope scope(site);
-  return unary_op(op, code, x, true, with_y);
-}
-// A piecewise-constant op: its gradient is zero (PyTorch's zeros_like(grad)).
-Tensor flat_op(const char* op, UnOp code, const Tensor& x, Site site) {
-  SiteScope scope(site);
-  check_float(x, op, "input", true);
-  Tensor out = unary_forward(op, {code}, x);
-  if (needs_record({&x}))
-    record(op, out, {x}, RecordInfo().differentiable(),  // a constant: differentiable as is
-           [](const Tensor& g) -> std::vector<Tensor> { return {zeros_like(g)}; });
-  return out;
+  return unary_op(op, code, x);
 }
 // floor, ceil, round, trunc: an int64 input is returned as a copy of itself, int64 (PyTorch's).
 Tensor rounding_op(const char* op, UnOp code, const Tensor& x, Site site) {
@@ -38,33 +27,23 @@ Tensor rounding_op(const char* op, UnOp code, const Tensor& x, Site site) {
     SiteScope scope(site);
     return x.clone();
   }
-  return flat_op(op, code, x, site);
+  return list_op(op, {code}, x, site);
 }
 }  // namespace
 
-// ---- math ----
-Tensor sin(const Tensor& a, Site site) { return math_op("sin", {UnOp::Sin}, a, site); }
-Tensor cos(const Tensor& a, Site site) { return math_op("cos", {UnOp::Cos}, a, site); }
-Tensor tan(const Tensor& a, Site site) { return math_op("tan", {UnOp::Tan}, a, site, true); }
-Tensor asin(const Tensor& a, Site site) { return math_op("asin", {UnOp::Asin}, a, site); }
-Tensor acos(const Tensor& a, Site site) { return math_op("acos", {UnOp::Acos}, a, site); }
-Tensor atan(const Tensor& a, Site site) { return math_op("atan", {UnOp::Atan}, a, site); }
-Tensor sinh(const Tensor& a, Site site) { return math_op("sinh", {UnOp::Sinh}, a, site); }
-Tensor cosh(const Tensor& a, Site site) { return math_op("cosh", {UnOp::Cosh}, a, site); }
-Tensor asinh(const Tensor& a, Site site) { return math_op("asinh", {UnOp::Asinh}, a, site); }
-Tensor acosh(const Tensor& a, Site site) { return math_op("acosh", {UnOp::Acosh}, a, site); }
-Tensor atanh(const Tensor& a, Site site) { return math_op("atanh", {UnOp::Atanh}, a, site); }
-Tensor erf(const Tensor& a, Site site) { return math_op("erf", {UnOp::Erf}, a, site); }
-Tensor erfc(const Tensor& a, Site site) { return math_op("erfc", {UnOp::Erfc}, a, site); }
-Tensor exp2(const Tensor& a, Site site) { return math_op("exp2", {UnOp::Exp2}, a, site, true); }
-Tensor expm1(const Tensor& a, Site site) { return math_op("expm1", {UnOp::Expm1}, a, site, true); }
-Tensor log2(const Tensor& a, Site site) { return math_op("log2", {UnOp::Log2}, a, site); }
-Tensor log10(const Tensor& a, Site site) { return math_op("log10", {UnOp::Log10}, a, site); }
-Tensor log1p(const Tensor& a, Site site) { return math_op("log1p", {UnOp::Log1p}, a, site); }
-Tensor floor(const Tensor& a, Site site) { return rounding_op("floor", UnOp::Floor, a, site); }
-Tensor ceil(const Tensor& a, Site site) { return rounding_op("ceil", UnOp::Ceil, a, site); }
-Tensor round(const Tensor& a, Site site) { return rounding_op("round", UnOp::Round, a, site); }
-Tensor trunc(const Tensor& a, Site site) { return rounding_op("trunc", UnOp::Trunc, a, site); }
+// ---- the list's plain and rounding ops ----
+#define TG_UNARY_FN_Own(Code, name)
+#define TG_UNARY_FN_Plain(Code, name) \
+  Tensor name(const Tensor& a, Site site) { return list_op(#name, {UnOp::Code}, a, site); }
+#define TG_UNARY_FN_Round(Code, name) \
+  Tensor name(const Tensor& a, Site site) { return rounding_op(#name, UnOp::Code, a, site); }
+#define X(Code, name, torch, reads, grad, fn, ...) TG_UNARY_FN_##fn(Code, name)
+#include "ops/kern/unary_list.inc"
+#undef X
+#undef TG_UNARY_FN_Own
+#undef TG_UNARY_FN_Plain
+#undef TG_UNARY_FN_Round
+
 // int64: -1, 0 or 1, int64; bool: the bool itself (PyTorch's sign of a bool).
 Tensor sign(const Tensor& a, Site site) {
   if (a.defined() && (a.dtype() == kInt64 || a.dtype() == kBool)) {
@@ -72,37 +51,29 @@ Tensor sign(const Tensor& a, Site site) {
     if (a.dtype() == kBool) return a.clone();
     return sub(gt(a, 0.0).to(kInt64), lt(a, 0.0).to(kInt64));
   }
-  return flat_op("sign", UnOp::Sign, a, site);
+  return list_op("sign", {UnOp::Sign}, a, site);
 }
 
 // ---- activations ----
-Tensor silu(const Tensor& a, Site site) { return math_op("silu", {UnOp::Silu}, a, site); }
 Tensor softplus(const Tensor& a, double beta, double threshold, Site site) {
-  return math_op("softplus", {UnOp::Softplus, beta, threshold}, a, site);
+  return list_op("softplus", {UnOp::Softplus, beta, threshold}, a, site);
 }
 Tensor leaky_relu(const Tensor& a, double negative_slope, Site site) {
-  return math_op("leaky_relu", {UnOp::LeakyRelu, negative_slope}, a, site);
+  return list_op("leaky_relu", {UnOp::LeakyRelu, negative_slope}, a, site);
 }
 Tensor elu(const Tensor& a, double alpha, Site site) {
-  return math_op("elu", {UnOp::Elu, alpha, 1.0}, a, site);
+  return list_op("elu", {UnOp::Elu, alpha, 1.0}, a, site);
 }
 Tensor selu(const Tensor& a, Site site) {
   // torch.nn.SELU's constants (Klambauer et al. 2017)
-  return math_op("selu",
+  return list_op("selu",
                  {UnOp::Elu, 1.6732632423543772848170429916717, 1.0507009873554804934193349852946},
                  a, site);
 }
 Tensor celu(const Tensor& a, double alpha, Site site) {
   if (alpha == 0)
     throw Error(fmt::format("celu: input {}: alpha cannot be 0", shape_str(a.shape())));
-  return math_op("celu", {UnOp::Celu, alpha, 1.0 / alpha}, a, site);
-}
-Tensor mish(const Tensor& a, Site site) { return math_op("mish", {UnOp::Mish}, a, site); }
-Tensor hardswish(const Tensor& a, Site site) {
-  return math_op("hardswish", {UnOp::Hardswish}, a, site);
-}
-Tensor hardsigmoid(const Tensor& a, Site site) {
-  return math_op("hardsigmoid", {UnOp::Hardsigmoid}, a, site);
+  return list_op("celu", {UnOp::Celu, alpha, 1.0 / alpha}, a, site);
 }
 // min_val > max_val is refused, as PyTorch does since its issue 83153 (1.13 gave max_val
 // everywhere). A NaN bound gives NaN everywhere, and no gradient: PyTorch 1.13's values (its
@@ -115,17 +86,11 @@ Tensor hardtanh(const Tensor& a, double min_val, double max_val, Site site) {
                             min_val, max_val, shape_str(a.shape())));
   const UnCode code{UnOp::Hardtanh, min_val, max_val};
   if (std::isnan(min_val) || std::isnan(max_val))
-    return unary_op("hardtanh", {UnOp::MulS, NAN}, a, true, false, code);
-  return unary_op("hardtanh", code, a, true, false);
+    return unary_op("hardtanh", {UnOp::MulS, NAN}, a, code);
+  return unary_op("hardtanh", code, a);
 }
 Tensor relu6(const Tensor& a, Site site) {
-  return math_op("relu6", {UnOp::Hardtanh, 0.0, 6.0}, a, site);
-}
-Tensor logsigmoid(const Tensor& a, Site site) {
-  return math_op("logsigmoid", {UnOp::LogSigmoid}, a, site);
-}
-Tensor softsign(const Tensor& a, Site site) {
-  return math_op("softsign", {UnOp::Softsign}, a, site);
+  return list_op("relu6", {UnOp::Hardtanh, 0.0, 6.0}, a, site);
 }
 
 // glu: the first half of x along dim gated by the sigmoid of the second (torch.nn.functional.glu),

@@ -58,9 +58,9 @@ UNARY = {
     "silu": F.silu, "softplus": F.softplus,
     "softplus_b2_t1": lambda x: F.softplus(x, beta=2.0, threshold=1.0),
     "leaky_relu": F.leaky_relu, "elu": F.elu, "elu_a0.5": lambda x: F.elu(x, alpha=0.5),
-    "selu": F.selu, "celu_a0.5": lambda x: F.celu(x, alpha=0.5), "mish": F.mish,
+    "selu": F.selu, "celu": lambda x: F.celu(x, alpha=0.5), "mish": F.mish,
     "hardswish": F.hardswish, "hardsigmoid": F.hardsigmoid, "hardtanh": F.hardtanh,
-    "relu6": F.relu6, "logsigmoid": F.logsigmoid, "softsign": F.softsign,
+    "relu6": F.relu6, "logsigmoid": F.logsigmoid, "softsign": F.softsign, "sinc": torch.sinc,
 }
 BINARY = {
     "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div, "pow": torch.pow,

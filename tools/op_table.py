@@ -158,6 +158,19 @@ def mentioned(path, names):
             if re.search(r"(?<![A-Za-z_0-9.])" + re.escape(n.split("::")[-1]) + r"\(", text)}
 
 
+def unary_list():
+    """ops/kern/unary_list.inc's lines as (name, fn, the tg op its sample calls): the list defines
+    its Plain and Round ops (ops/unary_math.cpp), and its sample calls are gradcheck cases and CUDA
+    parity rows (tools/unary_samples.hpp expands them)."""
+    rows = []
+    with open(os.path.join(ROOT, "ops", "kern", "unary_list.inc"), encoding="utf-8") as f:
+        for line in f:
+            m = re.match(r'X\(\w+, (\w+), "[^"]*", \w+, \w+, (\w+), \w+, tg::(\w+)\(', line)
+            if m:
+                rows.append(m.groups())
+    return rows
+
+
 # via_cpu helpers that serve several ops.
 VIA_HELPERS = {"triangle": ["tril", "triu"]}
 
@@ -191,11 +204,16 @@ def gradient(n):
 def table():
     names = declared()
     where = defined_in(names)
-    gc = set()
+    listed = unary_list()
+    for name, fn, _ in listed:
+        if fn in ("Plain", "Round") and name in names:
+            where.setdefault(name, "ops/unary_math.cpp")
+    sampled = {op for _, _, op in listed}
+    gc = set(sampled)
     for p in glob.glob(os.path.join(ROOT, "tools", "gradcheck", "*.cpp")):
         gc |= mentioned(os.path.relpath(p, ROOT), names)
     parity = mentioned("tests/ops/test_parity.cpp", names)
-    on_gpu = set()
+    on_gpu = set(sampled)
     for p in glob.glob(os.path.join(ROOT, "tests", "cuda", "*.cpp")):
         on_gpu |= mentioned(os.path.relpath(p, ROOT), names)
     copies = via_cpu(names)

@@ -1,18 +1,20 @@
 // ops/cpu/unary.cpp — CPU kernels of the unary ops and their derivatives (cpu::unary,
-// cpu::unary_backward): one xtensor expression per op over 1-D adaptors of the buffers, float32
-// math in float32 through xsimd's vectorised exp/log/tanh/sqrt, float64 in float64. The float32
-// kernels of unary_rows.hpp run first where the instruction-set table has them (ops/cpu/isa.hpp:
-// the AVX-512 table holds exp, log, tanh, sigmoid and both GELUs). Two exceptions in the build's
-// own kernels: the exact GELU in float32 is unary_rows.hpp's batch loop (PyTorch's erf
-// approximation, one exp shared by value and derivative), and the float64 GELU is a scalar
-// std::erfc loop (xsimd's double erf/erfc are not exact enough for gradcheck; docs/cpu-kernels.md
-// has both measurements). exp, log and pow run xsimd with the lanes where it is not std::'s answer
-// (zeros, subnormals, infinities, NaN, the edges of the range) recomputed by std:: (simd.hpp's
-// patched_map), so a value never depends on the tensor's length or the element's position; pow
-// with a scalar exponent and relu follow PyTorch's special cases (tested at every special value:
-// tests/ops/test_special_values.cpp). Long tensors are split into one chunk per thread on 64-byte
+// cpu::unary_backward), one switch generated from the unary list (ops/kern/unary_list.inc). Each
+// op is its Formula (ops/kern/unary_formulas.hpp): the arithmetic ops and tanh, sigmoid, relu, the
+// tanh GELU on xsimd batches over xtensor's partition of a row (rows(): an unaligned head and
+// the tail in scalars, so every element keeps the path, and the bits, the xtensor expressions it
+// replaced gave it), the math and activation ops in unary_math.cpp. The float32 kernels of
+// unary_rows.hpp run first where the instruction-set table has them (ops/cpu/isa.hpp: the AVX-512
+// table holds exp, log, tanh, sigmoid and both GELUs). Named overrides replace the formula's
+// forward where it would be slower or less exact: exp and log run xsimd with the lanes where it is
+// not std::'s answer (zeros, subnormals, infinities, NaN, the edges of the range) recomputed by
+// std:: (simd.hpp's patched_map), so a value never depends on the tensor's length or the
+// element's position; pow with a scalar exponent follows PyTorch's special exponents; the exact
+// GELU in float32 is unary_rows.hpp's batch loop (PyTorch's erf approximation, one exp shared by
+// value and derivative), in float64 a scalar std::erfc loop (xsimd's double erf/erfc are not exact
+// enough for gradcheck; docs/cpu-kernels.md has both measurements). Tested at every special value:
+// tests/ops/test_special_values.cpp. Long tensors are split into one chunk per thread on 64-byte
 // boundaries, so results do not depend on the thread count.
-// The math and activation ops past Clamp are unary_math.cpp's.
 // Deliberately not here: broadcasting binary ops (binary.cpp), the op bodies and records
 // (ops/elementwise.cpp, ops/unary_math.cpp).
 #include "ops/cpu/isa.hpp"
@@ -89,85 +91,130 @@ void pow_into(T* out, const T* x, int64_t n, double e) {
     xtd::pow_map(out, x, 1, &et, 0, n);
   }
 }
+
+// xtensor's partition of a row (an unaligned head up to out's batch alignment, aligned batches,
+// a scalar tail): f(i) on the batch at i, s(i) on element i. Formula ops run here, so each
+// element takes the path the xtensor expressions it replaced gave it.
+template <typename T, typename FV, typename FS>
+void rows(T* out, int64_t n, FV&& fv, FS&& fs) {
+  using B = xsimd::batch<T>;
+  constexpr int64_t W = static_cast<int64_t>(B::size);
+  const int64_t head = std::min<int64_t>(
+      n, static_cast<int64_t>(xsimd::get_alignment_offset(out, static_cast<size_t>(n), W)));
+  const int64_t end = head + ((n - head) & ~(W - 1));
+  int64_t i = 0;
+  for (; i < head; ++i) out[i] = fs(i);
+  for (; i < end; i += W) fv(i).store_aligned(out + i);
+  for (; i < n; ++i) out[i] = fs(i);
+}
+
+// How the CPU runs an op's forward (the formula on batches, on scalars, or a named override in
+// unary() below) and the lanes of the math ops' vector forms (unary_math.cpp).
+template <UnOp OP>
+constexpr bool kVectorFwd =
+    OP == UnOp::Neg || OP == UnOp::Sqrt || OP == UnOp::Rsqrt || OP == UnOp::Abs ||
+    OP == UnOp::Tanh || OP == UnOp::Sigmoid || OP == UnOp::Relu || OP == UnOp::GeluTanh ||
+    OP == UnOp::AddS || OP == UnOp::MulS || OP == UnOp::RSubS || OP == UnOp::RDivS ||
+    OP == UnOp::Clamp;
+template <UnOp OP>
+constexpr bool kOverride =
+    OP == UnOp::Exp || OP == UnOp::Log || OP == UnOp::PowS || OP == UnOp::GeluErf;
+
+// out = f(x) on one chunk, by OP's formula: on batches where kVectorFwd, else unary_math's forms.
+template <UnOp OP, typename T>
+void unary_formula(T* out, const T* x, int64_t n, T a, T b) {
+  using F = kern::uf::Formula<OP>;
+  if constexpr (kVectorFwd<OP>) {
+    using B = xsimd::batch<T>;
+    const B ab(a), bb(b);
+    rows(
+        out, n, [&](int64_t i) { return F::fwd(B::load_unaligned(x + i), ab, bb); },
+        [&](int64_t i) { return F::fwd(x[i], a, b); });
+  } else {
+    unary_math<T>(OP, out, x, n, a, b);
+  }
+}
+// dx = g·f'(x) on one chunk by OP's formula, on batches for the ops vectorised forward (their
+// backward is arithmetic or the forward's own math), else unary_math's.
+template <UnOp OP, typename T>
+void unary_backward_formula(T* dx, const T* g, const T* x, const T* y, int64_t n, T a, T b) {
+  using F = kern::uf::Formula<OP>;
+  if constexpr (kVectorFwd<OP>) {
+    using B = xsimd::batch<T>;
+    const B ab(a), bb(b);
+    // An operand the op does not read may be null: it is then read over g, and never used.
+    const T* xs = x ? x : g;
+    const T* ys = y ? y : g;
+    rows(
+        dx, n,
+        [&](int64_t i) {
+          return F::bwd(B::load_unaligned(g + i), B::load_unaligned(xs + i),
+                        B::load_unaligned(ys + i), ab, bb);
+        },
+        [&](int64_t i) { return F::bwd(g[i], xs[i], ys[i], a, b); });
+  } else {
+    unary_math_backward<T>(OP, dx, g, x, y, n, a, b);
+  }
+}
+
+// The named overrides' forward: exp and log with patched lanes, pow's special exponents, the
+// exact GELU's loops (float32: PyTorch's erf approximation on batches; float64: std::erfc).
+template <UnOp OP, typename T>
+void unary_override(T* out, const T* x, int64_t n, double p0) {
+  if constexpr (OP == UnOp::Exp) exp_into(out, x, n);
+  if constexpr (OP == UnOp::Log) log_into(out, x, n);
+  if constexpr (OP == UnOp::PowS) pow_into(out, x, n, p0);
+  if constexpr (OP == UnOp::GeluErf) {
+    if constexpr (std::is_same_v<T, float>)
+      urows::map<Native>(out, x, nullptr, nullptr, n,
+                         [](FB v, FB, FB) { return urows::gelu_fwd<Native>(v); });
+    else
+      for (int64_t i = 0; i < n; ++i) out[i] = gelu_f64(x[i]);
+  }
+}
+template <UnOp OP, typename T>
+void unary_backward_override(T* dx, const T* g, const T* x, const T* y, int64_t n, double p0) {
+  if constexpr (OP == UnOp::Exp || OP == UnOp::Log) {  // their derivative is the formula's
+    unary_backward_formula<OP, T>(dx, g, x, y, n, T(0), T(0));
+  } else if constexpr (OP == UnOp::PowS) {  // g·(e·x^(e-1)) with x^(e-1) pow_into's
+    const T zero(0), a = static_cast<T>(p0);
+    if (p0 == 0) {
+      std::fill(dx, dx + n, zero);
+    } else {
+      pow_into(dx, x, n, p0 - 1);
+      for (int64_t i = 0; i < n; ++i) dx[i] = g[i] * (a * dx[i]);
+    }
+  } else if constexpr (OP == UnOp::GeluErf) {
+    if constexpr (std::is_same_v<T, float>)
+      urows::map<Native>(dx, x, g, nullptr, n,
+                         [](FB v, FB gv, FB) { return urows::gelu_bwd<Native>(v, gv); });
+    else
+      for (int64_t i = 0; i < n; ++i) dx[i] = g[i] * gelu_grad_f64(x[i]);
+  }
+}
 }  // namespace
 
 template <typename T>
 void unary(UnOp op, T* out, const T* x, int64_t n, double p0, double p1) {
   const T a = static_cast<T>(p0), b = static_cast<T>(p1);
   const isa::Table& tab = isa::table();
-  const T one(1), half(0.5), zero(0);
   chunks(
       n,
       [&](int64_t lo, int64_t hi) {
         if constexpr (std::is_same_v<T, float>)
           if (tab.unary_f32 && tab.unary_f32(op, out + lo, x + lo, hi - lo, a, b)) return;
-        auto X = vec(x + lo, hi - lo);
-        auto O = vec(out + lo, hi - lo);
         switch (op) {
-          case UnOp::Neg:
-            xt::noalias(O) = -X;
-            break;
-          case UnOp::Exp:
-            exp_into(out + lo, x + lo, hi - lo);
-            break;
-          case UnOp::Log:
-            log_into(out + lo, x + lo, hi - lo);
-            break;
-          case UnOp::Sqrt:
-            xt::noalias(O) = xt::sqrt(X);
-            break;
-          case UnOp::Rsqrt:
-            xt::noalias(O) = one / xt::sqrt(X);
-            break;
-          case UnOp::Abs:
-            xt::noalias(O) = xt::abs(X);
-            break;
-          case UnOp::Tanh:
-            xt::noalias(O) = xt::tanh(X);
-            break;
-          case UnOp::Sigmoid:
-            xt::noalias(O) = one / (one + xt::exp(-X));
-            break;
-          // PyTorch's clamp_min(x, 0): NaN stays NaN, -0 stays -0.
-          case UnOp::Relu:
-            xt::noalias(O) = xt::where(X < zero, zero, X);
-            break;
-          case UnOp::GeluErf:
-            if constexpr (std::is_same_v<T, float>)
-              urows::map<Native>(out + lo, x + lo, nullptr, nullptr, hi - lo,
-                                 [](FB v, FB, FB) { return urows::gelu_fwd<Native>(v); });
-            else
-              for (int64_t i = lo; i < hi; ++i) out[i] = gelu_f64(x[i]);
-            break;
-          case UnOp::GeluTanh:
-            xt::noalias(O) =
-                half * X *
-                (one + xt::tanh(static_cast<T>(kBeta) * (X + static_cast<T>(kKappa) * X * X * X)));
-            break;
-          case UnOp::AddS:
-            xt::noalias(O) = X + a;
-            break;
-          case UnOp::MulS:
-            xt::noalias(O) = X * a;
-            break;
-          case UnOp::RSubS:
-            xt::noalias(O) = a - X;
-            break;
-          case UnOp::RDivS:
-            xt::noalias(O) = a / X;
-            break;
-          case UnOp::PowS:
-            pow_into(out + lo, x + lo, hi - lo, p0);
-            break;
-          // NaN stays NaN: both comparisons are false for it.
-          case UnOp::Clamp:
-            xt::noalias(O) = xt::where(X < a, a, xt::where(X > b, b, X));
-            break;
-          default:  // the math and activation ops
-            if (!unary_math<T>(op, out + lo, x + lo, hi - lo, a, b))
-              throw Error(fmt::format("unary: unknown op code {}", static_cast<int>(op)));
-            break;
+#define X(Code, ...)                                                 \
+  case UnOp::Code:                                                   \
+    if constexpr (kOverride<UnOp::Code>)                             \
+      unary_override<UnOp::Code, T>(out + lo, x + lo, hi - lo, p0);  \
+    else                                                             \
+      unary_formula<UnOp::Code, T>(out + lo, x + lo, hi - lo, a, b); \
+    return;
+#include "ops/kern/unary_list.inc"
+#undef X
         }
+        throw Error(fmt::format("unary: unknown op code {}", static_cast<int>(op)));
       },
       sizeof(T));
 }
@@ -177,97 +224,28 @@ void unary_backward(UnOp op, T* dx, const T* g, const T* x, const T* y, int64_t 
                     double p1) {
   const T a = static_cast<T>(p0), b = static_cast<T>(p1);
   const isa::Table& tab = isa::table();
-  const T one(1), half(0.5), zero(0);
   chunks(
       n,
       [&](int64_t lo, int64_t hi) {
         const int64_t m = hi - lo;
+        const T* xs = x ? x + lo : nullptr;
+        const T* ys = y ? y + lo : nullptr;
         if constexpr (std::is_same_v<T, float>)
           if (tab.unary_backward_f32 &&
-              tab.unary_backward_f32(op, dx + lo, g + lo, x ? x + lo : nullptr,
-                                     y ? y + lo : nullptr, m, a, b))
+              tab.unary_backward_f32(op, dx + lo, g + lo, xs, ys, m, a, b))
             return;
-        auto G = vec(g + lo, m);
-        auto D = vec(dx + lo, m);
-        // An operand the op does not read may be null: it is then viewed over g, and never read.
-        auto X = vec(x ? x + lo : g + lo, m);
-        auto Y = vec(y ? y + lo : g + lo, m);
         switch (op) {
-          case UnOp::Neg:
-            xt::noalias(D) = -G;
-            break;
-          case UnOp::Exp:
-            xt::noalias(D) = G * Y;
-            break;
-          case UnOp::Log:
-            xt::noalias(D) = G / X;
-            break;
-          case UnOp::Sqrt:
-            xt::noalias(D) = half * G / Y;
-            break;
-          case UnOp::Rsqrt:
-            xt::noalias(D) = static_cast<T>(-0.5) * G * Y * Y * Y;
-            break;
-          // sign(x), 0 at 0 (and at NaN).
-          case UnOp::Abs:
-            xt::noalias(D) = xt::where(X > zero, G, xt::where(X < zero, -G, zero));
-            break;
-          case UnOp::Tanh:
-            xt::noalias(D) = G * (one - Y * Y);
-            break;
-          case UnOp::Sigmoid:
-            xt::noalias(D) = G * Y * (one - Y);
-            break;
-          // PyTorch's threshold_backward: 0 where y <= 0, so NaN passes the gradient.
-          case UnOp::Relu:
-            xt::noalias(D) = xt::where(X <= zero, zero, G);
-            break;
-          case UnOp::GeluErf:
-            if constexpr (std::is_same_v<T, float>)
-              urows::map<Native>(dx + lo, x + lo, g + lo, nullptr, hi - lo,
-                                 [](FB v, FB gv, FB) { return urows::gelu_bwd<Native>(v, gv); });
-            else
-              for (int64_t i = lo; i < hi; ++i) dx[i] = g[i] * gelu_grad_f64(x[i]);
-            break;
-          case UnOp::GeluTanh:
-            // t = tanh(β(x + κx³)) first into dx, then the derivative reads it (same index).
-            xt::noalias(D) =
-                xt::tanh(static_cast<T>(kBeta) * (X + static_cast<T>(kKappa) * X * X * X));
-            xt::noalias(D) =
-                G * (half * (one + D) + half * X * (one - D * D) * static_cast<T>(kBeta) *
-                                            (one + static_cast<T>(3 * kKappa) * X * X));
-            break;
-          case UnOp::AddS:
-            xt::noalias(D) = G;
-            break;
-          case UnOp::MulS:
-            xt::noalias(D) = G * a;
-            break;
-          case UnOp::RSubS:
-            xt::noalias(D) = -G;
-            break;
-          case UnOp::RDivS:
-            xt::noalias(D) = -G * Y / X;
-            break;  // d(a/x)/dx = -a/x² = -y/x
-          // PyTorch's pow_backward: 0 where e == 0, else g·(e·x^(e-1)) with x^(e-1) its pow.
-          case UnOp::PowS:
-            if (p0 == 0) {
-              std::fill(dx + lo, dx + hi, zero);
-            } else {
-              pow_into(dx + lo, x + lo, m, p0 - 1);
-              xt::noalias(D) = G * (a * D);
-            }
-            break;
-          // The gradient passes where lo <= x <= hi (PyTorch's convention at the boundary).
-          case UnOp::Clamp:
-            xt::noalias(D) = xt::where(X >= a && X <= b, G, zero);
-            break;
-          default:  // the math and activation ops
-            if (!unary_math_backward<T>(op, dx + lo, g + lo, x ? x + lo : nullptr,
-                                        y ? y + lo : nullptr, m, a, b))
-              throw Error(fmt::format("unary_backward: unknown op code {}", static_cast<int>(op)));
-            break;
+#define X(Code, ...)                                                           \
+  case UnOp::Code:                                                             \
+    if constexpr (kOverride<UnOp::Code>)                                       \
+      unary_backward_override<UnOp::Code, T>(dx + lo, g + lo, xs, ys, m, p0);  \
+    else                                                                       \
+      unary_backward_formula<UnOp::Code, T>(dx + lo, g + lo, xs, ys, m, a, b); \
+    return;
+#include "ops/kern/unary_list.inc"
+#undef X
         }
+        throw Error(fmt::format("unary_backward: unknown op code {}", static_cast<int>(op)));
       },
       sizeof(T));
 }

@@ -1,17 +1,16 @@
-// ops/cpu/unary_math.cpp — CPU kernels of the math and activation unary ops (UnOp::Sin …
-// UnOp::Softsign), forward and backward, for cpu::unary / cpu::unary_backward (unary.cpp hands
-// them every op past Clamp, one thread's chunk at a time). Each op's scalar formula is
-// ops/unary_formulas.hpp's, shared with CUDA; the ops with a vector form here (trigonometric,
-// hyperbolic, exp2/expm1/log2/log10/log1p, rounding, SiLU) run xsimd's math on the lanes where it
-// is within a few ulps of std::'s (ordinary magnitudes) and the scalar formula on every other lane
-// (simd.hpp's patched_map: ±0, subnormals, ±inf, NaN and the edges of each range), so an element's
-// value never depends on the tensor's length or its position. erf, erfc and the other activations
-// run the scalar formula (the loop the compiler makes of it).
-// Deliberately not here: the ops and their records (ops/unary_math.cpp).
+// ops/cpu/unary_math.cpp — CPU kernels of the unary ops that unary.cpp does not run on batches
+// (the math and activation ops), forward and backward, one thread's chunk at a time. Each op is
+// its Formula (ops/kern/unary_formulas.hpp), shared with CUDA; the ops with a vector form here
+// (trigonometric, hyperbolic, exp2/expm1/log2/log10/log1p, rounding, SiLU) run xsimd's math on the
+// lanes where it is within a few ulps of std::'s (ordinary magnitudes) and the scalar formula on
+// every other lane (simd.hpp's patched_map: ±0, subnormals, ±inf, NaN and the edges of each range),
+// so an element's value never depends on the tensor's length or its position. erf, erfc and the
+// other activations run the scalar formula (the loop the compiler makes of it). Deliberately not
+// here: the ops and their records (ops/unary_math.cpp).
 #include "ops/cpu/unary_math.hpp"
 
 #include "ops/cpu/simd.hpp"
-#include "ops/unary_formulas.hpp"
+#include "ops/cpu/unary_rows.hpp"
 
 #include <xsimd/xsimd.hpp>
 
@@ -20,95 +19,78 @@
 
 namespace tg::cpu {
 namespace {
-using kern::un_math_bwd;
-using kern::un_math_fwd;
+template <UnOp OP>
+using F = kern::uf::Formula<OP>;
 
 template <UnOp OP, typename T>
 void scalar_fwd(T* out, const T* x, int64_t n, T p0, T p1) {
-  for (int64_t i = 0; i < n; ++i) out[i] = un_math_fwd<OP, T>(x[i], p0, p1);
+  for (int64_t i = 0; i < n; ++i) out[i] = F<OP>::fwd(x[i], p0, p1);
 }
+// x and y are read as the list says (ops/kern/unary_list.inc); the other may be null.
 template <UnOp OP, typename T>
 void scalar_bwd(T* dx, const T* g, const T* x, const T* y, int64_t n, T p0, T p1) {
+  constexpr bool rx = kern::unary_reads_x(OP), ry = kern::unary_reads_y(OP);
   for (int64_t i = 0; i < n; ++i)
-    dx[i] = un_math_bwd<OP, T>(g[i], x[i], kern::kMathReadsY<OP> ? y[i] : T(0), p0, p1);
+    dx[i] = F<OP>::bwd(g[i], rx ? x[i] : T(0), ry ? y[i] : T(0), p0, p1);
 }
 
-// The vector form of OP's forward and the lanes it serves; false: OP has none.
-template <UnOp OP, typename T>
-bool vector_fwd(T* out, const T* x, int64_t n) {
-  using B = xsimd::batch<T>;
+// The lanes where OP's formula on batches (xsimd's math) is within a few ulps of std::'s; the
+// others are recomputed by the scalar formula. Ops without lanes here run scalar.
+enum class Lanes { kNone, kNormal, kTrig, kExp, kUnit, kPositive, kAboveOne, kExpAny, kLog1p };
+template <UnOp OP>
+constexpr Lanes kLanes = OP == UnOp::Sin || OP == UnOp::Cos || OP == UnOp::Tan       ? Lanes::kTrig
+                         : OP == UnOp::Asin || OP == UnOp::Acos || OP == UnOp::Atanh ? Lanes::kUnit
+                         : OP == UnOp::Atan || OP == UnOp::Asinh || OP == UnOp::Floor ||
+                                 OP == UnOp::Ceil || OP == UnOp::Round || OP == UnOp::Trunc
+                             ? Lanes::kNormal
+                         : OP == UnOp::Sinh || OP == UnOp::Cosh || OP == UnOp::Expm1 ? Lanes::kExp
+                         : OP == UnOp::Acosh                     ? Lanes::kAboveOne
+                         : OP == UnOp::Exp2 || OP == UnOp::Silu  ? Lanes::kExpAny
+                         : OP == UnOp::Log2 || OP == UnOp::Log10 ? Lanes::kPositive
+                         : OP == UnOp::Log1p                     ? Lanes::kLog1p
+                                                                 : Lanes::kNone;
+
+template <Lanes L, typename B>
+auto lanes_ok(const B& v) {
+  using T = typename B::value_type;
   constexpr bool f32 = std::is_same_v<T, float>;
   // Below these, exp-like results stay normal and finite; trigonometric reduction stays exact.
   const B exp_hi(f32 ? T(80) : T(700)), trig_hi(T(8192)), one(T(1));
-  auto run = [&](auto vf, auto ok) {
-    xtd::patched_map(
-        out, x, 1, x, 0, n, [&](const B& v, const B&) { return vf(v); },
-        [](T v, T) { return un_math_fwd<OP, T>(v, T(0), T(0)); },
-        [&](const B& v, const B&, const B&) { return ok(v); });
-    return true;
-  };
-  auto normal = [](const B& v) { return xtd::normal(v); };
-  // The lanes: normal and below a bound in magnitude (trig_hi, exp_hi, one), or positive.
-  auto below = [&](const B& hi) {
-    return [hi](const B& v) { return xtd::normal(v) & (xsimd::abs(v) < hi); };
-  };
-  auto positive = [](const B& v) { return xtd::normal(v) & (v > B(T(0))); };
-  if constexpr (OP == UnOp::Sin)
-    return run([](const B& v) { return xsimd::sin(v); }, below(trig_hi));
-  if constexpr (OP == UnOp::Cos)
-    return run([](const B& v) { return xsimd::cos(v); }, below(trig_hi));
-  if constexpr (OP == UnOp::Tan)
-    return run([](const B& v) { return xsimd::tan(v); }, below(trig_hi));
-  if constexpr (OP == UnOp::Asin) return run([](const B& v) { return xsimd::asin(v); }, below(one));
-  if constexpr (OP == UnOp::Acos) return run([](const B& v) { return xsimd::acos(v); }, below(one));
-  if constexpr (OP == UnOp::Atan) return run([](const B& v) { return xsimd::atan(v); }, normal);
-  if constexpr (OP == UnOp::Sinh)
-    return run([](const B& v) { return xsimd::sinh(v); }, below(exp_hi));
-  if constexpr (OP == UnOp::Cosh)
-    return run([](const B& v) { return xsimd::cosh(v); }, below(exp_hi));
-  if constexpr (OP == UnOp::Asinh) return run([](const B& v) { return xsimd::asinh(v); }, normal);
-  if constexpr (OP == UnOp::Acosh)
-    return run([](const B& v) { return xsimd::acosh(v); },
-               [&](const B& v) { return normal(v) & (v > one); });
-  if constexpr (OP == UnOp::Atanh)
-    return run([](const B& v) { return xsimd::atanh(v); }, below(one));
-  if constexpr (OP == UnOp::Exp2)
-    return run([](const B& v) { return xsimd::exp2(v); },
-               [&](const B& v) { return xsimd::abs(v) < exp_hi; });
-  if constexpr (OP == UnOp::Expm1)
-    return run([](const B& v) { return xsimd::expm1(v); }, below(exp_hi));
-  if constexpr (OP == UnOp::Log2) return run([](const B& v) { return xsimd::log2(v); }, positive);
-  if constexpr (OP == UnOp::Log10) return run([](const B& v) { return xsimd::log10(v); }, positive);
-  if constexpr (OP == UnOp::Log1p)
-    return run([](const B& v) { return xsimd::log1p(v); },
-               [&](const B& v) { return normal(v) & (v > B(T(-0.5))); });
-  if constexpr (OP == UnOp::Floor) return run([](const B& v) { return xsimd::floor(v); }, normal);
-  if constexpr (OP == UnOp::Ceil) return run([](const B& v) { return xsimd::ceil(v); }, normal);
-  if constexpr (OP == UnOp::Round)
-    return run([](const B& v) { return xsimd::nearbyint(v); }, normal);
-  if constexpr (OP == UnOp::Trunc) return run([](const B& v) { return xsimd::trunc(v); }, normal);
-  if constexpr (OP == UnOp::Silu)
-    return run([&](const B& v) { return v / (one + xsimd::exp(-v)); },
-               [&](const B& v) { return xsimd::abs(v) < exp_hi; });
-  (void)run;
-  (void)normal;
-  (void)below;
-  (void)positive;
-  return false;
+  if constexpr (L == Lanes::kNormal) return xtd::normal(v);
+  if constexpr (L == Lanes::kTrig) return xtd::normal(v) & (xsimd::abs(v) < trig_hi);
+  if constexpr (L == Lanes::kExp) return xtd::normal(v) & (xsimd::abs(v) < exp_hi);
+  if constexpr (L == Lanes::kUnit) return xtd::normal(v) & (xsimd::abs(v) < one);
+  if constexpr (L == Lanes::kPositive) return xtd::normal(v) & (v > B(T(0)));
+  if constexpr (L == Lanes::kAboveOne) return xtd::normal(v) & (v > one);
+  if constexpr (L == Lanes::kExpAny) return xsimd::abs(v) < exp_hi;
+  if constexpr (L == Lanes::kLog1p) return xtd::normal(v) & (v > B(T(-0.5)));
 }
 
-// SiLU's backward on vectors, g·s·(1 + x(1 − s)) with s = σ(x), as the scalar formula.
+// OP's forward: its formula on batches with the lanes outside kLanes patched, or on scalars.
+template <UnOp OP, typename T>
+void math_fwd(T* out, const T* x, int64_t n, T p0, T p1) {
+  using B = xsimd::batch<T>;
+  if constexpr (kLanes<OP> == Lanes::kNone) {
+    scalar_fwd<OP, T>(out, x, n, p0, p1);
+  } else {
+    const B b0(p0), b1(p1);
+    xtd::patched_map(
+        out, x, 1, x, 0, n, [&](const B& v, const B&) { return F<OP>::fwd(v, b0, b1); },
+        [&](T v, T) { return F<OP>::fwd(v, p0, p1); },
+        [](const B& v, const B&, const B&) { return lanes_ok<kLanes<OP>>(v); });
+  }
+}
+
+// SiLU's backward on vectors (a named override: the one math backward on batches), its formula
+// with the lanes near exp's overflow and at a non-finite g patched.
 template <typename T>
 void silu_backward(T* dx, const T* g, const T* x, int64_t n) {
   using B = xsimd::batch<T>;
-  const B one(T(1)), hi(std::is_same_v<T, float> ? T(80) : T(700));
+  const B zero(T(0)), hi(std::is_same_v<T, float> ? T(80) : T(700));
   xtd::patched_map(
       dx, x, 1, g, 1, n,
-      [&](const B& v, const B& gv) {
-        const B s = one / (one + xsimd::exp(-v));
-        return gv * s * (one + v * (one - s));
-      },
-      [](T v, T gv) { return un_math_bwd<UnOp::Silu, T>(gv, v, T(0), T(0), T(0)); },
+      [&](const B& v, const B& gv) { return F<UnOp::Silu>::bwd(gv, v, v, zero, zero); },
+      [](T v, T gv) { return F<UnOp::Silu>::bwd(gv, v, v, T(0), T(0)); },
       [&](const B& v, const B& gv, const B&) {
         return (xsimd::abs(v) < hi) & (xsimd::abs(gv) <= B(std::numeric_limits<T>::max()));
       });
@@ -118,12 +100,12 @@ void silu_backward(T* dx, const T* g, const T* x, int64_t n) {
 template <typename T>
 bool unary_math(UnOp op, T* out, const T* x, int64_t n, T p0, T p1) {
   switch (op) {
-#define TG_CASE(name)                                                                        \
-  case UnOp::name:                                                                           \
-    if (!vector_fwd<UnOp::name, T>(out, x, n)) scalar_fwd<UnOp::name, T>(out, x, n, p0, p1); \
+#define X(Code, ...)                            \
+  case UnOp::Code:                              \
+    math_fwd<UnOp::Code, T>(out, x, n, p0, p1); \
     return true;
-    TG_UNMATH_OPS(TG_CASE)
-#undef TG_CASE
+#include "ops/kern/unary_list.inc"
+#undef X
     default:
       return false;
   }
@@ -137,12 +119,12 @@ bool unary_math_backward(UnOp op, T* dx, const T* g, const T* x, const T* y, int
     return true;
   }
   switch (op) {
-#define TG_CASE(name)                                  \
-  case UnOp::name:                                     \
-    scalar_bwd<UnOp::name, T>(dx, g, x, y, n, p0, p1); \
+#define X(Code, ...)                                   \
+  case UnOp::Code:                                     \
+    scalar_bwd<UnOp::Code, T>(dx, g, x, y, n, p0, p1); \
     return true;
-    TG_UNMATH_OPS(TG_CASE)
-#undef TG_CASE
+#include "ops/kern/unary_list.inc"
+#undef X
     default:
       return false;
   }

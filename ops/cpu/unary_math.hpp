@@ -1,8 +1,8 @@
-// ops/cpu/unary_math.hpp — the CPU kernels of the math and activation unary ops (UnOp::Sin …
-// UnOp::Softsign: ops/kernel_codes.hpp), which cpu::unary and cpu::unary_backward (unary.cpp) hand
-// every op past Clamp. Both return false for an op that is not theirs. x is always read; y only
-// by the ops whose backward reads the result (ops/unary_formulas.hpp's kMathReadsY). Internal to
-// ops/cpu/.
+// ops/cpu/unary_math.hpp — the CPU kernels of the unary ops that cpu::unary and
+// cpu::unary_backward (unary.cpp) do not run on batches themselves: the math and activation ops,
+// each its Formula (ops/kern/unary_formulas.hpp). x and y are read as the unary list says
+// (ops/kern/unary_list.inc); the other may be null. Both return false for an unknown code.
+// Internal to ops/cpu/.
 #pragma once
 
 #include "ops/kern/kernel_codes.hpp"

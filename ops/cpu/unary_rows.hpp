@@ -1,21 +1,46 @@
-// ops/cpu/unary_rows.hpp — the float32 unary kernels whose cost is their math (exp, log, tanh,
-// sigmoid, both GELUs; forward and backward) written once on xsimd batches of architecture A:
-// every element, the tail's included (a padded batch), goes through the same vector code, so a
-// value never depends on the tensor's length or the element's position. Included by
+// ops/cpu/unary_rows.hpp — the unary formulas (ops/kern/unary_formulas.hpp) on xsimd batches: the
+// batch hooks they need (UnaryOps: select, both, sgn, zero_like) and the float32 kernels whose cost
+// is their math (exp, log, tanh, sigmoid, both GELUs; forward and backward) on batches of
+// architecture A: every element, the tail's included (a padded batch), goes through the same
+// vector code, so a value never depends on the tensor's length or the element's position. tanh,
+// sigmoid and the tanh GELU are their Formula; the exact GELU's erf approximation is its own
+// (a named override, below). Included by
 // ops/cpu/unary.cpp (the build's architecture: the exact GELU) and ops/cpu/unary_avx512.cpp (the
 // AVX-512 table's unary slots, ops/cpu/isa.hpp). Internal linkage and no inline std:: algorithm,
 // for the reason in softmax_rows.hpp. exp and log keep simd.hpp's patched lanes (std:: where
 // xsimd is not std::'s answer). Internal to ops/cpu/.
 #pragma once
 
-#include "ops/kern/kernel_codes.hpp"
 #include "ops/cpu/simd.hpp"
+#include "ops/kern/unary_formulas.hpp"
 
 #include <xsimd/xsimd.hpp>
 
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
+
+// The formulas' hooks on batches: a batch's comparisons give a batch_bool.
+namespace tg::kern::uf {
+template <typename T, typename A>
+struct UnaryOps<xsimd::batch<T, A>> {
+  using B = xsimd::batch<T, A>;
+  static B sgn(const B& v) {
+    return xsimd::select(B(T(0)) < v, B(T(1)), B(T(0))) -
+           xsimd::select(v < B(T(0)), B(T(1)), B(T(0)));
+  }
+  static B zero_like(const B&) { return B(T(0)); }
+};
+template <typename T, typename A>
+struct UnaryOps<xsimd::batch_bool<T, A>> {
+  using C = xsimd::batch_bool<T, A>;
+  static xsimd::batch<T, A> select(const C& c, const xsimd::batch<T, A>& a,
+                                   const xsimd::batch<T, A>& b) {
+    return xsimd::select(c, a, b);
+  }
+  static C both(const C& c, const C& d) { return c & d; }
+};
+}  // namespace tg::kern::uf
 
 namespace tg::cpu {
 namespace {
@@ -25,9 +50,6 @@ using kern::UnOp;
 // Rounded from double, as unary.cpp's float64 constants are (the same floats in both files).
 constexpr float kSqrt1_2 = static_cast<float>(0.70710678118654752440);
 constexpr float kInvSqrt2Pi = static_cast<float>(0.39894228040143267794);
-constexpr float kBeta = static_cast<float>(0.79788456080286535588);  // sqrt(2/pi)
-constexpr float kKappa = static_cast<float>(0.044715);
-constexpr float k3Kappa = static_cast<float>(3 * 0.044715);
 
 template <typename A>
 using FB = xsimd::batch<float, A>;
@@ -60,20 +82,14 @@ FB<A> gelu_bwd(FB<A> x, FB<A> g) {  // g · (Φ(x) + x φ(x))
   return g * xsimd::fma(x * FB<A>(kInvSqrt2Pi), e, FB<A>(0.5f) * gelu_cdf2<A>(x, e));
 }
 
-// ---- the tanh GELU: ½x(1 + tanh(β(x + κx³))), in unary.cpp's xtensor order ----
-template <typename A>
-FB<A> gelu_tanh_inner(FB<A> x) {
-  return FB<A>(kBeta) * (x + FB<A>(kKappa) * x * x * x);
+// An op's formula on batches (parameters 0): its forward of x, its backward of (g, x, y).
+template <UnOp OP, typename B>
+B fwd(B x) {
+  return kern::uf::Formula<OP>::fwd(x, B(0), B(0));
 }
-template <typename A>
-FB<A> gelu_tanh_fwd(FB<A> x) {
-  return FB<A>(0.5f) * x * (FB<A>(1.f) + xsimd::tanh(gelu_tanh_inner<A>(x)));
-}
-template <typename A>
-FB<A> gelu_tanh_bwd(FB<A> x, FB<A> g) {
-  using B = FB<A>;
-  const B t = xsimd::tanh(gelu_tanh_inner<A>(x)), half(0.5f), one(1.f);
-  return g * (half * (one + t) + half * x * (one - t * t) * B(kBeta) * (one + B(k3Kappa) * x * x));
+template <UnOp OP, typename B>
+B bwd(B g, B x, B y) {
+  return kern::uf::Formula<OP>::bwd(g, x, y, B(0), B(0));
 }
 
 // out[i] = f(a[i], b[i], c[i]) for i < n, on batches; a null operand reads as 0. The tail goes
@@ -132,17 +148,16 @@ bool unary_f32(UnOp op, float* out, const float* x, int64_t n, float, float) {
       log_into<A>(out, x, n);
       return true;
     case UnOp::Tanh:
-      map<A>(out, x, nullptr, nullptr, n, [](B v, B, B) { return xsimd::tanh(v); });
+      map<A>(out, x, nullptr, nullptr, n, [](B v, B, B) { return fwd<UnOp::Tanh>(v); });
       return true;
     case UnOp::Sigmoid:
-      map<A>(out, x, nullptr, nullptr, n,
-             [](B v, B, B) { return B(1.f) / (B(1.f) + xsimd::exp(-v)); });
+      map<A>(out, x, nullptr, nullptr, n, [](B v, B, B) { return fwd<UnOp::Sigmoid>(v); });
       return true;
     case UnOp::GeluErf:
       map<A>(out, x, nullptr, nullptr, n, [](B v, B, B) { return gelu_fwd<A>(v); });
       return true;
     case UnOp::GeluTanh:
-      map<A>(out, x, nullptr, nullptr, n, [](B v, B, B) { return gelu_tanh_fwd<A>(v); });
+      map<A>(out, x, nullptr, nullptr, n, [](B v, B, B) { return fwd<UnOp::GeluTanh>(v); });
       return true;
     default:
       return false;
@@ -157,22 +172,22 @@ bool unary_backward_f32(UnOp op, float* dx, const float* g, const float* x, cons
   using B = FB<A>;
   switch (op) {
     case UnOp::Exp:
-      map<A>(dx, g, y, nullptr, n, [](B gv, B yv, B) { return gv * yv; });
+      map<A>(dx, g, y, nullptr, n, [](B gv, B yv, B) { return bwd<UnOp::Exp>(gv, yv, yv); });
       return true;
     case UnOp::Log:
-      map<A>(dx, g, x, nullptr, n, [](B gv, B xv, B) { return gv / xv; });
+      map<A>(dx, g, x, nullptr, n, [](B gv, B xv, B) { return bwd<UnOp::Log>(gv, xv, xv); });
       return true;
     case UnOp::Tanh:
-      map<A>(dx, g, y, nullptr, n, [](B gv, B yv, B) { return gv * (B(1.f) - yv * yv); });
+      map<A>(dx, g, y, nullptr, n, [](B gv, B yv, B) { return bwd<UnOp::Tanh>(gv, yv, yv); });
       return true;
     case UnOp::Sigmoid:
-      map<A>(dx, g, y, nullptr, n, [](B gv, B yv, B) { return gv * yv * (B(1.f) - yv); });
+      map<A>(dx, g, y, nullptr, n, [](B gv, B yv, B) { return bwd<UnOp::Sigmoid>(gv, yv, yv); });
       return true;
     case UnOp::GeluErf:
       map<A>(dx, g, x, nullptr, n, [](B gv, B xv, B) { return gelu_bwd<A>(xv, gv); });
       return true;
     case UnOp::GeluTanh:
-      map<A>(dx, g, x, nullptr, n, [](B gv, B xv, B) { return gelu_tanh_bwd<A>(xv, gv); });
+      map<A>(dx, g, x, nullptr, n, [](B gv, B xv, B) { return bwd<UnOp::GeluTanh>(gv, xv, xv); });
       return true;
     default:
       return false;

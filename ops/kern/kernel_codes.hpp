@@ -27,61 +27,12 @@ struct Strided {
 // Elementwise binary ops (cuda/elementwise.cu, ops/elementwise.cpp).
 enum class BinOp : uint8_t { Add, Sub, Mul, Div, Pow, Max, Min, Eq, Ne, Lt, Le, Gt, Ge };
 
-// Unary ops with up to two scalar parameters p0, p1 (computed in double, stored as dt):
+// Unary ops with up to two scalar parameters p0, p1 (computed in double, stored as dt): one
+// enumerator per line of ops/kern/unary_list.inc, whose formulas are ops/kern/unary_formulas.hpp's.
 enum class UnOp : uint8_t {
-  Neg,
-  Exp,
-  Log,
-  Sqrt,
-  Rsqrt,
-  Abs,
-  Tanh,
-  Sigmoid,
-  Relu,
-  GeluErf,   // x·Φ(x)
-  GeluTanh,  // 0.5·x·(1 + tanh(√(2/π)(x + 0.044715x³)))
-  AddS,      // x + p0
-  MulS,      // x · p0
-  RSubS,     // p0 - x
-  RDivS,     // p0 / x
-  PowS,      // x^p0
-  Clamp,     // min(max(x, p0), p1), NaN stays NaN; p0 = -inf or p1 = +inf for one-sided clamps
-  // Math (ops/cpu/unary_math.cpp), PyTorch's derivatives.yaml for each backward:
-  Sin,
-  Cos,
-  Tan,
-  Asin,
-  Acos,
-  Atan,
-  Sinh,
-  Cosh,
-  Asinh,
-  Acosh,
-  Atanh,
-  Erf,
-  Erfc,
-  Exp2,
-  Expm1,
-  Log2,
-  Log10,
-  Log1p,
-  Floor,
-  Ceil,
-  Round,
-  Trunc,
-  Sign,  // Round: half to even; their gradients are 0
-  // Activations (ops/cpu/unary_math.cpp), PyTorch's forward and backward formulas:
-  Silu,         // x·σ(x)
-  Softplus,     // log(1 + e^(p0·x))/p0, x where p0·x > p1 (beta p0, threshold p1)
-  LeakyRelu,    // x > 0 ? x : p0·x
-  Elu,          // p1·(x > 0 ? x : p0·(e^x − 1)) (alpha p0, scale p1): elu and selu
-  Celu,         // max(0, x) + min(0, p0·(e^(x/p0) − 1))
-  Mish,         // x·tanh(softplus(x))
-  Hardswish,    // x·min(max(x + 3, 0), 6)/6
-  Hardsigmoid,  // min(max(x + 3, 0), 6)/6
-  Hardtanh,     // Clamp(p0, p1) forward; the gradient passes only strictly inside (p0, p1)
-  LogSigmoid,   // log σ(x) = min(x, 0) − log1p(e^−|x|)
-  Softsign,     // x/(1 + |x|)
+#define X(Code, ...) Code,
+#include "ops/kern/unary_list.inc"
+#undef X
 };
 
 // Reductions over the middle dim of (outer, r, inner).

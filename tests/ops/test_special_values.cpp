@@ -13,8 +13,11 @@
 
 #include "ops/cpu/kernels.hpp"
 #include "ops/ops.hpp"
-#include "ops/unary_formulas.hpp"
+#include "ops/kern/unary_formulas.hpp"
+#include "tools/unary_samples.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -202,19 +205,66 @@ T gelu_tanh_grad_ref(T x) {
   return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * (beta * (T(1) + T(3) * kappa * x_sq));
 }
 
-// The math and activation ops: their reference is ops/unary_formulas.hpp's scalar formula in T,
-// which the kernels' scalar lanes run; the tables below check the vector lanes against it, and
-// the last test checks it against PyTorch's values.
-#define TG_MATH(name, OP, call, p0, p1) TG_MATH_TOL(name, OP, call, p0, p1, 4, 0)
-#define TG_MATH_TOL(name, OP, call, p0, p1, rtol, atol)                                    \
-  {                                                                                        \
-    name, [](const Tensor& x) { return call; },                                            \
-        [](T x) { return tg::kern::un_math_fwd<tg::kern::UnOp::OP, T>(x, T(p0), T(p1)); }, \
-        [](T x, T y) {                                                                     \
-          return tg::kern::un_math_bwd<tg::kern::UnOp::OP, T>(T(1), x, y, T(p0), T(p1));   \
-        },                                                                                 \
-        rtol, atol                                                                         \
+// The math and activation ops: their reference is their formula (ops/kern/unary_formulas.hpp)
+// on scalars in T, which the kernels' scalar lanes run; the tables below check the vector lanes
+// against it, and the last test checks it against PyTorch's values. Every line of the unary list
+// without a row of its own below gets one (list_rows), with the sample call and parameters of
+// tools/unary_samples.hpp; TG_MATH writes the rows for other parameters.
+template <typename T>
+T formula_fwd(tg::kern::UnOp op, T x, T p0, T p1) {
+  switch (op) {
+#define X(Code, ...)         \
+  case tg::kern::UnOp::Code: \
+    return tg::kern::uf::Formula<tg::kern::UnOp::Code>::fwd(x, p0, p1);
+#include "ops/kern/unary_list.inc"
+#undef X
   }
+  return T(0);
+}
+template <typename T>
+T formula_bwd(tg::kern::UnOp op, T x, T y, T p0, T p1) {
+  switch (op) {
+#define X(Code, ...)         \
+  case tg::kern::UnOp::Code: \
+    return tg::kern::uf::Formula<tg::kern::UnOp::Code>::bwd(T(1), x, y, p0, p1);
+#include "ops/kern/unary_list.inc"
+#undef X
+  }
+  return T(0);
+}
+#define TG_MATH(name, OP, call, p0, p1) TG_MATH_TOL(name, OP, call, p0, p1, 4, 0)
+#define TG_MATH_TOL(name, OP, call, p0, p1, rtol, atol)                                        \
+  {                                                                                            \
+    name, [](const Tensor& x) { return call; },                                                \
+        [](T x) { return formula_fwd<T>(tg::kern::UnOp::OP, x, T(p0), T(p1)); },               \
+        [](T x, T y) { return formula_bwd<T>(tg::kern::UnOp::OP, x, y, T(p0), T(p1)); }, rtol, \
+        atol                                                                                   \
+  }
+
+// The list's rows not in `own`, their formula the reference, with these tolerances:
+// silu's gradient s + x·s·(1 − s) has a root near x = −1.28 (x = −1.3 is one of the values):
+// its rounding error is a few epsilons of its terms (|s| <= 1), not of the result, and FMA
+// contraction moves it there, as for tanh; mish's gradient t + x·s·(1 − t²) cancels for x < 0: a
+// few epsilons of t and s become tens of the result's.
+template <typename T>
+void add_list_rows(std::vector<UnCase<T>>& own) {
+  const double eps = std::numeric_limits<T>::epsilon();
+  for (const tgu::UnarySample& u : tgu::unary_samples()) {
+    bool has = false;  // a row of that name, or of that name and a parameter (pow3.0)
+    for (const UnCase<T>& c : own) {
+      const std::string n = c.name, l = u.name;
+      has = has || n == l || (n.rfind(l, 0) == 0 && std::isdigit(n[l.size()]));
+    }
+    if (has) continue;
+    const tg::kern::UnOp op = u.op;
+    const T p0 = static_cast<T>(u.p0), p1 = static_cast<T>(u.p1);
+    UnCase<T> c{u.name, u.call, [=](T x) { return formula_fwd<T>(op, x, p0, p1); },
+                [=](T x, T y) { return formula_bwd<T>(op, x, y, p0, p1); }};
+    if (c.name == std::string("silu")) c.atol = 4 * eps;
+    if (c.name == std::string("mish")) c.rtol = 32;
+    own.push_back(c);
+  }
+}
 
 #define TG_POW(e)                                                                                 \
   {                                                                                               \
@@ -229,7 +279,7 @@ std::vector<UnCase<T>> unary_table() {
   // float32 GELU: PyTorch's erf approximation, |error| <= 1.5e-7; float64: erfc against
   // PyTorch's 1 + erf, which differ below 1e-15 absolute
   const double gelu_atol = f32 ? 3e-7 : 1e-15;
-  return {
+  std::vector<UnCase<T>> rows = {
       {"neg", [](const Tensor& x) { return tg::neg(x); }, [](T x) { return -x; },
        [](T, T) { return T(-1); }},
       {"exp", [](const Tensor& x) { return tg::exp(x); }, [](T x) { return std::exp(x); },
@@ -288,52 +338,15 @@ std::vector<UnCase<T>> unary_table() {
       {"clamp_max", [](const Tensor& x) { return tg::clamp_max(x, -0.5); },
        [](T x) { return std::isnan(x) ? x : std::min(x, T(-0.5)); },
        [](T x, T) { return T(x <= T(-0.5)); }},
-      TG_MATH("sin", Sin, tg::sin(x), 0, 0),
-      TG_MATH("cos", Cos, tg::cos(x), 0, 0),
-      TG_MATH("tan", Tan, tg::tan(x), 0, 0),
-      TG_MATH("asin", Asin, tg::asin(x), 0, 0),
-      TG_MATH("acos", Acos, tg::acos(x), 0, 0),
-      TG_MATH("atan", Atan, tg::atan(x), 0, 0),
-      TG_MATH("sinh", Sinh, tg::sinh(x), 0, 0),
-      TG_MATH("cosh", Cosh, tg::cosh(x), 0, 0),
-      TG_MATH("asinh", Asinh, tg::asinh(x), 0, 0),
-      TG_MATH("acosh", Acosh, tg::acosh(x), 0, 0),
-      TG_MATH("atanh", Atanh, tg::atanh(x), 0, 0),
-      TG_MATH("erf", Erf, tg::erf(x), 0, 0),
-      TG_MATH("erfc", Erfc, tg::erfc(x), 0, 0),
-      TG_MATH("exp2", Exp2, tg::exp2(x), 0, 0),
-      TG_MATH("expm1", Expm1, tg::expm1(x), 0, 0),
-      TG_MATH("log2", Log2, tg::log2(x), 0, 0),
-      TG_MATH("log10", Log10, tg::log10(x), 0, 0),
-      TG_MATH("log1p", Log1p, tg::log1p(x), 0, 0),
-      TG_MATH("floor", Floor, tg::floor(x), 0, 0),
-      TG_MATH("ceil", Ceil, tg::ceil(x), 0, 0),
-      TG_MATH("round", Round, tg::round(x), 0, 0),
-      TG_MATH("trunc", Trunc, tg::trunc(x), 0, 0),
-      TG_MATH("sign", Sign, tg::sign(x), 0, 0),
-      // silu's gradient s + x·s·(1 − s) has a root near x = −1.28 (x = −1.3 is one of the values):
-      // its rounding error is a few epsilons of its terms (|s| <= 1), not of the result, and FMA
-      // contraction moves it there, as for tanh
-      TG_MATH_TOL("silu", Silu, tg::silu(x), 0, 0, 4,
-                  4 * double(std::numeric_limits<T>::epsilon())),
-      TG_MATH("softplus", Softplus, tg::softplus(x), 1, 20),
+      // the list's other rows come from add_list_rows; these are its ops at other parameters
       TG_MATH("softplus_b2_t1", Softplus, tg::softplus(x, 2.0, 1.0), 2, 1),
-      TG_MATH("leaky_relu", LeakyRelu, tg::leaky_relu(x), 0.01, 0),
-      TG_MATH("elu", Elu, tg::elu(x), 1, 1),
       TG_MATH("elu_a0.5", Elu, tg::elu(x, 0.5), 0.5, 1),
       TG_MATH("selu", Elu, tg::selu(x), 1.6732632423543772848170429916717,
               1.0507009873554804934193349852946),
-      TG_MATH("celu_a0.5", Celu, tg::celu(x, 0.5), 0.5, 2),
-      // mish's gradient t + x·s·(1 − t²) cancels for x < 0: a few epsilons of t and s become
-      // tens of the result's
-      TG_MATH_TOL("mish", Mish, tg::mish(x), 0, 0, 32, 0),
-      TG_MATH("hardswish", Hardswish, tg::hardswish(x), 0, 0),
-      TG_MATH("hardsigmoid", Hardsigmoid, tg::hardsigmoid(x), 0, 0),
-      TG_MATH("hardtanh", Hardtanh, tg::hardtanh(x), -1, 1),
       TG_MATH("relu6", Hardtanh, tg::relu6(x), 0, 6),
-      TG_MATH("logsigmoid", LogSigmoid, tg::logsigmoid(x), 0, 0),
-      TG_MATH("softsign", Softsign, tg::softsign(x), 0, 0),
   };
+  add_list_rows(rows);
+  return rows;
 }
 #undef TG_MATH
 #undef TG_MATH_TOL
@@ -604,4 +617,23 @@ TEMPLATE_TEST_CASE("the special-value references agree with PyTorch 1.13", "[spe
   INFO(dname<T>() << ": " << fail.count << " of " << seen << " disagree\n" << fail.text);
   CHECK(seen > 1000);
   CHECK(fail.count == 0);
+}
+
+// Every line of the unary list (ops/kern/unary_list.inc) has a row of the unary table, and PyTorch
+// values for it in the fixture, so its reference is checked (a row named as the line, or as the
+// line and a parameter: pow3.0).
+TEST_CASE("every line of the unary list has a special-value row and PyTorch's values for it",
+          "[special]") {
+  auto named = [](const std::string& n, const std::string& line) {
+    return n == line || (n.rfind(line, 0) == 0 && std::isdigit(n[line.size()]));
+  };
+  const auto table = unary_table<float>();
+  const auto fixture = fixture_rows("un", "float32");
+  for (const tgu::UnarySample& u : tgu::unary_samples()) {
+    INFO("unary list line " << u.name);
+    CHECK(std::any_of(table.begin(), table.end(),
+                      [&](const UnCase<float>& c) { return named(c.name, u.name); }));
+    CHECK(std::any_of(fixture.begin(), fixture.end(),
+                      [&](const std::vector<std::string>& w) { return named(w[2], u.name); }));
+  }
 }

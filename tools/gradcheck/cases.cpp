@@ -11,6 +11,7 @@
 #include "nn/transformer.hpp"
 #include "ops/attention/attention.hpp"
 #include "ops/ops.hpp"
+#include "tools/unary_samples.hpp"
 
 #include <fmt/format.h>
 
@@ -25,8 +26,9 @@ namespace {
 
 // ---- inputs ----
 // The unary ops' input: --values when given, else N(0,1) (or positive) of --shape.
-// The input domains of the unary cases.
+// The input domains of the unary cases, numbered as the list's (tg::kern::UnDomain).
 enum Domain { kAny, kPositive, kUnit, kAboveOne };
+static_assert(kAboveOne == static_cast<int>(tg::kern::UnDomain::kAboveOne));
 Tensor unary_input(const CaseArgs& a, Domain d) {
   if (!a.values.empty()) return tg::tensor(a.values).requires_grad_();
   const Shape s = a.shape.value_or(Shape{2, 3});
@@ -51,63 +53,36 @@ void add_elementwise(std::vector<OpInfo>& r) {
     Tensor (*f)(const Tensor&);
     const char* op = nullptr;  // the public op, when the name is not it
   };
-  static const U unary[] = {
-      {"exp", kAny, [](const Tensor& x) { return tg::exp(x); }},
-      {"log", kPositive, [](const Tensor& x) { return tg::log(x); }},
-      {"sqrt", kPositive, [](const Tensor& x) { return tg::sqrt(x); }},
-      {"rsqrt", kPositive, [](const Tensor& x) { return tg::rsqrt(x); }},
-      {"abs", kAny, [](const Tensor& x) { return tg::abs(x); }},
-      {"neg", kAny, [](const Tensor& x) { return tg::neg(x); }},
-      {"tanh", kAny, [](const Tensor& x) { return tg::tanh(x); }},
-      {"sigmoid", kAny, [](const Tensor& x) { return tg::sigmoid(x); }},
-      {"relu", kAny, [](const Tensor& x) { return tg::relu(x); }},
-      {"gelu", kAny, [](const Tensor& x) { return tg::gelu(x); }},
-      {"gelu_tanh", kAny, [](const Tensor& x) { return tg::gelu(x, "tanh"); }, "gelu"},
-      {"clamp", kAny, [](const Tensor& x) { return tg::clamp(x, -0.5, 0.5); }},
-      {"pow", kAny, [](const Tensor& x) { return tg::pow(x, 3.0); }},
-      {"sin", kAny, [](const Tensor& x) { return tg::sin(x); }},
-      {"cos", kAny, [](const Tensor& x) { return tg::cos(x); }},
-      {"tan", kUnit, [](const Tensor& x) { return tg::tan(x); }},
-      {"asin", kUnit, [](const Tensor& x) { return tg::asin(x); }},
-      {"acos", kUnit, [](const Tensor& x) { return tg::acos(x); }},
-      {"atan", kAny, [](const Tensor& x) { return tg::atan(x); }},
-      {"sinh", kAny, [](const Tensor& x) { return tg::sinh(x); }},
-      {"cosh", kAny, [](const Tensor& x) { return tg::cosh(x); }},
-      {"asinh", kAny, [](const Tensor& x) { return tg::asinh(x); }},
-      {"acosh", kAboveOne, [](const Tensor& x) { return tg::acosh(x); }},
-      {"atanh", kUnit, [](const Tensor& x) { return tg::atanh(x); }},
-      {"erf", kAny, [](const Tensor& x) { return tg::erf(x); }},
-      {"erfc", kAny, [](const Tensor& x) { return tg::erfc(x); }},
-      {"exp2", kAny, [](const Tensor& x) { return tg::exp2(x); }},
-      {"expm1", kAny, [](const Tensor& x) { return tg::expm1(x); }},
-      {"log2", kPositive, [](const Tensor& x) { return tg::log2(x); }},
-      {"log10", kPositive, [](const Tensor& x) { return tg::log10(x); }},
-      {"log1p", kPositive, [](const Tensor& x) { return tg::log1p(x); }},
-      {"floor", kAny, [](const Tensor& x) { return tg::floor(x); }},
-      {"ceil", kAny, [](const Tensor& x) { return tg::ceil(x); }},
-      {"round", kAny, [](const Tensor& x) { return tg::round(x); }},
-      {"trunc", kAny, [](const Tensor& x) { return tg::trunc(x); }},
-      {"sign", kAny, [](const Tensor& x) { return tg::sign(x); }},
-      {"silu", kAny, [](const Tensor& x) { return tg::silu(x); }},
-      {"softplus", kAny, [](const Tensor& x) { return tg::softplus(x, 2.0, 1.5); }},
-      {"leaky_relu", kAny, [](const Tensor& x) { return tg::leaky_relu(x, 0.1); }},
-      {"elu", kAny, [](const Tensor& x) { return tg::elu(x, 0.7); }},
+  // The list's ops (tools/unary_samples.hpp), then calls with other parameters or inputs.
+  static const U variants[] = {
+      {"clamp_narrow", kAny, [](const Tensor& x) { return tg::clamp(x, -0.5, 0.5); }, "clamp"},
+      {"softplus_b2_t1.5", kAny, [](const Tensor& x) { return tg::softplus(x, 2.0, 1.5); },
+       "softplus"},
+      {"leaky_relu_0.1", kAny, [](const Tensor& x) { return tg::leaky_relu(x, 0.1); },
+       "leaky_relu"},
+      {"elu_0.7", kAny, [](const Tensor& x) { return tg::elu(x, 0.7); }, "elu"},
       {"selu", kAny, [](const Tensor& x) { return tg::selu(x); }},
-      {"celu", kAny, [](const Tensor& x) { return tg::celu(x, 0.5); }},
-      {"mish", kAny, [](const Tensor& x) { return tg::mish(x); }},
-      {"hardswish", kAny, [](const Tensor& x) { return tg::hardswish(tg::mul(x, 3.0)); }},
-      {"hardsigmoid", kAny, [](const Tensor& x) { return tg::hardsigmoid(tg::mul(x, 3.0)); }},
-      {"hardtanh", kAny, [](const Tensor& x) { return tg::hardtanh(x, -0.5, 0.8); }},
+      {"hardswish_3x", kAny, [](const Tensor& x) { return tg::hardswish(tg::mul(x, 3.0)); },
+       "hardswish"},
+      {"hardsigmoid_3x", kAny, [](const Tensor& x) { return tg::hardsigmoid(tg::mul(x, 3.0)); },
+       "hardsigmoid"},
+      {"hardtanh_-0.5_0.8", kAny, [](const Tensor& x) { return tg::hardtanh(x, -0.5, 0.8); },
+       "hardtanh"},
       {"relu6", kAny, [](const Tensor& x) { return tg::relu6(tg::mul(x, 4.0)); }},
-      {"logsigmoid", kAny, [](const Tensor& x) { return tg::logsigmoid(x); }},
-      {"softsign", kAny, [](const Tensor& x) { return tg::softsign(x); }},
       {"glu", kAny, [](const Tensor& x) { return tg::glu(x, -1); }},
       {"rsub", kAny, [](const Tensor& x) { return tg::rsub(2.5, x); }},
       {"rdiv", kPositive, [](const Tensor& x) { return tg::rdiv(-2.0, x); }},
       {"clamp_min", kAny, [](const Tensor& x) { return tg::clamp_min(x, -0.3); }},
       {"clamp_max", kAny, [](const Tensor& x) { return tg::clamp_max(x, 0.4); }},
   };
-  for (const U& u : unary)
+  for (const tgu::UnarySample& u : tgu::unary_samples())
+    r.push_back({u.name,
+                 "--shape S | --values v1,v2,...",
+                 [u](const CaseArgs& a) {
+                   return one(unary_input(a, static_cast<Domain>(u.domain)), u.call);
+                 },
+                 {u.op_name}});
+  for (const U& u : variants)
     r.push_back({u.name,
                  "--shape S | --values v1,v2,...",
                  [u](const CaseArgs& a) { return one(unary_input(a, u.domain), u.f); },

@@ -1,6 +1,7 @@
 // tools/gradcheck/options.cpp — parsing the case options ("--op mha --len 7 --local 2,0 ...") and
 // the built-in --all table, which is written in the same options so one parser serves both.
 // Deliberately not here: the builders (cases.cpp), the global options and output (main.cpp).
+#include "tools/unary_samples.hpp"
 #include "tools/gradcheck/cases.hpp"
 
 #include <fmt/format.h>
@@ -205,61 +206,31 @@ std::string case_label(const CaseArgs& a) {
   return s;
 }
 
+namespace {
+// The table with one case per line of the unary list (ops/kern/unary_list.inc) in front.
+std::vector<TableCase> with_unary_list(std::vector<TableCase> rest) {
+  std::vector<TableCase> t;
+  for (const tgu::UnarySample& u : tgu::unary_samples())
+    t.push_back({u.name, fmt::format("--op {} --shape 2,5", u.name)});
+  t.insert(t.end(), rest.begin(), rest.end());
+  return t;
+}
+}  // namespace
+
 // Every op family of ops/ops.hpp, attention with every mask kind, the modules. Small shapes keep
 // the whole table to a few seconds in Release.
 const std::vector<TableCase>& all_cases() {
-  static const std::vector<TableCase> t = {
-      // elementwise, unary
-      {"exp", "--op exp --shape 2,3"},
-      {"log (positive inputs)", "--op log --shape 2,3"},
-      {"sqrt", "--op sqrt --shape 5"},
-      {"rsqrt", "--op rsqrt --shape 5"},
-      {"abs", "--op abs --shape 2,3"},
-      {"neg", "--op neg --shape 4"},
-      {"tanh", "--op tanh --shape 2,3"},
-      {"sigmoid", "--op sigmoid --shape 2,3"},
-      {"relu", "--op relu --shape 2,3"},
-      {"gelu (erf)", "--op gelu --shape 2,3"},
-      {"gelu (tanh)", "--op gelu_tanh --shape 2,3"},
-      {"clamp(-0.5, 0.5)", "--op clamp --shape 3,3"},
-      {"pow(x, 3)", "--op pow --shape 2,3"},
-      // math and activations (ops/unary_math.cpp; the rounding ops and sign: zero gradients)
-      {"sin", "--op sin --shape 2,5"},
-      {"cos", "--op cos --shape 2,5"},
-      {"tan", "--op tan --shape 2,5"},
-      {"asin", "--op asin --shape 2,5"},
-      {"acos", "--op acos --shape 2,5"},
-      {"atan", "--op atan --shape 2,5"},
-      {"sinh", "--op sinh --shape 2,5"},
-      {"cosh", "--op cosh --shape 2,5"},
-      {"asinh", "--op asinh --shape 2,5"},
-      {"acosh", "--op acosh --shape 2,5"},
-      {"atanh", "--op atanh --shape 2,5"},
-      {"erf", "--op erf --shape 2,5"},
-      {"erfc", "--op erfc --shape 2,5"},
-      {"exp2", "--op exp2 --shape 2,5"},
-      {"expm1", "--op expm1 --shape 2,5"},
-      {"log2", "--op log2 --shape 2,5"},
-      {"log10", "--op log10 --shape 2,5"},
-      {"log1p", "--op log1p --shape 2,5"},
-      {"floor", "--op floor --shape 2,5"},
-      {"ceil", "--op ceil --shape 2,5"},
-      {"round", "--op round --shape 2,5"},
-      {"trunc", "--op trunc --shape 2,5"},
-      {"sign", "--op sign --shape 2,5"},
-      {"silu", "--op silu --shape 2,5"},
-      {"softplus", "--op softplus --shape 2,5"},
-      {"leaky_relu", "--op leaky_relu --shape 2,5"},
-      {"elu", "--op elu --shape 2,5"},
+  static const std::vector<TableCase> t = with_unary_list({
+      // elementwise, unary: the list's ops (tools/unary_samples.hpp, added below) and these
+      {"clamp(-0.5, 0.5)", "--op clamp_narrow --shape 3,3"},
+      {"softplus(beta 2, threshold 1.5)", "--op softplus_b2_t1.5 --shape 2,5"},
+      {"leaky_relu(0.1)", "--op leaky_relu_0.1 --shape 2,5"},
+      {"elu(0.7)", "--op elu_0.7 --shape 2,5"},
       {"selu", "--op selu --shape 2,5"},
-      {"celu", "--op celu --shape 2,5"},
-      {"mish", "--op mish --shape 2,5"},
-      {"hardswish", "--op hardswish --shape 2,5"},
-      {"hardsigmoid", "--op hardsigmoid --shape 2,5"},
-      {"hardtanh", "--op hardtanh --shape 2,5"},
+      {"hardswish(3x)", "--op hardswish_3x --shape 2,5"},
+      {"hardsigmoid(3x)", "--op hardsigmoid_3x --shape 2,5"},
+      {"hardtanh(-0.5, 0.8)", "--op hardtanh_-0.5_0.8 --shape 2,5"},
       {"relu6", "--op relu6 --shape 2,5"},
-      {"logsigmoid", "--op logsigmoid --shape 2,5"},
-      {"softsign", "--op softsign --shape 2,5"},
       {"glu", "--op glu --shape 3,4"},
       {"rsub 2.5 - x", "--op rsub --shape 2,5"},
       {"rdiv -2 / x (positive x)", "--op rdiv --shape 2,5"},
@@ -430,7 +401,7 @@ const std::vector<TableCase>& all_cases() {
       {"decoder layer causal + memory padding",
        "--op decoder_layer --len 3 --src-len 4 --embed 4 --heads 2 --ff 6 --causal "
        "--mem-padding 2,4"},
-  };
+  });
   return t;
 }
 
