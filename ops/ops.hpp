@@ -28,6 +28,8 @@
 //                    cosine_similarity, normalize
 //   indexing.cpp     gather, scatter_add, topk, sort, argsort, cumsum, tril, triu, one_hot,
 //                    multinomial
+//   attention/       scaled_dot_product_attention (+ packed forms), attention, additive_attention
+//                    and AttentionMask: declared in ops/attention/attention.hpp
 // Shape vocabulary in comments: B batch, T/S query/key length, C channels, NH heads, hs head size,
 // V vocab, N rows, D any trailing dims. Every op throws tg::Error naming the op, the argument and
 // every shape when given bad input.

@@ -170,7 +170,7 @@ TEST_CASE("func: hvp and hessian of a LayerNorm + GELU + cross-entropy model mat
 }
 
 TEST_CASE("func: hvp and hessian of a LayerNorm + MultiheadAttention + GELU model match PyTorch") {
-  // The fused attention's second order (ops/attention_grad.cpp) against PyTorch's composed
+  // The fused attention's second order (ops/attention/create_graph.cpp) against PyTorch's composed
   // multi_head_attention_forward, with key padding.
   tgt::Fixture f("higher_order/mha");
   const Tensor x = f.tensor("x"), pad = f.tensor("pad"), target = f.tensor("target");

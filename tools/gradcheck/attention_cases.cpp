@@ -111,7 +111,7 @@ BuiltCase build_sdpa_layout(const CaseArgs& a, int layout) {
 }
 
 // The seed articles' attention(Q, K, V, mask): the output (the weights carry no gradient, as
-// the fused node's need_weights output: ops/attention.cpp).
+// the fused node's need_weights output: ops/attention/sdpa.cpp).
 BuiltCase build_plain_attention(const CaseArgs& a) {
   const int64_t B = a.batch, T = a.len, S = key_len(a), hs = a.head_size;
   Tensor mask = a.bool_mask ? random_bool(T, S, 0.7) : Tensor();

@@ -79,9 +79,9 @@ struct OpInfo {
   std::string name;
   std::string help;  // the options it reads
   std::function<BuiltCase(const CaseArgs&)> build;
-  // The public ops (ops/ops.hpp, ops/attention.hpp) its function differentiates; empty: {name}.
-  // `gradcheck --list` prints those the --all table reaches, and tests/tools checks that they
-  // are every op docs/ops.md marks differentiable.
+  // The public ops (ops/ops.hpp, ops/attention/attention.hpp) its function differentiates; empty:
+  // {name}. `gradcheck --list` prints those the --all table reaches, and tests/tools checks that
+  // they are every op docs/ops.md marks differentiable.
   std::vector<std::string> covers = {};
 };
 // The public ops the --all table differentiates (the union of its cases' OpInfo::covers).
