@@ -1,6 +1,6 @@
 // autograd/grad_detail.hpp — internal (not installed): tg::grad's variant for partial derivatives,
 // used by backward closures that differentiate a recomputed piece of graph under create_graph
-// (ops/attention_cuda.cpp, autograd/activation_checkpoint.cpp), and the tape position.
+// (ops/attention/create_graph.cpp, autograd/activation_checkpoint.cpp), and the tape position.
 #pragma once
 
 #include "autograd/tape.hpp"

@@ -9,7 +9,7 @@
 // hold either (glibc's own start-up resets the environment after the executable's preinit
 // functions), so the program sets it and executes itself again. Deliberately not here: the
 // work-size thresholds that keep tiny loops serial in any program (ops/detail.hpp,
-// ops/cpu/attention.cpp).
+// ops/attention/cpu/fused.cpp).
 #pragma once
 
 #include <unistd.h>

@@ -2,7 +2,7 @@
 // caller's buffers, transposes as flags and leading dimensions as strides, so OpenBLAS reads and
 // writes tapegrad's storage directly (0 allocations, no copies; xt.hpp says why xtd::mat has the
 // form it has). matmul, mm, bmm, linear (ops/matmul.cpp) and the fused CPU attention's tile GEMMs
-// (ops/cpu/attention.cpp) all call it; SerialBlas keeps OpenBLAS on the calling thread while our
+// (ops/attention/cpu/fused.cpp) all call it; SerialBlas keeps OpenBLAS on the calling thread while our
 // own parallel loops call it.
 // Deliberately not here: size checks against BLAS's 32-bit int (each caller's op names itself in
 // the error), cuBLAS (cuda/blas.cu), the pool's size (autograd/device.cpp sets it, the one thing

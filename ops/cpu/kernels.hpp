@@ -115,9 +115,9 @@ bool set_simd_kernels(bool avx512);
 bool set_kernel_variant(KernelFamily family, bool avx512);
 void reset_simd_kernels();
 // Whether the instruction-set table in use has the attention's packed float32 products (the two
-// below; ops/cpu/attention_avx512.cpp), which ops/cpu/attention.cpp then uses instead of OpenBLAS.
+// below; ops/attention/cpu/gemm_avx512.cpp), which ops/attention/cpu/fused.cpp then uses instead of OpenBLAS.
 bool attention_packed_products();
-// The attention's float32 GEMM (ops/cpu/attention_avx512.cpp), only while
+// The attention's float32 GEMM (ops/attention/cpu/gemm_avx512.cpp), only while
 // attention_packed_products():
 // C (M, N) = alpha·Σ_k A(m, k)·B(k, n) (+ C when acc), A(m, k) at A[m·am + k·ak] (am = 1 reads A
 // transposed), B's row k contiguous at B + k·ldb, C's rows ldc apart. bpack (K × 64 floats) and

@@ -1,7 +1,7 @@
 // ops/cpu/softmax.cpp — the CPU's one row softmax / log_softmax, forward and backward, with the
 // project's rule for fully masked and NaN rows (kernels.hpp states it). Used by softmax and
 // log_softmax over any dim (ops/softmax.cpp; a non-last dim gathers columns into rows here) and
-// by the fused CPU attention's score rows (ops/cpu/attention.cpp).
+// by the fused CPU attention's score rows (ops/attention/cpu/fused.cpp).
 // Written on xsimd batches, not xtensor expressions: xt::amax reduces scalar-wise and each
 // per-row expression pays its setup again (docs/cpu-kernels.md, "The measured exceptions").
 // float32 math in float32 (xsimd::exp), float64 in float64; sums

@@ -47,14 +47,14 @@ constexpr int64_t kNonzeroChunk = 1024;
 inline int64_t nonzero_chunks(int64_t n) { return (n + kNonzeroChunk - 1) / kNonzeroChunk; }
 
 // ---- attention ----
-// The structural mask, one contiguous key range per query row (see ops/attention.hpp):
+// The structural mask, one contiguous key range per query row (see ops/attention/attention.hpp):
 //   i' = i + shift (shift = S − T for bottom-right alignment, else 0);
 //   causal: j <= i'; local (left, right): i' − left <= j <= i' + right (left/right < 0: none);
 //   blocked(W, back, ahead, causal): floor(i'/W) − back <= floor(j/W) <= floor(i'/W) + ahead,
 //   and j <= i' if causal. Parts intersect. Plus data parts: key_allowed (B, S) bool (true =
 //   allowed) and key_lengths (B) int64 (j < len[b] allowed), allowed (bool, strided over
 //   (B, NH, T, S), true = allowed), additive (same dtype as q, strided over (B, NH, T, S)).
-// ops/attention_mask.cpp lowers an AttentionMask into one (attention_mask_desc) for either backend.
+// ops/attention/lowering.cpp lowers an AttentionMask into one (attention_mask_desc) for either backend.
 // Blocked parts past kMaxBlocked go to more_blocked, (W, back, ahead, causal) per part in host
 // memory: the CPU reads them, the fused CUDA kernels take masks without them.
 constexpr int kMaxBlocked = 4;
@@ -110,7 +110,7 @@ TG_HOST_DEVICE inline double position_bias(const MaskDesc& m, int64_t h, int64_t
   return add;
 }
 // The structural key range [lo, hi] (inclusive; empty when lo > hi) of query row i against S keys:
-// the one definition, read by the CPU's plan (ops/attention.cpp), AttentionMask::key_range and the
+// the one definition, read by the CPU's plan (ops/attention/sdpa.cpp), AttentionMask::key_range and the
 // CUDA plan kernel (cuda/attention.cu).
 TG_HOST_DEVICE inline void key_range(const MaskDesc& m, int64_t i, int64_t S, int64_t& lo,
                                      int64_t& hi) {
@@ -127,7 +127,7 @@ TG_HOST_DEVICE inline void key_range(const MaskDesc& m, int64_t i, int64_t S, in
     blocked_range(ip, b[0], b[1], b[2], b[3] != 0, lo, hi);
   }
 }
-// The fused attention's sizes and operand layout, read by both backends (ops/cpu/attention.cpp,
+// The fused attention's sizes and operand layout, read by both backends (ops/attention/cpu/fused.cpp,
 // cuda/attention.cu). q, k, v and the output come as (B, NH, T, hs), heads last (B, T, NH, hs),
 // packed (B, T, 3, NH, hs: kQKV, S = T; q, k and v point at the same tensor) or q heads last with
 // k and v packed (B, S, 2, NH, hs: kKV, hs_v = hs); every head's rows are addressed with an offset
