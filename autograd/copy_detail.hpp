@@ -1,6 +1,6 @@
 // autograd/copy_detail.hpp — internal (not installed): the CPU kernel behind detail::dense_copy
 // and the recorded add of create_graph backward, both registered by ops/.
-// autograd has a plain strided loop; ops/shape.cpp, where every strided tensor is made, registers
+// autograd has a plain strided loop; ops/shape/shape.cpp, where every strided tensor is made, registers
 // ops' blocked and parallel strided copy (cpu::strided_copy) at start-up in its place.
 #pragma once
 
@@ -13,7 +13,7 @@ using CpuStridedCopy = void (*)(DType dtype, void* out, const void* x, const Sha
 void set_cpu_strided_copy(CpuStridedCopy f);
 
 // The recorded add the engine sums gradients with under create_graph (autograd has no ops of
-// its own): ops/elementwise.cpp registers tg::add at start-up.
+// its own): ops/binary/elementwise.cpp registers tg::add at start-up.
 using RecordedAdd = Tensor (*)(const Tensor& a, const Tensor& b);
 void set_recorded_add(RecordedAdd f);
 }  // namespace tg::detail

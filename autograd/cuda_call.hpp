@@ -1,6 +1,6 @@
 // autograd/cuda_call.hpp — internal (not installed): the one place a tg::cuda::Error becomes a
 // tg::Error. Included only by the layers that call cuda/ (autograd/storage.cpp and device.cpp,
-// ops/kernels.cpp, nn/dist's NCCL backend); everything else reaches CUDA through them.
+// ops/core/kernels.cpp, nn/dist's NCCL backend); everything else reaches CUDA through them.
 #pragma once
 
 #include "autograd/tensor.hpp"

@@ -110,7 +110,7 @@ GradcheckReport gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inpu
 // input that requires grad, for the output gradient grad_output (random normal, seeded by
 // opts.seed, when undefined), are computed with create_graph and checked by gradcheck as a
 // function of the inputs and of grad_output: the tape's second derivatives against central
-// differences of the first. Defined in ops/functional.cpp (it joins gradients with tg::cat).
+// differences of the first. Defined in ops/functional/functional.cpp (it joins gradients with tg::cat).
 GradcheckReport gradgradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
                               const Tensor& grad_output = Tensor(),
                               const GradcheckOptions& opts = {});

@@ -8,7 +8,7 @@
 // libgomp reads the variable once, in its constructor, before main(); a setenv that early does not
 // hold either (glibc's own start-up resets the environment after the executable's preinit
 // functions), so the program sets it and executes itself again. Deliberately not here: the
-// work-size thresholds that keep tiny loops serial in any program (ops/detail.hpp,
+// work-size thresholds that keep tiny loops serial in any program (ops/core/detail.hpp,
 // ops/attention/cpu/fused.cpp).
 #pragma once
 

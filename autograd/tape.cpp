@@ -64,7 +64,7 @@ void add_into(const Tensor& dst, const Tensor& src_in) {
   }
 }
 
-detail::RecordedAdd g_recorded_add = nullptr;  // tg::add, registered by ops/elementwise.cpp
+detail::RecordedAdd g_recorded_add = nullptr;  // tg::add, registered by ops/binary/elementwise.cpp
 
 // a + b into a new tensor; under create_graph a recorded add, so the sum keeps both histories.
 Tensor summed(const Tensor& a, const Tensor& b, bool create_graph = false) {

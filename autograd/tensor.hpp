@@ -3,7 +3,7 @@
 //
 // Views as in PyTorch: transpose, permute, t, narrow, slice, select, expand, squeeze, unsqueeze,
 // detach, and view/reshape where the strides allow, return tensors on the same storage with
-// their own offset and strides (ops/shape.cpp). is_contiguous() says whether the elements lie in
+// their own offset and strides (ops/shape/shape.cpp). is_contiguous() says whether the elements lie in
 // row-major order; contiguous() copies when they do not (free when they do). Kernels read
 // contiguous memory: each op makes a strided input contiguous first, so data<T>() refuses a
 // non-contiguous tensor, while data_ptr() is PyTorch's (the first element; honour strides()).
@@ -161,7 +161,7 @@ struct TensorImpl {
   int64_t numel = 0;
   bool is_view = false;  // made by a view op from another tensor (in-place autograd rules)
   // For a view: the tensor, itself not a view, whose storage it shows (PyTorch's _base). A
-  // recorded in-place write through the view rewrites the base's history (ops/inplace.cpp).
+  // recorded in-place write through the view rewrites the base's history (ops/inplace/inplace.cpp).
   std::shared_ptr<TensorImpl> base;
   DType dtype = DType::Float32;
   bool requires_grad = false;
@@ -280,7 +280,7 @@ class Tensor {
   Tensor operator[](int64_t index) const;  // select(0, index)
   Tensor t(Site site = Site::here()) const;
   Tensor index(const std::vector<TensorIndex>& indices, Site site = Site::here()) const;
-  // ---- in-place (ops/inplace.cpp): bump the version counter, return *this ----
+  // ---- in-place (ops/inplace/inplace.cpp): bump the version counter, return *this ----
   Tensor& add_(const Tensor& other, double alpha = 1, Site site = Site::here());
   Tensor& add_(double other, Site site = Site::here());
   Tensor& sub_(const Tensor& other, Site site = Site::here());

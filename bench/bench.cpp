@@ -11,7 +11,7 @@
 // Deliberately not here: aggregation across rounds and the table (report.py), thread pinning
 // (run.sh exports OMP_NUM_THREADS / OPENBLAS_NUM_THREADS before starting us).
 #include "bench/harness.hpp"
-#include "ops/cpu/kernels.hpp"  // cpu::simd_kernels (--simd), the kernel families (variants)
+#include "ops/core/cpu/kernels.hpp"  // cpu::simd_kernels (--simd), the kernel families (variants)
 
 #include <cblas.h>
 #include <fmt/format.h>
@@ -495,7 +495,7 @@ void bench_rowwise(const Options& o) {
 }
 
 // ---- (g) each kernel family's AVX-512 variant against the build's own, on this CPU ----
-// The figures behind ops/cpu/isa.cpp's per-CPU preference list: per family, the same work with
+// The figures behind ops/core/cpu/isa.cpp's per-CPU preference list: per family, the same work with
 // that family's AVX-512 variant and with the build's own (the others as chosen), alternating.
 void bench_variants(const Options& o) {
   using tg::cpu::KernelFamily;
@@ -613,7 +613,7 @@ int main(int argc, char** argv) {
     } else if (arg == "--blas-core") {
       fmt::print("{}\n", openblas_get_corename());
       return 0;
-    } else if (arg == "--simd") {  // what our own kernels run on (ops/cpu/isa.cpp)
+    } else if (arg == "--simd") {  // what our own kernels run on (ops/core/cpu/isa.cpp)
       fmt::print("{}\n", tg::cpu::simd_kernels());
       return 0;
     } else if (arg == "--choice") {  // the same, with the CPU model and how it was chosen

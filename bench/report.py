@@ -73,7 +73,7 @@ for m in ("none", "causal"):
     ROWS.append((f"GQA SDPA fwd+bwd 8x256 8q/2kv hs 64 {m} vs repeated k/v ms", f"gqa.{m}.gqa",
                  f"gqa.{m}.repeated", "repeated", ("ratio", "<=", 0.8), None))
 # Each kernel family's AVX-512 variant against the build's own on this CPU (tapegrad only): the
-# figures behind ops/cpu/isa.cpp's per-CPU preference list (a ratio < 1: AVX-512 is faster).
+# figures behind ops/core/cpu/isa.cpp's per-CPU preference list (a ratio < 1: AVX-512 is faster).
 for fam, what in (("softmax", "softmax fwd+bwd 4096x128"), ("unary", "gelu+tanh+sigmoid+exp 4x256x1024"),
                   ("attention", "SDPA none+causal 8x8x256x64"),
                   ("reduce", "sum dim 0 4096x128 + mean dim 1 64x512x128")):

@@ -15,7 +15,7 @@
 #   FILTER=higher                     a Hessian-vector product and activation checkpointing against
 #                                     the first-order step (tapegrad only, bench/higher.cpp)
 #   FILTER=variants                   each kernel family's AVX-512 variant against the build's own
-#                                     (ops/cpu/isa.cpp's per-CPU preference list; tapegrad only)
+#                                     (ops/core/cpu/isa.cpp's per-CPU preference list; tapegrad only)
 #   T2_ROUNDS=0                       skip the 2-thread rounds (mha, train, gpt, nanogpt; default:
 #                                     ROUNDS)
 # Groups: matmul, tiny, mha, train, unary, rowwise, gpt, nanogpt (in-process, interleaved rounds),

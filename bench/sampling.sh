@@ -4,7 +4,7 @@
 # machine and on one loaded with a busy loop per core; `--threads 1` against no --threads
 # (OMP_NUM_THREADS or every core: what users run), interleaved rounds, medians and their ratio.
 # The goal: default / 1 thread <= 1 on both (tiny GEMMs stay on one OpenBLAS thread, tiny
-# attention heads serial, OpenMP waits passive: ops/cpu/blas.cpp, autograd/openmp_wait.hpp).
+# attention heads serial, OpenMP waits passive: ops/matmul/cpu/blas.cpp, autograd/openmp_wait.hpp).
 #   bash bench/sampling.sh                  ROUNDS=5 LENGTH=300
 #   ROUNDS=3 LENGTH=100 bash bench/sampling.sh
 #   GPT=/other/build/examples/gpt bash bench/sampling.sh    another build's program (before/after)

@@ -1,4 +1,4 @@
-// cuda/dropout.cu — inverted dropout on the GPU (ops/dropout.cpp is the spec for the arithmetic):
+// cuda/dropout.cu — inverted dropout on the GPU (ops/random/dropout.cpp is the spec for the arithmetic):
 // keep[i] = (u(i) >= p) ? 1/(1-p) : 0 and out[i] = x[i]·keep[i], with u(i) drawn by Philox-4x32-10
 // (cuda/philox.cuh) at counter offset + i, so the mask depends only on (seed, offset, i) and the
 // host twin dropout_uniform_host predicts it. p == 1 writes zeros without drawing, like the CPU.

@@ -1,7 +1,7 @@
 // cuda/elementwise.cu — the elementwise kernels of kernels.cuh: binary ops with broadcasting
 // (arithmetic, maximum/minimum, comparisons), the unary ops and their derivatives, where
 // (masked_fill is where with a one-element a) and logical_not. The CPU twins are
-// ops/elementwise.cpp and ops/mask.cpp. Deliberately not here: copies and casts (copy.cu),
+// ops/binary/elementwise.cpp and ops/binary/where.cpp. Deliberately not here: copies and casts (copy.cu),
 // reductions such as sum_to (reduce.cu).
 //
 // Numerics, mirroring the CPU: binary ops compute in the element type (float32 stays float32,

@@ -75,7 +75,7 @@ void index_add(DT dt, void* dx, const void* g, const int64_t* idx, int64_t outer
 // Synchronises (it reads back one int64).
 int64_t first_out_of_range(const int64_t* idx, int64_t n, int64_t lo, int64_t hi);
 
-// ---- reductions (cuda/reduce.cu); CPU twins in ops/cpu/reduce.cpp ----
+// ---- reductions (cuda/reduce.cu); CPU twins in ops/reduce/cpu/reduce.cpp ----
 // x is seen as (outer, r, inner): output (o, i) reduces x[o, 0 .. r, i]; out is (outer, inner).
 // Float sums accumulate in double (as on the CPU) in an order fixed by the shape alone, so a run
 // repeats bit for bit; Int64 sums in int64; Bool is rejected (cast to I64 first).
@@ -121,7 +121,7 @@ bool allow_tf32();
 
 // ---- softmax (cuda/softmax.cu) ----
 // y = softmax(x) (log: log_softmax) over the middle dim of (outer, r, inner). As on the CPU
-// (ops/softmax.cpp): a row whose entries are all -inf gives 0 (log_softmax: -inf) and zero
+// (ops/softmax/softmax.cpp): a row whose entries are all -inf gives 0 (log_softmax: -inf) and zero
 // gradient; a row holding a NaN gives NaN.
 void softmax_forward(DT dt, void* y, const void* x, int64_t outer, int64_t r, int64_t inner,
                      bool log);
@@ -193,7 +193,7 @@ void dropout_forward(DT dt, void* out, void* keep, const void* x, int64_t n, dou
 double dropout_uniform_host(uint64_t seed, uint64_t offset, int64_t i);
 
 // ---- optimizers (cuda/optim.cu) ----
-// One fused Adam / AdamW step on n elements, in place, in ops/cpu/optim.cpp's order (PyTorch
+// One fused Adam / AdamW step on n elements, in place, in ops/optim/cpu/optim.cpp's order (PyTorch
 // 1.13's _single_tensor_adam): g = −g if maximize; (decoupled: p *= 1 − lr·wd first, AdamW; else
 // g += wd·p, Adam's L2) m = b1·m + (1−b1)·g; v = b2·v + (1−b2)·g²; with vmax (amsgrad, or null)
 // vmax = max(vmax, v) and v̂ = vmax, else v̂ = v; p += (−lr/bc1)·m / (sqrt(v̂)/sqrt(bc2) + eps),

@@ -1,5 +1,5 @@
 // cuda/loss.cu — cross entropy fused with log_softmax, forward and backward side by side
-// (ops/loss.cpp is the spec: ce_forward, ce_backward). logits (N, C, inner), target (N, inner);
+// (ops/loss/cross_entropy.cpp is the spec: ce_forward, ce_backward). logits (N, C, inner), target (N, inner);
 // row r = n·inner + i holds the C logits at n·C·inner + c·inner + i. Per row, with ε the label
 // smoothing, t the target and lse = logsumexp_c(x):
 //   loss = (1-ε)·(lse - x_t) + ε/C·(C·lse - Σ_c x_c)   (exactly nll when ε == 0)

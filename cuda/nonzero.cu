@@ -1,4 +1,4 @@
-// cuda/nonzero.cu — nonzero on the GPU (ops/diagonal.cpp is the spec and the CPU's loop its
+// cuda/nonzero.cu — nonzero on the GPU (ops/shape/diagonal.cpp is the spec and the CPU's loop its
 // twin): the coordinates of the true entries of a contiguous bool mask, in row-major order,
 // without copying the data to the host. Three passes over chunks of kern::kNonzeroChunk elements:
 //   nonzero_count_kernel    a block per chunk counts its true entries;

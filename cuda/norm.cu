@@ -1,5 +1,5 @@
 // cuda/norm.cu — layer norm over the last D elements of x (N, D), forward and backward side by
-// side (ops/norm.cpp is the spec, llm.c's layernorm kernels the model). Everything is computed in
+// side (ops/norm/norm.cpp is the spec, llm.c's layernorm kernels the model). Everything is computed in
 // double, whatever the storage type, with the CPU's formulas:
 //   mean = Σx/D, var = Σ(x-mean)²/D (two passes), rstd = 1/sqrt(var + eps)
 //   y = ((x - mean)·rstd)·w + b                      (w, b optional)

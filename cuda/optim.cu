@@ -1,5 +1,5 @@
 // cuda/optim.cu — the fused Adam / AdamW step, one thread per element, in place
-// (ops/cpu/optim.cpp's adam_step is the spec, itself PyTorch 1.13's _single_tensor_adam order of
+// (ops/optim/cpu/optim.cpp's adam_step is the spec, itself PyTorch 1.13's _single_tensor_adam order of
 // operations):
 //   maximize: g = -g
 //   AdamW (decoupled):  p = p·(1 - lr·wd)        Adam (wd != 0):  g = g + wd·p
@@ -18,7 +18,7 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// The per-step scalars, derived on the host exactly as ops/cpu/optim.cpp does.
+// The per-step scalars, derived on the host exactly as ops/optim/cpu/optim.cpp does.
 struct AdamScalars {
   double b1, b2, one_b1, one_b2, eps, wd, decay, step, bc2_sqrt;
   bool decoupled, maximize;
@@ -68,7 +68,7 @@ void adam_step(DT dt, void* p, const void* g, void* m, void* v, void* vmax, int6
   s.wd = weight_decay;
   s.decay = 1 - lr * weight_decay;
   s.step =
-      -(lr / bc1);  // ops/cpu/optim.cpp: step_size = lr / bc1, applied as p + (-step_size)·m/denom
+      -(lr / bc1);  // ops/optim/cpu/optim.cpp: step_size = lr / bc1, applied as p + (-step_size)·m/denom
   s.bc2_sqrt = std::sqrt(bc2);
   s.decoupled = decoupled;
   s.maximize = maximize;

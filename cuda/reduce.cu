@@ -1,7 +1,7 @@
 // cuda/reduce.cu — the reductions of kernels.cuh over the middle dim of (outer, r, inner) and
 // their backward spreads: sum and mean, max and min (NaN propagates; ties share the gradient),
 // var (the means saved in double), argmax (first maximum; the first NaN wins), and the sum of
-// squares behind gradient-norm clipping. CPU twins: ops/cpu/reduce.cpp (ops/reduce.cpp views a
+// squares behind gradient-norm clipping. CPU twins: ops/reduce/cpu/reduce.cpp (ops/reduce/reduce.cpp views a
 // reduction as (outer, r, inner), permuting first when the reduced dims are apart). Deliberately
 // not here: softmax (softmax.cu), layer norm statistics (norm.cu).
 //
@@ -14,7 +14,7 @@
 // pass. The splits depend only on the shape, so every result is deterministic (run to run and GPU
 // to GPU).
 //
-// Numerics: float32 sums accumulate in double, like the CPU (ops/reduce.cpp: "float32
+// Numerics: float32 sums accumulate in double, like the CPU (ops/reduce/reduce.cpp: "float32
 // accumulates in double"), which is tighter than kernels.cuh's float32 tree promise; int64 sums
 // in int64. sum_squares: double partials, one atomicAdd(double) per block (order varies).
 //
@@ -272,7 +272,7 @@ __global__ void extreme_backward_kernel(T* dx, const T* dout, const T* x, const 
 }
 
 // ---- argmax ----
-// The CPU's scan (ops/reduce.cpp): the best so far b is replaced by v when b is not NaN and
+// The CPU's scan (ops/reduce/reduce.cpp): the best so far b is replaced by v when b is not NaN and
 // (v > b or v is NaN). Over increasing k this keeps the first maximum, or the first NaN.
 template <typename T>
 __device__ __forceinline__ bool scan_takes(T v, T b) {

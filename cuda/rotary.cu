@@ -1,5 +1,5 @@
-// cuda/rotary.cu — rotary position embeddings on the GPU (ops/rotary.cpp is the spec, the CPU's
-// ops/cpu/rotary.cpp the twin): each row of x (outer, T, inner, D) at position t has its first R
+// cuda/rotary.cu — rotary position embeddings on the GPU (ops/rotary/rotary.cpp is the spec, the CPU's
+// ops/rotary/cpu/rotary.cpp the twin): each row of x (outer, T, inner, D) at position t has its first R
 // dims rotated in pairs by the angles whose cosines and sines are cos, sin (T, R/2); dims past R
 // pass through. Pairs (i, i + R/2) in the half-split layout, (2i, 2i+1) interleaved; inverse
 // rotates by −θ (the backward). One thread per pair or passed-through element, in T's precision

@@ -1,5 +1,5 @@
-// cuda/scan.cu — the running scans and the product along one dim on the GPU (ops/scan.cpp is the
-// spec, the CPU's ops/cpu/scan.cpp the twin, the same arithmetic in double): one thread per
+// cuda/scan.cu — the running scans and the product along one dim on the GPU (ops/reduce/scan.cpp is the
+// spec, the CPU's ops/reduce/cpu/scan.cpp the twin, the same arithmetic in double): one thread per
 // (outer, inner) line walks its n elements, as the CPU does. cumprod's backward is exact with
 // zeros (each element's sum directly on a line holding one), prod's by prefix and suffix
 // products; cummax / cummin keep a NaN once seen and give ties the later index; logcumsumexp is

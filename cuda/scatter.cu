@@ -1,4 +1,4 @@
-// cuda/scatter.cu — scatter and scatter_reduce on the GPU (ops/scatter.cpp is the spec, the CPU's
+// cuda/scatter.cu — scatter and scatter_reduce on the GPU (ops/index/scatter.cpp is the spec, the CPU's
 // cpu::scatter_reduce_lines its twin). A target of out is reached only from index positions that
 // share every coordinate but dim's, so one thread per such line walks the index along dim in
 // order: the last write wins for scatter, as on the CPU, every reduction is deterministic and no

@@ -1,5 +1,5 @@
 // cuda/softmax.cu — softmax and log_softmax over the middle dim of (outer, r, inner), forward and
-// backward side by side (ops/softmax.cpp is the spec). Element (o, j, i) sits at
+// backward side by side (ops/softmax/softmax.cpp is the spec). Element (o, j, i) sits at
 // o·r·inner + j·inner + i. Launch shapes:
 //   inner == 1, r <= 1024: one warp per row (8 rows per 256-thread block);
 //   inner == 1, r >  1024: one 512-thread block per row;

@@ -1,7 +1,7 @@
 // nn/activation.hpp — the activation modules past ReLU, GELU and Tanh (nn/layers.hpp), with
 // PyTorch's names, constructor defaults and extra_repr: SiLU, Sigmoid, Softplus, LeakyReLU, ELU,
 // SELU, CELU, Mish, Hardswish, Hardsigmoid, Hardtanh, ReLU6, LogSigmoid, Softsign. Each forward is
-// its op (ops/ops.hpp, ops/unary_math.cpp) and ends with Module::hooked(); none has parameters.
+// its op (ops/ops.hpp, ops/unary/unary.cpp) and ends with Module::hooked(); none has parameters.
 #pragma once
 
 #include "nn/module.hpp"

@@ -2,7 +2,7 @@
 #include "nn/clip.hpp"
 
 #include "autograd/tape.hpp"
-#include "ops/pending_layering.hpp"
+#include "ops/optim/entries.hpp"
 #include "ops/ops.hpp"
 
 #include <fmt/format.h>

@@ -1,10 +1,10 @@
 // nn/flat_copy.hpp — element copies between flat buffers and parameters on either device,
 // shared by DDP's buckets and ZeRO-1's shards (nn/ddp.cpp, nn/zero.cpp), over ops' flat copies
-// (ops/flat_copy.cpp) with their errors named "dist copy" and "dist zeros". Internal to nn/.
+// (ops/shape/flat_copy.cpp) with their errors named "dist copy" and "dist zeros". Internal to nn/.
 #pragma once
 
 #include "autograd/tensor.hpp"
-#include "ops/pending_layering.hpp"
+#include "ops/optim/entries.hpp"
 
 namespace tg::nn::detail {
 

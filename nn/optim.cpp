@@ -3,7 +3,7 @@
 #include "nn/optim.hpp"
 
 #include "autograd/tape.hpp"
-#include "ops/pending_layering.hpp"
+#include "ops/optim/entries.hpp"
 
 #include <fmt/format.h>
 

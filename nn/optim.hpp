@@ -17,7 +17,7 @@
 #pragma once
 
 #include "autograd/tensor.hpp"
-#include "ops/pending_layering.hpp"  // AdamScalars
+#include "ops/optim/entries.hpp"  // AdamScalars
 
 #include <array>
 #include <map>
@@ -150,7 +150,7 @@ class AdamW : public Adam {
 // ---- the Adam scalars (ZeroRedundancyAdamW in nn/zero.cpp steps shards with them) ----
 namespace detail {
 // The scalars of one step of ops' fused Adam / AdamW (tg::detail::adam_step_,
-// ops/pending_layering.hpp).
+// ops/optim/entries.hpp).
 using AdamScalars = tg::detail::AdamScalars;
 // From a group's options at step `step` (1-based).
 AdamScalars adam_scalars(const Options& o, double step, bool decoupled);

@@ -1,38 +1,32 @@
 // ops/ops.hpp — every differentiable op of tapegrad, by family. Names and semantics follow
-// PyTorch so a snippet ports line by line. Each family lives in one .cpp holding forward and
-// backward side by side:
-//   elementwise.cpp  binary/unary math with NumPy broadcasting, C++ operators
-//   unary_math.cpp   sin … sign, the activations (silu, softplus, elu, hardswish, …)
-//   binary_math.cpp  fmod, remainder, copysign, lerp, logaddexp, isclose, logical_and/or/xor
-//   reduce.cpp       sum, mean, max, min, var, std, argmax, argmin, logsumexp, all, any,
-//                    isnan, isinf, isfinite
-//   scan.cpp         prod, cumprod, cummax, cummin, logcumsumexp, std_mean
-//   matmul.cpp       matmul, bmm, linear (BLAS)
-//   shape.cpp        the views (reshape/view, transpose, permute, t, squeeze, unsqueeze, expand,
-//                    narrow/slice, select), index_select, cat, stack, split, chunk
-//   index.cpp        x.index({...}) with integers, slices, None, ..., index tensors; index_put_
-//   inplace.cpp      in-place writes under the version counter: add_, mul_, fill_, copy_, ...
-//   rearrange.cpp    einops-style rearrange
-//   repeat.cpp       flip, roll, repeat, repeat_interleave, pad, unflatten, meshgrid
-//   diagonal.cpp     diagonal, diag, unfold, nonzero
-//   einsum.cpp       einsum
-//   scatter.cpp      scatter, scatter_reduce
-//   softmax.cpp      softmax, log_softmax
-//   mask.cpp         masked_fill, where, comparisons
-//   norm.cpp         layer_norm, rms_norm
-//   rotary.cpp       apply_rotary (rotary position embeddings)
-//   embedding.cpp    embedding
-//   dropout.cpp      dropout
-//   loss.cpp         cross_entropy
-//   losses.cpp       mse, l1, smooth_l1, huber, binary cross-entropy (+ logits), nll, kl_div,
-//                    cosine_similarity, normalize
-//   indexing.cpp     gather, scatter_add, topk, sort, argsort, cumsum, tril, triu, one_hot,
-//                    multinomial
-//   attention/       scaled_dot_product_attention (+ packed forms), attention, additive_attention
-//                    and AttentionMask: declared in ops/attention/attention.hpp
-// Shape vocabulary in comments: B batch, T/S query/key length, C channels, NH heads, hs head size,
-// V vocab, N rows, D any trailing dims. Every op throws tg::Error naming the op, the argument and
-// every shape when given bad input.
+// PyTorch so a snippet ports line by line. Each family is a folder of ops/ holding its ops with
+// their backward and second order side by side, and its CPU kernels in cpu/ beside them:
+//   unary/      sin … sign, exp, log, tanh, sigmoid, relu, the activations (silu, softplus, elu,
+//               hardswish, …): one list entry and one formula pair each (ops/kern/unary_list.inc)
+//   binary/     arithmetic with NumPy broadcasting and the C++ operators, comparisons, where and
+//               masked_fill, fmod … logaddexp, isclose, logical and bitwise ops
+//   reduce/     sum, mean, max, min, var, std, std_mean, argmax, argmin, logsumexp, all, any,
+//               isnan/isinf/isfinite; prod and the running scans (cumsum, cumprod, cummax, …)
+//   matmul/     matmul, mm, bmm, linear (BLAS), einsum
+//   shape/      the views (reshape/view, transpose, permute, squeeze, expand, narrow, select,
+//               diagonal, unfold), cat/stack/split, flip/roll/repeat/pad, rearrange, diag, nonzero
+//   index/      x.index({...}) and index_put, index_select, gather, scatter(_add, _reduce), sort,
+//               topk, tril/triu, one_hot, multinomial, embedding
+//   inplace/    in-place writes under the version counter: add_, mul_, fill_, copy_, ...
+//   softmax/    softmax, log_softmax, softmin
+//   norm/       layer_norm, rms_norm
+//   loss/       cross_entropy; mse, l1, smooth_l1, huber, BCE (+ logits), nll, kl_div,
+//               cosine_similarity, normalize
+//   rotary/     apply_rotary (rotary position embeddings)
+//   random/     dropout
+//   attention/  scaled_dot_product_attention (+ packed forms), attention, additive_attention
+//               and AttentionMask: declared in ops/attention/attention.hpp
+//   functional/ tg::func (vjp … hessian) and gradgradcheck: ops/functional/functional.hpp
+//   optim/      the fused Adam step and the sums nn/'s optimizers and clipping run (internal)
+//   core/       what every family shares: argument checks, the backend dispatch, the CPU table
+// // Shape vocabulary in comments: B batch, T/S query/key length, C channels, NH heads, hs head
+// size, V vocab, N rows, D any trailing dims. Every op throws tg::Error naming the op, the argument
+// and every shape when given bad input.
 #pragma once
 
 #include "autograd/tensor.hpp"
@@ -76,7 +70,7 @@ Tensor gelu(const Tensor& a, const std::string& approximate = "none",
 Tensor clamp(const Tensor& a, double min, double max, Site site = Site::here());
 Tensor clamp_min(const Tensor& a, double min, Site site = Site::here());
 Tensor clamp_max(const Tensor& a, double max, Site site = Site::here());
-// Math (unary_math.cpp): floating inputs; floor, ceil, round (half to even), trunc and sign have
+// Math (unary/): floating inputs; floor, ceil, round (half to even), trunc and sign have
 // a zero gradient, sign(±0) = sign(NaN) = 0 as in PyTorch.
 Tensor sin(const Tensor& a, Site site = Site::here());
 Tensor cos(const Tensor& a, Site site = Site::here());
@@ -96,12 +90,13 @@ Tensor expm1(const Tensor& a, Site site = Site::here());
 Tensor log2(const Tensor& a, Site site = Site::here());
 Tensor log10(const Tensor& a, Site site = Site::here());
 Tensor log1p(const Tensor& a, Site site = Site::here());
+Tensor sinc(const Tensor& a, Site site = Site::here());  // sin(πx)/(πx), 1 at x = 0
 Tensor floor(const Tensor& a, Site site = Site::here());
 Tensor ceil(const Tensor& a, Site site = Site::here());
 Tensor round(const Tensor& a, Site site = Site::here());
 Tensor trunc(const Tensor& a, Site site = Site::here());
 Tensor sign(const Tensor& a, Site site = Site::here());
-// Activations (unary_math.cpp), torch.nn.functional's names and defaults.
+// Activations (unary/), torch.nn.functional's names and defaults.
 Tensor silu(const Tensor& a, Site site = Site::here());  // x·σ(x)
 Tensor softplus(const Tensor& a, double beta = 1.0, double threshold = 20.0,
                 Site site = Site::here());  // x where beta·x > threshold
@@ -176,7 +171,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 // Sums g over the broadcast dims so it has `shape` (the one generic unbroadcast).
 Tensor sum_to(const Tensor& g, const Shape& shape);
 
-// Binary math (binary_math.cpp), composed from the ops above, PyTorch's names and edge cases:
+// Binary math (binary/math.cpp), composed from the ops above, PyTorch's names and edge cases:
 // fmod (the dividend's sign; d/dother = -trunc(input/other)), remainder (the divisor's sign,
 // Python's %), copysign (other's sign bit: -0 counts), lerp (PyTorch's two-sided formula),
 // logaddexp (stable; equal infinities give themselves), isclose (|a - b| <= atol + rtol·|b|; no
@@ -238,7 +233,7 @@ Tensor operator>(double a, const Tensor& b);
 Tensor operator>=(double a, const Tensor& b);
 Tensor logical_not(const Tensor& a, Site site = Site::here());
 
-// ---- bitwise (bitwise.cpp) ----
+// ---- bitwise (binary/bitwise.cpp) ----
 // torch.bitwise_and / _or / _xor / _not on int64 or bool (bool: logical and, or, xor, not),
 // broadcasting; both operands of one dtype; floating inputs refused, naming op and dtype (as
 // PyTorch). No gradient. The number forms take an integer: a bool tensor with a number computes
@@ -293,8 +288,8 @@ Tensor logsumexp(const Tensor& x, std::vector<int64_t> dims, bool keepdim = fals
 // Spelled tg::std where `using namespace tg` is in force (std alone names the namespace).
 Tensor std(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false,
            int64_t correction = 1, Site site = Site::here());
-// Products and running scans along one dim (scan.cpp): prod's and cumprod's gradients are exact
-// with zeros; cummax / cummin return values and indices (a NaN stays once seen, ties take the
+// Products and running scans along one dim (reduce/scan.cpp): prod's and cumprod's gradients are
+// exact with zeros; cummax / cummin return values and indices (a NaN stays once seen, ties take the
 // later index, PyTorch's rules); logcumsumexp is stable. std_mean returns (std, mean).
 Tensor prod(const Tensor& x, Site site = Site::here());  // every element: a 0-dim result
 Tensor prod(const Tensor& x, int64_t dim, bool keepdim = false, Site site = Site::here());
@@ -383,12 +378,13 @@ std::array<Tensor, N> split(const Tensor& x, int64_t split_size, int64_t dim = 0
   std::vector<Tensor> parts = split(x, split_size, dim, site);
   detail::check_parts(parts.size(), N, "split", x, dim);
   return detail::to_array<N>(parts);
-}  // torch.einsum (einsum.cpp): "ij,jk->ik", implicit output (letters seen once, sorted), "..."
+}  // torch.einsum (matmul/einsum.cpp): "ij,jk->ik", implicit output (letters seen once, sorted),
+   // "..."
 // broadcast dims, repeated letters for diagonals ("ii->i"); composed (matmul, sum, diagonal),
 // so it is differentiable. Errors name the equation and the shapes.
 Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands,
               Site site = Site::here());
-// Picked by computed positions (diagonal.cpp; views where PyTorch's are, so writes reach x):
+// Picked by computed positions (shape/diagonal.cpp; views where PyTorch's are, so writes reach x):
 // diagonal(x, offset, dim1, dim2) (the diagonal as a last dim, a view), diag (1-D: the matrix with
 // x on diagonal k; 2-D: a copy of its diagonal k), unfold(x, dim, size, step) (windows as a last
 // dim, a view), nonzero
@@ -398,7 +394,7 @@ Tensor diagonal(const Tensor& x, int64_t offset = 0, int64_t dim1 = 0, int64_t d
 Tensor diag(const Tensor& x, int64_t diagonal = 0, Site site = Site::here());
 Tensor unfold(const Tensor& x, int64_t dim, int64_t size, int64_t step, Site site = Site::here());
 Tensor nonzero(const Tensor& x, Site site = Site::here());
-// Reordering and repeating (repeat.cpp), PyTorch's semantics:
+// Reordering and repeating (shape/repeat.cpp), PyTorch's semantics:
 Tensor flip(const Tensor& x, std::vector<int64_t> dims, Site site = Site::here());
 // dims empty: over the flattened tensor (one shift)
 Tensor roll(const Tensor& x, std::vector<int64_t> shifts, std::vector<int64_t> dims = {},
@@ -439,7 +435,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 // x / sqrt(mean(x²) + eps) · weight; weight may be undefined; eps unset: the dtype's epsilon.
 Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
                 std::optional<double> eps = std::nullopt, Site site = Site::here());
-// Rotary position embeddings (rotary.cpp): x (..., T at seq_dim, ..., D), cos and sin (T, R/2),
+// Rotary position embeddings (rotary/): x (..., T at seq_dim, ..., D), cos and sin (T, R/2),
 // R <= D even: the first R dims of x turn in pairs by the angles at each position, half-split
 // pairs (i, i + R/2) as in GPT-NeoX and Hugging Face's rotate_half, or interleaved (2i, 2i+1) as
 // in GPT-J and Meta's LLaMA; dims past R pass through. Decoding at an offset: pass the tables'
@@ -473,8 +469,8 @@ struct CrossEntropyOptions {
 // weights and probability targets are composed from log_softmax, nll_loss and sums.
 Tensor cross_entropy(const Tensor& logits, const Tensor& target,
                      const CrossEntropyOptions& opts = {}, Site site = Site::here());
-// The other losses (losses.cpp), torch.nn.functional's names, argument order and defaults; input
-// and target of one floating dtype, broadcasting where PyTorch's do.
+// The other losses (loss/composed.cpp), torch.nn.functional's names, argument order and defaults;
+// input and target of one floating dtype, broadcasting where PyTorch's do.
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean,
                 Site site = Site::here());
 Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean,
@@ -507,7 +503,7 @@ Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim = 1, do
 Tensor normalize(const Tensor& x, double p = 2.0, int64_t dim = 1, double eps = 1e-12,
                  Site site = Site::here());
 
-// ---- indexing and sampling (indexing.cpp; CUDA inputs are computed on the CPU and returned on
+// ---- indexing and sampling (index/gather.cpp; CUDA inputs are computed on the CPU and returned on
 // their device) ----
 // Values and their int64 positions along the dim: auto [v, i] = topk(x, 3);
 struct ValuesIndices {
@@ -521,8 +517,8 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index, Site site = Sit
 // <= x.size(d) for d != dim. dsrc has src's shape, zero where index does not reach.
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
                    Site site = Site::here());
-// scatter.cpp, PyTorch's semantics (shapes as scatter_add): scatter writes src at index along dim
-// (a repeated target takes the last write in index order, and only that write gets gradient);
+// index/scatter.cpp, PyTorch's semantics (shapes as scatter_add): scatter writes src at index along
+// dim (a repeated target takes the last write in index order, and only that write gets gradient);
 // scatter_reduce combines them with reduce "sum", "prod", "mean", "amax" or "amin",
 // with x's own values unless include_self is false. Floating x and src.
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
@@ -564,7 +560,7 @@ Tensor one_hot(const Tensor& index, int64_t num_classes = -1, Site site = Site::
 Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement = false,
                    Site site = Site::here());
 
-// ---- indexing: x.index({...}) (index.cpp) ----
+// ---- indexing: x.index({...}) (index/index.cpp) ----
 // PyTorch's C++ indexing (torch::indexing): x.index({0, Slice(1, None, 2), None, Ellipsis}).
 // An integer selects (the dim goes), a Slice narrows with a step, None inserts a size-1 dim,
 // Ellipsis stands for the dims not named; all of these give views. Tensor indices are advanced
@@ -613,7 +609,7 @@ class TensorIndex {
 };
 Tensor index(const Tensor& x, const std::vector<TensorIndex>& indices, Site site = Site::here());
 
-// ---- in-place writes (inplace.cpp) ----
+// ---- in-place writes (inplace/) ----
 // Each writes into x's elements (a view writes into its base), bumps the storage version
 // (note_inplace_write) and returns x (the same handle). Under autograd they follow PyTorch: an
 // in-place op on a leaf that requires grad is refused (run it under NoGradGuard, as optimizer steps
@@ -651,5 +647,10 @@ Tensor index_put_(const Tensor& x, const std::vector<TensorIndex>& indices, cons
 // Out-of-place (torch.index_put): x with the writes above, x itself unchanged.
 Tensor index_put(const Tensor& x, const std::vector<TensorIndex>& indices, const Tensor& values,
                  bool accumulate = false, Site site = Site::here());
+
+// The instruction set the CPU kernels run on (chosen once per CPU, ops/core/cpu/isa.cpp):
+// "avx512" when every family runs AVX-512, the build's own ("fma3+avx2") when none does, else a
+// mix.
+const char* simd_kernels();
 
 }  // namespace tg

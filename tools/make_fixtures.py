@@ -107,7 +107,7 @@ def main():
          [("x", randn(2, 3, 8, seed=28)), ("wg", randn(12, 8, seed=29) * 0.3),
           ("wu", randn(12, 8, seed=30) * 0.3), ("wd", randn(8, 12, seed=31) * 0.3)], 125)
 
-    # binary math (ops/binary_math.cpp): broadcasting, both signs, a tie for logaddexp
+    # binary math (ops/binary/math.cpp): broadcasting, both signs, a tie for logaddexp
     xa = randn(3, 4, seed=80) * 3
     xb = randn(4, seed=81) * 2
     xb[1] = -1.5
@@ -120,7 +120,7 @@ def main():
     lb[0, 0] = xa[0, 0]
     case("binary_math", "logaddexp", torch.logaddexp, [("a", xa), ("b", lb)], 154)
 
-    # products and scans (ops/scan.cpp): zeros in some lines, ties for cummax / cummin
+    # products and scans (ops/reduce/scan.cpp): zeros in some lines, ties for cummax / cummin
     xs = randn(3, 5, 2, seed=95)
     xz = xs.clone()
     xz[0, 2, 0] = 0.0
@@ -135,7 +135,7 @@ def main():
     case("scan", "cummin_dim0", lambda x: torch.cummin(x, 0).values, [("x", xt)], 175)
     case("scan", "logcumsumexp_dim1", lambda x: torch.logcumsumexp(x, 1), [("x", xs * 20)], 176)
 
-    # positions picked by index (ops/diagonal.cpp) and einsum (ops/einsum.cpp)
+    # positions picked by index (ops/shape/diagonal.cpp) and einsum (ops/matmul/einsum.cpp)
     x3 = randn(3, 4, 5, seed=100)
     case("picks", "diagonal_off1_d02", lambda x: torch.diagonal(x, 1, 0, 2), [("x", x3)], 180)
     case("picks", "diagonal_offm2_d21", lambda x: torch.diagonal(x, -2, 2, 1), [("x", x3)], 181)
@@ -198,7 +198,7 @@ def main():
          [("q", qb), ("k", kb), ("v", vb), ("table", randn(3, 10, seed=204)),
           ("slopes", torch.zeros(3, dtype=torch.float64))], 201)
 
-    # scatter and scatter_reduce (ops/scatter.cpp): repeated targets,
+    # scatter and scatter_reduce (ops/index/scatter.cpp): repeated targets,
     # zeros for prod, ties for amax / amin
     xs0 = randn(3, 5, seed=210)
     src = randn(3, 3, seed=211)  # index-shaped: torch 1.13 fails on a larger src in backward
@@ -261,7 +261,7 @@ def main():
     case("llama", "decoder_layer_gqa_window3", lambda *a: llama_layer(*a, window=3),
          llama_inputs(70), 141)
 
-    # the losses past cross_entropy (ops/losses.cpp)
+    # the losses past cross_entropy (ops/loss/composed.cpp)
     x, t = randn(4, 5, seed=32), randn(4, 5, seed=33)
     case("losses", "mse_mean", lambda a, b: F.mse_loss(a, b), [("x", x), ("t", t)], 126)
     case("losses", "l1_sum", lambda a, b: F.l1_loss(a, b, reduction="sum"), [("x", x), ("t", t)], 127)
@@ -299,7 +299,7 @@ def main():
     case("losses", "normalize_p3_dimm1", lambda a: F.normalize(a, p=3.0, dim=-1),
          [("x", randn(3, 5, seed=48))], 139)
 
-    # reordering and repeating (ops/repeat.cpp)
+    # reordering and repeating (ops/shape/repeat.cpp)
     r = randn(2, 3, 4, seed=49)
     case("repeat", "flip_0_2", lambda x: torch.flip(x, (0, 2)), [("x", r)], 140)
     case("repeat", "roll_1_m1", lambda x: torch.roll(x, (1, -3), (1, 2)), [("x", r)], 141)
@@ -337,7 +337,7 @@ def main():
     case("cross_entropy", "ncd_none", lambda x, t: F.cross_entropy(x, t, reduction="none"),
          [("x", randn(2, 4, 3, seed=14)), ("t", tgt_ncd)], 115)
 
-    # class weights and probability targets (composed in ops/loss.cpp)
+    # class weights and probability targets (composed in ops/loss/cross_entropy.cpp)
     cw = torch.tensor([0.5, 2.0, 1.0, 0.25, 1.5], dtype=torch.float64)
     for red in ("mean", "sum", "none"):
         case("cross_entropy", f"weight_{red}",

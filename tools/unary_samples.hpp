@@ -9,7 +9,6 @@
 #include "autograd/tape.hpp"
 #include "ops/kern/unary_formulas.hpp"
 #include "ops/ops.hpp"
-#include "ops/pending_unary.hpp"
 
 #include <string>
 #include <vector>

@@ -3,7 +3,7 @@
 
 #include "autograd/tensor.hpp"
 #include "nn/dist/dist.hpp"
-#include "ops/pending_layering.hpp"  // tg::simd_kernels
+#include "ops/ops.hpp"  // tg::simd_kernels
 
 extern "C" char* openblas_get_corename();  // OpenBLAS: the kernel set it picked at load
 

@@ -3,8 +3,8 @@
 // head count (grouped-query attention), the options and the mask against (B, NH, T, S); each error
 // names the op and every input's shape. Deliberately not here: running the op (sdpa.cpp).
 #include "ops/attention/internal.hpp"
-#include "ops/cuda_dispatch.hpp"
-#include "ops/detail.hpp"
+#include "ops/core/cuda_dispatch.hpp"
+#include "ops/core/detail.hpp"
 
 #include <cmath>
 

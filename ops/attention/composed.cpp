@@ -6,8 +6,8 @@
 // biases). All take CUDA tensors (masks on either device). Deliberately not here: the fused op
 // (sdpa.cpp, cuda.cpp), the mask description (mask.cpp), modules (nn/attention.cpp).
 #include "ops/attention/internal.hpp"
-#include "ops/cuda_dispatch.hpp"
-#include "ops/detail.hpp"
+#include "ops/core/cuda_dispatch.hpp"
+#include "ops/core/detail.hpp"
 #include "ops/ops.hpp"
 
 #include <limits>

@@ -15,7 +15,7 @@
 // Deliberately not here: the first-order paths (sdpa.cpp, cuda.cpp).
 #include "autograd/grad_detail.hpp"
 #include "ops/attention/internal.hpp"
-#include "ops/detail.hpp"
+#include "ops/core/detail.hpp"
 #include "ops/ops.hpp"
 
 #include <memory>

@@ -12,8 +12,8 @@
 // Deliberately not here: the kernels (cuda/attention.cu), the mask's lowering (lowering.cpp,
 // shared with the CPU), create_graph (create_graph.cpp), the CPU path.
 #include "ops/attention/internal.hpp"
-#include "ops/cuda_dispatch.hpp"
-#include "ops/detail.hpp"
+#include "ops/core/cuda_dispatch.hpp"
+#include "ops/core/detail.hpp"
 #include "ops/ops.hpp"
 
 #include <cmath>

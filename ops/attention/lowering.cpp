@@ -6,7 +6,7 @@
 // gradients from the kernels' per-(b, h) sums. Deliberately not here: the mask's constructors and
 // reference (mask.cpp), the kernels.
 #include "ops/attention/internal.hpp"
-#include "ops/detail.hpp"
+#include "ops/core/detail.hpp"
 #include "ops/ops.hpp"
 
 #include <algorithm>

@@ -5,7 +5,7 @@
 // not here: the lowering for the kernels (lowering.cpp).
 #include "ops/attention/attention.hpp"
 #include "ops/attention/internal.hpp"
-#include "ops/detail.hpp"
+#include "ops/core/detail.hpp"
 #include "ops/ops.hpp"
 
 #include <algorithm>

@@ -14,7 +14,7 @@
 #include "ops/attention/attention.hpp"
 #include "ops/attention/cpu/fused.hpp"
 #include "ops/attention/internal.hpp"
-#include "ops/detail.hpp"
+#include "ops/core/detail.hpp"
 #include "ops/ops.hpp"
 
 #include <algorithm>

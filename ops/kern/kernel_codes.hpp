@@ -2,7 +2,7 @@
 // tg::kern: element types, the elementwise / unary / reduction op codes, the strided iteration
 // space, the attention mask description with its one function, key_range, and the attention
 // operands' layout (host and device).
-// Neutral: no CUDA, no library header; the CPU (ops/cpu) and the CUDA kernels (cuda/kernels.cuh,
+// Neutral: no CUDA, no library header; the CPU (ops/<family>/cpu) and the CUDA kernels (cuda/kernels.cuh,
 // which takes them into tg::cuda) read the same enumerators, so a code means one thing on both.
 #pragma once
 
@@ -24,7 +24,7 @@ struct Strided {
   int64_t offset[3] = {};
 };
 
-// Elementwise binary ops (cuda/elementwise.cu, ops/elementwise.cpp).
+// Elementwise binary ops (cuda/elementwise.cu, ops/binary/elementwise.cpp).
 enum class BinOp : uint8_t { Add, Sub, Mul, Div, Pow, Max, Min, Eq, Ne, Lt, Le, Gt, Ge };
 
 // Unary ops with up to two scalar parameters p0, p1 (computed in double, stored as dt): one
@@ -37,11 +37,11 @@ enum class UnOp : uint8_t {
 
 // Reductions over the middle dim of (outer, r, inner).
 enum class RedOp : uint8_t { Sum, Max, Min };
-// scatter (None: the last write wins) and scatter_reduce's reductions (ops/scatter.cpp).
+// scatter (None: the last write wins) and scatter_reduce's reductions (ops/index/scatter.cpp).
 enum class ScatterOp : uint8_t { None, Sum, Prod, Mean, Amax, Amin };
-// Running scans and the product along one dim of (outer, n, inner) lines (ops/scan.cpp).
+// Running scans and the product along one dim of (outer, n, inner) lines (ops/reduce/scan.cpp).
 enum class ScanOp : uint8_t { Cumprod, Prod, Cummax, Cummin, Logcumsumexp };
-// nonzero on the GPU (ops/diagonal.cpp, cuda/nonzero.cu): elements per chunk, whose counts and
+// nonzero on the GPU (ops/shape/diagonal.cpp, cuda/nonzero.cu): elements per chunk, whose counts and
 // offsets (chunks + 1 int64, the caller's device buffer) place each chunk's entries.
 constexpr int64_t kNonzeroChunk = 1024;
 inline int64_t nonzero_chunks(int64_t n) { return (n + kNonzeroChunk - 1) / kNonzeroChunk; }

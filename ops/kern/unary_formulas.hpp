@@ -3,22 +3,22 @@
 //   fwd(x, p0, p1)        y = f(x) (p0, p1: the op's parameters, ops/kern/unary_list.inc)
 //   bwd(g, x, y, p0, p1)  dx = g · f'(x), from x and/or y = f(x) as the list's `reads` says
 // generic over the value type V and its parameter type P, and instantiated for
-//   float / double (P = V): the CPU's scalar lanes and tails (ops/cpu/unary.cpp), CUDA in double
+//   float / double (P = V): the CPU's scalar lanes and tails (ops/unary/cpu/unary.cpp), CUDA in double
 //     (cuda/elementwise.cu);
-//   xsimd::batch (P = the batch): the CPU's vector body (ops/cpu/unary_rows.hpp);
-//   tg::Tensor (P = double): the create_graph backward in recorded ops (ops/unary_grad.cpp).
+//   xsimd::batch (P = the batch): the CPU's vector body (ops/unary/cpu/rows.hpp);
+//   tg::Tensor (P = double): the create_graph backward in recorded ops (ops/unary/grad.cpp).
 // One formula text compiles for all four because it calls math by its unqualified name (std:: or
 // CUDA's for a scalar, below; xsimd's and tg's are found by argument-dependent lookup) and spells
 // constants P(c) and branches select / both / sgn / zero_like, the hooks each value type
-// specialises in UnaryOps (scalars here; batches in ops/cpu/unary_rows.hpp, tensors in
-// ops/unary_grad.cpp). A new value type (a storage dtype computed in float32) needs no formula:
+// specialises in UnaryOps (scalars here; batches in ops/unary/cpu/rows.hpp, tensors in
+// ops/unary/grad.cpp). A new value type (a storage dtype computed in float32) needs no formula:
 // the kernels convert at load and store.
 // Each backward is PyTorch 1.13's (derivatives.yaml, or the activation's _backward kernel) in
 // PyTorch's order of operations, but 1 − x² as (1 − x)(1 + x), which does not cancel with or
 // without FMA contraction; special values come out as PyTorch's (tests/ops/test_special_values.cpp
 // checks them against tools/make_special_values.py's table).
 // Named overrides, not formulas, run exp, log and pow's patched lanes and the exact GELU's fast
-// loops on the CPU (ops/cpu/unary.cpp). Neutral: no library header, host and device.
+// loops on the CPU (ops/unary/cpu/unary.cpp). Neutral: no library header, host and device.
 #pragma once
 
 #include "ops/kern/kernel_codes.hpp"
@@ -275,7 +275,7 @@ TG_UF(Sigmoid) { TG_UF_FWD { return P(1) / (P(1) + exp(-x)); }
 // gradient where x <= 0 is false, NaN included.
 TG_UF(Relu) { TG_UF_FWD { return select(x < P(0), V(P(0)), x); }
               TG_UF_BWD { return select(x <= P(0), zero_like(g), g); } };
-// x·Φ(x); the CPU runs its own loops (ops/cpu/unary.cpp), CUDA and create_graph these
+// x·Φ(x); the CPU runs its own loops (ops/unary/cpu/unary.cpp), CUDA and create_graph these
 TG_UF(GeluErf) {
   TG_UF_FWD { return P(0.5) * x * (P(1) + erf(x * P(kSqrt1_2))); }
   TG_UF_BWD {

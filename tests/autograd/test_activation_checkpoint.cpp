@@ -6,7 +6,7 @@
 #include "helpers.hpp"
 
 #include "autograd/activation_checkpoint.hpp"
-#include "ops/functional.hpp"
+#include "ops/functional/functional.hpp"
 
 using namespace tg;
 

@@ -4,7 +4,7 @@
 // that cannot be recorded, and first-order backward left as it was.
 #include "helpers.hpp"
 
-#include "ops/functional.hpp"
+#include "ops/functional/functional.hpp"
 
 using namespace tg;
 

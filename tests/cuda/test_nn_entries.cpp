@@ -1,11 +1,11 @@
 // tests/cuda/test_nn_entries.cpp — the tensor-level entries nn/ reaches the kernels through
-// (ops/pending_layering.hpp) on a GPU against the CPU: the sum of squares of a strided gradient,
+// (ops/optim/entries.hpp) on a GPU against the CPU: the sum of squares of a strided gradient,
 // flat copies and zero fills through strided views, the Adam step on tensors (the optimizers'
 // own parity is in test_device.cpp).
 #include <catch2/catch.hpp>
 
 #include "ops/ops.hpp"
-#include "ops/pending_layering.hpp"
+#include "ops/optim/entries.hpp"
 
 #include <vector>
 

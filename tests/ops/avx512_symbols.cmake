@@ -1,7 +1,7 @@
-# tests/ops/avx512_symbols.cmake — the AVX-512 kernel objects (ops/cpu/*_avx512.cpp) define no
+# tests/ops/avx512_symbols.cmake — the AVX-512 kernel objects (ops/<family>/cpu/*_avx512.cpp) define no
 # weak symbol that another object could define too, the kind the linker merges: an inline function
 # compiled there with AVX-512 flags could otherwise be the copy the rest of the library calls, and
-# fault on a CPU without AVX-512 (ops/cpu/softmax_rows.hpp, docs/cpu-kernels.md). Allowed: weak
+# fault on a CPU without AVX-512 (ops/softmax/cpu/softmax_rows.hpp, docs/cpu-kernels.md). Allowed: weak
 # symbols whose name carries the AVX-512 architecture (xsimd's templates on xsimd::avx512bw: only
 # AVX-512 code can define or call them), and the exception-personality reference every C++ object
 # carries.

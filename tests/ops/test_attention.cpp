@@ -6,7 +6,7 @@
 #include "helpers.hpp"
 
 #include "ops/attention/attention.hpp"
-#include "ops/cpu/kernels.hpp"
+#include "ops/core/cpu/kernels.hpp"
 
 #include <chrono>
 #include <cmath>

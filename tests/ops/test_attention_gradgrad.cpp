@@ -9,7 +9,7 @@
 
 #include "nn/attention.hpp"
 #include "ops/attention/attention.hpp"
-#include "ops/functional.hpp"
+#include "ops/functional/functional.hpp"
 
 using namespace tg;
 

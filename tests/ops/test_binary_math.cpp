@@ -1,5 +1,5 @@
 // tests/ops/test_binary_math.cpp — fmod, remainder, copysign, lerp, logaddexp, isclose and the
-// logical ops (ops/binary_math.cpp) at their edge cases: signs of the results, -0, infinities,
+// logical ops (ops/binary/math.cpp) at their edge cases: signs of the results, -0, infinities,
 // NaN, ties, broadcasting; float64 gradchecks; errors. Values and gradients against PyTorch are
 // in test_parity.cpp (binary_math family).
 #include "helpers.hpp"

@@ -6,7 +6,7 @@
 // the gaps between rows untouched. Skipped, with a warning, where the CPU has no AVX-512.
 #include "helpers.hpp"
 
-#include "ops/cpu/kernels.hpp"
+#include "ops/core/cpu/kernels.hpp"
 
 #include <cmath>
 #include <limits>

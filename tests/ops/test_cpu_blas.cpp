@@ -1,10 +1,10 @@
-// tests/ops/test_cpu_blas.cpp — cpu::gemm (ops/cpu/blas.cpp, xt::blas::gemm on strided
+// tests/ops/test_cpu_blas.cpp — cpu::gemm (ops/matmul/cpu/blas.cpp, xt::blas::gemm on strided
 // adaptors) against a raw triple loop in double: all four transpose combinations, leading
 // dimensions larger than the rows (the gaps between rows must stay untouched), alpha and beta,
 // beta = 0 over a C full of NaN, and sizes 0 and 1 for M, N and K, float32 and float64.
 #include "helpers.hpp"
 
-#include "ops/cpu/kernels.hpp"
+#include "ops/core/cpu/kernels.hpp"
 
 #include <cmath>
 #include <limits>

@@ -1,8 +1,8 @@
-// tests/ops/test_cpu_copy.cpp — cpu::strided_copy (ops/cpu/copy.cpp) against an index-by-index
+// tests/ops/test_cpu_copy.cpp — cpu::strided_copy (ops/shape/cpu/copy.cpp) against an index-by-index
 // loop: permutes of every rank-4 order (row copies and the blocked transpose path, sizes not a
 // multiple of its 32 tiles), stepped slices, expands (stride 0) and the scatter direction.
 #include "helpers.hpp"
-#include "ops/cpu/kernels.hpp"
+#include "ops/core/cpu/kernels.hpp"
 
 #include <algorithm>
 #include <numeric>

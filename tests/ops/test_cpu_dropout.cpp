@@ -1,10 +1,10 @@
-// tests/ops/test_cpu_dropout.cpp — the dropout kernel of ops/cpu/dropout.cpp against a raw loop
+// tests/ops/test_cpu_dropout.cpp — the dropout kernel of ops/random/cpu/dropout.cpp against a raw loop
 // over the generator's own stream (one next_u64() per element, kept iff (u >> 11)·2⁻⁵³ >= p), so
 // a seed gives the mask it gave before the kernel moved; float64 and float32, sizes around the
 // kernel's draw block, p = 1 draws nothing, and the op itself follows the same stream.
 #include "helpers.hpp"
 
-#include "ops/cpu/kernels.hpp"
+#include "ops/core/cpu/kernels.hpp"
 
 #include <cmath>
 

@@ -1,11 +1,11 @@
-// tests/ops/test_cpu_elementwise.cpp — the xtensor + xsimd CPU kernels of ops/cpu/unary.cpp and
-// ops/cpu/binary.cpp against plain scalar loops in double: every unary op and derivative on
+// tests/ops/test_cpu_elementwise.cpp — the xtensor + xsimd CPU kernels of ops/unary/cpu/unary.cpp and
+// ops/binary/cpu/binary.cpp against plain scalar loops in double: every unary op and derivative on
 // lengths around the vector width (tails), special values (0, ±inf, NaN, large), float32 within
 // float32 accuracy and float64 to a few ulps; every binary op, comparison and where over
 // broadcast shape pairs (size-1 dims, scalars, new leading dims) in float32, float64 and int64;
 // and bit-equal results for equal inputs wherever they sit.
 #include "helpers.hpp"
-#include "ops/cpu/kernels.hpp"
+#include "ops/core/cpu/kernels.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -21,7 +21,7 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// The reference definitions, in double (ops/cpu/unary.cpp's specification).
+// The reference definitions, in double (ops/unary/cpu/unary.cpp's specification).
 double ref_unary(UnOp op, double x, double p0, double p1) {
   switch (op) {
     case UnOp::Neg:
@@ -348,7 +348,7 @@ void check_unary_case(const UnCase& c, int64_t n, double atol, double rtol) {
 }
 
 // Runs body() on the build's own instruction-set table, then on AVX-512's where the CPU has it
-// (ops/cpu/isa.hpp: its own float32 exp, log, tanh, sigmoid and GELUs), and restores the default.
+// (ops/core/cpu/isa.hpp: its own float32 exp, log, tanh, sigmoid and GELUs), and restores the default.
 template <typename F>
 void on_both_tables(F&& body) {
   struct Restore {

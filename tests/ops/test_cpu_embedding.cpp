@@ -1,10 +1,10 @@
-// tests/ops/test_cpu_embedding.cpp — the embedding kernels of ops/cpu/embedding.cpp against raw
+// tests/ops/test_cpu_embedding.cpp — the embedding kernels of ops/index/cpu/embedding.cpp against raw
 // loops: the row gather and the index_add with repeated indices and a padding row, float64 and
 // float32, C = 0 / 1 / odd / wider than one backward slice, no indices; the same bits at 1 and 3
 // threads.
 #include "helpers.hpp"
 
-#include "ops/cpu/kernels.hpp"
+#include "ops/core/cpu/kernels.hpp"
 
 #include <random>
 

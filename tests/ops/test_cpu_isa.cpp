@@ -1,11 +1,11 @@
-// tests/ops/test_cpu_isa.cpp — the instruction-set table's choice (ops/cpu/isa.cpp): families
+// tests/ops/test_cpu_isa.cpp — the instruction-set table's choice (ops/core/cpu/isa.cpp): families
 // switched one at a time name themselves in simd_kernels(), the attention's products follow their
 // family, reset_simd_kernels() returns to the per-CPU choice, kernel_choice() names the CPU model
 // and how each family was chosen, and the result of an op does not depend on the reduce family's
 // variant (its two kernels give the same bits).
 #include "helpers.hpp"
 
-#include "ops/cpu/kernels.hpp"
+#include "ops/core/cpu/kernels.hpp"
 
 #include <cstring>
 #include <string>

@@ -1,11 +1,11 @@
-// tests/ops/test_cpu_loss.cpp — the cross-entropy kernels of ops/cpu/loss.cpp against a plain
-// float64 raw loop (the formulas of ops/loss.cpp), float64 and float32: (N, C) and (N, C, inner)
+// tests/ops/test_cpu_loss.cpp — the cross-entropy kernels of ops/loss/cpu/cross_entropy.cpp against a plain
+// float64 raw loop (the formulas of ops/loss/cross_entropy.cpp), float64 and float32: (N, C) and (N, C, inner)
 // layouts, C = 1, C below / at / above the vector width, N = 0, ignore_index out of and in range,
 // label smoothing 0, 0.1 and 1, per-row and scalar upstream gradients, rows holding NaN, -inf
 // and +inf; and the same bits at 1 and 3 threads.
 #include "helpers.hpp"
 
-#include "ops/cpu/kernels.hpp"
+#include "ops/core/cpu/kernels.hpp"
 
 #include <cmath>
 #include <limits>

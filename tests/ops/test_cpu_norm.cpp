@@ -1,11 +1,11 @@
-// tests/ops/test_cpu_norm.cpp — the layer norm kernels of ops/cpu/norm.cpp against a plain
-// float64 raw-loop reference (the closed form of ops/norm.cpp), float64 and float32, with and
+// tests/ops/test_cpu_norm.cpp — the layer norm kernels of ops/norm/cpu/norm.cpp against a plain
+// float64 raw-loop reference (the closed form of ops/norm/norm.cpp), float64 and float32, with and
 // without weight and bias, on odd (N, D): D = 1, rows longer than the vector width, more rows
 // than one dw/db chunk, N = 0; rows holding NaN, -inf, a constant row, a row far from 0 (x - mean
 // must keep its precision); and the same bits at 1 and 3 threads.
 #include "helpers.hpp"
 
-#include "ops/cpu/kernels.hpp"
+#include "ops/core/cpu/kernels.hpp"
 
 #include <cmath>
 #include <limits>

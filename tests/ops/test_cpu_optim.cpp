@@ -1,4 +1,4 @@
-// tests/ops/test_cpu_optim.cpp — the CPU Adam / AdamW step (ops/cpu/optim.cpp, a loop gcc
+// tests/ops/test_cpu_optim.cpp — the CPU Adam / AdamW step (ops/optim/cpu/optim.cpp, a loop gcc
 // vectorises) against a long-double reference of PyTorch 1.13's _single_tensor_adam, on every
 // length 1..67 and 1000..1017 (the vector body and every tail, at 4, 8 and 16 lanes), all 16
 // combinations of maximize, decoupled (AdamW), weight decay and amsgrad, float32 and float64, with
@@ -6,7 +6,7 @@
 // the same NaNs and infinities, finite values within a few roundings of each step's terms.
 #include "helpers.hpp"
 
-#include "ops/cpu/kernels.hpp"
+#include "ops/core/cpu/kernels.hpp"
 
 #include <cmath>
 #include <limits>

@@ -1,11 +1,11 @@
-// tests/ops/test_cpu_reduce.cpp — the reduction kernels of ops/cpu/reduce.cpp against plain
+// tests/ops/test_cpu_reduce.cpp — the reduction kernels of ops/reduce/cpu/reduce.cpp against plain
 // raw-loop references, float64 and float32 (and int64 where the kernel takes it), on odd
 // (outer, r, inner) views: inner > 1 (also wider than one kernel block), size-1 dims, empty
 // views, rows holding NaN, -inf and +inf; results bit-identical at 1 and 3 threads; and the ops
 // over non-adjacent dims (the permuted path) against the same references.
 #include "helpers.hpp"
 
-#include "ops/cpu/kernels.hpp"
+#include "ops/core/cpu/kernels.hpp"
 
 #include <cmath>
 #include <cstring>

@@ -1,10 +1,10 @@
-// tests/ops/test_cpu_softmax.cpp — the CPU row softmax (ops/cpu/softmax.cpp) against a raw loop
+// tests/ops/test_cpu_softmax.cpp — the CPU row softmax (ops/softmax/cpu/softmax.cpp) against a raw loop
 // in double: softmax and log_softmax rows, forward and backward, with ordinary, mixed (some -inf),
 // fully -inf, NaN (with -inf, with finite values, all NaN) rows, lengths on both sides of the
 // SIMD widths, in place and out of place, the (outer, n, inner) strided form, float32 and float64.
 #include "helpers.hpp"
 
-#include "ops/cpu/kernels.hpp"
+#include "ops/core/cpu/kernels.hpp"
 
 #include <cmath>
 #include <limits>

@@ -1,4 +1,4 @@
-// tests/ops/test_einsum.cpp — einsum (ops/einsum.cpp) beyond its float fixtures (test_parity.cpp)
+// tests/ops/test_einsum.cpp — einsum (ops/matmul/einsum.cpp) beyond its float fixtures (test_parity.cpp)
 // and hand checks (test_picks.cpp): int64 and bool operands against PyTorch
 // (tests/fixtures/einsum_int, tools/make_reduce_fixtures.py), and PyTorch's refusals (a repeated
 // letter of two sizes, a stray '.', mixed dtypes), each message naming einsum, the equation and

@@ -5,7 +5,7 @@
 
 #include "fixtures.hpp"
 #include "nn/attention.hpp"
-#include "ops/functional.hpp"
+#include "ops/functional/functional.hpp"
 
 using namespace tg;
 

@@ -4,7 +4,7 @@
 // Cases cover broadcasting, reductions over several dims, views and non-contiguous inputs.
 #include "helpers.hpp"
 
-#include "ops/functional.hpp"
+#include "ops/functional/functional.hpp"
 
 #include <functional>
 

@@ -1,4 +1,4 @@
-// tests/ops/test_index.cpp — x.index({...}) and index_put_ (ops/index.cpp): integers, slices
+// tests/ops/test_index.cpp — x.index({...}) and index_put_ (ops/index/index.cpp): integers, slices
 // with steps and open ends, None, Ellipsis, int64 and bool tensor indices, against values worked
 // out by hand from PyTorch's rules; which results are views; gradients (float64 gradcheck);
 // index_put_ through views and masks, recorded; the error messages; tg::set_default_dtype.

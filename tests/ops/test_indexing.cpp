@@ -1,4 +1,4 @@
-// tests/ops/test_indexing.cpp — the indexing and sampling family (ops/indexing.cpp): outputs,
+// tests/ops/test_indexing.cpp — the indexing and sampling family (ops/index/gather.cpp): outputs,
 // indices and input gradients against PyTorch 1.13 (tests/fixtures/indexing/<case>.safetensors,
 // written by tools/make_indexing_fixtures.py) in float64 and float32; float64 gradchecks of every
 // differentiable op over several dims (negative dims, k = 1 and k = size); hand-checked edge cases
@@ -57,7 +57,7 @@ std::vector<IndexingCase> cases() {
       {"triu_m1_4d", {"x"}, [](In in) { return one(triu(in[0], -1)); }},
       {"one_hot_infer", {"index"}, [](In in) { return one(one_hot(in[0])); }},
       {"one_hot_5", {"index"}, [](In in) { return one(one_hot(in[0], 5)); }},
-      // x[...] as x.index({...}) (ops/index.cpp) and views feeding matmul
+      // x[...] as x.index({...}) (ops/index/index.cpp) and views feeding matmul
       {"index_int_slice_step",
        {"x"},
        [](In in) {

@@ -1,4 +1,4 @@
-// tests/ops/test_inplace.cpp — in-place writes (ops/inplace.cpp) and the version counter
+// tests/ops/test_inplace.cpp — in-place writes (ops/inplace/inplace.cpp) and the version counter
 // (autograd/tape.cpp): values of add_, sub_, mul_, div_, clamp_, zero_, fill_, copy_,
 // masked_fill_ on contiguous tensors and on views (which write into their base); versions
 // shared by views; PyTorch's rules under autograd (leaf refused, non-leaf rebased, gradients
@@ -8,7 +8,7 @@
 
 #include "nn/layers.hpp"
 #include "nn/optim.hpp"
-#include "ops/detail.hpp"
+#include "ops/core/detail.hpp"
 
 using namespace tg;
 

@@ -147,7 +147,7 @@ namespace {
 int64_t wrap(uint64_t v) { return static_cast<int64_t>(v); }
 }  // namespace
 
-// The int64 add / sub / mul loops (ops/cpu/binary.cpp) are vectorised by the compiler: every
+// The int64 add / sub / mul loops (ops/binary/cpu/binary.cpp) are vectorised by the compiler: every
 // length 1..40 and 300 reaches the vector body and every tail, with INT64_MIN, INT64_MAX, -1 and
 // 0 in every lane, as full rows, with a number, and broadcast along rows.
 TEST_CASE("int64 add / sub / mul / neg / abs / sign wrap at every length", "[integer][arith]") {
@@ -234,7 +234,7 @@ TEST_CASE("int64 pow and rounding ops match PyTorch", "[integer][pow]") {
   require_same(pow(a, e), fixture("int_pow", "pow"), "pow(int64, int64)");
   const std::vector<double> numbers = meta_numbers("int_pow", "scalars");
   // a fractional exponent promotes to float32, whose pow is xsimd's within a few ulps where the
-  // base is ordinary (ops/cpu/simd.hpp's pow_map; test_special_values.cpp's tolerance)
+  // base is ordinary (ops/core/cpu/simd.hpp's pow_map; test_special_values.cpp's tolerance)
   for (size_t k = 0; k < numbers.size(); ++k)
     require_same(pow(a, numbers[k]), fixture("int_pow", fmt::format("pow_s{}", k)),
                  fmt::format("pow(int64, {})", numbers[k]), 4 * 1.1920929e-7);

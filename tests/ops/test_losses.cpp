@@ -1,4 +1,4 @@
-// tests/ops/test_losses.cpp — the losses of ops/losses.cpp beyond their PyTorch fixtures
+// tests/ops/test_losses.cpp — the losses of ops/loss/composed.cpp beyond their PyTorch fixtures
 // (test_parity.cpp's [losses]): float64 gradchecks of each, the edge cases PyTorch defines (log
 // clamped at −100, the logits form's gradient at 0, a zero row under normalize, every target
 // ignored), and errors naming the op, the shapes and the allowed values; PyTorch's corners

@@ -10,7 +10,7 @@ using namespace tg;
 namespace {
 
 // Naive reference of PyTorch's matmul rules over float64 values: 1-D lhs (K) is (1, K), 1-D rhs
-// (K) is (K, 1), batch dims broadcast; written independently of ops/matmul.cpp.
+// (K) is (K, 1), batch dims broadcast; written independently of ops/matmul/matmul.cpp.
 std::vector<double> ref_matmul(const Tensor& a, const Tensor& b, Shape* out_shape) {
   std::vector<double> va = a.to_vector<double>(), vb = b.to_vector<double>();
   Shape sa = a.shape(), sb = b.shape();
@@ -249,7 +249,7 @@ TEST_CASE("linear: errors name x, weight and bias shapes", "[matmul]") {
   REQUIRE_ERROR(linear(zeros({2, 3}), Tensor()), "linear: weight is undefined");
 }
 
-// OpenBLAS's pool: a GEMM below 2^24 multiply-adds runs on one OpenBLAS thread (ops/cpu/blas.cpp)
+// OpenBLAS's pool: a GEMM below 2^24 multiply-adds runs on one OpenBLAS thread (ops/matmul/cpu/blas.cpp)
 // and leaves the pool at tg::get_num_threads() afterwards; small and large products give the
 // same values at 1 and 2 threads.
 extern "C" int openblas_get_num_threads();

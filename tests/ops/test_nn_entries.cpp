@@ -1,12 +1,12 @@
 // tests/ops/test_nn_entries.cpp — the tensor-level entries nn/ reaches the kernels through
-// (ops/pending_layering.hpp): the Adam step gives the raw kernel's bits and refuses operands that
+// (ops/optim/entries.hpp): the Adam step gives the raw kernel's bits and refuses operands that
 // do not match the parameter, the sum of squares reads any layout, the flat copies and zero fills
 // count elements in row-major order through strided views. The optimizers, clipping and DDP / ZeRO
 // copies built on them are tested in tests/nn.
 #include "helpers.hpp"
 
-#include "ops/cpu/kernels.hpp"
-#include "ops/pending_layering.hpp"
+#include "ops/core/cpu/kernels.hpp"
+#include "ops/optim/entries.hpp"
 
 #include <cstring>
 #include <vector>

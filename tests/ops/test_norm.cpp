@@ -155,7 +155,7 @@ std::string ln_mismatch(const std::vector<double>& got, const std::vector<double
 }
 }  // namespace
 
-// The row kernels (ops/cpu/norm.cpp) run four double accumulators over xsimd batches, a single-
+// The row kernels (ops/norm/cpu/norm.cpp) run four double accumulators over xsimd batches, a single-
 // batch loop and a scalar tail; lengths 1..67 reach each of them with every tail length at 4 and 8
 // lanes. One special value sits at the start, middle or end of row 1 of 3: a NaN or ±inf makes its
 // row NaN (and dw NaN), while ±0 and subnormals are ordinary values.

@@ -1,5 +1,5 @@
-// tests/ops/test_picks.cpp — diagonal, diag, unfold, nonzero (ops/diagonal.cpp) and einsum
-// (ops/einsum.cpp): shapes and values by hand, edge cases (offsets past the matrix, empty
+// tests/ops/test_picks.cpp — diagonal, diag, unfold, nonzero (ops/shape/diagonal.cpp) and einsum
+// (ops/matmul/einsum.cpp): shapes and values by hand, edge cases (offsets past the matrix, empty
 // results, 0-dim), float64 gradchecks, errors naming the equation or the shapes. PyTorch's values
 // and gradients: test_parity.cpp (picks and einsum families).
 #include "helpers.hpp"

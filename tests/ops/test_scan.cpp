@@ -1,5 +1,5 @@
 // tests/ops/test_scan.cpp — prod, cumprod, cummax, cummin, logcumsumexp and std_mean
-// (ops/scan.cpp): values by hand, zeros in the products' gradients, NaN and ties in the running
+// (ops/reduce/scan.cpp): values by hand, zeros in the products' gradients, NaN and ties in the running
 // extremes, infinities and large values in logcumsumexp, empty and 0-dim inputs, float64
 // gradchecks, errors; int64 and bool products (tests/fixtures/reduce, from
 // tools/make_reduce_fixtures.py). PyTorch's values and gradients: test_parity.cpp (scan family).

@@ -1,4 +1,4 @@
-// tests/ops/test_scatter.cpp — scatter and scatter_reduce (ops/scatter.cpp) beyond the PyTorch
+// tests/ops/test_scatter.cpp — scatter and scatter_reduce (ops/index/scatter.cpp) beyond the PyTorch
 // fixtures (test_parity.cpp, scatter family): a src larger than index (its uncovered part gets
 // gradient 0), the last write winning a repeated target, float64 gradchecks of every reduction,
 // errors.

@@ -11,7 +11,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "ops/cpu/kernels.hpp"
+#include "ops/core/cpu/kernels.hpp"
 #include "ops/ops.hpp"
 #include "ops/kern/unary_formulas.hpp"
 #include "tools/unary_samples.hpp"
@@ -493,7 +493,7 @@ const char* dname() {
 
 }  // namespace
 
-// On both instruction-set tables (ops/cpu/isa.hpp): the AVX-512 one has float32 kernels of its
+// On both instruction-set tables (ops/core/cpu/isa.hpp): the AVX-512 one has float32 kernels of its
 // own for exp, log, tanh, sigmoid and both GELUs.
 TEMPLATE_TEST_CASE("unary ops match their references at special values, any length and position",
                    "[special]", float, double) {

@@ -375,7 +375,7 @@ void add_losses(std::vector<OpInfo>& r) {
                  return one(
                      leaf(s), [t, o](const Tensor& x) { return tg::cross_entropy(x, t, o); },
                      "logits");
-               }});  // the losses of ops/losses.cpp: input and target both differentiated where
+               }});  // the losses of ops/loss/composed.cpp: input and target both differentiated where
                      // PyTorch does
   struct L {
     const char* name;
@@ -424,7 +424,7 @@ void add_losses(std::vector<OpInfo>& r) {
 }
 
 void add_reordering(std::vector<OpInfo>& r) {
-  // reordering and repeating (ops/repeat.cpp), one case each
+  // reordering and repeating (ops/shape/repeat.cpp), one case each
   struct Rp {
     const char* name;
     Tensor (*f)(const Tensor&);

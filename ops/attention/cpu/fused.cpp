@@ -2,11 +2,11 @@
 // cpu::attention_backward (fused.hpp): per (b, h) and per tile of query rows [r0, r1) with the
 // tile's key range [klo, khi] (the plan), St = scale·Q[r0:r1]·K[klo:khi]ᵀ, each row masked (its
 // structural span; the data parts: padding, lengths, bool, additive) and softmaxed by the row
-// softmax of ops/cpu/softmax.cpp (a row with no allowed key gives P = 0), optional dropout on P,
+// softmax of ops/softmax/cpu/softmax.cpp (a row with no allowed key gives P = 0), optional dropout on P,
 // then O[r0:r1] = Pdrop·V[klo:khi]; the backward walks the same tiles (dV, dP, dS, dQ, dK). One
 // tile loop, forward_tile beside backward_tile, over a products strategy: OpenBLAS reading each
 // head's rows in place (any dtype), or, in float32 where the instruction-set table has them
-// (ops/cpu/isa.hpp), the register-blocked kernels of gemm_avx512.cpp from operands packed once
+// (ops/core/cpu/isa.hpp), the register-blocked kernels of gemm_avx512.cpp from operands packed once
 // per head (K and V transposed), without OpenBLAS's per-call packing and zeroing of C
 // (docs/cpu-kernels.md has both measured).
 // MEMORY: the backward reads only q, k, v and the P tiles (plus dropout masks): per (b, h)
@@ -21,8 +21,8 @@
 #include "ops/attention/attention.hpp"
 
 #include "autograd/tensor.hpp"
-#include "ops/cpu/kernels.hpp"
-#include "ops/detail.hpp"
+#include "ops/core/cpu/kernels.hpp"
+#include "ops/core/detail.hpp"
 
 #include <algorithm>
 #include <climits>

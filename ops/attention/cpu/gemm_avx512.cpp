@@ -3,13 +3,13 @@
 // is a head size (hs or hs_v: 16 to 128) and OpenBLAS's generic sgemm loses its time around the
 // arithmetic (packing both operands on every call, zeroing C before accumulating into it).
 // ops/attention/cpu/fused.cpp packs each head's operands once (contiguous rows, or transposed), so
-// B is always contiguous here. These fill the AVX-512 table's attention slots (ops/cpu/isa.hpp),
+// B is always contiguous here. These fill the AVX-512 table's attention slots (ops/core/cpu/isa.hpp),
 // chosen only when the CPU has AVX-512 F/CD/DQ/BW/VL (cpu::simd_kernels()); their speed against
 // OpenBLAS: docs/cpu-kernels.md. Built with AVX-512 flags (ops/CMakeLists.txt); compiles to
-// nothing without them. No inline std:: algorithm here (see ops/cpu/softmax_rows.hpp for why).
+// nothing without them. No inline std:: algorithm here (see ops/softmax/cpu/softmax_rows.hpp for why).
 #if defined(__AVX512F__) && defined(__AVX512CD__) && defined(__AVX512DQ__) && \
     defined(__AVX512BW__) && defined(__AVX512VL__)
-#include "ops/cpu/isa.hpp"
+#include "ops/core/cpu/isa.hpp"
 
 #include <immintrin.h>
 #include <xsimd/xsimd.hpp>

@@ -20,7 +20,7 @@
 #include "ops/attention/cpu/fused.hpp"
 #include "ops/attention/cpu/rows.hpp"
 
-#include "ops/detail.hpp"
+#include "ops/core/detail.hpp"
 
 #include <cmath>
 #include <vector>

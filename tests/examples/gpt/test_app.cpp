@@ -17,7 +17,7 @@
 #include "gpt/sample.hpp"
 #include "gpt/train.hpp"
 #include "nn/checkpoint.hpp"
-#include "ops/cpu/kernels.hpp"
+#include "ops/core/cpu/kernels.hpp"
 #include "ops/ops.hpp"
 
 #include <nlohmann/json.hpp>

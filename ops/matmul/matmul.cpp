@@ -1,0 +1,466 @@
+// ops/matmul/matmul.cpp — matmul (PyTorch's rank rules and batch broadcasting), mm, bmm and linear,
+// forward and backward side by side, all on one GEMM over raw pointers (cpu::gemm, cuBLAS on CUDA).
+//
+// Every product is a batch of row-major gemms C[i] (M, N) = A[i] (M, K) · B[i] (K, N), where
+// operand batches are addressed by element offsets (the same offset repeated where a batch dim
+// is broadcast). Transposes are never materialised: backward passes transpose flags with the
+// original leading dimensions (dA = dC·Bᵀ, dB = Aᵀ·dC), and linear multiplies by Wᵀ the same way.
+// An operand that is a transposed view of row-major matrices (x.t(), k.transpose(-2, -1):
+// strides (..., 1, R)) goes to BLAS as it lies, with the transpose flag set; any other strided
+// operand is made contiguous first.
+// Broadcast operands accumulate their gradient with beta = 1 into one zeroed buffer.
+// Deliberately not here: the GEMM kernels (ops/matmul/cpu/blas.cpp, cuda/blas.cu), other dtypes.
+#include "ops/core/cpu/kernels.hpp"
+#include "ops/core/cuda_dispatch.hpp"
+#include "ops/core/detail.hpp"
+#include "ops/ops.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+
+namespace tg {
+using namespace detail;
+
+namespace {
+
+// ---- GEMM ----
+// BLAS takes 32-bit sizes; larger ones are refused rather than silently truncated.
+void check_blas_int(int64_t v) {
+  if (v > INT_MAX)
+    throw Error(fmt::format("matmul: dimension {} exceeds the BLAS limit {}", v, INT_MAX));
+}
+// C (M, N) = op(A) · op(B) + beta · C, row-major; lda/ldb/ldc are the row lengths of A, B and C
+// as stored (op = transpose when ta/tb). On the CPU: cpu::gemm (xt::blas::gemm over the buffers);
+// on a CUDA device: one cuBLAS call (cuda/blas.cu), same arguments.
+template <typename T>
+void gemm(Device dev, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A, int64_t lda,
+          const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
+  if (dev.is_cuda()) {
+    kernels("matmul", dev)
+        .gemm(cdt(dtype_of<T>::value), ta, tb, M, N, K, 1.0, A, lda, 0, B, ldb, 0,
+              static_cast<double>(beta), C, ldc, 0, 1);
+    return;
+  }
+  for (int64_t v : {M, N, K, lda, ldb, ldc}) check_blas_int(v);
+  cpu::gemm<T>(ta, tb, M, N, K, T(1), A, lda, B, ldb, beta, C, ldc);
+}
+
+// ---- the plan: how a product maps onto a batch of gemms ----
+struct Plan {
+  int64_t M = 0, K = 0, N = 0;        // per-batch gemm sizes (after folding)
+  int64_t batch = 1;                  // number of gemms
+  std::vector<int64_t> off_a, off_b;  // element offset of each gemm's A and B (empty: i·M·K, i·K·N)
+  bool bcast_a = false, bcast_b = false;  // some A (B) matrix is used by several gemms
+  bool ta = false, tb = false;            // A (B) is stored transposed: (K, M) ((N, K)) row-major
+  Shape out_shape;
+  Device dev;                                 // where the operands live
+  int64_t lda() const { return ta ? M : K; }  // stored row lengths
+  int64_t ldb() const { return tb ? K : N; }
+  int64_t a_offset(int64_t i) const { return off_a.empty() ? i * M * K : off_a[i]; }
+  int64_t b_offset(int64_t i) const { return off_b.empty() ? i * K * N : off_b[i]; }
+};
+
+// Typed data pointer on any device (dtype checked by the caller's dispatch).
+template <typename T>
+T* dptr(const Tensor& t) {
+  return static_cast<T*>(t.data_ptr());
+}
+
+void check_operands(const char* op, const Tensor& a, const Tensor& b) {
+  check_float(a, op, "lhs", true);
+  check_float(b, op, "rhs", true);
+  check_same_device(a, b, op, "lhs", "rhs");
+  check_same_dtype(a, b, op, "lhs", "rhs");
+}
+
+// Element offsets of an operand's matrices over the broadcast batch shape `out` (row-major).
+std::vector<int64_t> batch_offsets(const Shape& in, const Shape& out, int64_t mat) {
+  Shape st = broadcast_strides(in, out);
+  std::vector<int64_t> offs(static_cast<size_t>(shape_numel(out)));
+  std::vector<int64_t> idx(out.size(), 0);
+  int64_t o = 0;
+  for (size_t i = 0; i < offs.size(); ++i) {
+    offs[i] = o * mat;
+    for (size_t d = out.size(); d-- > 0;) {
+      if (++idx[d] < out[d]) {
+        o += st[d];
+        break;
+      }
+      o -= st[d] * (out[d] - 1);
+      idx[d] = 0;
+    }
+  }
+  return offs;
+}
+
+// PyTorch's matmul rules. 1-D lhs is (1, K) and 1-D rhs is (K, 1), with those dims dropped from
+// the output.
+Plan make_plan(const char* op, const Tensor& a, const Tensor& b, bool ta, bool tb) {
+  const Shape &sa = a.shape(), &sb = b.shape();
+  if (sa.empty() || sb.empty())
+    throw Error(
+        fmt::format("{}: lhs {} and rhs {}: both operands need at least 1 dim, got a 0-dim "
+                    "tensor (use mul for scalars)",
+                    op, shape_str(sa), shape_str(sb)));
+  const size_t na = sa.size(), nb = sb.size();
+  const int64_t Ka = sa[na - 1], Kb = nb == 1 ? sb[0] : sb[nb - 2];
+  if (Ka != Kb)
+    throw Error(fmt::format("{}: lhs {} and rhs {}: inner dims {} != {}", op, shape_str(sa),
+                            shape_str(sb), Ka, Kb));
+  Plan p;
+  p.dev = a.device();
+  p.ta = ta;
+  p.tb = tb;
+  p.K = Ka;
+  p.M = na == 1 ? 1 : sa[na - 2];
+  p.N = nb == 1 ? 1 : sb[nb - 1];
+  Shape ba(sa.begin(), sa.end() - std::min<size_t>(na, 2));
+  Shape bb(sb.begin(), sb.end() - std::min<size_t>(nb, 2));
+  Shape batch;
+  try {
+    batch = broadcast_shapes(ba, bb, op);
+  } catch (const Error&) {
+    throw Error(fmt::format("{}: lhs {} and rhs {}: batch dims {} and {} cannot be broadcast", op,
+                            shape_str(sa), shape_str(sb), shape_str(ba), shape_str(bb)));
+  }
+  p.out_shape.reserve(batch.size() + 2);  // one allocation: this runs on every call
+  p.out_shape = batch;
+  if (na > 1) p.out_shape.push_back(p.M);
+  if (nb > 1) p.out_shape.push_back(p.N);
+  if (bb.empty() && !(ta && !ba.empty())) {
+    // Fast path: rhs is one matrix, so lhs's batch dims fold into rows — one gemm (not when
+    // lhs's matrices are stored transposed: their rows do not follow each other).
+    p.M *= shape_numel(ba);
+    return p;
+  }
+  p.batch = shape_numel(batch);
+  if (ba != batch) {
+    p.off_a = batch_offsets(ba, batch, p.M * p.K);
+    p.bcast_a = shape_numel(ba) < p.batch;
+  }
+  if (bb != batch) {
+    p.off_b = batch_offsets(bb, batch, p.K * p.N);
+    p.bcast_b = shape_numel(bb) < p.batch;
+  }
+  return p;
+}
+
+// On CUDA, a plan whose matrices all sit at regular strides (no broadcast batch dims) runs as
+// one strided-batched GEMM; false when it does not apply.
+template <typename T>
+bool cuda_batched(const Plan& p, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A,
+                  int64_t lda, int64_t sA, const T* B, int64_t ldb, int64_t sB, T* C, int64_t ldc,
+                  int64_t sC) {
+  if (!p.dev.is_cuda() || !p.off_a.empty() || !p.off_b.empty() || p.batch == 1) return false;
+  kernels("matmul", p.dev)
+      .gemm(cdt(dtype_of<T>::value), ta, tb, M, N, K, 1.0, A, lda, sA, B, ldb, sB, 0.0, C, ldc, sC,
+            p.batch);
+  return true;
+}
+
+// C = A·B for every gemm of the plan.
+template <typename T>
+void matmul_forward(const Plan& p, const T* A, const T* B, T* C) {
+  const int64_t M = p.M, N = p.N, K = p.K;
+  const int64_t lda = p.lda(), ldb = p.ldb();
+  if (cuda_batched(p, p.ta, p.tb, M, N, K, A, lda, M * K, B, ldb, K * N, C, N, M * N)) return;
+  for (int64_t i = 0; i < p.batch; ++i)
+    gemm(p.dev, p.ta, p.tb, p.M, p.N, p.K, A + p.a_offset(i), lda, B + p.b_offset(i), ldb, T(0),
+         C + i * p.M * p.N, p.N);
+}
+// dA = dC·Bᵀ, summed over the gemms that share an A matrix.
+template <typename T>
+void matmul_backward_a(const Plan& p, const T* dC, const T* B, T* dA) {
+  const T beta = p.bcast_a ? T(1) : T(0);  // dA was zeroed when it accumulates
+  const int64_t M = p.M, N = p.N, K = p.K;
+  // op(B)ᵀ: B as stored when it is stored transposed.
+  const bool tb = !p.tb;
+  const int64_t ldb = p.ldb();
+  if (cuda_batched(p, false, tb, M, K, N, dC, N, M * N, B, ldb, K * N, dA, K, M * K)) return;
+  for (int64_t i = 0; i < p.batch; ++i)
+    gemm(p.dev, false, tb, p.M, p.K, p.N, dC + i * p.M * p.N, p.N, B + p.b_offset(i), ldb, beta,
+         dA + p.a_offset(i), p.K);
+}
+// dB = Aᵀ·dC, summed over the gemms that share a B matrix.
+template <typename T>
+void matmul_backward_b(const Plan& p, const T* A, const T* dC, T* dB) {
+  const T beta = p.bcast_b ? T(1) : T(0);
+  const int64_t M = p.M, N = p.N, K = p.K;
+  const bool ta = !p.ta;  // op(A)ᵀ
+  const int64_t lda = p.lda();
+  if (cuda_batched(p, ta, false, K, N, M, A, lda, M * K, dC, N, M * N, dB, N, K * N)) return;
+  for (int64_t i = 0; i < p.batch; ++i)
+    gemm(p.dev, ta, false, p.K, p.N, p.M, A + p.a_offset(i), lda, dC + i * p.M * p.N, p.N, beta,
+         dB + p.b_offset(i), p.N);
+}
+
+// Zero-sized gemms are skipped (BLAS rejects a leading dimension of 0); K == 0 gives zeros.
+bool empty_gemm(const Plan& p) { return p.M == 0 || p.N == 0 || p.K == 0 || p.batch == 0; }
+
+// Is x (..., R, C) the transpose of row-major (..., C, R) matrices (strides (..., 1, R))?
+bool stored_transposed(const Tensor& x) {
+  const int64_t n = x.dim();
+  if (n < 2 || x.is_contiguous()) return false;
+  const Shape& s = x.shape();
+  const Shape st = x.strides();
+  if (st[n - 2] != 1 || st[n - 1] != s[n - 2]) return false;
+  int64_t acc = s[n - 2] * s[n - 1];
+  for (int64_t d = n - 3; d >= 0; --d) {
+    if (s[d] != 1 && st[d] != acc) return false;
+    acc *= s[d];
+  }
+  return true;
+}
+
+// dA = dC·Bᵀ, dB = Aᵀ·dC in recorded ops (create_graph), 1-D operands as matrices and batch
+// dims broadcast back by sum_to.
+std::vector<Tensor> matmul_grads(const Tensor& dC, const Tensor& A, const Tensor& B,
+                                 const Shape& shape_a, const Shape& shape_b, bool ga, bool gb) {
+  const bool va = shape_a.size() == 1, vb = shape_b.size() == 1;
+  Tensor g = dC;
+  if (va) g = unsqueeze(g, vb ? 0 : -2);
+  if (vb) g = unsqueeze(g, -1);
+  Tensor dA, dB;
+  if (ga) {
+    const Tensor b2 = vb ? unsqueeze(B, -1) : B;
+    const Shape a2 = va ? Shape{1, shape_a[0]} : shape_a;
+    dA = reshape(sum_to(matmul(g, transpose(b2, -1, -2)), a2), shape_a);
+  }
+  if (gb) {
+    const Tensor a2 = va ? unsqueeze(A, 0) : A;
+    const Shape b2 = vb ? Shape{shape_b[0], 1} : shape_b;
+    dB = reshape(sum_to(matmul(transpose(a2, -1, -2), g), b2), shape_b);
+  }
+  return {dA, dB};
+}
+
+Tensor matmul_impl(const char* op, const Tensor& a_in, const Tensor& b_in) {
+  const bool ta = stored_transposed(a_in), tb = stored_transposed(b_in);
+  const Tensor a = ta ? a_in : contig(a_in);
+  const Tensor b = tb ? b_in : contig(b_in);
+  Plan p = make_plan(op, a, b, ta, tb);
+  Tensor out = empty_gemm(p) ? zeros(p.out_shape, a.dtype(), p.dev)
+                             : Tensor::empty(p.out_shape, a.dtype(), p.dev);
+  if (!empty_gemm(p)) {
+    dispatch_float(a.dtype(), op, [&](auto tag) {
+      using T = decltype(tag);
+      matmul_forward(p, dptr<T>(a), dptr<T>(b), dptr<T>(out));
+    });
+  }
+  if (needs_record({&a, &b})) {
+    const bool ga = a.requires_grad(), gb = b.requires_grad();
+    Tensor sa = gb ? a.detach() : Tensor();  // dB reads A
+    Tensor sb = ga ? b.detach() : Tensor();  // dA reads B
+    Shape shape_a = a.shape(), shape_b = b.shape();
+    // Cost model: 2·M·N·K per batch forward, the same again for each input gradient.
+    const double mnk2 = 2.0 * static_cast<double>(p.batch) * p.M * p.N * p.K;
+    record(op, out, {a, b},
+           RecordInfo().flops(mnk2, mnk2 * (ga + gb)).saved(sa, sb).differentiable(),
+           [p = std::move(p), sa, sb, shape_a, shape_b, ga,
+            gb](const Tensor& dC) -> std::vector<Tensor> {
+             if (creating_graph())
+               return matmul_grads(dC, saved_input(sa, 0), saved_input(sb, 1), shape_a, shape_b, ga,
+                                   gb);
+             const bool skip = empty_gemm(p);
+             Tensor dA, dB;
+             if (ga)
+               dA = (skip || p.bcast_a) ? zeros(shape_a, dC.dtype(), p.dev)
+                                        : Tensor::empty(shape_a, dC.dtype(), p.dev);
+             if (gb)
+               dB = (skip || p.bcast_b) ? zeros(shape_b, dC.dtype(), p.dev)
+                                        : Tensor::empty(shape_b, dC.dtype(), p.dev);
+             if (skip) return {dA, dB};
+             dispatch_float(dC.dtype(), "matmul backward", [&](auto tag) {
+               using T = decltype(tag);
+               if (ga) matmul_backward_a(p, dptr<T>(dC), dptr<T>(sb), dptr<T>(dA));
+               if (gb) matmul_backward_b(p, dptr<T>(sa), dptr<T>(dC), dptr<T>(dB));
+             });
+             return {dA, dB};
+           });
+  }
+  return out;
+}
+
+// ---- linear ----
+void check_linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
+  check_float(x, "linear", "x", true);
+  check_float(w, "linear", "weight", true);
+  check_same_device(x, w, "linear", "x", "weight");
+  check_same_device(bias, w, "linear", "bias", "weight");
+  check_same_dtype(x, w, "linear", "x", "weight");
+  std::string bias_str = bias.defined() ? shape_str(bias.shape()) : "undefined";
+  auto shapes = [&] {
+    return fmt::format("x {}, weight {}, bias {}", shape_str(x.shape()), shape_str(w.shape()),
+                       bias_str);
+  };
+  if (x.dim() == 0)
+    throw Error(fmt::format("linear: x must be (..., Cin), got a 0-dim tensor ({})", shapes()));
+  if (w.dim() != 2)
+    throw Error(fmt::format("linear: weight must be 2-D (Cout, Cin) ({})", shapes()));
+  if (x.size(-1) != w.size(1))
+    throw Error(fmt::format("linear: x has {} input features but weight expects Cin = {} ({})",
+                            x.size(-1), w.size(1), shapes()));
+  if (bias.defined()) {
+    check_float(bias, "linear", "bias", true);
+    check_same_dtype(bias, w, "linear", "bias", "weight");
+    if (bias.shape() != Shape{w.size(0)})
+      throw Error(fmt::format("linear: bias must be (Cout) = ({}) ({})", w.size(0), shapes()));
+  }
+}
+
+// y (N, Cout) = x (N, Cin) · Wᵀ (+ b broadcast over rows).
+// Rows of y (N, Cout) set to b (Cout): the start of linear's forward.
+template <typename T>
+void fill_rows(Device dev, T* y, const T* b, int64_t N, int64_t Cout) {
+  if (!dev.is_cuda()) {
+    for (int64_t r = 0; r < N; ++r) std::memcpy(y + r * Cout, b, Cout * sizeof(T));
+    return;
+  }
+  kern::Strided st = make_strided({N, Cout}, {});
+  set_operand(st, 1, {0, 1}, 0);
+  kernels("linear", dev).strided_copy(cdt(dtype_of<T>::value), y, b, st);
+}
+template <typename T>
+void linear_forward(Device dev, const T* x, const T* w, const T* b, T* y, int64_t N, int64_t Cin,
+                    int64_t Cout) {
+  if (b) fill_rows(dev, y, b, N, Cout);
+  gemm(dev, false, true, N, Cout, Cin, x, Cin, w, Cin, b ? T(1) : T(0), y, Cout);
+}
+// db (Cout) = column sums of dy (N, Cout): 16-row blocks in T, the blocks accumulated in double.
+template <typename T>
+void bias_backward(Device dev, const T* dy, T* db, int64_t N, int64_t Cout) {
+  if (dev.is_cuda()) {
+    kernels("linear backward", dev).reduce_sum(cdt(dtype_of<T>::value), db, dy, 1, N, Cout, 1.0);
+    return;
+  }
+  // Blocks of kRows rows are summed in T (vectorised across columns), each block's sum added
+  // into a double accumulator: T rounding over at most kRows terms, double across blocks.
+  constexpr int64_t kRows = 16;
+  std::vector<double> acc(Cout, 0.0);
+  std::vector<T> part(Cout);
+  for (int64_t r0 = 0; r0 < N; r0 += kRows) {
+    const int64_t r1 = std::min(N, r0 + kRows);
+    std::copy(dy + r0 * Cout, dy + (r0 + 1) * Cout, part.begin());
+    T* __restrict p = part.data();
+    for (int64_t r = r0 + 1; r < r1; ++r) {
+      const T* __restrict row = dy + r * Cout;
+      for (int64_t c = 0; c < Cout; ++c) p[c] += row[c];
+    }
+    double* __restrict a = acc.data();
+    for (int64_t c = 0; c < Cout; ++c) a[c] += static_cast<double>(p[c]);
+  }
+  for (int64_t c = 0; c < Cout; ++c) db[c] = static_cast<T>(acc[c]);
+}
+
+}  // namespace
+
+// ---- public ops ----
+Tensor matmul(const Tensor& a, const Tensor& b, Site site) {
+  SiteScope scope(site);
+  check_operands("matmul", a, b);
+  return matmul_impl("matmul", a, b);
+}
+
+Tensor mm(const Tensor& a, const Tensor& b, Site site) {
+  SiteScope scope(site);
+  check_operands("mm", a, b);
+  if (a.dim() != 2 || b.dim() != 2)
+    throw Error(fmt::format("mm: lhs {} and rhs {}: both must be 2-D (N, K)·(K, M)",
+                            shape_str(a.shape()), shape_str(b.shape())));
+  return matmul_impl("mm", a, b);
+}
+
+Tensor bmm(const Tensor& a, const Tensor& b, Site site) {
+  SiteScope scope(site);
+  check_operands("bmm", a, b);
+  if (a.dim() != 3 || b.dim() != 3)
+    throw Error(fmt::format("bmm: lhs {} and rhs {}: both must be 3-D (B, N, K)·(B, K, M)",
+                            shape_str(a.shape()), shape_str(b.shape())));
+  if (a.size(0) != b.size(0))
+    throw Error(fmt::format("bmm: lhs {} and rhs {}: batch sizes {} != {} (bmm does not broadcast)",
+                            shape_str(a.shape()), shape_str(b.shape()), a.size(0), b.size(0)));
+  return matmul_impl("bmm", a, b);
+}
+
+Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in, Site site) {
+  SiteScope scope(site);
+  const Tensor x = contig(x_in);
+  const Tensor weight = contig(weight_in);
+  const Tensor bias = contig(bias_in);
+  check_linear(x, weight, bias);
+  const int64_t Cin = weight.size(1), Cout = weight.size(0);
+  const int64_t N =
+      Cin ? x.numel() / Cin : shape_numel(Shape(x.shape().begin(), x.shape().end() - 1));
+  Shape out_shape = x.shape();
+  out_shape.back() = Cout;
+  const bool skip = N == 0 || Cout == 0 || Cin == 0;
+  const Device dev = x.device();
+  Tensor out = skip ? zeros(out_shape, x.dtype(), dev) : Tensor::empty(out_shape, x.dtype(), dev);
+  dispatch_float(x.dtype(), "linear", [&](auto tag) {
+    using T = decltype(tag);
+    if (!skip) {
+      linear_forward(dev, dptr<T>(x), dptr<T>(weight), bias.defined() ? dptr<T>(bias) : nullptr,
+                     dptr<T>(out), N, Cin, Cout);
+    } else if (bias.defined() && N > 0 && Cout > 0) {  // Cin == 0: the bias on every row
+      fill_rows(dev, dptr<T>(out), dptr<T>(bias), N, Cout);
+    }
+  });
+  if (needs_record({&x, &weight, &bias})) {
+    const bool gx = x.requires_grad(), gw = weight.requires_grad(),
+               gb = bias.defined() && bias.requires_grad();
+    Tensor sx = gw ? x.detach() : Tensor();       // dW reads x
+    Tensor sw = gx ? weight.detach() : Tensor();  // dx reads W
+    Shape sx_shape = x.shape(), sw_shape = weight.shape();
+    // Cost model: 2·N·Cin·Cout (+ N·Cout bias) forward; 2·N·Cin·Cout per dx/dW, N·Cout for db.
+    const double nmk2 = 2.0 * static_cast<double>(N) * Cin * Cout,
+                 nc = static_cast<double>(N) * Cout;
+    record("linear", out, {x, weight, bias},
+           RecordInfo()
+               .flops(nmk2 + (bias.defined() ? nc : 0), nmk2 * (gx + gw) + (gb ? nc : 0))
+               .saved(sx, sw)
+               .differentiable(),
+           [sx, sw, sx_shape, sw_shape, gx, gw, gb, skip, N, Cin, Cout,
+            dev](const Tensor& dy) -> std::vector<Tensor> {
+             if (creating_graph()) {  // dx = dy·W, dW = dyᵀ·x, db = Σ dy over the rows
+               const Tensor dy2 = reshape(dy, {N, Cout});
+               Tensor dx, dw, db;
+               if (gx) dx = reshape(matmul(dy2, saved_input(sw, 1)), sx_shape);
+               if (gw) dw = matmul(transpose(dy2, 0, 1), reshape(saved_input(sx, 0), {N, Cin}));
+               if (gb) db = sum(dy2, {0});
+               return {dx, dw, db};
+             }
+             Tensor dx, dw, db;
+             auto make = [&](const Shape& s) {
+               return skip ? zeros(s, dy.dtype(), dev) : Tensor::empty(s, dy.dtype(), dev);
+             };
+             if (gx) dx = make(sx_shape);
+             if (gw) dw = make(sw_shape);
+             if (gb)
+               db =
+                   N == 0 ? zeros({Cout}, dy.dtype(), dev) : Tensor::empty({Cout}, dy.dtype(), dev);
+             dispatch_float(dy.dtype(), "linear backward", [&](auto tag) {
+               using T = decltype(tag);
+               const T* pdy = dptr<T>(dy);
+               if (gb && N > 0 && Cout > 0) bias_backward(dev, pdy, dptr<T>(db), N, Cout);
+               if (skip) return;
+               // dx (N, Cin) = dy (N, Cout) · W (Cout, Cin)
+               if (gx)
+                 gemm(dev, false, false, N, Cin, Cout, pdy, Cout, dptr<T>(sw), Cin, T(0),
+                      dptr<T>(dx), Cin);
+               // dW (Cout, Cin) = dyᵀ (Cout, N) · x (N, Cin)
+               if (gw)
+                 gemm(dev, true, false, Cout, Cin, N, pdy, Cout, dptr<T>(sx), Cin, T(0),
+                      dptr<T>(dw), Cin);
+             });
+             return {dx, dw, db};
+           });
+  }
+  return out;
+}
+
+Tensor Tensor::matmul(const Tensor& other, Site site) const {
+  return tg::matmul(*this, other, site);
+}
+
+}  // namespace tg

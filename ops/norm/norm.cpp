@@ -1,0 +1,202 @@
+// ops/norm/norm.cpp — layer_norm, forward and closed-form backward side by side (llm.c's
+// layernorm_forward / layernorm_backward, generalised to any trailing normalized_shape).
+//
+// x (N, D) after flattening: N rows of D = numel(normalized_shape) elements each.
+//   mean = Σx/D, var = Σ(x-mean)²/D (biased, like PyTorch), rstd = 1/sqrt(var + eps)
+//   norm = (x - mean)·rstd, out = norm·w + b
+// Saved for backward: x, w, and mean and rstd per row (float64, shape (N)).
+//   dnorm = dout·w
+//   dx = rstd·(dnorm - mean_D(dnorm) - norm·mean_D(dnorm·norm))
+//   dw = Σ_N dout·norm, db = Σ_N dout
+// The op: check → allocate → kernel (cpu::layer_norm_forward/backward in ops/norm/cpu/norm.cpp, or
+// cuda::) → record. RMSNorm (rms_norm, below) is the same with the mean fixed at 0 and no bias.
+// Deliberately not here: the kernels themselves, batch/group norm.
+#include "ops/core/cpu/kernels.hpp"
+#include "ops/core/cuda_dispatch.hpp"
+#include "ops/core/detail.hpp"
+#include "ops/core/kernels.hpp"
+#include "ops/ops.hpp"
+
+#include <cmath>
+
+namespace tg {
+using namespace detail;
+
+namespace {
+
+// Checks x, normalized_shape, weight and bias; returns D (elements per normalised row).
+int64_t check_layer_norm(const Tensor& x, const Shape& ns, const Tensor& w, const Tensor& b,
+                         double eps, const char* kOp = "layer_norm") {
+  check_float(x, kOp, "input", true);
+  if (ns.empty())
+    throw Error(fmt::format("{}: normalized_shape is empty; expected the trailing dims of input {}",
+                            kOp, shape_str(x.shape())));
+  const Shape& s = x.shape();
+  bool ok = ns.size() <= s.size();
+  for (size_t i = 0; ok && i < ns.size(); ++i) ok = s[s.size() - ns.size() + i] == ns[i];
+  if (!ok)
+    throw Error(fmt::format("{}: normalized_shape {} must match the trailing dims of input {}", kOp,
+                            shape_str(ns), shape_str(s)));
+  const Tensor* params[2] = {&w, &b};
+  const char* names[2] = {"weight", "bias"};
+  for (int i = 0; i < 2; ++i) {
+    const Tensor& p = *params[i];
+    if (!p.defined()) continue;
+    check_float(p, kOp, names[i], true);
+    check_same_device(x, p, kOp, "input", names[i]);
+    check_same_dtype(x, p, kOp, "input", names[i]);
+    if (p.shape() != ns)
+      throw Error(fmt::format("{}: {} {} must have normalized_shape {} (input {})", kOp, names[i],
+                              shape_str(p.shape()), shape_str(ns), shape_str(s)));
+  }
+  if (!(eps >= 0))
+    throw Error(fmt::format("{}: eps must be >= 0, got {} (input {})", kOp, eps, shape_str(s)));
+  return shape_numel(ns);
+}
+
+// out (N, D), mean and rstd (N) float64, all allocated, from x (N, D) and w, b (D) or undefined:
+// cpu::layer_norm_forward or cuda::layer_norm_forward.
+void forward_kernel(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& x,
+                    const Tensor& w, const Tensor& b, int64_t N, int64_t D, double eps) {
+  if (N == 0) return;
+  kernels("layer_norm", x)
+      .layer_norm_forward(cdt(x.dtype()), out.data_ptr(), static_cast<double*>(data_or_null(mean)),
+                          static_cast<double*>(data_or_null(rstd)), x.data_ptr(), data_or_null(w),
+                          data_or_null(b), N, D, eps);
+}
+
+// dx (N, D), dw and db (D) — each allocated or undefined, dw and db zeroed — from dout and the
+// saved x, w (or undefined), mean and rstd: cpu::layer_norm_backward or cuda::.
+void backward_kernel(const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& g,
+                     const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd,
+                     int64_t N, int64_t D) {
+  if (N == 0) return;
+  kernels("layer_norm backward", x)
+      .layer_norm_backward(cdt(g.dtype()), data_or_null(dx), data_or_null(dw), data_or_null(db),
+                           g.data_ptr(), x.data_ptr(), data_or_null(w),
+                           static_cast<const double*>(mean.data_ptr()),
+                           static_cast<const double*>(rstd.data_ptr()), N, D);
+}
+}  // namespace
+
+// ---- create_graph: the same backward in recorded ops (mean and rstd recomputed from the live x,
+// so the second derivative flows through them) ----
+namespace {
+// x, g, w (or undefined) as (N, D) rows; mean_free: RMSNorm (the mean fixed at 0).
+std::vector<Tensor> norm_grads(const Tensor& g_in, const Tensor& x_in, const Tensor& w_in,
+                               int64_t N, int64_t D, double eps, bool mean_free, bool gx, bool gw,
+                               bool gb) {
+  const Tensor x = reshape(x_in, {N, D}), g = reshape(g_in, {N, D});
+  const Tensor xc = mean_free ? x : sub(x, mean(x, {1}, true));
+  const Tensor rstd = rsqrt(add(mean(mul(xc, xc), {1}, true), eps));
+  const Tensor norm = mul(xc, rstd);
+  const Tensor dnorm = w_in.defined() ? mul(g, reshape(w_in, {1, D})) : g;
+  Tensor dx, dw, db;
+  if (gx) {
+    Tensor inner = sub(dnorm, mul(norm, mean(mul(dnorm, norm), {1}, true)));
+    if (!mean_free) inner = sub(inner, mean(dnorm, {1}, true));
+    dx = reshape(mul(rstd, inner), x_in.shape());
+  }
+  if (gw) dw = reshape(sum(mul(g, norm), {0}), w_in.shape());
+  if (gb) db = reshape(sum(g, {0}), w_in.defined() ? w_in.shape() : Shape{D});
+  return {dx, dw, db};
+}
+}  // namespace
+
+Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tensor& weight_in,
+                  const Tensor& bias_in, double eps, Site site) {
+  SiteScope scope(site);
+  const Tensor x = contig(x_in);
+  const Tensor weight = contig(weight_in);
+  const Tensor bias = contig(bias_in);
+  const int64_t D = check_layer_norm(x, normalized_shape, weight, bias, eps);
+  const char* kOp = "layer_norm";
+  const int64_t N = D == 0 ? 0 : x.numel() / D;
+  const Device dev = x.device();
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), dev);
+  Tensor mean = Tensor::empty({N}, kFloat64, dev), rstd = Tensor::empty({N}, kFloat64, dev);
+  forward_kernel(out, mean, rstd, x, weight, bias, N, D, eps);
+  if (needs_record({&x, &weight, &bias})) {
+    Tensor sx = x.detach(), sw = weight.defined() ? weight.detach() : Tensor();
+    const bool gx = x.requires_grad(), gw = weight.defined() && weight.requires_grad(),
+               gb = bias.defined() && bias.requires_grad();
+    const Shape ns = normalized_shape;
+    // Cost model per element: ~8 forward (mean, variance, normalise, affine), ~10 backward.
+    record(kOp, out, {x, weight, bias},
+           RecordInfo()
+               .flops(8.0 * static_cast<double>(x.numel()), 10.0 * static_cast<double>(x.numel()))
+               .saved(sx, sw, mean, rstd)
+               .differentiable(),
+           [sx, sw, mean, rstd, gx, gw, gb, ns, N, D, eps](const Tensor& g) -> std::vector<Tensor> {
+             if (creating_graph()) {
+               std::vector<Tensor> d = norm_grads(g, saved_input(sx, 0), saved_input(sw, 1), N, D,
+                                                  eps, false, gx, gw, gb);
+               if (d[2].defined()) d[2] = reshape(d[2], ns);
+               return d;
+             }
+             const Device dev = sx.device();
+             Tensor dx = gx ? Tensor::empty(sx.shape(), sx.dtype(), dev) : Tensor();
+             Tensor dw = gw ? zeros(ns, sx.dtype(), dev) : Tensor();
+             Tensor db = gb ? zeros(ns, sx.dtype(), dev) : Tensor();
+             backward_kernel(dx, dw, db, g, sx, sw, mean, rstd, N, D);
+             return {dx, dw, db};
+           });
+  }
+  return out;
+}
+
+// ---- RMSNorm: x·rstd·w, rstd = 1/sqrt(mean(x²) + eps) over the trailing dims ----
+// Saved: x, w and rstd per row. dnorm = dout·w, norm = x·rstd:
+//   dx = rstd·(dnorm − norm·mean_D(dnorm·norm)),  dw = Σ_N dout·norm
+// (layer norm's formulas with the mean fixed at 0: the same kernels, ops/norm/cpu/norm.cpp).
+Tensor rms_norm(const Tensor& x_in, const Shape& normalized_shape, const Tensor& weight_in,
+                std::optional<double> eps_in, Site site) {
+  SiteScope scope(site);
+  const char* kOp = "rms_norm";
+  const Tensor x = contig(x_in);
+  const Tensor weight = contig(weight_in);
+  check_float(x, kOp, "input", true);
+  // eps None: the machine epsilon of x's dtype, as torch.nn.functional.rms_norm
+  const double eps =
+      eps_in ? *eps_in : (x.dtype() == kFloat32 ? 1.1920928955078125e-07 : 2.220446049250313e-16);
+  const int64_t D = check_layer_norm(x, normalized_shape, weight, Tensor(), eps, kOp);
+  const int64_t N = D == 0 ? 0 : x.numel() / D;
+  const Device dev = x.device();
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), dev);
+  Tensor rstd = Tensor::empty({N}, kFloat64, dev);
+  if (N > 0)
+    kernels(kOp, x).rms_norm_forward(cdt(x.dtype()), out.data_ptr(),
+                                     static_cast<double*>(rstd.data_ptr()), x.data_ptr(),
+                                     data_or_null(weight), N, D, eps);
+  if (needs_record({&x, &weight})) {
+    Tensor sx = x.detach(), sw = weight.defined() ? weight.detach() : Tensor();
+    const bool gx = x.requires_grad(), gw = weight.defined() && weight.requires_grad();
+    const Shape ns = normalized_shape;
+    // Cost model per element: ~5 forward (square-sum, scale, weight), ~8 backward.
+    record(kOp, out, {x, weight},
+           RecordInfo()
+               .flops(5.0 * static_cast<double>(x.numel()), 8.0 * static_cast<double>(x.numel()))
+               .saved(sx, sw, rstd)
+               .differentiable(),
+           [sx, sw, rstd, gx, gw, ns, N, D, eps](const Tensor& g_in) -> std::vector<Tensor> {
+             if (creating_graph()) {
+               const std::vector<Tensor> d = norm_grads(
+                   g_in, saved_input(sx, 0), saved_input(sw, 1), N, D, eps, true, gx, gw, false);
+               return {d[0], d[1]};
+             }
+             const Tensor g = contig(g_in);
+             const Device dev = sx.device();
+             Tensor dx = gx ? Tensor::empty(sx.shape(), sx.dtype(), dev) : Tensor();
+             Tensor dw = gw ? zeros(ns, sx.dtype(), dev) : Tensor();
+             if (N > 0)
+               kernels("rms_norm backward", sx)
+                   .rms_norm_backward(cdt(g.dtype()), data_or_null(dx), data_or_null(dw),
+                                      g.data_ptr(), sx.data_ptr(), data_or_null(sw),
+                                      static_cast<const double*>(rstd.data_ptr()), N, D);
+             return {dx, dw};
+           });
+  }
+  return out;
+}
+
+}  // namespace tg

@@ -1,0 +1,780 @@
+// ops/shape/shape.cpp — shape ops, forward and backward side by side, and their Tensor methods.
+//
+// Views share storage, as in PyTorch: one helper (make_view) gives a new TensorImpl on x's
+// storage with its own offset, shape and strides. reshape/view/flatten/squeeze/unsqueeze keep
+// the memory order (a view whenever the strides allow: always for a contiguous input; reshape
+// copies otherwise, view refuses); transpose/permute/t reorder strides; expand gives stride 0;
+// narrow/slice/select move the offset and scale a stride. A view's node watches its input's
+// version (RecordInfo::watch): after an in-place write to the storage, its values are the new
+// ones while its history is the old one, so its backward throws rather than send a wrong
+// gradient (PyTorch regenerates such a view's grad_fn instead). Each view's backward maps the
+// (contiguous) gradient back: reshape, the inverse permutation, sum_to, or a scatter into zeros
+// (the one strided scatter, cpu::strided_copy). index_select and cat copy (cat whole contiguous
+// blocks with memcpy). Composed ops (stack, split, chunk) get their backward from the
+// primitives they call.
+// Deliberately not here: einops-style rearrange (rearrange.cpp), reductions (reduce.cpp),
+// indexing with integers/ranges/None (index.cpp), in-place writes (inplace.cpp).
+#include "autograd/copy_detail.hpp"
+#include "ops/core/cpu/kernels.hpp"
+#include "ops/core/cuda_dispatch.hpp"
+#include "ops/core/detail.hpp"
+#include "ops/ops.hpp"
+
+#include <fmt/ranges.h>
+
+#include <cstring>
+
+namespace tg {
+using namespace detail;
+
+namespace {
+std::string list_str(const std::vector<int64_t>& v) {
+  return fmt::format("[{}]", fmt::join(v, ","));
+}
+
+void check_input(const Tensor& x, const char* op) { check_defined(x, op, "input"); }
+
+// Product of shape[b, e).
+int64_t span(const Shape& s, int64_t b, int64_t e) {
+  int64_t p = 1;
+  for (int64_t d = b; d < e; ++d) p *= s[d];
+  return p;
+}
+
+}  // namespace
+
+// The adjoint of a view that selects distinct elements: dx = 0 of shape in_shape (row-major),
+// dx[offset + Σ idx[d]·st[d]] = g[idx] over g's shape.
+namespace {
+Tensor view_scatter_raw(const Tensor& g_in, const Shape& in_shape, const Shape& st,
+                        int64_t offset) {
+  const Tensor g = dense(g_in);
+  if (on_cuda(g)) {
+    Tensor dx = zeros(in_shape, g.dtype(), g.device());
+    if (g.numel() == 0) return dx;
+    kern::Strided cs = make_strided(g.shape(), {&g.shape()});
+    set_operand(cs, 0, st, offset);
+    kernels("scatter", g.device()).strided_copy(cdt(g.dtype()), dx.data_ptr(), g.data_ptr(), cs);
+    return dx;
+  }
+  Tensor dx = zeros(in_shape, g.dtype());
+  dispatch_float(g.dtype(), "scatter", [&](auto tag) {
+    using T = decltype(tag);
+    cpu::strided_copy<T>(dx.data<T>() + offset, st, g.data<T>(), contiguous_strides(g.shape()),
+                         g.shape());
+  });
+  return dx;
+}
+}  // namespace
+
+// The adjoint of view_scatter: the elements of x (row-major, in_shape) at offset + Σ idx·st, as
+// a dense tensor of shape `shape`; recorded, its backward is view_scatter again.
+Tensor detail::view_gather(const Tensor& x_in, const Shape& shape, const Shape& st,
+                           int64_t offset) {
+  const Tensor x = x_in.contiguous();
+  Tensor out = dense_copy(make_view(x.detach(), shape, st, x.impl()->offset + offset));
+  if (needs_record({&x})) {
+    const Shape xs = x.shape();
+    record("view_scatter_backward", out, {x}, RecordInfo().flops(0, 0).saved().differentiable(),
+           [xs, st, offset](const Tensor& g) -> std::vector<Tensor> {
+             return {view_scatter(g, xs, st, offset)};
+           });
+  }
+  return out;
+}
+
+// Recorded when g requires grad, which happens only under create_graph (backward runs without
+// grad mode otherwise): its backward is the gather of the same elements.
+Tensor detail::view_scatter(const Tensor& g, const Shape& in_shape, const Shape& st,
+                            int64_t offset) {
+  Tensor dx = view_scatter_raw(g, in_shape, st, offset);
+  if (needs_record({&g})) {
+    const Shape gs = g.shape();
+    record("view_scatter", dx, {g}, RecordInfo().flops(0, 0).saved().differentiable(),
+           [gs, st, offset](const Tensor& gg) -> std::vector<Tensor> {
+             return {view_gather(gg, gs, st, offset)};
+           });
+  }
+  return dx;
+}
+
+Tensor detail::record_adjoint(const char* op, Tensor dx, const Tensor& g,
+                              std::function<Tensor(const Tensor&)> forward_again) {
+  if (needs_record({&g}))
+    record(op, dx, {g}, RecordInfo().flops(0, 0).saved().differentiable(),
+           [f = std::move(forward_again)](const Tensor& gg) -> std::vector<Tensor> {
+             return {f(gg)};
+           });
+  return dx;
+}
+
+// ---- contiguous copies ----
+// detail::dense_copy (Tensor::contiguous) on the CPU runs ops' blocked, parallel strided copy,
+// registered here, where every strided tensor is made.
+namespace {
+void cpu_dense_copy(DType dtype, void* out, const void* x, const Shape& x_strides,
+                    const Shape& shape) {
+  dispatch_all(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    cpu::strided_copy<T>(static_cast<T*>(out), contiguous_strides(shape), static_cast<const T*>(x),
+                         x_strides, shape);
+  });
+}
+[[maybe_unused]] const bool g_dense_copy_registered = (set_cpu_strided_copy(&cpu_dense_copy), true);
+}  // namespace
+
+// ---- the view helper ----
+bool detail::is_row_major(const Shape& shape, const Shape& strides) {
+  int64_t acc = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] == 0) return true;  // no elements: any strides will do
+    if (shape[i] != 1 && strides[i] != acc) {
+      for (size_t j = 0; j < i; ++j)  // a 0 in an earlier dim also means no elements
+        if (shape[j] == 0) return true;
+      return false;
+    }
+    acc *= shape[i];
+  }
+  return true;
+}
+
+Tensor detail::make_view(const Tensor& x, const Shape& shape, const Shape& strides,
+                         int64_t offset) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = x.impl()->storage;
+  impl->offset = offset;
+  impl->shape = shape;
+  if (!strides.empty() && !is_row_major(shape, strides)) impl->strides = strides;  // {}: row-major
+  impl->numel = shape_numel(shape);
+  impl->dtype = x.dtype();
+  impl->is_view = true;
+  impl->base = x.impl()->is_view ? x.impl()->base : x.impl_ptr();
+  return Tensor(std::move(impl));
+}
+
+namespace {
+// Strides that show x (numel > 0) with shape `to` without moving an element, or {} with ok =
+// false when none exist (PyTorch's computeStride: each run of x's dims that is contiguous in
+// memory may be split or merged freely, runs may not mix).
+Shape view_strides(const Tensor& x, const Shape& to, bool& ok) {
+  const Shape& from = x.shape();
+  const Shape st = x.strides();
+  Shape out(to.size());
+  ok = true;
+  if (x.numel() == 0 || x.is_contiguous()) return contiguous_strides(to);
+  int64_t view_d = static_cast<int64_t>(to.size()) - 1;
+  int64_t base_stride = st.empty() ? 1 : st.back();
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int64_t d = static_cast<int64_t>(from.size()) - 1; d >= 0; --d) {
+    tensor_numel *= from[d];
+    // a run ends where the next (outer) dim does not continue it in memory
+    if (d == 0 || (from[d - 1] != 1 && st[d - 1] != tensor_numel * base_stride)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || to[view_d] == 1)) {
+        out[view_d] = view_numel * base_stride;
+        view_numel *= to[view_d];
+        --view_d;
+      }
+      if (view_numel != tensor_numel) {
+        ok = false;
+        return {};
+      }
+      if (d > 0) {
+        base_stride = st[d - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  if (view_d != -1) {
+    ok = false;
+    return {};
+  }
+  return out;
+}
+
+// reshape/view/flatten/squeeze/unsqueeze: out has x's elements in x's order. A view when x's
+// strides allow (copy_ok: else a copy, as reshape does; else an error, as view does); dx = dout
+// with x's shape.
+Tensor view_op(const char* op, const Tensor& x, const Shape& shape, bool copy_ok = true) {
+  bool ok = true;
+  Shape st = x.is_contiguous() ? Shape() : view_strides(x, shape, ok);
+  if (!ok) {
+    if (!copy_ok)
+      throw Error(fmt::format(
+          "{}: shape {} is not compatible with input {} of strides {} (its elements do not lie "
+          "in one stride pattern); use reshape, or contiguous() first",
+          op, shape_str(shape), shape_str(x.shape()), shape_str(x.strides())));
+    return view_op(op, x.contiguous(), shape);
+  }
+  Tensor out = make_view(x, shape, st, x.impl()->offset);
+  if (needs_record({&x})) {
+    Shape xs = x.shape();
+    // data movement only
+    record(op, out, {x}, RecordInfo().flops(0, 0).saved().watch(x).differentiable(),
+           [xs](const Tensor& g) -> std::vector<Tensor> { return {reshape(g, xs)}; });
+  }
+  return out;
+}
+
+// x[start : start + len·step : step] along dim d (already validated), a view; dx scatters.
+Tensor slice_view(const char* op, const Tensor& x, int64_t d, int64_t start, int64_t len,
+                  int64_t step) {
+  Shape os = x.shape(), st = x.strides();
+  os[d] = len;
+  const int64_t offset = x.impl()->offset + start * st[d];
+  st[d] *= step;
+  Tensor out = make_view(x, os, st, offset);
+  if (needs_record({&x})) {
+    const Shape xs = x.shape();
+    Shape gst = contiguous_strides(xs);  // where dout's elements go in a row-major dx
+    const int64_t goff = start * gst[d];
+    gst[d] *= step;
+    // data movement only
+    record(op, out, {x}, RecordInfo().flops(0, 0).saved().watch(x).differentiable(),
+           [xs, gst, goff](const Tensor& g) -> std::vector<Tensor> {
+             return {view_scatter(g, xs, gst, goff)};
+           });
+  }
+  return out;
+}
+}  // namespace
+
+// ---- views that keep the memory order ----
+namespace {
+// `want` with its one -1 inferred from x's numel; errors name both shapes.
+Shape infer_shape(const char* op, const Tensor& x, const Shape& want) {
+  int64_t infer = -1, known = 1;
+  bool overflow = false, zero = false;  // the known dims' product overflows int64 / has a 0
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (want[i] == -1) {
+      if (infer >= 0)
+        throw Error(fmt::format("{}: only one dimension can be inferred in shape {} (input {})", op,
+                                shape_str(want), shape_str(x.shape())));
+      infer = static_cast<int64_t>(i);
+    } else if (want[i] < 0) {
+      throw Error(fmt::format("{}: invalid size {} in shape {} (input {})", op, want[i],
+                              shape_str(want), shape_str(x.shape())));
+    } else {
+      zero |= want[i] == 0;
+      overflow |= __builtin_mul_overflow(known, want[i], &known);
+    }
+  }
+  if (zero) known = 0;
+  if (overflow && !zero)
+    throw Error(
+        fmt::format("{}: shape {} is invalid for input of shape {} ({} elements): its "
+                    "element count overflows int64",
+                    op, shape_str(want), shape_str(x.shape()), x.numel()));
+  Shape out = want;
+  if (infer >= 0) {
+    if (known == 0)
+      throw Error(
+          fmt::format("{}: cannot infer the -1 in shape {} for input {}: the other dims "
+                      "have 0 elements, so any size fits",
+                      op, shape_str(want), shape_str(x.shape())));
+    out[infer] = x.numel() / known;
+  }
+  if (shape_numel(out) != x.numel())
+    throw Error(fmt::format("{}: shape {} is invalid for input of shape {} ({} elements)", op,
+                            shape_str(want), shape_str(x.shape()), x.numel()));
+  return out;
+}
+}  // namespace
+
+Tensor reshape(const Tensor& x, Shape shape, Site site) {
+  SiteScope scope(site);
+  check_input(x, "reshape");
+  return view_op("reshape", x, infer_shape("reshape", x, shape));
+}
+Tensor view(const Tensor& x, Shape shape, Site site) {
+  SiteScope scope(site);
+  check_input(x, "view");
+  return view_op("view", x, infer_shape("view", x, shape), false);
+}
+
+Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim, Site site) {
+  SiteScope scope(site);
+  check_input(x, "flatten");
+  const int64_t n = x.dim();
+  if (n == 0) return view_op("flatten", x, {1});
+  const int64_t s = norm_dim(start_dim, n, "flatten", x.shape());
+  const int64_t e = norm_dim(end_dim, n, "flatten", x.shape());
+  if (s > e)
+    throw Error(fmt::format("flatten: start_dim {} comes after end_dim {} for input {}", start_dim,
+                            end_dim, shape_str(x.shape())));
+  const Shape& xs = x.shape();
+  Shape os(xs.begin(), xs.begin() + s);
+  os.push_back(span(xs, s, e + 1));
+  os.insert(os.end(), xs.begin() + e + 1, xs.end());
+  return view_op("flatten", x, os);
+}
+
+Tensor squeeze(const Tensor& x, Site site) {
+  SiteScope scope(site);
+  check_input(x, "squeeze");
+  Shape os;
+  for (int64_t s : x.shape())
+    if (s != 1) os.push_back(s);
+  return view_op("squeeze", x, os);
+}
+Tensor squeeze(const Tensor& x, int64_t d, Site site) {
+  SiteScope scope(site);
+  check_input(x, "squeeze");
+  const int64_t n = x.dim();
+  const int64_t r = norm_dim(d, std::max<int64_t>(n, 1), "squeeze", x.shape());
+  Shape os = x.shape();
+  if (n > 0 && os[r] == 1) os.erase(os.begin() + r);  // no-op when size(d) != 1, like PyTorch
+  return view_op("squeeze", x, os);
+}
+Tensor unsqueeze(const Tensor& x, int64_t d, Site site) {
+  SiteScope scope(site);
+  check_input(x, "unsqueeze");
+  const int64_t r = norm_dim(d, x.dim() + 1, "unsqueeze", x.shape());
+  Shape os = x.shape();
+  os.insert(os.begin() + r, 1);
+  return view_op("unsqueeze", x, os);
+}
+
+// ---- views that reorder ----
+// out dim i is x dim dims[i]; dx = dout permuted by the inverse.
+Tensor permute(const Tensor& x, std::vector<int64_t> dims, Site site) {
+  SiteScope scope(site);
+  check_input(x, "permute");
+  const int64_t n = x.dim();
+  if (static_cast<int64_t>(dims.size()) != n)
+    throw Error(fmt::format("permute: dims {} has {} entries but input {} has {} dims",
+                            list_str(dims), dims.size(), shape_str(x.shape()), n));
+  std::vector<int64_t> perm(n), inv(n, -1);
+  for (int64_t i = 0; i < n; ++i) {
+    perm[i] = norm_dim(dims[i], n, "permute", x.shape());
+    if (inv[perm[i]] >= 0)
+      throw Error(fmt::format("permute: dim {} repeated in dims {} for input {}", perm[i],
+                              list_str(dims), shape_str(x.shape())));
+    inv[perm[i]] = i;
+  }
+  Shape os(n), st(n), xst = x.strides();
+  for (int64_t i = 0; i < n; ++i) {
+    os[i] = x.shape()[perm[i]];
+    st[i] = xst[perm[i]];
+  }
+  Tensor out = make_view(x, os, st, x.impl()->offset);
+  if (needs_record({&x})) {
+    // data movement only
+    record("permute", out, {x}, RecordInfo().flops(0, 0).saved().watch(x).differentiable(),
+           [inv](const Tensor& g) -> std::vector<Tensor> { return {permute(g, inv)}; });
+  }
+  return out;
+}
+
+Tensor transpose(const Tensor& x, int64_t d0, int64_t d1, Site site) {
+  SiteScope scope(site);
+  check_input(x, "transpose");
+  const int64_t n = x.dim();
+  if (n == 0) {  // PyTorch: dims 0/-1 of a 0-dim tensor are a no-op
+    norm_dim(d0, 1, "transpose", x.shape());
+    norm_dim(d1, 1, "transpose", x.shape());
+    return view_op("transpose", x, {});
+  }
+  const int64_t a = norm_dim(d0, n, "transpose", x.shape());
+  const int64_t b = norm_dim(d1, n, "transpose", x.shape());
+  std::vector<int64_t> perm(n);
+  for (int64_t i = 0; i < n; ++i) perm[i] = i;
+  std::swap(perm[a], perm[b]);
+  return permute(x, perm);
+}
+
+// PyTorch's t(): a 0-D or 1-D tensor as it is, a 2-D one transposed; more dims are refused.
+Tensor t(const Tensor& x, Site site) {
+  SiteScope scope(site);
+  check_input(x, "t");
+  if (x.dim() > 2)
+    throw Error(fmt::format("t: input {} has {} dims, expected at most 2 (use transpose)",
+                            shape_str(x.shape()), x.dim()));
+  return x.dim() < 2 ? view_op("t", x, x.shape()) : transpose(x, 0, 1);
+}
+
+// Broadcasts size-1 dims (and new leading dims) to `shape` with stride 0; -1 keeps a dim.
+// dx = sum_to(dout).
+Tensor expand(const Tensor& x, Shape shape, Site site) {
+  SiteScope scope(site);
+  check_input(x, "expand");
+  const Shape& xs = x.shape();
+  const int64_t n = static_cast<int64_t>(shape.size()), lead = n - x.dim();
+  if (lead < 0)
+    throw Error(fmt::format("expand: target {} has fewer dims than input {}", shape_str(shape),
+                            shape_str(xs)));
+  Shape os(n), st(n, 0), xst = x.strides();
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t want = shape[i];
+    if (i < lead) {
+      if (want < 0)
+        throw Error(
+            fmt::format("expand: size {} is not allowed for the new leading dim {} (input "
+                        "{}, target {})",
+                        want, i, shape_str(xs), shape_str(shape)));
+      os[i] = want;
+      continue;
+    }
+    const int64_t have = xs[i - lead];
+    if (want == -1 || want == have) {
+      os[i] = have;
+      st[i] = xst[i - lead];
+    } else if (have == 1 && want >= 0) {
+      os[i] = want;
+    } else {
+      throw Error(
+          fmt::format("expand: size {} must match the existing size {} at non-singleton "
+                      "dim {} (input {}, target {})",
+                      want, have, i, shape_str(xs), shape_str(shape)));
+    }
+  }
+  shape_numel(os);  // overflow check
+  Tensor out = make_view(x, os, st, x.impl()->offset);
+  if (needs_record({&x})) {
+    // data movement only
+    record("expand", out, {x}, RecordInfo().flops(0, 0).saved().watch(x).differentiable(),
+           [xs](const Tensor& g) -> std::vector<Tensor> { return {sum_to(g, xs)}; });
+  }
+  return out;
+}
+
+// ---- views that select ----
+Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length, Site site) {
+  SiteScope scope(site);
+  check_input(x, "narrow");
+  const int64_t d = norm_dim(dim, x.dim(), "narrow", x.shape());
+  const int64_t size = x.shape()[d];
+  const int64_t s = start < 0 ? start + size : start;
+  if (s < 0 || s > size || length < 0 || s + length > size)
+    throw Error(
+        fmt::format("narrow: start {} and length {} are out of range for dim {} of size {} "
+                    "(input {})",
+                    start, length, dim, size, shape_str(x.shape())));
+  return slice_view("narrow", x, d, s, length, 1);
+}
+
+Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step, Site site) {
+  SiteScope scope(site);
+  check_input(x, "slice");
+  const int64_t d = norm_dim(dim, x.dim(), "slice", x.shape());
+  if (step <= 0)
+    throw Error(fmt::format("slice: step must be positive, got {} (dim {} of input {})", step, dim,
+                            shape_str(x.shape())));
+  const int64_t size = x.shape()[d];
+  auto clampi = [size](int64_t v) {
+    if (v < 0) v += size;
+    return std::min(std::max<int64_t>(v, 0), size);
+  };
+  const int64_t s = clampi(start), e = clampi(end);
+  const int64_t len = e > s ? (e - s + step - 1) / step : 0;
+  return slice_view("slice", x, d, s, len, step);
+}
+
+// x[..., i, ...] along dim: one dim fewer; dx is zero except row i of dim, which gets dout.
+Tensor select(const Tensor& x, int64_t dim, int64_t index, Site site) {
+  SiteScope scope(site);
+  check_input(x, "select");
+  if (x.dim() == 0)
+    throw Error(fmt::format("select: input () is 0-dim; there is no dim {} to select from", dim));
+  const int64_t d = norm_dim(dim, x.dim(), "select", x.shape());
+  const int64_t size = x.shape()[d];
+  const int64_t i = index < 0 ? index + size : index;
+  if (i < 0 || i >= size)
+    throw Error(fmt::format("select: index {} is out of range for dim {} of size {} (input {})",
+                            index, dim, size, shape_str(x.shape())));
+  Shape os = x.shape(), st = x.strides();
+  const int64_t offset = x.impl()->offset + i * st[d];
+  os.erase(os.begin() + d);
+  st.erase(st.begin() + d);
+  Tensor out = make_view(x, os, st, offset);
+  if (needs_record({&x})) {
+    const Shape xs = x.shape();
+    Shape gst = contiguous_strides(xs);
+    const int64_t goff = i * gst[d];
+    gst.erase(gst.begin() + d);
+    // data movement only
+    record("select", out, {x}, RecordInfo().flops(0, 0).saved().watch(x).differentiable(),
+           [xs, gst, goff](const Tensor& g) -> std::vector<Tensor> {
+             return {view_scatter(g, xs, gst, goff)};
+           });
+  }
+  return out;
+}
+
+// out = x with dim taking the rows index[0], index[1], ... (index int64, 1-D or 0-dim); dx
+// accumulates (index_add) so a repeated index gets the sum of its gradients.
+namespace {
+// index_select on a CUDA device: the range check reads one int64 back; backward is index_add in
+// a fixed order (deterministic).
+Tensor cuda_index_select(const Tensor& x, int64_t d, const Tensor& index) {
+  const Shape& xs = x.shape();
+  const int64_t outer = span(xs, 0, d), size = xs[d], inner = span(xs, d + 1, x.dim());
+  const int64_t k = index.numel();
+  const auto* pi = static_cast<const int64_t*>(index.data_ptr());
+  const int64_t bad =
+      k == 0 ? -1 : kernels("index_select", x.device()).first_out_of_range(pi, k, 0, size);
+  if (bad >= 0)
+    throw Error(fmt::format(
+        "index_select: index {} at position {} is out of range for dim {} of size {} (input {}, "
+        "index {})",
+        index.reshape({-1}).narrow(0, bad, 1).item<int64_t>(), bad, d, size, shape_str(xs),
+        shape_str(index.shape())));
+  Shape os = xs;
+  os[d] = k;
+  Tensor out = Tensor::empty(os, x.dtype(), x.device());
+  if (out.numel() > 0)
+    kernels("index_select", x.device())
+        .index_select(cdt(x.dtype()), out.data_ptr(), x.data_ptr(), pi, outer, size, k, inner);
+  if (needs_record({&x})) {
+    Tensor si = index.detach();
+    record("index_select", out, {x}, RecordInfo().flops(0, 0).saved(si).differentiable(),
+           [xs, d, si](const Tensor& g) -> std::vector<Tensor> {
+             Tensor dx = zeros(xs, g.dtype(), g.device());
+             const int64_t outer = span(xs, 0, d), size = xs[d], inner = span(xs, d + 1, xs.size());
+             if (g.numel() > 0)
+               kernels("index_select backward", g.device())
+                   .index_add(cdt(g.dtype()), dx.data_ptr(), g.data_ptr(),
+                              static_cast<const int64_t*>(si.data_ptr()), outer, size, si.numel(),
+                              inner, true);
+             return {record_adjoint("index_select_backward", dx, g,
+                                    [d, si](const Tensor& gg) { return index_select(gg, d, si); })};
+           });
+  }
+  return out;
+}
+// Copies x into out at `offset` elements, x's dims strided like out's (a slice of cat's output).
+void cuda_copy_into(const Tensor& out, const Tensor& x, int64_t offset) {
+  if (x.numel() == 0) return;
+  kern::Strided st = make_strided(x.shape(), {&x.shape()});
+  set_operand(st, 0, contiguous_strides(out.shape()), offset);
+  kernels("cat", x.device()).strided_copy(cdt(x.dtype()), out.data_ptr(), x.data_ptr(), st);
+}
+}  // namespace
+
+Tensor index_select(const Tensor& x_in, int64_t dim, const Tensor& index_in, Site site) {
+  SiteScope scope(site);
+  const Tensor x = x_in.defined() ? x_in.contiguous() : x_in;
+  const Tensor index = dense(index_in);
+  check_input(x, "index_select");
+  check_dtype(index, kInt64, "index_select", "index", true);
+  check_same_device(x, index, "index_select", "input", "index");
+  if (index.dim() > 1)  // 0-dim selects one row, like PyTorch
+    throw Error(fmt::format("index_select: index {} must be 1-D (input {})",
+                            shape_str(index.shape()), shape_str(x.shape())));
+  const int64_t d = norm_dim(dim, x.dim(), "index_select", x.shape());
+  const Shape& xs = x.shape();
+  const int64_t outer = span(xs, 0, d), size = xs[d], inner = span(xs, d + 1, x.dim());
+  const int64_t k = index.numel();
+  if (on_cuda(x)) return cuda_index_select(x, d, index);
+  const int64_t* pi = index.data<int64_t>();
+  for (int64_t j = 0; j < k; ++j)
+    if (pi[j] < 0 || pi[j] >= size)
+      throw Error(
+          fmt::format("index_select: index {} at position {} is out of range for dim {} of "
+                      "size {} (input {}, index {})",
+                      pi[j], j, dim, size, shape_str(xs), shape_str(index.shape())));
+  Shape os = xs;
+  os[d] = k;
+  Tensor out = Tensor::empty(os, x.dtype());
+  const size_t es = dtype_size(x.dtype());
+  const char* px = static_cast<const char*>(x.data_ptr());
+  char* po = static_cast<char*>(out.data_ptr());
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < k; ++j)
+      std::memcpy(po + (o * k + j) * inner * es, px + (o * size + pi[j]) * inner * es, inner * es);
+  if (needs_record({&x})) {
+    Tensor si = index.detach();
+    // data movement only
+    record("index_select", out, {x}, RecordInfo().flops(0, 0).saved(si).differentiable(),
+           [xs, d, si](const Tensor& g) -> std::vector<Tensor> {
+             Tensor dx = zeros(xs, g.dtype());
+             const int64_t outer = span(xs, 0, d), size = xs[d], inner = span(xs, d + 1, xs.size());
+             const int64_t k = si.numel();
+             const int64_t* pi = si.data<int64_t>();
+             dispatch_float(g.dtype(), "index_select", [&](auto tag) {
+               using T = decltype(tag);
+               const T* pg = g.data<T>();
+               T* pd = dx.data<T>();
+               for (int64_t o = 0; o < outer; ++o)
+                 for (int64_t j = 0; j < k; ++j) {
+                   const T* src = pg + (o * k + j) * inner;
+                   T* dst = pd + (o * size + pi[j]) * inner;
+                   for (int64_t i = 0; i < inner; ++i) dst[i] += src[i];
+                 }
+             });
+             return {record_adjoint("index_select_backward", dx, g,
+                                    [d, si](const Tensor& gg) { return index_select(gg, d, si); })};
+           });
+  }
+  return out;
+}
+
+// ---- joining ----
+// xs[i] (D..., n_i, D...) -> (D..., Σ n_i, D...); dxs[i] = dout narrowed to xs[i]'s rows.
+Tensor cat(const std::vector<Tensor>& xs_in, int64_t dim, Site site) {
+  SiteScope scope(site);
+  if (xs_in.empty()) throw Error("cat: expected a non-empty list of tensors");
+  std::vector<Tensor> xs = xs_in;
+  for (Tensor& x : xs)
+    if (x.defined()) x = x.contiguous();
+  for (size_t i = 0; i < xs.size(); ++i) {
+    std::string name = fmt::format("tensors[{}]", i);
+    check_defined(xs[i], "cat", name.c_str());
+    check_same_device(xs[0], xs[i], "cat", "tensors[0]", name.c_str());
+  }
+  const Shape& s0 = xs[0].shape();
+  const int64_t n = xs[0].dim();
+  if (n == 0) throw Error("cat: tensors[0] is 0-dim () and cannot be concatenated");
+  const int64_t d = norm_dim(dim, n, "cat", s0);
+  std::vector<int64_t> sizes;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const Shape& si = xs[i].shape();
+    std::string name = fmt::format("tensors[{}]", i);
+    check_same_dtype(xs[0], xs[i], "cat", "tensors[0]", name.c_str());
+    bool ok = static_cast<int64_t>(si.size()) == n;
+    for (int64_t k = 0; ok && k < n; ++k) ok = k == d || si[k] == s0[k];
+    if (!ok)
+      throw Error(
+          fmt::format("cat: tensors[{}] {} does not match tensors[0] {}: shapes must be "
+                      "equal except in dim {}",
+                      i, shape_str(si), shape_str(s0), d));
+    sizes.push_back(si[d]);
+  }
+  Shape os = s0;
+  os[d] = 0;
+  for (int64_t s : sizes) os[d] += s;
+  Tensor out = Tensor::empty(os, xs[0].dtype(), xs[0].device());
+  const int64_t outer = span(s0, 0, d), inner = span(s0, d + 1, n);
+  const size_t es = dtype_size(out.dtype());
+  char* po = static_cast<char*>(out.data_ptr());
+  int64_t at = 0;  // CUDA: where xs[i]'s rows start along d
+  for (size_t i = 0; on_cuda(out) && i < xs.size(); at += sizes[i++])
+    cuda_copy_into(out, xs[i], at * inner);
+  for (int64_t o = 0; !on_cuda(out) && o < outer; ++o)
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const size_t bytes = sizes[i] * inner * es;
+      std::memcpy(po, static_cast<const char*>(xs[i].data_ptr()) + o * bytes, bytes);
+      po += bytes;
+    }
+  if (needs_record(xs)) {
+    std::vector<bool> want;
+    for (const Tensor& x : xs) want.push_back(x.requires_grad());
+    // data movement only
+    record("cat", out, xs, RecordInfo().flops(0, 0).saved().differentiable(),
+           [sizes, want, d](const Tensor& g) -> std::vector<Tensor> {
+             std::vector<Tensor> dxs;
+             int64_t off = 0;
+             for (size_t i = 0; i < sizes.size(); ++i) {
+               dxs.push_back(want[i] ? narrow(g, d, off, sizes[i]) : Tensor());
+               off += sizes[i];
+             }
+             return dxs;
+           });
+  }
+  return out;
+}
+
+// Joins equal-shaped tensors along a new dim: unsqueeze each, then cat.
+Tensor stack(const std::vector<Tensor>& xs, int64_t dim, Site site) {
+  SiteScope scope(site);
+  if (xs.empty()) throw Error("stack: expected a non-empty list of tensors");
+  for (size_t i = 0; i < xs.size(); ++i) {
+    std::string name = fmt::format("tensors[{}]", i);
+    check_defined(xs[i], "stack", name.c_str());
+    check_same_dtype(xs[0], xs[i], "stack", "tensors[0]", name.c_str());
+    if (xs[i].shape() != xs[0].shape())
+      throw Error(fmt::format("stack: tensors[{}] {} and tensors[0] {} must have the same shape", i,
+                              shape_str(xs[i].shape()), shape_str(xs[0].shape())));
+  }
+  const int64_t d = norm_dim(dim, xs[0].dim() + 1, "stack", xs[0].shape());
+  std::vector<Tensor> us;
+  for (const Tensor& x : xs) us.push_back(unsqueeze(x, d));
+  return cat(us, d);
+}
+
+// ---- splitting (narrow views of x: copies, each with its own backward) ----
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim,
+                          Site site) {
+  SiteScope scope(site);
+  check_input(x, "split");
+  const int64_t d = norm_dim(dim, x.dim(), "split", x.shape());
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    if (s < 0)
+      throw Error(fmt::format("split: sizes {} has a negative entry (input {})", list_str(sizes),
+                              shape_str(x.shape())));
+    total += s;
+  }
+  if (total != x.shape()[d])
+    throw Error(fmt::format("split: sizes {} sum to {} but dim {} of input {} has size {}",
+                            list_str(sizes), total, dim, shape_str(x.shape()), x.shape()[d]));
+  std::vector<Tensor> out;
+  int64_t off = 0;
+  for (int64_t s : sizes) {
+    out.push_back(narrow(x, d, off, s));
+    off += s;
+  }
+  return out;
+}
+
+void detail::check_parts(size_t got, size_t want, const char* op, const Tensor& x, int64_t dim) {
+  if (got != want)
+    throw Error(fmt::format("{}<{}>: x {} along dim {} gives {} parts, not {}", op, want,
+                            shape_str(x.shape()), dim, got, want));
+}
+
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim, Site site) {
+  SiteScope scope(site);
+  check_input(x, "split");
+  const int64_t d = norm_dim(dim, x.dim(), "split", x.shape());
+  const int64_t n = x.shape()[d];
+  if (split_size < 0 || (split_size == 0 && n != 0))
+    throw Error(fmt::format("split: split_size must be positive, got {} (dim {} of input {})",
+                            split_size, dim, shape_str(x.shape())));
+  std::vector<int64_t> sizes;
+  for (int64_t off = 0; off < n; off += split_size) sizes.push_back(std::min(split_size, n - off));
+  if (sizes.empty()) sizes.push_back(0);  // an empty dim splits into one empty piece
+  return split(x, sizes, d);
+}
+
+// PyTorch's sizing: pieces of ceil(n / chunks), the last smaller; fewer pieces when they run out.
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim, Site site) {
+  SiteScope scope(site);
+  check_input(x, "chunk");
+  if (chunks <= 0)
+    throw Error(fmt::format("chunk: chunks must be positive, got {} (input {})", chunks,
+                            shape_str(x.shape())));
+  const int64_t d = norm_dim(dim, x.dim(), "chunk", x.shape());
+  const int64_t n = x.shape()[d];
+  if (n == 0) return split(x, std::vector<int64_t>(chunks, 0), d);
+  return split(x, (n + chunks - 1) / chunks, d);
+}
+
+// ---- Tensor methods ----
+Tensor Tensor::reshape(Shape shape, Site site) const {
+  return tg::reshape(*this, std::move(shape), site);
+}
+Tensor Tensor::view(Shape shape, Site site) const {
+  return tg::view(*this, std::move(shape), site);
+}
+Tensor Tensor::transpose(int64_t d0, int64_t d1, Site site) const {
+  return tg::transpose(*this, d0, d1, site);
+}
+Tensor Tensor::permute(std::vector<int64_t> dims, Site site) const {
+  return tg::permute(*this, std::move(dims), site);
+}
+Tensor Tensor::squeeze(int64_t d, Site site) const { return tg::squeeze(*this, d, site); }
+Tensor Tensor::unsqueeze(int64_t d, Site site) const { return tg::unsqueeze(*this, d, site); }
+Tensor Tensor::expand(Shape shape, Site site) const {
+  return tg::expand(*this, std::move(shape), site);
+}
+Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length, Site site) const {
+  return tg::narrow(*this, dim, start, length, site);
+}
+Tensor Tensor::select(int64_t dim, int64_t index, Site site) const {
+  return tg::select(*this, dim, index, site);
+}
+Tensor Tensor::operator[](int64_t index) const { return tg::select(*this, 0, index); }
+Tensor Tensor::t(Site site) const { return tg::t(*this, site); }
+
+}  // namespace tg
