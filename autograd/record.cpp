@@ -291,6 +291,17 @@ void record(const char* op, Tensor& out, const std::vector<Tensor>& inputs, cons
   record_impl(op, out, inputs.data(), inputs.size(), info, fn);
 }
 
+void detail::release_if_stale(Node& n, const Tensor& x) {
+  const Storage* s = x.impl()->storage.get();
+  for (size_t k = 0; k < n.saved.size(); ++k) {
+    if (n.saved[k].storage != s || n.saved[k].version == s->version) continue;
+    n.backward = [keep = x.impl()->storage](const Tensor&) -> std::vector<Tensor> {
+      throw Error("backward: a node whose saved tensor was written in place ran");  // unreachable
+    };
+    return;
+  }
+}
+
 // ---- inspection ----
 uint64_t detail::tape_position() { return g_next_seq; }
 std::vector<std::shared_ptr<Node>> Tape::live_nodes() {

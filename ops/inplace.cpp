@@ -14,6 +14,7 @@
 // unfold windows) is refused in check_target, the one place every in-place op resolves its
 // target, as PyTorch 2 does (1.13 wrote such views once per element or per window).
 // Deliberately not here: the out-of-place ops themselves, indexing (index.cpp).
+#include "autograd/grad_detail.hpp"
 #include "ops/cpu/kernels.hpp"
 #include "ops/cuda_dispatch.hpp"
 #include "ops/detail.hpp"
@@ -211,6 +212,7 @@ Tensor inplace(const char* op, const Tensor& x, std::initializer_list<const Tens
   write_into(op, x, r);
   note_inplace_write(x, op);
   if (rec && r.requires_grad()) {
+    if (Node* n = r.grad_fn()) detail::release_if_stale(*n, x);  // it may hold x: x.div_(x)
     if (x.impl()->is_view) {
       rebase_through_view(op, x, r);
     } else {

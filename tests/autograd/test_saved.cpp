@@ -2,7 +2,7 @@
 // two same-shape inputs that swap places keep a right second derivative (closed form and
 // gradgradcheck, a user op and the library's div and pow), every saved tensor is version-checked
 // (the 7th and 8th of one node too), saved bytes come from the handles, and a handle whose slot
-// does not match the op's output is refused at record time.
+// does not match the op's output is refused at record time, and x.div_(x) leaves no cycle.
 #include "helpers.hpp"
 
 #include "ops/functional.hpp"
@@ -127,6 +127,17 @@ TEST_CASE("Saved: the slot is checked by identity at record time") {
   record("good", y, {x}, info, noop);
   REQUIRE(so.get().data_ptr() == y.data_ptr());
   REQUIRE_FALSE(so.get().requires_grad());  // detached outside a recorded backward
+}
+
+TEST_CASE("Saved: x.div_(x) on a non-leaf refuses backward and frees its nodes") {
+  const int64_t before = Tape::live_count();
+  {
+    Tensor x = tensor(std::vector<double>{1, 2}).requires_grad_();
+    Tensor a = x * 3.0;
+    div_(a, a);  // div saved a itself, which now takes div's node as its history
+    REQUIRE_ERROR(a.sum().backward(), "modified in place by div_");
+  }
+  REQUIRE(Tape::live_count() == before);  // no node holds itself through a saved tensor
 }
 
 TEST_CASE("Saved: under create_graph a saved output comes back with its node as history") {
