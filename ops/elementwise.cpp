@@ -24,7 +24,9 @@ namespace {
 // (about one per input gradient; transcendental functions count as one).
 RecordInfo elementwise_info(const Tensor& out, int bwd_per_element) {
   const double n = static_cast<double>(out.numel());
-  return RecordInfo().flops(n, n * bwd_per_element);
+  RecordInfo info;  // returned in place (no copy of its inline saved-tensor slots)
+  info.flops(n, n * bwd_per_element);
+  return info;
 }
 
 // ---- binary kernels ----
