@@ -88,14 +88,16 @@ Tensor checkpoint(const CheckpointFn& fn, const std::vector<Tensor>& inputs, Sit
   Tensor out = y.detach();  // the piece's graph, and the activations it saved, go with y
   y = Tensor();
   RecordInfo info;
-  for (const Tensor& t : inputs) info.note_version(t);  // fn reads them again
-  info.saved_bytes = 0;
-  for (const Tensor& t : inputs) info.saved_bytes += tensor_bytes(t);
+  info.saves_nothing();
+  std::vector<Saved> saved;  // fn reads them again
+  for (const Tensor& t : inputs) saved.push_back(info.save(t));
   info.differentiable();  // the recomputed piece's gradients are recorded under create_graph
   std::vector<Edge> targets = edges;
   detail::record_edges(
       kOp, out, std::move(edges), info,
-      [fn, inputs, rng, targets, shape, dtype, before](const Tensor& g) -> std::vector<Tensor> {
+      [fn, saved, rng, targets, shape, dtype, before](const Tensor& g) -> std::vector<Tensor> {
+        std::vector<Tensor> inputs;
+        for (const Saved& s : saved) inputs.push_back(s.get());
         check_unwritten(inputs, before, "between the forward and backward");
         Generator& gen = default_generator();
         const std::string now = gen.get_state();

@@ -23,6 +23,12 @@ std::vector<Tensor> grad_to_edges(const std::vector<Tensor>& outputs,
 // tape), one gradient per edge from fn.
 void record_edges(const char* op, Tensor& out, std::vector<Edge> edges, const RecordInfo& info,
                   BackwardFn fn);
+// After an in-place write into x, whose history becomes n (the node that computed the new
+// values): when n saved a tensor on x's storage before the write, its backward is bound to
+// refuse (the version check), and its closure may hold x itself (a saved input is kept as is:
+// x.div_(x)), which through x's new history would own n. That closure is replaced by one that
+// keeps only the storage the version check reads, so the cycle never forms.
+void release_if_stale(Node& n, const Tensor& x);
 // The tape position the next recorded node will take (Node::seq): nodes with a smaller seq were
 // recorded before (tg::checkpoint tells its own nodes from the ones outside by it).
 uint64_t tape_position();

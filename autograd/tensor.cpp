@@ -168,7 +168,7 @@ Tensor Tensor::contiguous(Site site) const {
   SiteScope scope(site);
   Tensor out = detail::dense_copy(*this);
   // data movement only: the gradient of a layout change is the gradient itself
-  record("contiguous", out, {*this}, RecordInfo().flops(0, 0).saved().differentiable(),
+  record("contiguous", out, {*this}, RecordInfo().flops(0, 0).saves_nothing().differentiable(),
          [](const Tensor& g) -> std::vector<Tensor> { return {g}; });
   return out;
 }
@@ -279,7 +279,7 @@ Tensor Tensor::to(DType dtype, Site site) const {
   Tensor out = convert_tensor(*this, dtype);
   if (is_floating(dtype) && is_floating(this->dtype())) {
     DType in_dtype = this->dtype();
-    record("to", out, {*this}, RecordInfo().saved().differentiable(),
+    record("to", out, {*this}, RecordInfo().saves_nothing().differentiable(),
            [in_dtype](const Tensor& g) -> std::vector<Tensor> {
              if (creating_graph()) return {g.to(in_dtype)};
              return {convert_tensor(g, in_dtype)};
@@ -310,7 +310,7 @@ Tensor Tensor::to(Device device, Site site) const {
   Tensor out = copy_to(*this, device);
   if (is_floating(dtype())) {
     const Device back = this->device();
-    record("to", out, {*this}, RecordInfo().saved().differentiable(),
+    record("to", out, {*this}, RecordInfo().saves_nothing().differentiable(),
            [back](const Tensor& g) -> std::vector<Tensor> {
              return {creating_graph() ? g.to(back) : copy_to(g, back)};
            });
@@ -324,7 +324,7 @@ Tensor Tensor::clone(Site site) const {
   SiteScope scope(site);
   check_defined("clone");
   Tensor out = copy_to(*this, device());
-  record("clone", out, {*this}, RecordInfo().saved().differentiable(),
+  record("clone", out, {*this}, RecordInfo().saves_nothing().differentiable(),
          [](const Tensor& g) -> std::vector<Tensor> { return {g}; });
   return out;
 }
@@ -402,7 +402,7 @@ void Tensor::register_hook(GradHook hook) {
 }
 
 namespace detail {
-void note_post_accumulate_hook();  // autograd/tape.cpp: backward counts uses from now on
+void note_post_accumulate_hook();  // autograd/hooks.cpp: backward counts uses from now on
 }
 void Tensor::register_post_accumulate_grad_hook(PostAccumulateGradHook hook) {
   check_defined("register_post_accumulate_grad_hook");

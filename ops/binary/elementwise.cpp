@@ -4,7 +4,6 @@
 // division promotes int64 to the default float dtype and pow keeps int64; add / sub / mul, neg
 // and abs keep int64, wrapping on overflow, take a number as PyTorch reads a Python scalar, and
 // add / mul of two bool tensors are or / and (PyTorch's rules).
-#include "autograd/copy_detail.hpp"
 #include "ops/binary/extra_op.hpp"
 #include "ops/core/cpu/kernels.hpp"
 #include "ops/core/cuda_dispatch.hpp"
@@ -25,7 +24,9 @@ namespace {
 // (about one per input gradient; transcendental functions count as one).
 RecordInfo elementwise_info(const Tensor& out, int bwd_per_element) {
   const double n = static_cast<double>(out.numel());
-  return RecordInfo().flops(n, n * bwd_per_element);
+  RecordInfo info;  // returned in place (no copy of its inline saved-tensor slots)
+  info.flops(n, n * bwd_per_element);
+  return info;
 }
 
 // ---- binary kernels ----
@@ -185,10 +186,6 @@ Tensor sum_to(const Tensor& g, const Shape& shape) {
 }
 
 // ---- binary ops ----
-namespace {
-Tensor add_for_engine(const Tensor& a, const Tensor& b) { return add(a, b, Site()); }
-[[maybe_unused]] const bool g_recorded_add_registered = (set_recorded_add(&add_for_engine), true);
-}  // namespace
 Tensor add(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
   if (both_bool(a, b)) return bool_pair("add", cpu::XOp::Or, a, b);
@@ -197,7 +194,9 @@ Tensor add(const Tensor& a, const Tensor& b, Site site) {
   if (needs_record({&a, &b})) {
     Shape sa = a.shape(), sb = b.shape();
     record("add", out, {a, b},
-           elementwise_info(out, a.requires_grad() + b.requires_grad()).saved().differentiable(),
+           elementwise_info(out, a.requires_grad() + b.requires_grad())
+               .saves_nothing()
+               .differentiable(),
            [sa, sb](const Tensor& g) -> std::vector<Tensor> {
              return {sum_to(g, sa), sum_to(g, sb)};
            });
@@ -213,7 +212,9 @@ Tensor sub(const Tensor& a, const Tensor& b, Site site) {
   if (needs_record({&a, &b})) {
     Shape sa = a.shape(), sb = b.shape();
     record("sub", out, {a, b},
-           elementwise_info(out, a.requires_grad() + b.requires_grad()).saved().differentiable(),
+           elementwise_info(out, a.requires_grad() + b.requires_grad())
+               .saves_nothing()
+               .differentiable(),
            [sa, sb](const Tensor& g) -> std::vector<Tensor> {
              return {sum_to(g, sa), sum_to(neg(g), sb)};
            });
@@ -226,12 +227,12 @@ Tensor mul(const Tensor& a, const Tensor& b, Site site) {
   check_binary("mul", a, b, true);
   Tensor out = binary_kernel("mul", kern::BinOp::Mul, a, b, a.dtype());
   if (needs_record({&a, &b})) {
-    // Inputs are saved as they are (an input cannot hold this node); only outputs are detached.
-    Tensor sa = a, sb = b;
     bool ga = a.requires_grad(), gb = b.requires_grad();
-    record("mul", out, {a, b}, elementwise_info(out, ga + gb).saved(sa, sb).differentiable(),
+    RecordInfo info = elementwise_info(out, ga + gb);
+    Saved sa = info.save(a), sb = info.save(b);
+    record("mul", out, {a, b}, info.differentiable(),
            [sa, sb, ga, gb](const Tensor& g) -> std::vector<Tensor> {
-             const Tensor a = saved_input(sa, 0), b = saved_input(sb, 1);
+             const Tensor a = sa.get(), b = sb.get();
              return {ga ? sum_to(mul(g, b), a.shape()) : Tensor(),
                      gb ? sum_to(mul(g, a), b.shape()) : Tensor()};
            });
@@ -245,12 +246,13 @@ Tensor div(const Tensor& a, const Tensor& b, Site site) {
   if (a.dtype() == kInt64) return div(a.to(get_default_dtype()), b.to(get_default_dtype()));
   Tensor out = binary_kernel("div", kern::BinOp::Div, a, b, a.dtype());
   if (needs_record({&a, &b})) {
-    Tensor sb = b.detach(), so = out.detach();
     Shape sa = a.shape();
     bool gb = b.requires_grad();
-    record("div", out, {a, b}, elementwise_info(out, 1 + 2 * gb).saved(sb, so).differentiable(),
-           [sa, sb_ = sb, so_ = so, gb](const Tensor& g) -> std::vector<Tensor> {
-             const Tensor sb = saved_input(sb_, 1), so = saved_output(so_);
+    RecordInfo info = elementwise_info(out, 1 + 2 * gb);
+    Saved hb = info.save(b), ho = info.save_output(out);
+    record("div", out, {a, b}, info.differentiable(),
+           [sa, hb, ho, gb](const Tensor& g) -> std::vector<Tensor> {
+             const Tensor sb = hb.get(), so = ho.get();
              Tensor ga = div(g, sb);  // d(a/b)/da = 1/b
              // d(a/b)/db = -a/b² = -g·(out/b), in PyTorch's order: (0, 1e-310) gives -0, not
              // the NaN of -(g/b)·out
@@ -268,12 +270,12 @@ Tensor pow(const Tensor& a, const Tensor& b, Site site) {
   if (a.dtype() == kInt64) return binary_extra("pow", cpu::XOp::Pow, a, b);
   Tensor out = binary_kernel("pow", kern::BinOp::Pow, a, b, a.dtype());
   if (needs_record({&a, &b})) {
-    Tensor sa = a.detach(), sb = b.detach(), so = out.detach();
     bool gb = b.requires_grad();
-    record("pow", out, {a, b}, elementwise_info(out, 3 + 3 * gb).saved(sa, sb, so).differentiable(),
-           [sa_ = sa, sb_ = sb, so_ = so, gb](const Tensor& g) -> std::vector<Tensor> {
-             const Tensor sa = saved_input(sa_, 0), sb = saved_input(sb_, 1);
-             const Tensor so = saved_output(so_);
+    RecordInfo info = elementwise_info(out, 3 + 3 * gb);
+    Saved ha = info.save(a), hb = info.save(b), ho = info.save_output(out);
+    record("pow", out, {a, b}, info.differentiable(),
+           [ha, hb, ho, gb](const Tensor& g) -> std::vector<Tensor> {
+             const Tensor sa = ha.get(), sb = hb.get(), so = ho.get();
              // PyTorch's rules: d/da = b·a^(b-1), 0 where b == 0; d/db = out·log(a), 0 where
              // a == 0 and b >= 0 (where out is 0 or 1 and log(a) -inf).
              Tensor z = zeros({}, sa.dtype(), sa.device());
@@ -302,10 +304,12 @@ Tensor extremum(const char* op, const Tensor& a, const Tensor& b, bool is_max) {
   // NaN propagates (cpu/binary.cpp).
   Tensor out = binary_kernel(op, is_max ? kern::BinOp::Max : kern::BinOp::Min, a, b, a.dtype());
   if (needs_record({&a, &b})) {
-    Tensor sa = a.detach(), sb = b.detach();
+    RecordInfo info = elementwise_info(out, 4);
+    Saved ha = info.save(a), hb = info.save(b);
     // The weights are constants (masks of the values), so the closure is linear in g.
-    record(op, out, {a, b}, elementwise_info(out, 4).saved(sa, sb).differentiable(),
-           [sa, sb, is_max](const Tensor& g) -> std::vector<Tensor> {
+    record(op, out, {a, b}, info.differentiable(),
+           [ha, hb, is_max](const Tensor& g) -> std::vector<Tensor> {
+             const Tensor sa = ha.get(), sb = hb.get();
              const DType dt = sa.dtype();
              Tensor tie = mul(eq(sa, sb).to(dt), 0.5);
              Tensor wa = rsub(1.0, add(tie, (is_max ? lt(sa, sb) : gt(sa, sb)).to(dt)));

@@ -267,13 +267,14 @@ Tensor logaddexp(const Tensor& a, const Tensor& b, Site site) {
     y = add(maximum(ad, bd), log1p(exp(neg(abs(sub(ad, bd))))));
     y = where(logical_and(eq(ad, bd), isinf(ad)), ad, y);
   }
-  record("logaddexp", y, {a, b}, RecordInfo().differentiable(),
-         [ad_ = a.detach(), bd_ = b.detach()](const Tensor& g) {
-           const Tensor ad = saved_input(ad_, 0), bd = saved_input(bd_, 1);
-           const Tensor d = sub(ad, bd);
-           return std::vector<Tensor>{sum_to(mul(g, sigmoid(d)), ad.shape()),
-                                      sum_to(mul(g, sigmoid(neg(d))), bd.shape())};
-         });
+  RecordInfo info;
+  Saved sa = info.save(a), sb = info.save(b);
+  record("logaddexp", y, {a, b}, info.differentiable(), [sa, sb](const Tensor& g) {
+    const Tensor ad = sa.get(), bd = sb.get();
+    const Tensor d = sub(ad, bd);
+    return std::vector<Tensor>{sum_to(mul(g, sigmoid(d)), ad.shape()),
+                               sum_to(mul(g, sigmoid(neg(d))), bd.shape())};
+  });
   return y;
 }
 

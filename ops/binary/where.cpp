@@ -77,13 +77,11 @@ Tensor masked_fill(const Tensor& x_in, const Tensor& mask_in, double value, Site
                             shape_str(mask.shape()), shape_str(x.shape())));
   Tensor out = where_kernel(op, mask, full({}, value, x.dtype(), x.device()), x, x.shape());
   if (needs_record({&x})) {
-    Tensor sm = mask.detach();  // the mask: gradient is zero where it is true
-    record(op, out, {x},
-           RecordInfo()
-               .flops(static_cast<double>(out.numel()), static_cast<double>(out.numel()))
-               .saved(sm)
-               .differentiable(),
-           [sm](const Tensor& g) -> std::vector<Tensor> { return {mask_grad(g, sm, true)}; });
+    RecordInfo info =
+        RecordInfo().flops(static_cast<double>(out.numel()), static_cast<double>(out.numel()));
+    Saved sm = info.save(mask);  // the mask: gradient is zero where it is true
+    record(op, out, {x}, info.differentiable(),
+           [sm](const Tensor& g) -> std::vector<Tensor> { return {mask_grad(g, sm.get(), true)}; });
   }
   return out;
 }
@@ -115,20 +113,18 @@ Tensor where(const Tensor& cond_in, const Tensor& a_in, const Tensor& b_in, Site
   }
   Tensor out = where_kernel(op, cond, a, b, os);
   if (needs_record({&a, &b})) {
-    Tensor sc_mask = cond.detach();  // the condition: a gets g where true, b where false
     Shape sa = a.shape(), sb = b.shape();
     bool ga = a.requires_grad(), gb = b.requires_grad();
-    record(
-        op, out, {a, b},
-        RecordInfo()
-            .flops(static_cast<double>(out.numel()), static_cast<double>(out.numel()) * (ga + gb))
-            .saved(sc_mask)
-            .differentiable(),
-        [sc_mask, sa, sb, ga, gb](const Tensor& g) -> std::vector<Tensor> {
-          Tensor da = ga ? sum_to(mask_grad(g, sc_mask, false), sa) : Tensor();
-          Tensor db = gb ? sum_to(mask_grad(g, sc_mask, true), sb) : Tensor();
-          return {da, db};
-        });
+    RecordInfo info = RecordInfo().flops(static_cast<double>(out.numel()),
+                                         static_cast<double>(out.numel()) * (ga + gb));
+    Saved sc = info.save(cond);  // the condition: a gets g where true, b where false
+    record(op, out, {a, b}, info.differentiable(),
+           [sc, sa, sb, ga, gb](const Tensor& g) -> std::vector<Tensor> {
+             const Tensor sc_mask = sc.get();
+             Tensor da = ga ? sum_to(mask_grad(g, sc_mask, false), sa) : Tensor();
+             Tensor db = gb ? sum_to(mask_grad(g, sc_mask, true), sb) : Tensor();
+             return {da, db};
+           });
   }
   return out;
 }

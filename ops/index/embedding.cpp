@@ -123,12 +123,13 @@ Tensor embedding(const Tensor& indices_in, const Tensor& weight_in,
   Tensor out = Tensor::empty(os, weight.dtype(), weight.device());
   forward_kernel(out, indices, weight);
   if (needs_record({&weight})) {
-    Tensor si = indices.detach();  // indices: which dweight row each dout row adds into
     const bool det = g_deterministic;
     // Cost model: a gather forward (0 FLOPs), one add per output element backward.
-    record(kOp, out, {indices, weight},
-           RecordInfo().flops(0, static_cast<double>(out.numel())).saved(si).differentiable(),
-           [si, pad, V, C, det](const Tensor& g) -> std::vector<Tensor> {
+    RecordInfo info = RecordInfo().flops(0, static_cast<double>(out.numel()));
+    Saved hi = info.save(indices);  // indices: which dweight row each dout row adds into
+    record(kOp, out, {indices, weight}, info.differentiable(),
+           [hi, pad, V, C, det](const Tensor& g) -> std::vector<Tensor> {
+             const Tensor si = hi.get();
              Tensor dw = zeros({V, C}, g.dtype(), g.device());
              backward_kernel(dw, g, si, pad, det);
              // the adjoint of the row scatter is the lookup again, padding rows held at 0

@@ -129,10 +129,12 @@ Tensor gather(const Tensor& x_in, int64_t dim, const Tensor& index_in, Site site
                    index.data<int64_t>(), wi, d);
   });
   if (needs_record({&x})) {
-    Tensor si = index.detach();
+    RecordInfo info = RecordInfo().flops(0, 0);
+    Saved hi = info.save(index);
     // data movement only
-    record(op, out, {x}, RecordInfo().flops(0, 0).saved(si).differentiable(),
-           [xs, d, si](const Tensor& g) -> std::vector<Tensor> {
+    record(op, out, {x}, info.differentiable(),
+           [xs, d, hi](const Tensor& g) -> std::vector<Tensor> {
+             const Tensor si = hi.get();
              return {scatter_add(zeros(xs, g.dtype()), d, si, g)};
            });
   }
@@ -169,14 +171,13 @@ Tensor scatter_add(const Tensor& x_in, int64_t dim, const Tensor& index_in, cons
                           contiguous_strides(ws), index.data<int64_t>(), wi, d);
   });
   if (needs_record({&x, &src})) {
-    Tensor si = index.detach();
     const bool gsrc = src.requires_grad();
-    record(op, out, {x, src},
-           RecordInfo()
-               .flops(static_cast<double>(index.numel()), static_cast<double>(index.numel()))
-               .saved(si)
-               .differentiable(),
-           [xs, wx, ss, d, si, gsrc](const Tensor& g) -> std::vector<Tensor> {
+    RecordInfo info =
+        RecordInfo().flops(static_cast<double>(index.numel()), static_cast<double>(index.numel()));
+    Saved hi = info.save(index);
+    record(op, out, {x, src}, info.differentiable(),
+           [xs, wx, ss, d, hi, gsrc](const Tensor& g) -> std::vector<Tensor> {
+             const Tensor si = hi.get();
              if (!gsrc) return {g, Tensor()};
              Tensor dsrc = zeros(ss, g.dtype());  // src's shape; zero where index does not reach
              dispatch_float(g.dtype(), "scatter_add backward", [&](auto tag) {
@@ -216,10 +217,12 @@ ValuesIndices sort_kernel(const char* op, const Tensor& x_in, int64_t dim, int64
                       a.inner, kk, descending, sorted);
   });
   if (record_values && needs_record({&x})) {
-    Tensor si = r.indices.detach();
+    RecordInfo info = RecordInfo().flops(0, 0);
+    Saved hi = info.save(r.indices);
     // data movement only
-    record(op, r.values, {x}, RecordInfo().flops(0, 0).saved(si).differentiable(),
-           [xs, d, si](const Tensor& g) -> std::vector<Tensor> {
+    record(op, r.values, {x}, info.differentiable(),
+           [xs, d, hi](const Tensor& g) -> std::vector<Tensor> {
+             const Tensor si = hi.get();
              return {scatter_add(zeros(xs, g.dtype()), d, si, g)};
            });
   }
@@ -278,7 +281,7 @@ Tensor cumsum(const Tensor& x_in, int64_t dim, Site site) {
     record(op, out, {x},
            RecordInfo()
                .flops(static_cast<double>(x.numel()), static_cast<double>(x.numel()))
-               .saved()
+               .saves_nothing()
                .differentiable(),
            [xs, a, dim](const Tensor& g) -> std::vector<Tensor> {
              if (creating_graph())  // the sum from the end: flip, cumsum, flip
@@ -313,7 +316,7 @@ Tensor triangle(const char* op, const Tensor& x_in, int64_t diagonal, bool lower
   });
   if (needs_record({&x})) {
     // a mask: no arithmetic
-    record(op, out, {x}, RecordInfo().flops(0, 0).saved().differentiable(),
+    record(op, out, {x}, RecordInfo().flops(0, 0).saves_nothing().differentiable(),
            [op, diagonal, lower](const Tensor& g) -> std::vector<Tensor> {
              return {triangle(op, g, diagonal, lower)};
            });

@@ -96,12 +96,15 @@ Tensor scatter_any(const char* op, const Tensor& x_in, int64_t dim, const Tensor
   const int64_t d = scatter_shapes(op, x, dim, index, src);
   Tensor out = scatter_kernel(op, x, d, index, src, r, include_self);
   if (!needs_record({&x, &src})) return out;
-  const Tensor xd = x.detach(), sd = src.detach(), yd = out.detach(), id = index.detach();
-  // Every reduction but prod weighs g by masks of the values (constants): linear in g. prod reads
-  // the values themselves: under create_graph they are the live ones.
+  RecordInfo info;
+  Saved hx = info.save(x), hs = info.save(src), hy = info.save_output(out), hi = info.save(index);
+  // Every reduction but prod weighs g by masks of the values (constants, read detached): linear
+  // in g. prod reads the values themselves: under create_graph they are the live ones.
   record(
-      op, out, {x, src}, RecordInfo().differentiable(),
-      [xd, sd, yd, id, d, r, include_self](const Tensor& g) -> std::vector<Tensor> {
+      op, out, {x, src}, info.differentiable(),
+      [hx, hs, hy, hi, d, r, include_self](const Tensor& g) -> std::vector<Tensor> {
+        const Tensor xd = hx.get().detach(), sd = hs.get().detach(), yd = hy.get().detach(),
+                     id = hi.get();
         const Shape is = id.shape();
         const Device dev = g.device();
         const Tensor zero = zeros({}, g.dtype(), dev);
@@ -143,8 +146,7 @@ Tensor scatter_any(const char* op, const Tensor& x_in, int64_t dim, const Tensor
             where(self_zero, one, zero),
             scatter_add(zeros(xd.shape(), g.dtype(), dev), d, id, where(eq(s, 0.0), one, zero)));
         const bool cg = creating_graph();
-        const Tensor xv = cg ? saved_input(xd, 0) : xd,
-                     sv = cg ? corner(saved_input(sd, 1), is) : s;
+        const Tensor xv = cg ? hx.get() : xd, sv = cg ? corner(hs.get(), is) : s;
         const Tensor xs = include_self ? where(self_zero, one, xv) : xv;
         const Tensor ss = where(eq(s, 0.0), one, sv).contiguous();
         const Tensor pnz =

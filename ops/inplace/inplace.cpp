@@ -9,11 +9,12 @@
 // history "base with the view's region replaced", PyTorch's CopySlices, and the view becomes a
 // view of it). A recording op reads a clone of x, so its own
 // backward never reads the values this write replaces; any older node that saved them throws
-// at backward (autograd/tape.cpp, check_saved_versions).
+// at backward (autograd/engine.cpp, check_saved_versions).
 // A target some of whose elements share one memory location (an expanded view, overlapping
 // unfold windows) is refused in check_target, the one place every in-place op resolves its
 // target, as PyTorch 2 does (1.13 wrote such views once per element or per window).
 // Deliberately not here: the out-of-place ops themselves, indexing (index.cpp).
+#include "autograd/grad_detail.hpp"
 #include "ops/core/cpu/kernels.hpp"
 #include "ops/core/cuda_dispatch.hpp"
 #include "ops/core/detail.hpp"
@@ -160,7 +161,7 @@ void rebase_through_view(const char* op, const Tensor& x, const Tensor& r) {
   const Shape bs = b.shape(), xs = x.shape(), xst = x.strides();
   const int64_t rel = x.impl()->offset - b.impl()->offset;  // x's region within b (row-major)
   Tensor bnew = make_view(b, bs, {}, b.impl()->offset);
-  record(op, bnew, {b, r}, RecordInfo().flops(0, 0).saved().differentiable(),
+  record(op, bnew, {b, r}, RecordInfo().flops(0, 0).saves_nothing().differentiable(),
          [bs, xs, xst, rel](const Tensor& g) -> std::vector<Tensor> {  // g: contiguous (engine)
            if (creating_graph()) {  // the region to r, the rest to the old b, recorded
              const Tensor dr = view_gather(g, xs, xst, rel);
@@ -176,7 +177,7 @@ void rebase_through_view(const char* op, const Tensor& x, const Tensor& r) {
   b.impl()->requires_grad = true;
   ++b.impl()->storage->history;  // views made before now (x's old node too) are stale
   Tensor xv = make_view(b, xs, xst, x.impl()->offset);
-  record("as_strided", xv, {b}, RecordInfo().flops(0, 0).saved().watch(b).differentiable(),
+  record("as_strided", xv, {b}, RecordInfo().flops(0, 0).saves_nothing().watch(b).differentiable(),
          [bs, xst, rel](const Tensor& g) -> std::vector<Tensor> {
            return {view_scatter(g, bs, xst, rel)};
          });
@@ -211,6 +212,7 @@ Tensor inplace(const char* op, const Tensor& x, std::initializer_list<const Tens
   write_into(op, x, r);
   note_inplace_write(x, op);
   if (rec && r.requires_grad()) {
+    if (Node* n = r.grad_fn()) detail::release_if_stale(*n, x);  // it may hold x: x.div_(x)
     if (x.impl()->is_view) {
       rebase_through_view(op, x, r);
     } else {
@@ -229,7 +231,7 @@ Tensor replacing(const char* op, const Tensor& self, const Tensor& values) {
   Tensor out = dense_copy(values.expand(self.shape()));
   const Shape vs = values.shape();
   const bool gv = values.requires_grad();
-  record(op, out, {self, values}, RecordInfo().flops(0, 0).saved().differentiable(),
+  record(op, out, {self, values}, RecordInfo().flops(0, 0).saves_nothing().differentiable(),
          [vs, gv](const Tensor& g) -> std::vector<Tensor> {
            return {Tensor(), gv ? sum_to(g, vs) : Tensor()};
          });

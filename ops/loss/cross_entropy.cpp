@@ -250,18 +250,15 @@ Tensor cross_entropy(const Tensor& logits_in, const Tensor& target_in,
     out = total.to(logits.dtype());
   }
   if (needs_record({&logits})) {
-    Tensor sx = logits.detach(), st = target.detach();
     const CrossEntropyOptions o = opts;
     // Cost model per logit: ~4 forward (max, exp, sum, log), ~3 backward.
-    record(kOp, out, {logits, target},
-           RecordInfo()
-               .flops(4.0 * static_cast<double>(logits.numel()),
-                      3.0 * static_cast<double>(logits.numel()))
-               .saved(sx, st, lse)
-               .differentiable(),
-           [sx, st, lse, l, o, rows, count](const Tensor& g) -> std::vector<Tensor> {
-             if (creating_graph())
-               return {cross_entropy_grad(g, saved_input(sx, 0), st, l, o, count), Tensor()};
+    RecordInfo info = RecordInfo().flops(4.0 * static_cast<double>(logits.numel()),
+                                         3.0 * static_cast<double>(logits.numel()));
+    Saved hx = info.save(logits), ht = info.save(target), hl = info.save(lse);
+    record(kOp, out, {logits, target}, info.differentiable(),
+           [hx, ht, hl, l, o, rows, count](const Tensor& g) -> std::vector<Tensor> {
+             const Tensor sx = hx.get(), st = ht.get(), lse = hl.get();
+             if (creating_graph()) return {cross_entropy_grad(g, sx, st, l, o, count), Tensor()};
              Tensor dx = Tensor::empty(sx.shape(), sx.dtype(), sx.device());
              Tensor grow;  // per row (reduction None) or one scalar for every row
              double gs = 0;

@@ -250,18 +250,17 @@ Tensor matmul_impl(const char* op, const Tensor& a_in, const Tensor& b_in) {
   }
   if (needs_record({&a, &b})) {
     const bool ga = a.requires_grad(), gb = b.requires_grad();
-    Tensor sa = gb ? a.detach() : Tensor();  // dB reads A
-    Tensor sb = ga ? b.detach() : Tensor();  // dA reads B
     Shape shape_a = a.shape(), shape_b = b.shape();
     // Cost model: 2·M·N·K per batch forward, the same again for each input gradient.
     const double mnk2 = 2.0 * static_cast<double>(p.batch) * p.M * p.N * p.K;
-    record(op, out, {a, b},
-           RecordInfo().flops(mnk2, mnk2 * (ga + gb)).saved(sa, sb).differentiable(),
-           [p = std::move(p), sa, sb, shape_a, shape_b, ga,
+    RecordInfo info = RecordInfo().flops(mnk2, mnk2 * (ga + gb));
+    Saved ha = gb ? info.save(a) : Saved();  // dB reads A
+    Saved hb = ga ? info.save(b) : Saved();  // dA reads B
+    record(op, out, {a, b}, info.differentiable(),
+           [p = std::move(p), ha, hb, shape_a, shape_b, ga,
             gb](const Tensor& dC) -> std::vector<Tensor> {
-             if (creating_graph())
-               return matmul_grads(dC, saved_input(sa, 0), saved_input(sb, 1), shape_a, shape_b, ga,
-                                   gb);
+             const Tensor sa = ha.get(), sb = hb.get();
+             if (creating_graph()) return matmul_grads(dC, sa, sb, shape_a, shape_b, ga, gb);
              const bool skip = empty_gemm(p);
              Tensor dA, dB;
              if (ga)
@@ -409,24 +408,23 @@ Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in
   if (needs_record({&x, &weight, &bias})) {
     const bool gx = x.requires_grad(), gw = weight.requires_grad(),
                gb = bias.defined() && bias.requires_grad();
-    Tensor sx = gw ? x.detach() : Tensor();       // dW reads x
-    Tensor sw = gx ? weight.detach() : Tensor();  // dx reads W
     Shape sx_shape = x.shape(), sw_shape = weight.shape();
     // Cost model: 2·N·Cin·Cout (+ N·Cout bias) forward; 2·N·Cin·Cout per dx/dW, N·Cout for db.
     const double nmk2 = 2.0 * static_cast<double>(N) * Cin * Cout,
                  nc = static_cast<double>(N) * Cout;
-    record("linear", out, {x, weight, bias},
-           RecordInfo()
-               .flops(nmk2 + (bias.defined() ? nc : 0), nmk2 * (gx + gw) + (gb ? nc : 0))
-               .saved(sx, sw)
-               .differentiable(),
-           [sx, sw, sx_shape, sw_shape, gx, gw, gb, skip, N, Cin, Cout,
+    RecordInfo info =
+        RecordInfo().flops(nmk2 + (bias.defined() ? nc : 0), nmk2 * (gx + gw) + (gb ? nc : 0));
+    Saved hx = gw ? info.save(x) : Saved();       // dW reads x
+    Saved hw = gx ? info.save(weight) : Saved();  // dx reads W
+    record("linear", out, {x, weight, bias}, info.differentiable(),
+           [hx, hw, sx_shape, sw_shape, gx, gw, gb, skip, N, Cin, Cout,
             dev](const Tensor& dy) -> std::vector<Tensor> {
+             const Tensor sx = hx.get(), sw = hw.get();
              if (creating_graph()) {  // dx = dy·W, dW = dyᵀ·x, db = Σ dy over the rows
                const Tensor dy2 = reshape(dy, {N, Cout});
                Tensor dx, dw, db;
-               if (gx) dx = reshape(matmul(dy2, saved_input(sw, 1)), sx_shape);
-               if (gw) dw = matmul(transpose(dy2, 0, 1), reshape(saved_input(sx, 0), {N, Cin}));
+               if (gx) dx = reshape(matmul(dy2, sw), sx_shape);
+               if (gw) dw = matmul(transpose(dy2, 0, 1), reshape(sx, {N, Cin}));
                if (gb) db = sum(dy2, {0});
                return {dx, dw, db};
              }

@@ -117,20 +117,18 @@ Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tenso
   Tensor mean = Tensor::empty({N}, kFloat64, dev), rstd = Tensor::empty({N}, kFloat64, dev);
   forward_kernel(out, mean, rstd, x, weight, bias, N, D, eps);
   if (needs_record({&x, &weight, &bias})) {
-    Tensor sx = x.detach(), sw = weight.defined() ? weight.detach() : Tensor();
     const bool gx = x.requires_grad(), gw = weight.defined() && weight.requires_grad(),
                gb = bias.defined() && bias.requires_grad();
     const Shape ns = normalized_shape;
     // Cost model per element: ~8 forward (mean, variance, normalise, affine), ~10 backward.
-    record(kOp, out, {x, weight, bias},
-           RecordInfo()
-               .flops(8.0 * static_cast<double>(x.numel()), 10.0 * static_cast<double>(x.numel()))
-               .saved(sx, sw, mean, rstd)
-               .differentiable(),
-           [sx, sw, mean, rstd, gx, gw, gb, ns, N, D, eps](const Tensor& g) -> std::vector<Tensor> {
+    RecordInfo info = RecordInfo().flops(8.0 * static_cast<double>(x.numel()),
+                                         10.0 * static_cast<double>(x.numel()));
+    Saved hx = info.save(x), hw = info.save(weight), hm = info.save(mean), hr = info.save(rstd);
+    record(kOp, out, {x, weight, bias}, info.differentiable(),
+           [hx, hw, hm, hr, gx, gw, gb, ns, N, D, eps](const Tensor& g) -> std::vector<Tensor> {
+             const Tensor sx = hx.get(), sw = hw.get(), mean = hm.get(), rstd = hr.get();
              if (creating_graph()) {
-               std::vector<Tensor> d = norm_grads(g, saved_input(sx, 0), saved_input(sw, 1), N, D,
-                                                  eps, false, gx, gw, gb);
+               std::vector<Tensor> d = norm_grads(g, sx, sw, N, D, eps, false, gx, gw, gb);
                if (d[2].defined()) d[2] = reshape(d[2], ns);
                return d;
              }
@@ -169,19 +167,18 @@ Tensor rms_norm(const Tensor& x_in, const Shape& normalized_shape, const Tensor&
                                      static_cast<double*>(rstd.data_ptr()), x.data_ptr(),
                                      data_or_null(weight), N, D, eps);
   if (needs_record({&x, &weight})) {
-    Tensor sx = x.detach(), sw = weight.defined() ? weight.detach() : Tensor();
     const bool gx = x.requires_grad(), gw = weight.defined() && weight.requires_grad();
     const Shape ns = normalized_shape;
     // Cost model per element: ~5 forward (square-sum, scale, weight), ~8 backward.
-    record(kOp, out, {x, weight},
-           RecordInfo()
-               .flops(5.0 * static_cast<double>(x.numel()), 8.0 * static_cast<double>(x.numel()))
-               .saved(sx, sw, rstd)
-               .differentiable(),
-           [sx, sw, rstd, gx, gw, ns, N, D, eps](const Tensor& g_in) -> std::vector<Tensor> {
+    RecordInfo info = RecordInfo().flops(5.0 * static_cast<double>(x.numel()),
+                                         8.0 * static_cast<double>(x.numel()));
+    Saved hx = info.save(x), hw = info.save(weight), hr = info.save(rstd);
+    record(kOp, out, {x, weight}, info.differentiable(),
+           [hx, hw, hr, gx, gw, ns, N, D, eps](const Tensor& g_in) -> std::vector<Tensor> {
+             const Tensor sx = hx.get(), sw = hw.get(), rstd = hr.get();
              if (creating_graph()) {
-               const std::vector<Tensor> d = norm_grads(
-                   g_in, saved_input(sx, 0), saved_input(sw, 1), N, D, eps, true, gx, gw, false);
+               const std::vector<Tensor> d =
+                   norm_grads(g_in, sx, sw, N, D, eps, true, gx, gw, false);
                return {d[0], d[1]};
              }
              const Tensor g = contig(g_in);

@@ -50,12 +50,11 @@ Tensor dropout(const Tensor& x_in, double p, bool training, Site site) {
   Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
   forward_kernel(out, keep, x, p);
   if (needs_record({&x})) {
-    record(op, out, {x},
-           RecordInfo()
-               .flops(static_cast<double>(x.numel()), static_cast<double>(x.numel()))
-               .saved(keep)
-               .differentiable(),  // the same mask again: linear in g
-           [keep](const Tensor& g) -> std::vector<Tensor> { return {mul(g, keep)}; });
+    RecordInfo info =
+        RecordInfo().flops(static_cast<double>(x.numel()), static_cast<double>(x.numel()));
+    Saved sk = info.save(keep);
+    record(op, out, {x}, info.differentiable(),  // the same mask again: linear in g
+           [sk](const Tensor& g) -> std::vector<Tensor> { return {mul(g, sk.get())}; });
   }
   return out;
 }

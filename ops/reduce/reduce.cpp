@@ -148,7 +148,7 @@ Tensor sum_op(const char* op, const Tensor& x, const ReducePlan& p, double divis
     record(op, out, {x},
            RecordInfo()
                .flops(static_cast<double>(x.numel()), static_cast<double>(x.numel()))
-               .saved()
+               .saves_nothing()
                .differentiable(),
            [op, p, divisor](const Tensor& g) -> std::vector<Tensor> {
              return {spread_sum(op, g, p, 1.0 / divisor)};
@@ -199,13 +199,14 @@ Tensor extreme(const char* op, kern::RedOp code, const Tensor& x_in, std::vector
   kernels(op, x).reduce_extreme(code, cdt(x.dtype()), out.data_ptr(), xk.data_ptr(), p.outer, p.red,
                                 p.inner);
   if (needs_record({&x})) {
-    Tensor sm = out.detach();  // the kernels' layout: xk, not x
-    record(op, out, {x},
-           RecordInfo()
-               .flops(static_cast<double>(x.numel()), 2 * static_cast<double>(x.numel()))
-               .saved(xk, sm)
-               .differentiable(),
-           [op, p, xk, sm, xd = x.detach()](const Tensor& g) -> std::vector<Tensor> {
+    RecordInfo info =
+        RecordInfo().flops(static_cast<double>(x.numel()), 2 * static_cast<double>(x.numel()));
+    // x, and the kernels' layout of it (xk) when that is a copy; the extreme, also in that layout
+    Saved hx = info.save(x), hk = p.perm.empty() ? hx : info.save(xk);
+    Saved hm = info.save_output(out);
+    record(op, out, {x}, info.differentiable(),
+           [op, p, hx, hk, hm](const Tensor& g) -> std::vector<Tensor> {
+             const Tensor xd = hx.get(), xk = hk.get(), sm = hm.get();
              if (creating_graph()) {  // g shared among the ties: a constant weight, linear in g
                const Tensor hit = eq(xd, reshape(sm, p.keep_shape)).to(g.dtype());
                const Tensor n = sum(hit, p.red_dims, true);
@@ -252,14 +253,15 @@ Tensor var(const Tensor& x_in, std::vector<int64_t> dims, bool keepdim, int64_t 
   kernels("var", x).reduce_var(cdt(x.dtype()), out.data_ptr(), static_cast<double*>(mu.data_ptr()),
                                xk.data_ptr(), p.outer, p.red, p.inner, denom);
   if (needs_record({&x})) {
-    record("var", out, {x},
-           RecordInfo()
-               .flops(3 * static_cast<double>(x.numel()), 3 * static_cast<double>(x.numel()))
-               .saved(xk, mu)
-               .differentiable(),
-           [p, xk, mu, gdenom, xd = x.detach()](const Tensor& g) -> std::vector<Tensor> {
+    RecordInfo info =
+        RecordInfo().flops(3 * static_cast<double>(x.numel()), 3 * static_cast<double>(x.numel()));
+    // x, and the kernels' layout of it (xk) when that is a copy; the means
+    Saved hx = info.save(x), hk = p.perm.empty() ? hx : info.save(xk), hm = info.save(mu);
+    record("var", out, {x}, info.differentiable(),
+           [p, hx, hk, hm, gdenom](const Tensor& g) -> std::vector<Tensor> {
+             const Tensor xk = hk.get(), mu = hm.get();
              if (creating_graph()) {  // 2(x - mean) / (n - correction) · dout
-               const Tensor xl = saved_input(xd, 0);
+               const Tensor xl = hx.get();
                const Tensor c = sub(xl, mean(xl, p.red_dims, true));
                return {mul(spread(g, p), mul(c, 2.0 / gdenom))};
              }

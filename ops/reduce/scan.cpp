@@ -116,11 +116,13 @@ ValuesIndices scan(const char* op, kern::ScanOp code, const Tensor& x, const Lin
   if (!needs_record({&x})) return r;
   const bool keeps_y = code == kern::ScanOp::Cumprod || code == kern::ScanOp::Logcumsumexp;
   const double n = static_cast<double>(x.numel());
-  record(op, r.values, {x}, RecordInfo().flops(n, 3.0 * n).saved(x).differentiable(),
-         [op, code, l, xd = x.detach(), yd = keeps_y ? r.values.detach() : Tensor(),
-          id = r.indices](const Tensor& g_in) -> std::vector<Tensor> {
-           if (creating_graph())
-             return {scan_grad(code, l, saved_input(xd, 0), saved_output(yd), g_in, id)};
+  RecordInfo info = RecordInfo().flops(n, 3.0 * n);
+  Saved sx = info.save(x), sy = keeps_y ? info.save_output(r.values) : Saved();
+  Saved si = ext ? info.save(r.indices) : Saved();
+  record(op, r.values, {x}, info.differentiable(),
+         [op, code, l, sx, sy, si](const Tensor& g_in) -> std::vector<Tensor> {
+           const Tensor xd = sx.get(), yd = sy.get(), id = si.get();
+           if (creating_graph()) return {scan_grad(code, l, xd, yd, g_in, id)};
            const Tensor g = g_in.contiguous();
            Tensor dx = Tensor::empty(xd.shape(), xd.dtype(), xd.device());
            if (xd.numel() > 0)

@@ -112,8 +112,11 @@ Tensor apply_rotary(const Tensor& x, const Tensor& cos_in, const Tensor& sin_in,
   Tensor out = rotary_kernel(x, cos, sin, d, interleaved, false);
   if (needs_record({&x})) {
     const double n = static_cast<double>(x.numel());
-    record(kOp, out, {x}, RecordInfo().flops(3 * n, 3 * n).saved(cos, sin).differentiable(),
-           [cos, sin, d, interleaved, seq_dim](const Tensor& g) -> std::vector<Tensor> {
+    RecordInfo info = RecordInfo().flops(3 * n, 3 * n);
+    Saved hc = info.save(cos), hs = info.save(sin);
+    record(kOp, out, {x}, info.differentiable(),
+           [hc, hs, d, interleaved, seq_dim](const Tensor& g) -> std::vector<Tensor> {
+             const Tensor cos = hc.get(), sin = hs.get();
              // the rotation by −θ; its adjoint is the rotation by θ, the op itself
              return {record_adjoint("apply_rotary_backward",
                                     rotary_kernel(g, cos, sin, d, interleaved, true), g,

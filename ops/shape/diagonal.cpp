@@ -62,7 +62,7 @@ Tensor diagonal(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2, Sit
     int64_t goff = 0;
     const Shape gst = layout(contiguous_strides(xs), goff);
     // data movement only
-    record(op, out, {x}, RecordInfo().flops(0, 0).saved().watch(x).differentiable(),
+    record(op, out, {x}, RecordInfo().flops(0, 0).saves_nothing().watch(x).differentiable(),
            [xs, gst, goff](const Tensor& g) -> std::vector<Tensor> {
              return {view_scatter(g, xs, gst, goff)};
            });
@@ -119,7 +119,7 @@ Tensor unfold(const Tensor& x, int64_t dim, int64_t size, int64_t step, Site sit
     Shape gst = contiguous_strides(gs);
     gst.push_back(gst[d]);
     gst[d] *= step;
-    record(op, out, {xx}, RecordInfo().flops(0, 0).saved().watch(xx).differentiable(),
+    record(op, out, {xx}, RecordInfo().flops(0, 0).saves_nothing().watch(xx).differentiable(),
            [gs, gst, d, n, size, step](const Tensor& g) -> std::vector<Tensor> {
              if (step >= size || n <= 1 || size == 0) return {view_scatter(g, gs, gst, 0)};
              // (..., n, ..., size) -> (..., n·size, ...): window elements along dim, then added

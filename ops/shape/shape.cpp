@@ -75,7 +75,8 @@ Tensor detail::view_gather(const Tensor& x_in, const Shape& shape, const Shape& 
   Tensor out = dense_copy(make_view(x.detach(), shape, st, x.impl()->offset + offset));
   if (needs_record({&x})) {
     const Shape xs = x.shape();
-    record("view_scatter_backward", out, {x}, RecordInfo().flops(0, 0).saved().differentiable(),
+    record("view_scatter_backward", out, {x},
+           RecordInfo().flops(0, 0).saves_nothing().differentiable(),
            [xs, st, offset](const Tensor& g) -> std::vector<Tensor> {
              return {view_scatter(g, xs, st, offset)};
            });
@@ -90,7 +91,7 @@ Tensor detail::view_scatter(const Tensor& g, const Shape& in_shape, const Shape&
   Tensor dx = view_scatter_raw(g, in_shape, st, offset);
   if (needs_record({&g})) {
     const Shape gs = g.shape();
-    record("view_scatter", dx, {g}, RecordInfo().flops(0, 0).saved().differentiable(),
+    record("view_scatter", dx, {g}, RecordInfo().flops(0, 0).saves_nothing().differentiable(),
            [gs, st, offset](const Tensor& gg) -> std::vector<Tensor> {
              return {view_gather(gg, gs, st, offset)};
            });
@@ -101,7 +102,7 @@ Tensor detail::view_scatter(const Tensor& g, const Shape& in_shape, const Shape&
 Tensor detail::record_adjoint(const char* op, Tensor dx, const Tensor& g,
                               std::function<Tensor(const Tensor&)> forward_again) {
   if (needs_record({&g}))
-    record(op, dx, {g}, RecordInfo().flops(0, 0).saved().differentiable(),
+    record(op, dx, {g}, RecordInfo().flops(0, 0).saves_nothing().differentiable(),
            [f = std::move(forward_again)](const Tensor& gg) -> std::vector<Tensor> {
              return {f(gg)};
            });
@@ -210,7 +211,7 @@ Tensor view_op(const char* op, const Tensor& x, const Shape& shape, bool copy_ok
   if (needs_record({&x})) {
     Shape xs = x.shape();
     // data movement only
-    record(op, out, {x}, RecordInfo().flops(0, 0).saved().watch(x).differentiable(),
+    record(op, out, {x}, RecordInfo().flops(0, 0).saves_nothing().watch(x).differentiable(),
            [xs](const Tensor& g) -> std::vector<Tensor> { return {reshape(g, xs)}; });
   }
   return out;
@@ -230,7 +231,7 @@ Tensor slice_view(const char* op, const Tensor& x, int64_t d, int64_t start, int
     const int64_t goff = start * gst[d];
     gst[d] *= step;
     // data movement only
-    record(op, out, {x}, RecordInfo().flops(0, 0).saved().watch(x).differentiable(),
+    record(op, out, {x}, RecordInfo().flops(0, 0).saves_nothing().watch(x).differentiable(),
            [xs, gst, goff](const Tensor& g) -> std::vector<Tensor> {
              return {view_scatter(g, xs, gst, goff)};
            });
@@ -360,7 +361,7 @@ Tensor permute(const Tensor& x, std::vector<int64_t> dims, Site site) {
   Tensor out = make_view(x, os, st, x.impl()->offset);
   if (needs_record({&x})) {
     // data movement only
-    record("permute", out, {x}, RecordInfo().flops(0, 0).saved().watch(x).differentiable(),
+    record("permute", out, {x}, RecordInfo().flops(0, 0).saves_nothing().watch(x).differentiable(),
            [inv](const Tensor& g) -> std::vector<Tensor> { return {permute(g, inv)}; });
   }
   return out;
@@ -432,7 +433,7 @@ Tensor expand(const Tensor& x, Shape shape, Site site) {
   Tensor out = make_view(x, os, st, x.impl()->offset);
   if (needs_record({&x})) {
     // data movement only
-    record("expand", out, {x}, RecordInfo().flops(0, 0).saved().watch(x).differentiable(),
+    record("expand", out, {x}, RecordInfo().flops(0, 0).saves_nothing().watch(x).differentiable(),
            [xs](const Tensor& g) -> std::vector<Tensor> { return {sum_to(g, xs)}; });
   }
   return out;
@@ -493,7 +494,7 @@ Tensor select(const Tensor& x, int64_t dim, int64_t index, Site site) {
     const int64_t goff = i * gst[d];
     gst.erase(gst.begin() + d);
     // data movement only
-    record("select", out, {x}, RecordInfo().flops(0, 0).saved().watch(x).differentiable(),
+    record("select", out, {x}, RecordInfo().flops(0, 0).saves_nothing().watch(x).differentiable(),
            [xs, gst, goff](const Tensor& g) -> std::vector<Tensor> {
              return {view_scatter(g, xs, gst, goff)};
            });
@@ -526,9 +527,11 @@ Tensor cuda_index_select(const Tensor& x, int64_t d, const Tensor& index) {
     kernels("index_select", x.device())
         .index_select(cdt(x.dtype()), out.data_ptr(), x.data_ptr(), pi, outer, size, k, inner);
   if (needs_record({&x})) {
-    Tensor si = index.detach();
-    record("index_select", out, {x}, RecordInfo().flops(0, 0).saved(si).differentiable(),
-           [xs, d, si](const Tensor& g) -> std::vector<Tensor> {
+    RecordInfo info = RecordInfo().flops(0, 0);
+    Saved hi = info.save(index);
+    record("index_select", out, {x}, info.differentiable(),
+           [xs, d, hi](const Tensor& g) -> std::vector<Tensor> {
+             const Tensor si = hi.get();
              Tensor dx = zeros(xs, g.dtype(), g.device());
              const int64_t outer = span(xs, 0, d), size = xs[d], inner = span(xs, d + 1, xs.size());
              if (g.numel() > 0)
@@ -583,10 +586,12 @@ Tensor index_select(const Tensor& x_in, int64_t dim, const Tensor& index_in, Sit
     for (int64_t j = 0; j < k; ++j)
       std::memcpy(po + (o * k + j) * inner * es, px + (o * size + pi[j]) * inner * es, inner * es);
   if (needs_record({&x})) {
-    Tensor si = index.detach();
+    RecordInfo info = RecordInfo().flops(0, 0);
+    Saved hi = info.save(index);
     // data movement only
-    record("index_select", out, {x}, RecordInfo().flops(0, 0).saved(si).differentiable(),
-           [xs, d, si](const Tensor& g) -> std::vector<Tensor> {
+    record("index_select", out, {x}, info.differentiable(),
+           [xs, d, hi](const Tensor& g) -> std::vector<Tensor> {
+             const Tensor si = hi.get();
              Tensor dx = zeros(xs, g.dtype());
              const int64_t outer = span(xs, 0, d), size = xs[d], inner = span(xs, d + 1, xs.size());
              const int64_t k = si.numel();
@@ -660,7 +665,7 @@ Tensor cat(const std::vector<Tensor>& xs_in, int64_t dim, Site site) {
     std::vector<bool> want;
     for (const Tensor& x : xs) want.push_back(x.requires_grad());
     // data movement only
-    record("cat", out, xs, RecordInfo().flops(0, 0).saved().differentiable(),
+    record("cat", out, xs, RecordInfo().flops(0, 0).saves_nothing().differentiable(),
            [sizes, want, d](const Tensor& g) -> std::vector<Tensor> {
              std::vector<Tensor> dxs;
              int64_t off = 0;

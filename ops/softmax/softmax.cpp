@@ -70,21 +70,19 @@ Tensor softmax_op(const char* op, const Tensor& x_in, int64_t dim, bool is_log) 
   const RowLayout l = check_softmax(op, x, dim);
   Tensor y = softmax_forward(op, x, l, is_log);
   if (needs_record({&x})) {
-    Tensor sy = y.detach();
     // Cost model per element: ~5 forward (max, subtract, exp, sum, scale), ~4 backward.
     const double n = static_cast<double>(x.numel());
+    RecordInfo info = RecordInfo().flops(5 * n, 4 * n);
+    Saved hy = info.save_output(y);
     record(op, y, {x},
-           RecordInfo()
-               .flops(5 * n, 4 * n)
-               .saved(sy)
-               .rows(static_cast<int>(x.dim() == 0 ? 0 : norm_dim(dim, x.dim(), op, x.shape())))
+           info.rows(static_cast<int>(x.dim() == 0 ? 0 : norm_dim(dim, x.dim(), op, x.shape())))
                .differentiable(),
-           [sy, l, is_log, op, dim](const Tensor& g) -> std::vector<Tensor> {
+           [hy, l, is_log, op, dim](const Tensor& g) -> std::vector<Tensor> {
+             const Tensor sy = hy.get();
              if (creating_graph()) {
                // softmax: y·(g − Σ g·y); log_softmax: g − exp(y)·Σ g (sums along dim, kept)
-               const Tensor y = saved_output(sy);
-               if (is_log) return {sub(g, mul(exp(y), sum(g, {dim}, true)))};
-               return {mul(y, sub(g, sum(mul(g, y), {dim}, true)))};
+               if (is_log) return {sub(g, mul(exp(sy), sum(g, {dim}, true)))};
+               return {mul(sy, sub(g, sum(mul(g, sy), {dim}, true)))};
              }
              return {softmax_backward(op, g, sy, l, is_log)};
            });

@@ -125,9 +125,10 @@ TEST_CASE("create_graph: a user op marked differentiable reattaches what it save
   Tensor y = Tensor::empty({2}, kFloat64);
   y.data<double>()[0] = 1.5 * 1.5;
   y.data<double>()[1] = 4;
-  Tensor xd = x.detach();
-  record("my_square", y, {x}, RecordInfo().differentiable(),
-         [xd](const Tensor& g) -> std::vector<Tensor> { return {g * saved_input(xd, 0) * 2.0}; });
+  RecordInfo info;
+  Saved sx = info.save(x);
+  record("my_square", y, {x}, info.differentiable(),
+         [sx](const Tensor& g) -> std::vector<Tensor> { return {g * sx.get() * 2.0}; });
   Tensor g = grad({y.sum()}, {x}, {}, cg())[0];
   tgt::require_close(g, std::vector<double>{3, -4});
   tgt::require_close(grad({g.sum()}, {x})[0], std::vector<double>{2, 2});
@@ -140,7 +141,10 @@ TEST_CASE("without create_graph gradients have no history") {
   REQUIRE(g.grad_fn() == nullptr);
   REQUIRE_FALSE(creating_graph());
   Tensor s = Tensor::empty({1}, kFloat64);
-  REQUIRE(saved_output(s).same(s));  // outside a recorded backward: the saved tensor itself
+  RecordInfo info;
+  REQUIRE(info.save(s).get().same(s));  // outside a recorded backward: the saved tensor itself
+  const Tensor o = info.save_output(s).get();  // an output: detached, on the same memory
+  REQUIRE((!o.same(s) && o.data_ptr() == s.data_ptr() && !o.requires_grad()));
 }
 
 TEST_CASE("create_graph with a gradient hook and fan-in sums recorded") {

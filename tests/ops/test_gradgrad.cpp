@@ -398,13 +398,13 @@ TEST_CASE("gradgradcheck catches a wrong second derivative") {
   auto cube = [](const Tensor& x) {
     Tensor y = Tensor::empty(x.shape(), kFloat64);
     for (int64_t i = 0; i < x.numel(); ++i) y.data<double>()[i] = std::pow(x.data<double>()[i], 3);
-    Tensor xd = x.detach();
-    record("bad_cube", y, {x}, RecordInfo().differentiable(),
-           [xd](const Tensor& g) -> std::vector<Tensor> {
-             if (creating_graph())
-               return {g * saved_input(xd, 0) * 2.0 + g * (xd * xd * 3.0 - xd * 2.0)};
-             return {g * xd * xd * 3.0};
-           });
+    RecordInfo info;
+    Saved sx = info.save(x);
+    record("bad_cube", y, {x}, info.differentiable(), [sx](const Tensor& g) -> std::vector<Tensor> {
+      const Tensor xd = sx.get().detach();
+      if (creating_graph()) return {g * sx.get() * 2.0 + g * (xd * xd * 3.0 - xd * 2.0)};
+      return {g * xd * xd * 3.0};
+    });
     return y;
   };
   manual_seed(9);

@@ -1,5 +1,5 @@
 // tests/ops/test_inplace.cpp — in-place writes (ops/inplace/inplace.cpp) and the version counter
-// (autograd/tape.cpp): values of add_, sub_, mul_, div_, clamp_, zero_, fill_, copy_,
+// (autograd/engine.cpp): values of add_, sub_, mul_, div_, clamp_, zero_, fill_, copy_,
 // masked_fill_ on contiguous tensors and on views (which write into their base); versions
 // shared by views; PyTorch's rules under autograd (leaf refused, non-leaf rebased, gradients
 // through the rebased history); and the backward error when a saved tensor was overwritten, by an
