@@ -1,5 +1,5 @@
 // autograd/copy_detail.hpp — internal (not installed): the CPU kernel behind detail::dense_copy,
-// the one thing ops/ registers into autograd. autograd has a plain strided loop; ops/shape/shape.cpp,
+// the one thing ops/ registers into autograd. autograd has a plain strided loop; ops/shape/views.cpp,
 // where every strided tensor is made, registers ops' blocked and parallel strided copy
 // (cpu::strided_copy) at start-up in its place. It cannot be avoided without moving ops' CPU
 // kernel table (its instruction-set variants and threading) into autograd, while

@@ -139,30 +139,6 @@ Tensor Saved::reattached_output() const {
   return reattach(t_, *g_recording_owner);
 }
 
-// ---- deprecated shim: removed once attention/unary are converted to Saved handles ----
-Tensor saved_input(const Tensor& saved, size_t i) {
-  if (!g_recording_owner || !saved.defined()) return saved;
-  const Node* n = g_recording_owner->get();
-  if (i >= n->next.size())
-    throw Error(fmt::format("backward of {} (node #{}): saved_input({}) but the op has {} inputs",
-                            n->op, n->seq, i, n->next.size()));
-  const Edge& e = n->next[i];
-  if (!e.active()) return saved;
-  const Shape& shape = e.node ? e.node->out_shape : e.leaf->shape;
-  const DType dtype = e.node ? e.node->out_dtype : e.leaf->dtype;
-  if (saved.shape() != shape || saved.dtype() != dtype)
-    throw_saved_mismatch(*n, "input", saved, shape, dtype);
-  if (e.leaf) return Tensor(e.leaf);
-  return reattach(saved, e.node);
-}
-Tensor saved_output(const Tensor& saved) {
-  if (!g_recording_owner || !saved.defined()) return saved;
-  const Node& n = **g_recording_owner;
-  if (saved.shape() != n.out_shape || saved.dtype() != n.out_dtype)
-    throw_saved_mismatch(n, "output", saved, n.out_shape, n.out_dtype);
-  return reattach(saved, *g_recording_owner);
-}
-
 // ---- record ----
 namespace {
 // The study tools at record time (only when one is on): input shapes (inspect), flops and

@@ -152,16 +152,6 @@ struct RecordInfo {
     return *this;
   }
 
-  // ---- deprecated shim: removed once attention/unary are converted to save() ----
-  // saved(sx, sy): the sum of their bytes and their versions, without handles; the closure then
-  // reads them through saved_input / saved_output below.
-  template <typename... Ts>
-  RecordInfo& saved(const Ts&... t) {
-    saves_nothing();
-    (note(t, false), ...);
-    return *this;
-  }
-
  private:
   void note(const Tensor& t, bool output);  // its bytes, storage version and identity
 };
@@ -181,12 +171,5 @@ inline void record(const char* op, Tensor& out, std::initializer_list<Tensor> in
 inline void record(const char* op, Tensor& out, const std::vector<Tensor>& inputs, BackwardFn fn) {
   record(op, out, inputs, RecordInfo(), std::move(fn));
 }
-
-// ---- deprecated shim: removed once attention/unary are converted to Saved handles ----
-// A tensor saved (detached) from input i of the op, given back with that input's history while
-// creating_graph(); `saved` must have input i's shape and dtype. Otherwise `saved` itself.
-Tensor saved_input(const Tensor& saved, size_t i);
-// The same for the op's output: while creating_graph() its history is the node now running.
-Tensor saved_output(const Tensor& saved);
 
 }  // namespace tg

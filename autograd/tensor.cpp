@@ -126,7 +126,7 @@ void dense_cpu(void* out, const void* x, const Shape& shape, const Shape& st) {
 }  // namespace
 
 namespace {
-CpuStridedCopy g_cpu_strided_copy = nullptr;  // set by ops/shape/shape.cpp at start-up
+CpuStridedCopy g_cpu_strided_copy = nullptr;  // set by ops/shape/views.cpp at start-up
 }  // namespace
 void set_cpu_strided_copy(CpuStridedCopy f) { g_cpu_strided_copy = f; }
 

@@ -3,7 +3,7 @@
 //
 // Views as in PyTorch: transpose, permute, t, narrow, slice, select, expand, squeeze, unsqueeze,
 // detach, and view/reshape where the strides allow, return tensors on the same storage with
-// their own offset and strides (ops/shape/shape.cpp). is_contiguous() says whether the elements lie in
+// their own offset and strides (ops/shape/views.cpp). is_contiguous() says whether the elements lie in
 // row-major order; contiguous() copies when they do not (free when they do). Kernels read
 // contiguous memory: each op makes a strided input contiguous first, so data<T>() refuses a
 // non-contiguous tensor, while data_ptr() is PyTorch's (the first element; honour strides()).
@@ -145,7 +145,7 @@ struct Storage {
 };
 
 class Tensor;
-class TensorIndex;  // ops/ops.hpp
+class TensorIndex;  // ops/index/index.hpp
 struct Node;
 // A gradient hook reads the incoming gradient; returning a defined tensor replaces it.
 using GradHook = std::function<Tensor(const Tensor&)>;

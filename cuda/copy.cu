@@ -1,7 +1,7 @@
 // cuda/copy.cu — the memory-shaped kernels of kernels.cuh: fill, cast, the strided gather copy
 // (transpose, permute, expand, narrow/slice, each input of cat), index_select and its adjoint
 // index_add (atomics, or a deterministic sort-then-segment-sum), and the index range check.
-// CPU twins: autograd/tensor.cpp (fill_with, convert_tensor), ops/shape/shape.cpp (gather,
+// CPU twins: autograd/tensor.cpp (fill_with, convert_tensor), ops/shape/views.cpp (gather,
 // index_select and its backward), ops/index/embedding.cpp. Deliberately not here: elementwise math
 // (elementwise.cu), reductions (reduce.cu).
 //
@@ -168,7 +168,7 @@ __global__ void index_add_atomic_kernel(T* dx, const T* g, const int64_t* idx, i
 // Deterministic index_add over the positions sorted by index (keys ascending, pos ascending
 // within equal keys): the thread of the first position k of each run of equal keys adds the
 // run's g rows into its dx element in position order, so each dx element is summed in the
-// CPU's order (ops/shape/shape.cpp: for k ascending, dst += src), with no races.
+// CPU's order (ops/shape/views.cpp: for k ascending, dst += src), with no races.
 template <typename T, typename I>
 __global__ void index_add_sorted_kernel(T* dx, const T* g, const uint64_t* keys, const int64_t* pos,
                                         int64_t n_src, I n_idx, I inner, I total) {

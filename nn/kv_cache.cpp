@@ -59,7 +59,7 @@ int64_t numel_or_overflow(const Shape& s) {
 void check_kv(const Tensor& k, const Tensor& v) {
   if (!k.defined() || !v.defined() || k.dim() != 4 || v.dim() != 4 ||
       k.shape()[0] != v.shape()[0] || k.size(1) != v.size(1) || k.size(2) != v.size(2))
-    throw Error(fmt::format("{}: k {} and v {} must be (B, T, NKV, hd) and (B, T, NKV, hd_v)", kOp,
+    throw Error(fmt::format("{}: k {} and v {} must be (B, T, NKV, hs) and (B, T, NKV, hs_v)", kOp,
                             k.defined() ? shape_str(k.shape()) : "undefined",
                             v.defined() ? shape_str(v.shape()) : "undefined"));
   if (grad_enabled() && (k.requires_grad() || v.requires_grad()))
@@ -118,7 +118,7 @@ std::pair<Tensor, Tensor> KVCache::append(const Tensor& k, const Tensor& v, cons
 void KVCache::allocate(const Tensor& k, const Tensor& v, const Shape& want_k, const Shape& want_v) {
   if (numel_or_overflow(want_k) < 0 || numel_or_overflow(want_v) < 0)
     throw Error(fmt::format(
-        "{}: its buffers k {} and v {} ((B, {}, NKV, hd) for k {}, v {}) have more elements "
+        "{}: its buffers k {} and v {} ((B, {}, NKV, hs) for k {}, v {}) have more elements "
         "than int64 holds; use a smaller capacity",
         where(), shape_str(want_k), shape_str(want_v), rolling_ ? "2·capacity" : "capacity",
         shape_str(k.shape()), shape_str(v.shape())));
@@ -160,7 +160,7 @@ std::pair<Tensor, Tensor> KVCache::append_as(const Tensor& k, const Tensor& v,
   if (!fits) {
     if (seen_ > 0)
       throw Error(
-          fmt::format("{}: k {}, v {} do not continue the cached (B, ·, NKV, hd) = ({}, ·, "
+          fmt::format("{}: k {}, v {} do not continue the cached (B, ·, NKV, hs) = ({}, ·, "
                       "{}, {}) {}; reset() before a new sequence",
                       kOp, shape_str(k.shape()), shape_str(v.shape()), k_.size(0), k_.size(2),
                       k_.size(3), dtype_name(k_.dtype())));

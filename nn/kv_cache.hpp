@@ -1,11 +1,11 @@
 // nn/kv_cache.hpp — the key/value cache of incremental decoding: one per attention layer, it
-// keeps the keys and values (heads last, (B, n, NKV, hd)) of every position seen so far, so that
+// keeps the keys and values (heads last, (B, n, NKV, hs)) of every position seen so far, so that
 // generating one more token runs the model on that token alone (queries at an offset: the
 // attention's structural mask aligned bottom-right, docs/attention.md).
 //
 //   nn::KVCache cache(block);                    // up to `block` positions
-//   auto [K, V] = cache.append(k, v);            // k, v (B, T, NKV, hd): the new positions
-//   // K, V (B, n + T, NKV, hd): every cached position, oldest first, then the new ones
+//   auto [K, V] = cache.append(k, v);            // k, v (B, T, NKV, hs): the new positions
+//   // K, V (B, n + T, NKV, hs): every cached position, oldest first, then the new ones
 //
 // A rolling cache keeps the last `capacity` positions and drops older ones: exact for
 // sliding-window attention whose window is at most `capacity` keys per query, the query included
@@ -45,7 +45,7 @@ class KVCache {
   // (its shape comes from k and v): a capacity too large for memory throws there, naming the cache.
   explicit KVCache(int64_t capacity, bool rolling = false);
 
-  // Appends k, v (B, T, NKV, hd) and returns (K, V) (B, n, NKV, hd): every kept earlier
+  // Appends k, v (B, T, NKV, hs) and returns (K, V) (B, n, NKV, hs): every kept earlier
   // position (rolling: at most capacity - 1), oldest first, then the T new ones (rolling, T > 1:
   // possibly more than capacity keys in all, copied, since the new queries need keys it drops).
   // Throws tg::Error naming the shapes when k and v disagree with each other or with the earlier
@@ -76,7 +76,7 @@ class KVCache {
   int64_t seen_ = 0;
   const Module* owner_ = nullptr;  // the layer whose positions it holds (seen_ > 0); null: direct
   std::string owner_name_;         // how errors name it
-  Tensor k_, v_;  // (B, capacity, NKV, hd), or (B, 2·capacity, NKV, hd) when rolling
+  Tensor k_, v_;  // (B, capacity, NKV, hs), or (B, 2·capacity, NKV, hs) when rolling
 };
 
 }  // namespace tg::nn

@@ -30,6 +30,7 @@
 #pragma once
 
 #include "autograd/tensor.hpp"
+#include "ops/index/index.hpp"  // TensorIndex, x.index({...})
 
 #include <array>
 #include <utility>
@@ -288,19 +289,23 @@ Tensor logsumexp(const Tensor& x, std::vector<int64_t> dims, bool keepdim = fals
 // Spelled tg::std where `using namespace tg` is in force (std alone names the namespace).
 Tensor std(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false,
            int64_t correction = 1, Site site = Site::here());
+// (std, mean), PyTorch's order.
+std::pair<Tensor, Tensor> std_mean(const Tensor& x, std::vector<int64_t> dims = {},
+                                   bool keepdim = false, int64_t correction = 1,
+                                   Site site = Site::here());
 // Products and running scans along one dim (reduce/scan.cpp): prod's and cumprod's gradients are
 // exact with zeros; cummax / cummin return values and indices (a NaN stays once seen, ties take the
-// later index, PyTorch's rules); logcumsumexp is stable. std_mean returns (std, mean).
+// later index, PyTorch's rules); logcumsumexp is stable.
 Tensor prod(const Tensor& x, Site site = Site::here());  // every element: a 0-dim result
 Tensor prod(const Tensor& x, int64_t dim, bool keepdim = false, Site site = Site::here());
+// Running sum along dim; int64 and bool inputs give int64, like PyTorch; float32 accumulates in
+// double.
+Tensor cumsum(const Tensor& x, int64_t dim, Site site = Site::here());
 Tensor cumprod(const Tensor& x, int64_t dim, Site site = Site::here());
 struct ValuesIndices;
 ValuesIndices cummax(const Tensor& x, int64_t dim, Site site = Site::here());
 ValuesIndices cummin(const Tensor& x, int64_t dim, Site site = Site::here());
 Tensor logcumsumexp(const Tensor& x, int64_t dim, Site site = Site::here());
-std::pair<Tensor, Tensor> std_mean(const Tensor& x, std::vector<int64_t> dims = {},
-                                   bool keepdim = false, int64_t correction = 1,
-                                   Site site = Site::here());
 // bool results (no gradient): a number is true where it is not 0
 Tensor all(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false,
            Site site = Site::here());
@@ -545,9 +550,6 @@ ValuesIndices sort(const Tensor& x, int64_t dim = -1, bool descending = false,
                    Site site = Site::here());
 Tensor argsort(const Tensor& x, int64_t dim = -1, bool descending = false,
                Site site = Site::here());  // int64, the indices of sort
-// Running sum along dim; int64 and bool inputs give int64, like PyTorch; float32 accumulates in
-// double.
-Tensor cumsum(const Tensor& x, int64_t dim, Site site = Site::here());
 // x (B..., N, C): keeps (r, c) with c - r <= diagonal (tril) or c - r >= diagonal (triu), zeroes
 // the rest.
 Tensor tril(const Tensor& x, int64_t diagonal = 0, Site site = Site::here());
@@ -559,55 +561,6 @@ Tensor one_hot(const Tensor& index, int64_t num_classes = -1, Site site = Site::
 // them). Without replacement num_samples <= the non-zero categories of every row.
 Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement = false,
                    Site site = Site::here());
-
-// ---- indexing: x.index({...}) (index/index.cpp) ----
-// PyTorch's C++ indexing (torch::indexing): x.index({0, Slice(1, None, 2), None, Ellipsis}).
-// An integer selects (the dim goes), a Slice narrows with a step, None inserts a size-1 dim,
-// Ellipsis stands for the dims not named; all of these give views. Tensor indices are advanced
-// indexing (a copy), NumPy's and PyTorch's rules: int64 tensors of any ndim broadcast together
-// and pick elements (negative values count from the end); a bool tensor stands for its nonzero()
-// positions over as many dims as it has; adjacent advanced indices put their broadcast shape
-// where they stand, separated ones put it first. index_put_ writes into the same places.
-namespace indexing {
-struct NoneIndex {};
-struct EllipsisIndex {};
-inline constexpr NoneIndex None{};
-inline constexpr EllipsisIndex Ellipsis{};
-struct Slice {
-  std::optional<int64_t> start, stop;
-  int64_t step = 1;
-  Slice() = default;
-  Slice(std::optional<int64_t> start_, std::optional<int64_t> stop_ = std::nullopt,
-        int64_t step_ = 1)
-      : start(start_), stop(stop_), step(step_) {}
-  Slice(std::optional<int64_t> start_, NoneIndex, int64_t step_ = 1) : start(start_), step(step_) {}
-  Slice(NoneIndex, std::optional<int64_t> stop_ = std::nullopt, int64_t step_ = 1)
-      : stop(stop_), step(step_) {}
-  Slice(NoneIndex, NoneIndex, int64_t step_ = 1) : step(step_) {}
-};
-}  // namespace indexing
-class TensorIndex {
- public:
-  enum class Kind { Integer, Slice, None, Ellipsis, Tensor };
-  TensorIndex(int64_t i) : kind_(Kind::Integer), i_(i) {}
-  TensorIndex(int i) : kind_(Kind::Integer), i_(i) {}
-  TensorIndex(indexing::Slice s) : kind_(Kind::Slice), slice_(s) {}
-  TensorIndex(indexing::NoneIndex) : kind_(Kind::None) {}
-  TensorIndex(indexing::EllipsisIndex) : kind_(Kind::Ellipsis) {}
-  TensorIndex(const Tensor& t) : kind_(Kind::Tensor), t_(t) {}
-  Kind kind() const { return kind_; }
-  int64_t integer() const { return i_; }
-  const indexing::Slice& slice() const { return slice_; }
-  const Tensor& tensor() const { return t_; }
-  std::string str() const;  // "0", "1:None:2", "None", "...", "tensor(3,) int64"
-
- private:
-  Kind kind_;
-  int64_t i_ = 0;
-  indexing::Slice slice_;
-  Tensor t_;
-};
-Tensor index(const Tensor& x, const std::vector<TensorIndex>& indices, Site site = Site::here());
 
 // ---- in-place writes (inplace/) ----
 // Each writes into x's elements (a view writes into its base), bumps the storage version
@@ -640,8 +593,6 @@ Tensor index_put_(const Tensor& x, const std::vector<TensorIndex>& indices, doub
 // PyTorch's index_put_(indices, values, accumulate): values broadcast to the indexed shape;
 // accumulate adds (a repeated position gets the sum of its values), else each position takes
 // its last write in index order (PyTorch's CPU order; only that write gets a gradient).
-// Tensor::index_put_(indices, values, accumulate) belongs in autograd/tensor.hpp beside the
-// two existing methods.
 Tensor index_put_(const Tensor& x, const std::vector<TensorIndex>& indices, const Tensor& values,
                   bool accumulate, Site site = Site::here());
 // Out-of-place (torch.index_put): x with the writes above, x itself unchanged.

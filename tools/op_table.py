@@ -22,7 +22,8 @@ import sys
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 # The public op headers; ops/pending_*.hpp hold declarations waiting to be folded into ops.hpp.
-HEADERS = ["ops/ops.hpp", "ops/attention/attention.hpp", "ops/functional/functional.hpp"]
+HEADERS = ["ops/ops.hpp", "ops/index/index.hpp", "ops/attention/attention.hpp",
+           "ops/functional/functional.hpp"]
 # Return types of namespace-level functions that are not ops (shape helpers, switches): every
 # other function declared in namespace tg, or in a public namespace inside it (named with its
 # prefix: func::vjp), is an op and gets a row.

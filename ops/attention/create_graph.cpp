@@ -47,15 +47,15 @@ Tensor backward_op(const std::shared_ptr<const RowsCtx>& c, const Tensor& q4, co
                                 o + nq, o + nq + nk);
   });
   if (!needs_record({&q4, &k4, &v4, &g4})) return out;
-  const Tensor qd = q4.detach(), kd = k4.detach(), vd = v4.detach(), gd = g4.detach();
   const Dims& d = c->call.d;
   const double pairs = static_cast<double>(d.B) * d.NH * c->plan.per_bh;
-  record(kOp, out, {q4, k4, v4, g4},
-         RecordInfo()
-             .flops(pairs * (4.0 * d.hs + 4.0 * d.hsv), pairs * (8.0 * d.hs + 10.0 * d.hsv))
-             .saved(qd, kd, vd, gd),
-         [c, qd, kd, vd, gd, nq, nk](const Tensor& gg_in) -> std::vector<Tensor> {
+  RecordInfo info;
+  info.flops(pairs * (4.0 * d.hs + 4.0 * d.hsv), pairs * (8.0 * d.hs + 10.0 * d.hsv));
+  const Saved sq = info.save(q4), sk = info.save(k4), sv = info.save(v4), sg = info.save(g4);
+  record(kOp, out, {q4, k4, v4, g4}, info,
+         [c, sq, sk, sv, sg, nq, nk](const Tensor& gg_in) -> std::vector<Tensor> {
            const Tensor gg = gg_in.contiguous();
+           const Tensor qd = sq.get(), kd = sk.get(), vd = sv.get(), gd = sg.get();
            Tensor q2 = Tensor::empty(qd.shape(), qd.dtype()),
                   k2 = Tensor::empty(kd.shape(), kd.dtype());
            Tensor v2 = Tensor::empty(vd.shape(), vd.dtype()),
@@ -82,7 +82,7 @@ std::vector<Tensor> attention_slots(const std::vector<Tensor>& live) {
       continue;
     }
     Tensor out = make_view(t, t.shape(), t.strides(), t.impl()->offset);
-    record("alias", out, {t}, RecordInfo().flops(0, 0).saved().differentiable(),
+    record("alias", out, {t}, RecordInfo().flops(0, 0).saves_nothing().differentiable(),
            [](const Tensor& g) -> std::vector<Tensor> { return {g}; });
     slots.push_back(out);
   }
@@ -187,12 +187,12 @@ std::vector<Tensor> sdpa_create_graph(const SdpaCall& c, const Tensor& q, const 
   // The node's inputs with their histories.
   const bool qkv = c.d.packing == Dims::kQKV, kv = c.d.packing == Dims::kKV;
   std::vector<Tensor> live;
-  live.push_back(saved_input(q, live.size()));
-  if (!qkv) live.push_back(saved_input(k, live.size()));
-  if (!qkv && !kv) live.push_back(saved_input(v, live.size()));
-  if (c.mask_grad) live.push_back(saved_input(c.mask.additive_part().detach(), live.size()));
-  if (c.rel_grad) live.push_back(saved_input(c.mask.rel_table().detach(), live.size()));
-  if (c.alibi_grad) live.push_back(saved_input(c.mask.slopes().detach(), live.size()));
+  live.push_back(q);
+  if (!qkv) live.push_back(k);
+  if (!qkv && !kv) live.push_back(v);
+  if (c.mask_grad) live.push_back(c.mask.additive_part());
+  if (c.rel_grad) live.push_back(c.mask.rel_table());
+  if (c.alibi_grad) live.push_back(c.mask.slopes());
   const bool data_grad = c.mask_grad || c.rel_grad || c.alibi_grad;
   if (!data_grad && !q.device().is_cuda()) return rows_grad(c, live, keep, g);
   if (c.dropout)

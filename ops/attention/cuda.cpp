@@ -96,17 +96,14 @@ SdpaForward fused(const SdpaCall& c, const Tensor& q, const Tensor& k, const Ten
   if (!c.record) return f;
   const double pairs = static_cast<double>(d.B) * d.NH * d.T * d.S;
   f.info.flops(pairs * (2.0 * d.hs + 2.0 * d.hsv + 5), pairs * (4.0 * d.hs + 4.0 * d.hsv + 3));
-  if (d.packing == Dims::kQKV)
-    f.info.saved(q, f.res.output, lse);
-  else if (d.packing == Dims::kKV)
-    f.info.saved(q, k, f.res.output, lse);
-  else
-    f.info.saved(q, k, v, f.res.output, lse);
+  // What the backward reads besides q, k, v (sdpa() saves those): the output and the row sums.
+  const Saved so = f.info.save_output(f.res.output);
+  f.info.save(lse);
   // The mask's tensors stay alive with the node: the lowering points into them.
   std::shared_ptr<const FusedMask> md = fm;
   f.backward = [c, md, lse, qd = q.detach(), kd = k.detach(), vd = v.detach(),
-                od = f.res.output.detach()](const Tensor& g) {
-    return fused_backward(c, *md, qd, kd, vd, od, lse, g);
+                so](const Tensor& g) {
+    return fused_backward(c, *md, qd, kd, vd, so.get(), lse, g);
   };
   return f;
 }

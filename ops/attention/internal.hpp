@@ -138,12 +138,13 @@ Tensor composed_additive(const kern::AttentionLayout& d, const AttentionMask& m,
 
 // ---- create_graph (create_graph.cpp) ----
 // The node's input gradients for dout g as recorded ops, so they differentiate again; q, k, v
-// the detached operands the node saved (reattached here with saved_input, as are the mask's
-// tensors that are inputs), keep the CPU's dropout tiles. Without a differentiable mask or bias,
-// the CPU computes them in O(T·W) memory by one recorded op (scaled_dot_product_attention_backward,
-// P recomputed row by row; its own backward the second-order kernel, ops/attention/cpu/grad2.cpp);
-// otherwise, and on CUDA, by the composed path (O(T·S)), refusing dropout (it would draw another
-// mask). Undefined for an input that needs no gradient.
+// the node's inputs with their histories (its Saved handles; k and v undefined where packed into
+// q; the mask's differentiable tensors, also inputs, come from c.mask), keep the CPU's dropout
+// tiles. Without a differentiable mask or bias, the CPU computes them in O(T·W) memory by one
+// recorded op (scaled_dot_product_attention_backward, P recomputed row by row; its own backward the
+// second-order kernel, ops/attention/cpu/grad2.cpp); otherwise, and on CUDA, by the composed path
+// (O(T·S)), refusing dropout (it would draw another mask). Undefined for an input that needs no
+// gradient.
 std::vector<Tensor> sdpa_create_graph(const SdpaCall& c, const Tensor& q, const Tensor& k,
                                       const Tensor& v, const Tensor& keep, const Tensor& g);
 

@@ -153,12 +153,8 @@ SdpaForward detail::cpu_sdpa(const SdpaCall& s, const Tensor& q, const Tensor& k
   // dV and dP 2·hs_v each, softmax ~3, dQ and dK 2·hs each.
   const double pairs = static_cast<double>(d.B) * d.NH * c->plan.per_bh;
   f.info.flops(pairs * (2.0 * d.hs + 2.0 * d.hsv + 5), pairs * (4.0 * d.hs + 4.0 * d.hsv + 3));
-  if (d.packing == Dims::kQKV)
-    f.info.saved(q, c->P, c->keep);
-  else if (d.packing == Dims::kKV)
-    f.info.saved(q, k, c->P, c->keep);
-  else
-    f.info.saved(q, k, v, c->P, c->keep);
+  f.info.save(c->P);  // intermediates the context holds: their bytes and versions (q, k, v: sdpa())
+  f.info.save(c->keep);
   f.keep = c->keep;
   std::shared_ptr<const Ctx> cc = c;
   f.backward = [cc, qd = q.detach(), kd = k.detach(), vd = v.detach()](const Tensor& g) {
@@ -202,10 +198,15 @@ AttentionResult sdpa(const SdpaChecked& ch, const Tensor& q, const Tensor& k, co
   if (c->rel_grad) node_inputs.push_back(c->mask.rel_table());
   if (c->alibi_grad) node_inputs.push_back(c->mask.slopes());
   // create_graph: the backward as recorded ops (create_graph.cpp).
+  // The operands the backward reads, one handle each (packed k and v are views of q's input).
+  const bool qkv = c->d.packing == Dims::kQKV, kv = c->d.packing == Dims::kKV;
+  const Saved sq = f.info.save(q), sk = qkv ? Saved() : f.info.save(k),
+              sv = qkv || kv ? Saved() : f.info.save(v);
   record(kSdpa, f.res.output, node_inputs, f.info.rows(3, attention_rows(c->d)).differentiable(),
-         [c, backward = std::move(f.backward), keep = f.keep, qd = q.detach(), kd = k.detach(),
-          vd = v.detach()](const Tensor& g) -> std::vector<Tensor> {
-           if (creating_graph()) return sdpa_create_graph(*c, qd, kd, vd, keep, g);
+         [c, backward = std::move(f.backward), keep = f.keep, sq, sk,
+          sv](const Tensor& g) -> std::vector<Tensor> {
+           if (creating_graph())
+             return sdpa_create_graph(*c, sq.get(), sk.get(), sv.get(), keep, g);
            return backward(g);
          });
   return f.res;

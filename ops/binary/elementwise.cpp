@@ -1,5 +1,5 @@
-// ops/binary/elementwise.cpp — elementwise math with NumPy broadcasting, forward and backward side by
-// side; the one generic unbroadcast (sum_to); comparisons; C++ operators and Tensor methods.
+// ops/binary/elementwise.cpp — elementwise math with NumPy broadcasting, forward and backward side
+// by side; the one generic unbroadcast (sum_to); comparisons; C++ operators and Tensor methods.
 // Binary ops need both operands of one dtype (no implicit promotion: an error says so); true
 // division promotes int64 to the default float dtype and pow keeps int64; add / sub / mul, neg
 // and abs keep int64, wrapping on overflow, take a number as PyTorch reads a Python scalar, and
@@ -139,14 +139,14 @@ Tensor unary_op(const char* op, UnCode code, const Tensor& x, std::optional<UnCo
            [](const Tensor& g) -> std::vector<Tensor> { return {zeros_like(g)}; });
     return out;
   }
-  Tensor sx = kern::unary_reads_x(bcode.op) ? x.detach() : Tensor();
-  Tensor sy = kern::unary_reads_y(bcode.op) ? out.detach() : Tensor();
-  record(op, out, {x}, elementwise_info(out, 1).saved(sx, sy).differentiable(),
-         [sx, sy, bcode](const Tensor& g) -> std::vector<Tensor> {
-           if (creating_graph())
-             return {unary_grad(bcode, g, saved_input(sx, 0), saved_output(sy))};
-           return {unary_backward(bcode, g, sx, sy)};
-         });
+  RecordInfo info = elementwise_info(out, 1);
+  info.saves_nothing().differentiable();
+  const Saved sx = kern::unary_reads_x(bcode.op) ? info.save(x) : Saved();
+  const Saved sy = kern::unary_reads_y(bcode.op) ? info.save_output(out) : Saved();
+  record(op, out, {x}, info, [sx, sy, bcode](const Tensor& g) -> std::vector<Tensor> {
+    if (creating_graph()) return {unary_grad(bcode, g, sx.get(), sy.get())};
+    return {unary_backward(bcode, g, sx.get(), sy.get())};
+  });
   return out;
 }
 }  // namespace detail

@@ -49,6 +49,16 @@ inline void check_same_dtype(const Tensor& a, const Tensor& b, const char* op, c
                             shape_str(a.shape()), dtype_name(a.dtype()), bn, shape_str(b.shape()),
                             dtype_name(b.dtype())));
 }
+// The product of shape[b, e): the outer or inner extent around a dim.
+inline int64_t span(const Shape& s, int64_t b, int64_t e) {
+  int64_t p = 1;
+  for (int64_t d = b; d < e; ++d) p *= s[d];
+  return p;
+}
+// A list of ints as errors print it: [1,2,3].
+inline std::string list_str(const std::vector<int64_t>& v) {
+  return fmt::format("[{}]", fmt::join(v, ","));
+}
 // Normalises a possibly negative dim against rank n.
 inline int64_t norm_dim(int64_t d, int64_t n, const char* op, const Shape& shape) {
   int64_t r = d < 0 ? d + n : d;
@@ -100,7 +110,7 @@ inline const Tensor& dense_ref(const Tensor& t, Tensor& hold) {
   return hold;
 }
 
-// ---- views (ops/shape/shape.cpp) ----
+// ---- views (ops/shape/views.cpp) ----
 // Do these strides lay `shape` out row-major (ignoring size-1 dims; always for no elements)?
 bool is_row_major(const Shape& shape, const Shape& strides);
 // A view of x's storage with its own shape, strides and offset (elements), not recorded; empty

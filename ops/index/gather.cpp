@@ -5,22 +5,20 @@
 //                                       dx = dout, dsrc = dout gathered at index
 //   topk, sort, argsort                 values and int64 indices along dim; dx = dvalues put back
 //                                       at the chosen positions, zero elsewhere
-//   cumsum(x, dim)                      running sum; dx = the running sum of dout from the end
 //   tril, triu(x, diagonal)             the last two dims (N, C) of (B..., N, C) masked; dx = the
 //                                       same mask of dout
 //   one_hot, multinomial                int64 results, no gradient
-// Every op: check → allocate → kernel (ops/index/cpu/indexing.cpp) → record. Shape vocabulary: a tensor
-// seen around one dim is (outer, n, inner); N rows, C categories or columns, B batch.
+// Every op: check → allocate → kernel (ops/index/cpu/indexing.cpp) → record. Shape vocabulary: a
+// tensor seen around one dim is (outer, n, inner); N rows, C categories or columns, B batch.
 // Semantics and argument names are PyTorch's; where they differ: scatter_add's dsrc has src's
 // shape, zero where index does not reach (PyTorch 1.13 fails when src is larger than index); topk
 // breaks ties by the lower index, like a stable sort, and sorted = false returns the chosen k in
 // index order. 0-dim inputs act as 1-D of one element (dims 0 and -1), like PyTorch.
 // CUDA: no kernels of this family yet. An input on a CUDA device goes through via_cpu
-// (ops/core/cuda_dispatch.hpp, the one fallback): the op runs on CPU copies and its outputs return to
-// the device, gradients flowing back through both copies; multinomial therefore always draws from
-// the CPU generator, so one seed gives the same draws on every device.
-// Deliberately not here: index_select (shape.cpp), embedding (embedding.cpp), scatter without
-// add, in-place variants.
+// (ops/core/cuda_dispatch.hpp, the one fallback): the op runs on CPU copies and its outputs return
+// to the device, gradients flowing back through both copies; multinomial therefore always draws
+// from the CPU generator, so one seed gives the same draws on every device. Deliberately not here:
+// index_select (shape.cpp), embedding (embedding.cpp), scatter without add, in-place variants.
 #include "ops/core/cpu/kernels.hpp"
 #include "ops/core/cuda_dispatch.hpp"
 #include "ops/core/detail.hpp"
@@ -259,42 +257,6 @@ ValuesIndices topk(const Tensor& x, int64_t k, int64_t dim, bool largest, bool s
     throw Error(fmt::format("{}: k {} is out of range [0, {}] for dim {} of x {}", op, k, wx[d], d,
                             shape_str(x.shape())));
   return sort_kernel(op, x, d, k, largest, sorted, true);
-}
-
-// ---- cumsum: out_j = Σ_{j' <= j} x_j' along dim; dx_j = Σ_{j' >= j} dout_j' ----
-Tensor cumsum(const Tensor& x_in, int64_t dim, Site site) {
-  SiteScope scope(site);
-  const Tensor x = contig(x_in);
-  constexpr const char* op = "cumsum";
-  check_defined(x, op, "x");
-  if (on_cuda(x)) return via_cpu(x.device(), &tg::cumsum, x, dim, site);
-  const Shape xs = x.shape(), wx = working(xs);
-  const int64_t d = norm_dim(dim, static_cast<int64_t>(wx.size()), op, xs);
-  const Around a = around(wx, d);
-  Tensor out = Tensor::empty(xs, is_floating(x.dtype()) ? x.dtype() : kInt64);  // like PyTorch
-  dispatch_all(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    using O = std::conditional_t<std::is_floating_point_v<T>, T, int64_t>;
-    cpu::cumsum<T, O>(out.data<O>(), x.data<T>(), a.outer, a.n, a.inner, false);
-  });
-  if (needs_record({&x})) {
-    record(op, out, {x},
-           RecordInfo()
-               .flops(static_cast<double>(x.numel()), static_cast<double>(x.numel()))
-               .saves_nothing()
-               .differentiable(),
-           [xs, a, dim](const Tensor& g) -> std::vector<Tensor> {
-             if (creating_graph())  // the sum from the end: flip, cumsum, flip
-               return {flip(cumsum(flip(g, {dim}), dim), {dim})};
-             Tensor dx = Tensor::empty(xs, g.dtype());
-             dispatch_float(g.dtype(), "cumsum backward", [&](auto tag) {
-               using T = decltype(tag);
-               cpu::cumsum<T, T>(dx.data<T>(), g.data<T>(), a.outer, a.n, a.inner, true);
-             });
-             return {dx};
-           });
-  }
-  return out;
 }
 
 // ---- tril / triu: x (B..., N, C) keeps (r, c) with c - r <= diagonal (tril) or >= (triu) ----

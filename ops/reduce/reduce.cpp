@@ -1,14 +1,14 @@
-// ops/reduce/reduce.cpp — reductions over one or several dims (sum, mean, max with amax semantics, var,
-// argmax), forward and backward side by side, and the Tensor methods that call them.
+// ops/reduce/reduce.cpp — reductions over one or several dims (sum, mean, max with amax semantics,
+// var, argmax), forward and backward side by side, and the Tensor methods that call them.
 //
 // Each op: check → plan → allocate → kernel → record. The plan views the input as (outer,
 // reduced, inner) when the reduced dims are adjacent (size-1 dims in between do not count); the
-// CPU kernels (ops/reduce/cpu/reduce.cpp: float32 accumulates in double) read that view. Reduced dims
-// that are not adjacent are first gathered by a permuted copy, kept dims first, reduced dims last:
-// (out_numel, count, 1); each backward writes dx in that layout and permutes it back. One path
-// for both backends: kernels(op, x) runs the CPU twin or cuda/reduce.cu.
-// Deliberately not here: softmax/log_softmax (softmax.cpp), layer_norm's statistics (norm.cpp),
-// sum_to's unbroadcast (elementwise.cpp).
+// CPU kernels (ops/reduce/cpu/reduce.cpp: float32 accumulates in double) read that view. Reduced
+// dims that are not adjacent are first gathered by a permuted copy, kept dims first, reduced dims
+// last: (out_numel, count, 1); each backward writes dx in that layout and permutes it back. One
+// path for both backends: kernels(op, x) runs the CPU twin or cuda/reduce.cu. Deliberately not
+// here: softmax/log_softmax (softmax.cpp), layer_norm's statistics (norm.cpp), sum_to's unbroadcast
+// (elementwise.cpp).
 #include "ops/core/detail.hpp"
 #include "ops/core/kernels.hpp"
 #include "ops/ops.hpp"
@@ -336,6 +336,13 @@ Tensor std(const Tensor& x, std::vector<int64_t> dims, bool keepdim, int64_t cor
   const Tensor at_zero = eq(v.detach(), 0.0);
   const Tensor zero = zeros({}, v.dtype(), v.device()), one = ones({}, v.dtype(), v.device());
   return where(at_zero, zero, sqrt(where(at_zero, one, v)));
+}
+
+// (std, mean) in one call, PyTorch's order.
+std::pair<Tensor, Tensor> std_mean(const Tensor& x, std::vector<int64_t> dims, bool keepdim,
+                                   int64_t correction, Site site) {
+  SiteScope scope(site);
+  return {tg::std(x, dims, keepdim, correction, site), mean(x, dims, keepdim, site)};
 }
 
 // Bool results; any dtype in (a number is true where it is not 0, NaN included); empty: all is

@@ -1,15 +1,17 @@
-// ops/reduce/scan.cpp — running products and extremes along one dim, and the product reduction,
-// forward and backward side by side; the kernels are the table's scan_forward / scan_backward
-// (ops/reduce/cpu/scan.cpp, cuda/scan.cu):
+// ops/reduce/scan.cpp — running sums, products and extremes along one dim, and the product
+// reduction, forward and backward side by side; the kernels are the table's scan_forward /
+// scan_backward (ops/reduce/cpu/scan.cpp, cuda/scan.cu):
 //   prod(x) / prod(x, dim, keepdim)   dx = g · Π of the others (prefix · suffix: exact with zeros)
+//   cumsum(x, dim)                    running sum (int64 for int64 and bool, as PyTorch); dx = the
+//                                     running sum of dout from the end
 //   cumprod(x, dim)                   dx_k = Σ_{i>=k} g_i Π_{j<=i, j!=k} x_j
 //   cummax / cummin(x, dim)           values and int64 indices (NaN stays; ties: later index);
 //                                     dx = g summed into the indices
 //   logcumsumexp(x, dim)              stable running log-sum-exp; dx_k = Σ_{i>=k} g_i e^{x_k - y_i}
-//   std_mean(x, dims, ...)            (std, mean) in one call, PyTorch's order
 // Floating inputs; prod and cumprod also take int64 and bool (int64 results that wrap modulo 2^64,
 // no gradient, as PyTorch; on CUDA through CPU copies). 0-dim inputs act as 1-D of one element.
 // Every op: check → allocate → kernel → record.
+#include "ops/core/cpu/kernels.hpp"
 #include "ops/core/cuda_dispatch.hpp"
 #include "ops/core/detail.hpp"
 #include "ops/core/kernels.hpp"
@@ -18,6 +20,7 @@
 #include <fmt/format.h>
 
 #include <limits>
+#include <type_traits>
 
 namespace tg {
 using namespace detail;
@@ -137,6 +140,45 @@ ValuesIndices scan(const char* op, kern::ScanOp code, const Tensor& x, const Lin
 }
 }  // namespace
 
+// ---- cumsum: out_j = Σ_{j' <= j} x_j' along dim; dx_j = Σ_{j' >= j} dout_j' ----
+Tensor cumsum(const Tensor& x_in, int64_t dim, Site site) {
+  SiteScope scope(site);
+  const Tensor x = contig(x_in);
+  constexpr const char* op = "cumsum";
+  check_defined(x, op, "x");
+  if (on_cuda(x)) return via_cpu(x.device(), &tg::cumsum, x, dim, site);
+  const Shape xs = x.shape(), wx = xs.empty() ? Shape{1} : xs;
+  const int64_t d = norm_dim(dim, static_cast<int64_t>(wx.size()), op, xs);
+  Line a;  // x seen as (outer, n, inner) around d
+  for (int64_t k = 0; k < d; ++k) a.outer *= wx[k];
+  a.n = wx[d];
+  for (size_t k = d + 1; k < wx.size(); ++k) a.inner *= wx[k];
+  Tensor out = Tensor::empty(xs, is_floating(x.dtype()) ? x.dtype() : kInt64);  // like PyTorch
+  dispatch_all(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using O = std::conditional_t<std::is_floating_point_v<T>, T, int64_t>;
+    cpu::cumsum<T, O>(out.data<O>(), x.data<T>(), a.outer, a.n, a.inner, false);
+  });
+  if (needs_record({&x})) {
+    record(op, out, {x},
+           RecordInfo()
+               .flops(static_cast<double>(x.numel()), static_cast<double>(x.numel()))
+               .saves_nothing()
+               .differentiable(),
+           [xs, a, dim](const Tensor& g) -> std::vector<Tensor> {
+             if (creating_graph())  // the sum from the end: flip, cumsum, flip
+               return {flip(cumsum(flip(g, {dim}), dim), {dim})};
+             Tensor dx = Tensor::empty(xs, g.dtype());
+             dispatch_float(g.dtype(), "cumsum backward", [&](auto tag) {
+               using T = decltype(tag);
+               cpu::cumsum<T, T>(dx.data<T>(), g.data<T>(), a.outer, a.n, a.inner, true);
+             });
+             return {dx};
+           });
+  }
+  return out;
+}
+
 // ---- prod, cumprod ----
 namespace {
 // prod (reduce: dim dropped or kept as 1) or cumprod of x along dim; bool counts as int64.
@@ -195,12 +237,6 @@ Tensor logcumsumexp(const Tensor& x_in, int64_t dim, Site site) {
   const Tensor x = contig(x_in);
   const Line l = line_of(x, dim, "logcumsumexp");
   return scan("logcumsumexp", kern::ScanOp::Logcumsumexp, x, l, x.shape()).values;
-}
-
-std::pair<Tensor, Tensor> std_mean(const Tensor& x, std::vector<int64_t> dims, bool keepdim,
-                                   int64_t correction, Site site) {
-  SiteScope scope(site);
-  return {tg::std(x, dims, keepdim, correction, site), mean(x, dims, keepdim, site)};
 }
 
 }  // namespace tg

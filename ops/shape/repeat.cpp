@@ -2,7 +2,7 @@
 // repeat_interleave, pad (constant, reflect, replicate, circular), unflatten and meshgrid, with
 // PyTorch's names and semantics. Each is composed from views, expand, index_select and cat, so its
 // backward is theirs (index_select's scatter-adds the repeated or reflected elements' gradients).
-// Deliberately not here: the views themselves (ops/shape/shape.cpp).
+// Deliberately not here: the views themselves (ops/shape/views.cpp).
 #include "ops/core/detail.hpp"
 #include "ops/ops.hpp"
 

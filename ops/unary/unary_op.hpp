@@ -26,7 +26,7 @@ Tensor unary_forward(const char* op, UnCode code, const Tensor& x);
 // derivative does not read them).
 Tensor unary_backward(UnCode code, const Tensor& g, const Tensor& x, const Tensor& y);
 // The same dx in recorded ops (ops/unary/grad.cpp), for create_graph: x and y carry their
-// histories (saved_input / saved_output), so dx differentiates again.
+// histories (Saved handles: the input's own, the output reattached), so dx differentiates again.
 Tensor unary_grad(UnCode code, const Tensor& g, const Tensor& x, const Tensor& y);
 // A unary op on a floating x: check → allocate + kernel → record, saving what the backward
 // reads (x and/or y = f(x): the list's `reads`, ops/kern/unary_list.inc); a zero-gradient op

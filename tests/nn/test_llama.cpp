@@ -41,9 +41,9 @@ TEST_CASE("KVCache: appends return every cached position, capacity, rolling wind
   REQUIRE_ERROR(c.append(positions(2, 5, 2, 2, 3), positions(2, 5, 2, 2, 5)),
                 "KVCache: 5 cached positions + 2 new exceed the capacity 6");
   REQUIRE_ERROR(c.append(positions(1, 5, 1, 2, 3), positions(1, 5, 1, 2, 5)),
-                "do not continue the cached (B, ·, NKV, hd) = (2, ·, 2, 3)");
+                "do not continue the cached (B, ·, NKV, hs) = (2, ·, 2, 3)");
   REQUIRE_ERROR(c.append(positions(2, 5, 1, 2, 3), positions(2, 5, 2, 2, 5)),
-                "KVCache: k (2,1,2,3) and v (2,2,2,5) must be (B, T, NKV, hd)");
+                "KVCache: k (2,1,2,3) and v (2,2,2,5) must be (B, T, NKV, hs)");
   c.reset();
   REQUIRE(c.empty());
   auto [k3, v3] = c.append(positions(1, 0, 2, 1, 3), positions(1, 0, 2, 1, 3));
@@ -312,7 +312,7 @@ TEST_CASE("KVCache: capacities whose buffer would overflow are refused naming th
   REQUIRE_ERROR(huge.append(zeros({1, 1, 2, 2}), zeros({1, 1, 2, 2})),
                 "KVCache (capacity 2305843009213693952, rolling, position 0): its buffers k "
                 "(1,4611686018427387904,2,2) and v (1,4611686018427387904,2,2) ((B, 2·capacity, "
-                "NKV, hd) for k (1,1,2,2), v (1,1,2,2)) have more elements than int64 holds");
+                "NKV, hs) for k (1,1,2,2), v (1,1,2,2)) have more elements than int64 holds");
   REQUIRE(huge.empty());
 }
 

@@ -1,6 +1,6 @@
-// tests/ops/test_cpu_elementwise.cpp — the xtensor + xsimd CPU kernels of ops/unary/cpu/unary.cpp and
-// ops/binary/cpu/binary.cpp against plain scalar loops in double: every unary op and derivative on
-// lengths around the vector width (tails), special values (0, ±inf, NaN, large), float32 within
+// tests/ops/test_cpu_elementwise.cpp — the xtensor + xsimd CPU kernels of ops/unary/cpu/unary.cpp
+// and ops/binary/cpu/binary.cpp against plain scalar loops in double: every unary op and derivative
+// on lengths around the vector width (tails), special values (0, ±inf, NaN, large), float32 within
 // float32 accuracy and float64 to a few ulps; every binary op, comparison and where over
 // broadcast shape pairs (size-1 dims, scalars, new leading dims) in float32, float64 and int64;
 // and bit-equal results for equal inputs wherever they sit.
@@ -125,6 +125,8 @@ double ref_unary(UnOp op, double x, double p0, double p1) {
       return -std::log1p(std::exp(-x));
     case UnOp::Softsign:
       return x / (1 + std::fabs(x));
+    case UnOp::Sinc:
+      return x == 0 ? 1 : std::sin(M_PI * x) / (M_PI * x);
   }
   return 0;
 }
@@ -237,6 +239,8 @@ double ref_deriv(UnOp op, double x, double p0, double p1) {
       return 1 / (1 + std::exp(x));
     case UnOp::Softsign:
       return 1 / ((1 + std::fabs(x)) * (1 + std::fabs(x)));
+    case UnOp::Sinc:  // (πx·cos(πx) − sin(πx)) / (πx²)
+      return x == 0 ? 0 : (M_PI * x * std::cos(M_PI * x) - std::sin(M_PI * x)) / (M_PI * x * x);
   }
   return 0;
 }
@@ -348,7 +352,8 @@ void check_unary_case(const UnCase& c, int64_t n, double atol, double rtol) {
 }
 
 // Runs body() on the build's own instruction-set table, then on AVX-512's where the CPU has it
-// (ops/core/cpu/isa.hpp: its own float32 exp, log, tanh, sigmoid and GELUs), and restores the default.
+// (ops/core/cpu/isa.hpp: its own float32 exp, log, tanh, sigmoid and GELUs), and restores the
+// default.
 template <typename F>
 void on_both_tables(F&& body) {
   struct Restore {

@@ -29,10 +29,11 @@ std::string source(const std::string& rel) {
   return s.str();
 }
 
-// The public op headers: the three, and ops/pending_*.hpp (declarations waiting to be folded
+// The public op headers: the four, and ops/pending_*.hpp (declarations waiting to be folded
 // into ops.hpp) while there are any.
 std::vector<std::string> public_headers() {
-  std::vector<std::string> out{"ops/ops.hpp", "ops/attention/attention.hpp", "ops/functional/functional.hpp"};
+  std::vector<std::string> out{"ops/ops.hpp", "ops/index/index.hpp", "ops/attention/attention.hpp",
+                               "ops/functional/functional.hpp"};
   std::vector<std::string> pending;
   for (const auto& e : std::filesystem::directory_iterator(kRoot + "ops")) {
     const std::string n = e.path().filename().string();

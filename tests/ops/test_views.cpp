@@ -1,4 +1,4 @@
-// tests/ops/test_views.cpp — strided views (ops/shape/shape.cpp): each view op shares storage
+// tests/ops/test_views.cpp — strided views (ops/shape/views.cpp): each view op shares storage
 // (data_ptr arithmetic), has PyTorch's strides and offset, and passes gradients (float64
 // gradcheck); contiguous() round trips; view/reshape on strided inputs; matmul takes transposed
 // views as BLAS flags (no copy on the tape); and every op family gives the same values and

@@ -1,4 +1,4 @@
-// tools/gradcheck/shape_cases.cpp — the gradcheck tool's builders of shape ops (ops/shape/shape.cpp,
+// tools/gradcheck/shape_cases.cpp — the gradcheck tool's builders of shape ops (ops/shape/views.cpp,
 // rearrange.cpp, repeat.cpp's unflatten and meshgrid, diagonal.cpp, indexing.cpp's tril and
 // triu): views, copies, joins and splits, diagonals and windows. Each turns CaseArgs into float64
 // leaves and a function of them.

@@ -1,11 +1,12 @@
-// ops/index/cpu/indexing.cpp — CPU kernels of the indexing and sampling family (ops/index/gather.cpp):
-// gather / scatter_add along one dim, row sorts (sort, argsort, topk), cumsum, tril/triu masks and
-// multinomial draws. These are index-driven loops (a data-dependent address per element, a
-// sequential scan, a comparison sort), where an xtensor expression has nothing to vectorise, so
-// they are plain loops; rows of the sorts split across threads (each row's result is independent
-// of the thread), everything else stays serial and in a fixed order: scatter_add sums in the
-// index's row-major order and multinomial draws in row-major order, so results repeat exactly.
-// Deliberately not here: argument checks, index range checks, autograd (ops/index/gather.cpp).
+// ops/index/cpu/indexing.cpp — CPU kernels of the indexing and sampling family
+// (ops/index/gather.cpp): gather / scatter_add along one dim, row sorts (sort, argsort, topk),
+// tril/triu masks and multinomial draws. These are index-driven loops (a data-dependent address per
+// element, a sequential scan, a comparison sort), where an xtensor expression has nothing to
+// vectorise, so they are plain loops; rows of the sorts split across threads (each row's result is
+// independent of the thread), everything else stays serial and in a fixed order: scatter_add sums
+// in the index's row-major order and multinomial draws in row-major order, so results repeat
+// exactly. Deliberately not here: argument checks, index range checks, autograd
+// (ops/index/gather.cpp).
 #include "ops/core/cpu/kernels.hpp"
 #include "ops/core/detail.hpp"
 
@@ -172,21 +173,6 @@ void sort_rows(T* values, int64_t* indices, const T* x, int64_t outer, int64_t n
   });
 }
 
-template <typename T, typename O>
-void cumsum(O* out, const T* x, int64_t outer, int64_t n, int64_t inner, bool reverse) {
-  using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t i = 0; i < inner; ++i) {
-      Acc s = 0;
-      for (int64_t t = 0; t < n; ++t) {
-        const int64_t j = reverse ? n - 1 - t : t;
-        const int64_t at = (o * n + j) * inner + i;
-        s += static_cast<Acc>(x[at]);
-        out[at] = static_cast<O>(s);
-      }
-    }
-}
-
 template <typename T>
 void triangle(T* out, const T* x, int64_t B, int64_t N, int64_t C, int64_t diagonal, bool lower) {
   for (int64_t b = 0; b < B; ++b)
@@ -267,10 +253,6 @@ template void scatter_add<double>(double*, const Shape&, const double*, const Sh
                                   const int64_t*, const Shape&, int64_t);
 template void scatter_add<int64_t>(int64_t*, const Shape&, const int64_t*, const Shape&,
                                    const int64_t*, const Shape&, int64_t);
-template void cumsum<float, float>(float*, const float*, int64_t, int64_t, int64_t, bool);
-template void cumsum<double, double>(double*, const double*, int64_t, int64_t, int64_t, bool);
-template void cumsum<int64_t, int64_t>(int64_t*, const int64_t*, int64_t, int64_t, int64_t, bool);
-template void cumsum<bool, int64_t>(int64_t*, const bool*, int64_t, int64_t, int64_t, bool);
 template void multinomial<float>(int64_t*, const float*, int64_t, int64_t, int64_t, bool,
                                  Generator&);
 template void multinomial<double>(int64_t*, const double*, int64_t, int64_t, int64_t, bool,

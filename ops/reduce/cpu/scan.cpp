@@ -1,12 +1,14 @@
-// ops/reduce/cpu/scan.cpp — the running products and extremes along one dim and their backward, over
-// (outer, n, inner) lines, accumulated in double: cumprod, prod, cummax / cummin, logcumsumexp
-// (ops/reduce/scan.cpp checks, allocates and records). Declared in ops/core/cpu/kernels.hpp; scan_forward /
-// scan_backward are the kernel table's entries (ops/kern/kernel_list.inc), cuda/scan.cu their twin.
+// ops/reduce/cpu/scan.cpp — the running sums, products and extremes along one dim and their
+// backward, over (outer, n, inner) lines, accumulated in double: cumsum (int64 for integers),
+// cumprod, prod, cummax / cummin, logcumsumexp (ops/reduce/scan.cpp checks, allocates and records).
+// Declared in ops/core/cpu/kernels.hpp; scan_forward / scan_backward are the kernel table's entries
+// (ops/kern/kernel_list.inc), cuda/scan.cu their twin.
 #include "ops/core/cpu/kernels.hpp"
 #include "ops/core/detail.hpp"
 
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 namespace tg::cpu {
 
@@ -18,6 +20,22 @@ void lines(int64_t outer, int64_t n, int64_t inner, F f) {
     for (int64_t i = 0; i < inner; ++i) f([=](int64_t t) { return (o * n + t) * inner + i; });
 }
 }  // namespace
+
+// The running sum (reverse: from the end), in double for floats and int64 for integers.
+template <typename T, typename O>
+void cumsum(O* out, const T* x, int64_t outer, int64_t n, int64_t inner, bool reverse) {
+  using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      Acc s = 0;
+      for (int64_t t = 0; t < n; ++t) {
+        const int64_t j = reverse ? n - 1 - t : t;
+        const int64_t at = (o * n + j) * inner + i;
+        s += static_cast<Acc>(x[at]);
+        out[at] = static_cast<O>(s);
+      }
+    }
+}
 
 template <typename T>
 void cumprod_forward(T* y, const T* x, int64_t outer, int64_t n, int64_t inner) {
@@ -226,5 +244,10 @@ void scan_backward(ScanOp op, DT dt, void* dx, const void* g, const void* x, con
 TG_SCAN_INSTANTIATE(float)
 TG_SCAN_INSTANTIATE(double)
 #undef TG_SCAN_INSTANTIATE
+
+template void cumsum<float, float>(float*, const float*, int64_t, int64_t, int64_t, bool);
+template void cumsum<double, double>(double*, const double*, int64_t, int64_t, int64_t, bool);
+template void cumsum<int64_t, int64_t>(int64_t*, const int64_t*, int64_t, int64_t, int64_t, bool);
+template void cumsum<bool, int64_t>(int64_t*, const bool*, int64_t, int64_t, int64_t, bool);
 
 }  // namespace tg::cpu

@@ -6,7 +6,7 @@
 //   - A transpose of the last two dims: a blocked hand loop, 32 x 32 tiles (assigning an
 //     xt::transpose view is far slower: docs/cpu-kernels.md).
 //   - Anything else (an inner stride on the output side): a plain strided loop per row.
-// Deliberately not here: cat/split (whole blocks: memcpy in ops/shape/shape.cpp), index_select.
+// Deliberately not here: cat/split (whole blocks: memcpy in ops/shape/join.cpp), index_select.
 #include "ops/core/cpu/kernels.hpp"
 #include "ops/core/cpu/xt.hpp"
 

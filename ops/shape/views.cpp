@@ -1,4 +1,4 @@
-// ops/shape/shape.cpp — shape ops, forward and backward side by side, and their Tensor methods.
+// ops/shape/views.cpp — the view ops, forward and backward side by side, and their Tensor methods.
 //
 // Views share storage, as in PyTorch: one helper (make_view) gives a new TensorImpl on x's
 // storage with its own offset, shape and strides. reshape/view/flatten/squeeze/unsqueeze keep
@@ -9,11 +9,10 @@
 // ones while its history is the old one, so its backward throws rather than send a wrong
 // gradient (PyTorch regenerates such a view's grad_fn instead). Each view's backward maps the
 // (contiguous) gradient back: reshape, the inverse permutation, sum_to, or a scatter into zeros
-// (the one strided scatter, cpu::strided_copy). index_select and cat copy (cat whole contiguous
-// blocks with memcpy). Composed ops (stack, split, chunk) get their backward from the
-// primitives they call.
-// Deliberately not here: einops-style rearrange (rearrange.cpp), reductions (reduce.cpp),
-// indexing with integers/ranges/None (index.cpp), in-place writes (inplace.cpp).
+// (the one strided scatter, cpu::strided_copy).
+// Deliberately not here: joining and splitting (join.cpp), index_select (ops/index/select.cpp),
+// einops-style rearrange (rearrange.cpp), reductions (ops/reduce/), indexing with
+// integers/ranges/None (ops/index/index.cpp), in-place writes (ops/inplace/).
 #include "autograd/copy_detail.hpp"
 #include "ops/core/cpu/kernels.hpp"
 #include "ops/core/cuda_dispatch.hpp"
@@ -27,21 +26,7 @@
 namespace tg {
 using namespace detail;
 
-namespace {
-std::string list_str(const std::vector<int64_t>& v) {
-  return fmt::format("[{}]", fmt::join(v, ","));
-}
-
-void check_input(const Tensor& x, const char* op) { check_defined(x, op, "input"); }
-
-// Product of shape[b, e).
-int64_t span(const Shape& s, int64_t b, int64_t e) {
-  int64_t p = 1;
-  for (int64_t d = b; d < e; ++d) p *= s[d];
-  return p;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 // The adjoint of a view that selects distinct elements: dx = 0 of shape in_shape (row-major),
 // dx[offset + Σ idx[d]·st[d]] = g[idx] over g's shape.
@@ -284,18 +269,18 @@ Shape infer_shape(const char* op, const Tensor& x, const Shape& want) {
 
 Tensor reshape(const Tensor& x, Shape shape, Site site) {
   SiteScope scope(site);
-  check_input(x, "reshape");
+  check_defined(x, "reshape", "input");
   return view_op("reshape", x, infer_shape("reshape", x, shape));
 }
 Tensor view(const Tensor& x, Shape shape, Site site) {
   SiteScope scope(site);
-  check_input(x, "view");
+  check_defined(x, "view", "input");
   return view_op("view", x, infer_shape("view", x, shape), false);
 }
 
 Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim, Site site) {
   SiteScope scope(site);
-  check_input(x, "flatten");
+  check_defined(x, "flatten", "input");
   const int64_t n = x.dim();
   if (n == 0) return view_op("flatten", x, {1});
   const int64_t s = norm_dim(start_dim, n, "flatten", x.shape());
@@ -312,7 +297,7 @@ Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim, Site site) {
 
 Tensor squeeze(const Tensor& x, Site site) {
   SiteScope scope(site);
-  check_input(x, "squeeze");
+  check_defined(x, "squeeze", "input");
   Shape os;
   for (int64_t s : x.shape())
     if (s != 1) os.push_back(s);
@@ -320,7 +305,7 @@ Tensor squeeze(const Tensor& x, Site site) {
 }
 Tensor squeeze(const Tensor& x, int64_t d, Site site) {
   SiteScope scope(site);
-  check_input(x, "squeeze");
+  check_defined(x, "squeeze", "input");
   const int64_t n = x.dim();
   const int64_t r = norm_dim(d, std::max<int64_t>(n, 1), "squeeze", x.shape());
   Shape os = x.shape();
@@ -329,7 +314,7 @@ Tensor squeeze(const Tensor& x, int64_t d, Site site) {
 }
 Tensor unsqueeze(const Tensor& x, int64_t d, Site site) {
   SiteScope scope(site);
-  check_input(x, "unsqueeze");
+  check_defined(x, "unsqueeze", "input");
   const int64_t r = norm_dim(d, x.dim() + 1, "unsqueeze", x.shape());
   Shape os = x.shape();
   os.insert(os.begin() + r, 1);
@@ -340,7 +325,7 @@ Tensor unsqueeze(const Tensor& x, int64_t d, Site site) {
 // out dim i is x dim dims[i]; dx = dout permuted by the inverse.
 Tensor permute(const Tensor& x, std::vector<int64_t> dims, Site site) {
   SiteScope scope(site);
-  check_input(x, "permute");
+  check_defined(x, "permute", "input");
   const int64_t n = x.dim();
   if (static_cast<int64_t>(dims.size()) != n)
     throw Error(fmt::format("permute: dims {} has {} entries but input {} has {} dims",
@@ -369,7 +354,7 @@ Tensor permute(const Tensor& x, std::vector<int64_t> dims, Site site) {
 
 Tensor transpose(const Tensor& x, int64_t d0, int64_t d1, Site site) {
   SiteScope scope(site);
-  check_input(x, "transpose");
+  check_defined(x, "transpose", "input");
   const int64_t n = x.dim();
   if (n == 0) {  // PyTorch: dims 0/-1 of a 0-dim tensor are a no-op
     norm_dim(d0, 1, "transpose", x.shape());
@@ -387,7 +372,7 @@ Tensor transpose(const Tensor& x, int64_t d0, int64_t d1, Site site) {
 // PyTorch's t(): a 0-D or 1-D tensor as it is, a 2-D one transposed; more dims are refused.
 Tensor t(const Tensor& x, Site site) {
   SiteScope scope(site);
-  check_input(x, "t");
+  check_defined(x, "t", "input");
   if (x.dim() > 2)
     throw Error(fmt::format("t: input {} has {} dims, expected at most 2 (use transpose)",
                             shape_str(x.shape()), x.dim()));
@@ -398,7 +383,7 @@ Tensor t(const Tensor& x, Site site) {
 // dx = sum_to(dout).
 Tensor expand(const Tensor& x, Shape shape, Site site) {
   SiteScope scope(site);
-  check_input(x, "expand");
+  check_defined(x, "expand", "input");
   const Shape& xs = x.shape();
   const int64_t n = static_cast<int64_t>(shape.size()), lead = n - x.dim();
   if (lead < 0)
@@ -442,7 +427,7 @@ Tensor expand(const Tensor& x, Shape shape, Site site) {
 // ---- views that select ----
 Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length, Site site) {
   SiteScope scope(site);
-  check_input(x, "narrow");
+  check_defined(x, "narrow", "input");
   const int64_t d = norm_dim(dim, x.dim(), "narrow", x.shape());
   const int64_t size = x.shape()[d];
   const int64_t s = start < 0 ? start + size : start;
@@ -456,7 +441,7 @@ Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length, Site 
 
 Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step, Site site) {
   SiteScope scope(site);
-  check_input(x, "slice");
+  check_defined(x, "slice", "input");
   const int64_t d = norm_dim(dim, x.dim(), "slice", x.shape());
   if (step <= 0)
     throw Error(fmt::format("slice: step must be positive, got {} (dim {} of input {})", step, dim,
@@ -474,7 +459,7 @@ Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t s
 // x[..., i, ...] along dim: one dim fewer; dx is zero except row i of dim, which gets dout.
 Tensor select(const Tensor& x, int64_t dim, int64_t index, Site site) {
   SiteScope scope(site);
-  check_input(x, "select");
+  check_defined(x, "select", "input");
   if (x.dim() == 0)
     throw Error(fmt::format("select: input () is 0-dim; there is no dim {} to select from", dim));
   const int64_t d = norm_dim(dim, x.dim(), "select", x.shape());
@@ -500,259 +485,6 @@ Tensor select(const Tensor& x, int64_t dim, int64_t index, Site site) {
            });
   }
   return out;
-}
-
-// out = x with dim taking the rows index[0], index[1], ... (index int64, 1-D or 0-dim); dx
-// accumulates (index_add) so a repeated index gets the sum of its gradients.
-namespace {
-// index_select on a CUDA device: the range check reads one int64 back; backward is index_add in
-// a fixed order (deterministic).
-Tensor cuda_index_select(const Tensor& x, int64_t d, const Tensor& index) {
-  const Shape& xs = x.shape();
-  const int64_t outer = span(xs, 0, d), size = xs[d], inner = span(xs, d + 1, x.dim());
-  const int64_t k = index.numel();
-  const auto* pi = static_cast<const int64_t*>(index.data_ptr());
-  const int64_t bad =
-      k == 0 ? -1 : kernels("index_select", x.device()).first_out_of_range(pi, k, 0, size);
-  if (bad >= 0)
-    throw Error(fmt::format(
-        "index_select: index {} at position {} is out of range for dim {} of size {} (input {}, "
-        "index {})",
-        index.reshape({-1}).narrow(0, bad, 1).item<int64_t>(), bad, d, size, shape_str(xs),
-        shape_str(index.shape())));
-  Shape os = xs;
-  os[d] = k;
-  Tensor out = Tensor::empty(os, x.dtype(), x.device());
-  if (out.numel() > 0)
-    kernels("index_select", x.device())
-        .index_select(cdt(x.dtype()), out.data_ptr(), x.data_ptr(), pi, outer, size, k, inner);
-  if (needs_record({&x})) {
-    RecordInfo info = RecordInfo().flops(0, 0);
-    Saved hi = info.save(index);
-    record("index_select", out, {x}, info.differentiable(),
-           [xs, d, hi](const Tensor& g) -> std::vector<Tensor> {
-             const Tensor si = hi.get();
-             Tensor dx = zeros(xs, g.dtype(), g.device());
-             const int64_t outer = span(xs, 0, d), size = xs[d], inner = span(xs, d + 1, xs.size());
-             if (g.numel() > 0)
-               kernels("index_select backward", g.device())
-                   .index_add(cdt(g.dtype()), dx.data_ptr(), g.data_ptr(),
-                              static_cast<const int64_t*>(si.data_ptr()), outer, size, si.numel(),
-                              inner, true);
-             return {record_adjoint("index_select_backward", dx, g,
-                                    [d, si](const Tensor& gg) { return index_select(gg, d, si); })};
-           });
-  }
-  return out;
-}
-// Copies x into out at `offset` elements, x's dims strided like out's (a slice of cat's output).
-void cuda_copy_into(const Tensor& out, const Tensor& x, int64_t offset) {
-  if (x.numel() == 0) return;
-  kern::Strided st = make_strided(x.shape(), {&x.shape()});
-  set_operand(st, 0, contiguous_strides(out.shape()), offset);
-  kernels("cat", x.device()).strided_copy(cdt(x.dtype()), out.data_ptr(), x.data_ptr(), st);
-}
-}  // namespace
-
-Tensor index_select(const Tensor& x_in, int64_t dim, const Tensor& index_in, Site site) {
-  SiteScope scope(site);
-  const Tensor x = x_in.defined() ? x_in.contiguous() : x_in;
-  const Tensor index = dense(index_in);
-  check_input(x, "index_select");
-  check_dtype(index, kInt64, "index_select", "index", true);
-  check_same_device(x, index, "index_select", "input", "index");
-  if (index.dim() > 1)  // 0-dim selects one row, like PyTorch
-    throw Error(fmt::format("index_select: index {} must be 1-D (input {})",
-                            shape_str(index.shape()), shape_str(x.shape())));
-  const int64_t d = norm_dim(dim, x.dim(), "index_select", x.shape());
-  const Shape& xs = x.shape();
-  const int64_t outer = span(xs, 0, d), size = xs[d], inner = span(xs, d + 1, x.dim());
-  const int64_t k = index.numel();
-  if (on_cuda(x)) return cuda_index_select(x, d, index);
-  const int64_t* pi = index.data<int64_t>();
-  for (int64_t j = 0; j < k; ++j)
-    if (pi[j] < 0 || pi[j] >= size)
-      throw Error(
-          fmt::format("index_select: index {} at position {} is out of range for dim {} of "
-                      "size {} (input {}, index {})",
-                      pi[j], j, dim, size, shape_str(xs), shape_str(index.shape())));
-  Shape os = xs;
-  os[d] = k;
-  Tensor out = Tensor::empty(os, x.dtype());
-  const size_t es = dtype_size(x.dtype());
-  const char* px = static_cast<const char*>(x.data_ptr());
-  char* po = static_cast<char*>(out.data_ptr());
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t j = 0; j < k; ++j)
-      std::memcpy(po + (o * k + j) * inner * es, px + (o * size + pi[j]) * inner * es, inner * es);
-  if (needs_record({&x})) {
-    RecordInfo info = RecordInfo().flops(0, 0);
-    Saved hi = info.save(index);
-    // data movement only
-    record("index_select", out, {x}, info.differentiable(),
-           [xs, d, hi](const Tensor& g) -> std::vector<Tensor> {
-             const Tensor si = hi.get();
-             Tensor dx = zeros(xs, g.dtype());
-             const int64_t outer = span(xs, 0, d), size = xs[d], inner = span(xs, d + 1, xs.size());
-             const int64_t k = si.numel();
-             const int64_t* pi = si.data<int64_t>();
-             dispatch_float(g.dtype(), "index_select", [&](auto tag) {
-               using T = decltype(tag);
-               const T* pg = g.data<T>();
-               T* pd = dx.data<T>();
-               for (int64_t o = 0; o < outer; ++o)
-                 for (int64_t j = 0; j < k; ++j) {
-                   const T* src = pg + (o * k + j) * inner;
-                   T* dst = pd + (o * size + pi[j]) * inner;
-                   for (int64_t i = 0; i < inner; ++i) dst[i] += src[i];
-                 }
-             });
-             return {record_adjoint("index_select_backward", dx, g,
-                                    [d, si](const Tensor& gg) { return index_select(gg, d, si); })};
-           });
-  }
-  return out;
-}
-
-// ---- joining ----
-// xs[i] (D..., n_i, D...) -> (D..., Σ n_i, D...); dxs[i] = dout narrowed to xs[i]'s rows.
-Tensor cat(const std::vector<Tensor>& xs_in, int64_t dim, Site site) {
-  SiteScope scope(site);
-  if (xs_in.empty()) throw Error("cat: expected a non-empty list of tensors");
-  std::vector<Tensor> xs = xs_in;
-  for (Tensor& x : xs)
-    if (x.defined()) x = x.contiguous();
-  for (size_t i = 0; i < xs.size(); ++i) {
-    std::string name = fmt::format("tensors[{}]", i);
-    check_defined(xs[i], "cat", name.c_str());
-    check_same_device(xs[0], xs[i], "cat", "tensors[0]", name.c_str());
-  }
-  const Shape& s0 = xs[0].shape();
-  const int64_t n = xs[0].dim();
-  if (n == 0) throw Error("cat: tensors[0] is 0-dim () and cannot be concatenated");
-  const int64_t d = norm_dim(dim, n, "cat", s0);
-  std::vector<int64_t> sizes;
-  for (size_t i = 0; i < xs.size(); ++i) {
-    const Shape& si = xs[i].shape();
-    std::string name = fmt::format("tensors[{}]", i);
-    check_same_dtype(xs[0], xs[i], "cat", "tensors[0]", name.c_str());
-    bool ok = static_cast<int64_t>(si.size()) == n;
-    for (int64_t k = 0; ok && k < n; ++k) ok = k == d || si[k] == s0[k];
-    if (!ok)
-      throw Error(
-          fmt::format("cat: tensors[{}] {} does not match tensors[0] {}: shapes must be "
-                      "equal except in dim {}",
-                      i, shape_str(si), shape_str(s0), d));
-    sizes.push_back(si[d]);
-  }
-  Shape os = s0;
-  os[d] = 0;
-  for (int64_t s : sizes) os[d] += s;
-  Tensor out = Tensor::empty(os, xs[0].dtype(), xs[0].device());
-  const int64_t outer = span(s0, 0, d), inner = span(s0, d + 1, n);
-  const size_t es = dtype_size(out.dtype());
-  char* po = static_cast<char*>(out.data_ptr());
-  int64_t at = 0;  // CUDA: where xs[i]'s rows start along d
-  for (size_t i = 0; on_cuda(out) && i < xs.size(); at += sizes[i++])
-    cuda_copy_into(out, xs[i], at * inner);
-  for (int64_t o = 0; !on_cuda(out) && o < outer; ++o)
-    for (size_t i = 0; i < xs.size(); ++i) {
-      const size_t bytes = sizes[i] * inner * es;
-      std::memcpy(po, static_cast<const char*>(xs[i].data_ptr()) + o * bytes, bytes);
-      po += bytes;
-    }
-  if (needs_record(xs)) {
-    std::vector<bool> want;
-    for (const Tensor& x : xs) want.push_back(x.requires_grad());
-    // data movement only
-    record("cat", out, xs, RecordInfo().flops(0, 0).saves_nothing().differentiable(),
-           [sizes, want, d](const Tensor& g) -> std::vector<Tensor> {
-             std::vector<Tensor> dxs;
-             int64_t off = 0;
-             for (size_t i = 0; i < sizes.size(); ++i) {
-               dxs.push_back(want[i] ? narrow(g, d, off, sizes[i]) : Tensor());
-               off += sizes[i];
-             }
-             return dxs;
-           });
-  }
-  return out;
-}
-
-// Joins equal-shaped tensors along a new dim: unsqueeze each, then cat.
-Tensor stack(const std::vector<Tensor>& xs, int64_t dim, Site site) {
-  SiteScope scope(site);
-  if (xs.empty()) throw Error("stack: expected a non-empty list of tensors");
-  for (size_t i = 0; i < xs.size(); ++i) {
-    std::string name = fmt::format("tensors[{}]", i);
-    check_defined(xs[i], "stack", name.c_str());
-    check_same_dtype(xs[0], xs[i], "stack", "tensors[0]", name.c_str());
-    if (xs[i].shape() != xs[0].shape())
-      throw Error(fmt::format("stack: tensors[{}] {} and tensors[0] {} must have the same shape", i,
-                              shape_str(xs[i].shape()), shape_str(xs[0].shape())));
-  }
-  const int64_t d = norm_dim(dim, xs[0].dim() + 1, "stack", xs[0].shape());
-  std::vector<Tensor> us;
-  for (const Tensor& x : xs) us.push_back(unsqueeze(x, d));
-  return cat(us, d);
-}
-
-// ---- splitting (narrow views of x: copies, each with its own backward) ----
-std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim,
-                          Site site) {
-  SiteScope scope(site);
-  check_input(x, "split");
-  const int64_t d = norm_dim(dim, x.dim(), "split", x.shape());
-  int64_t total = 0;
-  for (int64_t s : sizes) {
-    if (s < 0)
-      throw Error(fmt::format("split: sizes {} has a negative entry (input {})", list_str(sizes),
-                              shape_str(x.shape())));
-    total += s;
-  }
-  if (total != x.shape()[d])
-    throw Error(fmt::format("split: sizes {} sum to {} but dim {} of input {} has size {}",
-                            list_str(sizes), total, dim, shape_str(x.shape()), x.shape()[d]));
-  std::vector<Tensor> out;
-  int64_t off = 0;
-  for (int64_t s : sizes) {
-    out.push_back(narrow(x, d, off, s));
-    off += s;
-  }
-  return out;
-}
-
-void detail::check_parts(size_t got, size_t want, const char* op, const Tensor& x, int64_t dim) {
-  if (got != want)
-    throw Error(fmt::format("{}<{}>: x {} along dim {} gives {} parts, not {}", op, want,
-                            shape_str(x.shape()), dim, got, want));
-}
-
-std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim, Site site) {
-  SiteScope scope(site);
-  check_input(x, "split");
-  const int64_t d = norm_dim(dim, x.dim(), "split", x.shape());
-  const int64_t n = x.shape()[d];
-  if (split_size < 0 || (split_size == 0 && n != 0))
-    throw Error(fmt::format("split: split_size must be positive, got {} (dim {} of input {})",
-                            split_size, dim, shape_str(x.shape())));
-  std::vector<int64_t> sizes;
-  for (int64_t off = 0; off < n; off += split_size) sizes.push_back(std::min(split_size, n - off));
-  if (sizes.empty()) sizes.push_back(0);  // an empty dim splits into one empty piece
-  return split(x, sizes, d);
-}
-
-// PyTorch's sizing: pieces of ceil(n / chunks), the last smaller; fewer pieces when they run out.
-std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim, Site site) {
-  SiteScope scope(site);
-  check_input(x, "chunk");
-  if (chunks <= 0)
-    throw Error(fmt::format("chunk: chunks must be positive, got {} (input {})", chunks,
-                            shape_str(x.shape())));
-  const int64_t d = norm_dim(dim, x.dim(), "chunk", x.shape());
-  const int64_t n = x.shape()[d];
-  if (n == 0) return split(x, std::vector<int64_t>(chunks, 0), d);
-  return split(x, (n + chunks - 1) / chunks, d);
 }
 
 // ---- Tensor methods ----
