@@ -34,10 +34,10 @@ inline uint16_t float_to_bf16(float f) {
 inline float f16_to_float(uint16_t h) {
   uint32_t o = uint32_t(h & 0x7fffu) << 13;  // exponent and mantissa in place
   const uint32_t exp = o & (0x7c00u << 13);
-  o += (127u - 15u) << 23;                   // rebias the exponent
+  o += (127u - 15u) << 23;  // rebias the exponent
   if (exp == (0x7c00u << 13)) {
-    o += (128u - 16u) << 23;                 // inf or NaN: exponent all ones
-  } else if (exp == 0) {                     // zero or subnormal: renormalise exactly
+    o += (128u - 16u) << 23;  // inf or NaN: exponent all ones
+  } else if (exp == 0) {      // zero or subnormal: renormalise exactly
     o += 1u << 23;
     o = half_bits::f2u(half_bits::u2f(o) - half_bits::u2f(113u << 23));
   }

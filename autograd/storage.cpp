@@ -94,7 +94,10 @@ Storage::Storage(size_t n, Device dev) : nbytes(n), device(dev) {
   if (!data) throw Error(fmt::format("Storage: out of memory allocating {} bytes", n));
   note_alloc(block_bytes(n));
 }
+Storage::Storage(void* external, size_t n, std::shared_ptr<void> keep)
+    : data(external), nbytes(n), device(kCPU), owner(std::move(keep)) {}
 Storage::~Storage() {
+  if (owner) return;  // external memory: released with its owner
   if (device.type == DeviceType::CUDA) {
     tg::cuda::free(data, device.index);
     return;

@@ -40,6 +40,21 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   impl->storage = std::make_shared<Storage>(impl->numel * dtype_size(dtype), device);
   return Tensor(std::move(impl));
 }
+Tensor from_blob(void* data, const Shape& shape, DType dtype, std::shared_ptr<void> owner) {
+  for (int64_t d : shape)
+    if (d < 0)
+      throw Error(fmt::format("from_blob: negative dimension in shape {}", shape_str(shape)));
+  if (reinterpret_cast<uintptr_t>(data) % dtype_size(dtype) != 0)
+    throw Error(fmt::format("from_blob: data at {} is not aligned to {}'s {} bytes", data,
+                            dtype_name(dtype), dtype_size(dtype)));
+  auto impl = std::make_shared<TensorImpl>();
+  impl->shape = shape;
+  impl->numel = shape_numel(shape);
+  impl->dtype = dtype;
+  impl->storage =
+      std::make_shared<Storage>(data, impl->numel * dtype_size(dtype), std::move(owner));
+  return Tensor(std::move(impl));
+}
 int64_t Tensor::size(int64_t d) const {
   int64_t n = dim();
   int64_t dd = d < 0 ? d + n : d;

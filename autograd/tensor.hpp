@@ -3,8 +3,8 @@
 //
 // Views as in PyTorch: transpose, permute, t, narrow, slice, select, expand, squeeze, unsqueeze,
 // detach, and view/reshape where the strides allow, return tensors on the same storage with
-// their own offset and strides (ops/shape/views.cpp). is_contiguous() says whether the elements lie in
-// row-major order; contiguous() copies when they do not (free when they do). Kernels read
+// their own offset and strides (ops/shape/views.cpp). is_contiguous() says whether the elements lie
+// in row-major order; contiguous() copies when they do not (free when they do). Kernels read
 // contiguous memory: each op makes a strided input contiguous first, so data<T>() refuses a
 // non-contiguous tensor, while data_ptr() is PyTorch's (the first element; honour strides()).
 // Every storage carries a version counter that in-place writes bump (ops' add_, mul_, fill_,
@@ -138,7 +138,11 @@ struct Storage {
   // Bumped by in-place writes that autograd recorded (the written tensor took a new history):
   // views made before see new values through an old history (RecordInfo::watch).
   uint32_t history = 0;
+  // Set for memory the storage does not own (from_blob: e.g. a memory-mapped file): the data is
+  // released when the last storage holding `owner` goes, never returned to the block cache.
+  std::shared_ptr<void> owner;
   explicit Storage(size_t nbytes, Device device = kCPU);
+  Storage(void* external, size_t nbytes, std::shared_ptr<void> owner);  // CPU memory
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -327,6 +331,10 @@ Tensor dense(const Tensor& x);
 
 // ---- creation (PyTorch names) ----------------------------------------------------------------
 Tensor zeros(const Shape& shape, DType dtype = get_default_dtype(), Device device = kCPU);
+// A contiguous CPU tensor over memory tapegrad does not own (PyTorch's from_blob): `owner` keeps
+// that memory alive (e.g. a memory-mapped file's mapping) until the last tensor on it goes.
+// `data` must be aligned to the dtype's size.
+Tensor from_blob(void* data, const Shape& shape, DType dtype, std::shared_ptr<void> owner);
 Tensor ones(const Shape& shape, DType dtype = get_default_dtype(), Device device = kCPU);
 Tensor full(const Shape& shape, double value, DType dtype = get_default_dtype(),
             Device device = kCPU);

@@ -227,3 +227,29 @@ TEST_CASE("npy: a header whose shape overflows or exceeds the file is refused be
   REQUIRE(load_npy(path).to_vector<double>() == std::vector<double>{0, 0});
   std::remove(path.c_str());
 }
+
+TEST_CASE("from_blob: a tensor over memory it does not own, released with its owner") {
+  auto released = std::make_shared<int>(0);
+  {
+    auto buf = std::shared_ptr<float>(new float[6]{1, 2, 3, 4, 5, 6}, [released](float* p) {
+      ++*released;
+      delete[] p;
+    });
+    Tensor t = from_blob(buf.get(), {2, 3}, kFloat32, buf);
+    const float* raw = buf.get();
+    buf.reset();  // the tensor keeps the memory alive
+    REQUIRE(*released == 0);
+    REQUIRE(t.data<float>() == raw);
+    REQUIRE(t.to_vector<float>() == std::vector<float>{1, 2, 3, 4, 5, 6});
+    Tensor v = t.transpose(0, 1);  // views share the storage
+    t = Tensor();
+    REQUIRE(*released == 0);
+    REQUIRE(v.contiguous().to_vector<float>() == std::vector<float>{1, 4, 2, 5, 3, 6});
+    REQUIRE(((v * 2).sum()).item<double>() == 42);
+  }
+  REQUIRE(*released == 1);
+  alignas(8) unsigned char bytes[16] = {};
+  REQUIRE_ERROR(from_blob(bytes + 1, {2}, kFloat32, nullptr), "from_blob: data at");
+  REQUIRE_ERROR(from_blob(bytes, {-1}, kFloat32, nullptr),
+                "from_blob: negative dimension in shape (-1)");
+}
