@@ -20,6 +20,10 @@ const char* dtype_name(DType t) {
       return "int64";
     case DType::Bool:
       return "bool";
+    case DType::BFloat16:
+      return "bfloat16";
+    case DType::Float16:
+      return "float16";
   }
   return "?";
 }
@@ -33,8 +37,49 @@ size_t dtype_size(DType t) {
       return 8;
     case DType::Bool:
       return 1;
+    case DType::BFloat16:
+    case DType::Float16:
+      return 2;
   }
   return 0;
+}
+DType promote_types(DType a, DType b) {
+  if (a == b) return a;
+  // bool < int64 < every floating type; then the wider floating type, float32 for the two
+  // reduced ones (neither holds the other: bfloat16 has the range, float16 the precision).
+  auto rank = [](DType t) {
+    switch (t) {
+      case DType::Bool:
+        return 0;
+      case DType::Int64:
+        return 1;
+      case DType::BFloat16:
+      case DType::Float16:
+        return 2;
+      case DType::Float32:
+        return 3;
+      case DType::Float64:
+        return 4;
+    }
+    return 0;
+  };
+  if (is_reduced(a) && is_reduced(b)) return kFloat32;
+  return rank(a) >= rank(b) ? a : b;
+}
+FInfo finfo(DType t) {
+  switch (t) {
+    case DType::Float32:
+      return {32, 0x1p-23, 0x1.fffffep127, -0x1.fffffep127, 0x1p-126, 1e-6, "float32"};
+    case DType::Float64:
+      return {64,    0x1p-52,  0x1.fffffffffffffp1023, -0x1.fffffffffffffp1023, 0x1p-1022,
+              1e-15, "float64"};
+    case DType::BFloat16:
+      return {16, 0x1p-7, 0x1.fep127, -0x1.fep127, 0x1p-126, 0.01, "bfloat16"};
+    case DType::Float16:
+      return {16, 0x1p-10, 65504, -65504, 0x1p-14, 0.001, "float16"};
+    default:
+      throw Error(fmt::format("finfo: dtype {} is not a floating type", dtype_name(t)));
+  }
 }
 std::string Device::str() const {
   return type == DeviceType::CPU ? std::string("cpu") : fmt::format("cuda:{}", index);

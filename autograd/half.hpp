@@ -36,8 +36,9 @@ inline float f16_to_float(uint16_t h) {
   const uint32_t exp = o & (0x7c00u << 13);
   o += (127u - 15u) << 23;  // rebias the exponent
   if (exp == (0x7c00u << 13)) {
-    o += (128u - 16u) << 23;  // inf or NaN: exponent all ones
-  } else if (exp == 0) {      // zero or subnormal: renormalise exactly
+    o += (128u - 16u) << 23;            // inf or NaN: exponent all ones
+    if (o & 0x7fffffu) o |= 0x400000u;  // a NaN comes back quiet, as F16C's vcvtph2ps
+  } else if (exp == 0) {                // zero or subnormal: renormalise exactly
     o += 1u << 23;
     o = half_bits::f2u(half_bits::u2f(o) - half_bits::u2f(113u << 23));
   }

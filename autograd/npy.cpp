@@ -131,15 +131,15 @@ NpyType npy_type(const std::string& ts, const std::string& path) {
   ty.big = order == '>' && ty.width > 1;
   const char kind = ty.kind;
   const int width = ty.width;
-  if (kind == 'f' && (width == 4 || width == 8))
-    ty.dt = width == 4 ? kFloat32 : kFloat64;
+  if (kind == 'f' && (width == 2 || width == 4 || width == 8))
+    ty.dt = width == 2 ? kFloat16 : width == 4 ? kFloat32 : kFloat64;
   else if ((kind == 'i' || kind == 'u') && (width == 1 || width == 2 || width == 4 || width == 8))
     ty.dt = kInt64;  // token ids and other integers: widened to int64, tapegrad's index dtype
   else if (kind == 'b' && width == 1)
     ty.dt = kBool;
   else
     throw Error(fmt::format(
-        "load_npy: {} has dtype '{}'; supported: float32/64 (f4, f8), signed and unsigned "
+        "load_npy: {} has dtype '{}'; supported: float16/32/64 (f2, f4, f8), signed and unsigned "
         "integers of 1, 2, 4 or 8 bytes (loaded as int64) and bool (b1), either byte order",
         path, ts));
   return ty;
@@ -212,6 +212,26 @@ Tensor load_npy(const std::string& path) {
   }
 }
 
+namespace {
+// A float16 tensor as .npy 1.0 bytes ('<f2', C order): xtensor's writer knows no float16.
+std::string npy_f16_bytes(const Tensor& t) {
+  std::string shape;
+  for (int64_t d : t.shape()) shape += std::to_string(d) + ", ";
+  if (t.dim() > 1) shape.resize(shape.size() - 1);  // "(2, 3)"; "(5,)" keeps its comma
+  std::string header = "{'descr': '<f2', 'fortran_order': False, 'shape': (" + shape + "), }";
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::string out = "\x93NUMPY";
+  out += char(1);
+  out += char(0);
+  out += char(header.size() & 0xff);
+  out += char(header.size() >> 8);
+  out += header;
+  out.append(static_cast<const char*>(t.data_ptr()), static_cast<size_t>(t.numel()) * 2);
+  return out;
+}
+}  // namespace
+
 void save_npy(const std::string& path, const Tensor& t_in) {
   if (!t_in.defined()) throw Error(fmt::format("save_npy: tensor for {} is undefined", path));
   const Tensor t = detail::dense(t_in);  // a view's elements in row-major order
@@ -229,6 +249,12 @@ void save_npy(const std::string& path, const Tensor& t_in) {
     case kBool:
       bytes = xt::dump_npy(as_xarray<bool>(t));
       break;
+    case kFloat16:
+      bytes = npy_f16_bytes(t);
+      break;
+    case kBFloat16:
+      throw Error(fmt::format(
+          "save_npy: {}: .npy has no bfloat16 type; save t.to(kFloat32) (exact) instead", path));
   }
   write_file_atomic(path, bytes);
 }

@@ -31,6 +31,10 @@ struct Printer {
         return static_cast<double>(t.data<int64_t>()[i]);
       case kBool:
         return t.data<bool>()[i];
+      case kBFloat16:
+        return static_cast<float>(t.data<bfloat16>()[i]);
+      case kFloat16:
+        return static_cast<float>(t.data<float16>()[i]);
     }
     return 0;
   }

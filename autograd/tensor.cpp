@@ -3,12 +3,14 @@
 // generator in random.cpp, the device runtime and thread setting in device.cpp.
 #include "autograd/tensor.hpp"
 
+#include "autograd/convert.hpp"
 #include "autograd/copy_detail.hpp"
 #include "autograd/device_detail.hpp"
 #include "autograd/tape.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -165,6 +167,9 @@ Tensor dense_copy(const Tensor& x) {
     case 1:
       dense_cpu<uint8_t>(out.data_ptr(), x.data_ptr(), x.shape(), st);
       break;
+    case 2:
+      dense_cpu<uint16_t>(out.data_ptr(), x.data_ptr(), x.shape(), st);
+      break;
     case 4:
       dense_cpu<uint32_t>(out.data_ptr(), x.data_ptr(), x.shape(), st);
       break;
@@ -203,6 +208,10 @@ double item_as_double(const Tensor& t) {
       return static_cast<double>(*t.data<int64_t>());
     case kBool:
       return *t.data<bool>() ? 1.0 : 0.0;
+    case kBFloat16:
+      return static_cast<float>(*t.data<bfloat16>());
+    case kFloat16:
+      return static_cast<float>(*t.data<float16>());
   }
   return 0;
 }
@@ -240,6 +249,8 @@ void convert_from(Dst* d, const Tensor& src) {
     case kBool:
       convert(d, src.data<bool>(), n);
       break;
+    default:  // the reduced types: convert::elements
+      break;
   }
 }
 Tensor convert_tensor(const Tensor& src_in, DType dtype) {
@@ -250,6 +261,10 @@ Tensor convert_tensor(const Tensor& src_in, DType dtype) {
     return out;
   }
   Tensor out = Tensor::empty(src.shape(), dtype);
+  if (is_reduced(dtype) || is_reduced(src.dtype())) {  // the one conversion path
+    convert::elements(src.dtype(), dtype, out.data_ptr(), src.data_ptr(), src.numel());
+    return out;
+  }
   switch (dtype) {
     case kFloat32:
       convert_from(out.data<float>(), src);
@@ -282,6 +297,8 @@ Tensor convert_tensor(const Tensor& src_in, DType dtype) {
       }
       break;
     }
+    default:
+      break;
   }
   return out;
 }
@@ -454,6 +471,16 @@ Tensor fill_with(const Shape& shape, DType dtype, F value_at) {
     case kBool: {
       bool* p = t.data<bool>();
       for (int64_t i = 0; i < n; ++i) p[i] = value_at(i) != 0;
+      break;
+    }
+    case kBFloat16:
+    case kFloat16: {  // each value rounded to float32, then once to the reduced type
+      float buf[convert::kChunk];
+      for (int64_t i = 0; i < n; i += convert::kChunk) {
+        const int64_t m = std::min(convert::kChunk, n - i);
+        for (int64_t j = 0; j < m; ++j) buf[j] = static_cast<float>(value_at(i + j));
+        convert::from_float(dtype, static_cast<uint16_t*>(t.data_ptr()) + i, buf, m);
+      }
       break;
     }
   }

@@ -14,6 +14,7 @@
 // Tensor methods such as x.sum() or a + b are declared here and defined beside their op in ops/.
 #pragma once
 
+#include "autograd/half.hpp"
 #include "autograd/site.hpp"
 
 #include <fmt/core.h>
@@ -31,15 +32,37 @@ namespace tg {
 
 // ---- vocabulary -------------------------------------------------------------------------------
 
-enum class DType : uint8_t { Float32, Float64, Int64, Bool };
+// BFloat16 and Float16 (PyTorch's torch.bfloat16 / torch.float16) store 2 bytes an element
+// (autograd/half.hpp) and compute in float32: kernels load them as float32, compute, and round
+// once when they store (docs/mixed-precision.md).
+enum class DType : uint8_t { Float32, Float64, Int64, Bool, BFloat16, Float16 };
 constexpr DType kFloat32 = DType::Float32;
 constexpr DType kFloat64 = DType::Float64;
 constexpr DType kInt64 = DType::Int64;
 constexpr DType kBool = DType::Bool;
+constexpr DType kBFloat16 = DType::BFloat16;
+constexpr DType kFloat16 = DType::Float16;
 
-const char* dtype_name(DType t);  // "float32", ...
+const char* dtype_name(DType t);  // "float32", "bfloat16", ...
 size_t dtype_size(DType t);
-inline bool is_floating(DType t) { return t == DType::Float32 || t == DType::Float64; }
+inline bool is_reduced(DType t) { return t == DType::BFloat16 || t == DType::Float16; }
+inline bool is_floating(DType t) {
+  return t == DType::Float32 || t == DType::Float64 || is_reduced(t);
+}
+// PyTorch's type promotion of two tensors' dtypes (torch.promote_types): bool < int64 < the
+// floating types; bfloat16 with float16 gives float32; any reduced type with float32 gives
+// float32, with float64 float64. A scalar (double) operand never promotes a floating tensor.
+DType promote_types(DType a, DType b);
+// PyTorch's torch.finfo: the floating dtype's limits.
+struct FInfo {
+  int bits;
+  double eps;         // the gap between 1 and the next representable value
+  double max, min;    // the largest finite value, and its negative
+  double tiny;        // the smallest positive normal (PyTorch's smallest_normal)
+  double resolution;  // 10^-digits, PyTorch's approximate decimal resolution
+  const char* dtype;
+};
+FInfo finfo(DType t);
 // The floating dtype that creation functions (zeros, ones, full, eye, rand, randn,
 // scalar_tensor, Tensor::empty) and module parameters get when no dtype is given: float32
 // unless set (PyTorch's torch.set_default_dtype; only float32 and float64 are accepted).
@@ -64,6 +87,14 @@ struct dtype_of<int64_t> {
 template <>
 struct dtype_of<bool> {
   static constexpr DType value = DType::Bool;
+};
+template <>
+struct dtype_of<bfloat16> {
+  static constexpr DType value = DType::BFloat16;
+};
+template <>
+struct dtype_of<float16> {
+  static constexpr DType value = DType::Float16;
 };
 
 enum class DeviceType : uint8_t { CPU, CUDA };

@@ -410,6 +410,9 @@ void where(DT dt, void* out, const bool* cond, const int64_t* cond_stride, int64
       return launch_where<uint64_t>(out, cond, cond_stride, cond_offset, a, b, st);
     case DT::Bool:
       return launch_where<uint8_t>(out, cond, cond_stride, cond_offset, a, b, st);
+    case DT::BF16:
+    case DT::F16:
+      return launch_where<uint16_t>(out, cond, cond_stride, cond_offset, a, b, st);
   }
   throw Error("where: unknown dtype on cuda");
 }

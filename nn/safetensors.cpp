@@ -40,6 +40,10 @@ const char* st_dtype(DType t) {
       return "I64";
     case kBool:
       return "BOOL";
+    case kBFloat16:
+      return "BF16";
+    case kFloat16:
+      return "F16";
   }
   return "?";
 }

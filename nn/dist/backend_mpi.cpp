@@ -24,8 +24,12 @@ MPI_Datatype mpi_type(DType t) {
       return MPI_INT64_T;
     case DType::Bool:
       return MPI_C_BOOL;
+    case DType::BFloat16:
+    case DType::Float16:
+      break;  // MPI has no 16-bit float: collectives run on float32 (DDP keeps float32 grads)
   }
-  return MPI_BYTE;
+  throw Error(
+      fmt::format("mpi: {} tensors have no MPI type; communicate them as float32", dtype_name(t)));
 }
 MPI_Op mpi_op(ReduceOp op, DType t) {
   if (t == DType::Bool) return op == ReduceOp::Min ? MPI_LAND : MPI_LOR;

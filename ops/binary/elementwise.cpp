@@ -46,7 +46,7 @@ Tensor binary_kernel(const char* op, kern::BinOp code, const Tensor& a_in, const
                 st);
     return out;
   }
-  dispatch_all(a.dtype(), [&](auto tag) {
+  dispatch_all(a.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     if (out_dtype == kBool) {
       cpu::binary<T, bool>(code, out.data<bool>(), a.data<T>(), b.data<T>(), os, a.shape(),

@@ -72,7 +72,7 @@ Tensor binary_extra(const char* op, cpu::XOp code, const Tensor& a_in, const Ten
   const Tensor &a = dense_ref(a_in, ha), &b = dense_ref(b_in, hb);
   const Shape os = broadcast_shapes(a.shape(), b.shape(), op);
   Tensor out = Tensor::empty(os, a.dtype());
-  dispatch_all(a.dtype(), [&](auto tag) {
+  dispatch_all(a.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     cpu::binary_extra<T>(code, out.data<T>(), a.data<T>(), b.data<T>(), os, a.shape(), b.shape());
   });

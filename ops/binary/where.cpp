@@ -37,7 +37,7 @@ Tensor where_kernel(const char* op, const Tensor& cond, const Tensor& a, const T
                0, a.data_ptr(), b.data_ptr(), st);
     return out;
   }
-  dispatch_all(a.dtype(), [&](auto tag) {
+  dispatch_all(a.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     cpu::where<T>(out.data<T>(), cond.data<bool>(), a.data<T>(), b.data<T>(), os, cond.shape(),
                   a.shape(), b.shape());

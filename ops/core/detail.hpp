@@ -80,9 +80,10 @@ decltype(auto) dispatch_float(DType t, const char* op, F&& f) {
       throw Error(fmt::format("{}: unsupported dtype {}", op, dtype_name(t)));
   }
 }
-// Any dtype: float, double, int64_t, bool.
+// Any dtype but the reduced ones: float, double, int64_t, bool (bfloat16 / float16 kernels load
+// float32 through autograd/convert.hpp instead; an op without them says so).
 template <typename F>
-decltype(auto) dispatch_all(DType t, F&& f) {
+decltype(auto) dispatch_all(DType t, const char* op, F&& f) {
   switch (t) {
     case kFloat32:
       return f(float{});
@@ -90,8 +91,24 @@ decltype(auto) dispatch_all(DType t, F&& f) {
       return f(double{});
     case kInt64:
       return f(int64_t{});
-    default:
+    case kBool:
       return f(bool{});
+    default:
+      throw Error(fmt::format("{}: unsupported dtype {}", op, dtype_name(t)));
+  }
+}
+// Data movement only (copies, gathers of whole elements): an unsigned type of the dtype's size.
+template <typename F>
+decltype(auto) dispatch_bits(DType t, F&& f) {
+  switch (dtype_size(t)) {
+    case 1:
+      return f(uint8_t{});
+    case 2:
+      return f(uint16_t{});
+    case 4:
+      return f(uint32_t{});
+    default:
+      return f(uint64_t{});
   }
 }
 

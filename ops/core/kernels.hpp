@@ -18,7 +18,9 @@ namespace tg::detail {
 static_assert(static_cast<int>(kern::DT::F32) == static_cast<int>(DType::Float32) &&
                   static_cast<int>(kern::DT::F64) == static_cast<int>(DType::Float64) &&
                   static_cast<int>(kern::DT::I64) == static_cast<int>(DType::Int64) &&
-                  static_cast<int>(kern::DT::Bool) == static_cast<int>(DType::Bool),
+                  static_cast<int>(kern::DT::Bool) == static_cast<int>(DType::Bool) &&
+                  static_cast<int>(kern::DT::BF16) == static_cast<int>(DType::BFloat16) &&
+                  static_cast<int>(kern::DT::F16) == static_cast<int>(DType::Float16),
               "kern::DT must number dtypes like tg::DType");
 
 // A dtype as the kernels' code.

@@ -121,7 +121,7 @@ Tensor gather(const Tensor& x_in, int64_t dim, const Tensor& index_in, Site site
           op, shape_str(xs), shape_str(is), wi[k], k, wx[k], d));
   check_range(op, index, wx[d], fmt::format("dim {} of x {}", d, shape_str(xs)));
   Tensor out = Tensor::empty(is, x.dtype());
-  dispatch_all(x.dtype(), [&](auto tag) {
+  dispatch_all(x.dtype(), "gather", [&](auto tag) {
     using T = decltype(tag);
     cpu::gather<T>(out.data<T>(), contiguous_strides(wi), x.data<T>(), contiguous_strides(wx),
                    index.data<int64_t>(), wi, d);
@@ -162,7 +162,7 @@ Tensor scatter_add(const Tensor& x_in, int64_t dim, const Tensor& index_in, cons
               wi = working(index.shape());
   Tensor out = Tensor::empty(xs, x.dtype());
   std::memcpy(out.data_ptr(), x.data_ptr(), x.numel() * dtype_size(x.dtype()));
-  dispatch_all(x.dtype(), [&](auto tag) {
+  dispatch_all(x.dtype(), "scatter_add", [&](auto tag) {
     using T = decltype(tag);
     if constexpr (!std::is_same_v<T, bool>)
       cpu::scatter_add<T>(out.data<T>(), contiguous_strides(wx), src.data<T>(),
@@ -209,7 +209,7 @@ ValuesIndices sort_kernel(const char* op, const Tensor& x_in, int64_t dim, int64
   if (!os.empty()) os[d] = k;
   const int64_t kk = xs.empty() ? 1 : k;  // the kernel's k
   ValuesIndices r{Tensor::empty(os, x.dtype()), Tensor::empty(os, kInt64)};
-  dispatch_all(x.dtype(), [&](auto tag) {
+  dispatch_all(x.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     cpu::sort_rows<T>(r.values.data<T>(), r.indices.data<int64_t>(), x.data<T>(), a.outer, a.n,
                       a.inner, kk, descending, sorted);
@@ -272,7 +272,7 @@ Tensor triangle(const char* op, const Tensor& x_in, int64_t diagonal, bool lower
   const int64_t n = x.dim(), N = xs[n - 2], C = xs[n - 1];
   const int64_t B = around(xs, n - 2).outer;
   Tensor out = Tensor::empty(xs, x.dtype());
-  dispatch_all(x.dtype(), [&](auto tag) {
+  dispatch_all(x.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     cpu::triangle<T>(out.data<T>(), x.data<T>(), B, N, C, diagonal, lower);
   });

@@ -44,7 +44,7 @@ void write_into(const char* op, const Tensor& x, const Tensor& v_in) {
     std::memcpy(x.data_ptr(), v.data_ptr(), x.numel() * dtype_size(x.dtype()));
     return;
   }
-  dispatch_all(x.dtype(), [&](auto tag) {
+  dispatch_all(x.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     cpu::strided_copy<T>(static_cast<T*>(x.data_ptr()), xst, static_cast<const T*>(v.data_ptr()),
                          vst, x.shape());

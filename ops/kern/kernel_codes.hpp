@@ -11,7 +11,7 @@
 namespace tg::kern {
 
 // Element types, numbered like tg::DType (ops/ static_asserts this).
-enum class DT : uint8_t { F32 = 0, F64 = 1, I64 = 2, Bool = 3 };
+enum class DT : uint8_t { F32 = 0, F64 = 1, I64 = 2, Bool = 3, BF16 = 4, F16 = 5 };
 
 // ---- strided N-d iteration (broadcasting, permutes, slices) ----
 constexpr int kMaxDims = 8;

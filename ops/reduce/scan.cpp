@@ -154,7 +154,7 @@ Tensor cumsum(const Tensor& x_in, int64_t dim, Site site) {
   a.n = wx[d];
   for (size_t k = d + 1; k < wx.size(); ++k) a.inner *= wx[k];
   Tensor out = Tensor::empty(xs, is_floating(x.dtype()) ? x.dtype() : kInt64);  // like PyTorch
-  dispatch_all(x.dtype(), [&](auto tag) {
+  dispatch_all(x.dtype(), "cumsum", [&](auto tag) {
     using T = decltype(tag);
     using O = std::conditional_t<std::is_floating_point_v<T>, T, int64_t>;
     cpu::cumsum<T, O>(out.data<O>(), x.data<T>(), a.outer, a.n, a.inner, false);

@@ -100,7 +100,7 @@ Tensor detail::record_adjoint(const char* op, Tensor dx, const Tensor& g,
 namespace {
 void cpu_dense_copy(DType dtype, void* out, const void* x, const Shape& x_strides,
                     const Shape& shape) {
-  dispatch_all(dtype, [&](auto tag) {
+  dispatch_bits(dtype, [&](auto tag) {
     using T = decltype(tag);
     cpu::strided_copy<T>(static_cast<T*>(out), contiguous_strides(shape), static_cast<const T*>(x),
                          x_strides, shape);

@@ -1,6 +1,6 @@
-// ops/shape/cpu/copy.cpp — the CPU strided copy behind every reordering shape op (transpose, permute,
-// expand, narrow/slice with steps, and the adjoint scatter of their backward): out and x walked
-// over one index space through their own element strides (xtd::Walk merges what it can).
+// ops/shape/cpu/copy.cpp — the CPU strided copy behind every reordering shape op (transpose,
+// permute, expand, narrow/slice with steps, and the adjoint scatter of their backward): out and x
+// walked over one index space through their own element strides (xtd::Walk merges what it can).
 //   - Rows contiguous on both sides (permutes that keep the last dim, narrow, expand of leading
 //     dims): one xtensor 1-D assignment per row.
 //   - A transpose of the last two dims: a blocked hand loop, 32 x 32 tiles (assigning an
@@ -66,5 +66,14 @@ template void strided_copy<double>(double*, const Shape&, const double*, const S
 template void strided_copy<int64_t>(int64_t*, const Shape&, const int64_t*, const Shape&,
                                     const Shape&);
 template void strided_copy<bool>(bool*, const Shape&, const bool*, const Shape&, const Shape&);
+// Data movement by element size (dispatch_bits): every dtype, the reduced ones included.
+template void strided_copy<uint8_t>(uint8_t*, const Shape&, const uint8_t*, const Shape&,
+                                    const Shape&);
+template void strided_copy<uint16_t>(uint16_t*, const Shape&, const uint16_t*, const Shape&,
+                                     const Shape&);
+template void strided_copy<uint32_t>(uint32_t*, const Shape&, const uint32_t*, const Shape&,
+                                     const Shape&);
+template void strided_copy<uint64_t>(uint64_t*, const Shape&, const uint64_t*, const Shape&,
+                                     const Shape&);
 
 }  // namespace tg::cpu

@@ -4,12 +4,12 @@
 // tanh GELU on xsimd batches over xtensor's partition of a row (rows(): an unaligned head and
 // the tail in scalars, so every element keeps the path, and the bits, the xtensor expressions it
 // replaced gave it), the math and activation ops in unary_math.cpp. The float32 kernels of
-// unary_rows.hpp run first where the instruction-set table has them (ops/core/cpu/isa.hpp: the AVX-512
-// table holds exp, log, tanh, sigmoid and both GELUs). Named overrides replace the formula's
-// forward where it would be slower or less exact: exp and log run xsimd with the lanes where it is
-// not std::'s answer (zeros, subnormals, infinities, NaN, the edges of the range) recomputed by
-// std:: (simd.hpp's patched_map), so a value never depends on the tensor's length or the
-// element's position; pow with a scalar exponent follows PyTorch's special exponents; the exact
+// unary_rows.hpp run first where the instruction-set table has them (ops/core/cpu/isa.hpp: the
+// AVX-512 table holds exp, log, tanh, sigmoid and both GELUs). Named overrides replace the
+// formula's forward where it would be slower or less exact: exp and log run xsimd with the lanes
+// where it is not std::'s answer (zeros, subnormals, infinities, NaN, the edges of the range)
+// recomputed by std:: (simd.hpp's patched_map), so a value never depends on the tensor's length or
+// the element's position; pow with a scalar exponent follows PyTorch's special exponents; the exact
 // GELU in float32 is unary_rows.hpp's batch loop (PyTorch's erf approximation, one exp shared by
 // value and derivative), in float64 a scalar std::erfc loop (xsimd's double erf/erfc are not exact
 // enough for gradcheck; docs/cpu-kernels.md has both measurements). Tested at every special value:
@@ -19,6 +19,7 @@
 // (ops/binary/elementwise.cpp, ops/unary/unary.cpp).
 #include "ops/core/cpu/isa.hpp"
 #include "ops/core/cpu/kernels.hpp"
+#include "ops/core/cpu/reduced.hpp"
 #include "ops/core/detail.hpp"
 #include "ops/core/cpu/simd.hpp"
 #include "ops/unary/cpu/math.hpp"
@@ -251,6 +252,11 @@ void unary_backward(UnOp op, T* dx, const T* g, const T* x, const T* y, int64_t 
 }
 
 void unary(UnOp op, DT dt, void* out, const void* x, int64_t n, double p0, double p1) {
+  if (reduced::is(dt))  // bfloat16 / float16: the float32 kernel on each chunk, rounded once
+    return reduced::elementwise<1>(dt, n, out, {x},
+                                   [&](float* o, const float* const* in, int64_t m) {
+                                     unary<float>(op, o, in[0], m, p0, p1);
+                                   });
   detail::dispatch_float(static_cast<DType>(dt), "unary", [&](auto tag) {
     using T = decltype(tag);
     unary<T>(op, static_cast<T*>(out), static_cast<const T*>(x), n, p0, p1);
@@ -258,6 +264,11 @@ void unary(UnOp op, DT dt, void* out, const void* x, int64_t n, double p0, doubl
 }
 void unary_backward(UnOp op, DT dt, void* dx, const void* g, const void* x, const void* y,
                     int64_t n, double p0, double p1) {
+  if (reduced::is(dt))
+    return reduced::elementwise<3>(dt, n, dx, {g, x, y},
+                                   [&](float* o, const float* const* in, int64_t m) {
+                                     unary_backward<float>(op, o, in[0], in[1], in[2], m, p0, p1);
+                                   });
   detail::dispatch_float(static_cast<DType>(dt), "unary_backward", [&](auto tag) {
     using T = decltype(tag);
     unary_backward<T>(op, static_cast<T*>(dx), static_cast<const T*>(g), static_cast<const T*>(x),

@@ -1,0 +1,55 @@
+// ops/core/cpu/reduced.hpp — how a CPU kernel runs on bfloat16 and float16: it loads a chunk of
+// each operand as float32 through the one conversion path (autograd/convert.hpp), runs its float32
+// body on the chunk, and stores the result rounded once. Memory holds the reduced type; every
+// formula stays written once, in float32. Row kernels (softmax, norms, cross-entropy) load a row
+// into a buffer the same way (load / store). Internal to the CPU kernels (ops/<family>/cpu/).
+#pragma once
+
+#include "autograd/convert.hpp"
+#include "ops/core/cpu/xt.hpp"
+#include "ops/kern/kernel_codes.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+
+namespace tg::cpu::reduced {
+
+inline bool is(kern::DT dt) { return dt == kern::DT::BF16 || dt == kern::DT::F16; }
+inline DType dtype(kern::DT dt) { return static_cast<DType>(dt); }
+
+// Elements [i, i + n) of a reduced-type operand as float32 into dst (nothing for a null operand),
+// and n float32 values stored rounded into dst[i, i + n).
+inline void load(kern::DT dt, float* dst, const void* src, int64_t i, int64_t n) {
+  if (src) convert::to_float(dtype(dt), dst, static_cast<const uint16_t*>(src) + i, n);
+}
+inline void store(kern::DT dt, void* dst, int64_t i, const float* src, int64_t n) {
+  convert::from_float(dtype(dt), static_cast<uint16_t*>(dst) + i, src, n);
+}
+
+// An elementwise kernel on n elements of reduced type: `out` (stored) and the operands `in`
+// (loaded; null ones stay null), body(float* out, const float* in[N], int64_t m) on each chunk of
+// m <= convert::kChunk elements, in parallel across chunks like chunks().
+template <size_t N, typename Body>
+void elementwise(kern::DT dt, int64_t n, void* out, const std::array<const void*, N>& in,
+                 Body&& body) {
+  chunks(
+      n,
+      [&](int64_t lo, int64_t hi) {
+        float ob[convert::kChunk];
+        float ib[N][convert::kChunk];
+        std::array<const float*, N> ip{};
+        for (int64_t i = lo; i < hi; i += convert::kChunk) {
+          const int64_t m = std::min(convert::kChunk, hi - i);
+          for (size_t k = 0; k < N; ++k) {
+            load(dt, ib[k], in[k], i, m);
+            ip[k] = in[k] ? ib[k] : nullptr;
+          }
+          body(ob, ip.data(), m);
+          store(dt, out, i, ob, m);
+        }
+      },
+      2);
+}
+
+}  // namespace tg::cpu::reduced
