@@ -178,8 +178,11 @@ TEST_CASE("npy: integer token files of every width load as int64, others are ref
   REQUIRE(load_npy(path).to_vector<float>() == std::vector<float>{1.5f});
   write_npy_raw(path, "<u8", 1, std::string(8, '\xff'));
   REQUIRE_ERROR(load_npy(path), "does not fit int64");
-  write_npy_raw(path, "<f2", 2, std::string(4, '\0'));
-  REQUIRE_ERROR(load_npy(path), "has dtype '<f2'; supported: float32/64");
+  write_npy_raw(path, "<f2", 2, std::string("\x00\x3c\x00\xc0", 4));  // float16 1, -2
+  REQUIRE(load_npy(path).dtype() == kFloat16);
+  REQUIRE(load_npy(path).to(kFloat32).to_vector<float>() == std::vector<float>{1, -2});
+  write_npy_raw(path, "<c8", 1, std::string(8, '\0'));
+  REQUIRE_ERROR(load_npy(path), "has dtype '<c8'; supported: float16/32/64");
   std::remove(path.c_str());
 }
 
