@@ -1,0 +1,182 @@
+// tests/nn/test_hf.cpp — Hugging Face model folders (nn/hf): GPT-2 and Llama-family logits and
+// gradients against tools/hf_reference.py (PyTorch 1.13) in float32 and float64, BF16 / F16 files
+// converted bit for bit, a sharded folder, zero-copy mapping, save -> load round trips, and
+// generation through the KV cache. The refusals are in test_hf_errors.cpp.
+#include "fixtures.hpp"
+#include "helpers.hpp"
+#include "nn/hf/gpt2.hpp"
+#include "nn/hf/llama.hpp"
+#include "ops/ops.hpp"
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+using namespace tg;
+namespace hf = tg::nn::hf;
+
+namespace {
+
+std::string folder(const std::string& name) { return std::string(TG_FIXTURES) + "/hf/" + name; }
+
+std::string scratch(const std::string& name) {
+  auto p = std::filesystem::temp_directory_path() / ("tg_test_hf_" + name);
+  std::filesystem::remove_all(p);
+  return p.string();
+}
+
+// The model's logits on the fixture's ids match the reference's; in float64 its gradients of
+// sum(logits · dout) match every parameter's reference gradient.
+void check_family(const std::string& name, DType dtype) {
+  INFO(name << " in " << dtype_name(dtype));
+  tgt::Fixture f("hf/" + name);
+  auto model = hf::from_pretrained(folder(name), dtype);
+  model->eval();
+  Tensor logits = model->forward(f.tensor("ids"));
+  if (dtype == kFloat32) {
+    tgt::require_close(logits, f.tensor("logits32"), 1e-5, 1e-5, name + " logits32");
+    tgt::require_close(logits, f.tensor("logits64"), 1e-5, 1e-5, name + " logits vs float64");
+    return;
+  }
+  tgt::require_close(logits, f.tensor("logits64"), 1e-12, 1e-10, name + " logits64");
+  sum(mul(logits, f.tensor("dout"))).backward();
+  int checked = 0;
+  for (const auto& [pname, p] : model->named_parameters()) {
+    REQUIRE(p.grad().defined());
+    tgt::require_close(p.grad(), f.tensor("d." + pname), 1e-11, 1e-9, "d." + pname);
+    ++checked;
+  }
+  CHECK(checked == static_cast<int>(model->named_parameters().size()));
+}
+
+}  // namespace
+
+TEST_CASE("hf: GPT-2 logits and gradients match the PyTorch reference in float32 and float64") {
+  check_family("gpt2", kFloat32);
+  check_family("gpt2", kFloat64);
+}
+
+TEST_CASE("hf: Llama (grouped-query, untied) logits and gradients match the reference") {
+  check_family("llama", kFloat32);
+  check_family("llama", kFloat64);
+}
+
+TEST_CASE("hf: Qwen2 (q, k, v biases, o without) logits match the reference") {
+  tgt::Fixture f("hf/qwen2");
+  auto model = hf::LlamaForCausalLM::from_pretrained(folder("qwen2"));
+  model->eval();
+  CHECK(model->model->layers->at<nn::LlamaDecoderLayer>(0)->self_attn->q_proj->bias.defined());
+  CHECK(!model->model->layers->at<nn::LlamaDecoderLayer>(0)->self_attn->o_proj->bias.defined());
+  tgt::require_close(model->forward(f.tensor("ids")), f.tensor("logits32"), 1e-5, 1e-5, "qwen2");
+}
+
+TEST_CASE("hf: BF16 (tied) and F16 (sharded) files load bit for bit as PyTorch converts them") {
+  for (const std::string name : {"llama_bf16", "llama_f16_sharded"}) {
+    INFO(name);
+    tgt::Fixture f("hf/" + name);
+    auto model = hf::LlamaForCausalLM::from_pretrained(folder(name));
+    model->eval();
+    const nn::StateDict sd = model->state_dict();
+    int compared = 0;
+    for (const auto& [key, t] : f.tensors()) {
+      if (key.rfind("w.", 0) != 0) continue;
+      const Tensor want = t, got = sd.at(key.substr(2));
+      REQUIRE(got.dtype() == kFloat32);
+      REQUIRE(got.shape() == want.shape());
+      const std::vector<float> g = got.to_vector<float>(), w = want.to_vector<float>();
+      CHECK(std::memcmp(g.data(), w.data(), g.size() * sizeof(float)) == 0);
+      ++compared;
+    }
+    CHECK(compared == static_cast<int>(sd.size()) - (name == "llama_bf16" ? 1 : 0));
+    tgt::require_close(model->forward(f.tensor("ids")), f.tensor("logits32"), 1e-5, 1e-5, name);
+  }
+  auto tied = hf::LlamaForCausalLM::from_pretrained(folder("llama_bf16"));
+  CHECK(tied->lm_head->weight.same(tied->model->embed_tokens->weight));
+}
+
+TEST_CASE("hf: an F32 file is mapped, not copied, and in-place writes never reach the file") {
+  const std::string dir = scratch("mapped");
+  std::filesystem::copy(folder("llama"), dir);
+  const auto before = std::filesystem::file_size(dir + "/model.safetensors");
+  std::string bytes_before;
+  {
+    std::ifstream in(dir + "/model.safetensors", std::ios::binary);
+    bytes_before.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  {
+    auto model = hf::LlamaForCausalLM::from_pretrained(dir);
+    Tensor w = model->model->embed_tokens->weight;
+    // The tensor's memory lies inside the mapping of the file (not in an allocator block).
+    REQUIRE(w.impl()->storage->owner != nullptr);
+    NoGradGuard ng;
+    w.mul_(2.0);  // copy on write: the page is the process's own from here
+    CHECK(w.to_vector<float>()[0] != 0);
+  }
+  std::ifstream in(dir + "/model.safetensors", std::ios::binary);
+  std::string bytes_after(std::istreambuf_iterator<char>(in), {});
+  CHECK(std::filesystem::file_size(dir + "/model.safetensors") == before);
+  CHECK(bytes_after == bytes_before);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("hf: save_pretrained -> from_pretrained round trips bit for bit in the same layout") {
+  for (const std::string name : {"gpt2", "llama", "llama_bf16", "llama_f16_sharded"}) {
+    INFO(name);
+    auto a = hf::from_pretrained(folder(name));
+    const std::string dir = scratch("save_" + name);
+    a->save_pretrained(dir);
+    // Hugging Face's layout: tied lm_head.weight left out; GPT-2 under "transformer.".
+    nn::SafetensorsFile file = nn::load_safetensors(dir + "/model.safetensors");
+    CHECK(file.tensors.contains("lm_head.weight") ==
+          (name == "llama" || name == "llama_f16_sharded"));
+    if (name == "gpt2") CHECK(file.tensors.contains("transformer.h.1.attn.c_attn.weight"));
+    CHECK(file.metadata.at("format") == "pt");
+    auto b = hf::from_pretrained(dir);
+    const nn::StateDict sa = a->state_dict(), sb = b->state_dict();
+    REQUIRE(sa.keys() == sb.keys());
+    for (const auto& [k, t] : sa) {
+      const std::vector<float> x = t.to_vector<float>(), y = sb.at(k).to_vector<float>();
+      CHECK(std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0);
+    }
+    REQUIRE_ERROR(a->save_pretrained(dir), "exists (pass overwrite = true");
+    a->save_pretrained(dir, true);
+    std::filesystem::remove_all(dir);
+  }
+}
+
+TEST_CASE("hf: GPT-2 Conv1D weights keep Hugging Face's (in, out) layout") {
+  auto m = hf::GPT2LMHeadModel::from_pretrained(folder("gpt2"));
+  auto blk = m->transformer->h->at<hf::GPT2Block>(0);
+  CHECK(blk->attn->c_attn->weight.shape() == Shape{8, 24});
+  CHECK(blk->mlp->c_fc->weight.shape() == Shape{8, 32});
+  CHECK(blk->mlp->c_proj->weight.shape() == Shape{32, 8});
+  CHECK(m->lm_head->weight.same(m->transformer->wte->weight));
+}
+
+TEST_CASE("hf: generation with the KV cache equals the uncached argmax continuation") {
+  for (const std::string name : {"gpt2", "llama", "qwen2"}) {
+    INFO(name);
+    auto model = hf::from_pretrained(folder(name));
+    model->eval();
+    tgt::Fixture f("hf/" + name);
+    Tensor ids = f.tensor("ids");
+    hf::GenerationOptions cached, uncached;
+    uncached.use_cache = false;
+    Tensor a = model->generate(ids, 10, cached), b = model->generate(ids, 10, uncached);
+    REQUIRE(a.shape() == Shape{2, 15});
+    CHECK(a.to_vector<int64_t>() == b.to_vector<int64_t>());
+    // The uncached continuation is the argmax of the full forward at every step.
+    Tensor logits = model->forward(narrow(b, 1, 0, 14));
+    Tensor want = argmax(narrow(logits, 1, 4, 10), -1);
+    CHECK(want.to_vector<int64_t>() == narrow(b, 1, 5, 10).contiguous().to_vector<int64_t>());
+    // Sampling is seeded: the same seed gives the same tokens, with or without the cache.
+    hf::GenerationOptions s1;
+    s1.temperature = 0.8;
+    s1.top_k = 5;
+    s1.seed = 7;
+    hf::GenerationOptions s2 = s1;
+    s2.use_cache = false;
+    CHECK(model->generate(ids, 6, s1).to_vector<int64_t>() ==
+          model->generate(ids, 6, s2).to_vector<int64_t>());
+  }
+}
