@@ -91,13 +91,22 @@ Tensor GPT2Block::forward(const Tensor& x, KVCache* cache) {
   return add(h, mlp->forward(ln_2->forward(h)));
 }
 
-GPT2Model::GPT2Model(const GPT2Config& c) : Module("GPT2Model"), config(c) {
+GPT2Model::GPT2Model(const GPT2Config& c, const BuildHook& hook) : Module("GPT2Model"), config(c) {
+  auto built = [&](const std::shared_ptr<Module>& m, const std::string& prefix,
+                   bool repeated = false) {
+    if (hook) hook(*m, prefix, repeated);
+    return m;
+  };
   wte = register_module("wte", std::make_shared<Embedding>(c.vocab_size, c.n_embd));
+  built(wte, "wte.");
   wpe = register_module("wpe", std::make_shared<Embedding>(c.n_positions, c.n_embd));
+  built(wpe, "wpe.");
   drop = register_module("drop", std::make_shared<Dropout>(c.embd_pdrop));
   h = register_module("h", std::make_shared<ModuleList>());
-  for (int64_t i = 0; i < c.n_layer; ++i) h->push_back(std::make_shared<GPT2Block>(c));
+  for (int64_t i = 0; i < c.n_layer; ++i)
+    h->push_back(built(std::make_shared<GPT2Block>(c), fmt::format("h.{}.", i), true));
   ln_f = register_module("ln_f", std::make_shared<LayerNorm>(c.n_embd, c.layer_norm_epsilon));
+  built(ln_f, "ln_f.");
 }
 
 Tensor GPT2Model::forward(const Tensor& ids, std::vector<KVCache>* caches) {
@@ -117,12 +126,14 @@ Tensor GPT2Model::forward(const Tensor& ids, std::vector<KVCache>* caches) {
   return ln_f->forward(x);
 }
 
-GPT2LMHeadModel::GPT2LMHeadModel(GPT2Config c)
+GPT2LMHeadModel::GPT2LMHeadModel(GPT2Config c, const BuildHook& hook)
     : PreTrainedModel("GPT2LMHeadModel"), config(std::move(c)) {
-  transformer = register_module("transformer", std::make_shared<GPT2Model>(config));
-  lm_head =
-      register_module("lm_head", std::make_shared<Linear>(config.n_embd, config.vocab_size, false));
-  lm_head->weight = transformer->wte->weight;  // tied (Hugging Face ties GPT-2 always)
+  BuildHook inner;
+  if (hook)
+    inner = [&](Module& m, const std::string& p, bool r) { hook(m, "transformer." + p, r); };
+  transformer = register_module("transformer", std::make_shared<GPT2Model>(config, inner));
+  // Tied (Hugging Face ties GPT-2 always).
+  lm_head = register_module("lm_head", lm_head_tied_to(transformer->wte->weight));
 }
 
 Tensor GPT2LMHeadModel::forward(const Tensor& ids, std::vector<KVCache>* caches) {
@@ -144,10 +155,9 @@ std::shared_ptr<GPT2LMHeadModel> GPT2LMHeadModel::from_pretrained(const std::str
     throw Error(fmt::format("GPT2LMHeadModel::from_pretrained: {} has model_type \"{}\", not gpt2",
                             what, type));
   SafetensorsFolder files(folder);  // mapped and validated before the model is built
-  auto model = std::make_shared<GPT2LMHeadModel>(parse_gpt2_config(text, what));
-  if (dtype != kFloat32) model->to(dtype);
+  const GPT2Config config = parse_gpt2_config(text, what);
   NameMap map;
-  map.tied = model->tied_names();
+  map.tied = {"lm_head.weight"};
   map.to_module = [](const std::string& n) -> std::string {
     auto ends = [&](const char* s) {
       const size_t k = std::strlen(s);
@@ -157,8 +167,9 @@ std::shared_ptr<GPT2LMHeadModel> GPT2LMHeadModel::from_pretrained(const std::str
     if (n.rfind("transformer.", 0) == 0 || n.rfind("lm_head.", 0) == 0) return n;
     return "transformer." + n;  // a GPT2Model file
   };
-  load_into(*model, files, map);
-  return model;
+  return build_and_load<GPT2LMHeadModel>(files, map, dtype, [&](const BuildHook& hook) {
+    return std::make_shared<GPT2LMHeadModel>(config, hook);
+  });
 }
 
 }  // namespace tg::nn::hf

@@ -59,7 +59,7 @@ class GPT2Block : public Module {
 
 class GPT2Model : public Module {
  public:
-  GPT2Model(const GPT2Config& config);
+  explicit GPT2Model(const GPT2Config& config, const BuildHook& hook = {});
   // ids (B, T) -> hidden states (B, T, C) after ln_f.
   Tensor forward(const Tensor& input_ids, std::vector<KVCache>* caches = nullptr);
   GPT2Config config;
@@ -71,7 +71,7 @@ class GPT2Model : public Module {
 
 class GPT2LMHeadModel : public PreTrainedModel {
  public:
-  explicit GPT2LMHeadModel(GPT2Config config);
+  explicit GPT2LMHeadModel(GPT2Config config, const BuildHook& hook = {});
   static std::shared_ptr<GPT2LMHeadModel> from_pretrained(const std::string& folder,
                                                           DType dtype = kFloat32);
   Tensor forward(const Tensor& input_ids, std::vector<KVCache>* caches = nullptr) override;

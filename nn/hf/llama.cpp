@@ -28,14 +28,24 @@ LlamaDecoderLayerOptions layer_options(const LlamaConfig& c) {
 }
 }  // namespace
 
-LlamaModel::LlamaModel(const LlamaConfig& c) : Module("LlamaModel"), config(c) {
+LlamaModel::LlamaModel(const LlamaConfig& c, const BuildHook& hook)
+    : Module("LlamaModel"), config(c) {
+  auto built = [&](const std::shared_ptr<Module>& m, const std::string& prefix,
+                   bool repeated = false) {
+    if (hook) hook(*m, prefix, repeated);
+    return m;
+  };
   embed_tokens =
       register_module("embed_tokens", std::make_shared<Embedding>(c.vocab_size, c.hidden_size));
+  built(embed_tokens, "embed_tokens.");
   layers = register_module("layers", std::make_shared<ModuleList>());
   const LlamaDecoderLayerOptions o = layer_options(c);
   for (int64_t i = 0; i < c.num_hidden_layers; ++i)
-    layers->push_back(std::make_shared<LlamaDecoderLayer>(c.hidden_size, c.num_attention_heads, o));
+    layers->push_back(
+        built(std::make_shared<LlamaDecoderLayer>(c.hidden_size, c.num_attention_heads, o),
+              fmt::format("layers.{}.", i), true));
   norm = register_module("norm", std::make_shared<RMSNorm>(c.hidden_size, c.rms_norm_eps));
+  built(norm, "norm.");
 }
 
 Tensor LlamaModel::forward(const Tensor& ids, std::vector<KVCache>* caches) {
@@ -56,12 +66,18 @@ Tensor LlamaModel::forward(const Tensor& ids, std::vector<KVCache>* caches) {
   return norm->forward(x);
 }
 
-LlamaForCausalLM::LlamaForCausalLM(LlamaConfig c)
+LlamaForCausalLM::LlamaForCausalLM(LlamaConfig c, const BuildHook& hook)
     : PreTrainedModel("LlamaForCausalLM"), config(std::move(c)) {
-  model = register_module("model", std::make_shared<LlamaModel>(config));
-  lm_head = register_module("lm_head",
-                            std::make_shared<Linear>(config.hidden_size, config.vocab_size, false));
-  if (config.tie_word_embeddings) lm_head->weight = model->embed_tokens->weight;
+  BuildHook inner;
+  if (hook) inner = [&](Module& m, const std::string& p, bool r) { hook(m, "model." + p, r); };
+  model = register_module("model", std::make_shared<LlamaModel>(config, inner));
+  if (config.tie_word_embeddings) {
+    lm_head = register_module("lm_head", lm_head_tied_to(model->embed_tokens->weight));
+  } else {
+    lm_head = register_module(
+        "lm_head", std::make_shared<Linear>(config.hidden_size, config.vocab_size, false));
+    if (hook) hook(*lm_head, "lm_head.", false);
+  }
 }
 
 Tensor LlamaForCausalLM::forward(const Tensor& ids, std::vector<KVCache>* caches) {
@@ -86,17 +102,16 @@ std::shared_ptr<LlamaForCausalLM> LlamaForCausalLM::from_pretrained(const std::s
     throw Error(fmt::format("LlamaForCausalLM::from_pretrained: {} has model_type \"gpt2\"", what));
   const LlamaConfig config = parse_llama_config(text, what);
   SafetensorsFolder files(folder);  // mapped and validated before the model is built
-  auto m = std::make_shared<LlamaForCausalLM>(config);
-  if (dtype != kFloat32) m->to(dtype);
   NameMap map;
-  map.tied = m->tied_names();
+  if (config.tie_word_embeddings) map.tied = {"lm_head.weight"};
   map.to_module = [](const std::string& n) -> std::string {
-    const std::string inv = "rotary_emb.inv_freq";
+    const std::string inv = "rotary_emb.inv_freq";  // older exports' rotary tables
     if (n.size() >= inv.size() && n.compare(n.size() - inv.size(), inv.size(), inv) == 0) return "";
     return n;
   };
-  load_into(*m, files, map);
-  return m;
+  return build_and_load<LlamaForCausalLM>(files, map, dtype, [&](const BuildHook& hook) {
+    return std::make_shared<LlamaForCausalLM>(config, hook);
+  });
 }
 
 }  // namespace tg::nn::hf

@@ -19,7 +19,7 @@ namespace tg::nn::hf {
 
 class LlamaModel : public Module {
  public:
-  explicit LlamaModel(const LlamaConfig& config);
+  explicit LlamaModel(const LlamaConfig& config, const BuildHook& hook = {});
   // ids (B, T) -> hidden states (B, T, C) after norm.
   Tensor forward(const Tensor& input_ids, std::vector<KVCache>* caches = nullptr);
   LlamaConfig config;
@@ -30,7 +30,7 @@ class LlamaModel : public Module {
 
 class LlamaForCausalLM : public PreTrainedModel {
  public:
-  explicit LlamaForCausalLM(LlamaConfig config);
+  explicit LlamaForCausalLM(LlamaConfig config, const BuildHook& hook = {});
   static std::shared_ptr<LlamaForCausalLM> from_pretrained(const std::string& folder,
                                                            DType dtype = kFloat32);
   Tensor forward(const Tensor& input_ids, std::vector<KVCache>* caches = nullptr) override;

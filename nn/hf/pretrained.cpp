@@ -42,6 +42,13 @@ int64_t pick(const double* logits, int64_t V, const GenerationOptions& o, std::m
 
 }  // namespace
 
+std::shared_ptr<Linear> lm_head_tied_to(const Tensor& embedding) {
+  auto head = std::make_shared<Linear>(embedding.size(1), 1, false);
+  head->weight = embedding;
+  head->out_features = embedding.size(0);
+  return head;
+}
+
 Tensor PreTrainedModel::generate(const Tensor& ids, int64_t max_new_tokens,
                                  const GenerationOptions& o) {
   if (!ids.defined() || ids.dim() != 2 || ids.dtype() != kInt64 || ids.size(1) < 1)

@@ -13,15 +13,23 @@
 #pragma once
 
 #include "nn/kv_cache.hpp"
+#include "nn/layers.hpp"
 #include "nn/module.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace tg::nn::hf {
+
+// The families' constructors call it with each block as soon as it is built, the block's
+// state_dict prefix ("model.layers.3.") and whether it is one of the model's repeated blocks
+// (decoder layers: the next one's placeholder parameters reuse its memory); from_pretrained
+// loads the block there.
+using BuildHook = std::function<void(Module& block, const std::string& prefix, bool repeated)>;
 
 struct GenerationOptions {
   double temperature = 0;  // 0: greedy (argmax); else softmax(logits / temperature)
@@ -30,6 +38,10 @@ struct GenerationOptions {
   bool use_cache = true;   // false: rerun the whole sequence for every token (the reference)
   std::optional<int64_t> eos_token_id;  // stop once every row has produced it
 };
+
+// A bias-free Linear(C, V) whose weight is `embedding` (V, C), tied; built without a (V, C)
+// placeholder of its own (which the tie would only free).
+std::shared_ptr<Linear> lm_head_tied_to(const Tensor& embedding);
 
 class PreTrainedModel : public Module {
  public:

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -55,20 +56,27 @@ std::shared_ptr<void> map_file(const std::string& path, size_t& size) {
   return std::shared_ptr<void>(p, [size](void* q) { ::munmap(q, size); });
 }
 
-// 16-bit floats widened into a fresh float32 tensor.
-Tensor widen(const char* p, const Shape& shape, bool bf16) {
-  Tensor out = Tensor::empty(shape, kFloat32);
-  float* o = out.data<float>();
-  const int64_t n = out.numel();
+// n 16-bit floats at p widened into o.
+void widen_into(const char* p, float* o, int64_t n, bool bf16) {
   for (int64_t i = 0; i < n; ++i) {
     uint16_t b;
     std::memcpy(&b, p + 2 * i, 2);
     o[i] = bf16 ? bf16_to_float(b) : f16_to_float(b);
   }
+}
+
+// 16-bit floats widened into a fresh float32 tensor.
+Tensor widen(const char* p, const Shape& shape, bool bf16) {
+  Tensor out = Tensor::empty(shape, kFloat32);
+  widen_into(p, out.data<float>(), out.numel(), bf16);
   return out;
 }
 
 }  // namespace
+
+const char* dtype_code(DType t) {
+  return t == kFloat32 ? "F32" : t == kFloat64 ? "F64" : t == kInt64 ? "I64" : "BOOL";
+}
 
 SafetensorsFolder::SafetensorsFolder(const std::string& folder) : folder_(folder) {
   namespace fs = std::filesystem;
@@ -158,6 +166,28 @@ const std::string& SafetensorsFolder::file_of(const std::string& name) const {
   return files_[where_.at(name).first]->path;
 }
 
+void SafetensorsFolder::read_into(const std::string& name, Tensor& dst) const {
+  const SafetensorsEntry& e = entry(name);
+  const File& f = *files_[where_.at(name).first];
+  const char* p = static_cast<const char*>(f.map.get()) + f.header.data_offset + e.begin;
+  const size_t n = static_cast<size_t>(e.end - e.begin);
+  if ((e.dtype == "F16" || e.dtype == "BF16") && dst.dtype() == kFloat32 && dst.is_contiguous()) {
+    widen_into(p, dst.data<float>(), dst.numel(), e.dtype == "BF16");
+  } else if (e.dtype == dtype_code(dst.dtype()) && dst.is_contiguous()) {  // no temporary
+    if (n) std::memcpy(dst.data_ptr(), p, n);
+  } else {
+    NoGradGuard ng;
+    dst.detach().copy_(tensor(name, dst.dtype()));
+  }
+  // The copied bytes' pages leave this process's resident set (a private mapping's unwritten
+  // pages are the file's: read again from it if ever touched), so a copied tensor is not
+  // counted twice.
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t lo = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page,
+                  hi = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
+  if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+}
+
 Tensor SafetensorsFolder::tensor(const std::string& name, DType dtype) const {
   const SafetensorsEntry& e = entry(name);
   const File& f = *files_[where_.at(name).first];
@@ -180,81 +210,90 @@ Tensor SafetensorsFolder::tensor(const std::string& name, DType dtype) const {
   return file_dtype == dtype ? t : t.to(dtype);
 }
 
-// ---- load_into ----------------------------------------------------------------------------
+// ---- loading into modules --------------------------------------------------------------
 
-namespace {
-
-// Every problem of the name map, each naming the file and the tensor.
-std::vector<std::string> check_names(const SafetensorsFolder& folder, const StateDict& sd,
-                                     const NameMap& map,
-                                     std::map<std::string, std::string>& source) {
-  const std::set<std::string> tied(map.tied.begin(), map.tied.end());
-  std::vector<std::string> errs;
-  for (const std::string& fname : folder.names()) {
-    const std::string mname = map.to_module ? map.to_module(fname) : fname;
+WeightLoader::WeightLoader(const SafetensorsFolder& folder, NameMap map)
+    : folder_(folder), map_(std::move(map)) {
+  const std::set<std::string> tied(map_.tied.begin(), map_.tied.end());
+  for (const std::string& fname : folder_.names()) {
+    const std::string mname = map_.to_module ? map_.to_module(fname) : fname;
     if (mname.empty() || tied.count(mname)) continue;
-    if (!sd.contains(mname)) {
-      errs.push_back(fmt::format("{}: unexpected tensor \"{}\" (the model has no such parameter)",
-                                 folder.file_of(fname), fname));
-    } else if (source.count(mname)) {
-      errs.push_back(fmt::format("{}: tensors \"{}\" and \"{}\" both name parameter \"{}\"",
-                                 folder.file_of(fname), source[mname], fname, mname));
-    } else {
-      source[mname] = fname;
-    }
+    if (source_.count(mname))
+      errs_.push_back(fmt::format("{}: tensors \"{}\" and \"{}\" both name parameter \"{}\"",
+                                  folder_.file_of(fname), source_[mname], fname, mname));
+    else
+      source_[mname] = fname;
   }
-  for (const auto& [mname, t] : sd) {
-    if (tied.count(mname)) continue;
-    auto it = source.find(mname);
-    if (it == source.end()) {
-      errs.push_back(fmt::format("{}: missing tensor \"{}\" {}", folder.folder(), mname,
-                                 shape_str(t.shape())));
-      continue;
-    }
-    const SafetensorsEntry& e = folder.entry(it->second);
-    if (e.shape != t.shape())
-      errs.push_back(fmt::format("{}: tensor \"{}\" is {} but the model's \"{}\" is {}",
-                                 folder.file_of(it->second), it->second, shape_str(e.shape), mname,
-                                 shape_str(t.shape())));
-    if (e.dtype == "I64" || e.dtype == "BOOL")
-      errs.push_back(fmt::format("{}: tensor \"{}\" is {}, not a floating dtype",
-                                 folder.file_of(it->second), it->second, e.dtype));
-  }
-  return errs;
 }
 
-}  // namespace
-
-void load_into(Module& model, const SafetensorsFolder& folder, const NameMap& map) {
-  const StateDict sd = model.state_dict();
-  std::map<std::string, std::string> source;  // module name -> file name
-  std::vector<std::string> errs = check_names(folder, sd, map, source);
-  if (!errs.empty()) {
-    std::string msg = fmt::format(
-        "from_pretrained: {}: {} problem(s), nothing loaded:", folder.folder(), errs.size());
-    for (const std::string& e : errs) msg += "\n  " + e;
-    throw Error(msg);
+void WeightLoader::load(Module& m, const std::string& prefix, bool swap, bool copy) {
+  std::map<std::string, Tensor> live;  // state_dict's handles are detached: the real ones
+  for (auto& [n, t] : m.named_parameters()) live[n] = t;
+  for (auto& [n, t] : m.named_buffers()) live[n] = t;
+  std::vector<std::pair<Tensor, std::string>> todo;  // (handle, file name)
+  for (const auto& [name, t] : m.state_dict()) {
+    const std::string mname = prefix + name;
+    if (std::find(map_.tied.begin(), map_.tied.end(), mname) != map_.tied.end()) continue;
+    auto it = source_.find(mname);
+    wanted_.insert(mname);
+    if (it == source_.end()) {
+      errs_.push_back(fmt::format("{}: missing tensor \"{}\" {}", folder_.folder(), mname,
+                                  shape_str(t.shape())));
+      continue;
+    }
+    const SafetensorsEntry& e = folder_.entry(it->second);
+    const std::string& file = folder_.file_of(it->second);
+    if (e.shape != t.shape())
+      errs_.push_back(fmt::format("{}: tensor \"{}\" is {} but the model's \"{}\" is {}", file,
+                                  it->second, shape_str(e.shape), mname, shape_str(t.shape())));
+    else if (e.dtype == "I64" || e.dtype == "BOOL")
+      errs_.push_back(
+          fmt::format("{}: tensor \"{}\" is {}, not a floating dtype", file, it->second, e.dtype));
+    else if (live.at(name).device().type != DeviceType::CPU)
+      errs_.push_back(fmt::format("parameter \"{}\" is on {}: load on the CPU, then move the model",
+                                  mname, live.at(name).device().str()));
+    else
+      todo.emplace_back(live.at(name), it->second);
   }
-  // The live handles (state_dict's are detached copies of them).
-  std::map<std::string, Tensor> live;
-  for (auto& [n, t] : model.named_parameters()) live[n] = t;
-  for (auto& [n, t] : model.named_buffers()) live[n] = t;
-  std::vector<std::pair<Tensor, Tensor>> swaps;  // (handle, new values): all made before any swap
-  for (const auto& [mname, fname] : source) {
-    const Tensor& h = live.at(mname);
-    if (h.device().type != DeviceType::CPU)
-      throw Error(
-          fmt::format("from_pretrained: parameter \"{}\" is on {}: load on the CPU, then "
-                      "move the model",
-                      mname, h.device().str()));
-    swaps.emplace_back(h, folder.tensor(fname, h.dtype()));
+  if (!swap || !errs_.empty()) return;
+  // Into the parameter's own memory when the values must be converted anyway, or when asked
+  // (copy); else the mapped tensor replaces its storage. Mapped tensors are made before any
+  // storage is replaced.
+  std::vector<std::pair<Tensor, Tensor>> swaps;
+  for (auto& [h, fname] : todo) {
+    const bool own = h.is_contiguous() && h.impl()->storage->owner == nullptr;
+    const bool convert = folder_.entry(fname).dtype != dtype_code(h.dtype());
+    if (own && (copy || convert))
+      folder_.read_into(fname, h);
+    else
+      swaps.emplace_back(h, folder_.tensor(fname, h.dtype()));
   }
-  for (auto& [h, s] : swaps) {  // PyTorch's param.data = s: the handle stays, its memory changes
+  for (auto& [h, s] : swaps) {
     TensorImpl* d = h.impl();
     d->storage = s.impl()->storage;
     d->offset = s.impl()->offset;
     d->strides = s.impl()->strides;
   }
+}
+
+void WeightLoader::finish() const {
+  std::vector<std::string> errs = errs_;
+  for (const auto& [mname, fname] : source_)
+    if (!wanted_.count(mname))
+      errs.push_back(fmt::format("{}: unexpected tensor \"{}\" (the model has no such parameter)",
+                                 folder_.file_of(fname), fname));
+  if (errs.empty()) return;
+  std::string msg = fmt::format(
+      "from_pretrained: {}: {} problem(s), nothing loaded:", folder_.folder(), errs.size());
+  for (const std::string& e : errs) msg += "\n  " + e;
+  throw Error(msg);
+}
+
+void load_into(Module& model, const SafetensorsFolder& folder, const NameMap& map) {
+  WeightLoader w(folder, map);
+  w.load(model, "", false);
+  w.finish();
+  w.load(model, "", true, false);
 }
 
 }  // namespace tg::nn::hf

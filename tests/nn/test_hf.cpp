@@ -105,9 +105,13 @@ TEST_CASE("hf: an F32 file is mapped, not copied, and in-place writes never reac
   }
   {
     auto model = hf::LlamaForCausalLM::from_pretrained(dir);
-    Tensor w = model->model->embed_tokens->weight;
-    // The tensor's memory lies inside the mapping of the file (not in an allocator block).
+    // A decoder layer's weights lie inside the mapping of the file (storage owned by the
+    // mapping, not an allocator block); the blocks built once (embeddings, final norm, lm_head)
+    // are copied into their placeholders, whose memory the allocator would otherwise keep.
+    Tensor w = model->model->layers->at<nn::LlamaDecoderLayer>(1)->self_attn->q_proj->weight;
     REQUIRE(w.impl()->storage->owner != nullptr);
+    CHECK(model->model->embed_tokens->weight.impl()->storage->owner == nullptr);
+    CHECK(model->lm_head->weight.impl()->storage->owner == nullptr);
     NoGradGuard ng;
     w.mul_(2.0);  // copy on write: the page is the process's own from here
     CHECK(w.to_vector<float>()[0] != 0);
