@@ -1,11 +1,13 @@
 // tests/nn/test_hf.cpp — Hugging Face model folders (nn/hf): GPT-2 and Llama-family logits and
 // gradients against tools/hf_reference.py (PyTorch 1.13) in float32 and float64, BF16 / F16 files
 // converted bit for bit, a sharded folder, zero-copy mapping, save -> load round trips, and
-// generation through the KV cache. The refusals are in test_hf_errors.cpp.
+// generation through the KV cache, Mistral's sliding window, SkipInitGuard. The refusals are in
+// test_hf_errors.cpp.
 #include "fixtures.hpp"
 #include "helpers.hpp"
 #include "nn/hf/gpt2.hpp"
 #include "nn/hf/llama.hpp"
+#include "nn/init.hpp"
 #include "ops/ops.hpp"
 
 #include <cstring>
@@ -183,4 +185,49 @@ TEST_CASE("hf: generation with the KV cache equals the uncached argmax continuat
     CHECK(model->generate(ids, 6, s1).to_vector<int64_t>() ==
           model->generate(ids, 6, s2).to_vector<int64_t>());
   }
+}
+
+TEST_CASE("hf: Mistral's sliding window limits the keys each query reads") {
+  // The llama fixture as model_type mistral: a window as long as the sequence changes nothing;
+  // a window of 2 keys leaves the first two positions alone and changes the later ones.
+  auto with_window = [](int64_t w) {
+    const std::string dir = scratch("mistral_" + std::to_string(w));
+    std::filesystem::copy(folder("llama"), dir);
+    std::ifstream in(dir + "/config.json");
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    text.replace(text.find("\"llama\""), 7,
+                 "\"mistral\", \"sliding_window\": " + std::to_string(w));
+    std::ofstream(dir + "/config.json") << text;
+    auto m = hf::LlamaForCausalLM::from_pretrained(dir);
+    m->eval();
+    return m;
+  };
+  tgt::Fixture f("hf/llama");
+  const Tensor ids = f.tensor("ids"), want = f.tensor("logits32");
+  auto wide = with_window(5), narrow2 = with_window(2);
+  CHECK(wide->config.model_type == "mistral");
+  tgt::require_close(wide->forward(ids), want, 1e-5, 1e-5, "mistral, window 5");
+  Tensor got = narrow2->forward(ids);
+  tgt::require_close(narrow(got, 1, 0, 2), narrow(want, 1, 0, 2), 1e-5, 1e-5, "first two");
+  CHECK(max(abs(sub(narrow(got, 1, 2, 3), narrow(want, 1, 2, 3)))).item<double>() > 1e-3);
+  hf::GenerationOptions uncached;
+  uncached.use_cache = false;
+  CHECK(narrow2->generate(ids, 6).to_vector<int64_t>() ==
+        narrow2->generate(ids, 6, uncached).to_vector<int64_t>());
+}
+
+TEST_CASE("hf: SkipInitGuard leaves parameters unfilled and draws nothing, then restores") {
+  manual_seed(3);
+  const double first = randn({1}).item<double>();
+  manual_seed(3);
+  {
+    nn::init::SkipInitGuard skip;
+    nn::Linear lin(4, 3);
+    CHECK(lin.weight.to_vector<float>() == std::vector<float>(12, 0.0f));
+    CHECK(nn::init::is_init_skipped());
+  }
+  CHECK(!nn::init::is_init_skipped());
+  CHECK(randn({1}).item<double>() == first);  // the guard consumed no random numbers
+  nn::Linear lin(4, 3);
+  CHECK(abs(lin.weight).sum().item<double>() > 0);
 }
