@@ -132,8 +132,13 @@ GPT2LMHeadModel::GPT2LMHeadModel(GPT2Config c, const BuildHook& hook)
   if (hook)
     inner = [&](Module& m, const std::string& p, bool r) { hook(m, "transformer." + p, r); };
   transformer = register_module("transformer", std::make_shared<GPT2Model>(config, inner));
-  // Tied (Hugging Face ties GPT-2 always).
-  lm_head = register_module("lm_head", lm_head_tied_to(transformer->wte->weight));
+  if (config.tie_word_embeddings) {  // as every published GPT-2
+    lm_head = register_module("lm_head", lm_head_tied_to(transformer->wte->weight));
+  } else {
+    lm_head = register_module("lm_head",
+                              std::make_shared<Linear>(config.n_embd, config.vocab_size, false));
+    if (hook) hook(*lm_head, "lm_head.", false);
+  }
 }
 
 Tensor GPT2LMHeadModel::forward(const Tensor& ids, std::vector<KVCache>* caches) {
@@ -144,7 +149,10 @@ std::string GPT2LMHeadModel::config_json(const std::string& dtype) const {
   return config_json_for_save(config, dtype);
 }
 
-std::vector<std::string> GPT2LMHeadModel::tied_names() const { return {"lm_head.weight"}; }
+std::vector<std::string> GPT2LMHeadModel::tied_names() const {
+  if (config.tie_word_embeddings) return {"lm_head.weight"};
+  return {};
+}
 
 std::shared_ptr<GPT2LMHeadModel> GPT2LMHeadModel::from_pretrained(const std::string& folder,
                                                                   DType dtype) {
@@ -157,7 +165,7 @@ std::shared_ptr<GPT2LMHeadModel> GPT2LMHeadModel::from_pretrained(const std::str
   SafetensorsFolder files(folder);  // mapped and validated before the model is built
   const GPT2Config config = parse_gpt2_config(text, what);
   NameMap map;
-  map.tied = {"lm_head.weight"};
+  if (config.tie_word_embeddings) map.tied = {"lm_head.weight"};
   map.to_module = [](const std::string& n) -> std::string {
     auto ends = [&](const char* s) {
       const size_t k = std::strlen(s);

@@ -83,7 +83,8 @@ class GPT2LMHeadModel : public PreTrainedModel {
 
   GPT2Config config;
   std::shared_ptr<GPT2Model> transformer;
-  std::shared_ptr<Linear> lm_head;  // weight tied to transformer.wte.weight
+  std::shared_ptr<Linear> lm_head;  // weight tied to transformer.wte.weight (unless the config
+                                    // says tie_word_embeddings: false)
 };
 
 }  // namespace tg::nn::hf

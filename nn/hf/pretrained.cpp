@@ -72,8 +72,9 @@ Tensor PreTrainedModel::generate(const Tensor& ids, int64_t max_new_tokens,
   for (int64_t step = 0; step < max_new_tokens; ++step) {
     Tensor last = select(logits, 1, logits.size(1) - 1).contiguous().to(kFloat64);  // (B, V)
     Tensor next = Tensor::empty({B, 1}, kInt64);
-    for (int64_t b = 0; b < B; ++b) {
-      next.data<int64_t>()[b] = pick(last.data<double>() + b * V, V, o, rng);
+    for (int64_t b = 0; b < B; ++b) {  // a finished row is padded with eos (Hugging Face's pad)
+      next.data<int64_t>()[b] =
+          done[b] ? *o.eos_token_id : pick(last.data<double>() + b * V, V, o, rng);
       if (o.eos_token_id && next.data<int64_t>()[b] == *o.eos_token_id) done[b] = true;
     }
     seq = cat({seq, next}, 1);

@@ -36,7 +36,8 @@ struct GenerationOptions {
   int64_t top_k = 0;       // > 0: sample among the k most likely tokens only
   uint64_t seed = 0;       // the sampler's own generator (tg's global one is not touched)
   bool use_cache = true;   // false: rerun the whole sequence for every token (the reference)
-  std::optional<int64_t> eos_token_id;  // stop once every row has produced it
+  // Stop once every row has produced it; a row that has is padded with it meanwhile.
+  std::optional<int64_t> eos_token_id;
 };
 
 // A bias-free Linear(C, V) whose weight is `embedding` (V, C), tied; built without a (V, C)

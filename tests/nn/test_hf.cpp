@@ -38,6 +38,9 @@ void check_family(const std::string& name, DType dtype) {
   if (dtype == kFloat32) {
     tgt::require_close(logits, f.tensor("logits32"), 1e-5, 1e-5, name + " logits32");
     tgt::require_close(logits, f.tensor("logits64"), 1e-5, 1e-5, name + " logits vs float64");
+    sum(mul(logits, f.tensor("dout").to(kFloat32))).backward();
+    for (const auto& [pname, p] : model->named_parameters())
+      tgt::require_close(p.grad(), f.tensor("d." + pname), 1e-4, 1e-4, "float32 d." + pname);
     return;
   }
   tgt::require_close(logits, f.tensor("logits64"), 1e-12, 1e-10, name + " logits64");
@@ -230,4 +233,46 @@ TEST_CASE("hf: SkipInitGuard leaves parameters unfilled and draws nothing, then 
   CHECK(randn({1}).item<double>() == first);  // the guard consumed no random numbers
   nn::Linear lin(4, 3);
   CHECK(abs(lin.weight).sum().item<double>() > 0);
+}
+
+TEST_CASE("hf: generation stops at eos, padding finished rows with it") {
+  auto model = hf::from_pretrained(folder("gpt2"));
+  model->eval();
+  const Tensor ids = tgt::Fixture("hf/gpt2").tensor("ids");  // (2, 5)
+  const std::vector<int64_t> free = model->generate(ids, 6).to_vector<int64_t>();
+  hf::GenerationOptions o;
+  o.eos_token_id = free[5];  // row 0's first new token
+  const std::vector<int64_t> got = model->generate(ids, 6, o).to_vector<int64_t>();
+  const int64_t n = static_cast<int64_t>(got.size()) / 2;  // all 11 unless row 1 met eos too
+  for (int64_t t = 5; t < n; ++t) CHECK(got[t] == free[5]);
+  bool row1_hit = false;
+  for (int64_t t = 5; t < n; ++t) {
+    if (!row1_hit) CHECK(got[n + t] == free[11 + t]);
+    row1_hit = row1_hit || free[11 + t] == free[5];
+  }
+}
+
+TEST_CASE("hf: an untied GPT-2 (tie_word_embeddings false) saves and loads its lm_head") {
+  hf::GPT2Config c;
+  c.vocab_size = 16;
+  c.n_positions = 8;
+  c.n_embd = 8;
+  c.n_layer = 1;
+  c.n_head = 2;
+  c.tie_word_embeddings = false;
+  manual_seed(5);
+  hf::GPT2LMHeadModel a(c);
+  a.eval();
+  CHECK(!a.lm_head->weight.same(a.transformer->wte->weight));
+  const std::string dir = scratch("gpt2_untied");
+  a.save_pretrained(dir);
+  CHECK(nn::load_safetensors(dir + "/model.safetensors").tensors.contains("lm_head.weight"));
+  auto b = hf::GPT2LMHeadModel::from_pretrained(dir);
+  b->eval();
+  CHECK(!b->config.tie_word_embeddings);
+  const Tensor ids = randint(0, 16, {1, 6});
+  const std::vector<float> x = a.forward(ids).to_vector<float>(),
+                           y = b->forward(ids).to_vector<float>();
+  CHECK(x == y);
+  std::filesystem::remove_all(dir);
 }
