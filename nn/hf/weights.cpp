@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <set>
 #include <sstream>
 
@@ -26,6 +27,10 @@ struct SafetensorsFolder::File {
   std::shared_ptr<void> map;  // the mapping; munmap when the last tensor on it goes
   size_t size = 0;
   SafetensorsHeader header;
+  // Tensors handed out mapped (their pages may hold a live parameter's in-place writes): never
+  // dropped from the resident set.
+  mutable std::mutex mu;
+  mutable std::set<std::string> lent;
 };
 
 namespace {
@@ -181,7 +186,12 @@ void SafetensorsFolder::read_into(const std::string& name, Tensor& dst) const {
   }
   // The copied bytes' pages leave this process's resident set (a private mapping's unwritten
   // pages are the file's: read again from it if ever touched), so a copied tensor is not
-  // counted twice.
+  // counted twice. Only whole pages of this tensor's bytes, and never those of a tensor handed
+  // out mapped (a parameter's in-place writes live in its private pages).
+  {
+    std::lock_guard<std::mutex> lock(f.mu);
+    if (f.lent.count(name)) return;
+  }
   const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   const uintptr_t lo = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page,
                   hi = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
@@ -203,6 +213,10 @@ Tensor SafetensorsFolder::tensor(const std::string& name, DType dtype) const {
   Tensor t;
   if (reinterpret_cast<uintptr_t>(p) % dtype_size(file_dtype) == 0) {
     t = from_blob(p, e.shape, file_dtype, f.map);
+    if (file_dtype == dtype) {
+      std::lock_guard<std::mutex> lock(f.mu);
+      f.lent.insert(name);
+    }
   } else {  // a file of another writer may leave a tensor unaligned: copy it
     t = Tensor::empty(e.shape, file_dtype);
     if (e.end > e.begin) std::memcpy(t.data_ptr(), p, static_cast<size_t>(e.end - e.begin));

@@ -37,6 +37,8 @@ class SafetensorsFolder {
   // The tensor as `dtype` (a floating dtype): mapped in place when the file holds that dtype
   // (and the bytes are aligned to it), else converted into fresh memory.
   Tensor tensor(const std::string& name, DType dtype) const;
+  // A folder shares its mappings with the tensors it hands out mapped: read each tensor once
+  // (a second read sees the in-place writes made through the first).
   // The tensor's values written into dst (a floating CPU tensor of its shape), converted to
   // dst's dtype: 16-bit floats widen straight into a contiguous float32 dst.
   void read_into(const std::string& name, Tensor& dst) const;

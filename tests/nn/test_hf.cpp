@@ -7,6 +7,7 @@
 #include "helpers.hpp"
 #include "nn/hf/gpt2.hpp"
 #include "nn/hf/llama.hpp"
+#include "nn/hf/weights.hpp"
 #include "nn/init.hpp"
 #include "ops/ops.hpp"
 
@@ -274,5 +275,33 @@ TEST_CASE("hf: an untied GPT-2 (tie_word_embeddings false) saves and loads its l
   const std::vector<float> x = a.forward(ids).to_vector<float>(),
                            y = b->forward(ids).to_vector<float>();
   CHECK(x == y);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("hf: reading a tensor into memory never drops the pages of one handed out mapped") {
+  // Tensors of several pages each: read_into drops whole pages of what it copied.
+  const std::string dir = scratch("pages");
+  std::filesystem::create_directories(dir);
+  manual_seed(9);
+  nn::StateDict sd;
+  sd.insert("a", randn({1024, 8}));
+  sd.insert("b", randn({1024, 8}));
+  nn::save_safetensors(dir + "/model.safetensors", sd);
+  hf::SafetensorsFolder files(dir);
+  Tensor mapped = files.tensor("a", kFloat32);
+  REQUIRE(mapped.impl()->storage->owner != nullptr);
+  {
+    NoGradGuard ng;
+    mapped.mul_(2.0);  // the mapping's private copies of the pages now hold the doubled values
+  }
+  const std::vector<float> doubled = mapped.to_vector<float>();
+  Tensor dst = zeros({1024, 8});
+  files.read_into("a", dst);  // the folder shares the mapping: it reads what is there now
+  CHECK(dst.to_vector<float>() == doubled);
+  CHECK(mapped.to_vector<float>() == doubled);  // its pages were not dropped back to the file's
+  Tensor other = zeros({1024, 8});  // "b" was never lent: its pages may go, its values stay
+  files.read_into("b", other);
+  CHECK(other.to_vector<float>() == sd.at("b").to_vector<float>());
+  CHECK(files.tensor("b", kFloat32).to_vector<float>() == sd.at("b").to_vector<float>());
   std::filesystem::remove_all(dir);
 }
