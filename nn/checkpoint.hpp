@@ -61,6 +61,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace tg::nn {
 
@@ -84,6 +85,23 @@ std::string safetensors_bytes(const StateDict& tensors, const Metadata& metadata
                               const std::string& what);
 // Parses a whole file held in memory; `what` names it in error messages.
 SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& what);
+
+// The header of a whole file held in memory (a memory-mapped one: nn/hf reads tensors in place),
+// validated as load_safetensors validates a file — header, shapes, offsets, coverage, checksums,
+// BOOL bytes, every error naming `what` and the tensor — with one difference: F16 and BF16
+// entries are accepted (their dtype is the string), since the reader of the bytes converts them.
+struct SafetensorsEntry {
+  std::string name;
+  std::string dtype;  // "F32", "F64", "I64", "BOOL", "F16" or "BF16"
+  Shape shape;
+  uint64_t begin = 0, end = 0;  // byte offsets into the data section
+};
+struct SafetensorsHeader {
+  std::vector<SafetensorsEntry> entries;  // in data-offset order
+  Metadata metadata;                      // without the checksum keys
+  uint64_t data_offset = 0;               // where the data section starts in the file
+};
+SafetensorsHeader parse_safetensors_header(const char* bytes, size_t size, const std::string& what);
 
 // Loads a safetensors file into a module with Module::load_state_dict's checks (missing and
 // unexpected keys when strict, shape and dtype of every shared key, all reported at once), the

@@ -9,6 +9,7 @@
 
 namespace tg::nn::init {
 namespace {
+thread_local bool skip_init = false;
 // Draws value() for every element in row-major order of t's shape, so a strided view (a
 // transposed or narrowed parameter) gets the values a contiguous tensor of its shape gets. The
 // draws go into t directly when it is contiguous host memory, else into a host buffer copied
@@ -18,6 +19,7 @@ void fill(Tensor& t, const char* op, F value) {
   if (!t.defined() || !is_floating(t.dtype()))
     throw Error(fmt::format("{}: tensor must be a defined floating tensor, got {}", op,
                             t.defined() ? dtype_name(t.dtype()) : "undefined"));
+  if (skip_init) return;
   const bool direct = t.is_contiguous() && !t.is_cuda();
   Tensor buf = direct ? t : Tensor::empty(t.shape(), t.dtype());
   if (t.dtype() == kFloat32) {
@@ -34,6 +36,10 @@ void fill(Tensor& t, const char* op, F value) {
     t.detach().copy_(buf);
 }
 }  // namespace
+
+SkipInitGuard::SkipInitGuard() : prev_(skip_init) { skip_init = true; }
+SkipInitGuard::~SkipInitGuard() { skip_init = prev_; }
+bool is_init_skipped() { return skip_init; }
 
 std::pair<int64_t, int64_t> fan_in_and_out(const Tensor& w) {
   if (w.dim() < 2)

@@ -22,4 +22,19 @@ void xavier_uniform_(Tensor& t, double gain = 1.0);
 // PyTorch's Linear default: kaiming_uniform_(a = sqrt(5)) gives U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
 void kaiming_uniform_(Tensor& t, double a = 0.0);
 
+// While a SkipInitGuard lives, the initialisers above on this thread leave their tensor as it is
+// and draw nothing (Hugging Face's no_init_weights, PyTorch's skip_init): for a model whose
+// parameters are about to be replaced by loaded ones (nn/hf's from_pretrained). Guards nest.
+class SkipInitGuard {
+ public:
+  SkipInitGuard();
+  ~SkipInitGuard();
+  SkipInitGuard(const SkipInitGuard&) = delete;
+  SkipInitGuard& operator=(const SkipInitGuard&) = delete;
+
+ private:
+  bool prev_;
+};
+bool is_init_skipped();
+
 }  // namespace tg::nn::init

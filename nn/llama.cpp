@@ -29,7 +29,8 @@ LlamaAttention::LlamaAttention(int64_t E, int64_t NH, LlamaAttentionOptions opts
   q_proj = register_module("q_proj", std::make_shared<Linear>(E, E, options.bias));
   k_proj = register_module("k_proj", std::make_shared<Linear>(E, KV, options.bias));
   v_proj = register_module("v_proj", std::make_shared<Linear>(E, KV, options.bias));
-  o_proj = register_module("o_proj", std::make_shared<Linear>(E, E, options.bias));
+  o_proj = register_module(
+      "o_proj", std::make_shared<Linear>(E, E, options.o_proj_bias.value_or(options.bias)));
   rotary_emb = register_module(
       "rotary_emb",
       std::make_shared<RotaryEmbedding>(head_dim, options.max_positions, options.rope_theta));
@@ -89,7 +90,8 @@ LlamaDecoderLayer::LlamaDecoderLayer(int64_t E, int64_t NH, LlamaDecoderLayerOpt
         fmt::format("LlamaDecoderLayer: dropout must be in [0, 1), got {}", options.dropout));
   self_attn =
       register_module("self_attn", std::make_shared<LlamaAttention>(E, NH, options.attention));
-  mlp = register_module("mlp", std::make_shared<SwiGLU>(E, options.intermediate_size));
+  mlp = register_module("mlp",
+                        std::make_shared<SwiGLU>(E, options.intermediate_size, options.mlp_bias));
   input_layernorm =
       register_module("input_layernorm", std::make_shared<RMSNorm>(E, options.rms_norm_eps));
   post_attention_layernorm = register_module("post_attention_layernorm",

@@ -34,6 +34,8 @@ struct LlamaAttentionOptions {
   double rope_theta = 10000;     // rotary base
   int64_t max_positions = 4096;  // rotary table rows: positions a sequence may reach
   bool bias = false;             // biases on the q, k, v and o projections
+  // Unset: `bias`; else the o projection's own (Qwen2: q, k, v biased, o not).
+  std::optional<bool> o_proj_bias;
   double attention_dropout = 0;
   AttentionMask structure = AttentionMask::causal();  // and e.g. & hf_sliding_window(W)
 };
@@ -56,7 +58,8 @@ class LlamaAttention : public Module {
 struct LlamaDecoderLayerOptions {
   int64_t intermediate_size = 0;  // SwiGLU hidden width; 0: the multiple of 8 nearest 8E/3
   std::optional<double> rms_norm_eps = 1e-6;
-  double dropout = 0;  // residual dropout after attention and after the MLP (Llama: 0)
+  double dropout = 0;     // residual dropout after attention and after the MLP (Llama: 0)
+  bool mlp_bias = false;  // biases on gate_proj, up_proj and down_proj (Hugging Face's mlp_bias)
   LlamaAttentionOptions attention;
 };
 

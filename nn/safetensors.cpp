@@ -21,6 +21,7 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 namespace tg::nn {
 
@@ -134,15 +135,19 @@ void save_safetensors(const std::string& path, const StateDict& tensors, const M
 
 namespace {
 
+// A header entry; `st` is the file's dtype name (F16 / BF16 have no DType yet: the header-only
+// reader accepts them, load_safetensors refuses them).
 struct Entry {
   std::string name;
-  DType dtype;
+  std::string st;
+  size_t itemsize = 0;
   Shape shape;
   uint64_t begin = 0, end = 0;
 };
 
 struct Reader {
   const std::string& what;
+  bool half_ok = false;  // accept F16 and BF16 (parse_safetensors_header)
   [[noreturn]] void fail(const std::string& msg) const {
     throw Error(fmt::format("load_safetensors: {}: {}", what, msg));
   }
@@ -207,13 +212,15 @@ struct Reader {
     fail(name, fmt::format("{} holds {}, not a non-negative integer", field, v.dump()));
   }
 
-  DType read_dtype(const std::string& name, const nlohmann::json& v) const {
+  // The dtype's name and element size.
+  std::pair<std::string, size_t> read_dtype(const std::string& name,
+                                            const nlohmann::json& v) const {
     if (!v.is_string()) fail(name, fmt::format("dtype must be a string, got {}", v.dump()));
     const std::string s = v.get<std::string>();
-    if (s == "F32") return kFloat32;
-    if (s == "F64") return kFloat64;
-    if (s == "I64") return kInt64;
-    if (s == "BOOL") return kBool;
+    if (s == "F32") return {s, 4};
+    if (s == "F64" || s == "I64") return {s, 8};
+    if (s == "BOOL") return {s, 1};
+    if (half_ok && (s == "F16" || s == "BF16")) return {s, 2};
     static const std::set<std::string> known{"F16", "BF16", "I8",  "U8",      "I16",    "U16",
                                              "I32", "U32",  "U64", "F8_E5M2", "F8_E4M3"};
     if (known.count(s))
@@ -227,7 +234,7 @@ struct Reader {
       if (!e.contains(k)) fail(name, fmt::format("entry has no \"{}\"", k));
     Entry out;
     out.name = name;
-    out.dtype = read_dtype(name, e["dtype"]);
+    std::tie(out.st, out.itemsize) = read_dtype(name, e["dtype"]);
     const nlohmann::json& sh = e["shape"];
     if (!sh.is_array()) fail(name, fmt::format("shape must be an array, got {}", sh.dump()));
     uint64_t numel = 1;
@@ -249,11 +256,11 @@ struct Reader {
       fail(name, fmt::format("data_offsets [{}, {}] go past the end of the data section ({} bytes)",
                              out.begin, out.end, data_size));
     uint64_t nbytes = 0;
-    if (overflow || __builtin_mul_overflow(numel, dtype_size(out.dtype), &nbytes))
+    if (overflow || __builtin_mul_overflow(numel, out.itemsize, &nbytes))
       fail(name, fmt::format("shape {} is too large", sh.dump()));
     if (nbytes != out.end - out.begin)
       fail(name, fmt::format("shape {} of {} needs {} bytes but data_offsets [{}, {}] hold {}",
-                             shape_str(out.shape), st_dtype(out.dtype), nbytes, out.begin, out.end,
+                             shape_str(out.shape), out.st, nbytes, out.begin, out.end,
                              out.end - out.begin));
     return out;
   }
@@ -293,54 +300,88 @@ struct Reader {
                                it->first, it->second, e.end - e.begin, e.begin, e.end, got));
   }
 
+  void check_bool(const Entry& e, const char* data) const {
+    if (e.st != "BOOL") return;
+    const unsigned char* p = reinterpret_cast<const unsigned char*>(data + e.begin);
+    for (uint64_t i = 0; i < e.end - e.begin; ++i)
+      if (p[i] > 1)
+        fail(e.name, fmt::format("BOOL element {} has byte value {} (must be 0 or 1)", i, p[i]));
+  }
+
   Tensor read_tensor(const Entry& e, const char* data) const {
-    Tensor t = Tensor::empty(e.shape, e.dtype);
+    const DType dt = e.st == "F32"   ? kFloat32
+                     : e.st == "F64" ? kFloat64
+                     : e.st == "I64" ? kInt64
+                                     : kBool;
+    Tensor t = Tensor::empty(e.shape, dt);
     size_t n = static_cast<size_t>(e.end - e.begin);
     if (n) std::memcpy(t.data_ptr(), data + e.begin, n);
-    if (e.dtype == kBool) {
-      const unsigned char* p = static_cast<const unsigned char*>(t.data_ptr());
-      for (size_t i = 0; i < n; ++i)
-        if (p[i] > 1)
-          fail(e.name, fmt::format("BOOL element {} has byte value {} (must be 0 or 1)", i, p[i]));
-    }
     return t;
   }
 };
 
 }  // namespace
 
-SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& what) {
-  Reader r{what};
-  if (bytes.size() < 8)
-    r.fail(fmt::format("file is {} bytes, too short for the 8-byte header length", bytes.size()));
+namespace {
+// Everything but the tensors' bytes: header, entries, coverage, checksums, BOOL bytes.
+struct Parsed {
+  std::vector<Entry> entries;  // in data-offset order
+  Metadata metadata;           // checksum keys removed
+  uint64_t data_offset = 0;
+};
+
+Parsed parse_all(const Reader& r, const char* bytes, size_t size) {
+  if (size < 8)
+    r.fail(fmt::format("file is {} bytes, too short for the 8-byte header length", size));
   uint64_t n = 0;
-  for (int i = 7; i >= 0; --i)
-    n = (n << 8) | static_cast<unsigned char>(bytes[static_cast<size_t>(i)]);
+  for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(bytes[i]);
   if (n > kMaxHeader)
     r.fail(fmt::format("header length {} is larger than the {}-byte limit", n, kMaxHeader));
-  if (n > bytes.size() - 8)
-    r.fail(fmt::format("header length {} goes beyond the end of the file ({} bytes)", n,
-                       bytes.size()));
-  nlohmann::json header = r.parse_header(bytes.substr(8, n));
-  uint64_t data_size = bytes.size() - 8 - n;
-  SafetensorsFile out;
-  std::vector<Entry> entries;
+  if (n > size - 8)
+    r.fail(fmt::format("header length {} goes beyond the end of the file ({} bytes)", n, size));
+  nlohmann::json header = r.parse_header(std::string(bytes + 8, static_cast<size_t>(n)));
+  const uint64_t data_size = size - 8 - n;
+  Parsed out;
+  out.data_offset = 8 + n;
   for (const auto& [name, e] : header.items()) {
     if (name == "__metadata__")
       out.metadata = r.read_metadata(e);
     else
-      entries.push_back(r.read_entry(name, e, data_size));
+      out.entries.push_back(r.read_entry(name, e, data_size));
   }
-  r.check_coverage(entries, data_size);
-  const char* data = bytes.data() + 8 + n;
-  for (const Entry& e : entries) {
+  r.check_coverage(out.entries, data_size);
+  const char* data = bytes + out.data_offset;
+  for (const Entry& e : out.entries) {
     r.check_crc(e, data, out.metadata);
-    out.tensors.insert(e.name, r.read_tensor(e, data));
+    r.check_bool(e, data);
   }
   // The checksums are the file's, not the caller's metadata: a load -> save round trip writes
   // fresh ones.
   for (auto it = out.metadata.begin(); it != out.metadata.end();)
     it = it->first.rfind(kChecksumPrefix, 0) == 0 ? out.metadata.erase(it) : std::next(it);
+  return out;
+}
+}  // namespace
+
+SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& what) {
+  Reader r{what};
+  Parsed p = parse_all(r, bytes.data(), bytes.size());
+  SafetensorsFile out;
+  out.metadata = std::move(p.metadata);
+  for (const Entry& e : p.entries)
+    out.tensors.insert(e.name, r.read_tensor(e, bytes.data() + p.data_offset));
+  return out;
+}
+
+SafetensorsHeader parse_safetensors_header(const char* bytes, size_t size,
+                                           const std::string& what) {
+  Reader r{what, true};
+  Parsed p = parse_all(r, bytes, size);
+  SafetensorsHeader out;
+  out.metadata = std::move(p.metadata);
+  out.data_offset = p.data_offset;
+  for (Entry& e : p.entries)
+    out.entries.push_back({std::move(e.name), std::move(e.st), std::move(e.shape), e.begin, e.end});
   return out;
 }
 
