@@ -15,11 +15,16 @@ Files under tests/fixtures/lora/ (tensors in brackets; metadata in braces):
                        RMSNorm eps 1e-6, rotary half-split base 10000, causal) with LoRA r 2,
                        lora_alpha 4 on q_proj and v_proj  [x, wq, wk, wv, wo, wg, wu, wd, n1, n2,
                        Aq, Bq, Av, Bv, out, dout, dx, dAq, dBq, dAv, dBv]
+  peft_adapter/        the llama case's LoRA weights as PEFT's save_pretrained writes an adapter
+                       folder: adapter_model.safetensors (keys base_model.model.<path>.lora_A.weight,
+                       metadata {"format": "pt"}) and adapter_config.json (json.dumps indent 2,
+                       sorted keys, with the fields PEFT writes, inference_mode true)
 B is drawn non-zero (PEFT starts it at zero, which would make every dA vanish). The base weights
 are frozen: the reference checks that they get no gradient. Everything is seeded, so reruns give
 the same bytes.
 """
 import argparse
+import json
 import math
 import os
 
@@ -131,6 +136,28 @@ def llama_case(seed):
              dBq=lq.lora_B.weight.grad, dAv=lv.lora_A.weight.grad, dBv=lv.lora_B.weight.grad)
     fixture_io.write(fixture_io.case_path(OUT, "lora", "llama"), t,
                      {"r": r, "lora_alpha": alpha, "targets": "q_proj,v_proj"})
+    peft_adapter(r, alpha, {"self_attn.q_proj": lq, "self_attn.v_proj": lv})
+
+
+def peft_adapter(r, alpha, layers):
+    folder = os.path.join(OUT, "lora", "peft_adapter")
+    weights = {}
+    for path, m in layers.items():
+        weights[f"base_model.model.{path}.lora_A.weight"] = m.lora_A.weight
+        weights[f"base_model.model.{path}.lora_B.weight"] = m.lora_B.weight
+    fixture_io.write(os.path.join(folder, "adapter_model.safetensors"), weights, {"format": "pt"})
+    config = {  # the fields of PEFT's LoraConfig.to_dict(), as save_pretrained writes them
+        "alpha_pattern": {}, "auto_mapping": None, "base_model_name_or_path": "tiny-llama",
+        "bias": "none", "corda_config": None, "eva_config": None, "exclude_modules": None,
+        "fan_in_fan_out": False, "inference_mode": True, "init_lora_weights": True,
+        "layer_replication": None, "layers_pattern": None, "layers_to_transform": None,
+        "loftq_config": {}, "lora_alpha": alpha, "lora_bias": False, "lora_dropout": 0.05,
+        "megatron_config": None, "megatron_core": "megatron.core", "modules_to_save": None,
+        "peft_type": "LORA", "r": r, "rank_pattern": {}, "revision": None,
+        "target_modules": ["v_proj", "q_proj"], "task_type": "CAUSAL_LM",
+        "trainable_token_indices": None, "use_dora": False, "use_rslora": False}
+    with open(os.path.join(folder, "adapter_config.json"), "w") as f:
+        f.write(json.dumps(config, indent=2, sort_keys=True) + "\n")
 
 
 def main():
@@ -142,7 +169,7 @@ def main():
     linear_case("linear", 6, 5, 3, 6.0, False, True, 300)
     linear_case("rslora", 7, 4, 4, 8.0, True, False, 310)
     llama_case(320)
-    print(f"wrote 3 cases under {os.path.join(OUT, 'lora')}")
+    print(f"wrote 3 cases and peft_adapter/ under {os.path.join(OUT, 'lora')}")
 
 
 if __name__ == "__main__":
