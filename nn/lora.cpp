@@ -106,7 +106,9 @@ Tensor LoRALinear::forward(const Tensor& x) { return hooked({x}, base_layer->for
 
 Tensor LoRALinear::lora_delta(const Tensor& x) {
   const Tensor h = lora_dropout->p > 0 ? lora_dropout->forward(x) : x;  // p 0: PEFT's Identity
-  return mul(lora_B->forward(lora_A->forward(h)), scaling);
+  // The scale goes on B (out, r) rather than on the (..., out) result: one pass fewer over the
+  // activations, forward and backward; equal to PEFT's (B·(A·x))·scaling up to rounding.
+  return linear(lora_A->forward(h), mul(lora_B->weight, scaling));
 }
 
 Tensor LoRALinear::get_delta_weight() const {

@@ -7,6 +7,7 @@
 // Adapter folders are tested in test_lora_adapter.cpp.
 #include "fixtures.hpp"
 #include "helpers.hpp"
+#include "test_lora_helpers.hpp"
 
 #include "nn/llama.hpp"
 #include "nn/lora.hpp"
@@ -36,15 +37,6 @@ std::shared_ptr<nn::LoRALinear> fixture_lora(const tgt::Fixture& f) {
   l->lora_A->weight.copy_(f.tensor("A"));
   l->lora_B->weight.copy_(f.tensor("B"));
   return l;
-}
-
-// A Llama decoder layer of the fixture's shape (E 8, 4 / 2 heads, SwiGLU 12), float64.
-std::shared_ptr<nn::LlamaDecoderLayer> small_llama(int64_t E = 8, int64_t NH = 4, int64_t NKV = 2,
-                                                   int64_t hidden = 12) {
-  nn::LlamaDecoderLayerOptions o;
-  o.intermediate_size = hidden;
-  o.attention.num_kv_heads = NKV;
-  return std::make_shared<nn::LlamaDecoderLayer>(E, NH, o);
 }
 
 std::vector<float> values(const Tensor& t) { return t.to_vector<float>(); }
@@ -135,26 +127,8 @@ TEST_CASE("LoRALinear: float64 gradcheck of the input, A and B", "[lora]") {
 TEST_CASE("apply_lora on a Llama decoder layer matches PyTorch (q_proj, v_proj)",
           "[lora][parity]") {
   tgt::Fixture f("lora/llama");
-  auto layer = small_llama();
-  layer->to(kFloat64);
-  {
-    NoGradGuard ng;
-    auto& a = *layer->self_attn;
-    for (auto [lin, key] : {std::pair{a.q_proj, "wq"},
-                            {a.k_proj, "wk"},
-                            {a.v_proj, "wv"},
-                            {a.o_proj, "wo"},
-                            {layer->mlp->gate_proj, "wg"},
-                            {layer->mlp->up_proj, "wu"},
-                            {layer->mlp->down_proj, "wd"}})
-      lin->weight.copy_(f.tensor(key));
-    layer->input_layernorm->weight.copy_(f.tensor("n1"));
-    layer->post_attention_layernorm->weight.copy_(f.tensor("n2"));
-  }
-  nn::LoraConfig c;
-  c.r = 2;
-  c.lora_alpha = 4;
-  c.target_modules = {"q_proj", "v_proj"};
+  auto layer = tgt::lora_fixture_layer(f);
+  const nn::LoraConfig c = tgt::qv_config();
   REQUIRE(nn::apply_lora(*layer, c) ==
           std::vector<std::string>{"self_attn.q_proj", "self_attn.v_proj"});
   auto q = std::dynamic_pointer_cast<nn::LoRALinear>(layer->get_submodule("self_attn.q_proj"));
@@ -199,7 +173,7 @@ TEST_CASE("apply_lora on a Llama decoder layer matches PyTorch (q_proj, v_proj)"
 TEST_CASE("LoRA merge / unmerge on a float32 Llama layer: the outputs agree to float rounding",
           "[lora]") {
   manual_seed(21);
-  auto layer = small_llama(64, 4, 2, 96);
+  auto layer = tgt::small_llama(64, 4, 2, 96);
   nn::LoraConfig c;
   c.r = 8;
   c.lora_alpha = 16;
@@ -250,7 +224,7 @@ TEST_CASE("apply_lora: PEFT's target matching, freezing, and errors that name th
   manual_seed(31);
   auto make = [] {
     auto list = std::make_shared<nn::ModuleList>();
-    for (int i = 0; i < 2; ++i) list->push_back(small_llama());
+    for (int i = 0; i < 2; ++i) list->push_back(tgt::small_llama());
     return list;
   };
   auto model = make();
@@ -297,7 +271,7 @@ TEST_CASE("apply_lora: PEFT's target matching, freezing, and errors that name th
 
 TEST_CASE("apply_lora: an optimizer step changes only A and B", "[lora]") {
   manual_seed(41);
-  auto layer = small_llama();
+  auto layer = tgt::small_llama();
   nn::LoraConfig c;
   c.target_modules = {"q_proj", "v_proj"};
   nn::apply_lora(*layer, c);
@@ -342,7 +316,7 @@ TEST_CASE("LoRALinear: dropout acts on the branch's input only", "[lora]") {
 
 TEST_CASE("merge_and_unload puts the merged base layers back under their own names", "[lora]") {
   manual_seed(61);
-  auto layer = small_llama();
+  auto layer = tgt::small_llama();
   nn::LoraConfig c;
   c.target_modules = {"q_proj", "v_proj"};
   const auto names = layer->state_dict().keys();

@@ -6,6 +6,7 @@
 // what is wrong and leaves the model untouched.
 #include "fixtures.hpp"
 #include "helpers.hpp"
+#include "test_lora_helpers.hpp"
 
 #include "autograd/io.hpp"
 #include "nn/checkpoint.hpp"
@@ -48,36 +49,6 @@ std::string read_text(const std::string& path) {
   return ss.str();
 }
 
-// The fixture's Llama layer (E 8, 4 / 2 heads, SwiGLU 12) with its base weights, float64.
-std::shared_ptr<nn::LlamaDecoderLayer> fixture_layer(const tgt::Fixture& f) {
-  nn::LlamaDecoderLayerOptions o;
-  o.intermediate_size = 12;
-  o.attention.num_kv_heads = 2;
-  auto l = std::make_shared<nn::LlamaDecoderLayer>(8, 4, o);
-  l->to(kFloat64);
-  NoGradGuard ng;
-  auto& a = *l->self_attn;
-  for (auto [lin, key] : {std::pair{a.q_proj, "wq"},
-                          {a.k_proj, "wk"},
-                          {a.v_proj, "wv"},
-                          {a.o_proj, "wo"},
-                          {l->mlp->gate_proj, "wg"},
-                          {l->mlp->up_proj, "wu"},
-                          {l->mlp->down_proj, "wd"}})
-    lin->weight.copy_(f.tensor(key));
-  l->input_layernorm->weight.copy_(f.tensor("n1"));
-  l->post_attention_layernorm->weight.copy_(f.tensor("n2"));
-  return l;
-}
-
-nn::LoraConfig qv_config(int64_t r = 2, double alpha = 4) {
-  nn::LoraConfig c;
-  c.r = r;
-  c.lora_alpha = alpha;
-  c.target_modules = {"q_proj", "v_proj"};
-  return c;
-}
-
 // Copies a folder's two files into dir (or edits dir's own), the config edited by `edit` (a JSON
 // patch in place).
 void copy_adapter(const std::string& from, const TempDir& dir,
@@ -95,7 +66,7 @@ void copy_adapter(const std::string& from, const TempDir& dir,
 TEST_CASE("load_adapter reads a folder in PEFT's layout and gives PyTorch's output",
           "[lora][adapter][parity]") {
   tgt::Fixture f("lora/llama");
-  auto layer = fixture_layer(f);
+  auto layer = tgt::lora_fixture_layer(f);
   const nn::LoraConfig c = nn::load_adapter(kPeft, *layer);
   REQUIRE(c.r == 2);
   REQUIRE(c.lora_alpha == 4);
@@ -122,7 +93,7 @@ TEST_CASE("save_adapter writes PEFT's names and config, and the round trip resto
   for (int i = 0; i < 2; ++i) model->push_back(std::make_shared<nn::LlamaDecoderLayer>(16, 4));
   nn::StateDict base;
   for (const auto& [k, t] : model->state_dict()) base.insert(k, t.clone());
-  nn::LoraConfig c = qv_config(4, 8);
+  nn::LoraConfig c = tgt::qv_config(4, 8);
   c.lora_dropout = 0.1;
   c.base_model_name_or_path = "HuggingFaceTB/SmolLM-135M";
   nn::apply_lora(*model, c);
@@ -191,7 +162,7 @@ TEST_CASE("save_adapter writes PEFT's names and config, and the round trip resto
 TEST_CASE("load_adapter / save_adapter refuse what does not fit, naming it, and change nothing",
           "[lora][adapter]") {
   tgt::Fixture f("lora/llama");
-  auto layer = fixture_layer(f);
+  auto layer = tgt::lora_fixture_layer(f);
   const auto keys = layer->state_dict().keys();
   auto untouched = [&] {
     REQUIRE(layer->state_dict().keys() == keys);
@@ -240,28 +211,29 @@ TEST_CASE("load_adapter / save_adapter refuse what does not fit, naming it, and 
     untouched();
   }
   SECTION("a weights file and a config not saved together") {
-    auto wrapped = fixture_layer(f);
-    nn::apply_lora(*wrapped, qv_config());
-    nn::save_adapter(dir.path, *wrapped, qv_config());
+    auto wrapped = tgt::lora_fixture_layer(f);
+    nn::apply_lora(*wrapped, tgt::qv_config());
+    nn::save_adapter(dir.path, *wrapped, tgt::qv_config());
     const std::string saved_config = read_text(dir / "adapter_config.json");
     copy_adapter(dir.path, dir, [](nlohmann::json& j) { j["lora_alpha"] = 6; });
     REQUIRE_ERROR(nn::load_adapter(dir.path, *layer), "the two files do not belong together");
     untouched();
     // A model wrapped with another r is refused before its weights are touched.
-    auto r4 = fixture_layer(f);
-    nn::apply_lora(*r4, qv_config(4, 4));
+    auto r4 = tgt::lora_fixture_layer(f);
+    nn::apply_lora(*r4, tgt::qv_config(4, 4));
     write_file_atomic(dir / "adapter_config.json", saved_config);
     REQUIRE_ERROR(nn::load_adapter(dir.path, *r4),
                   "the model's layer \"self_attn.q_proj\" has r=4, lora_alpha=4 but the adapter "
                   "has r=2, lora_alpha=4");
   }
   SECTION("save_adapter checks the model against the config") {
-    REQUIRE_ERROR(nn::save_adapter(dir.path, *layer, qv_config()), "the model has no LoRA layers");
-    nn::apply_lora(*layer, qv_config());
-    REQUIRE_ERROR(nn::save_adapter(dir.path, *layer, qv_config(8)),
+    REQUIRE_ERROR(nn::save_adapter(dir.path, *layer, tgt::qv_config()),
+                  "the model has no LoRA layers");
+    nn::apply_lora(*layer, tgt::qv_config());
+    REQUIRE_ERROR(nn::save_adapter(dir.path, *layer, tgt::qv_config(8)),
                   "layer \"self_attn.q_proj\" has r=2, lora_alpha=4, use_rslora=false but the "
                   "config says r=8");
-    nn::LoraConfig q_only = qv_config();
+    nn::LoraConfig q_only = tgt::qv_config();
     q_only.target_modules = {"q_proj"};
     REQUIRE_ERROR(nn::save_adapter(dir.path, *layer, q_only),
                   "layer \"self_attn.v_proj\" is not among the config's target modules [q_proj]");
