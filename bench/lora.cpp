@@ -8,10 +8,13 @@
 //   bench_lora [--layers N] [--vocab V] [--batch B] [--seq T] [--steps K] [--mode full|lora|both]
 //              [--profile 1]
 //
-// "both" (the default) runs each mode in a forked child, so each peak RSS (ru_maxrss) is that
-// mode's alone, and prints the ratios. Output: `metric <name> <value> <unit>` lines (bench/
-// harness.hpp's emit). Set OPENBLAS_CORETYPE as bench/README.md says on CPUs OpenBLAS does not
-// recognise. Deliberately not here: loading a real checkpoint (nn/hf builds the full model).
+// "both" (the default) runs each mode for one step in a forked child, so each peak RSS
+// (ru_maxrss) is that mode's alone, then times the two alternately in one process (full, LoRA,
+// full, ...: both see the same load from other jobs) and prints the median ratio of the pairs,
+// in wall time and in CPU time (all threads; less sensitive to sharing the cores). Output: `metric
+// <name> <value> <unit>` lines (bench/ harness.hpp's emit). Set OPENBLAS_CORETYPE as
+// bench/README.md says on CPUs OpenBLAS does not recognise. Deliberately not here: loading a real
+// checkpoint (nn/hf builds the full model).
 #include "harness.hpp"
 
 #include "nn/llama.hpp"
@@ -75,71 +78,110 @@ double cpu_seconds() {
   return s(ru.ru_utime) + s(ru.ru_stime);
 }
 
-// Median wall and CPU seconds per step (CPU time counts the work even when other jobs share
-// the cores), and the peak RSS.
-struct Result {
-  double step_s = 0, cpu_s = 0, peak_mib = 0;
+// One mode's model, optimizer and batch; step() is one training step.
+struct Rig {
+  Rig(const Args& a, bool lora) : a(a), lora(lora), model(a) {
+    if (lora) {
+      nn::LoraConfig c;
+      c.r = 8;
+      c.lora_alpha = 16;
+      c.target_modules = {"q_proj", "v_proj"};
+      nn::apply_lora(model, c);
+    }
+    params = nn::trainable_parameters(model);
+    opt = std::make_unique<nn::AdamW>(params, nn::AdamWOptions(1e-4));
+    ids = randint(0, a.vocab, {a.batch, a.seq});
+    targets = randint(0, a.vocab, {a.batch * a.seq});
+  }
+  void step() {
+    opt->zero_grad();
+    Tensor logits = model.forward(ids);
+    cross_entropy(reshape(logits, {a.batch * a.seq, a.vocab}), targets).backward();
+    opt->step();
+  }
+  int64_t trainable() const {
+    int64_t n = 0;
+    for (const Tensor& p : params) n += p.numel();
+    return n;
+  }
+  const Args& a;
+  bool lora;
+  StackLM model;
+  std::vector<Tensor> params;
+  std::unique_ptr<nn::AdamW> opt;
+  Tensor ids, targets;
 };
 
-// Builds the model, applies LoRA when asked, and times `steps` steps after one warm-up step.
-Result run_mode(const Args& a, bool lora) {
+// Wall and CPU seconds of one call of f.
+std::pair<double, double> timed(const std::function<void()>& f) {
+  const double c0 = cpu_seconds();
+  const double w = tgbench::time_batch(f, 1);
+  return {w, cpu_seconds() - c0};
+}
+
+// One mode alone in this process: a warm-up step, `steps` timed steps, the peak RSS.
+struct Alone {
+  double step_s = 0, cpu_s = 0, peak_mib = 0;
+};
+Alone run_mode(const Args& a, bool lora) {
   manual_seed(1);
-  StackLM model(a);
-  if (lora) {
-    nn::LoraConfig c;
-    c.r = 8;
-    c.lora_alpha = 16;
-    c.target_modules = {"q_proj", "v_proj"};
-    nn::apply_lora(model, c);
-  }
-  const std::vector<Tensor> params = nn::trainable_parameters(model);
-  int64_t n = 0;
-  for (const Tensor& p : params) n += p.numel();
-  nn::AdamW opt(params, nn::AdamWOptions(1e-4));
-  Tensor ids = randint(0, a.vocab, {a.batch, a.seq});
-  Tensor targets = randint(0, a.vocab, {a.batch * a.seq});
-  auto step = [&] {
-    opt.zero_grad();
-    Tensor logits = model.forward(ids);
-    Tensor loss = cross_entropy(reshape(logits, {a.batch * a.seq, a.vocab}), targets);
-    loss.backward();
-    opt.step();
-  };
-  step();
+  Rig rig(a, lora);
+  rig.step();
   if (a.profile) {
     Profiler prof;
-    step();
+    rig.step();
     fmt::print("# {} step, per op kind:\n{}", lora ? "LoRA" : "full", prof.table(16));
-    std::fflush(stdout);
   }
-  std::vector<double> times, cpu;
+  std::vector<double> wall, cpu;
   for (int64_t i = 0; i < a.steps; ++i) {
-    const double c0 = cpu_seconds();
-    times.push_back(tgbench::time_batch(step, 1));
-    cpu.push_back(cpu_seconds() - c0);
+    auto [w, c] = timed([&] { rig.step(); });
+    wall.push_back(w);
+    cpu.push_back(c);
   }
   const std::string m = lora ? "lora" : "full";
-  Result r{tgbench::median(times), tgbench::median(cpu), maxrss_mib()};
-  tgbench::emit("lora_bench_" + m + "_trainable_params", static_cast<double>(n), "params");
-  tgbench::emit("lora_bench_" + m + "_step", r.step_s, "s");
-  tgbench::emit("lora_bench_" + m + "_step_cpu", r.cpu_s, "s");
+  Alone r{tgbench::median(wall), tgbench::median(cpu), maxrss_mib()};
+  tgbench::emit("lora_bench_" + m + "_trainable_params", static_cast<double>(rig.trainable()),
+                "params");
+  tgbench::emit("lora_bench_" + m + "_step_alone", r.step_s, "s");
   tgbench::emit("lora_bench_" + m + "_peak_rss", r.peak_mib, "MiB");
   return r;
 }
 
+// Both models in this process, their steps alternated (full, LoRA, full, ...) so that both see
+// the same load from other jobs; the ratio of each pair, median over pairs.
+void run_interleaved(const Args& a) {
+  manual_seed(1);
+  Rig full(a, false), lora(a, true);
+  full.step();
+  lora.step();
+  std::vector<double> fw, lw, wall_ratio, cpu_ratio;
+  for (int64_t i = 0; i < a.steps; ++i) {
+    auto [f, fc] = timed([&] { full.step(); });
+    auto [l, lc] = timed([&] { lora.step(); });
+    fw.push_back(f);
+    lw.push_back(l);
+    wall_ratio.push_back(l / f);
+    cpu_ratio.push_back(lc / fc);
+  }
+  tgbench::emit("lora_bench_full_step", tgbench::median(fw), "s");
+  tgbench::emit("lora_bench_lora_step", tgbench::median(lw), "s");
+  tgbench::emit("lora_bench_step_ratio", tgbench::median(wall_ratio), "x");
+  tgbench::emit("lora_bench_step_cpu_ratio", tgbench::median(cpu_ratio), "x");
+}
+
 // Runs one mode in a forked child (a fresh peak RSS) and reads its result through a pipe.
-Result run_child(const Args& a, bool lora) {
+Alone run_child(const Args& a, bool lora) {
   int fd[2];
   if (pipe(fd) != 0) throw Error("bench_lora: pipe failed");
   const pid_t pid = fork();
   if (pid == 0) {
     close(fd[0]);
-    Result r = run_mode(a, lora);
+    Alone r = run_mode(a, lora);
     const bool ok = write(fd[1], &r, sizeof r) == static_cast<ssize_t>(sizeof r);
     _exit(ok ? 0 : 1);
   }
   close(fd[1]);
-  Result r;
+  Alone r;
   const bool ok = read(fd[0], &r, sizeof r) == static_cast<ssize_t>(sizeof r);
   close(fd[0]);
   int status = 0;
@@ -189,10 +231,11 @@ int main(int argc, char** argv) {
       run_mode(a, a.mode == "lora");
       return 0;
     }
-    const Result full = run_child(a, false), lora = run_child(a, true);
-    tgbench::emit("lora_bench_step_ratio", lora.step_s / full.step_s, "x");
-    tgbench::emit("lora_bench_step_cpu_ratio", lora.cpu_s / full.cpu_s, "x");
+    Args one = a;  // the children measure peak RSS (and a first timing) on one step
+    one.steps = 1;
+    const Alone full = run_child(one, false), lora = run_child(one, true);
     tgbench::emit("lora_bench_peak_rss_ratio", lora.peak_mib / full.peak_mib, "x");
+    run_interleaved(a);
   } catch (const std::exception& e) {
     fmt::print(stderr, "{}\n", e.what());
     return 1;

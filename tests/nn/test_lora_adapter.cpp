@@ -84,6 +84,14 @@ TEST_CASE("load_adapter reads a folder in PEFT's layout and gives PyTorch's outp
   nn::load_adapter(kPeft, *layer);
   REQUIRE(nn::lora_layers(*layer).size() == 2);
   tgt::require_close(layer->forward(f.tensor("x")), f.tensor("out"), 1e-12, 1e-12, "reloaded");
+  // The float64 file into a float32 model: converted on load.
+  auto f32 = tgt::lora_fixture_layer(f);
+  f32->to(kFloat32);
+  nn::load_adapter(kPeft, *f32);
+  f32->eval();
+  REQUIRE(nn::lora_layers(*f32).front().second->lora_A->weight.dtype() == kFloat32);
+  tgt::require_close(f32->forward(f.tensor("x").to(kFloat32)), f.tensor("out"), 1e-5, 1e-5,
+                     "float32 model");
 }
 
 TEST_CASE("save_adapter writes PEFT's names and config, and the round trip restores the outputs",
