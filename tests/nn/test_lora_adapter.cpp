@@ -94,44 +94,43 @@ TEST_CASE("load_adapter reads a folder in PEFT's layout and gives PyTorch's outp
                      "float32 model");
 }
 
-TEST_CASE("save_adapter writes PEFT's names and config, and the round trip restores the outputs",
-          "[lora][adapter]") {
-  manual_seed(71);
-  auto model = std::make_shared<nn::ModuleList>();
-  for (int i = 0; i < 2; ++i) model->push_back(std::make_shared<nn::LlamaDecoderLayer>(16, 4));
-  nn::StateDict base;
-  for (const auto& [k, t] : model->state_dict()) base.insert(k, t.clone());
+namespace {
+// Two float32 Llama layers (E 16, 4 heads) in a ModuleList, and their forward.
+std::shared_ptr<nn::ModuleList> two_layers() {
+  auto m = std::make_shared<nn::ModuleList>();
+  for (int i = 0; i < 2; ++i) m->push_back(std::make_shared<nn::LlamaDecoderLayer>(16, 4));
+  return m;
+}
+Tensor run(const nn::ModuleList& m, const Tensor& x) {
+  return m.at<nn::LlamaDecoderLayer>(1)->forward(m.at<nn::LlamaDecoderLayer>(0)->forward(x));
+}
+nn::LoraConfig two_layer_config() {
   nn::LoraConfig c = tgt::qv_config(4, 8);
   c.lora_dropout = 0.1;
   c.base_model_name_or_path = "HuggingFaceTB/SmolLM-135M";
-  nn::apply_lora(*model, c);
-  NoGradGuard ng;
-  for (auto& [p, l] : nn::lora_layers(*model))
-    l->lora_B->weight.copy_(randn(l->lora_B->weight.shape()));
-  model->eval();
-  Tensor x = randn({2, 3, 16});
-  const Tensor want =
-      model->at<nn::LlamaDecoderLayer>(1)->forward(model->at<nn::LlamaDecoderLayer>(0)->forward(x));
-  TempDir dir;
-  const std::string folder = dir / "adapter";
-  nn::save_adapter(folder, *model, c);
+  return c;
+}
+}  // namespace
 
-  nn::SafetensorsFile file = nn::load_safetensors(folder + "/adapter_model.safetensors");
-  REQUIRE(file.tensors.keys() ==
-          std::vector<std::string>{"base_model.model.0.self_attn.q_proj.lora_A.weight",
-                                   "base_model.model.0.self_attn.q_proj.lora_B.weight",
-                                   "base_model.model.0.self_attn.v_proj.lora_A.weight",
-                                   "base_model.model.0.self_attn.v_proj.lora_B.weight",
-                                   "base_model.model.1.self_attn.q_proj.lora_A.weight",
-                                   "base_model.model.1.self_attn.q_proj.lora_B.weight",
-                                   "base_model.model.1.self_attn.v_proj.lora_A.weight",
-                                   "base_model.model.1.self_attn.v_proj.lora_B.weight"});
-  REQUIRE(file.tensors.at("base_model.model.0.self_attn.q_proj.lora_A.weight").shape() ==
-          Shape{4, 16});
-  REQUIRE(file.tensors.at("base_model.model.1.self_attn.v_proj.lora_B.weight").shape() ==
-          Shape{16, 4});
+TEST_CASE("save_adapter writes PEFT's tensor names, metadata and config fields",
+          "[lora][adapter]") {
+  manual_seed(71);
+  auto model = two_layers();
+  nn::LoraConfig c = two_layer_config();
+  nn::apply_lora(*model, c);
+  TempDir dir;
+  nn::save_adapter(dir / "adapter", *model, c);
+  nn::SafetensorsFile file = nn::load_safetensors(dir / "adapter/adapter_model.safetensors");
+  std::vector<std::string> want;
+  for (const char* layer : {"0", "1"})
+    for (const char* proj : {"q_proj", "v_proj"})
+      for (const char* ab : {"lora_A", "lora_B"})
+        want.push_back(fmt::format("base_model.model.{}.self_attn.{}.{}.weight", layer, proj, ab));
+  REQUIRE(file.tensors.keys() == want);
+  REQUIRE(file.tensors.at(want[0]).shape() == Shape{4, 16});
+  REQUIRE(file.tensors.at(want[7]).shape() == Shape{16, 4});
   REQUIRE(file.metadata.at("format") == "pt");
-  const auto j = nlohmann::json::parse(read_text(folder + "/adapter_config.json"));
+  const auto j = nlohmann::json::parse(read_text(dir / "adapter/adapter_config.json"));
   REQUIRE(j.at("peft_type") == "LORA");
   REQUIRE(j.at("r") == 4);
   REQUIRE(j.at("lora_alpha") == 8.0);
@@ -144,30 +143,42 @@ TEST_CASE("save_adapter writes PEFT's names and config, and the round trip resto
   REQUIRE(j.at("use_rslora") == false);
   REQUIRE(j.at("use_dora") == false);
   REQUIRE(j.at("base_model_name_or_path") == "HuggingFaceTB/SmolLM-135M");
-
-  // A fresh model with the same base weights: LoRA applied from the config, outputs bit for bit.
-  manual_seed(999);
-  auto fresh = std::make_shared<nn::ModuleList>();
-  for (int i = 0; i < 2; ++i) fresh->push_back(std::make_shared<nn::LlamaDecoderLayer>(16, 4));
-  fresh->load_state_dict(base);
-  const nn::LoraConfig back = nn::load_adapter(folder, *fresh);
-  REQUIRE(back.r == 4);
-  REQUIRE(back.base_model_name_or_path == c.base_model_name_or_path);
-  fresh->eval();
-  const Tensor got =
-      fresh->at<nn::LlamaDecoderLayer>(1)->forward(fresh->at<nn::LlamaDecoderLayer>(0)->forward(x));
-  tgt::require_close(got, want, 0, 0, "round trip");
-  REQUIRE(nn::trainable_parameters(*fresh).size() == 8);
-
-  // GPT-2's fan_in_fan_out flag travels in the config and changes no shape.
+  // GPT-2's fan_in_fan_out flag travels in the config and changes no name or shape.
   c.fan_in_fan_out = true;
   nn::save_adapter(dir / "gpt2", *model, c);
   REQUIRE(nn::read_adapter_config(dir / "gpt2/adapter_config.json").fan_in_fan_out);
-  REQUIRE(nn::load_safetensors(dir / "gpt2/adapter_model.safetensors").tensors.keys() ==
-          file.tensors.keys());
+  REQUIRE(nn::load_safetensors(dir / "gpt2/adapter_model.safetensors").tensors.keys() == want);
 }
 
-TEST_CASE("load_adapter / save_adapter refuse what does not fit, naming it, and change nothing",
+TEST_CASE("save_adapter then load_adapter into a fresh model restores the outputs bit for bit",
+          "[lora][adapter]") {
+  manual_seed(72);
+  auto model = two_layers();
+  nn::StateDict base;
+  for (const auto& [k, t] : model->state_dict()) base.insert(k, t.clone());
+  const nn::LoraConfig c = two_layer_config();
+  nn::apply_lora(*model, c);
+  NoGradGuard ng;
+  for (auto& [p, l] : nn::lora_layers(*model))
+    l->lora_B->weight.copy_(randn(l->lora_B->weight.shape()));
+  model->eval();
+  Tensor x = randn({2, 3, 16});
+  const Tensor want = run(*model, x);
+  TempDir dir;
+  nn::save_adapter(dir.path, *model, c);
+  manual_seed(999);  // other base weights and LoRA draws, then the saved ones loaded over them
+  auto fresh = two_layers();
+  fresh->load_state_dict(base);
+  const nn::LoraConfig back = nn::load_adapter(dir.path, *fresh);
+  REQUIRE(back.r == 4);
+  REQUIRE(back.lora_dropout == 0.1);
+  REQUIRE(back.base_model_name_or_path == c.base_model_name_or_path);
+  fresh->eval();
+  tgt::require_close(run(*fresh, x), want, 0, 0, "round trip");
+  REQUIRE(nn::trainable_parameters(*fresh).size() == 8);
+}
+
+TEST_CASE("load_adapter refuses what does not fit, naming it, and changes nothing",
           "[lora][adapter]") {
   tgt::Fixture f("lora/llama");
   auto layer = tgt::lora_fixture_layer(f);
@@ -234,17 +245,21 @@ TEST_CASE("load_adapter / save_adapter refuse what does not fit, naming it, and 
                   "the model's layer \"self_attn.q_proj\" has r=4, lora_alpha=4 but the adapter "
                   "has r=2, lora_alpha=4");
   }
-  SECTION("save_adapter checks the model against the config") {
-    REQUIRE_ERROR(nn::save_adapter(dir.path, *layer, tgt::qv_config()),
-                  "the model has no LoRA layers");
-    nn::apply_lora(*layer, tgt::qv_config());
-    REQUIRE_ERROR(nn::save_adapter(dir.path, *layer, tgt::qv_config(8)),
-                  "layer \"self_attn.q_proj\" has r=2, lora_alpha=4, use_rslora=false but the "
-                  "config says r=8");
-    nn::LoraConfig q_only = tgt::qv_config();
-    q_only.target_modules = {"q_proj"};
-    REQUIRE_ERROR(nn::save_adapter(dir.path, *layer, q_only),
-                  "layer \"self_attn.v_proj\" is not among the config's target modules [q_proj]");
-    REQUIRE_FALSE(fs::exists(dir / "adapter_model.safetensors"));
-  }
+}
+
+TEST_CASE("save_adapter checks the model against the config before writing", "[lora][adapter]") {
+  tgt::Fixture f("lora/llama");
+  auto layer = tgt::lora_fixture_layer(f);
+  TempDir dir;
+  REQUIRE_ERROR(nn::save_adapter(dir.path, *layer, tgt::qv_config()),
+                "the model has no LoRA layers");
+  nn::apply_lora(*layer, tgt::qv_config());
+  REQUIRE_ERROR(nn::save_adapter(dir.path, *layer, tgt::qv_config(8)),
+                "layer \"self_attn.q_proj\" has r=2, lora_alpha=4, use_rslora=false but the "
+                "config says r=8");
+  nn::LoraConfig q_only = tgt::qv_config();
+  q_only.target_modules = {"q_proj"};
+  REQUIRE_ERROR(nn::save_adapter(dir.path, *layer, q_only),
+                "layer \"self_attn.v_proj\" is not among the config's target modules [q_proj]");
+  REQUIRE_FALSE(fs::exists(dir / "adapter_model.safetensors"));
 }
