@@ -16,7 +16,8 @@ Files under tests/fixtures/lora/ (tensors in brackets; metadata in braces):
                        lora_alpha 4 on q_proj and v_proj  [x, wq, wk, wv, wo, wg, wu, wd, n1, n2,
                        Aq, Bq, Av, Bv, out, dout, dx, dAq, dBq, dAv, dBv]
   peft_adapter/        the llama case's LoRA weights as PEFT's save_pretrained writes an adapter
-                       folder: adapter_model.safetensors (keys base_model.model.<path>.lora_A.weight,
+                       folder: adapter_model.safetensors (keys
+                       base_model.model.<path>.lora_A.weight,
                        metadata {"format": "pt"}) and adapter_config.json (json.dumps indent 2,
                        sorted keys, with the fields PEFT writes, inference_mode true)
 B is drawn non-zero (PEFT starts it at zero, which would make every dA vanish). The base weights
@@ -42,7 +43,8 @@ def randn(*shape, seed):
 
 
 class LoraLinear(torch.nn.Module):
-    """PEFT's lora.Linear for one adapter: the frozen base plus lora_B(lora_A(dropout(x))) * scaling."""
+    """PEFT's lora.Linear for one adapter: the frozen base plus
+    lora_B(lora_A(dropout(x))) * scaling."""
 
     def __init__(self, W, b, A, B, lora_alpha, use_rslora=False, dropout=0.0):
         super().__init__()
