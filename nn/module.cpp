@@ -211,6 +211,37 @@ std::vector<std::pair<std::string, ModulePtr>> Module::named_modules() {
   return out;
 }
 
+ModulePtr Module::get_submodule(const std::string& path) {
+  ModulePtr cur(ModulePtr(), this);  // non-owning (aliasing) handle, as named_modules gives
+  std::string walked;
+  size_t start = 0;
+  while (!path.empty() && start <= path.size()) {
+    const size_t dot = std::min(path.find('.', start), path.size());
+    const std::string name = path.substr(start, dot - start);
+    ModulePtr next;
+    for (const auto& [n, c] : cur->children_)
+      if (n == name) next = c;
+    if (!next)
+      throw Error(fmt::format("{}.get_submodule(\"{}\"): {} has no submodule \"{}\"", type_name_,
+                              path, walked.empty() ? type_name_ : walked, name));
+    walked = join(walked, name);
+    cur = next;
+    start = dot + 1;
+  }
+  return cur;
+}
+
+void Module::set_submodule(const std::string& path, ModulePtr m) {
+  if (path.empty())
+    throw Error(fmt::format("{}.set_submodule: the path must name a descendant", type_name_));
+  if (!m) throw Error(fmt::format("{}.set_submodule(\"{}\"): module is null", type_name_, path));
+  const size_t dot = path.rfind('.');
+  const std::string name = dot == std::string::npos ? path : path.substr(dot + 1);
+  get_submodule(path);  // throws naming the missing component
+  ModulePtr parent = get_submodule(dot == std::string::npos ? "" : path.substr(0, dot));
+  parent->replace_child(name, std::move(m));
+}
+
 // ---- modes
 // ----------------------------------------------------------------------------------------
 
@@ -361,6 +392,15 @@ std::string Module::summary() const {
 
 int Module::register_forward_hook(ForwardHook fn) {
   if (!fn) throw Error(fmt::format("{}.register_forward_hook: empty function", type_name_));
+  hooks_.emplace_back(next_hook_id_, [fn = std::move(fn)](Module& m, const std::vector<Tensor>& in,
+                                                          const Tensor& out) {
+    fn(m, in, out);
+    return out;
+  });
+  return next_hook_id_++;
+}
+int Module::register_forward_output_hook(ForwardOutputHook fn) {
+  if (!fn) throw Error(fmt::format("{}.register_forward_output_hook: empty function", type_name_));
   hooks_.emplace_back(next_hook_id_, std::move(fn));
   return next_hook_id_++;
 }
@@ -373,8 +413,9 @@ void Module::remove_forward_hook(int id) {
 }
 Tensor Module::run_hooks(const std::vector<Tensor>& inputs, const Tensor& out) {
   auto hooks = hooks_;  // a hook may remove itself
-  for (auto& [id, fn] : hooks) fn(*this, inputs, out);
-  return out;
+  Tensor result = out;
+  for (auto& [id, fn] : hooks) result = fn(*this, inputs, result);
+  return result;
 }
 
 }  // namespace tg::nn

@@ -23,7 +23,15 @@
 // Forward hooks: a module whose forward maps Tensors to a Tensor ends its forward with
 // `return hooked({inputs...}, output);` (the base helper). It runs every hook registered with
 // register_forward_hook(fn(module, inputs, output)) in registration order, and costs nothing
-// when no hook is registered. Hooks observe; they do not replace the output.
+// when no hook is registered. Hooks observe; they do not replace the output — except those
+// registered with register_forward_output_hook(fn(module, inputs, output) -> Tensor), whose return
+// value is the output every later hook and the caller see (PyTorch's hook that returns a value;
+// nn/lora.cpp adds the LoRA branch to a wrapped Linear's output this way).
+//
+// get_submodule(path) / set_submodule(path, m) (PyTorch's names) find and replace a descendant by
+// its dotted path in the registry (traversal, state dicts, train/eval). A layer that also keeps
+// the child in a typed member of its own (LlamaAttention::q_proj) still calls the old module
+// from its forward: set_submodule changes the registry only.
 // Deliberately not here: the layers themselves (nn/layers.hpp), device moves.
 #pragma once
 
@@ -71,6 +79,9 @@ class Module;
 using ModulePtr = std::shared_ptr<Module>;
 using ForwardHook =
     std::function<void(Module& module, const std::vector<Tensor>& inputs, const Tensor& output)>;
+// A forward hook whose return value replaces the output.
+using ForwardOutputHook =
+    std::function<Tensor(Module& module, const std::vector<Tensor>& inputs, const Tensor& output)>;
 
 class Module {
  public:
@@ -109,6 +120,12 @@ class Module {
   // Every submodule, this one first under the name "" (held by a non-owning shared_ptr), each
   // module once.
   std::vector<std::pair<std::string, ModulePtr>> named_modules();
+  // The descendant at a dotted path ("layers.0.self_attn"; "" is this module, held by a
+  // non-owning handle); throws naming the first missing component.
+  ModulePtr get_submodule(const std::string& path);
+  // Replaces the existing descendant at a non-empty dotted path in its parent's registry (its
+  // position kept); throws naming the path when it does not exist.
+  void set_submodule(const std::string& path, ModulePtr m);
 
   // ---- modes and gradients ----
   Module& train(bool on = true);  // recursive, like PyTorch
@@ -135,6 +152,8 @@ class Module {
 
   // ---- hooks ----
   int register_forward_hook(ForwardHook fn);  // returns an id for remove_forward_hook
+  // Runs in the same order as the observing hooks; its result is the output from then on.
+  int register_forward_output_hook(ForwardOutputHook fn);
   void remove_forward_hook(int id);
 
  protected:
@@ -161,7 +180,7 @@ class Module {
   std::deque<Tensor> owned_;
   std::vector<std::pair<std::string, Buffer>> buffers_;
   std::vector<std::pair<std::string, ModulePtr>> children_;
-  std::vector<std::pair<int, ForwardHook>> hooks_;
+  std::vector<std::pair<int, ForwardOutputHook>> hooks_;
   int next_hook_id_ = 0;
 
   void check_new_name(const std::string& name, const char* what) const;
