@@ -6,7 +6,8 @@
 //   u64 little endian N | N bytes of JSON header, padded with spaces to a multiple of 8 | data
 // The header is an object {"__metadata__": {str: str}, "name": {"dtype": "F32", "shape": [2, 3],
 // "data_offsets": [begin, end]}, ...}; offsets count from the start of the data section. We read
-// and write F32, F64, I64 and BOOL (other dtypes, e.g. F16 / BF16, are rejected as unsupported).
+// and write F32, F64, BF16, F16, I64 and BOOL (kBFloat16 and kFloat16 tensors read and write bit for
+// bit; other dtypes, e.g. I8 or F8_E4M3, are rejected as unsupported).
 // Writing: compact JSON, "__metadata__" first (left out when the map is empty, like the
 // reference's None), then the tensors in StateDict order, each entry's keys in the order dtype,
 // shape, data_offsets, and the data packed back to back in that same order. (The reference sorts
@@ -88,8 +89,7 @@ SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& w
 
 // The header of a whole file held in memory (a memory-mapped one: nn/hf reads tensors in place),
 // validated as load_safetensors validates a file — header, shapes, offsets, coverage, checksums,
-// BOOL bytes, every error naming `what` and the tensor — with one difference: F16 and BF16
-// entries are accepted (their dtype is the string), since the reader of the bytes converts them.
+// BOOL bytes, every error naming `what` and the tensor.
 struct SafetensorsEntry {
   std::string name;
   std::string dtype;  // "F32", "F64", "I64", "BOOL", "F16" or "BF16"

@@ -135,8 +135,7 @@ void save_safetensors(const std::string& path, const StateDict& tensors, const M
 
 namespace {
 
-// A header entry; `st` is the file's dtype name (F16 / BF16 have no DType yet: the header-only
-// reader accepts them, load_safetensors refuses them).
+// A header entry; `st` is the file's dtype name.
 struct Entry {
   std::string name;
   std::string st;
@@ -145,9 +144,10 @@ struct Entry {
   uint64_t begin = 0, end = 0;
 };
 
+constexpr const char* kReads = "F32, F64, BF16, F16, I64, BOOL";
+
 struct Reader {
   const std::string& what;
-  bool half_ok = false;  // accept F16 and BF16 (parse_safetensors_header)
   [[noreturn]] void fail(const std::string& msg) const {
     throw Error(fmt::format("load_safetensors: {}: {}", what, msg));
   }
@@ -220,12 +220,12 @@ struct Reader {
     if (s == "F32") return {s, 4};
     if (s == "F64" || s == "I64") return {s, 8};
     if (s == "BOOL") return {s, 1};
-    if (half_ok && (s == "F16" || s == "BF16")) return {s, 2};
-    static const std::set<std::string> known{"F16", "BF16", "I8",  "U8",      "I16",    "U16",
-                                             "I32", "U32",  "U64", "F8_E5M2", "F8_E4M3"};
+    if (s == "F16" || s == "BF16") return {s, 2};
+    static const std::set<std::string> known{"I8",  "U8",  "I16",     "U16",    "U64",
+                                             "I32", "U32", "F8_E5M2", "F8_E4M3"};
     if (known.count(s))
-      fail(name, fmt::format("dtype {} is not supported (tapegrad reads F32, F64, I64, BOOL)", s));
-    fail(name, fmt::format("unknown dtype \"{}\" (tapegrad reads F32, F64, I64, BOOL)", s));
+      fail(name, fmt::format("dtype {} is not supported (tapegrad reads {})", s, kReads));
+    fail(name, fmt::format("unknown dtype \"{}\" (tapegrad reads {})", s, kReads));
   }
 
   Entry read_entry(const std::string& name, const nlohmann::json& e, uint64_t data_size) const {
@@ -309,10 +309,12 @@ struct Reader {
   }
 
   Tensor read_tensor(const Entry& e, const char* data) const {
-    const DType dt = e.st == "F32"   ? kFloat32
-                     : e.st == "F64" ? kFloat64
-                     : e.st == "I64" ? kInt64
-                                     : kBool;
+    const DType dt = e.st == "F32"    ? kFloat32
+                     : e.st == "F64"  ? kFloat64
+                     : e.st == "BF16" ? kBFloat16
+                     : e.st == "F16"  ? kFloat16
+                     : e.st == "I64"  ? kInt64
+                                      : kBool;
     Tensor t = Tensor::empty(e.shape, dt);
     size_t n = static_cast<size_t>(e.end - e.begin);
     if (n) std::memcpy(t.data_ptr(), data + e.begin, n);
@@ -375,7 +377,7 @@ SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& w
 
 SafetensorsHeader parse_safetensors_header(const char* bytes, size_t size,
                                            const std::string& what) {
-  Reader r{what, true};
+  Reader r{what};
   Parsed p = parse_all(r, bytes, size);
   SafetensorsHeader out;
   out.metadata = std::move(p.metadata);

@@ -9,7 +9,12 @@
 #include "autograd/tape.hpp"
 #include "ops/ops.hpp"
 
+#include <stdlib.h>
+
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -140,6 +145,32 @@ inline void check_second_order(const std::string& name, const tg::GradcheckFn& f
   INFO(r.str());
   REQUIRE(r.passed);
 }
+// A fresh directory under the system temp dir (tg_<prefix>_XXXXXX), removed at the end of the test.
+struct TempDir {
+  std::string path;
+  explicit TempDir(const std::string& prefix = "test") {
+    std::string tmpl =
+        (std::filesystem::temp_directory_path() / ("tg_" + prefix + "_XXXXXX")).string();
+    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+    path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string operator/(const std::string& name) const { return path + "/" + name; }
+};
+// A whole file's bytes (the test fails if it cannot be read).
+inline std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE(in);
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
 }  // namespace tgt
 
 // REQUIRE_ERROR(expr, "substring"): expr throws tg::Error whose message contains the substring.

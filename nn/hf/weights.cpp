@@ -1,7 +1,7 @@
 // nn/hf/weights.cpp — memory-mapped safetensors folders and the strict load (see weights.hpp).
 #include "nn/hf/weights.hpp"
 
-#include "autograd/half.hpp"
+#include "autograd/convert.hpp"
 #include "autograd/tape.hpp"
 
 #include <fcntl.h>
@@ -61,27 +61,32 @@ std::shared_ptr<void> map_file(const std::string& path, size_t& size) {
   return std::shared_ptr<void>(p, [size](void* q) { ::munmap(q, size); });
 }
 
-// n 16-bit floats at p widened into o.
-void widen_into(const char* p, float* o, int64_t n, bool bf16) {
-  for (int64_t i = 0; i < n; ++i) {
-    uint16_t b;
-    std::memcpy(&b, p + 2 * i, 2);
-    o[i] = bf16 ? bf16_to_float(b) : f16_to_float(b);
-  }
-}
-
-// 16-bit floats widened into a fresh float32 tensor.
-Tensor widen(const char* p, const Shape& shape, bool bf16) {
-  Tensor out = Tensor::empty(shape, kFloat32);
-  widen_into(p, out.data<float>(), out.numel(), bf16);
-  return out;
-}
-
 }  // namespace
 
 const char* dtype_code(DType t) {
-  return t == kFloat32 ? "F32" : t == kFloat64 ? "F64" : t == kInt64 ? "I64" : "BOOL";
+  switch (t) {
+    case kFloat32:
+      return "F32";
+    case kFloat64:
+      return "F64";
+    case kBFloat16:
+      return "BF16";
+    case kFloat16:
+      return "F16";
+    case kInt64:
+      return "I64";
+    case kBool:
+      return "BOOL";
+  }
+  return "?";
 }
+namespace {
+DType dtype_of_code(const std::string& code) {
+  for (DType t : {kFloat32, kFloat64, kBFloat16, kFloat16, kInt64, kBool})
+    if (code == dtype_code(t)) return t;
+  throw Error(fmt::format("from_pretrained: unknown safetensors dtype {}", code));
+}
+}  // namespace
 
 SafetensorsFolder::SafetensorsFolder(const std::string& folder) : folder_(folder) {
   namespace fs = std::filesystem;
@@ -176,8 +181,9 @@ void SafetensorsFolder::read_into(const std::string& name, Tensor& dst) const {
   const File& f = *files_[where_.at(name).first];
   const char* p = static_cast<const char*>(f.map.get()) + f.header.data_offset + e.begin;
   const size_t n = static_cast<size_t>(e.end - e.begin);
-  if ((e.dtype == "F16" || e.dtype == "BF16") && dst.dtype() == kFloat32 && dst.is_contiguous()) {
-    widen_into(p, dst.data<float>(), dst.numel(), e.dtype == "BF16");
+  const DType file_dtype = dtype_of_code(e.dtype);
+  if (is_reduced(file_dtype) && dst.dtype() == kFloat32 && dst.is_contiguous()) {
+    convert::to_float(file_dtype, dst.data<float>(), p, dst.numel());      // widened in place
   } else if (e.dtype == dtype_code(dst.dtype()) && dst.is_contiguous()) {  // no temporary
     if (n) std::memcpy(dst.data_ptr(), p, n);
   } else {
@@ -202,14 +208,7 @@ Tensor SafetensorsFolder::tensor(const std::string& name, DType dtype) const {
   const SafetensorsEntry& e = entry(name);
   const File& f = *files_[where_.at(name).first];
   char* p = static_cast<char*>(f.map.get()) + f.header.data_offset + e.begin;
-  if (e.dtype == "F16" || e.dtype == "BF16") {
-    Tensor t = widen(p, e.shape, e.dtype == "BF16");
-    return dtype == kFloat32 ? t : t.to(dtype);
-  }
-  const DType file_dtype = e.dtype == "F32"   ? kFloat32
-                           : e.dtype == "F64" ? kFloat64
-                           : e.dtype == "I64" ? kInt64
-                                              : kBool;
+  const DType file_dtype = dtype_of_code(e.dtype);
   Tensor t;
   if (reinterpret_cast<uintptr_t>(p) % dtype_size(file_dtype) == 0) {
     t = from_blob(p, e.shape, file_dtype, f.map);

@@ -5,9 +5,9 @@
 // parse_safetensors_header: offsets, coverage, checksums; the index: every listed tensor in its
 // shard, every shard's tensor listed), so a bad folder is refused before any tensor is made.
 // tensor(name, dtype) wraps the mapped bytes with tg::from_blob when the file's dtype is the one
-// asked for (no copy; the mapping lives as long as any tensor on it), and converts otherwise:
-// F16 and BF16 through autograd/half.hpp into float32 (until the tensor dtypes kFloat16 /
-// kBFloat16 exist: then those files map in place as well), F32 <-> F64 by a cast.
+// asked for (no copy; the mapping lives as long as any tensor on it: F32, F64, BF16 and F16 alike),
+// and converts otherwise (.to(); BF16 / F16 into float32 parameters through the one conversion
+// path, autograd/convert.hpp).
 // load_into() is the strict name map from a folder to a module.
 // Deliberately not here: config.json (config.hpp), the model families.
 #pragma once

@@ -29,28 +29,11 @@ namespace {
 
 const std::string kFixtures = std::string(TG_FIXTURES) + "/safetensors";
 
-// A fresh directory under the system temp dir, removed at the end of the test.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "tg_ckpt_XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& name) const { return path + "/" + name; }
+struct TempDir : tgt::TempDir {
+  TempDir() : tgt::TempDir("ckpt") {}
 };
 
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE(in);
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
-}
+using tgt::read_bytes;
 void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary);
   out << bytes;
@@ -244,11 +227,11 @@ TEST_CASE("malformed safetensors files fail with specific errors", "[checkpoint]
       {"dtype_not_string", st_file("{\"w\":" + w("[0,24]", "[2,3]", "3") + "}", f24),
        "tensor \"w\": dtype must be a string, got 3"},
       {"unknown_dtype", st_file("{\"w\":" + w("[0,24]", "[2,3]", "\"Q7\"") + "}", f24),
-       "tensor \"w\": unknown dtype \"Q7\" (tapegrad reads F32, F64, I64, BOOL)"},
-      {"f16", st_file("{\"w\":" + w("[0,12]", "[2,3]", "\"F16\"") + "}", std::string(12, '\0')),
-       "tensor \"w\": dtype F16 is not supported"},
-      {"bf16", st_file("{\"w\":" + w("[0,12]", "[2,3]", "\"BF16\"") + "}", std::string(12, '\0')),
-       "tensor \"w\": dtype BF16 is not supported"},
+       "tensor \"w\": unknown dtype \"Q7\" (tapegrad reads F32, F64, BF16, F16, I64, BOOL)"},
+      {"i8", st_file("{\"w\":" + w("[0,6]", "[2,3]", "\"I8\"") + "}", std::string(6, '\0')),
+       "tensor \"w\": dtype I8 is not supported (tapegrad reads F32, F64, BF16, F16, I64, BOOL)"},
+      {"bf16_size", st_file("{\"w\":" + w("[0,24]", "[2,3]", "\"BF16\"") + "}", f24),
+       "tensor \"w\": shape (2,3) of BF16 needs 12 bytes but data_offsets [0, 24] hold 24"},
       {"negative_shape", st_file("{\"w\":" + w("[0,24]", "[-2,3]") + "}", f24),
        "tensor \"w\": shape holds a negative number -2"},
       {"fractional_shape", st_file("{\"w\":" + w("[0,24]", "[2.5,3]") + "}", f24),

@@ -27,27 +27,11 @@ namespace {
 
 const std::string kPeft = std::string(TG_FIXTURES) + "/lora/peft_adapter";
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "tg_lora_XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& name) const { return path + "/" + name; }
+struct TempDir : tgt::TempDir {
+  TempDir() : tgt::TempDir("lora") {}
 };
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE(in);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using tgt::read_bytes;
 
 // Copies a folder's two files into dir (or edits dir's own), the config edited by `edit` (a JSON
 // patch in place).
@@ -56,7 +40,7 @@ void copy_adapter(const std::string& from, const TempDir& dir,
   if (fs::path(from) != fs::path(dir.path))
     fs::copy_file(from + "/adapter_model.safetensors", dir / "adapter_model.safetensors",
                   fs::copy_options::overwrite_existing);
-  auto j = nlohmann::json::parse(read_text(from + "/adapter_config.json"));
+  auto j = nlohmann::json::parse(read_bytes(from + "/adapter_config.json"));
   if (edit) edit(j);
   write_file_atomic(dir / "adapter_config.json", j.dump(2));
 }
@@ -130,7 +114,7 @@ TEST_CASE("save_adapter writes PEFT's tensor names, metadata and config fields",
   REQUIRE(file.tensors.at(want[0]).shape() == Shape{4, 16});
   REQUIRE(file.tensors.at(want[7]).shape() == Shape{16, 4});
   REQUIRE(file.metadata.at("format") == "pt");
-  const auto j = nlohmann::json::parse(read_text(dir / "adapter/adapter_config.json"));
+  const auto j = nlohmann::json::parse(read_bytes(dir / "adapter/adapter_config.json"));
   REQUIRE(j.at("peft_type") == "LORA");
   REQUIRE(j.at("r") == 4);
   REQUIRE(j.at("lora_alpha") == 8.0);
@@ -233,7 +217,7 @@ TEST_CASE("load_adapter refuses what does not fit, naming it, and changes nothin
     auto wrapped = tgt::lora_fixture_layer(f);
     nn::apply_lora(*wrapped, tgt::qv_config());
     nn::save_adapter(dir.path, *wrapped, tgt::qv_config());
-    const std::string saved_config = read_text(dir / "adapter_config.json");
+    const std::string saved_config = read_bytes(dir / "adapter_config.json");
     copy_adapter(dir.path, dir, [](nlohmann::json& j) { j["lora_alpha"] = 6; });
     REQUIRE_ERROR(nn::load_adapter(dir.path, *layer), "the two files do not belong together");
     untouched();
