@@ -273,8 +273,8 @@ std::string Tokenizer::decode(const std::vector<int64_t>& ids, bool skip_special
         break;
     }
   }
-  std::string out;
-  for (const std::string& t : toks) out += t;
+  std::string out;  // without a decoder Hugging Face joins the tokens with spaces
+  for (size_t i = 0; i < toks.size(); ++i) out += (i > 0 && s.decoder.empty() ? " " : "") + toks[i];
   return out;
 }
 
