@@ -55,6 +55,25 @@ function gpt2TokenizerJson(dir) {
   };
 }
 
+// gpt-3-encoder's encode() grows its result by Array.concat, quadratic in the text's length: a
+// long text is fed in pieces, cut only between two matches of its own regex with non-white-space
+// on both sides, where no match and no lookahead of the regex can see across the cut (the ids
+// are those of one call; tools/compare_tokenizers.js checks a 100 kB text both ways).
+const GPT2_PATTERN = /'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+/gu;
+function encodeInPieces(encode, text, size = 4096) {
+  const ids = [];
+  let start = 0;
+  for (const m of text.matchAll(GPT2_PATTERN)) {
+    const at = m.index;
+    if (at - start >= size && !/\s/u.test(text[at - 1]) && !/\s/u.test(m[0][0])) {
+      for (const id of encode(text.slice(start, at))) ids.push(id);
+      start = at;
+    }
+  }
+  for (const id of encode(text.slice(start))) ids.push(id);
+  return ids;
+}
+
 function versionOf(root, name) {
   return JSON.parse(fs.readFileSync(path.join(root, name, "package.json"), "utf8")).version;
 }
@@ -77,7 +96,8 @@ function loadReferences() {
                        clean_up_tokenization_spaces: false },
   });
   const refs = {
-    gpt2: { encode: (text) => gpt3.encode(text), decode: (ids) => gpt3.decode(ids) },
+    gpt2: { encode: (text) => encodeInPieces(gpt3.encode, text), decode: (ids) => gpt3.decode(ids),
+            encode_whole: (text) => gpt3.encode(text) },
     gpt2_hf: hf(gpt2hf),
     llama2: hf(l2.fromPreTrained()),
     llama3: hf(l3.fromPreTrained()),

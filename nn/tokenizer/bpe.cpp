@@ -27,10 +27,31 @@ struct Candidate {
   }
 };
 
-constexpr size_t kCacheLimit = 1 << 17;  // words kept; cleared when full
-constexpr size_t kCacheWordBytes = 256;  // longer pieces are not cached
+constexpr const char* kWordMark = "\u2581";  // SentencePiece's "▁" (3 bytes of UTF-8)
+constexpr size_t kCacheLimit = 1 << 17;      // words kept; cleared when full
+constexpr size_t kCacheWordBytes = 256;      // longer pieces are not cached
 
 }  // namespace
+
+void PairTable::assign(uint64_t key, std::pair<int32_t, int32_t> value) {
+  if (2 * (size_ + 1) > keys_.size()) {  // grow to keep the load at most one half
+    std::vector<uint64_t> old_keys = std::move(keys_);
+    std::vector<std::pair<int32_t, int32_t>> old_values = std::move(values_);
+    const size_t n = std::max<size_t>(64, 2 * old_keys.size());
+    keys_.assign(n, kEmpty);
+    values_.assign(n, {0, 0});
+    mask_ = n - 1;
+    shift_ = 64 - __builtin_ctzll(n);
+    size_ = 0;
+    for (size_t i = 0; i < old_keys.size(); ++i)
+      if (old_keys[i] != kEmpty) assign(old_keys[i], old_values[i]);
+  }
+  size_t i = slot(key);
+  while (keys_[i] != kEmpty && keys_[i] != key) i = (i + 1) & mask_;
+  if (keys_[i] == kEmpty) ++size_;
+  keys_[i] = key;
+  values_[i] = value;
+}
 
 void Bpe::add_merge(const std::string& left, const std::string& right, int32_t rank,
                     const std::string& where) {
@@ -43,7 +64,7 @@ void Bpe::add_merge(const std::string& left, const std::string& right, int32_t r
     return it->second;
   };
   const int32_t a = find(left), b = find(right), ab = find(left + right);
-  merges[pair_key(a, b)] = {rank, ab};  // a repeated merge keeps its last rank, as HF's map
+  merges.assign(pair_key(a, b), {rank, ab});  // a repeated merge keeps its last rank, as HF's map
 }
 
 void Bpe::finish(const std::string& where) {
@@ -71,6 +92,11 @@ void Bpe::finish(const std::string& where) {
       if (i == tok.size()) char_ids.emplace(cp, id);
     }
   }
+  word_starts = true;  // no token has "▁" after another char
+  for (const auto& [tok, id] : vocab)
+    for (size_t p = tok.find(kWordMark, 1); word_starts && p != std::string::npos;
+         p = tok.find(kWordMark, p + 1))
+      word_starts = p >= 3 && tok.compare(p - 3, 3, kWordMark) == 0;
   if (byte_fallback)
     for (int b = 0; b < 256; ++b) {
       auto it = vocab.find(fmt::format("<0x{:02X}>", b));
@@ -92,9 +118,9 @@ void Bpe::merge(std::vector<int32_t>& ids) const {
     if (q < 0) return;
     const int32_t a = ids[static_cast<size_t>(pos)], b = ids[static_cast<size_t>(q)];
     if (a < 0 || b < 0) return;
-    auto it = merges.find(pair_key(a, b));
-    if (it == merges.end()) return;
-    heap.push_back({it->second.first, pos, a, b});
+    const auto* m = merges.find(pair_key(a, b));
+    if (m == nullptr) return;
+    heap.push_back({m->first, pos, a, b});
     std::push_heap(heap.begin(), heap.end());
   };
   for (int32_t i = 0; i < n; ++i) {
@@ -110,7 +136,7 @@ void Bpe::merge(std::vector<int32_t>& ids) const {
     const int32_t q = next[p];
     // Stale: the left symbol was merged away or changed, or its right neighbour did.
     if (ids[p] != c.left || q < 0 || ids[static_cast<size_t>(q)] != c.right) continue;
-    ids[p] = merges.find(pair_key(c.left, c.right))->second.second;
+    ids[p] = merges.find(pair_key(c.left, c.right))->second;
     ids[static_cast<size_t>(q)] = -2;  // gone
     next[p] = next[static_cast<size_t>(q)];
     if (next[p] >= 0) prev[static_cast<size_t>(next[p])] = c.pos;
@@ -125,12 +151,12 @@ void Bpe::merge(std::vector<int32_t>& ids) const {
 
 // SentencePiece style: code points, merges, then byte fallback (or unk) for chars the
 // vocabulary lacks. A char outside the vocabulary is kept as -(3 + its byte offset).
-void Bpe::encode_chars(std::string_view piece, std::vector<int64_t>& out) const {
-  thread_local std::vector<int32_t> ids;
-  ids.clear();
-  for (size_t i = 0; i < piece.size();) {
+void Bpe::encode_chars(std::string_view word, std::vector<int32_t>& out) const {
+  std::vector<int32_t> ids;
+  ids.reserve(word.size());
+  for (size_t i = 0; i < word.size();) {
     const size_t at = i;
-    auto it = char_ids.find(next_code_point(piece, i));
+    auto it = char_ids.find(next_code_point(word, i));
     ids.push_back(it != char_ids.end() ? it->second : -3 - static_cast<int32_t>(at));
   }
   merge(ids);
@@ -142,13 +168,13 @@ void Bpe::encode_chars(std::string_view piece, std::vector<int64_t>& out) const 
       continue;
     }
     size_t at = static_cast<size_t>(-3 - id), end = at;
-    next_code_point(piece, end);
+    next_code_point(word, end);
     bool bytes = byte_fallback;
     for (size_t k = at; bytes && k < end; ++k)
-      bytes = byte_ids[static_cast<unsigned char>(piece[k])] >= 0;
+      bytes = byte_ids[static_cast<unsigned char>(word[k])] >= 0;
     if (bytes) {
       for (size_t k = at; k < end; ++k)
-        out.push_back(byte_ids[static_cast<unsigned char>(piece[k])]);
+        out.push_back(byte_ids[static_cast<unsigned char>(word[k])]);
       last_unk = false;
     } else if (unk_id >= 0) {
       if (!(fuse_unk && last_unk)) out.push_back(unk_id);
@@ -157,38 +183,57 @@ void Bpe::encode_chars(std::string_view piece, std::vector<int64_t>& out) const 
       throw Error(
           fmt::format("Tokenizer: \"{}\" is not in the vocabulary and the model has no "
                       "unk_token nor byte fallback",
-                      std::string(piece.substr(at, end - at))));
+                      std::string(word.substr(at, end - at))));
     }
   }
 }
 
-void Bpe::encode_piece(std::string_view piece, std::vector<int64_t>& out) const {
-  if (piece.empty()) return;
-  if (!byte_level) return encode_chars(piece, out);
-  const bool cacheable = piece.size() <= kCacheWordBytes;
+// One word through the cache: byte-level bytes, or SentencePiece code points.
+void Bpe::encode_word(std::string_view word, std::vector<int64_t>& out) const {
+  const bool cacheable = word.size() <= kCacheWordBytes;
+  std::string key;
   if (cacheable) {
+    key.assign(word.data(), word.size());
     std::lock_guard<std::mutex> lock(cache_mutex_);
-    auto it = cache_.find(std::string(piece));
+    auto it = cache_.find(key);
     if (it != cache_.end()) {
       out.insert(out.end(), it->second.begin(), it->second.end());
       return;
     }
   }
   std::vector<int32_t> ids;
-  auto whole = ignore_merges ? raw_vocab.find(std::string(piece)) : raw_vocab.end();
-  if (whole != raw_vocab.end()) {
+  if (!byte_level) {
+    encode_chars(word, ids);
+  } else if (auto whole = ignore_merges ? raw_vocab.find(std::string(word)) : raw_vocab.end();
+             whole != raw_vocab.end()) {
     ids.push_back(whole->second);
   } else {
-    ids.reserve(piece.size());
-    for (char ch : piece) ids.push_back(byte_ids[static_cast<unsigned char>(ch)]);
+    ids.reserve(word.size());
+    for (char ch : word) ids.push_back(byte_ids[static_cast<unsigned char>(ch)]);
     merge(ids);
   }
   out.insert(out.end(), ids.begin(), ids.end());
   if (cacheable) {
     std::lock_guard<std::mutex> lock(cache_mutex_);
     if (cache_.size() >= kCacheLimit) cache_.clear();
-    cache_.emplace(std::string(piece), std::move(ids));
+    cache_.emplace(std::move(key), std::move(ids));
   }
+}
+
+// A SentencePiece piece is one whole text section; where no token holds "▁" after another char
+// (finish() checks), no merge crosses the start of a "▁" run, so the words between are merged
+// alone, through the cache, with the same result.
+void Bpe::encode_piece(std::string_view piece, std::vector<int64_t>& out) const {
+  if (piece.empty()) return;
+  if (byte_level || !word_starts) return encode_word(piece, out);
+  const std::string_view mark = kWordMark;
+  size_t start = 0;
+  for (size_t p = piece.find(mark, 1); p != std::string_view::npos; p = piece.find(mark, p + 1)) {
+    if (p >= mark.size() && piece.compare(p - mark.size(), mark.size(), mark) == 0) continue;
+    encode_word(piece.substr(start, p - start), out);
+    start = p;
+  }
+  encode_word(piece.substr(start), out);
 }
 
 }  // namespace tg::nn::tokenizer_detail

@@ -52,14 +52,41 @@ std::string js_compatible_pattern(const std::string& pattern);
 extern const char* const kGpt2Pattern;
 
 // ---- bpe.cpp ----------------------------------------------------------------------------------
-// Hugging Face's BPE model: merges by rank, lowest first, ties to the leftmost pair.
+// (left id, right id) -> (rank, merged id): open addressing, the merge loop's hot lookup.
+class PairTable {
+ public:
+  void assign(uint64_t key, std::pair<int32_t, int32_t> value);
+  const std::pair<int32_t, int32_t>* find(uint64_t key) const {
+    if (keys_.empty()) return nullptr;
+    for (size_t i = slot(key);; i = (i + 1) & mask_) {
+      if (keys_[i] == key) return &values_[i];
+      if (keys_[i] == kEmpty) return nullptr;
+    }
+  }
+  size_t size() const { return size_; }
+
+ private:
+  static constexpr uint64_t kEmpty = ~uint64_t{0};
+  size_t slot(uint64_t key) const {
+    return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> shift_);
+  }
+  std::vector<uint64_t> keys_;
+  std::vector<std::pair<int32_t, int32_t>> values_;
+  size_t mask_ = 0, size_ = 0;
+  int shift_ = 64;
+};
+
+// ---- bpe.cpp (the model)
+// ------------------------------------------------------------------------------ Hugging Face's BPE
+// model: merges by rank, lowest first, ties to the leftmost pair.
 struct Bpe {
   std::unordered_map<std::string, int32_t> vocab;  // the model's tokens (added ones not here)
-  std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> merges;  // (left, right) -> rank, id
+  PairTable merges;                                // (left, right) -> rank, merged id
   bool byte_level = false;     // pieces are raw bytes mapped through byte_to_unicode
   bool byte_fallback = false;  // unknown chars become <0xNN> tokens
   bool ignore_merges = false;  // a piece that is a whole token is that token
   bool fuse_unk = false;
+  bool word_starts = false;  // SentencePiece: words between "▁" runs merge independently
   int32_t unk_id = -1;
   std::array<int32_t, 256> byte_ids{};             // byte-level: each byte's char; fallback: <0xNN>
   std::unordered_map<uint32_t, int32_t> char_ids;  // one-code-point tokens (SentencePiece)
@@ -72,7 +99,8 @@ struct Bpe {
 
  private:
   void merge(std::vector<int32_t>& ids) const;
-  void encode_chars(std::string_view piece, std::vector<int64_t>& out) const;
+  void encode_chars(std::string_view word, std::vector<int32_t>& out) const;
+  void encode_word(std::string_view word, std::vector<int64_t>& out) const;
   mutable std::mutex cache_mutex_;
   mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;
 };
