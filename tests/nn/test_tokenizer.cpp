@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -17,10 +19,18 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// One folder per process (ctest runs the test cases as concurrent processes), removed at exit.
 fs::path scratch() {
-  const fs::path d = fs::temp_directory_path() / "tg_tokenizer_unit";
-  fs::create_directories(d);
-  return d;
+  struct Folder {
+    fs::path path = fs::temp_directory_path() / ("tg_tokenizer_unit_" + std::to_string(getpid()));
+    Folder() { fs::create_directories(path); }
+    ~Folder() {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  };
+  static const Folder folder;
+  return folder.path;
 }
 
 std::string write(const std::string& name, const std::string& text) {
@@ -120,6 +130,17 @@ TEST_CASE("tokenizer: SentencePiece-style normaliser, byte fallback and decoder 
   CHECK(t.decode({1, 4}, true) == "a");
   CHECK(t.bos_token_id() == 1);
   CHECK(t.unk_token_id() == 0);
+}
+
+TEST_CASE("tokenizer: a token with '▁' after another char keeps the whole section one piece",
+          "[tokenizer]") {
+  json j = sentencepiece_like(true);
+  j["model"]["vocab"]["a\u2581"] = 8;
+  j["model"]["merges"] = {"a \u2581", "\u2581 a"};  // a▁ ranks first: it crosses a word start
+  const Tokenizer t = load(j);
+  CHECK(t.encode("a a") == std::vector<int64_t>{2, 8, 3});  // ▁ a▁ a, not ▁a ▁a
+  j["model"]["merges"] = {"\u2581 a", "a \u2581"};
+  CHECK(load(j).encode("a a") == std::vector<int64_t>{4, 4});
 }
 
 TEST_CASE("tokenizer: without byte fallback unknown chars are one fused <unk>", "[tokenizer]") {

