@@ -2,8 +2,9 @@
 // tools/compare_tokenizers.js — tg::nn::Tokenizer against the npm references on a large mixed
 // text: ids identical, decode identical to the reference's, decode(encode(x)) == x.
 //
-//   node tools/compare_tokenizers.js BENCH_TOKENIZER [--mb 1] [--seed 43] [--out DIR]
+//   node tools/compare_tokenizers.js BENCH_TOKENIZER [--mb 1] [--seed 43] [--out DIR] [--bench]
 //     BENCH_TOKENIZER  build/bench/bench_tokenizer (cmake -DTG_BUILD_BENCH=ON)
+//     --bench          then `BENCH_TOKENIZER bench` on the same text (MB/s per tokenizer)
 //
 // The text (written to DIR/corpus.txt, default a temporary folder) is Debian's fortunes files
 // (/usr/share/games/fortunes, package `fortunes`: English, ASCII art, a few Latin-1 bytes that
@@ -93,15 +94,17 @@ function firstDifference(a, b) {
 
 function main() {
   const args = process.argv.slice(2);
-  let mb = 1, seed = 43, out = null, bin = null;
+  let mb = 1, seed = 43, out = null, bin = null, bench = false;
   for (let i = 0; i < args.length; ++i) {
     if (args[i] === "--mb") mb = Number(args[++i]);
     else if (args[i] === "--seed") seed = Number(args[++i]);
     else if (args[i] === "--out") out = args[++i];
+    else if (args[i] === "--bench") bench = true;
     else bin = args[i];
   }
   if (!bin) {
-    console.error("usage: node tools/compare_tokenizers.js BENCH_TOKENIZER [--mb 1] [--seed 43] [--out DIR]");
+    console.error("usage: node tools/compare_tokenizers.js BENCH_TOKENIZER [--mb 1] [--seed 43] " +
+                  "[--out DIR] [--bench]");
     process.exit(2);
   }
   out = out || fs.mkdtempSync(path.join(os.tmpdir(), "tg_tokenizers_"));
@@ -146,6 +149,7 @@ function main() {
   const plainOk = plainDecoded.llama2_decoded === plain;
   console.log(`llama2 without added tokens and "\u2581": decode(encode(x)) == x: ${plainOk}`);
   if (!plainOk) failed = 1;
+  if (bench) execFileSync(bin, ["bench", corpus], { stdio: "inherit" });
   process.exit(failed);
 }
 
