@@ -84,48 +84,48 @@ void reset_path() { g_forced.store(-2); }
 
 namespace cpu {
 namespace {
-// rows × cols of a reduced-type matrix with rows ld apart, as contiguous float32.
-std::vector<float> to_float_matrix(DType dt, const void* src, int64_t rows, int64_t cols,
-                                   int64_t ld) {
-  std::vector<float> out(static_cast<size_t>(rows * cols));
+// Per-thread float32 buffers, grown and kept: a fresh allocation per call would page-fault its
+// way through megabytes on every large product.
+float* scratch(int slot, int64_t n) {
+  thread_local std::vector<float> buf[3];
+  std::vector<float>& b = buf[slot];
+  if (static_cast<int64_t>(b.size()) < n) b.resize(static_cast<size_t>(n));
+  return b.data();
+}
+// rows × cols of a reduced-type matrix with rows ld apart, as contiguous float32 in slot.
+float* to_float_matrix(int slot, DType dt, const void* src, int64_t rows, int64_t cols,
+                       int64_t ld) {
+  float* out = scratch(slot, rows * cols);
   const auto* s = static_cast<const uint16_t*>(src);
   if (ld == cols) {
-    convert::to_float(dt, out.data(), s, rows * cols);
+    convert::to_float(dt, out, s, rows * cols);
   } else {
-    for (int64_t r = 0; r < rows; ++r)
-      convert::to_float(dt, out.data() + r * cols, s + r * ld, cols);
+    for (int64_t r = 0; r < rows; ++r) convert::to_float(dt, out + r * cols, s + r * ld, cols);
   }
   return out;
 }
 }  // namespace
 
 void gemm_reduced_fallback(const ReducedGemm& g) {
-  const std::vector<float> a =
-      to_float_matrix(g.ab, g.A, g.ta ? g.K : g.M, g.ta ? g.M : g.K, g.lda);
-  const std::vector<float> b =
-      to_float_matrix(g.ab, g.B, g.tb ? g.N : g.K, g.tb ? g.K : g.N, g.ldb);
+  const float* a = to_float_matrix(0, g.ab, g.A, g.ta ? g.K : g.M, g.ta ? g.M : g.K, g.lda);
+  const float* b = to_float_matrix(1, g.ab, g.B, g.tb ? g.N : g.K, g.tb ? g.K : g.N, g.ldb);
   const int64_t lda = g.ta ? g.M : g.K, ldb = g.tb ? g.K : g.N;
   if (g.c == kFloat32) {  // the caller's float32 buffer (accumulate, never a bias)
-    gemm<float>(g.ta, g.tb, g.M, g.N, g.K, 1.0f, a.data(), lda, b.data(), ldb,
-                g.accumulate ? 1.0f : 0.0f, static_cast<float*>(g.C), g.ldc);
+    gemm<float>(g.ta, g.tb, g.M, g.N, g.K, 1.0f, a, lda, b, ldb, g.accumulate ? 1.0f : 0.0f,
+                static_cast<float*>(g.C), g.ldc);
     return;
   }
   // The float32 product (over the bias or the old C), rounded once into C.
-  std::vector<float> c;
-  if (g.accumulate)
-    c = to_float_matrix(g.c, g.C, g.M, g.N, g.ldc);
-  else
-    c.resize(static_cast<size_t>(g.M * g.N));
+  float* c = g.accumulate ? to_float_matrix(2, g.c, g.C, g.M, g.N, g.ldc) : scratch(2, g.M * g.N);
   if (g.bias) {
-    convert::to_float(g.ab, c.data(), g.bias, g.N);
-    for (int64_t r = 1; r < g.M; ++r)
-      std::memcpy(c.data() + r * g.N, c.data(), g.N * sizeof(float));
+    convert::to_float(g.ab, c, g.bias, g.N);
+    for (int64_t r = 1; r < g.M; ++r) std::memcpy(c + r * g.N, c, g.N * sizeof(float));
   }
-  gemm<float>(g.ta, g.tb, g.M, g.N, g.K, 1.0f, a.data(), lda, b.data(), ldb,
-              (g.accumulate || g.bias) ? 1.0f : 0.0f, c.data(), g.N);
+  gemm<float>(g.ta, g.tb, g.M, g.N, g.K, 1.0f, a, lda, b, ldb,
+              (g.accumulate || g.bias) ? 1.0f : 0.0f, c, g.N);
   auto* out = static_cast<uint16_t*>(g.C);
-  for (int64_t r = 0; r < g.M; ++r)
-    convert::from_float(g.c, out + r * g.ldc, c.data() + r * g.N, g.N);
+  if (g.ldc == g.N) return convert::from_float(g.c, out, c, g.M * g.N);
+  for (int64_t r = 0; r < g.M; ++r) convert::from_float(g.c, out + r * g.ldc, c + r * g.N, g.N);
 }
 
 void gemm_reduced(const ReducedGemm& g, const char* op) {
