@@ -177,3 +177,17 @@ TEST_CASE("half matmul: mixed dtypes are refused, naming both (PyTorch: expected
       bmm(ones({1, 2, 3}, kFloat16), ones({1, 3, 2}, kBFloat16)),
       Catch::Contains("bmm") && Catch::Contains("float16") && Catch::Contains("bfloat16"));
 }
+
+TEST_CASE("half matmul: einsum contractions lower to the same bf16/f16 GEMMs") {
+  manual_seed(6);
+  for (DType dt : {kBFloat16, kFloat16}) {
+    INFO(dtype_name(dt));
+    const Tensor a = randn({3, 5, 7}).to(dt), b = randn({3, 7, 4}).to(dt);
+    const Tensor e = einsum("bij,bjk->bik", {a, b});
+    REQUIRE(e.dtype() == dt);
+    CHECK(e.to(kFloat32).to_vector<float>() == bmm(a, b).to(kFloat32).to_vector<float>());
+    const Tensor m = einsum("ij,kj->ik", {a.select(0, 1), b.select(0, 2).t()});
+    CHECK(m.to(kFloat32).to_vector<float>() ==
+          matmul(a.select(0, 1), b.select(0, 2)).to(kFloat32).to_vector<float>());
+  }
+}
