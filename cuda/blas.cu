@@ -1,4 +1,5 @@
-// cuda/blas.cu — row-major batched GEMM on cuBLAS (strided batched), with TF32 off by default.
+// cuda/blas.cu — row-major batched GEMM on cuBLAS (strided batched), with TF32 off by default;
+// bfloat16 and float16 through cublasGemmStridedBatchedEx with float32 compute.
 // cuBLAS is column-major: a row-major C (M, N) is a column-major Cᵀ (N, M), and Cᵀ = op(B)ᵀ·op(A)ᵀ,
 // so the call swaps A and B and M and N; the transpose flags and leading dimensions carry over.
 #include "cuda/check.cuh"
@@ -35,8 +36,16 @@ void gemm(DT dt, bool transA, bool transB, int64_t M, int64_t N, int64_t K, doub
                                               static_cast<const double*>(B), ldB, strideB,
                                               static_cast<const double*>(A), ldA, strideA, &beta,
                                               static_cast<double*>(C), ldC, strideC, nb));
+  } else if (dt == DT::BF16 || dt == DT::F16) {
+    // bfloat16 / float16 operands and output, float32 accumulation (tensor cores), rounded once.
+    const float a = static_cast<float>(alpha), b = static_cast<float>(beta);
+    const cudaDataType_t t = dt == DT::BF16 ? CUDA_R_16BF : CUDA_R_16F;
+    TG_CUBLAS_CHECK(cublasGemmStridedBatchedEx(h, opB, opA, m, n, k, &a, B, t, ldB, strideB, A, t,
+                                               ldA, strideA, &b, C, t, ldC, strideC, nb,
+                                               CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   } else {
-    throw Error(std::string(current_op()) + ": gemm supports float32 and float64 only");
+    throw Error(std::string(current_op()) +
+                ": gemm supports float32, float64, bfloat16 and float16 only");
   }
 }
 

@@ -9,15 +9,21 @@
 // strides (..., 1, R)) goes to BLAS as it lies, with the transpose flag set; any other strided
 // operand is made contiguous first.
 // Broadcast operands accumulate their gradient with beta = 1 into one zeroed buffer.
-// Deliberately not here: the GEMM kernels (ops/matmul/cpu/blas.cpp, cuda/blas.cu), other dtypes.
+// bfloat16 / float16 operands run the reduced GEMM (ops/matmul/cpu/reduced_gemm.hpp: oneDNN or
+// the float32 fallback), every product rounded once: a broadcast operand's gradient sums its
+// batches in float32 first, and linear's bias is added before the rounding.
+// Deliberately not here: the GEMM kernels (ops/matmul/cpu/, cuda/blas.cu), integer dtypes.
+#include "autograd/convert.hpp"
 #include "ops/core/cpu/kernels.hpp"
 #include "ops/core/cuda_dispatch.hpp"
 #include "ops/core/detail.hpp"
+#include "ops/matmul/cpu/reduced_gemm.hpp"
 #include "ops/ops.hpp"
 
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <type_traits>
 
 namespace tg {
 using namespace detail;
@@ -25,25 +31,56 @@ using namespace detail;
 namespace {
 
 // ---- GEMM ----
+template <typename T>
+constexpr bool kReduced = std::is_same_v<T, bfloat16> || std::is_same_v<T, float16>;
+
+// calls f(T{}) with T = float, double, bfloat16 or float16.
+template <typename F>
+decltype(auto) dispatch_gemm(DType t, const char* op, F&& f) {
+  if (t == kBFloat16) return f(bfloat16{});
+  if (t == kFloat16) return f(float16{});
+  return dispatch_float(t, op, std::forward<F>(f));
+}
+
+// The reduced-type product on the CPU (cpu::gemm_reduced): C has dtype c (T's, or float32 for
+// a sum the caller rounds once), bias (N) is added to every row before the rounding.
+template <typename T>
+void gemm_reduced(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A, int64_t lda,
+                  const T* B, int64_t ldb, bool acc, void* C, DType c, int64_t ldc,
+                  const T* bias = nullptr) {
+  cpu::ReducedGemm g;
+  g.ab = dtype_of<T>::value;
+  g.c = c;
+  g.ta = ta, g.tb = tb, g.M = M, g.N = N, g.K = K;
+  g.A = A, g.lda = lda, g.B = B, g.ldb = ldb, g.C = C, g.ldc = ldc;
+  g.bias = bias;
+  g.accumulate = acc;
+  cpu::gemm_reduced(g, "matmul");
+}
+
 // BLAS takes 32-bit sizes; larger ones are refused rather than silently truncated.
 void check_blas_int(int64_t v) {
   if (v > INT_MAX)
     throw Error(fmt::format("matmul: dimension {} exceeds the BLAS limit {}", v, INT_MAX));
 }
-// C (M, N) = op(A) · op(B) + beta · C, row-major; lda/ldb/ldc are the row lengths of A, B and C
-// as stored (op = transpose when ta/tb). On the CPU: cpu::gemm (xt::blas::gemm over the buffers);
-// on a CUDA device: one cuBLAS call (cuda/blas.cu), same arguments.
+// C (M, N) = op(A) · op(B) (+ C when acc), row-major; lda/ldb/ldc are the row lengths of A, B
+// and C as stored (op = transpose when ta/tb). On the CPU: cpu::gemm (xt::blas::gemm over the
+// buffers), or the reduced GEMM; on a CUDA device: one cuBLAS call (cuda/blas.cu), same arguments.
 template <typename T>
 void gemm(Device dev, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A, int64_t lda,
-          const T* B, int64_t ldb, T beta, T* C, int64_t ldc) {
+          const T* B, int64_t ldb, bool acc, T* C, int64_t ldc) {
   if (dev.is_cuda()) {
     kernels("matmul", dev)
-        .gemm(cdt(dtype_of<T>::value), ta, tb, M, N, K, 1.0, A, lda, 0, B, ldb, 0,
-              static_cast<double>(beta), C, ldc, 0, 1);
+        .gemm(cdt(dtype_of<T>::value), ta, tb, M, N, K, 1.0, A, lda, 0, B, ldb, 0, acc ? 1.0 : 0.0,
+              C, ldc, 0, 1);
     return;
   }
-  for (int64_t v : {M, N, K, lda, ldb, ldc}) check_blas_int(v);
-  cpu::gemm<T>(ta, tb, M, N, K, T(1), A, lda, B, ldb, beta, C, ldc);
+  if constexpr (kReduced<T>) {
+    gemm_reduced(ta, tb, M, N, K, A, lda, B, ldb, acc, C, dtype_of<T>::value, ldc);
+  } else {
+    for (int64_t v : {M, N, K, lda, ldb, ldc}) check_blas_int(v);
+    cpu::gemm<T>(ta, tb, M, N, K, T(1), A, lda, B, ldb, acc ? T(1) : T(0), C, ldc);
+  }
 }
 
 // ---- the plan: how a product maps onto a batch of gemms ----
@@ -166,32 +203,57 @@ void matmul_forward(const Plan& p, const T* A, const T* B, T* C) {
   const int64_t lda = p.lda(), ldb = p.ldb();
   if (cuda_batched(p, p.ta, p.tb, M, N, K, A, lda, M * K, B, ldb, K * N, C, N, M * N)) return;
   for (int64_t i = 0; i < p.batch; ++i)
-    gemm(p.dev, p.ta, p.tb, p.M, p.N, p.K, A + p.a_offset(i), lda, B + p.b_offset(i), ldb, T(0),
+    gemm(p.dev, p.ta, p.tb, p.M, p.N, p.K, A + p.a_offset(i), lda, B + p.b_offset(i), ldb, false,
          C + i * p.M * p.N, p.N);
 }
-// dA = dC·Bᵀ, summed over the gemms that share an A matrix.
+// A reduced-type gradient shared by several gemms (n elements at out): the gemm(i, float* acc)
+// calls sum into one float32 buffer, rounded once into out. False where this does not apply
+// (float32 / float64, an unshared gradient, CUDA: there each gemm accumulates in place).
+template <typename T, typename G>
+bool reduced_sum_of_gemms(const Plan& p, bool shared, T* out, int64_t n, G&& gemm_i) {
+  if constexpr (kReduced<T>) {
+    if (!shared || p.dev.is_cuda()) return false;
+    std::vector<float> acc(static_cast<size_t>(n), 0.0f);
+    for (int64_t i = 0; i < p.batch; ++i) gemm_i(i, acc.data());
+    convert::from_float(dtype_of<T>::value, out, acc.data(), n);
+    return true;
+  } else {
+    return false;
+  }
+}
+// dA (n_a elements) = dC·Bᵀ, summed over the gemms that share an A matrix.
 template <typename T>
-void matmul_backward_a(const Plan& p, const T* dC, const T* B, T* dA) {
-  const T beta = p.bcast_a ? T(1) : T(0);  // dA was zeroed when it accumulates
+void matmul_backward_a(const Plan& p, const T* dC, const T* B, T* dA, int64_t n_a) {
+  const bool acc = p.bcast_a;  // dA was zeroed when it accumulates
   const int64_t M = p.M, N = p.N, K = p.K;
   // op(B)ᵀ: B as stored when it is stored transposed.
   const bool tb = !p.tb;
   const int64_t ldb = p.ldb();
   if (cuda_batched(p, false, tb, M, K, N, dC, N, M * N, B, ldb, K * N, dA, K, M * K)) return;
+  if (reduced_sum_of_gemms(p, acc, dA, n_a, [&](int64_t i, float* f) {
+        gemm_reduced(false, tb, M, K, N, dC + i * M * N, N, B + p.b_offset(i), ldb, true,
+                     f + p.a_offset(i), kFloat32, K);
+      }))
+    return;
   for (int64_t i = 0; i < p.batch; ++i)
-    gemm(p.dev, false, tb, p.M, p.K, p.N, dC + i * p.M * p.N, p.N, B + p.b_offset(i), ldb, beta,
+    gemm(p.dev, false, tb, p.M, p.K, p.N, dC + i * p.M * p.N, p.N, B + p.b_offset(i), ldb, acc,
          dA + p.a_offset(i), p.K);
 }
-// dB = Aᵀ·dC, summed over the gemms that share a B matrix.
+// dB (n_b elements) = Aᵀ·dC, summed over the gemms that share a B matrix.
 template <typename T>
-void matmul_backward_b(const Plan& p, const T* A, const T* dC, T* dB) {
-  const T beta = p.bcast_b ? T(1) : T(0);
+void matmul_backward_b(const Plan& p, const T* A, const T* dC, T* dB, int64_t n_b) {
+  const bool acc = p.bcast_b;
   const int64_t M = p.M, N = p.N, K = p.K;
   const bool ta = !p.ta;  // op(A)ᵀ
   const int64_t lda = p.lda();
   if (cuda_batched(p, ta, false, K, N, M, A, lda, M * K, dC, N, M * N, dB, N, K * N)) return;
+  if (reduced_sum_of_gemms(p, acc, dB, n_b, [&](int64_t i, float* f) {
+        gemm_reduced(ta, false, K, N, M, A + p.a_offset(i), lda, dC + i * M * N, N, true,
+                     f + p.b_offset(i), kFloat32, N);
+      }))
+    return;
   for (int64_t i = 0; i < p.batch; ++i)
-    gemm(p.dev, ta, false, p.K, p.N, p.M, A + p.a_offset(i), lda, dC + i * p.M * p.N, p.N, beta,
+    gemm(p.dev, ta, false, p.K, p.N, p.M, A + p.a_offset(i), lda, dC + i * p.M * p.N, p.N, acc,
          dB + p.b_offset(i), p.N);
 }
 
@@ -243,7 +305,7 @@ Tensor matmul_impl(const char* op, const Tensor& a_in, const Tensor& b_in) {
   Tensor out = empty_gemm(p) ? zeros(p.out_shape, a.dtype(), p.dev)
                              : Tensor::empty(p.out_shape, a.dtype(), p.dev);
   if (!empty_gemm(p)) {
-    dispatch_float(a.dtype(), op, [&](auto tag) {
+    dispatch_gemm(a.dtype(), op, [&](auto tag) {
       using T = decltype(tag);
       matmul_forward(p, dptr<T>(a), dptr<T>(b), dptr<T>(out));
     });
@@ -270,10 +332,10 @@ Tensor matmul_impl(const char* op, const Tensor& a_in, const Tensor& b_in) {
                dB = (skip || p.bcast_b) ? zeros(shape_b, dC.dtype(), p.dev)
                                         : Tensor::empty(shape_b, dC.dtype(), p.dev);
              if (skip) return {dA, dB};
-             dispatch_float(dC.dtype(), "matmul backward", [&](auto tag) {
+             dispatch_gemm(dC.dtype(), "matmul backward", [&](auto tag) {
                using T = decltype(tag);
-               if (ga) matmul_backward_a(p, dptr<T>(dC), dptr<T>(sb), dptr<T>(dA));
-               if (gb) matmul_backward_b(p, dptr<T>(sa), dptr<T>(dC), dptr<T>(dB));
+               if (ga) matmul_backward_a(p, dptr<T>(dC), dptr<T>(sb), dptr<T>(dA), dA.numel());
+               if (gb) matmul_backward_b(p, dptr<T>(sa), dptr<T>(dC), dptr<T>(dB), dB.numel());
              });
              return {dA, dB};
            });
@@ -323,16 +385,17 @@ void fill_rows(Device dev, T* y, const T* b, int64_t N, int64_t Cout) {
 template <typename T>
 void linear_forward(Device dev, const T* x, const T* w, const T* b, T* y, int64_t N, int64_t Cin,
                     int64_t Cout) {
-  if (b) fill_rows(dev, y, b, N, Cout);
-  gemm(dev, false, true, N, Cout, Cin, x, Cin, w, Cin, b ? T(1) : T(0), y, Cout);
-}
-// db (Cout) = column sums of dy (N, Cout): 16-row blocks in T, the blocks accumulated in double.
-template <typename T>
-void bias_backward(Device dev, const T* dy, T* db, int64_t N, int64_t Cout) {
-  if (dev.is_cuda()) {
-    kernels("linear backward", dev).reduce_sum(cdt(dtype_of<T>::value), db, dy, 1, N, Cout, 1.0);
-    return;
+  if constexpr (kReduced<T>) {  // the bias inside the reduced GEMM, before its one rounding
+    if (!dev.is_cuda())
+      return gemm_reduced(false, true, N, Cout, Cin, x, Cin, w, Cin, false, y, dtype_of<T>::value,
+                          Cout, b);
   }
+  if (b) fill_rows(dev, y, b, N, Cout);
+  gemm(dev, false, true, N, Cout, Cin, x, Cin, w, Cin, b != nullptr, y, Cout);
+}
+// The float32 / float64 column sums: blocks of kRows rows in T, the blocks in double.
+template <typename T>
+void bias_backward_blocks(const T* dy, T* db, int64_t N, int64_t Cout) {
   // Blocks of kRows rows are summed in T (vectorised across columns), each block's sum added
   // into a double accumulator: T rounding over at most kRows terms, double across blocks.
   constexpr int64_t kRows = 16;
@@ -350,6 +413,27 @@ void bias_backward(Device dev, const T* dy, T* db, int64_t N, int64_t Cout) {
     for (int64_t c = 0; c < Cout; ++c) a[c] += static_cast<double>(p[c]);
   }
   for (int64_t c = 0; c < Cout; ++c) db[c] = static_cast<T>(acc[c]);
+}
+
+// db (Cout) = column sums of dy (N, Cout).
+template <typename T>
+void bias_backward(Device dev, const T* dy, T* db, int64_t N, int64_t Cout) {
+  if (dev.is_cuda()) {
+    kernels("linear backward", dev).reduce_sum(cdt(dtype_of<T>::value), db, dy, 1, N, Cout, 1.0);
+    return;
+  }
+  if constexpr (kReduced<T>) {  // rows loaded as float32, summed in double, rounded once
+    std::vector<double> acc(Cout, 0.0);
+    std::vector<float> row(Cout);
+    for (int64_t r = 0; r < N; ++r) {
+      convert::to_float(dtype_of<T>::value, row.data(), dy + r * Cout, Cout);
+      for (int64_t c = 0; c < Cout; ++c) acc[c] += row[c];
+    }
+    for (int64_t c = 0; c < Cout; ++c) row[c] = static_cast<float>(acc[c]);
+    convert::from_float(dtype_of<T>::value, db, row.data(), Cout);
+  } else {
+    bias_backward_blocks(dy, db, N, Cout);
+  }
 }
 
 }  // namespace
@@ -396,7 +480,7 @@ Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in
   const bool skip = N == 0 || Cout == 0 || Cin == 0;
   const Device dev = x.device();
   Tensor out = skip ? zeros(out_shape, x.dtype(), dev) : Tensor::empty(out_shape, x.dtype(), dev);
-  dispatch_float(x.dtype(), "linear", [&](auto tag) {
+  dispatch_gemm(x.dtype(), "linear", [&](auto tag) {
     using T = decltype(tag);
     if (!skip) {
       linear_forward(dev, dptr<T>(x), dptr<T>(weight), bias.defined() ? dptr<T>(bias) : nullptr,
@@ -437,18 +521,18 @@ Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in
              if (gb)
                db =
                    N == 0 ? zeros({Cout}, dy.dtype(), dev) : Tensor::empty({Cout}, dy.dtype(), dev);
-             dispatch_float(dy.dtype(), "linear backward", [&](auto tag) {
+             dispatch_gemm(dy.dtype(), "linear backward", [&](auto tag) {
                using T = decltype(tag);
                const T* pdy = dptr<T>(dy);
                if (gb && N > 0 && Cout > 0) bias_backward(dev, pdy, dptr<T>(db), N, Cout);
                if (skip) return;
                // dx (N, Cin) = dy (N, Cout) · W (Cout, Cin)
                if (gx)
-                 gemm(dev, false, false, N, Cin, Cout, pdy, Cout, dptr<T>(sw), Cin, T(0),
+                 gemm(dev, false, false, N, Cin, Cout, pdy, Cout, dptr<T>(sw), Cin, false,
                       dptr<T>(dx), Cin);
                // dW (Cout, Cin) = dyᵀ (Cout, N) · x (N, Cin)
                if (gw)
-                 gemm(dev, true, false, Cout, Cin, N, pdy, Cout, dptr<T>(sx), Cin, T(0),
+                 gemm(dev, true, false, Cout, Cin, N, pdy, Cout, dptr<T>(sx), Cin, false,
                       dptr<T>(dw), Cin);
              });
              return {dx, dw, db};

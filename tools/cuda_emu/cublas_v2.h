@@ -1,19 +1,23 @@
 // tools/cuda_emu/cublas_v2.h — the cuBLAS subset tapegrad uses, as plain loops on the host
 // (TG_CUDA_EMU): handles, streams, status names, and column-major GEMM — cublas{S,D}gemm, their
 // StridedBatched forms and cublasGemmStridedBatchedEx / cublasGemmEx with every type CUDA_R_32F
-// (compute 32F; 32F_FAST_TF32 is computed as 32F, no TF32 rounding) — with cuBLAS's argument
-// checks (CUBLAS_STATUS_INVALID_VALUE for negative sizes or a leading dimension too small) and
-// its beta == 0 rule (C is not read, so NaN in C does not leak). Every matrix a call touches
+// (compute 32F; 32F_FAST_TF32 is computed as 32F, no TF32 rounding) or every type CUDA_R_16BF /
+// CUDA_R_16F (compute 32F: float accumulation, C rounded once to nearest even) — with cuBLAS's
+// argument checks (CUBLAS_STATUS_INVALID_VALUE for negative sizes or a leading dimension too small)
+// and its beta == 0 rule (C is not read, so NaN in C does not leak). Every matrix a call touches
 // must lie inside one device block, else CUBLAS_STATUS_EXECUTION_FAILED with a note on stderr.
 // Accumulation is in the compute type (float for 32F, double for D), in k order.
-// Deliberately not modelled: speed, other data types, device pointer mode, TF32 rounding, the
-// workspace, cuBLAS's own summation order (tensor-core tiling): float results differ from a
-// GPU's in the last bits.
+// Deliberately not modelled: speed, other data types (mixed 16-bit / 32-bit operands), device
+// pointer mode, TF32 rounding, the workspace, cuBLAS's own summation order (tensor-core tiling):
+// float results differ from a GPU's in the last bits.
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 
 typedef enum {
   CUBLAS_STATUS_SUCCESS = 0,
@@ -115,12 +119,58 @@ inline const char* cublasGetStatusString(cublasStatus_t s) {
 }
 
 namespace tg_emu {
+// A bfloat16 (BF) or float16 element as cuBLAS stores its result: float32 rounded to nearest
+// even (NaN stays NaN, overflow gives inf, float16 subnormals exact), read back exactly.
+// Written here, not taken from tapegrad, so the emulator checks tapegrad's own conversion.
+template <bool BF>
+struct Half {
+  uint16_t bits;
+  Half() = default;
+  explicit Half(float f) : bits(BF ? to_bf16(f) : to_f16(f)) {}
+  operator float() const { return BF ? from_bits(uint32_t(bits) << 16) : f16_value(bits); }
+
+ private:
+  static uint32_t bits_of(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+  }
+  static float from_bits(uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
+  static uint16_t to_bf16(float f) {
+    const uint32_t x = bits_of(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return uint16_t((x >> 16) | 0x40);  // quiet NaN
+    return uint16_t((x + 0x7fffu + ((x >> 16) & 1)) >> 16);
+  }
+  static uint16_t to_f16(float f) {
+    const uint32_t x = bits_of(f), ax = x & 0x7fffffffu;
+    const uint16_t sign = uint16_t((x >> 16) & 0x8000u);
+    if (ax > 0x7f800000u) return sign | 0x7e00;   // NaN
+    if (ax >= 0x477ff000u) return sign | 0x7c00;  // >= 65520 rounds to inf
+    if (ax < 0x38800000u)                         // below 2^-14: a subnormal, units of 2^-24
+      return sign | uint16_t(std::nearbyint(from_bits(ax) * 16777216.0f));
+    const uint32_t r = ax + 0xfffu + ((ax >> 13) & 1) - (112u << 23);  // exponent 127 -> 15
+    return sign | uint16_t(r >> 13);
+  }
+  static float f16_value(uint16_t h) {
+    const uint32_t e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    float v = e == 0    ? std::ldexp(float(m), -24)
+              : e == 31 ? from_bits(0x7f800000u | (m << 13))
+                        : from_bits(((e + 112) << 23) | (m << 13));
+    return (h & 0x8000) ? -v : v;
+  }
+};
+
 // Column-major C (m, n) = alpha·op(A)·op(B) + beta·C for each of `batch` matrices, with
-// op(A) (m, k) and op(B) (k, n); Acc is the accumulation (compute) type.
-template <typename T, typename Acc>
+// op(A) (m, k) and op(B) (k, n); T is the stored type, Acc the accumulation (compute) type, S
+// alpha's and beta's type.
+template <typename T, typename Acc, typename S = T>
 cublasStatus_t gemm(const char* call, cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
-                    int m, int n, int k, const T* alpha, const T* A, int lda, long long sA,
-                    const T* B, int ldb, long long sB, const T* beta, T* C, int ldc, long long sC,
+                    int m, int n, int k, const S* alpha, const T* A, int lda, long long sA,
+                    const T* B, int ldb, long long sB, const S* beta, T* C, int ldc, long long sC,
                     int batch) {
   if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
   const int a_rows = ta == CUBLAS_OP_N ? m : k, a_cols = ta == CUBLAS_OP_N ? k : m;
@@ -134,8 +184,8 @@ cublasStatus_t gemm(const char* call, cublasHandle_t h, cublasOperation_t ta, cu
     return CUBLAS_STATUS_INVALID_VALUE;
   }
   if (m == 0 || n == 0 || batch == 0) return CUBLAS_STATUS_SUCCESS;
-  const T al = *alpha, be = *beta;  // host pointer mode
-  const bool read_ab = k > 0 && al != T(0);
+  const S al = *alpha, be = *beta;  // host pointer mode
+  const bool read_ab = k > 0 && al != S(0);
   // The footprint of each operand over the whole batch must be one device block.
   auto inside = [&](const T* p, int rows, int cols, int ld, long long stride, const char* what) {
     if (rows == 0 || cols == 0) return true;
@@ -169,7 +219,7 @@ cublasStatus_t gemm(const char* call, cublasHandle_t h, cublasOperation_t ta, cu
             acc += Acc(a) * Acc(bv);
           }
         T& c = Cb[i + (long long)j * ldc];
-        c = be == T(0) ? T(Acc(al) * acc) : T(Acc(al) * acc + Acc(be) * Acc(c));
+        c = be == S(0) ? T(Acc(al) * acc) : T(Acc(al) * acc + Acc(be) * Acc(c));
       }
   }
   return CUBLAS_STATUS_SUCCESS;
@@ -212,12 +262,29 @@ inline cublasStatus_t cublasGemmStridedBatchedEx(
     const void* alpha, const void* A, cudaDataType_t at, int lda, long long sA, const void* B,
     cudaDataType_t bt, int ldb, long long sB, const void* beta, void* C, cudaDataType_t ct, int ldc,
     long long sC, int batch, cublasComputeType_t compute, cublasGemmAlgo_t) {
-  if (at != CUDA_R_32F || bt != CUDA_R_32F || ct != CUDA_R_32F ||
-      (compute != CUBLAS_COMPUTE_32F && compute != CUBLAS_COMPUTE_32F_FAST_TF32)) {
+  const bool half = (at == CUDA_R_16BF || at == CUDA_R_16F) && bt == at && ct == at &&
+                    compute == CUBLAS_COMPUTE_32F;
+  if (!half && (at != CUDA_R_32F || bt != CUDA_R_32F || ct != CUDA_R_32F ||
+                (compute != CUBLAS_COMPUTE_32F && compute != CUBLAS_COMPUTE_32F_FAST_TF32))) {
     std::fprintf(stderr,
                  "tg_emu: cublasGemmStridedBatchedEx: only CUDA_R_32F with compute 32F or "
-                 "32F_FAST_TF32 is emulated\n");
+                 "32F_FAST_TF32, and CUDA_R_16BF / CUDA_R_16F (A, B and C alike) with compute 32F "
+                 "are emulated\n");
     return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
+  if (half) {
+    const auto* al = static_cast<const float*>(alpha);
+    const auto* be = static_cast<const float*>(beta);
+    if (at == CUDA_R_16BF) {
+      using H = tg_emu::Half<true>;
+      return tg_emu::gemm<H, float, float>(
+          "cublasGemmStridedBatchedEx", h, ta, tb, m, n, k, al, static_cast<const H*>(A), lda, sA,
+          static_cast<const H*>(B), ldb, sB, be, static_cast<H*>(C), ldc, sC, batch);
+    }
+    using H = tg_emu::Half<false>;
+    return tg_emu::gemm<H, float, float>(
+        "cublasGemmStridedBatchedEx", h, ta, tb, m, n, k, al, static_cast<const H*>(A), lda, sA,
+        static_cast<const H*>(B), ldb, sB, be, static_cast<H*>(C), ldc, sC, batch);
   }
   return tg_emu::gemm<float, float>(
       "cublasGemmStridedBatchedEx", h, ta, tb, m, n, k, static_cast<const float*>(alpha),
