@@ -33,7 +33,7 @@ inline void store(kern::DT dt, void* dst, int64_t i, const float* src, int64_t n
 template <size_t N, typename Body>
 void elementwise(kern::DT dt, int64_t n, void* out, const std::array<const void*, N>& in,
                  Body&& body) {
-  chunks(
+  xtd::chunks(
       n,
       [&](int64_t lo, int64_t hi) {
         float ob[convert::kChunk];
