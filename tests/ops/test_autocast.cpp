@@ -262,6 +262,11 @@ TEST_CASE("autocast: ops on no list keep their inputs' dtype, float64 is never c
   REQUIRE(e.dtype() == dtype_named(f.meta("op:embedding")));
   REQUIRE(exp(bf({2, 3})).dtype() == dtype_named(f.meta("op:exp_bf16")));
   REQUIRE(cat({bf({2, 3}), bf({1, 3})}).dtype() == dtype_named(f.meta("op:cat_bf16")));
+  AutocastGuard off(false);  // a disabled region inside: no op casts
+  REQUIRE(mse_loss(f32({2, 3}), f32({2, 3})).dtype() == kFloat32);
+  REQUIRE(ran_in([] { return mse_loss(bf({2, 3}), bf({2, 3})); }) == kBFloat16);
+  REQUIRE(linear(f32({2, 3}), f32({4, 3})).dtype() == kFloat32);
+  REQUIRE(cat({bf({2, 3}), bf({1, 3})}).dtype() == kBFloat16);
 }
 
 TEST_CASE("autocast: a parameter is cast once per region, its gradient reaches it in float32",
@@ -279,6 +284,8 @@ TEST_CASE("autocast: a parameter is cast once per region, its gradient reaches i
     }
     REQUIRE(autocast::cache_size() == 1);
     REQUIRE(autocast::lower_precision_fp({w})->at(0).same(c1));
+    const Tensor x = f32({2, 4});  // an op's hook reads the same cache: linear's weight
+    REQUIRE(autocast::cast("linear", {&x, &w, &w})->at(1).same(c1));
     // not cached: a non-leaf, a tensor without grad, a view, another target dtype
     Tensor nl = w * 1.0f, ng = f32({3, 4}), view = narrow(w, 0, 0, 2);
     REQUIRE_FALSE(
