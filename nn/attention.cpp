@@ -4,6 +4,7 @@
 #include "nn/attention.hpp"
 
 #include "nn/init.hpp"
+#include "ops/autocast/autocast.hpp"
 #include "ops/ops.hpp"
 
 #include <fmt/format.h>
@@ -29,7 +30,8 @@ Tensor pad_key_column(const Tensor& m) {
 
 void check_float_input(const Tensor& t, const char* name, DType want) {
   if (!t.defined()) throw Error(fmt::format("{}: {} is undefined", kOp, name));
-  if (t.dtype() != want)
+  // Under autocast the projections (linear) cast the input, as PyTorch's MHA does.
+  if (t.dtype() != want && !(is_autocast_enabled() && is_floating(t.dtype())))
     throw Error(
         fmt::format("{}: {} {} is {} but the module's parameters are {}; convert one "
                     "(module.to(dtype) or tensor.to(dtype))",

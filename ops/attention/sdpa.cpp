@@ -11,6 +11,7 @@
 // mask really is full (ops/attention/cpu/fused.hpp: MEMORY); without a tape the P tiles are
 // scratch. Deliberately not here: the CUDA half (cuda.cpp), create_graph (create_graph.cpp), the
 // composed forms (composed.cpp), the mask (mask.cpp), modules.
+#include "ops/autocast/autocast.hpp"
 #include "ops/attention/attention.hpp"
 #include "ops/attention/cpu/fused.hpp"
 #include "ops/attention/internal.hpp"
@@ -218,6 +219,8 @@ AttentionResult scaled_dot_product_attention(const Tensor& q_in, const Tensor& k
                                              const Tensor& v_in, const AttentionMask& mask,
                                              const SDPAOptions& opts, Site site) {
   SiteScope scope(site);
+  if (auto c = autocast::cast("scaled_dot_product_attention", {&q_in, &k_in, &v_in}))
+    return scaled_dot_product_attention((*c)[0], (*c)[1], (*c)[2], mask, opts, site);
   const Tensor q = contig(q_in), k = contig(k_in), v = contig(v_in);
   return sdpa(check_sdpa(q, k, v, opts), q, k, v, {q, k, v}, mask, opts);
 }
@@ -225,6 +228,8 @@ AttentionResult scaled_dot_product_attention(const Tensor& q_in, const Tensor& k
 AttentionResult scaled_dot_product_attention_packed(const Tensor& qkv_in, const AttentionMask& mask,
                                                     const SDPAOptions& opts, Site site) {
   SiteScope scope(site);
+  if (auto c = autocast::cast("scaled_dot_product_attention_packed", {&qkv_in}))
+    return scaled_dot_product_attention_packed((*c)[0], mask, opts, site);
   const Tensor qkv = contig(qkv_in);
   const SdpaChecked ch = check_packed(qkv, opts);
   SDPAOptions o = opts;
@@ -236,6 +241,8 @@ AttentionResult scaled_dot_product_attention_kv_packed(const Tensor& q_in, const
                                                        const AttentionMask& mask,
                                                        const SDPAOptions& opts, Site site) {
   SiteScope scope(site);
+  if (auto c = autocast::cast("scaled_dot_product_attention_kv_packed", {&q_in, &kv_in}))
+    return scaled_dot_product_attention_kv_packed((*c)[0], (*c)[1], mask, opts, site);
   const Tensor q = contig(q_in), kv = contig(kv_in);
   const SdpaChecked ch = check_kv_packed(q, kv, opts);
   SDPAOptions o = opts;

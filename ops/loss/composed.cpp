@@ -7,6 +7,7 @@
 //   kl_div (log_target; batchmean), cosine_similarity, normalize
 // Input and target broadcast as PyTorch's elementwise losses do; errors name the op and shapes.
 // Deliberately not here: cross_entropy's fused kernel (ops/loss/cross_entropy.cpp).
+#include "ops/autocast/autocast.hpp"
 #include "ops/core/cuda_dispatch.hpp"
 #include "ops/core/detail.hpp"
 #include "ops/ops.hpp"
@@ -78,6 +79,8 @@ void check_weight(const char* op, const char* arg, const Tensor& w, const Tensor
 // ---- regression ----
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction, Site site) {
   SiteScope scope(site);
+  if (auto c = autocast::cast("mse_loss", {&input, &target}))
+    return mse_loss((*c)[0], (*c)[1], reduction, site);
   check_pair("mse_loss", input, target);
   const Tensor d = input - target;
   return reduce_loss("mse_loss", d * d, reduction);
@@ -85,6 +88,8 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction, 
 
 Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction, Site site) {
   SiteScope scope(site);
+  if (auto c = autocast::cast("l1_loss", {&input, &target}))
+    return l1_loss((*c)[0], (*c)[1], reduction, site);
   check_pair("l1_loss", input, target);
   return reduce_loss("l1_loss", abs(input - target), reduction);
 }
@@ -93,6 +98,8 @@ Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction, S
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduction, double beta,
                       Site site) {
   SiteScope scope(site);
+  if (auto c = autocast::cast("smooth_l1_loss", {&input, &target}))
+    return smooth_l1_loss((*c)[0], (*c)[1], reduction, beta, site);
   check_pair("smooth_l1_loss", input, target);
   if (!(beta >= 0))
     throw Error(fmt::format("smooth_l1_loss: beta must be >= 0, got {} (input {})", beta,
@@ -107,6 +114,8 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduc
 Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction, double delta,
                   Site site) {
   SiteScope scope(site);
+  if (auto c = autocast::cast("huber_loss", {&input, &target}))
+    return huber_loss((*c)[0], (*c)[1], reduction, delta, site);
   check_pair("huber_loss", input, target);
   if (!(delta > 0))
     throw Error(fmt::format("huber_loss: delta must be > 0, got {} (input {})", delta,
@@ -120,6 +129,8 @@ Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
                             Reduction reduction, Site site) {
   SiteScope scope(site);
+  if (auto c = autocast::cast("binary_cross_entropy", {&input, &target, &weight}))
+    return binary_cross_entropy((*c)[0], (*c)[1], (*c)[2], reduction, site);
   const char* op = "binary_cross_entropy";
   check_pair(op, input, target, true);
   if (weight.defined()) check_weight(op, "weight", weight, input);
@@ -140,6 +151,9 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
                                         const Tensor& weight, const Tensor& pos_weight,
                                         Reduction reduction, Site site) {
   SiteScope scope(site);
+  if (auto c = autocast::cast("binary_cross_entropy_with_logits",
+                              {&input, &target, &weight, &pos_weight}))
+    return binary_cross_entropy_with_logits((*c)[0], (*c)[1], (*c)[2], (*c)[3], reduction, site);
   const char* op = "binary_cross_entropy_with_logits";
   check_pair(op, input, target, true);
   if (weight.defined()) check_weight(op, "weight", weight, input);
@@ -158,6 +172,8 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
 Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
                 int64_t ignore_index, Reduction reduction, Site site) {
   SiteScope scope(site);
+  if (auto c = autocast::cast("nll_loss", {&input, &target, &weight}))
+    return nll_loss((*c)[0], (*c)[1], (*c)[2], ignore_index, reduction, site);
   const char* op = "nll_loss";
   check_float(input, op, "input", true);
   check_defined(target, op, "target");
@@ -235,6 +251,8 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
 Tensor kl_div(const Tensor& input, const Tensor& target, Reduction reduction, bool log_target,
               Site site) {
   SiteScope scope(site);
+  if (auto c = autocast::cast("kl_div", {&input, &target}))
+    return kl_div((*c)[0], (*c)[1], reduction, log_target, site);
   const char* op = "kl_div";
   check_pair(op, input, target);
   Tensor loss;

@@ -12,6 +12,7 @@
 //   dx_c = dloss_row·(softmax_c - (1-ε)·[c == t] - ε/C)   (0 for ignored rows)
 // The op: check → allocate → kernel pair (cpu:: in ops/loss/cpu/cross_entropy.cpp, or cuda::) → reduction by
 // ops → record. Deliberately not here: the kernels, class weights, probability targets.
+#include "ops/autocast/autocast.hpp"
 #include "ops/core/cpu/kernels.hpp"
 #include "ops/core/cuda_dispatch.hpp"
 #include "ops/core/detail.hpp"
@@ -212,6 +213,11 @@ Tensor cross_entropy_grad(const Tensor& g, const Tensor& x, const Tensor& target
 Tensor cross_entropy(const Tensor& logits_in, const Tensor& target_in,
                      const CrossEntropyOptions& opts, Site site) {
   SiteScope scope(site);
+  if (auto c = autocast::cast("cross_entropy", {&logits_in, &target_in, &opts.weight}))
+    return cross_entropy(
+        (*c)[0], (*c)[1],
+        CrossEntropyOptions{opts.reduction, opts.ignore_index, opts.label_smoothing, (*c)[2]},
+        site);
   const Tensor logits = contig(logits_in);
   const Tensor target = contig(target_in);
   if (opts.reduction == Reduction::BatchMean)

@@ -11,9 +11,11 @@
 // Broadcast operands accumulate their gradient with beta = 1 into one zeroed buffer.
 // bfloat16 / float16 operands run the reduced GEMM (ops/matmul/cpu/reduced_gemm.hpp: oneDNN or
 // the float32 fallback), every product rounded once: a broadcast operand's gradient sums its
-// batches in float32 first, and linear's bias is added before the rounding.
+// batches in float32 first, and linear's bias is added before the rounding. Under autocast the
+// listed entries cast their operands first (ops/autocast/autocast.hpp).
 // Deliberately not here: the GEMM kernels (ops/matmul/cpu/, cuda/blas.cu), integer dtypes.
 #include "autograd/convert.hpp"
+#include "ops/autocast/autocast.hpp"
 #include "ops/core/cpu/kernels.hpp"
 #include "ops/core/cuda_dispatch.hpp"
 #include "ops/core/detail.hpp"
@@ -441,12 +443,14 @@ void bias_backward(Device dev, const T* dy, T* db, int64_t N, int64_t Cout) {
 // ---- public ops ----
 Tensor matmul(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
+  if (auto c = autocast::cast("matmul", {&a, &b})) return matmul((*c)[0], (*c)[1], site);
   check_operands("matmul", a, b);
   return matmul_impl("matmul", a, b);
 }
 
 Tensor mm(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
+  if (auto c = autocast::cast("mm", {&a, &b})) return mm((*c)[0], (*c)[1], site);
   check_operands("mm", a, b);
   if (a.dim() != 2 || b.dim() != 2)
     throw Error(fmt::format("mm: lhs {} and rhs {}: both must be 2-D (N, K)·(K, M)",
@@ -456,6 +460,7 @@ Tensor mm(const Tensor& a, const Tensor& b, Site site) {
 
 Tensor bmm(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
+  if (auto c = autocast::cast("bmm", {&a, &b})) return bmm((*c)[0], (*c)[1], site);
   check_operands("bmm", a, b);
   if (a.dim() != 3 || b.dim() != 3)
     throw Error(fmt::format("bmm: lhs {} and rhs {}: both must be 3-D (B, N, K)·(B, K, M)",
@@ -468,6 +473,8 @@ Tensor bmm(const Tensor& a, const Tensor& b, Site site) {
 
 Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in, Site site) {
   SiteScope scope(site);
+  if (auto c = autocast::cast("linear", {&x_in, &weight_in, &bias_in}))
+    return linear((*c)[0], (*c)[1], (*c)[2], site);
   const Tensor x = contig(x_in);
   const Tensor weight = contig(weight_in);
   const Tensor bias = contig(bias_in);

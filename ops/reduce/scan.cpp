@@ -11,6 +11,7 @@
 // Floating inputs; prod and cumprod also take int64 and bool (int64 results that wrap modulo 2^64,
 // no gradient, as PyTorch; on CUDA through CPU copies). 0-dim inputs act as 1-D of one element.
 // Every op: check → allocate → kernel → record.
+#include "ops/autocast/autocast.hpp"
 #include "ops/core/cpu/kernels.hpp"
 #include "ops/core/cuda_dispatch.hpp"
 #include "ops/core/detail.hpp"
@@ -204,6 +205,7 @@ Tensor product(const char* op, kern::ScanOp code, const Tensor& x_in, int64_t di
 
 Tensor prod(const Tensor& x, int64_t dim, bool keepdim, Site site) {
   SiteScope scope(site);
+  if (auto c = autocast::cast("prod", {&x})) return prod((*c)[0], dim, keepdim, site);
   return product("prod", kern::ScanOp::Prod, x, dim, keepdim);
 }
 

@@ -3,6 +3,7 @@
 // and stack, split and chunk, composed from cat, unsqueeze and narrow views, so their backward
 // is theirs.
 // Deliberately not here: the views themselves (views.cpp), index_select (ops/index/select.cpp).
+#include "ops/autocast/autocast.hpp"
 #include "ops/core/cpu/kernels.hpp"
 #include "ops/core/cuda_dispatch.hpp"
 #include "ops/core/detail.hpp"
@@ -27,6 +28,7 @@ void cuda_copy_into(const Tensor& out, const Tensor& x, int64_t offset) {
 // xs[i] (D..., n_i, D...) -> (D..., Σ n_i, D...); dxs[i] = dout narrowed to xs[i]'s rows.
 Tensor cat(const std::vector<Tensor>& xs_in, int64_t dim, Site site) {
   SiteScope scope(site);
+  if (auto c = autocast::cast("cat", xs_in)) return cat(*c, dim, site);
   if (xs_in.empty()) throw Error("cat: expected a non-empty list of tensors");
   std::vector<Tensor> xs = xs_in;
   for (Tensor& x : xs)
@@ -91,6 +93,7 @@ Tensor cat(const std::vector<Tensor>& xs_in, int64_t dim, Site site) {
 // Joins equal-shaped tensors along a new dim: unsqueeze each, then cat.
 Tensor stack(const std::vector<Tensor>& xs, int64_t dim, Site site) {
   SiteScope scope(site);
+  if (auto c = autocast::cast("stack", xs)) return stack(*c, dim, site);
   if (xs.empty()) throw Error("stack: expected a non-empty list of tensors");
   for (size_t i = 0; i < xs.size(); ++i) {
     std::string name = fmt::format("tensors[{}]", i);
