@@ -3,8 +3,9 @@
 // float32 step on the gradient converted (the conversion is exact, and the step runs the same
 // float32 loop on chunks), on lengths across the chunk and vector tails; Adam on all-reduced
 // operands is the float32 step rounded once; the sum of squares of a reduced tensor is that of its
-// float32 values; clip_grad_norm_ on reduced gradients scales in float32 and rounds once. No
-// fixtures: the float32 paths these are held to are checked against PyTorch in tests/nn.
+// float32 values; clip_grad_norm_ / clip_grad_value_ on reduced gradients work in float32 and
+// round once. No fixtures: the float32 paths these are held to are checked against PyTorch in
+// tests/nn.
 #include "helpers.hpp"
 
 #include "nn/clip.hpp"
@@ -66,7 +67,7 @@ TEST_CASE("half optim: AdamW on bf16 / f16 parameters is the float32 step rounde
     }
 }
 
-TEST_CASE("half optim: sum of squares and clip_grad_norm_ on bf16 / f16 gradients") {
+TEST_CASE("half optim: sum of squares, clip_grad_norm_ and clip_grad_value_ on bf16 / f16 grads") {
   manual_seed(8);
   for (DType t : {kBFloat16, kFloat16}) {
     INFO(dtype_name(t));
@@ -80,6 +81,11 @@ TEST_CASE("half optim: sum of squares and clip_grad_norm_ on bf16 / f16 gradient
     REQUIRE(tp == tq);
     REQUIRE(p.grad().dtype() == t);
     REQUIRE(f32(p.grad()) == f32(q.grad().to(t)));  // scaled in float32, rounded once
+    p.set_grad(g);
+    q.set_grad(g.to(kFloat32));
+    nn::clip_grad_value_({p}, 0.3);
+    nn::clip_grad_value_({q}, 0.3);
+    REQUIRE(f32(p.grad()) == f32(q.grad().to(t)));
   }
 }
 
