@@ -24,6 +24,13 @@ void each_grad(const std::vector<Tensor>& params, const char* op, bool writes, F
     if (g.device().is_cuda())
       throw Error(
           fmt::format("{}: internal: CUDA gradient of parameter {} reached the host loop", op, i));
+    if (is_reduced(g.dtype())) {  // bfloat16 / float16: a float32 copy (exact), rounded back once
+      NoGradGuard ng;
+      Tensor d = g.detach().to(kFloat32).contiguous();
+      f(d.data<float>(), g.numel());
+      if (writes) g.detach().copy_(d.to(g.dtype()));
+      continue;
+    }
     const Tensor d = tg::detail::dense(g);
     if (g.dtype() == kFloat32)
       f(d.data<float>(), g.numel());

@@ -62,7 +62,9 @@ void Optimizer::zero_grad(bool set_to_none) {
 
 Tensor Optimizer::grad_of(const Tensor& p) const {
   Tensor g = p.grad();
-  if (g.defined() && (g.shape() != p.shape() || g.dtype() != p.dtype()))
+  // a bfloat16 / float16 gradient of float32 master weights is read as it is (Adam) or converted
+  const bool mixed = g.defined() && is_reduced(g.dtype()) && p.dtype() == kFloat32;
+  if (g.defined() && (g.shape() != p.shape() || (g.dtype() != p.dtype() && !mixed)))
     throw Error(fmt::format("{}: gradient {} {} does not match parameter {} {}", name_,
                             shape_str(g.shape()), dtype_name(g.dtype()), shape_str(p.shape()),
                             dtype_name(p.dtype())));
@@ -221,11 +223,17 @@ void SGD::step() {
       if (p.device().is_cuda())
         throw Error(fmt::format("SGD: not implemented on {} yet (param {}); use Adam or AdamW",
                                 p.device().str(), shape_str(p.shape())));
+      if (is_reduced(p.dtype()))
+        throw Error(
+            fmt::format("SGD: parameter {} is {}; keep float32 master weights (a {} "
+                        "gradient of a float32 parameter is fine)",
+                        shape_str(p.shape()), dtype_name(p.dtype()), dtype_name(p.dtype())));
       const Tensor pd = dense_param(p);
+      const Tensor g32 = g.dtype() == p.dtype() ? g : g.to(p.dtype());  // exact: reduced to f32
       by_dtype(p, [&](auto t) {
         using T = decltype(t);
-        sgd_update(pd.data<T>(), g.data<T>(), buf.defined() ? buf.data<T>() : nullptr, p.numel(), o,
-                   first);
+        sgd_update(pd.data<T>(), g32.data<T>(), buf.defined() ? buf.data<T>() : nullptr, p.numel(),
+                   o, first);
       });
       write_back(p, pd, "SGD.step");
     }

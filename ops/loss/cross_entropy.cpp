@@ -1,5 +1,6 @@
-// ops/loss/cross_entropy.cpp — cross_entropy: fused log_softmax + negative log likelihood with PyTorch's
-// ignore_index, label smoothing and reductions; forward and closed-form backward side by side.
+// ops/loss/cross_entropy.cpp — cross_entropy: fused log_softmax + negative log likelihood with
+// PyTorch's ignore_index, label smoothing and reductions; forward and closed-form backward side by
+// side.
 //
 // logits (N, C) or (N, C, d1, ...) float, target (N) or (N, d1, ...) int64 class indices; also
 // logits (C) with a 0-dim target (one sample). Viewed as (N, C, inner) with inner = d1·d2·...,
@@ -10,8 +11,10 @@
 // zero gradient, as PyTorch 1.13 does); Sum sums; None keeps target's shape.
 // Backward reads the saved logits and lse per row:
 //   dx_c = dloss_row·(softmax_c - (1-ε)·[c == t] - ε/C)   (0 for ignored rows)
-// The op: check → allocate → kernel pair (cpu:: in ops/loss/cpu/cross_entropy.cpp, or cuda::) → reduction by
-// ops → record. Deliberately not here: the kernels, class weights, probability targets.
+// The op: check → allocate → kernel pair (cpu:: in ops/loss/cpu/cross_entropy.cpp, or cuda::) →
+// reduction by ops → record. bfloat16 / float16 logits give a loss and dlogits of their dtype (as
+// PyTorch's op; autocast casts the logits to float32 first), computed in float32 / float64 and
+// rounded once. Deliberately not here: the kernels, class weights, probability targets.
 #include "ops/autocast/autocast.hpp"
 #include "ops/core/cpu/kernels.hpp"
 #include "ops/core/cuda_dispatch.hpp"

@@ -10,6 +10,10 @@
 //   dw = Σ_N dout·norm, db = Σ_N dout
 // The op: check → allocate → kernel (cpu::layer_norm_forward/backward in ops/norm/cpu/norm.cpp, or
 // cuda::) → record. RMSNorm (rms_norm, below) is the same with the mean fixed at 0 and no bias.
+// bfloat16 / float16 x: out and dx in x's dtype, statistics float64 as always, and the weight and
+// bias either of x's dtype or float32 (PyTorch 1.13 refuses the mixed pair; we take it, as
+// autocast's float32 master weights need): the kernels read them, and write dweight / dbias, in
+// float32, each gradient rounded once to its parameter's dtype.
 // Deliberately not here: the kernels themselves, batch/group norm.
 #include "ops/core/cpu/kernels.hpp"
 #include "ops/core/cuda_dispatch.hpp"
@@ -44,7 +48,8 @@ int64_t check_layer_norm(const Tensor& x, const Shape& ns, const Tensor& w, cons
     if (!p.defined()) continue;
     check_float(p, kOp, names[i], true);
     check_same_device(x, p, kOp, "input", names[i]);
-    check_same_dtype(x, p, kOp, "input", names[i]);
+    if (!(is_reduced(x.dtype()) && p.dtype() == kFloat32))  // mixed: bf16/f16 x, float32 p
+      check_same_dtype(x, p, kOp, "input", names[i]);
     if (p.shape() != ns)
       throw Error(fmt::format("{}: {} {} must have normalized_shape {} (input {})", kOp, names[i],
                               shape_str(p.shape()), shape_str(ns), shape_str(s)));
@@ -54,6 +59,24 @@ int64_t check_layer_norm(const Tensor& x, const Shape& ns, const Tensor& w, cons
   return shape_numel(ns);
 }
 
+// A parameter as the kernels read it: float32 for a bfloat16 / float16 input (converted, not
+// recorded: D elements), else p itself.
+Tensor kernel_param(const Tensor& x, const Tensor& p) {
+  if (!p.defined() || !is_reduced(x.dtype()) || p.dtype() == kFloat32) return p;
+  NoGradGuard no_grad;
+  return p.detach().to(kFloat32);
+}
+// A zeroed gradient buffer of a parameter of x, in the dtype the kernels write (kernel_param's).
+Tensor param_grad_buffer(const Tensor& x, const Shape& ns) {
+  return zeros(ns, is_reduced(x.dtype()) ? kFloat32 : x.dtype(), x.device());
+}
+// The gradient buffer d in its parameter's dtype pd (rounded once when pd is reduced).
+Tensor as_param_dtype(const Tensor& d, DType pd) {
+  if (!d.defined() || d.dtype() == pd) return d;
+  NoGradGuard no_grad;
+  return d.to(pd);
+}
+
 // out (N, D), mean and rstd (N) float64, all allocated, from x (N, D) and w, b (D) or undefined:
 // cpu::layer_norm_forward or cuda::layer_norm_forward.
 void forward_kernel(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& x,
@@ -61,8 +84,9 @@ void forward_kernel(const Tensor& out, const Tensor& mean, const Tensor& rstd, c
   if (N == 0) return;
   kernels("layer_norm", x)
       .layer_norm_forward(cdt(x.dtype()), out.data_ptr(), static_cast<double*>(data_or_null(mean)),
-                          static_cast<double*>(data_or_null(rstd)), x.data_ptr(), data_or_null(w),
-                          data_or_null(b), N, D, eps);
+                          static_cast<double*>(data_or_null(rstd)), x.data_ptr(),
+                          data_or_null(kernel_param(x, w)), data_or_null(kernel_param(x, b)), N, D,
+                          eps);
 }
 
 // dx (N, D), dw and db (D) — each allocated or undefined, dw and db zeroed — from dout and the
@@ -73,7 +97,7 @@ void backward_kernel(const Tensor& dx, const Tensor& dw, const Tensor& db, const
   if (N == 0) return;
   kernels("layer_norm backward", x)
       .layer_norm_backward(cdt(g.dtype()), data_or_null(dx), data_or_null(dw), data_or_null(db),
-                           g.data_ptr(), x.data_ptr(), data_or_null(w),
+                           g.data_ptr(), x.data_ptr(), data_or_null(kernel_param(x, w)),
                            static_cast<const double*>(mean.data_ptr()),
                            static_cast<const double*>(rstd.data_ptr()), N, D);
 }
@@ -124,8 +148,11 @@ Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tenso
     RecordInfo info = RecordInfo().flops(8.0 * static_cast<double>(x.numel()),
                                          10.0 * static_cast<double>(x.numel()));
     Saved hx = info.save(x), hw = info.save(weight), hm = info.save(mean), hr = info.save(rstd);
+    const DType wdt = weight.defined() ? weight.dtype() : x.dtype();
+    const DType bdt = bias.defined() ? bias.dtype() : x.dtype();
     record(kOp, out, {x, weight, bias}, info.differentiable(),
-           [hx, hw, hm, hr, gx, gw, gb, ns, N, D, eps](const Tensor& g) -> std::vector<Tensor> {
+           [hx, hw, hm, hr, wdt, bdt, gx, gw, gb, ns, N, D,
+            eps](const Tensor& g) -> std::vector<Tensor> {
              const Tensor sx = hx.get(), sw = hw.get(), mean = hm.get(), rstd = hr.get();
              if (creating_graph()) {
                std::vector<Tensor> d = norm_grads(g, sx, sw, N, D, eps, false, gx, gw, gb);
@@ -134,10 +161,10 @@ Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tenso
              }
              const Device dev = sx.device();
              Tensor dx = gx ? Tensor::empty(sx.shape(), sx.dtype(), dev) : Tensor();
-             Tensor dw = gw ? zeros(ns, sx.dtype(), dev) : Tensor();
-             Tensor db = gb ? zeros(ns, sx.dtype(), dev) : Tensor();
+             Tensor dw = gw ? param_grad_buffer(sx, ns) : Tensor();
+             Tensor db = gb ? param_grad_buffer(sx, ns) : Tensor();
              backward_kernel(dx, dw, db, g, sx, sw, mean, rstd, N, D);
-             return {dx, dw, db};
+             return {dx, as_param_dtype(dw, wdt), as_param_dtype(db, bdt)};
            });
   }
   return out;
@@ -155,8 +182,7 @@ Tensor rms_norm(const Tensor& x_in, const Shape& normalized_shape, const Tensor&
   const Tensor weight = contig(weight_in);
   check_float(x, kOp, "input", true);
   // eps None: the machine epsilon of x's dtype, as torch.nn.functional.rms_norm
-  const double eps =
-      eps_in ? *eps_in : (x.dtype() == kFloat32 ? 1.1920928955078125e-07 : 2.220446049250313e-16);
+  const double eps = eps_in ? *eps_in : finfo(x.dtype()).eps;
   const int64_t D = check_layer_norm(x, normalized_shape, weight, Tensor(), eps, kOp);
   const int64_t N = D == 0 ? 0 : x.numel() / D;
   const Device dev = x.device();
@@ -165,7 +191,7 @@ Tensor rms_norm(const Tensor& x_in, const Shape& normalized_shape, const Tensor&
   if (N > 0)
     kernels(kOp, x).rms_norm_forward(cdt(x.dtype()), out.data_ptr(),
                                      static_cast<double*>(rstd.data_ptr()), x.data_ptr(),
-                                     data_or_null(weight), N, D, eps);
+                                     data_or_null(kernel_param(x, weight)), N, D, eps);
   if (needs_record({&x, &weight})) {
     const bool gx = x.requires_grad(), gw = weight.defined() && weight.requires_grad();
     const Shape ns = normalized_shape;
@@ -173,25 +199,25 @@ Tensor rms_norm(const Tensor& x_in, const Shape& normalized_shape, const Tensor&
     RecordInfo info = RecordInfo().flops(5.0 * static_cast<double>(x.numel()),
                                          8.0 * static_cast<double>(x.numel()));
     Saved hx = info.save(x), hw = info.save(weight), hr = info.save(rstd);
-    record(kOp, out, {x, weight}, info.differentiable(),
-           [hx, hw, hr, gx, gw, ns, N, D, eps](const Tensor& g_in) -> std::vector<Tensor> {
-             const Tensor sx = hx.get(), sw = hw.get(), rstd = hr.get();
-             if (creating_graph()) {
-               const std::vector<Tensor> d =
-                   norm_grads(g_in, sx, sw, N, D, eps, true, gx, gw, false);
-               return {d[0], d[1]};
-             }
-             const Tensor g = contig(g_in);
-             const Device dev = sx.device();
-             Tensor dx = gx ? Tensor::empty(sx.shape(), sx.dtype(), dev) : Tensor();
-             Tensor dw = gw ? zeros(ns, sx.dtype(), dev) : Tensor();
-             if (N > 0)
-               kernels("rms_norm backward", sx)
-                   .rms_norm_backward(cdt(g.dtype()), data_or_null(dx), data_or_null(dw),
-                                      g.data_ptr(), sx.data_ptr(), data_or_null(sw),
-                                      static_cast<const double*>(rstd.data_ptr()), N, D);
-             return {dx, dw};
-           });
+    record(
+        kOp, out, {x, weight}, info.differentiable(),
+        [hx, hw, hr, gx, gw, ns, N, D, eps](const Tensor& g_in) -> std::vector<Tensor> {
+          const Tensor sx = hx.get(), sw = hw.get(), rstd = hr.get();
+          if (creating_graph()) {
+            const std::vector<Tensor> d = norm_grads(g_in, sx, sw, N, D, eps, true, gx, gw, false);
+            return {d[0], d[1]};
+          }
+          const Tensor g = contig(g_in);
+          const Device dev = sx.device();
+          Tensor dx = gx ? Tensor::empty(sx.shape(), sx.dtype(), dev) : Tensor();
+          Tensor dw = gw ? param_grad_buffer(sx, ns) : Tensor();
+          if (N > 0)
+            kernels("rms_norm backward", sx)
+                .rms_norm_backward(cdt(g.dtype()), data_or_null(dx), data_or_null(dw), g.data_ptr(),
+                                   sx.data_ptr(), data_or_null(kernel_param(sx, sw)),
+                                   static_cast<const double*>(rstd.data_ptr()), N, D);
+          return {dx, as_param_dtype(dw, sw.defined() ? sw.dtype() : sx.dtype())};
+        });
   }
   return out;
 }

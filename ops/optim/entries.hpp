@@ -21,7 +21,8 @@ struct AdamScalars {
 };
 // One Adam / AdamW step in place on p, m and v (and vmax, the amsgrad running max, when defined)
 // from the gradient g: every tensor row-major contiguous, of p's float dtype, device and element
-// count (checked), `op` named in errors. No record and no version bump: the caller notes the write.
+// count (checked), `op` named in errors; g may also be bfloat16 / float16 with p float32 (master
+// weights: g read once as float32). No record and no version bump: the caller notes the write.
 void adam_step_(const char* op, const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v,
                 const Tensor& vmax, const AdamScalars& s);
 // Σ x² over a float tensor of any layout, accumulated in double: a float64 scalar on x's device

@@ -1,9 +1,10 @@
 // ops/optim/optim.cpp — the tensor-level entries of the optimizer and clipping kernels
 // (ops/optim/entries.hpp): the fused Adam / AdamW step and the sum of squares, each one call of
-// the kernel table (ops/optim/cpu/optim.cpp, cuda/optim.cu) after checking its tensors. Not here: the
-// optimizers themselves and their state (nn/optim.cpp), clip_grad_norm_'s other orders (composed
-// from ops in nn/clip.cpp).
+// the kernel table (ops/optim/cpu/optim.cpp, cuda/optim.cu) after checking its tensors. Not here:
+// the optimizers themselves and their state (nn/optim.cpp), clip_grad_norm_'s other orders
+// (composed from ops in nn/clip.cpp).
 #include "ops/core/kernels.hpp"
+#include "ops/optim/cpu/optim.hpp"
 #include "ops/optim/entries.hpp"
 
 #include <fmt/format.h>
@@ -31,13 +32,30 @@ void adam_step_(const char* op, const Tensor& p, const Tensor& g, const Tensor& 
     throw Error(
         fmt::format("{}: parameter of dtype {} is not floating", op, dtype_name(p.dtype())));
   check_like(op, "the parameter", p, p);
-  check_like(op, "the gradient", g, p);
   check_like(op, "exp_avg", m, p);
   check_like(op, "exp_avg_sq", v, p);
   if (vmax.defined()) check_like(op, "max_exp_avg_sq", vmax, p);
-  kernels(op, p).adam_step(cdt(p.dtype()), p.data_ptr(), g.data_ptr(), m.data_ptr(), v.data_ptr(),
-                           data_or_null(vmax), p.numel(), s.lr, s.beta1, s.beta2, s.eps, s.wd,
-                           s.decoupled, s.maximize, s.bc1, s.bc2);
+  const bool mixed = g.defined() && is_reduced(g.dtype()) && p.dtype() == kFloat32;
+  if (mixed && p.device().type != DeviceType::CPU)  // a GPU converts the gradient first
+    return adam_step_(op, p, g.to(kFloat32), m, v, vmax, s);
+  if (!mixed) {
+    check_like(op, "the gradient", g, p);
+    kernels(op, p).adam_step(cdt(p.dtype()), p.data_ptr(), g.data_ptr(), m.data_ptr(), v.data_ptr(),
+                             data_or_null(vmax), p.numel(), s.lr, s.beta1, s.beta2, s.eps, s.wd,
+                             s.decoupled, s.maximize, s.bc1, s.bc2);
+    return;
+  }
+  // float32 master weights with a bfloat16 / float16 gradient, read once as float32
+  if (!g.is_contiguous() || g.numel() != p.numel() || g.device() != p.device())
+    throw Error(
+        fmt::format("{}: internal error: the gradient {} {} on {} does not match the "
+                    "parameter {} {} on {}",
+                    op, shape_str(g.shape()), dtype_name(g.dtype()), g.device().str(),
+                    shape_str(p.shape()), dtype_name(p.dtype()), p.device().str()));
+  cpu::adam_step_mixed(cdt(g.dtype()), static_cast<float*>(p.data_ptr()), g.data_ptr(),
+                       static_cast<float*>(m.data_ptr()), static_cast<float*>(v.data_ptr()),
+                       static_cast<float*>(data_or_null(vmax)), p.numel(), s.lr, s.beta1, s.beta2,
+                       s.eps, s.wd, s.decoupled, s.maximize, s.bc1, s.bc2);
 }
 
 Tensor sum_squares(const char* op, const Tensor& x) {

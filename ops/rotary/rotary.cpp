@@ -1,13 +1,14 @@
-// ops/rotary/rotary.cpp — apply_rotary, rotary position embeddings (RoFormer; the layout of GPT-NeoX and
-// Hugging Face's rotate_half, or GPT-J's and Meta's interleaved pairs), forward and backward side
-// by side. x (..., T at seq_dim, ..., D), cos and sin (T, R/2) with R <= D even: at position t the
-// pairs of x's first R dims turn by θ[t, i],
+// ops/rotary/rotary.cpp — apply_rotary, rotary position embeddings (RoFormer; the layout of
+// GPT-NeoX and Hugging Face's rotate_half, or GPT-J's and Meta's interleaved pairs), forward and
+// backward side by side. x (..., T at seq_dim, ..., D), cos and sin (T, R/2) with R <= D even: at
+// position t the pairs of x's first R dims turn by θ[t, i],
 //   half-split:  (x_i, x_{i+R/2}) → (x_i cos − x_{i+R/2} sin, x_{i+R/2} cos + x_i sin)
 //   interleaved: (x_{2i}, x_{2i+1}) the same,
 // and dims past R pass through (partial rotary). The backward is the rotation by −θ: dx = R(−θ)·g.
 // The fused path (check → allocate → kernel pair → record: cpu::rotary, cuda::rotary) runs when
 // cos and sin need no gradient, as for tables; when they do, the same formula is composed from
 // views, products and cat, so autograd gives their gradients too.
+// bfloat16 / float16 x: tables of its dtype or float32, turned in float32 and rounded once.
 // Deliberately not here: building the tables (nn::RotaryEmbedding, nn/layers.cpp).
 #include "ops/core/cuda_dispatch.hpp"
 #include "ops/core/detail.hpp"
@@ -30,8 +31,11 @@ RotaryDims check_rotary(const Tensor& x, const Tensor& cos, const Tensor& sin, i
   check_float(sin, kOp, "sin", true);
   check_same_device(x, cos, kOp, "x", "cos");
   check_same_device(x, sin, kOp, "x", "sin");
-  check_same_dtype(x, cos, kOp, "x", "cos");
-  check_same_dtype(x, sin, kOp, "x", "sin");
+  // bfloat16 / float16 x takes tables of its dtype or float32 (nn::RotaryEmbedding's buffers)
+  if (!(is_reduced(x.dtype()) && cos.dtype() == kFloat32))
+    check_same_dtype(x, cos, kOp, "x", "cos");
+  if (!(is_reduced(x.dtype()) && sin.dtype() == kFloat32))
+    check_same_dtype(x, sin, kOp, "x", "sin");
   const Shape& s = x.shape();
   const int64_t nd = static_cast<int64_t>(s.size());
   if (nd < 2)
@@ -108,7 +112,9 @@ Tensor apply_rotary(const Tensor& x, const Tensor& cos_in, const Tensor& sin_in,
   const RotaryDims d = check_rotary(x, cos_in, sin_in, seq_dim);
   if (needs_record({&cos_in, &sin_in}))
     return rotary_composed(x, cos_in, sin_in, d, interleaved, seq_dim);
-  const Tensor cos = contig(cos_in).detach(), sin = contig(sin_in).detach();
+  // the kernels read float32 tables for a bfloat16 / float16 x (exact for reduced tables)
+  const DType tdt = is_reduced(x.dtype()) ? kFloat32 : x.dtype();
+  const Tensor cos = contig(cos_in).detach().to(tdt), sin = contig(sin_in).detach().to(tdt);
   Tensor out = rotary_kernel(x, cos, sin, d, interleaved, false);
   if (needs_record({&x})) {
     const double n = static_cast<double>(x.numel());

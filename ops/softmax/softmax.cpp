@@ -1,18 +1,19 @@
-// ops/softmax/softmax.cpp — softmax and log_softmax over any dim, forward and backward side by side, and
-// softmin (softmax of −x: composed, its gradient theirs).
+// ops/softmax/softmax.cpp — softmax and log_softmax over any dim, forward and backward side by
+// side, and softmin (softmax of −x: composed, its gradient theirs).
 //
 // The tensor is seen as (outer, n, inner) with n the reduced dim: element (o, j, i) sits at
 // o*n*inner + j*inner + i, so the last dim (inner == 1) is a contiguous row. Both ops subtract the
-// row max before exponentiating (in the input's precision) and sum in double. Backward reads only
+// row max before exponentiating (in the input's precision; bfloat16 / float16 rows in float32,
+// rounded once) and sum in double. Backward reads only
 // the saved OUTPUT y:
 //   softmax:      dx = y * (g - sum_j(g*y))
 //   log_softmax:  dx = g - exp(y) * sum_j(g)
 // Rows that are entirely -inf (a fully masked attention row) are defined here, unlike PyTorch
 // (which gives NaN): softmax gives 0 for every element, log_softmax gives -inf, and both give a
 // zero gradient for that row; a row holding a NaN gives NaN. The CPU kernels, and that rule, are
-// cpu::softmax_forward / softmax_backward (ops/softmax/cpu/softmax.cpp, shared with the fused attention);
-// CUDA: cuda/softmax.cu. Deliberately not here: the kernels, masking itself (mask.cpp), cross
-// entropy's fused log_softmax (loss.cpp).
+// cpu::softmax_forward / softmax_backward (ops/softmax/cpu/softmax.cpp, shared with the fused
+// attention); CUDA: cuda/softmax.cu. Deliberately not here: the kernels, masking itself (mask.cpp),
+// cross entropy's fused log_softmax (loss.cpp).
 #include "ops/core/cpu/kernels.hpp"
 #include "ops/core/cuda_dispatch.hpp"
 #include "ops/core/detail.hpp"

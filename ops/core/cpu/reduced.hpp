@@ -2,7 +2,8 @@
 // each operand as float32 through the one conversion path (autograd/convert.hpp), runs its float32
 // body on the chunk, and stores the result rounded once. Memory holds the reduced type; every
 // formula stays written once, in float32. Row kernels (softmax, norms, cross-entropy) load a row
-// into a buffer the same way (load / store). Internal to the CPU kernels (ops/<family>/cpu/).
+// into a buffer the same way (load / store, load_row / store_row for strided rows). Internal to the
+// CPU kernels (ops/<family>/cpu/).
 #pragma once
 
 #include "autograd/convert.hpp"
@@ -25,6 +26,33 @@ inline void load(kern::DT dt, float* dst, const void* src, int64_t i, int64_t n)
 }
 inline void store(kern::DT dt, void* dst, int64_t i, const float* src, int64_t n) {
   convert::from_float(dtype(dt), static_cast<uint16_t*>(dst) + i, src, n);
+}
+
+// Row kernels' strided forms: the n elements src[i + k·stride] (k < n) as float32 into dst, and n
+// float32 values stored rounded into dst[i + k·stride]; stride 1 is load / store. A strided row
+// (softmax over a non-last dim, cross-entropy's (N, C, d1) logits) is gathered in 16-bit chunks
+// and converted in one call per chunk, so the conversion path stays the one above.
+inline void load_row(kern::DT dt, float* dst, const void* src, int64_t i, int64_t n,
+                     int64_t stride) {
+  if (stride == 1) return load(dt, dst, src, i, n);
+  const uint16_t* s = static_cast<const uint16_t*>(src) + i;
+  uint16_t tmp[convert::kChunk];
+  for (int64_t k = 0; k < n; k += convert::kChunk) {
+    const int64_t m = std::min(convert::kChunk, n - k);
+    for (int64_t j = 0; j < m; ++j) tmp[j] = s[(k + j) * stride];
+    convert::to_float(dtype(dt), dst + k, tmp, m);
+  }
+}
+inline void store_row(kern::DT dt, void* dst, int64_t i, const float* src, int64_t n,
+                      int64_t stride) {
+  if (stride == 1) return store(dt, dst, i, src, n);
+  uint16_t* d = static_cast<uint16_t*>(dst) + i;
+  uint16_t tmp[convert::kChunk];
+  for (int64_t k = 0; k < n; k += convert::kChunk) {
+    const int64_t m = std::min(convert::kChunk, n - k);
+    convert::from_float(dtype(dt), tmp, src + k, m);
+    for (int64_t j = 0; j < m; ++j) d[(k + j) * stride] = tmp[j];
+  }
 }
 
 // An elementwise kernel on n elements of reduced type: `out` (stored) and the operands `in`

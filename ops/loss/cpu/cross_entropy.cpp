@@ -11,8 +11,11 @@
 // Logits (N, C, inner) with inner > 1 have rows at stride inner: each row is gathered into a
 // buffer first (and dx scattered back), a strided copy this rare layout pays.
 // Rows split across threads in fixed blocks; each row's result does not depend on the split.
+// bfloat16 / float16 logits: each row loaded as float32 and run through the float32 row functions,
+// dlogits rounded once on the store (reduced_forward / reduced_backward).
 // Deliberately not here: the op, its checks, reductions and record (ops/loss/cross_entropy.cpp).
 #include "ops/core/cpu/kernels.hpp"
+#include "ops/core/cpu/reduced.hpp"
 #include "ops/core/cpu/simd.hpp"
 #include "ops/core/detail.hpp"
 
@@ -102,28 +105,54 @@ void exp_affine(T* d, const T* x, int64_t C, T shift, T a, T b) {
 }
 }  // namespace
 
+namespace {
+// One row of C contiguous logits with target k (not ignored): its loss and lse.
+template <typename T>
+void forward_row(double& loss, double& lse, const T* xr, int64_t C, int64_t k, double eps) {
+  const T mx = xtd::extreme(xr, C, true);
+  const double z = static_cast<double>(mx) + std::log(sum_exp(xr, C, mx));
+  const double nll = z - static_cast<double>(xr[k]);
+  const double n = static_cast<double>(C);
+  loss = eps == 0 ? nll : (1 - eps) * nll + eps / n * (n * z - xtd::sum(xr, C));
+  lse = z;
+}
+
+// dr (C) of one row of C contiguous logits xr with target k (not ignored), upstream g and lse z.
+template <typename T>
+void backward_row(T* dr, const T* xr, int64_t C, int64_t k, double g, double z, double eps) {
+  const double eps_c = eps / static_cast<double>(C);
+  const T shift = static_cast<T>(z);
+  // exp(x - lse) = exp(x - shift)·exp(shift - lse): the second factor is 1 in float64.
+  const T scale = static_cast<T>(g * std::exp(static_cast<double>(shift) - z));
+  exp_affine(dr, xr, C, shift, scale, static_cast<T>(g * eps_c));
+  dr[k] = static_cast<T>(g * (std::exp(static_cast<double>(xr[k]) - z) - (1 - eps) - eps_c));
+}
+
+int64_t count_kept(const int64_t* t, int64_t rows, int64_t ignore_index) {
+  int64_t count = 0;
+  for (int64_t r = 0; r < rows; ++r) count += t[r] != ignore_index;
+  return count;
+}
+
+// Row r = n·inner + i of (N, C, inner) logits starts at element start(r), at stride inner.
+int64_t row_start(int64_t r, int64_t C, int64_t inner) {
+  return (r / inner) * C * inner + r % inner;
+}
+}  // namespace
+
 template <typename T>
 int64_t cross_entropy_forward(double* loss, double* lse, const T* x, const int64_t* t, int64_t N,
                               int64_t C, int64_t inner, int64_t ignore_index,
                               double label_smoothing) {
   const int64_t rows = N * inner;
-  const double eps = label_smoothing;
   for_rows<T>(rows, C, inner, [&](int64_t r, T* buf) {
     if (t[r] == ignore_index) {
       loss[r] = lse[r] = 0;
       return;
     }
-    const T* xr = row_of(x, r, C, inner, buf);
-    const T mx = xtd::extreme(xr, C, true);
-    const double z = static_cast<double>(mx) + std::log(sum_exp(xr, C, mx));
-    const double nll = z - static_cast<double>(xr[t[r]]);
-    const double n = static_cast<double>(C);
-    loss[r] = eps == 0 ? nll : (1 - eps) * nll + eps / n * (n * z - xtd::sum(xr, C));
-    lse[r] = z;
+    forward_row(loss[r], lse[r], row_of(x, r, C, inner, buf), C, t[r], label_smoothing);
   });
-  int64_t count = 0;
-  for (int64_t r = 0; r < rows; ++r) count += t[r] != ignore_index;
-  return count;
+  return count_kept(t, rows, ignore_index);
 }
 
 template <typename T>
@@ -131,32 +160,65 @@ void cross_entropy_backward(T* dx, const double* grow, double grow_scalar, const
                             const int64_t* t, const double* lse, int64_t N, int64_t C,
                             int64_t inner, int64_t ignore_index, double label_smoothing) {
   const int64_t rows = N * inner;
-  const double eps = label_smoothing, eps_c = eps / static_cast<double>(C);
   for_rows<T>(rows, C, inner, [&](int64_t r, T* buf) {
     T* dr = inner == 1 ? dx + r * C : buf;
-    if (t[r] == ignore_index) {
+    if (t[r] == ignore_index)
       std::fill(dr, dr + C, T(0));
-    } else {
-      const T* xr = row_of(x, r, C, inner, buf + C);
-      const double g = grow ? grow[r] : grow_scalar;
-      const T shift = static_cast<T>(lse[r]);
-      // exp(x - lse) = exp(x - shift)·exp(shift - lse): the second factor is 1 in float64.
-      const T scale = static_cast<T>(g * std::exp(static_cast<double>(shift) - lse[r]));
-      exp_affine(dr, xr, C, shift, scale, static_cast<T>(g * eps_c));
-      const int64_t k = t[r];
-      dr[k] =
-          static_cast<T>(g * (std::exp(static_cast<double>(xr[k]) - lse[r]) - (1 - eps) - eps_c));
-    }
+    else
+      backward_row(dr, row_of(x, r, C, inner, buf + C), C, t[r], grow ? grow[r] : grow_scalar,
+                   lse[r], label_smoothing);
     if (inner > 1) {
-      T* p = dx + (r / inner) * C * inner + r % inner;
+      T* p = dx + row_start(r, C, inner);
       for (int64_t c = 0; c < C; ++c) p[c * inner] = dr[c];
     }
   });
 }
 
+namespace {
+// bfloat16 / float16 logits (dt): each row loaded as float32 (ops/core/cpu/reduced.hpp), the
+// float32 row functions above, dlogits stored rounded once; loss and lse stay float64.
+int64_t reduced_forward(DT dt, double* loss, double* lse, const void* x, const int64_t* t,
+                        int64_t N, int64_t C, int64_t inner, int64_t ignore_index, double eps) {
+  const int64_t rows = N * inner;
+  for_rows<float>(rows, C, inner, [&](int64_t r, float*) {
+    if (t[r] == ignore_index) {
+      loss[r] = lse[r] = 0;
+      return;
+    }
+    thread_local std::vector<float> xr;
+    xr.resize(static_cast<size_t>(C));
+    reduced::load_row(dt, xr.data(), x, row_start(r, C, inner), C, inner);
+    forward_row(loss[r], lse[r], xr.data(), C, t[r], eps);
+  });
+  return count_kept(t, rows, ignore_index);
+}
+void reduced_backward(DT dt, void* dx, const double* grow, double gs, const void* x,
+                      const int64_t* t, const double* lse, int64_t N, int64_t C, int64_t inner,
+                      int64_t ignore_index, double eps) {
+  for_rows<float>(N * inner, C, inner, [&](int64_t r, float*) {
+    thread_local std::vector<float> buf;
+    buf.resize(static_cast<size_t>(2 * C));
+    float *xr = buf.data(), *dr = xr + C;
+    const int64_t start = row_start(r, C, inner);
+    if (t[r] == ignore_index) {
+      std::fill(dr, dr + C, 0.0f);
+    } else {
+      reduced::load_row(dt, xr, x, start, C, inner);
+      backward_row(dr, xr, C, t[r], grow ? grow[r] : gs, lse[r], eps);
+    }
+    reduced::store_row(dt, dx, start, dr, C, inner);
+  });
+}
+}  // namespace
+
 void cross_entropy_forward(DT dt, double* loss, double* lse, const void* logits,
                            const int64_t* target, int64_t N, int64_t C, int64_t inner,
                            int64_t ignore_index, double label_smoothing, int64_t* count_host) {
+  if (reduced::is(dt)) {
+    *count_host =
+        reduced_forward(dt, loss, lse, logits, target, N, C, inner, ignore_index, label_smoothing);
+    return;
+  }
   detail::dispatch_float(static_cast<DType>(dt), "cross_entropy_forward", [&](auto tag) {
     using T = decltype(tag);
     *count_host = cross_entropy_forward<T>(loss, lse, static_cast<const T*>(logits), target, N, C,
@@ -167,6 +229,9 @@ void cross_entropy_backward(DT dt, void* dlogits, const double* grow, double gro
                             const void* logits, const int64_t* target, const double* lse, int64_t N,
                             int64_t C, int64_t inner, int64_t ignore_index,
                             double label_smoothing) {
+  if (reduced::is(dt))
+    return reduced_backward(dt, dlogits, grow, grow_scalar, logits, target, lse, N, C, inner,
+                            ignore_index, label_smoothing);
   detail::dispatch_float(static_cast<DType>(dt), "cross_entropy_backward", [&](auto tag) {
     using T = decltype(tag);
     cross_entropy_backward<T>(static_cast<T*>(dlogits), grow, grow_scalar,

@@ -1,16 +1,19 @@
-// ops/norm/cpu/norm.cpp — CPU kernels of layer norm (cpu::layer_norm_forward, layer_norm_backward) and
-// RMSNorm (rms_norm_forward/backward: the same rows with the mean fixed at 0, no bias, and no mean
-// term in dx), llm.c's layernorm_forward / layernorm_backward per row of D elements. Row statistics
-// (mean, variance; backward's two row means) accumulate in double on xsimd batches (simd.hpp); the
-// per-element passes compute in T (float32 in float32, as PyTorch does), with x - mean taken as
-// (x - float(mean)) - (mean - float(mean)) so a row far from 0 keeps its precision.
+// ops/norm/cpu/norm.cpp — CPU kernels of layer norm (cpu::layer_norm_forward, layer_norm_backward)
+// and RMSNorm (rms_norm_forward/backward: the same rows with the mean fixed at 0, no bias, and no
+// mean term in dx), llm.c's layernorm_forward / layernorm_backward per row of D elements. Row
+// statistics (mean, variance; backward's two row means) accumulate in double on xsimd batches
+// (simd.hpp); the per-element passes compute in T (float32 in float32, as PyTorch does), with x -
+// mean taken as (x - float(mean)) - (mean - float(mean)) so a row far from 0 keeps its precision.
 // The per-element passes are hand loops rather than xt::noalias(o) = (x - m)·rs·w + b over 1-D
 // row adaptors: xtensor's per-row expression setup costs more than the row's arithmetic
 // (docs/cpu-kernels.md, "The measured exceptions").
 // Rows split across threads; dw/db sum fixed chunks of rows (kChunk, whatever the thread count)
 // in double, then the chunks in order: the same bits at any thread count.
+// bfloat16 / float16 rows are loaded as float32 and run the float32 rows, rounded once on the
+// store; their weight, bias and its gradients are float32 (norm_reduced_forward / _backward).
 // Deliberately not here: the ops, their checks and records (ops/norm/norm.cpp).
 #include "ops/core/cpu/kernels.hpp"
+#include "ops/core/cpu/reduced.hpp"
 #include "ops/core/detail.hpp"
 #include "ops/core/cpu/simd.hpp"
 #include "ops/core/cpu/xt.hpp"
@@ -104,25 +107,33 @@ void backward_row(T* dx, double* pw, double* pb, const T* g, const T* x, const T
 }
 }  // namespace
 
+// One row of layer norm (RMSNorm where mean is null): its statistics, then out.
+template <typename T>
+void forward_row_stats(T* o, double* mean, double* rstd, const T* xr, const T* w, const T* b,
+                       int64_t r, int64_t D, double eps) {
+  const double n = static_cast<double>(D);
+  const double m = mean ? xtd::sum(xr, D) / n : 0.0;
+  const double rs = 1.0 / std::sqrt(xtd::sum_sq_dev(xr, D, m) / n + eps);
+  forward_row(o, xr, w, b, D, m, rs);
+  if (mean) mean[r] = m;
+  rstd[r] = rs;
+}
+
 // Layer norm, or RMSNorm where mean is null (m = 0: rs = 1/sqrt(mean(x²) + eps), no bias).
 template <typename T>
 void norm_forward(T* out, double* mean, double* rstd, const T* x, const T* w, const T* b, int64_t N,
                   int64_t D, double eps) {
-  const double n = static_cast<double>(D);
   detail::parallel_for(N, N * D, [&](int64_t r) {
-    const T* xr = x + r * D;
-    const double m = mean ? xtd::sum(xr, D) / n : 0.0;
-    const double rs = 1.0 / std::sqrt(xtd::sum_sq_dev(xr, D, m) / n + eps);
-    forward_row(out + r * D, xr, w, b, D, m, rs);
-    if (mean) mean[r] = m;
-    rstd[r] = rs;
+    forward_row_stats(out + r * D, mean, rstd, x + r * D, w, b, r, D, eps);
   });
 }
 
-// Layer norm's backward, or RMSNorm's where mean is null (db then null too).
-template <typename T>
-void norm_backward(T* dx, T* dw, T* db, const T* dout, const T* x, const T* w, const double* mean,
-                   const double* rstd, int64_t N, int64_t D) {
+// Layer norm's backward, or RMSNorm's where mean is null (db then null too). each_row(r, f) calls
+// f(dx row or null, dout row, x row) for row r: the rows themselves, or float32 copies of reduced
+// ones (norm_reduced_backward).
+template <typename T, typename EachRow>
+void norm_backward_rows(T* dw, T* db, const T* w, const double* mean, const double* rstd, int64_t N,
+                        int64_t D, EachRow&& each_row) {
   const int64_t chunks = (N + kChunk - 1) / kChunk;
   // Per chunk: D partial sums for dw, then D for db.
   std::vector<double> part((dw || db) ? chunks * 2 * D : 0, 0.0);
@@ -130,9 +141,11 @@ void norm_backward(T* dx, T* dw, T* db, const T* dout, const T* x, const T* w, c
     double* pw = dw ? part.data() + ch * 2 * D : nullptr;
     double* pb = db ? part.data() + ch * 2 * D + D : nullptr;
     for (int64_t r = ch * kChunk; r < std::min(N, (ch + 1) * kChunk); ++r)
-      (w ? backward_row<T, true>
-         : backward_row<T, false>)(dx ? dx + r * D : nullptr, pw, pb, dout + r * D, x + r * D, w, D,
-                                   mean ? mean[r] : 0.0, rstd[r], mean != nullptr);
+      each_row(r, [&](T* dxr, const T* gr, const T* xr) {
+        (w ? backward_row<T, true> : backward_row<T, false>)(dxr, pw, pb, gr, xr, w, D,
+                                                             mean ? mean[r] : 0.0, rstd[r],
+                                                             mean != nullptr);
+      });
   });
   for (int64_t i = 0; i < D && (dw || db); ++i) {
     double sw = 0, sb = 0;
@@ -143,6 +156,42 @@ void norm_backward(T* dx, T* dw, T* db, const T* dout, const T* x, const T* w, c
     if (dw) dw[i] = static_cast<T>(sw);
     if (db) db[i] = static_cast<T>(sb);
   }
+}
+
+template <typename T>
+void norm_backward(T* dx, T* dw, T* db, const T* dout, const T* x, const T* w, const double* mean,
+                   const double* rstd, int64_t N, int64_t D) {
+  norm_backward_rows(dw, db, w, mean, rstd, N, D, [&](int64_t r, auto&& f) {
+    f(dx ? dx + r * D : nullptr, dout + r * D, x + r * D);
+  });
+}
+
+// bfloat16 / float16 x, dout and dx (dt): each row loaded as float32 (ops/core/cpu/reduced.hpp),
+// the float32 row functions above, dx stored rounded once. w, b, dw and db are float32 (the op
+// converts reduced parameters), the statistics float64 as always.
+void norm_reduced_forward(DT dt, void* out, double* mean, double* rstd, const void* x,
+                          const float* w, const float* b, int64_t N, int64_t D, double eps) {
+  detail::parallel_for(N, N * D, [&](int64_t r) {
+    thread_local std::vector<float> buf;
+    buf.resize(static_cast<size_t>(2 * D));
+    float *xr = buf.data(), *o = xr + D;
+    reduced::load(dt, xr, x, r * D, D);
+    forward_row_stats(o, mean, rstd, xr, w, b, r, D, eps);
+    reduced::store(dt, out, r * D, o, D);
+  });
+}
+void norm_reduced_backward(DT dt, void* dx, float* dw, float* db, const void* dout, const void* x,
+                           const float* w, const double* mean, const double* rstd, int64_t N,
+                           int64_t D) {
+  norm_backward_rows(dw, db, w, mean, rstd, N, D, [&](int64_t r, auto&& f) {
+    thread_local std::vector<float> buf;
+    buf.resize(static_cast<size_t>(3 * D));
+    float *gr = buf.data(), *xr = gr + D, *dxr = xr + D;
+    reduced::load(dt, gr, dout, r * D, D);
+    reduced::load(dt, xr, x, r * D, D);
+    f(dx ? dxr : nullptr, gr, xr);
+    if (dx) reduced::store(dt, dx, r * D, dxr, D);
+  });
 }
 
 template <typename T>
@@ -158,6 +207,9 @@ void layer_norm_backward(T* dx, T* dw, T* db, const T* dout, const T* x, const T
 
 void layer_norm_forward(DT dt, void* y, double* mean, double* rstd, const void* x, const void* w,
                         const void* b, int64_t N, int64_t D, double eps) {
+  if (reduced::is(dt))
+    return norm_reduced_forward(dt, y, mean, rstd, x, static_cast<const float*>(w),
+                                static_cast<const float*>(b), N, D, eps);
   detail::dispatch_float(static_cast<DType>(dt), "layer_norm_forward", [&](auto tag) {
     using T = decltype(tag);
     layer_norm_forward<T>(static_cast<T*>(y), mean, rstd, static_cast<const T*>(x),
@@ -167,6 +219,9 @@ void layer_norm_forward(DT dt, void* y, double* mean, double* rstd, const void* 
 void layer_norm_backward(DT dt, void* dx, void* dw, void* db, const void* dy, const void* x,
                          const void* w, const double* mean, const double* rstd, int64_t N,
                          int64_t D) {
+  if (reduced::is(dt))
+    return norm_reduced_backward(dt, dx, static_cast<float*>(dw), static_cast<float*>(db), dy, x,
+                                 static_cast<const float*>(w), mean, rstd, N, D);
   detail::dispatch_float(static_cast<DType>(dt), "layer_norm_backward", [&](auto tag) {
     using T = decltype(tag);
     layer_norm_backward<T>(static_cast<T*>(dx), static_cast<T*>(dw), static_cast<T*>(db),
@@ -177,6 +232,9 @@ void layer_norm_backward(DT dt, void* dx, void* dw, void* db, const void* dy, co
 
 void rms_norm_forward(DT dt, void* y, double* rstd, const void* x, const void* w, int64_t N,
                       int64_t D, double eps) {
+  if (reduced::is(dt))
+    return norm_reduced_forward(dt, y, nullptr, rstd, x, static_cast<const float*>(w), nullptr, N,
+                                D, eps);
   detail::dispatch_float(static_cast<DType>(dt), "rms_norm_forward", [&](auto tag) {
     using T = decltype(tag);
     norm_forward<T>(static_cast<T*>(y), nullptr, rstd, static_cast<const T*>(x),
@@ -185,6 +243,9 @@ void rms_norm_forward(DT dt, void* y, double* rstd, const void* x, const void* w
 }
 void rms_norm_backward(DT dt, void* dx, void* dw, const void* dy, const void* x, const void* w,
                        const double* rstd, int64_t N, int64_t D) {
+  if (reduced::is(dt))
+    return norm_reduced_backward(dt, dx, static_cast<float*>(dw), nullptr, dy, x,
+                                 static_cast<const float*>(w), nullptr, rstd, N, D);
   detail::dispatch_float(static_cast<DType>(dt), "rms_norm_backward", [&](auto tag) {
     using T = decltype(tag);
     norm_backward<T>(static_cast<T*>(dx), static_cast<T*>(dw), nullptr, static_cast<const T*>(dy),

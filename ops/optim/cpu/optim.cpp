@@ -4,13 +4,19 @@
 // tensor-level entries of ops/optim/optim.cpp call. Plain loops: one pass over memory each, with no
 // broadcasting for xtensor to help with; the Adam step's is vectorised by gcc (its options compiled
 // in, -fno-math-errno: ops/CMakeLists.txt), each element's bits as the scalar loop's. The sum of
-// squares stays one scalar chain: its order is the result's bits. Deliberately not here: the
+// squares stays one scalar chain: its order is the result's bits. bfloat16 / float16 operands
+// (a reduced gradient with float32 master weights and state, or all reduced) load float32 chunks
+// and run the same float32 step, the state rounded once on the store. Deliberately not here: the
 // optimizers' state and options (nn/optim.cpp), SGD (nn/optim.cpp: CPU only).
 #include "ops/core/cpu/kernels.hpp"
+#include "ops/core/cpu/reduced.hpp"
 #include "ops/core/detail.hpp"
+#include "ops/optim/cpu/optim.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
+#include <utility>
 #include <type_traits>
 
 namespace tg::cpu {
@@ -70,11 +76,53 @@ void adam_t(T* p, const T* g, T* m, T* v, T* vmax, int64_t n, double lr, double 
     });
   });
 }
+
+// Adam on bfloat16 / float16 operands, in float32: p, m, v, vmax of dtype pdt and g of dtype gdt
+// (each float32 or reduced; float32 master weights with a reduced gradient, or all reduced) taken
+// in chunks of convert::kChunk, each reduced operand loaded as float32 and, for the state, stored
+// rounded once; float32 operands are used in place. Elementwise, so chunking changes no bits.
+void adam_reduced(DT pdt, DT gdt, void* p, const void* g, void* m, void* v, void* vmax, int64_t n,
+                  double lr, double b1, double b2, double eps, double wd, bool decoupled,
+                  bool maximize, double bc1, double bc2) {
+  auto at = [](DT dt, const void* q, int64_t i, float* buf, int64_t k) -> float* {
+    if (!q) return nullptr;
+    if (dt == DT::F32) return const_cast<float*>(static_cast<const float*>(q)) + i;
+    reduced::load(dt, buf, q, i, k);
+    return buf;
+  };
+  xtd::chunks(
+      n,
+      [&](int64_t lo, int64_t hi) {
+        float buf[5][convert::kChunk];
+        for (int64_t i = lo; i < hi; i += convert::kChunk) {
+          const int64_t k = std::min(convert::kChunk, hi - i);
+          float *fp = at(pdt, p, i, buf[0], k), *fg = at(gdt, g, i, buf[1], k),
+                *fm = at(pdt, m, i, buf[2], k), *fv = at(pdt, v, i, buf[3], k),
+                *fx = at(pdt, vmax, i, buf[4], k);
+          adam_t(fp, fg, fm, fv, fx, k, lr, b1, b2, eps, wd, decoupled, maximize, bc1, bc2);
+          if (pdt == DT::F32) continue;
+          for (auto [q, f] : std::initializer_list<std::pair<void*, float*>>{
+                   {p, fp}, {m, fm}, {v, fv}, {vmax, fx}})
+            if (q) reduced::store(pdt, q, i, f, k);
+        }
+      },
+      2);
+}
 }  // namespace
+
+void adam_step_mixed(DT gdt, float* p, const void* g, float* m, float* v, float* vmax, int64_t n,
+                     double lr, double b1, double b2, double eps, double weight_decay,
+                     bool decoupled, bool maximize, double bc1, double bc2) {
+  adam_reduced(DT::F32, gdt, p, g, m, v, vmax, n, lr, b1, b2, eps, weight_decay, decoupled,
+               maximize, bc1, bc2);
+}
 
 void adam_step(DT dt, void* p, const void* g, void* m, void* v, void* vmax, int64_t n, double lr,
                double b1, double b2, double eps, double weight_decay, bool decoupled, bool maximize,
                double bc1, double bc2) {
+  if (reduced::is(dt))
+    return adam_reduced(dt, dt, p, g, m, v, vmax, n, lr, b1, b2, eps, weight_decay, decoupled,
+                        maximize, bc1, bc2);
   detail::dispatch_float(static_cast<DType>(dt), "adam_step", [&](auto tag) {
     using T = decltype(tag);
     adam_t(static_cast<T*>(p), static_cast<const T*>(g), static_cast<T*>(m), static_cast<T*>(v),
@@ -83,6 +131,18 @@ void adam_step(DT dt, void* p, const void* g, void* m, void* v, void* vmax, int6
 }
 
 void sum_squares(DT dt, double* acc, const void* x, int64_t n) {
+  if (reduced::is(dt)) {  // float32 chunks (exact), the same one chain in double
+    float buf[convert::kChunk];
+    double s = 0;
+    for (int64_t i = 0; i < n; i += convert::kChunk) {
+      const int64_t k = std::min(convert::kChunk, n - i);
+      reduced::load(dt, buf, x, i, k);
+      for (int64_t j = 0; j < k; ++j)
+        s += static_cast<double>(buf[j]) * static_cast<double>(buf[j]);
+    }
+    *acc += s;
+    return;
+  }
   detail::dispatch_float(static_cast<DType>(dt), "sum_squares", [&](auto tag) {
     using T = decltype(tag);
     const T* px = static_cast<const T*>(x);

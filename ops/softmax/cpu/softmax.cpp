@@ -1,16 +1,18 @@
-// ops/softmax/cpu/softmax.cpp — the CPU's one row softmax / log_softmax, forward and backward, with the
-// project's rule for fully masked and NaN rows (kernels.hpp states it). Used by softmax and
-// log_softmax over any dim (ops/softmax/softmax.cpp; a non-last dim gathers columns into rows here) and
-// by the fused CPU attention's score rows (ops/attention/cpu/fused.cpp).
-// Written on xsimd batches, not xtensor expressions: xt::amax reduces scalar-wise and each
-// per-row expression pays its setup again (docs/cpu-kernels.md, "The measured exceptions").
-// float32 math in float32 (xsimd::exp), float64 in float64; sums
-// accumulate in T lanes over at most kFlush batches, then in double. The row kernels themselves
-// are in softmax_rows.hpp, built here for the build's architecture and in softmax_avx512.cpp for
-// AVX-512; the table of ops/core/cpu/isa.hpp chooses between them.
-// Deliberately not here: the op bodies, dims and the tape (ops/softmax/softmax.cpp), masking (attention).
+// ops/softmax/cpu/softmax.cpp — the CPU's one row softmax / log_softmax, forward and backward, with
+// the project's rule for fully masked and NaN rows (kernels.hpp states it). Used by softmax and
+// log_softmax over any dim (ops/softmax/softmax.cpp; a non-last dim gathers columns into rows here)
+// and by the fused CPU attention's score rows (ops/attention/cpu/fused.cpp). Written on xsimd
+// batches, not xtensor expressions: xt::amax reduces scalar-wise and each per-row expression pays
+// its setup again (docs/cpu-kernels.md, "The measured exceptions"). float32 math in float32
+// (xsimd::exp), float64 in float64; sums accumulate in T lanes over at most kFlush batches, then in
+// double. The row kernels themselves are in softmax_rows.hpp, built here for the build's
+// architecture and in softmax_avx512.cpp for AVX-512; the table of ops/core/cpu/isa.hpp chooses
+// between them. bfloat16 and float16 rows are loaded as float32 and run the float32 row kernels
+// (reduced_rows), rounded once on the store. Deliberately not here: the op bodies, dims and the
+// tape (ops/softmax/softmax.cpp), masking (attention).
 #include "ops/core/cpu/isa.hpp"
 #include "ops/core/cpu/kernels.hpp"
+#include "ops/core/cpu/reduced.hpp"
 #include "ops/softmax/cpu/softmax_rows.hpp"
 #include "ops/core/detail.hpp"
 
@@ -102,8 +104,33 @@ void softmax_backward(T* dx, const T* g, const T* y, int64_t outer, int64_t n, i
   });
 }
 
+namespace {
+// bfloat16 / float16: each row (at stride inner) loaded as float32 (ops/core/cpu/reduced.hpp), the
+// float32 row kernel of the table (AVX-512 where the CPU has it), the result stored rounded once.
+// Forward reads x (a); backward reads g (a) and the saved output y (b).
+void reduced_rows(DT dt, void* out, const void* a, const void* b, int64_t outer, int64_t n,
+                  int64_t inner, bool log) {
+  const int64_t rows = outer * inner;
+  detail::parallel_for(rows, rows * n, [&](int64_t q) {
+    thread_local std::vector<float> buf;
+    buf.resize(static_cast<size_t>(3 * n));
+    float *o = buf.data(), *fa = o + n, *fb = fa + n;
+    const int64_t start = (q / inner) * n * inner + q % inner;
+    reduced::load_row(dt, fa, a, start, n, inner);
+    if (b) {
+      reduced::load_row(dt, fb, b, start, n, inner);
+      softmax_backward_row<float>(o, fa, fb, n, log);
+    } else {
+      softmax_row<float>(o, fa, n, log);
+    }
+    reduced::store_row(dt, out, start, o, n, inner);
+  });
+}
+}  // namespace
+
 void softmax_forward(DT dt, void* y, const void* x, int64_t outer, int64_t r, int64_t inner,
                      bool log) {
+  if (reduced::is(dt)) return reduced_rows(dt, y, x, nullptr, outer, r, inner, log);
   detail::dispatch_float(static_cast<DType>(dt), "softmax_forward", [&](auto tag) {
     using T = decltype(tag);
     softmax_forward<T>(static_cast<T*>(y), static_cast<const T*>(x), outer, r, inner, log);
@@ -111,6 +138,7 @@ void softmax_forward(DT dt, void* y, const void* x, int64_t outer, int64_t r, in
 }
 void softmax_backward(DT dt, void* dx, const void* g, const void* y, int64_t outer, int64_t r,
                       int64_t inner, bool log) {
+  if (reduced::is(dt)) return reduced_rows(dt, dx, g, y, outer, r, inner, log);
   detail::dispatch_float(static_cast<DType>(dt), "softmax_backward", [&](auto tag) {
     using T = decltype(tag);
     softmax_backward<T>(static_cast<T*>(dx), static_cast<const T*>(g), static_cast<const T*>(y),
