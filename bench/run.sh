@@ -75,6 +75,16 @@ for ((r = 0; in_process && r <= rounds; r++)); do
   fi
 done
 
+# bf16 / f16 GEMMs (bench/half_gemm.cpp and its PyTorch twin): their own programs, interleaved
+# round by round; rows only where the CPU has bf16 instructions (bench_half_gemm says).
+if want half_gemm; then
+  cmake --build "$build" -j "${JOBS:-1}" --target bench_half_gemm >/dev/null
+  for ((r = 0; r <= rounds; r++)); do
+    "$build/bench/bench_half_gemm" --budget "$budget" | sed "s/^/$r /" >>"$raw"
+    [[ $have_torch == 1 ]] && "$python" bench/half_gemm_torch.py --budget "$budget" | sed "s/^/$r /" >>"$raw"
+  done
+fi
+
 # The training steps and MHA again at 2 threads on both sides (metrics prefixed "t2."), interleaved
 # round by round like the 1-thread rounds; "gpt" selects the GPT and the nanoGPT steps. Both sides
 # run with OMP_WAIT_POLICY=passive (unless the caller set a policy), as tapegrad's programs do

@@ -5,7 +5,9 @@ what they write with the committed tests/fixtures/<family>/<case>.safetensors, t
 Run with Debian's torch (1.13, CPU):  /usr/bin/python3 tools/check_fixtures.py [generator ...]
 (generators: make_fixtures, make_nn_fixtures, make_indexing_fixtures, make_mha_fixtures,
 make_transformer_fixtures, make_higher_order_fixtures, make_reduce_fixtures,
-make_integer_fixtures; default all). For each case file it prints "identical" (the same bytes), or
+make_integer_fixtures, make_half_fixtures, make_half_matmul_fixtures, make_half_fixtures_rows,
+make_lora_fixtures, make_autocast_fixtures; default all; make_hf_fixtures writes model folders,
+compared by its own test). For each case file it prints "identical" (the same bytes), or
 each tensor whose dtype, shape or bytes differ, with the largest absolute difference and how many
 elements differ, and each tensor or metadata key on one side only. Exit status 1 when anything
 differs. It never writes into tests/fixtures: to accept new values, run the generator itself.
@@ -23,7 +25,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 COMMITTED = os.path.normpath(os.path.join(HERE, "..", "tests", "fixtures"))
 GENERATORS = ["make_fixtures", "make_nn_fixtures", "make_indexing_fixtures", "make_mha_fixtures",
               "make_transformer_fixtures", "make_higher_order_fixtures", "make_reduce_fixtures",
-              "make_integer_fixtures"]
+              "make_integer_fixtures", "make_half_fixtures", "make_half_matmul_fixtures",
+              "make_half_fixtures_rows", "make_lora_fixtures", "make_autocast_fixtures"]
 
 
 def case_files(root):

@@ -53,6 +53,16 @@ def add_grads(tensors, inputs, leaf_list, out, generator):
             tensors[f"d{arg}"] = next(grads)
 
 
+def out_root():
+    """The fixture root a generator writes under: --out DIR on its command line (check_fixtures.py
+    passes a scratch directory), else the repository's tests/fixtures."""
+    import sys
+    args = sys.argv[1:]
+    if "--out" in args and args.index("--out") + 1 < len(args):
+        return args[args.index("--out") + 1]
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures")
+
+
 def case_path(root, family, case):
     """root/family/case.safetensors (root is tests/fixtures or a scratch directory)."""
     return os.path.join(root, family, case + ".safetensors")

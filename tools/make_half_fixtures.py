@@ -2,7 +2,7 @@
 values that matter (every special value, rounding ties, subnormals of all three formats, the
 overflow edges, random bit patterns), as tests/fixtures/half/convert.safetensors for
 tests/autograd/test_half.cpp. Run with Debian's /usr/bin/python3 (torch 1.13):
-    /usr/bin/python3 tools/make_half_fixtures.py
+    /usr/bin/python3 tools/make_half_fixtures.py [--out DIR]
 Bits are stored as int64 (the fixture format has no 16-bit integers); NaNs are compared as NaN.
 """
 import os
@@ -60,7 +60,7 @@ def main():
     ht = torch.from_numpy(h.view(np.int16).copy())
     from_f16 = ht.view(torch.float16).float()
     from_bf16 = ht.view(torch.bfloat16).float()
-    out = os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures")
+    out = fixture_io.out_root()
     tensors = {"x": x, "bf16_bits": torch.from_numpy(bf), "f16_bits": torch.from_numpy(hf),
                "h_bits": torch.from_numpy(h.astype(np.int64)), "from_f16": from_f16,
                "from_bf16": from_bf16}

