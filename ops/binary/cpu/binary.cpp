@@ -398,5 +398,8 @@ template void where<int64_t>(int64_t*, const bool*, const int64_t*, const int64_
                              const Shape&, const Shape&, const Shape&);
 template void where<bool>(bool*, const bool*, const bool*, const bool*, const Shape&, const Shape&,
                           const Shape&, const Shape&);
+// bfloat16 / float16: a select moves whole elements (their bits).
+template void where<uint16_t>(uint16_t*, const bool*, const uint16_t*, const uint16_t*,
+                              const Shape&, const Shape&, const Shape&, const Shape&);
 
 }  // namespace tg::cpu
