@@ -211,7 +211,8 @@ Tensor sum_to(const Tensor& g, const Shape& shape) {
 // ---- binary ops ----
 Tensor add(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
-  if (const DType p = reduced_promotion(a, b); p != kBool) return add(a.to(p), b.to(p), site);
+  if (const DType p = reduced_promotion(a, b); p != kBool)
+    return add(a.to(p), b.to(p), site).to(reduced_result(a, b));
   if (both_bool(a, b)) return bool_pair("add", cpu::XOp::Or, a, b);
   check_binary("add", a, b, true);
   Tensor out = binary_kernel("add", kern::BinOp::Add, a, b, a.dtype());
@@ -229,7 +230,8 @@ Tensor add(const Tensor& a, const Tensor& b, Site site) {
 }
 Tensor sub(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
-  if (const DType p = reduced_promotion(a, b); p != kBool) return sub(a.to(p), b.to(p), site);
+  if (const DType p = reduced_promotion(a, b); p != kBool)
+    return sub(a.to(p), b.to(p), site).to(reduced_result(a, b));
   refuse_bool("sub", a, "self", "subtraction");
   refuse_bool("sub", b, "other", "subtraction");
   check_binary("sub", a, b, true);
@@ -248,7 +250,8 @@ Tensor sub(const Tensor& a, const Tensor& b, Site site) {
 }
 Tensor mul(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
-  if (const DType p = reduced_promotion(a, b); p != kBool) return mul(a.to(p), b.to(p), site);
+  if (const DType p = reduced_promotion(a, b); p != kBool)
+    return mul(a.to(p), b.to(p), site).to(reduced_result(a, b));
   if (both_bool(a, b)) return bool_pair("mul", cpu::XOp::And, a, b);
   check_binary("mul", a, b, true);
   Tensor out = binary_kernel("mul", kern::BinOp::Mul, a, b, a.dtype());
@@ -285,7 +288,8 @@ std::vector<Tensor> div_grads(const Tensor& g, const Tensor& sb, const Tensor& s
 // True division: int64 operands divide in the default float dtype, as PyTorch's a / b.
 Tensor div(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
-  if (const DType p = reduced_promotion(a, b); p != kBool) return div(a.to(p), b.to(p), site);
+  if (const DType p = reduced_promotion(a, b); p != kBool)
+    return div(a.to(p), b.to(p), site).to(reduced_result(a, b));
   check_binary("div", a, b, true);
   if (a.dtype() == kInt64) return div(a.to(get_default_dtype()), b.to(get_default_dtype()));
   Tensor out = binary_kernel("div", kern::BinOp::Div, a, b, a.dtype());
@@ -308,7 +312,8 @@ Tensor div(const Tensor& a, const Tensor& b, Site site) {
 // truncated toward 0, as PyTorch's tensor form (ops/binary/cpu/binary.cpp's powi).
 Tensor pow(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
-  if (const DType p = reduced_promotion(a, b); p != kBool) return pow(a.to(p), b.to(p), site);
+  if (const DType p = reduced_promotion(a, b); p != kBool)
+    return pow(a.to(p), b.to(p), site).to(reduced_result(a, b));
   check_binary("pow", a, b, true);
   if (a.dtype() == kInt64) return binary_extra("pow", cpu::XOp::Pow, a, b);
   Tensor out = binary_kernel("pow", kern::BinOp::Pow, a, b, a.dtype());
@@ -343,7 +348,7 @@ namespace {
 // both get it (PyTorch's rule: an operand's weight is 1 - [it loses] - ½[tie]).
 Tensor extremum(const char* op, const Tensor& a, const Tensor& b, bool is_max) {
   if (const DType p = reduced_promotion(a, b); p != kBool)
-    return extremum(op, a.to(p), b.to(p), is_max);
+    return extremum(op, a.to(p), b.to(p), is_max).to(reduced_result(a, b));
   check_defined(a, op, "self");
   check_defined(b, op, "other");
   check_same_device(a, b, op, "self", "other");

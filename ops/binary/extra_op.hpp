@@ -28,6 +28,10 @@ bool is_int_scalar(double v);
 // kBool when none applies (one dtype; float32 with float64 and int with float keep their errors).
 // The caller casts with .to(), recorded, so each gradient reaches its operand in its own dtype.
 DType reduced_promotion(const Tensor& a, const Tensor& b);
+// The dtype such an op returns: the promoted one, except that a 0-dim tensor does not promote a
+// dimensioned one (PyTorch's rule: a bfloat16 tensor times a float32 0-dim tensor is bfloat16,
+// computed in float32 and rounded once here).
+DType reduced_result(const Tensor& a, const Tensor& b);
 // v as a 0-dim int64 tensor on `device`, exactly (a double holds integers to 2^53 only).
 Tensor int64_scalar(int64_t v, Device device);
 

@@ -94,6 +94,11 @@ DType reduced_promotion(const Tensor& a, const Tensor& b) {
   if (!is_reduced(a.dtype()) && !is_reduced(b.dtype())) return kBool;
   return promote_types(a.dtype(), b.dtype());
 }
+DType reduced_result(const Tensor& a, const Tensor& b) {
+  if (a.dim() == 0 && b.dim() > 0) return b.dtype();
+  if (b.dim() == 0 && a.dim() > 0) return a.dtype();
+  return reduced_promotion(a, b);
+}
 void check_int_divisor(const char* op, const Tensor& b_in) {
   if (b_in.dtype() != kInt64) return;
   const Tensor host = on_cuda(b_in) ? b_in.detach().cpu() : b_in;
@@ -154,7 +159,8 @@ Tensor int_division(const char* op, XOp code, const Tensor& a, const Tensor& b) 
 // d/dinput = 1, d/dother = -trunc(input / other) (PyTorch's; 0 at other = ±inf).
 Tensor fmod(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
-  if (const DType p = reduced_promotion(a, b); p != kBool) return fmod(a.to(p), b.to(p), site);
+  if (const DType p = reduced_promotion(a, b); p != kBool)
+    return fmod(a.to(p), b.to(p), site).to(reduced_result(a, b));
   check_division("fmod", a, b);
   if (a.dtype() == kInt64) return int_division("fmod", XOp::Fmod, a, b);
   const Tensor y = binary_extra("fmod", XOp::Fmod, a, b);
@@ -171,7 +177,8 @@ Tensor fmod(const Tensor& a, double b, Site site) {
 // with PyTorch's floor division (so -1 at (-1, inf)).
 Tensor remainder(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
-  if (const DType p = reduced_promotion(a, b); p != kBool) return remainder(a.to(p), b.to(p), site);
+  if (const DType p = reduced_promotion(a, b); p != kBool)
+    return remainder(a.to(p), b.to(p), site).to(reduced_result(a, b));
   check_division("remainder", a, b);
   if (a.dtype() == kInt64) return int_division("remainder", XOp::Remainder, a, b);
   const Tensor y = binary_extra("remainder", XOp::Remainder, a, b);
@@ -189,7 +196,7 @@ Tensor remainder(const Tensor& a, double b, Site site) {
 namespace {
 Tensor rounded_div(const char* op, XOp code, const Tensor& a, const Tensor& b) {
   if (const DType p = reduced_promotion(a, b); p != kBool)
-    return rounded_div(op, code, a.to(p), b.to(p));
+    return rounded_div(op, code, a.to(p), b.to(p)).to(reduced_result(a, b));
   check_division(op, a, b);
   if (a.dtype() == kInt64) return int_division(op, code, a, b);
   Tensor y = binary_extra(op, code, a, b);
@@ -234,7 +241,8 @@ Tensor floor_divide(const Tensor& a, double b, Site site) {
 // |input| with the sign bit of other. d/dinput = sign(input)·(±1) (0 at input = 0), d/dother = 0.
 Tensor copysign(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
-  if (const DType p = reduced_promotion(a, b); p != kBool) return copysign(a.to(p), b.to(p), site);
+  if (const DType p = reduced_promotion(a, b); p != kBool)
+    return copysign(a.to(p), b.to(p), site).to(reduced_result(a, b));
   if (is_reduced(a.dtype()))  // composed in float32 on recorded casts: rounded once
     return copysign(a.to(kFloat32), b.to(kFloat32), site).to(a.dtype());
   check_pair(a, b, "copysign");
@@ -278,7 +286,8 @@ Tensor lerp(const Tensor& a, const Tensor& end, double w, Site site) {
 // recorded ops.
 Tensor logaddexp(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
-  if (const DType p = reduced_promotion(a, b); p != kBool) return logaddexp(a.to(p), b.to(p), site);
+  if (const DType p = reduced_promotion(a, b); p != kBool)
+    return logaddexp(a.to(p), b.to(p), site).to(reduced_result(a, b));
   if (is_reduced(a.dtype()))  // composed in float32 on recorded casts: rounded once
     return logaddexp(a.to(kFloat32), b.to(kFloat32), site).to(a.dtype());
   check_pair(a, b, "logaddexp");

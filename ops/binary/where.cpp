@@ -102,7 +102,7 @@ Tensor Tensor::masked_fill(const Tensor& mask, double value, Site site) const {
 Tensor where(const Tensor& cond_in, const Tensor& a_in, const Tensor& b_in, Site site) {
   SiteScope scope(site);
   if (const DType p = reduced_promotion(a_in, b_in); p != kBool)  // PyTorch's promotion
-    return where(cond_in, a_in.to(p), b_in.to(p), site);
+    return where(cond_in, a_in.to(p), b_in.to(p), site).to(reduced_result(a_in, b_in));
   const Tensor cond = contig(cond_in);
   const Tensor a = contig(a_in);
   const Tensor b = contig(b_in);

@@ -63,6 +63,22 @@ TEST_CASE("half binary: a reduced tensor with a float32 one promotes, gradients 
   REQUIRE(add(h, bf).to_vector<float>() == std::vector<float>{1.5f, 1.5f, 1.5f});
   REQUIRE(lt(bf, h).dtype() == kBool);
   REQUIRE(where(lt(bf, h), bf, h).dtype() == kFloat32);
+  // a 0-dim float32 tensor does not promote a dimensioned bf16 one (PyTorch's rule): the result
+  // is bf16, the product taken in float32 and rounded once; its gradient stays float32
+  {
+    manual_seed(6);
+    Tensor x32 = randn({1029}).to(kBFloat16).to(kFloat32);
+    Tensor x = x32.to(kBFloat16).requires_grad_();
+    Tensor s = full({}, 2.7, kFloat32).requires_grad_();
+    Tensor y = mul(x, s);
+    REQUIRE(y.dtype() == kBFloat16);
+    REQUIRE(y.to(kFloat32).to_vector<float>() ==
+            mul(x32, 2.7).to(kBFloat16).to(kFloat32).to_vector<float>());
+    y.to(kFloat32).sum().backward();
+    REQUIRE(s.grad().dtype() == kFloat32);
+    REQUIRE(x.grad().dtype() == kBFloat16);
+    REQUIRE(add(full({}, 1.0, kBFloat16), ones({3}, kFloat32)).dtype() == kFloat32);
+  }
   // int with float keeps its error, float32 with float64 too (unchanged)
   REQUIRE_ERROR(add(ones({2}, kBFloat16), ones({2}, kInt64)), "add");
   REQUIRE_ERROR(add(ones({2}, kFloat32), ones({2}, kFloat64)), "add");
@@ -70,10 +86,10 @@ TEST_CASE("half binary: a reduced tensor with a float32 one promotes, gradients 
 
 TEST_CASE("half binary: a double scalar does not promote and is not rounded to bf16 first") {
   // x * 2.7 stays bfloat16 and is float32(x)·float32(2.7) rounded once. PyTorch 1.13 rounds the
-  // scalar to bf16 first (2.703125), which we deliberately do not: 1.5 * 2.7 = 4.05 rounds to
-  // 4.0625 here, PyTorch gives 4.0625 too but x = 3.0 shows the difference: 8.1 -> 8.125 here,
-  // 3 * 2.703125 = 8.109375 -> 8.125 in PyTorch; x = 1.0: 2.703125 both; x = 7: 18.9 -> 18.875
-  // here, PyTorch 7 * 2.703125 = 18.921875 -> 18.875 (ties away) — checked against float32 below.
+  // scalar to bf16 first (2.703125), which we deliberately do not: 9 * 2.7 = 24.3 gives 24.25
+  // here, PyTorch's 9 * 2.703125 = 24.328125 gives 24.375 (likewise 13 -> 35.0 vs 35.25).
+  REQUIRE(mul(full({1}, 9.0, kBFloat16), 2.7).to(kFloat32).item<float>() == 24.25f);
+  REQUIRE(mul(full({1}, 13.0, kBFloat16), 2.7).to(kFloat32).item<float>() == 35.0f);
   for (DType t : {kBFloat16, kFloat16}) {
     manual_seed(5);
     Tensor x32 = (randn({1029}) * 4).to(t).to(kFloat32);
