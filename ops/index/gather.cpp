@@ -379,7 +379,7 @@ void check_probs(const Tensor& probs, int64_t N, int64_t C, int64_t num_samples,
 
 Tensor multinomial(const Tensor& probs_in, int64_t num_samples, bool replacement, Site site) {
   SiteScope scope(site);
-  const Tensor probs = contig(probs_in);
+  const Tensor probs = widen(contig(probs_in));  // bfloat16 / float16: drawn from float32 copies
   constexpr const char* op = "multinomial";
   check_float(probs, op, "probs", true);
   if (on_cuda(probs))
