@@ -36,10 +36,19 @@ RecordInfo elementwise_info(const Tensor& out, int bwd_per_element) {
 Tensor binary_kernel(const char* op, kern::BinOp code, const Tensor& a_in, const Tensor& b_in,
                      DType out_dtype) {
   if (!on_cuda(a_in) && is_reduced(a_in.dtype())) {
-    // bfloat16 / float16: the float32 walk on float32 copies of the operands, each converted at
-    // its own size (not the broadcast one), the result rounded once (ops/core/cpu/reduced.hpp).
-    // The bits are the float32 kernel's on the same values; the broadcast walk stays written once.
+    // bfloat16 / float16, the float32 kernel's bits on the same values, rounded once
+    // (ops/core/cpu/reduced.hpp): operands of one shape in float32 chunks (no copies); a broadcast
+    // or a comparison as the float32 walk on float32 copies of the operands, each converted at its
+    // own size (not the broadcast one), so the broadcast walk stays written once.
     const bool cmp = out_dtype == kBool;
+    if (!cmp && a_in.shape() == b_in.shape()) {
+      Tensor ha, hb;
+      const Tensor &a = dense_ref(a_in, ha), &b = dense_ref(b_in, hb);
+      Tensor out = Tensor::empty(a.shape(), out_dtype);
+      cpu::binary_flat_reduced(code, cdt(out_dtype), out.data_ptr(), a.data_ptr(), b.data_ptr(),
+                               out.numel());
+      return out;
+    }
     const Tensor o = binary_kernel(op, code, widen(a_in), widen(b_in), cmp ? kBool : kFloat32);
     return cmp ? o : narrow(o, out_dtype);
   }

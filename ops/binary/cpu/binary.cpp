@@ -13,6 +13,7 @@
 // Deliberately not here: unary ops (unary.cpp), the op bodies and their checks (ops/<family>/*.cpp).
 #include "ops/binary/cpu/extra.hpp"
 #include "ops/core/cpu/kernels.hpp"
+#include "ops/core/cpu/reduced.hpp"
 #include "ops/core/cpu/simd.hpp"
 #include "ops/core/cpu/xt.hpp"
 
@@ -247,6 +248,14 @@ void where(T* out, const bool* cond, const T* a, const T* b, const Shape& so, co
   }
   xtd::for_rows<3>(w, [&](int64_t r, const std::array<int64_t, 3>& off) {
     span(out + r * w.inner, cond + off[0], a + off[1], b + off[2], w.inner);
+  });
+}
+
+void binary_flat_reduced(BinOp op, kern::DT dt, void* out, const void* a, const void* b,
+                         int64_t n) {
+  reduced::elementwise<2>(dt, n, out, {a, b}, [&](float* o, const float* const* in, int64_t m) {
+    const Shape s{m};
+    binary<float, float>(op, o, in[0], in[1], s, s, s);
   });
 }
 
