@@ -37,7 +37,8 @@ const std::set<std::string> kRefuses = {"matmul",
                                         "cross_entropy",
                                         "apply_rotary",
 
-                                        "scaled_dot_product_attention"};
+                                        "scaled_dot_product_attention",
+                                        "attention"};
 
 void require_close(const std::string& name, const Tensor& y, const Tensor& want, DType t) {
   INFO(name << " " << dtype_name(t));
@@ -142,6 +143,8 @@ std::vector<std::pair<std::string, Fn>> table() {
       {"isclose", [](T x) { return isclose(x, add(x, 1e-6)); }},
       {"logical_and", [](T x) { return logical_and(gt(x, 1.0), lt(x, 2.0)); }},
       {"logical_not", [](T x) { return logical_not(gt(x, 1.0)); }},
+      {"logical_or", [](T x) { return logical_or(x, sub(x, x)); }},
+      {"logical_xor", [](T x) { return logical_xor(x, gt(x, 1.0)); }},
       {"eq", [](T x) { return eq(x, x); }},
       {"ne", [](T x) { return ne(x, mul(x, 2.0)); }},
       {"le", [](T x) { return le(x, 1.0); }},
@@ -250,6 +253,11 @@ std::vector<std::pair<std::string, Fn>> table() {
          const Tensor q = reshape(x, {1, 1, 4, 6});
          return scaled_dot_product_attention(q, q, q).output;
        }},
+      {"attention",
+       [](T x) {
+         const Tensor q = reshape(x, {1, 4, 6});
+         return attention(q, q, q).first;
+       }},
   };
 }
 }  // namespace
@@ -259,6 +267,15 @@ TEST_CASE("half ops: every other op gives a close result or an Error naming op a
     for (const auto& [name, f] : table()) sweep(name, f, t);
 }
 
+TEST_CASE("half ops: the bitwise ops stay integer-only and say so") {
+  for (DType t : {kBFloat16, kFloat16}) {
+    const Tensor x = ones({3}, t);
+    REQUIRE_ERROR(bitwise_and(x, x), dtype_name(t));
+    REQUIRE_ERROR(bitwise_not(x), dtype_name(t));
+    REQUIRE_ERROR(bitwise_left_shift(x, x), dtype_name(t));
+  }
+}
+
 TEST_CASE("half ops: in-place ops write the reduced dtype, rounded once") {
   for (DType t : {kBFloat16, kFloat16}) {
     Tensor x = full({3, 1029}, 1.0, t);
@@ -266,7 +283,10 @@ TEST_CASE("half ops: in-place ops write the reduced dtype, rounded once") {
     REQUIRE(x.dtype() == t);
     REQUIRE(x.to(kFloat32).to_vector<float>()[1028] ==
             add(ones({1}), full({1}, 1.0 / 3, t).to(kFloat32)).to(t).to(kFloat32).item<float>());
-    mul_(x, 2.0);
+    sub_(x, full({3, 1029}, 0.25, t));
+    add_(x, 0.25);
+    div_(x, 0.5);
+    mul_(x, 1.0);
     clamp_(x, 0.0, 2.5);
     REQUIRE(x.to(kFloat32).max().item<float>() == 2.5f);
     masked_fill_(x, gt(x, 1.0), -1.0);
