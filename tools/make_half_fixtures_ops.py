@@ -92,13 +92,13 @@ def main():
     case("where", lambda a, b: torch.where(a > 0, a, b), bc, special=False)
     # reductions
     case("sum", lambda x: x.sum(), flat)
-    case("sum_dim", lambda x: x.sum(1), [(9, 130, 5)], special=False)
-    case("mean_dim", lambda x: x.mean(-1), [(9, 1030)], special=False)
+    case("sum_dim", lambda x: x.sum(1), [(3, 130, 5)], special=False)
+    case("mean_dim", lambda x: x.mean(-1), [(3, 1030)], special=False)
     case("amax_dim", lambda x: x.amax(0), [(33, 40)], special=False)
     # forward only: at a NaN maximum PyTorch sends the gradient to the NaN, ours (float32 too) not
     case("max", lambda x: x.max(), flat, grad=False)
     # PyTorch's bf16 var backward subtracts a bf16-rounded mean: float32 reference
-    case("var_dim", lambda x: x.var(1), [(9, 130, 5)], special=False, ref32=True)
+    case("var_dim", lambda x: x.var(1), [(3, 130, 5)], special=False, ref32=True)
     # PyTorch's bf16 logsumexp backward reads its bf16-rounded result: float32 reference
     case("logsumexp", lambda x: torch.logsumexp(x, 1), [(9, 130)], special=False, ref32=True)
     case("cumsum", lambda x: torch.cumsum(x, 1), [(5, 300)], special=False)
@@ -111,7 +111,7 @@ def main():
          special=False)
     # PyTorch's bf16 embedding backward rounds the running sum of a repeated row at each repeat
     case("embedding", lambda w: torch.nn.functional.embedding(
-        torch.tensor([[0, 3, 3], [4, 0, 3]]), w), [(5, 1029)], special=False, ref32=True)
+        torch.tensor([[0, 3, 3], [4, 0, 3]]), w), [(5, 300)], special=False, ref32=True)
     # stable: ties (many among bf16 values) keep index order, as ours
     case("sort", lambda x: torch.sort(x, stable=True, dim=1, descending=True)[0], [(4, 300)],
          special=False)
