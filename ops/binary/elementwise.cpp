@@ -119,20 +119,6 @@ Tensor with_number(const Tensor& a, double b, I on_int, F on_float) {
   return on_float(a.to(get_default_dtype()));
 }
 
-// A composed backward of reduced-type (bfloat16 / float16) values: f on float32 casts of them and
-// each gradient cast back, so every gradient is rounded once (the casts are recorded under
-// create_graph). Other dtypes: f on the values as they are.
-template <typename F>
-std::vector<Tensor> in_float32(std::vector<Tensor> v, F&& f) {
-  const DType dt = v[0].dtype();
-  if (!is_reduced(dt)) return f(v);
-  for (Tensor& t : v) t = t.to(kFloat32);
-  std::vector<Tensor> r = f(v);
-  for (Tensor& t : r)
-    if (t.defined()) t = t.to(dt);
-  return r;
-}
-
 }  // namespace
 
 namespace detail {
