@@ -6,6 +6,7 @@
 // add / mul of two bool tensors are or / and (PyTorch's rules).
 #include "ops/binary/extra_op.hpp"
 #include "ops/core/cpu/kernels.hpp"
+#include "ops/core/widen.hpp"
 #include "ops/core/cuda_dispatch.hpp"
 #include "ops/core/detail.hpp"
 #include "ops/core/kernels.hpp"
@@ -34,6 +35,23 @@ RecordInfo elementwise_info(const Tensor& out, int bwd_per_element) {
 // cpu::binary or cuda::binary.
 Tensor binary_kernel(const char* op, kern::BinOp code, const Tensor& a_in, const Tensor& b_in,
                      DType out_dtype) {
+  if (!on_cuda(a_in) && is_reduced(a_in.dtype())) {
+    // bfloat16 / float16, the float32 kernel's bits on the same values, rounded once
+    // (ops/core/cpu/reduced.hpp): operands of one shape in float32 chunks (no copies); a broadcast
+    // or a comparison as the float32 walk on float32 copies of the operands, each converted at its
+    // own size (not the broadcast one), so the broadcast walk stays written once.
+    const bool cmp = out_dtype == kBool;
+    if (!cmp && a_in.shape() == b_in.shape()) {
+      Tensor ha, hb;
+      const Tensor &a = dense_ref(a_in, ha), &b = dense_ref(b_in, hb);
+      Tensor out = Tensor::empty(a.shape(), out_dtype);
+      cpu::binary_flat_reduced(code, cdt(out_dtype), out.data_ptr(), a.data_ptr(), b.data_ptr(),
+                               out.numel());
+      return out;
+    }
+    const Tensor o = binary_kernel(op, code, widen(a_in), widen(b_in), cmp ? kBool : kFloat32);
+    return cmp ? o : narrow(o, out_dtype);
+  }
   Tensor ha, hb;  // the kernels read row-major operands
   const Tensor &a = dense_ref(a_in, ha), &b = dense_ref(b_in, hb);
   const Shape os = a.shape() == b.shape() ? a.shape() : broadcast_shapes(a.shape(), b.shape(), op);
@@ -188,6 +206,8 @@ Tensor sum_to(const Tensor& g, const Shape& shape) {
 // ---- binary ops ----
 Tensor add(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
+  if (const DType p = reduced_promotion(a, b); p != kBool)
+    return add(a.to(p), b.to(p), site).to(reduced_result(a, b));
   if (both_bool(a, b)) return bool_pair("add", cpu::XOp::Or, a, b);
   check_binary("add", a, b, true);
   Tensor out = binary_kernel("add", kern::BinOp::Add, a, b, a.dtype());
@@ -205,6 +225,8 @@ Tensor add(const Tensor& a, const Tensor& b, Site site) {
 }
 Tensor sub(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
+  if (const DType p = reduced_promotion(a, b); p != kBool)
+    return sub(a.to(p), b.to(p), site).to(reduced_result(a, b));
   refuse_bool("sub", a, "self", "subtraction");
   refuse_bool("sub", b, "other", "subtraction");
   check_binary("sub", a, b, true);
@@ -223,6 +245,8 @@ Tensor sub(const Tensor& a, const Tensor& b, Site site) {
 }
 Tensor mul(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
+  if (const DType p = reduced_promotion(a, b); p != kBool)
+    return mul(a.to(p), b.to(p), site).to(reduced_result(a, b));
   if (both_bool(a, b)) return bool_pair("mul", cpu::XOp::And, a, b);
   check_binary("mul", a, b, true);
   Tensor out = binary_kernel("mul", kern::BinOp::Mul, a, b, a.dtype());
@@ -233,15 +257,34 @@ Tensor mul(const Tensor& a, const Tensor& b, Site site) {
     record("mul", out, {a, b}, info.differentiable(),
            [sa, sb, ga, gb](const Tensor& g) -> std::vector<Tensor> {
              const Tensor a = sa.get(), b = sb.get();
-             return {ga ? sum_to(mul(g, b), a.shape()) : Tensor(),
-                     gb ? sum_to(mul(g, a), b.shape()) : Tensor()};
+             auto grads = [&](const std::vector<Tensor>& v) -> std::vector<Tensor> {
+               return {ga ? sum_to(mul(v[0], v[2]), a.shape()) : Tensor(),
+                       gb ? sum_to(mul(v[0], v[1]), b.shape()) : Tensor()};
+             };
+             // a broadcast operand sums products: in float32 for reduced types, rounded once
+             if (a.shape() != g.shape() || b.shape() != g.shape())
+               return in_float32({g, a, b}, grads);
+             return grads({g, a, b});
            });
   }
   return out;
 }
+namespace {
+// div's gradients: g / b and -g·(out / b), each summed to its operand's shape.
+std::vector<Tensor> div_grads(const Tensor& g, const Tensor& sb, const Tensor& so, const Shape& sa,
+                              bool gb) {
+  Tensor ga = div(g, sb);  // d(a/b)/da = 1/b
+  // d(a/b)/db = -a/b² = -g·(out/b), in PyTorch's order: (0, 1e-310) gives -0, not
+  // the NaN of -(g/b)·out
+  Tensor db = gb ? sum_to(neg(mul(g, div(so, sb))), sb.shape()) : Tensor();
+  return {sum_to(ga, sa), db};
+}
+}  // namespace
 // True division: int64 operands divide in the default float dtype, as PyTorch's a / b.
 Tensor div(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
+  if (const DType p = reduced_promotion(a, b); p != kBool)
+    return div(a.to(p), b.to(p), site).to(reduced_result(a, b));
   check_binary("div", a, b, true);
   if (a.dtype() == kInt64) return div(a.to(get_default_dtype()), b.to(get_default_dtype()));
   Tensor out = binary_kernel("div", kern::BinOp::Div, a, b, a.dtype());
@@ -251,13 +294,11 @@ Tensor div(const Tensor& a, const Tensor& b, Site site) {
     RecordInfo info = elementwise_info(out, 1 + 2 * gb);
     Saved hb = info.save(b), ho = info.save_output(out);
     record("div", out, {a, b}, info.differentiable(),
-           [sa, hb, ho, gb](const Tensor& g) -> std::vector<Tensor> {
-             const Tensor sb = hb.get(), so = ho.get();
-             Tensor ga = div(g, sb);  // d(a/b)/da = 1/b
-             // d(a/b)/db = -a/b² = -g·(out/b), in PyTorch's order: (0, 1e-310) gives -0, not
-             // the NaN of -(g/b)·out
-             Tensor db = gb ? sum_to(neg(mul(g, div(so, sb))), sb.shape()) : Tensor();
-             return {sum_to(ga, sa), db};
+           [sa, hb, ho, gb](const Tensor& g_in) -> std::vector<Tensor> {
+             return in_float32({g_in, hb.get(), ho.get()}, [&](const std::vector<Tensor>& v) {
+               const Tensor &g = v[0], &sb = v[1], &so = v[2];
+               return div_grads(g, sb, so, sa, gb);
+             });
            });
   }
   return out;
@@ -266,6 +307,8 @@ Tensor div(const Tensor& a, const Tensor& b, Site site) {
 // truncated toward 0, as PyTorch's tensor form (ops/binary/cpu/binary.cpp's powi).
 Tensor pow(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
+  if (const DType p = reduced_promotion(a, b); p != kBool)
+    return pow(a.to(p), b.to(p), site).to(reduced_result(a, b));
   check_binary("pow", a, b, true);
   if (a.dtype() == kInt64) return binary_extra("pow", cpu::XOp::Pow, a, b);
   Tensor out = binary_kernel("pow", kern::BinOp::Pow, a, b, a.dtype());
@@ -274,19 +317,22 @@ Tensor pow(const Tensor& a, const Tensor& b, Site site) {
     RecordInfo info = elementwise_info(out, 3 + 3 * gb);
     Saved ha = info.save(a), hb = info.save(b), ho = info.save_output(out);
     record("pow", out, {a, b}, info.differentiable(),
-           [ha, hb, ho, gb](const Tensor& g) -> std::vector<Tensor> {
-             const Tensor sa = ha.get(), sb = hb.get(), so = ho.get();
-             // PyTorch's rules: d/da = b·a^(b-1), 0 where b == 0; d/db = out·log(a), 0 where
-             // a == 0 and b >= 0 (where out is 0 or 1 and log(a) -inf).
-             Tensor z = zeros({}, sa.dtype(), sa.device());
-             Tensor da_local = where(eq(sb, z), z, mul(sb, pow(sa, sub(sb, 1.0))));
-             Tensor da = sum_to(mul(g, da_local), sa.shape());
-             Tensor db;
-             if (gb) {
-               Tensor t = mul(so, log(sa));
-               db = sum_to(mul(g, where(eq(sa, z), where(ge(sb, z), z, t), t)), sb.shape());
-             }
-             return {da, db};
+           [ha, hb, ho, gb](const Tensor& g_in) -> std::vector<Tensor> {
+             return in_float32(
+                 {g_in, ha.get(), hb.get(), ho.get()}, [&](const std::vector<Tensor>& v) {
+                   const Tensor &g = v[0], &sa = v[1], &sb = v[2], &so = v[3];
+                   // PyTorch's rules: d/da = b·a^(b-1), 0 where b == 0; d/db = out·log(a), 0 where
+                   // a == 0 and b >= 0 (where out is 0 or 1 and log(a) -inf).
+                   Tensor z = zeros({}, sa.dtype(), sa.device());
+                   Tensor da_local = where(eq(sb, z), z, mul(sb, pow(sa, sub(sb, 1.0))));
+                   Tensor da = sum_to(mul(g, da_local), sa.shape());
+                   Tensor db;
+                   if (gb) {
+                     Tensor t = mul(so, log(sa));
+                     db = sum_to(mul(g, where(eq(sa, z), where(ge(sb, z), z, t), t)), sb.shape());
+                   }
+                   return std::vector<Tensor>{da, db};
+                 });
            });
   }
   return out;
@@ -296,6 +342,8 @@ namespace {
 // it). The gradient goes to the selected operand, ties share it equally, and where either is NaN
 // both get it (PyTorch's rule: an operand's weight is 1 - [it loses] - ½[tie]).
 Tensor extremum(const char* op, const Tensor& a, const Tensor& b, bool is_max) {
+  if (const DType p = reduced_promotion(a, b); p != kBool)
+    return extremum(op, a.to(p), b.to(p), is_max).to(reduced_result(a, b));
   check_defined(a, op, "self");
   check_defined(b, op, "other");
   check_same_device(a, b, op, "self", "other");
@@ -444,6 +492,8 @@ Tensor clamp_max(const Tensor& a, double hi, Site site) {
 // ---- comparisons ----
 namespace {
 Tensor compare(const char* op, kern::BinOp code, const Tensor& a, const Tensor& b) {
+  if (const DType p = reduced_promotion(a, b); p != kBool)  // exact: no rounding
+    return compare(op, code, a.to(p), b.to(p));
   check_defined(a, op, "self");
   check_defined(b, op, "other");
   check_same_device(a, b, op, "self", "other");

@@ -23,6 +23,15 @@ void check_int_divisor(const char* op, const Tensor& b);
 // integer in int64's range counts as a Python int (the result stays int64); any other (2.5, inf,
 // NaN, 1e20) as a Python float (the tensor promotes to the default float dtype).
 bool is_int_scalar(double v);
+// PyTorch's promotion between two floating tensors when either is bfloat16 or float16 (bfloat16
+// with float32 gives float32, bfloat16 with float16 float32): the dtype both are cast to, or
+// kBool when none applies (one dtype; float32 with float64 and int with float keep their errors).
+// The caller casts with .to(), recorded, so each gradient reaches its operand in its own dtype.
+DType reduced_promotion(const Tensor& a, const Tensor& b);
+// The dtype such an op returns: the promoted one, except that a 0-dim tensor does not promote a
+// dimensioned one (PyTorch's rule: a bfloat16 tensor times a float32 0-dim tensor is bfloat16,
+// computed in float32 and rounded once here).
+DType reduced_result(const Tensor& a, const Tensor& b);
 // v as a 0-dim int64 tensor on `device`, exactly (a double holds integers to 2^53 only).
 Tensor int64_scalar(int64_t v, Device device);
 

@@ -12,6 +12,7 @@
 // (ops/binary/elementwise.cpp), the bitwise ops (ops/binary/bitwise.cpp).
 #include "autograd/tape.hpp"
 #include "ops/binary/extra_op.hpp"
+#include "ops/core/widen.hpp"
 #include "ops/core/cuda_dispatch.hpp"
 #include "ops/core/detail.hpp"
 #include "ops/ops.hpp"
@@ -68,6 +69,8 @@ Tensor binary_extra(const char* op, cpu::XOp code, const Tensor& a_in, const Ten
   NoGradGuard ng;
   if (on_cuda(a_in))  // no CUDA kernels: the CPU's, on host copies
     return binary_extra(op, code, a_in.cpu(), b_in.cpu()).to(a_in.device());
+  if (is_reduced(a_in.dtype()))  // the float32 kernel on float32 copies, rounded once
+    return narrow(binary_extra(op, code, widen(a_in), widen(b_in)), a_in.dtype());
   Tensor ha, hb;
   const Tensor &a = dense_ref(a_in, ha), &b = dense_ref(b_in, hb);
   const Shape os = broadcast_shapes(a.shape(), b.shape(), op);
@@ -84,6 +87,17 @@ void check_operands(const char* op, const Tensor& a, const Tensor& b) {
   check_same_device(a, b, op, "input", "other");
   check_same_dtype(a, b, op, "input", "other");
   broadcast_shapes(a.shape(), b.shape(), op);
+}
+DType reduced_promotion(const Tensor& a, const Tensor& b) {
+  if (!a.defined() || !b.defined() || a.dtype() == b.dtype()) return kBool;
+  if (!is_floating(a.dtype()) || !is_floating(b.dtype())) return kBool;
+  if (!is_reduced(a.dtype()) && !is_reduced(b.dtype())) return kBool;
+  return promote_types(a.dtype(), b.dtype());
+}
+DType reduced_result(const Tensor& a, const Tensor& b) {
+  if (a.dim() == 0 && b.dim() > 0) return b.dtype();
+  if (b.dim() == 0 && a.dim() > 0) return a.dtype();
+  return reduced_promotion(a, b);
 }
 void check_int_divisor(const char* op, const Tensor& b_in) {
   if (b_in.dtype() != kInt64) return;
@@ -145,6 +159,8 @@ Tensor int_division(const char* op, XOp code, const Tensor& a, const Tensor& b) 
 // d/dinput = 1, d/dother = -trunc(input / other) (PyTorch's; 0 at other = ±inf).
 Tensor fmod(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
+  if (const DType p = reduced_promotion(a, b); p != kBool)
+    return fmod(a.to(p), b.to(p), site).to(reduced_result(a, b));
   check_division("fmod", a, b);
   if (a.dtype() == kInt64) return int_division("fmod", XOp::Fmod, a, b);
   const Tensor y = binary_extra("fmod", XOp::Fmod, a, b);
@@ -161,6 +177,8 @@ Tensor fmod(const Tensor& a, double b, Site site) {
 // with PyTorch's floor division (so -1 at (-1, inf)).
 Tensor remainder(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
+  if (const DType p = reduced_promotion(a, b); p != kBool)
+    return remainder(a.to(p), b.to(p), site).to(reduced_result(a, b));
   check_division("remainder", a, b);
   if (a.dtype() == kInt64) return int_division("remainder", XOp::Remainder, a, b);
   const Tensor y = binary_extra("remainder", XOp::Remainder, a, b);
@@ -177,6 +195,8 @@ Tensor remainder(const Tensor& a, double b, Site site) {
 // "trunc" (trunc(a / b)). int64 stays int64; floats have a zero gradient (PyTorch's).
 namespace {
 Tensor rounded_div(const char* op, XOp code, const Tensor& a, const Tensor& b) {
+  if (const DType p = reduced_promotion(a, b); p != kBool)
+    return rounded_div(op, code, a.to(p), b.to(p)).to(reduced_result(a, b));
   check_division(op, a, b);
   if (a.dtype() == kInt64) return int_division(op, code, a, b);
   Tensor y = binary_extra(op, code, a, b);
@@ -221,6 +241,10 @@ Tensor floor_divide(const Tensor& a, double b, Site site) {
 // |input| with the sign bit of other. d/dinput = sign(input)·(±1) (0 at input = 0), d/dother = 0.
 Tensor copysign(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
+  if (const DType p = reduced_promotion(a, b); p != kBool)
+    return copysign(a.to(p), b.to(p), site).to(reduced_result(a, b));
+  if (is_reduced(a.dtype()))  // composed in float32 on recorded casts: rounded once
+    return copysign(a.to(kFloat32), b.to(kFloat32), site).to(a.dtype());
   check_pair(a, b, "copysign");
   Tensor y, da;
   {
@@ -239,6 +263,9 @@ Tensor copysign(const Tensor& a, double b, Site site) {
 // (end - (end - input)·(1 - weight)), which is exact at weight = 1.
 Tensor lerp(const Tensor& a, const Tensor& end, const Tensor& w, Site site) {
   SiteScope scope(site);
+  if (a.defined() && end.defined() && w.defined() && is_reduced(a.dtype()) &&
+      a.dtype() == end.dtype() && a.dtype() == w.dtype())  // composed in float32, rounded once
+    return lerp(a.to(kFloat32), end.to(kFloat32), w.to(kFloat32), site).to(a.dtype());
   check_pair(a, end, "lerp");
   check_float(w, "lerp", "weight", true);
   check_same_dtype(a, w, "lerp", "input", "weight");
@@ -259,6 +286,10 @@ Tensor lerp(const Tensor& a, const Tensor& end, double w, Site site) {
 // recorded ops.
 Tensor logaddexp(const Tensor& a, const Tensor& b, Site site) {
   SiteScope scope(site);
+  if (const DType p = reduced_promotion(a, b); p != kBool)
+    return logaddexp(a.to(p), b.to(p), site).to(reduced_result(a, b));
+  if (is_reduced(a.dtype()))  // composed in float32 on recorded casts: rounded once
+    return logaddexp(a.to(kFloat32), b.to(kFloat32), site).to(a.dtype());
   check_pair(a, b, "logaddexp");
   Tensor y;
   {
@@ -283,6 +314,10 @@ Tensor logaddexp(const Tensor& a, const Tensor& b, Site site) {
 Tensor isclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan,
                Site site) {
   SiteScope scope(site);
+  if (const DType p = reduced_promotion(a, b); p != kBool)
+    return isclose(a.to(p), b.to(p), rtol, atol, equal_nan, site);
+  if (is_reduced(a.dtype()))  // exact: float32 holds every reduced value
+    return isclose(a.to(kFloat32), b.to(kFloat32), rtol, atol, equal_nan, site);
   check_pair(a, b, "isclose");
   if (!(rtol >= 0) || !(atol >= 0))
     throw Error(fmt::format("isclose: rtol {} and atol {} must be >= 0 (input {}, other {})", rtol,

@@ -5,6 +5,7 @@
 // a where cond is true and b elsewhere, all three broadcasting to one output shape. Gradients flow
 // only through the elements that were taken and are summed back to each input's shape (sum_to).
 // Deliberately not here: the comparisons that make masks (eq, lt, ...: elementwise.cpp).
+#include "ops/binary/extra_op.hpp"
 #include "ops/core/cpu/kernels.hpp"
 #include "ops/core/cuda_dispatch.hpp"
 #include "ops/core/detail.hpp"
@@ -35,6 +36,13 @@ Tensor where_kernel(const char* op, const Tensor& cond, const Tensor& a, const T
     kernels(op, a.device())
         .where(cdt(a.dtype()), out.data_ptr(), static_cast<const bool*>(cond.data_ptr()), sc.data(),
                0, a.data_ptr(), b.data_ptr(), st);
+    return out;
+  }
+  if (is_reduced(a.dtype())) {  // bfloat16 / float16: a select moves bits, nothing rounds
+    cpu::where<uint16_t>(static_cast<uint16_t*>(out.data_ptr()), cond.data<bool>(),
+                         static_cast<const uint16_t*>(a.data_ptr()),
+                         static_cast<const uint16_t*>(b.data_ptr()), os, cond.shape(), a.shape(),
+                         b.shape());
     return out;
   }
   dispatch_all(a.dtype(), op, [&](auto tag) {
@@ -93,6 +101,8 @@ Tensor Tensor::masked_fill(const Tensor& mask, double value, Site site) const {
 // ---- where: out = cond ? a : b, all three broadcasting ----
 Tensor where(const Tensor& cond_in, const Tensor& a_in, const Tensor& b_in, Site site) {
   SiteScope scope(site);
+  if (const DType p = reduced_promotion(a_in, b_in); p != kBool)  // PyTorch's promotion
+    return where(cond_in, a_in.to(p), b_in.to(p), site).to(reduced_result(a_in, b_in));
   const Tensor cond = contig(cond_in);
   const Tensor a = contig(a_in);
   const Tensor b = contig(b_in);

@@ -10,9 +10,12 @@
 #include "ops/core/cpu/kernels.hpp"
 #include "ops/core/cuda_dispatch.hpp"
 #include "ops/core/detail.hpp"
+#include "ops/core/widen.hpp"
 #include "ops/ops.hpp"
 
 #include <fmt/ranges.h>
+
+#include <cstring>
 
 namespace tg {
 using namespace detail;
@@ -80,6 +83,12 @@ void forward_kernel(const Tensor& out, const Tensor& indices, const Tensor& weig
                       static_cast<const int64_t*>(indices.data_ptr()), 1, V, n, C);
     return;
   }
+  if (is_reduced(weight.dtype())) {  // bfloat16 / float16: rows of bits
+    cpu::embedding_forward<uint16_t>(static_cast<uint16_t*>(out.data_ptr()),
+                                     static_cast<const uint16_t*>(weight.data_ptr()),
+                                     indices.data<int64_t>(), n, C);
+    return;
+  }
   dispatch_float(weight.dtype(), kOp, [&](auto tag) {
     using T = decltype(tag);
     cpu::embedding_forward<T>(out.data<T>(), weight.data<T>(), indices.data<int64_t>(), n, C);
@@ -100,6 +109,13 @@ void backward_kernel(const Tensor& dw, const Tensor& g, const Tensor& indices, i
       kernels("embedding backward", g.device())
           .memset_zero(static_cast<char*>(dw.data_ptr()) + pad * C * dtype_size(g.dtype()),
                        C * dtype_size(g.dtype()), g.device().index);
+    return;
+  }
+  if (is_reduced(g.dtype())) {  // summed in float32, each dweight element rounded once
+    Tensor d32 = zeros(dw.shape(), kFloat32);
+    backward_kernel(d32, widen(g), indices, pad, deterministic);
+    std::memcpy(dw.data_ptr(), narrow(d32, g.dtype()).data_ptr(),
+                dw.numel() * dtype_size(g.dtype()));
     return;
   }
   dispatch_float(g.dtype(), kOp, [&](auto tag) {

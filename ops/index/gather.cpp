@@ -22,6 +22,7 @@
 #include "ops/core/cpu/kernels.hpp"
 #include "ops/core/cuda_dispatch.hpp"
 #include "ops/core/detail.hpp"
+#include "ops/core/widen.hpp"
 #include "ops/ops.hpp"
 
 #include <fmt/ranges.h>
@@ -121,9 +122,10 @@ Tensor gather(const Tensor& x_in, int64_t dim, const Tensor& index_in, Site site
           op, shape_str(xs), shape_str(is), wi[k], k, wx[k], d));
   check_range(op, index, wx[d], fmt::format("dim {} of x {}", d, shape_str(xs)));
   Tensor out = Tensor::empty(is, x.dtype());
-  dispatch_all(x.dtype(), "gather", [&](auto tag) {
+  dispatch_moves(x.dtype(), "gather", [&](auto tag) {
     using T = decltype(tag);
-    cpu::gather<T>(out.data<T>(), contiguous_strides(wi), x.data<T>(), contiguous_strides(wx),
+    cpu::gather<T>(static_cast<T*>(out.data_ptr()), contiguous_strides(wi),
+                   static_cast<const T*>(x.data_ptr()), contiguous_strides(wx),
                    index.data<int64_t>(), wi, d);
   });
   if (needs_record({&x})) {
@@ -161,13 +163,19 @@ Tensor scatter_add(const Tensor& x_in, int64_t dim, const Tensor& index_in, cons
   const Shape xs = x.shape(), ss = src.shape(), wx = working(xs), ws = working(ss),
               wi = working(index.shape());
   Tensor out = Tensor::empty(xs, x.dtype());
-  std::memcpy(out.data_ptr(), x.data_ptr(), x.numel() * dtype_size(x.dtype()));
-  dispatch_all(x.dtype(), "scatter_add", [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (!std::is_same_v<T, bool>)
-      cpu::scatter_add<T>(out.data<T>(), contiguous_strides(wx), src.data<T>(),
-                          contiguous_strides(ws), index.data<int64_t>(), wi, d);
-  });
+  if (is_reduced(x.dtype())) {  // summed in float32, each element rounded once
+    NoGradGuard ng;
+    out = narrow(scatter_add(widen(x), dim, index, widen(src)), x.dtype());
+  } else {
+    std::memcpy(out.data_ptr(), x.data_ptr(), x.numel() * dtype_size(x.dtype()));
+  }
+  if (!is_reduced(x.dtype()))
+    dispatch_all(x.dtype(), "scatter_add", [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (!std::is_same_v<T, bool>)
+        cpu::scatter_add<T>(out.data<T>(), contiguous_strides(wx), src.data<T>(),
+                            contiguous_strides(ws), index.data<int64_t>(), wi, d);
+    });
   if (needs_record({&x, &src})) {
     const bool gsrc = src.requires_grad();
     RecordInfo info =
@@ -178,10 +186,11 @@ Tensor scatter_add(const Tensor& x_in, int64_t dim, const Tensor& index_in, cons
              const Tensor si = hi.get();
              if (!gsrc) return {g, Tensor()};
              Tensor dsrc = zeros(ss, g.dtype());  // src's shape; zero where index does not reach
-             dispatch_float(g.dtype(), "scatter_add backward", [&](auto tag) {
+             dispatch_moves(g.dtype(), "scatter_add backward", [&](auto tag) {
                using T = decltype(tag);
-               cpu::gather<T>(dsrc.data<T>(), contiguous_strides(working(ss)), g.data<T>(),
-                              contiguous_strides(wx), si.data<int64_t>(), working(si.shape()), d);
+               cpu::gather<T>(static_cast<T*>(dsrc.data_ptr()), contiguous_strides(working(ss)),
+                              static_cast<const T*>(g.data_ptr()), contiguous_strides(wx),
+                              si.data<int64_t>(), working(si.shape()), d);
              });
              // its adjoint reads src only where index reaches, as dsrc is nonzero only there
              return {g,
@@ -209,11 +218,15 @@ ValuesIndices sort_kernel(const char* op, const Tensor& x_in, int64_t dim, int64
   if (!os.empty()) os[d] = k;
   const int64_t kk = xs.empty() ? 1 : k;  // the kernel's k
   ValuesIndices r{Tensor::empty(os, x.dtype()), Tensor::empty(os, kInt64)};
-  dispatch_all(x.dtype(), op, [&](auto tag) {
-    using T = decltype(tag);
-    cpu::sort_rows<T>(r.values.data<T>(), r.indices.data<int64_t>(), x.data<T>(), a.outer, a.n,
-                      a.inner, kk, descending, sorted);
-  });
+  if (is_reduced(x.dtype())) {  // sorted as float32 (exact), the values moved back unrounded
+    r = sort_kernel(op, widen(x), dim, k, descending, sorted, false);
+    r.values = narrow(r.values, x.dtype());
+  } else
+    dispatch_all(x.dtype(), op, [&](auto tag) {
+      using T = decltype(tag);
+      cpu::sort_rows<T>(r.values.data<T>(), r.indices.data<int64_t>(), x.data<T>(), a.outer, a.n,
+                        a.inner, kk, descending, sorted);
+    });
   if (record_values && needs_record({&x})) {
     RecordInfo info = RecordInfo().flops(0, 0);
     Saved hi = info.save(r.indices);
@@ -272,9 +285,10 @@ Tensor triangle(const char* op, const Tensor& x_in, int64_t diagonal, bool lower
   const int64_t n = x.dim(), N = xs[n - 2], C = xs[n - 1];
   const int64_t B = around(xs, n - 2).outer;
   Tensor out = Tensor::empty(xs, x.dtype());
-  dispatch_all(x.dtype(), op, [&](auto tag) {
+  dispatch_moves(x.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
-    cpu::triangle<T>(out.data<T>(), x.data<T>(), B, N, C, diagonal, lower);
+    cpu::triangle<T>(static_cast<T*>(out.data_ptr()), static_cast<const T*>(x.data_ptr()), B, N, C,
+                     diagonal, lower);
   });
   if (needs_record({&x})) {
     // a mask: no arithmetic
@@ -365,7 +379,7 @@ void check_probs(const Tensor& probs, int64_t N, int64_t C, int64_t num_samples,
 
 Tensor multinomial(const Tensor& probs_in, int64_t num_samples, bool replacement, Site site) {
   SiteScope scope(site);
-  const Tensor probs = contig(probs_in);
+  const Tensor probs = widen(contig(probs_in));  // bfloat16 / float16: drawn from float32 copies
   constexpr const char* op = "multinomial";
   check_float(probs, op, "probs", true);
   if (on_cuda(probs))

@@ -10,6 +10,7 @@
 // scatter_ (through ops/inplace/inplace.cpp's machinery) are the same op.
 #include "ops/core/cuda_dispatch.hpp"
 #include "ops/core/detail.hpp"
+#include "ops/core/widen.hpp"
 #include "ops/core/kernels.hpp"
 #include "ops/ops.hpp"
 
@@ -39,6 +40,8 @@ R parse_reduce(const std::string& r, const Tensor& x) {
 // the table's scatter_reduce over the index's positions.
 Tensor scatter_kernel(const char* op, const Tensor& x, int64_t d, const Tensor& index,
                       const Tensor& src, R r, bool include_self) {
+  if (!on_cuda(x) && is_reduced(x.dtype()))  // the float32 kernel on float32 copies, rounded once
+    return narrow(scatter_kernel(op, widen(x), d, index, widen(src), r, include_self), x.dtype());
   Tensor out = x.clone().detach();
   if (index.numel() == 0) return out;
   const Shape wx = x.dim() == 0 ? Shape{1} : x.shape(),

@@ -6,6 +6,7 @@
 #include "ops/core/cpu/kernels.hpp"
 #include "ops/core/cuda_dispatch.hpp"
 #include "ops/core/detail.hpp"
+#include "ops/core/widen.hpp"
 #include "ops/ops.hpp"
 
 #include <cstring>
@@ -96,13 +97,14 @@ Tensor index_select(const Tensor& x_in, int64_t dim, const Tensor& index_in, Sit
     record("index_select", out, {x}, info.differentiable(),
            [xs, d, hi](const Tensor& g) -> std::vector<Tensor> {
              const Tensor si = hi.get();
-             Tensor dx = zeros(xs, g.dtype());
+             const Tensor gw = widen(g);  // bfloat16 / float16: summed in float32
+             Tensor dx = zeros(xs, gw.dtype());
              const int64_t outer = span(xs, 0, d), size = xs[d], inner = span(xs, d + 1, xs.size());
              const int64_t k = si.numel();
              const int64_t* pi = si.data<int64_t>();
-             dispatch_float(g.dtype(), "index_select", [&](auto tag) {
+             dispatch_float(gw.dtype(), "index_select", [&](auto tag) {
                using T = decltype(tag);
-               const T* pg = g.data<T>();
+               const T* pg = gw.data<T>();
                T* pd = dx.data<T>();
                for (int64_t o = 0; o < outer; ++o)
                  for (int64_t j = 0; j < k; ++j) {
@@ -111,6 +113,7 @@ Tensor index_select(const Tensor& x_in, int64_t dim, const Tensor& index_in, Sit
                    for (int64_t i = 0; i < inner; ++i) dst[i] += src[i];
                  }
              });
+             if (gw.dtype() != g.dtype()) dx = narrow(dx, g.dtype());  // rounded once
              return {record_adjoint("index_select_backward", dx, g,
                                     [d, si](const Tensor& gg) { return index_select(gg, d, si); })};
            });

@@ -18,6 +18,7 @@
 #include "ops/core/cpu/kernels.hpp"
 #include "ops/core/cuda_dispatch.hpp"
 #include "ops/core/detail.hpp"
+#include "ops/core/widen.hpp"
 #include "ops/ops.hpp"
 
 #include <algorithm>
@@ -44,7 +45,7 @@ void write_into(const char* op, const Tensor& x, const Tensor& v_in) {
     std::memcpy(x.data_ptr(), v.data_ptr(), x.numel() * dtype_size(x.dtype()));
     return;
   }
-  dispatch_all(x.dtype(), op, [&](auto tag) {
+  dispatch_moves(x.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     cpu::strided_copy<T>(static_cast<T*>(x.data_ptr()), xst, static_cast<const T*>(v.data_ptr()),
                          vst, x.shape());

@@ -10,6 +10,7 @@
 #include "ops/core/cpu/kernels.hpp"
 #include "ops/core/cuda_dispatch.hpp"
 #include "ops/core/detail.hpp"
+#include "ops/core/widen.hpp"
 #include "ops/ops.hpp"
 
 namespace tg {
@@ -46,15 +47,21 @@ Tensor dropout(const Tensor& x_in, double p, bool training, Site site) {
     throw Error(fmt::format("{}: probability p must be in [0, 1], got {} (input {})", op, p,
                             shape_str(x.shape())));
   if (!training || p == 0.0) return x;
-  Tensor keep = Tensor::empty(x.shape(), x.dtype(), x.device());  // keep: mask·scale
-  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
-  forward_kernel(out, keep, x, p);
+  // keep: mask·scale, float32 for bfloat16 / float16 (the scale unrounded; the same draws)
+  const DType kd = is_reduced(x.dtype()) ? kFloat32 : x.dtype();
+  Tensor keep = Tensor::empty(x.shape(), kd, x.device());
+  Tensor out = Tensor::empty(x.shape(), kd, x.device());
+  forward_kernel(out, keep, widen(x), p);
+  if (kd != x.dtype()) out = narrow(out, x.dtype());  // x·mask·scale rounded once
   if (needs_record({&x})) {
     RecordInfo info =
         RecordInfo().flops(static_cast<double>(x.numel()), static_cast<double>(x.numel()));
     Saved sk = info.save(keep);
     record(op, out, {x}, info.differentiable(),  // the same mask again: linear in g
-           [sk](const Tensor& g) -> std::vector<Tensor> { return {mul(g, sk.get())}; });
+           [sk](const Tensor& g) -> std::vector<Tensor> {
+             const Tensor d = mul(g, sk.get());  // bfloat16 / float16 g: in float32, rounded once
+             return {d.dtype() == g.dtype() ? d : d.to(g.dtype())};
+           });
   }
   return out;
 }

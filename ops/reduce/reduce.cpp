@@ -315,6 +315,8 @@ Tensor argmin(const Tensor& x, int64_t dim, bool keepdim, Site site) {
 Tensor logsumexp(const Tensor& x, std::vector<int64_t> dims, bool keepdim, Site site) {
   SiteScope scope(site);
   check_float(x, "logsumexp", "input", true);
+  if (is_reduced(x.dtype()))  // composed in float32 on recorded casts: rounded once
+    return logsumexp(x.to(kFloat32), std::move(dims), keepdim, site).to(x.dtype());
   const ReducePlan p = make_plan("logsumexp", x.shape(), dims, keepdim);
   if (p.count == 0) return add(sum(x, dims, keepdim), -std::numeric_limits<double>::infinity());
   Tensor m = max(x, dims, true).detach();
@@ -332,6 +334,8 @@ Tensor std(const Tensor& x, std::vector<int64_t> dims, bool keepdim, int64_t cor
            Site site) {
   SiteScope scope(site);
   check_float(x, "std", "input", true);
+  if (is_reduced(x.dtype()))  // composed in float32 on recorded casts: rounded once
+    return tg::std(x.to(kFloat32), std::move(dims), keepdim, correction, site).to(x.dtype());
   const Tensor v = var(x, std::move(dims), keepdim, correction);
   const Tensor at_zero = eq(v.detach(), 0.0);
   const Tensor zero = zeros({}, v.dtype(), v.device()), one = ones({}, v.dtype(), v.device());

@@ -15,6 +15,7 @@
 #include "ops/core/cpu/kernels.hpp"
 #include "ops/core/cuda_dispatch.hpp"
 #include "ops/core/detail.hpp"
+#include "ops/core/widen.hpp"
 #include "ops/core/kernels.hpp"
 #include "ops/ops.hpp"
 
@@ -155,11 +156,16 @@ Tensor cumsum(const Tensor& x_in, int64_t dim, Site site) {
   a.n = wx[d];
   for (size_t k = d + 1; k < wx.size(); ++k) a.inner *= wx[k];
   Tensor out = Tensor::empty(xs, is_floating(x.dtype()) ? x.dtype() : kInt64);  // like PyTorch
-  dispatch_all(x.dtype(), "cumsum", [&](auto tag) {
-    using T = decltype(tag);
-    using O = std::conditional_t<std::is_floating_point_v<T>, T, int64_t>;
-    cpu::cumsum<T, O>(out.data<O>(), x.data<T>(), a.outer, a.n, a.inner, false);
-  });
+  if (is_reduced(x.dtype())) {  // the float32 scan on a float32 copy, rounded once
+    NoGradGuard ng;
+    out = narrow(cumsum(widen(x), dim), x.dtype());
+  } else {
+    dispatch_all(x.dtype(), "cumsum", [&](auto tag) {
+      using T = decltype(tag);
+      using O = std::conditional_t<std::is_floating_point_v<T>, T, int64_t>;
+      cpu::cumsum<T, O>(out.data<O>(), x.data<T>(), a.outer, a.n, a.inner, false);
+    });
+  }
   if (needs_record({&x})) {
     record(op, out, {x},
            RecordInfo()
@@ -169,6 +175,10 @@ Tensor cumsum(const Tensor& x_in, int64_t dim, Site site) {
            [xs, a, dim](const Tensor& g) -> std::vector<Tensor> {
              if (creating_graph())  // the sum from the end: flip, cumsum, flip
                return {flip(cumsum(flip(g, {dim}), dim), {dim})};
+             if (is_reduced(g.dtype())) {  // the sum from the end in float32, rounded once
+               NoGradGuard ng;
+               return {narrow(flip(cumsum(flip(widen(g), {dim}), dim), {dim}), g.dtype())};
+             }
              Tensor dx = Tensor::empty(xs, g.dtype());
              dispatch_float(g.dtype(), "cumsum backward", [&](auto tag) {
                using T = decltype(tag);

@@ -17,6 +17,7 @@
 #include "ops/core/cpu/kernels.hpp"
 #include "ops/core/cuda_dispatch.hpp"
 #include "ops/core/detail.hpp"
+#include "ops/core/widen.hpp"
 #include "ops/ops.hpp"
 
 #include <fmt/ranges.h>
@@ -43,9 +44,10 @@ Tensor view_scatter_raw(const Tensor& g_in, const Shape& in_shape, const Shape& 
     return dx;
   }
   Tensor dx = zeros(in_shape, g.dtype());
-  dispatch_float(g.dtype(), "scatter", [&](auto tag) {
+  dispatch_moves(g.dtype(), "scatter", [&](auto tag) {
     using T = decltype(tag);
-    cpu::strided_copy<T>(dx.data<T>() + offset, st, g.data<T>(), contiguous_strides(g.shape()),
+    cpu::strided_copy<T>(static_cast<T*>(dx.data_ptr()) + offset, st,
+                         static_cast<const T*>(g.data_ptr()), contiguous_strides(g.shape()),
                          g.shape());
   });
   return dx;

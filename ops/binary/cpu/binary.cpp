@@ -13,6 +13,7 @@
 // Deliberately not here: unary ops (unary.cpp), the op bodies and their checks (ops/<family>/*.cpp).
 #include "ops/binary/cpu/extra.hpp"
 #include "ops/core/cpu/kernels.hpp"
+#include "ops/core/cpu/reduced.hpp"
 #include "ops/core/cpu/simd.hpp"
 #include "ops/core/cpu/xt.hpp"
 
@@ -250,6 +251,14 @@ void where(T* out, const bool* cond, const T* a, const T* b, const Shape& so, co
   });
 }
 
+void binary_flat_reduced(BinOp op, kern::DT dt, void* out, const void* a, const void* b,
+                         int64_t n) {
+  reduced::elementwise<2>(dt, n, out, {a, b}, [&](float* o, const float* const* in, int64_t m) {
+    const Shape s{m};
+    binary<float, float>(op, o, in[0], in[1], s, s, s);
+  });
+}
+
 // ---- the ops outside the kernel table (binary_extra.hpp) ----
 namespace {
 // out = f(a, b) over the broadcast walk: a flat loop when each operand is full or one element.
@@ -398,5 +407,8 @@ template void where<int64_t>(int64_t*, const bool*, const int64_t*, const int64_
                              const Shape&, const Shape&, const Shape&);
 template void where<bool>(bool*, const bool*, const bool*, const bool*, const Shape&, const Shape&,
                           const Shape&, const Shape&);
+// bfloat16 / float16: a select moves whole elements (their bits).
+template void where<uint16_t>(uint16_t*, const bool*, const uint16_t*, const uint16_t*,
+                              const Shape&, const Shape&, const Shape&, const Shape&);
 
 }  // namespace tg::cpu

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <vector>
 
 namespace tg::cpu::reduced {
 
@@ -78,6 +79,18 @@ void elementwise(kern::DT dt, int64_t n, void* out, const std::array<const void*
         }
       },
       2);
+}
+
+// Whole operands, for kernels whose walk is not one flat run (broadcasts, strides, reductions,
+// scans, sorts, index accumulations): a float32 copy of n elements (empty for a null operand),
+// which the float32 kernel reads, and its n float32 results stored rounded once.
+inline std::vector<float> widen(kern::DT dt, const void* src, int64_t n) {
+  std::vector<float> v(src ? static_cast<size_t>(n) : 0);
+  if (src) convert::to_float(dtype(dt), v.data(), src, n);
+  return v;
+}
+inline void narrow(kern::DT dt, void* dst, const std::vector<float>& v) {
+  convert::from_float(dtype(dt), dst, v.data(), static_cast<int64_t>(v.size()));
 }
 
 }  // namespace tg::cpu::reduced

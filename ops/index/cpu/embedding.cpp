@@ -37,6 +37,9 @@ void embedding_backward(T* dweight, const T* dout, const int64_t* idx, int64_t n
   });
 }
 
+// bfloat16 / float16: the lookup moves bits.
+template void embedding_forward<uint16_t>(uint16_t*, const uint16_t*, const int64_t*, int64_t,
+                                          int64_t);
 template void embedding_forward<float>(float*, const float*, const int64_t*, int64_t, int64_t);
 template void embedding_forward<double>(double*, const double*, const int64_t*, int64_t, int64_t);
 template void embedding_backward<float>(float*, const float*, const int64_t*, int64_t, int64_t,

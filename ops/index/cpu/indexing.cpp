@@ -241,6 +241,11 @@ TG_GATHER(double)
 TG_GATHER(int64_t)
 TG_GATHER(bool)
 #undef TG_GATHER
+// bfloat16 / float16: gathers and triangles move bits (sorts and sums run on float32 copies).
+template void gather<uint16_t>(uint16_t*, const Shape&, const uint16_t*, const Shape&,
+                               const int64_t*, const Shape&, int64_t);
+template void triangle<uint16_t>(uint16_t*, const uint16_t*, int64_t, int64_t, int64_t, int64_t,
+                                 bool);
 template void scatter_reduce_lines<float>(float*, const Shape&, const float*, const Shape&,
                                           const int64_t*, const Shape&, int64_t, ScatterOp, bool,
                                           int64_t);

@@ -19,6 +19,7 @@
 // order of its additions depend on the split.)
 // Deliberately not here: softmax (softmax.cpp), layer norm statistics (norm.cpp).
 #include "ops/core/cpu/kernels.hpp"
+#include "ops/core/cpu/reduced.hpp"
 #include "ops/core/cpu/isa.hpp"
 #include "ops/reduce/cpu/reduce_cols.hpp"
 #include "ops/core/cpu/simd.hpp"
@@ -278,6 +279,8 @@ void fill_reduce(Table& t) {
 }  // namespace isa::native
 
 // ---- the raw faces (ops/kern/kernel_list.inc): the dtype dispatch ----
+// bfloat16 / float16: the float32 kernel (its float32 or double accumulators) on float32 copies
+// of the operands, each result rounded once (ops/core/cpu/reduced.hpp's whole-operand form).
 namespace {
 // Calls f(T{}) for T = float, double or int64_t (the forward kernels' dtypes; ops/ casts bool).
 template <typename F>
@@ -289,6 +292,11 @@ void dispatch_numeric(DT dt, const char* name, F&& f) {
 
 void reduce_sum(DT dt, void* out, const void* x, int64_t outer, int64_t r, int64_t inner,
                 double divisor) {
+  if (reduced::is(dt)) {
+    std::vector<float> o(outer * inner), xf = reduced::widen(dt, x, outer * r * inner);
+    reduce_sum<float>(o.data(), xf.data(), outer, r, inner, divisor);
+    return reduced::narrow(dt, out, o);
+  }
   dispatch_numeric(dt, "reduce_sum", [&](auto tag) {
     using T = decltype(tag);
     reduce_sum<T>(static_cast<T*>(out), static_cast<const T*>(x), outer, r, inner, divisor);
@@ -296,6 +304,11 @@ void reduce_sum(DT dt, void* out, const void* x, int64_t outer, int64_t r, int64
 }
 void reduce_sum_backward(DT dt, void* dx, const void* dout, int64_t outer, int64_t r, int64_t inner,
                          double scale) {
+  if (reduced::is(dt)) {
+    std::vector<float> d(outer * r * inner), g = reduced::widen(dt, dout, outer * inner);
+    reduce_sum_backward<float>(d.data(), g.data(), outer, r, inner, scale);
+    return reduced::narrow(dt, dx, d);
+  }
   detail::dispatch_float(static_cast<DType>(dt), "reduce_sum_backward", [&](auto tag) {
     using T = decltype(tag);
     reduce_sum_backward<T>(static_cast<T*>(dx), static_cast<const T*>(dout), outer, r, inner,
@@ -304,6 +317,11 @@ void reduce_sum_backward(DT dt, void* dx, const void* dout, int64_t outer, int64
 }
 void reduce_extreme(RedOp op, DT dt, void* out, const void* x, int64_t outer, int64_t r,
                     int64_t inner) {
+  if (reduced::is(dt)) {  // exact: the result is one of the values
+    std::vector<float> o(outer * inner), xf = reduced::widen(dt, x, outer * r * inner);
+    reduce_extreme<float>(op, o.data(), xf.data(), outer, r, inner);
+    return reduced::narrow(dt, out, o);
+  }
   dispatch_numeric(dt, "reduce_extreme", [&](auto tag) {
     using T = decltype(tag);
     reduce_extreme<T>(op, static_cast<T*>(out), static_cast<const T*>(x), outer, r, inner);
@@ -311,6 +329,13 @@ void reduce_extreme(RedOp op, DT dt, void* out, const void* x, int64_t outer, in
 }
 void reduce_extreme_backward(DT dt, void* dx, const void* dout, const void* x, const void* m,
                              int64_t outer, int64_t r, int64_t inner) {
+  if (reduced::is(dt)) {
+    std::vector<float> d(outer * r * inner), g = reduced::widen(dt, dout, outer * inner),
+                                             xf = reduced::widen(dt, x, outer * r * inner),
+                                             mf = reduced::widen(dt, m, outer * inner);
+    reduce_extreme_backward<float>(d.data(), g.data(), xf.data(), mf.data(), outer, r, inner);
+    return reduced::narrow(dt, dx, d);
+  }
   detail::dispatch_float(static_cast<DType>(dt), "reduce_extreme_backward", [&](auto tag) {
     using T = decltype(tag);
     reduce_extreme_backward<T>(static_cast<T*>(dx), static_cast<const T*>(dout),
@@ -319,6 +344,11 @@ void reduce_extreme_backward(DT dt, void* dx, const void* dout, const void* x, c
 }
 void reduce_var(DT dt, void* out, double* mean, const void* x, int64_t outer, int64_t r,
                 int64_t inner, double denom) {
+  if (reduced::is(dt)) {
+    std::vector<float> o(outer * inner), xf = reduced::widen(dt, x, outer * r * inner);
+    reduce_var<float>(o.data(), mean, xf.data(), outer, r, inner, denom);
+    return reduced::narrow(dt, out, o);
+  }
   detail::dispatch_float(static_cast<DType>(dt), "reduce_var", [&](auto tag) {
     using T = decltype(tag);
     reduce_var<T>(static_cast<T*>(out), mean, static_cast<const T*>(x), outer, r, inner, denom);
@@ -326,6 +356,12 @@ void reduce_var(DT dt, void* out, double* mean, const void* x, int64_t outer, in
 }
 void reduce_var_backward(DT dt, void* dx, const void* dout, const void* x, const double* mean,
                          int64_t outer, int64_t r, int64_t inner, double denom) {
+  if (reduced::is(dt)) {
+    std::vector<float> d(outer * r * inner), g = reduced::widen(dt, dout, outer * inner),
+                                             xf = reduced::widen(dt, x, outer * r * inner);
+    reduce_var_backward<float>(d.data(), g.data(), xf.data(), mean, outer, r, inner, denom);
+    return reduced::narrow(dt, dx, d);
+  }
   detail::dispatch_float(static_cast<DType>(dt), "reduce_var_backward", [&](auto tag) {
     using T = decltype(tag);
     reduce_var_backward<T>(static_cast<T*>(dx), static_cast<const T*>(dout),
@@ -333,6 +369,10 @@ void reduce_var_backward(DT dt, void* dx, const void* dout, const void* x, const
   });
 }
 void argmax(DT dt, int64_t* out, const void* x, int64_t outer, int64_t r, int64_t inner) {
+  if (reduced::is(dt)) {
+    const std::vector<float> xf = reduced::widen(dt, x, outer * r * inner);
+    return argmax<float>(out, xf.data(), outer, r, inner);
+  }
   dispatch_numeric(dt, "argmax", [&](auto tag) {
     using T = decltype(tag);
     argmax<T>(out, static_cast<const T*>(x), outer, r, inner);

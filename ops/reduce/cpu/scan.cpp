@@ -4,6 +4,7 @@
 // Declared in ops/core/cpu/kernels.hpp; scan_forward / scan_backward are the kernel table's entries
 // (ops/kern/kernel_list.inc), cuda/scan.cu their twin.
 #include "ops/core/cpu/kernels.hpp"
+#include "ops/core/cpu/reduced.hpp"
 #include "ops/core/detail.hpp"
 
 #include <cmath>
@@ -192,6 +193,12 @@ void scan_forward(ScanOp op, DT dt, void* y, int64_t* idx, const void* x, int64_
   if (dt == DT::I64 && (op == ScanOp::Prod || op == ScanOp::Cumprod))
     return int_prod_forward(static_cast<int64_t*>(y), static_cast<const int64_t*>(x), outer, n,
                             inner, op == ScanOp::Cumprod);
+  if (reduced::is(dt)) {  // the float32 scan on a float32 copy, rounded once
+    const int64_t nx = outer * n * inner, ny = op == ScanOp::Prod ? outer * inner : nx;
+    std::vector<float> yf(ny), xf = reduced::widen(dt, x, nx);
+    scan_forward(op, DT::F32, yf.data(), idx, xf.data(), outer, n, inner);
+    return reduced::narrow(dt, y, yf);
+  }
   detail::dispatch_float(static_cast<DType>(dt), "scan", [&](auto tag) {
     using T = decltype(tag);
     T* py = static_cast<T*>(y);
@@ -212,6 +219,19 @@ void scan_forward(ScanOp op, DT dt, void* y, int64_t* idx, const void* x, int64_
 }
 void scan_backward(ScanOp op, DT dt, void* dx, const void* g, const void* x, const void* y,
                    const int64_t* idx, int64_t outer, int64_t n, int64_t inner) {
+  if (reduced::is(dt)) {
+    const int64_t nx = outer * n * inner, ny = op == ScanOp::Prod ? outer * inner : nx;
+    std::vector<float> d(nx), gf = reduced::widen(dt, g, ny), xf = reduced::widen(dt, x, nx), yf;
+    if (y && x && (op == ScanOp::Cumprod || op == ScanOp::Logcumsumexp)) {
+      yf.resize(ny);  // the float32 output again, not the stored (rounded) one: rounded once
+      scan_forward(op, DT::F32, yf.data(), nullptr, xf.data(), outer, n, inner);
+    } else {
+      yf = reduced::widen(dt, y, ny);
+    }
+    scan_backward(op, DT::F32, d.data(), gf.data(), x ? xf.data() : nullptr,
+                  y ? yf.data() : nullptr, idx, outer, n, inner);
+    return reduced::narrow(dt, dx, d);
+  }
   detail::dispatch_float(static_cast<DType>(dt), "scan backward", [&](auto tag) {
     using T = decltype(tag);
     T* d = static_cast<T*>(dx);
