@@ -118,9 +118,36 @@ std::shared_ptr<Ctx> cpu_ctx(const SdpaCall& s, DType dt) {
 
 }  // namespace
 
+namespace {
+// bfloat16 / float16 operands: the float32 kernels on float32 copies of q, k and v (the softmax
+// and every product accumulate in float32), the output and each operand's gradient rounded once
+// to the operands' dtype. The mask's gradients keep their own dtypes. Packed operands stay one
+// tensor.
+SdpaForward reduced_sdpa(const SdpaCall& s, const Tensor& q, const Tensor& k, const Tensor& v) {
+  const DType rt = q.dtype();
+  auto up = [](const Tensor& t) { return t.detach().to(kFloat32); };
+  const Tensor qf = up(q);
+  const Tensor kf = k.same(q) ? qf : up(k);
+  const Tensor vf = v.same(q) ? qf : v.same(k) ? kf : up(v);
+  SdpaForward f = detail::cpu_sdpa(s, qf, kf, vf);
+  f.res.output = f.res.output.to(rt);
+  if (f.res.weights.defined()) f.res.weights = f.res.weights.to(rt);
+  if (f.backward) {
+    const size_t operands = s.d.packing == Dims::kQKV ? 1 : s.d.packing == Dims::kKV ? 2 : 3;
+    f.backward = [backward = std::move(f.backward), rt, operands](const Tensor& g) {
+      std::vector<Tensor> grads = backward(g.detach().to(kFloat32));
+      for (size_t i = 0; i < operands && i < grads.size(); ++i) grads[i] = grads[i].to(rt);
+      return grads;
+    };
+  }
+  return f;
+}
+}  // namespace
+
 // The fused CPU path: q, k, v are the operands (one tensor three times, or k and v one tensor
 // twice, when packed).
 SdpaForward detail::cpu_sdpa(const SdpaCall& s, const Tensor& q, const Tensor& k, const Tensor& v) {
+  if (is_reduced(q.dtype())) return reduced_sdpa(s, q, k, v);
   const std::shared_ptr<Ctx> c = cpu_ctx(s, q.dtype());
   const Dims& d = c->call.d;
   SdpaForward f;
