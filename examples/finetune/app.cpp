@@ -34,7 +34,7 @@ ArgParser make_parser() {
       .option("lora-dropout", "0", "dropout on the LoRA branch's input, in [0, 1)")
       .option("target", "", "LoRA target modules (default: c_attn for GPT-2, q_proj,v_proj else)")
       .flag("full", "full fine-tuning (every parameter) instead of LoRA")
-      .option("data", "", "a text file (default: Debian's fortunes, /usr/share/games/fortunes)")
+      .option("data", "", "a text file or a folder of fortune files (default: Debian's fortunes)")
       .option("precision", "f32", "f32, or bf16 (autocast: bfloat16 matmuls and attention)")
       .option("steps", "100", "training steps (the length of the schedule)")
       .option("max-steps", "0", "stop this run at that step (0: run to --steps; --resume goes on)")

@@ -47,8 +47,9 @@ std::vector<std::string> fortune_texts(const std::string& dir) {
 Corpus load_corpus(const std::string& data, const tg::nn::Tokenizer& tok, int64_t block) {
   Corpus c;
   c.source = data.empty() ? std::string(kFortunesDir) : data;
-  const std::vector<std::string> items =
-      data.empty() ? fortune_texts(c.source) : std::vector<std::string>{read_file(data)};
+  const std::vector<std::string> items = fs::is_directory(c.source)
+                                             ? fortune_texts(c.source)
+                                             : std::vector<std::string>{read_file(c.source)};
   const std::optional<int64_t> eos = tok.eos_token_id();
   std::vector<int64_t> ids;
   for (const std::string& item : items) {

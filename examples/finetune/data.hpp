@@ -1,5 +1,6 @@
-// examples/finetune/data.hpp — the fine-tuning text as token ids: a text file (--data) or, by
-// default, Debian's fortunes (every item of every file, in file order), encoded with the model
+// examples/finetune/data.hpp — the fine-tuning text as token ids: a text file (--data), or a
+// folder of fortune files, by default Debian's fortunes (every item of every file, in file
+// order), encoded with the model
 // folder's tokenizer, an end-of-text token after each item when the tokenizer has one; the last
 // tenth of the ids held out; training windows drawn from tg's generator (so a resumed run draws
 // the same ones); fixed held-out windows.
@@ -22,8 +23,8 @@ struct Corpus {
   std::vector<int64_t> train, heldout;
 };
 
-// data: a text file, or "" for the fortunes folder. Refuses (UserError) a corpus too short for
-// one window of `block` + 1 tokens on each side.
+// data: a text file, a folder of fortune files, or "" for Debian's fortunes. Refuses (UserError) a
+// corpus too short for one window of `block` + 1 tokens on each side.
 Corpus load_corpus(const std::string& data, const tg::nn::Tokenizer& tok, int64_t block);
 
 // B windows of block + 1 ids at random starts in ids: inputs (B, block), targets (B, block).

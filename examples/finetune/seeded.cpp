@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 namespace tgx::finetune {
@@ -90,6 +91,7 @@ std::shared_ptr<tg::nn::hf::PreTrainedModel> build(const SeededFolderOptions& o)
 std::string find_npm_package(const std::string& npm_root, const std::string& package) {
   std::vector<std::string> roots;
   if (!npm_root.empty()) roots.push_back(npm_root);
+  if (const char* env = std::getenv("TG_NPM_ROOT")) roots.emplace_back(env);
   for (const char* r : {"/usr/lib/node_modules", "/usr/local/lib/node_modules"})
     roots.emplace_back(r);
   for (const std::string& r : roots)

@@ -24,7 +24,8 @@ struct SeededFolderOptions {
   std::string npm_root;  // where npm's global packages live ("": the usual places)
 };
 
-// The usual places of npm's global packages (`npm root -g`), the first holding `package`.
+// npm_root, $TG_NPM_ROOT, then the usual places of npm's global packages (`npm root -g`): the
+// first holding `package`.
 std::string find_npm_package(const std::string& npm_root, const std::string& package);
 
 // Writes folder/config.json, folder/model.safetensors and the tokenizer files; refuses (UserError)
