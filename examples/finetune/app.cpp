@@ -186,6 +186,9 @@ int run(const std::vector<std::string>& args) {
   prog.line(fmt::format("{}: {} items, {} bytes, {} training and {} held-out tokens", corpus.source,
                         corpus.items, corpus.bytes, corpus.train.size(), corpus.heldout.size()));
   const int64_t total = numel(model->parameters());
+  // The LoRA initialisation, the batches and the dropout masks of this run (--resume restores
+  // the generator's state of its checkpoint).
+  tg::manual_seed(o.seed);
   const std::vector<tg::Tensor> params = prepare(*model, o);
   prog.line(fmt::format(
       "{}: {} parameters, {} trained ({})", o.model, total, numel(params),

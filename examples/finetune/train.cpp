@@ -116,7 +116,6 @@ RunResult train(tg::nn::hf::PreTrainedModel& model, const std::vector<tg::Tensor
     r.losses = meta_json(info.extra, "finetune.losses", last).get<std::vector<double>>();
     prog.line(fmt::format("resumed from {} at step {}", last, r.step));
   } else {
-    tg::manual_seed(o.seed);  // the batches and dropout masks of this run
     r.heldout_before = heldout_loss(
         model, fixed_batches(corpus.heldout, o.eval_windows, o.batch_size, o.block), o.precision);
     prog.line(fmt::format("held-out loss before: {:.4f} nats/token", r.heldout_before));
