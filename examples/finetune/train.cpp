@@ -5,6 +5,7 @@
 #include "autograd/tape.hpp"
 #include "common/cli.hpp"
 #include "common/run_folder.hpp"
+#include "common/same_run.hpp"
 #include "common/text.hpp"
 #include "nn/checkpoint.hpp"
 #include "nn/checkpoint_distributed.hpp"
@@ -33,28 +34,6 @@ tg::Tensor lm_loss(tg::nn::hf::PreTrainedModel& model, const tg::Tensor& x, cons
   const tg::Tensor logits = model.forward(x);
   const int64_t BT = logits.size(0) * logits.size(1), V = logits.size(2);
   return tg::cross_entropy(tg::reshape(logits, {BT, V}), tg::reshape(y, {BT}));
-}
-
-Json meta_json(const tg::nn::Metadata& m, const std::string& key, const std::string& dir) {
-  auto it = m.find(key);
-  if (it == m.end())
-    throw UserError(fmt::format("--resume: {} was not written by finetune (no {})", dir, key));
-  return Json::parse(it->second);
-}
-
-// --resume: refuses a checkpoint of another run, naming each differing option.
-void check_same_run(const Json& saved, const Json& now, const std::string& dir) {
-  std::vector<std::string> diffs;
-  for (auto it = now.begin(); it != now.end(); ++it)
-    if (!saved.contains(it.key()) || saved[it.key()] != it.value())
-      diffs.push_back(fmt::format("{}: checkpoint {}, now {}", it.key(),
-                                  saved.contains(it.key()) ? saved[it.key()].dump() : "none",
-                                  it.value().dump()));
-  if (!diffs.empty())
-    throw UserError(
-        fmt::format("--resume: {} is from another run ({}); resume with the same "
-                    "options or use another --out",
-                    dir, fmt::join(diffs, "; ")));
 }
 
 }  // namespace
@@ -109,11 +88,13 @@ RunResult train(tg::nn::hf::PreTrainedModel& model, const std::vector<tg::Tensor
     if (!file_exists(tg::nn::checkpoint_model_path(last)))
       throw UserError(fmt::format("--resume: {} holds no checkpoint to resume", last));
     const auto saved = tg::nn::load_safetensors(tg::nn::checkpoint_model_path(last));
-    check_same_run(meta_json(saved.metadata, "finetune.run", last), identity, last);
+    check_same_run(meta_json(saved.metadata, "finetune.run", last, "finetune"), identity, last);
     const tg::nn::CheckpointInfo info = resume_checkpoint(last, model, opt, sched);
     r.step = info.step;
-    r.heldout_before = meta_json(info.extra, "finetune.heldout_before", last).get<double>();
-    r.losses = meta_json(info.extra, "finetune.losses", last).get<std::vector<double>>();
+    r.heldout_before =
+        meta_json(info.extra, "finetune.heldout_before", last, "finetune").get<double>();
+    r.losses =
+        meta_json(info.extra, "finetune.losses", last, "finetune").get<std::vector<double>>();
     prog.line(fmt::format("resumed from {} at step {}", last, r.step));
   } else {
     r.heldout_before = heldout_loss(
