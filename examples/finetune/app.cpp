@@ -163,6 +163,42 @@ int64_t numel(const std::vector<tg::Tensor>& ts) {
   return n;
 }
 
+// After the last step: the held-out loss, the sample, the adapter or the model, metrics.json.
+void finish(tg::nn::hf::PreTrainedModel& model, const tg::nn::Tokenizer& tok, const Corpus& corpus,
+            const FinetuneOptions& o, const RunResult& r, int64_t total, int64_t trained,
+            std::chrono::steady_clock::time_point t0) {
+  const double after = heldout_loss(
+      model, fixed_batches(corpus.heldout, o.eval_windows, o.batch_size, o.block), o.precision);
+  const std::string text = sample(model, tok, o);
+  const std::string saved = (fs::path(o.out) / (o.full ? "model" : "adapter")).string();
+  if (o.full) {
+    model.save_pretrained(saved, /*overwrite=*/true);
+    copy_tokenizer(o.model, saved);
+  } else {
+    tg::nn::save_adapter(saved, model, o.lora);
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  Json m = {{"model", o.model},
+            {"mode", o.full ? "full" : "lora"},
+            {"options", o.identity()},
+            {"parameters", total},
+            {"trained_parameters", trained},
+            {"train_tokens", corpus.train.size()},
+            {"heldout_tokens", corpus.heldout.size()},
+            {"heldout_loss_before", r.heldout_before},
+            {"heldout_loss_after", after},
+            {"losses", r.losses},
+            {"prompt", o.prompt},
+            {"sample", text},
+            {"saved", saved},
+            {"seconds", seconds}};
+  tg::write_file_atomic((fs::path(o.out) / "metrics.json").string(), m.dump(2) + "\n");
+  fmt::print("held-out loss {:.4f} -> {:.4f} nats/token; {} saved in {}\n", r.heldout_before, after,
+             o.full ? "model" : "adapter", saved);
+  fmt::print("sample: {}{}\n", o.prompt, text);
+}
+
 }  // namespace
 
 int run(const std::vector<std::string>& args) {
@@ -199,36 +235,7 @@ int run(const std::vector<std::string>& args) {
         fmt::format("stopped at step {} of {} (--max-steps); --resume continues", r.step, o.steps));
     return 0;
   }
-  const double after = heldout_loss(
-      *model, fixed_batches(corpus.heldout, o.eval_windows, o.batch_size, o.block), o.precision);
-  const std::string text = sample(*model, tok, o);
-  const std::string saved = (fs::path(o.out) / (o.full ? "model" : "adapter")).string();
-  if (o.full) {
-    model->save_pretrained(saved, /*overwrite=*/true);
-    copy_tokenizer(o.model, saved);
-  } else {
-    tg::nn::save_adapter(saved, *model, o.lora);
-  }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  Json m = {{"model", o.model},
-            {"mode", o.full ? "full" : "lora"},
-            {"options", o.identity()},
-            {"parameters", total},
-            {"trained_parameters", numel(params)},
-            {"train_tokens", corpus.train.size()},
-            {"heldout_tokens", corpus.heldout.size()},
-            {"heldout_loss_before", r.heldout_before},
-            {"heldout_loss_after", after},
-            {"losses", r.losses},
-            {"prompt", o.prompt},
-            {"sample", text},
-            {"saved", saved},
-            {"seconds", seconds}};
-  tg::write_file_atomic((fs::path(o.out) / "metrics.json").string(), m.dump(2) + "\n");
-  fmt::print("held-out loss {:.4f} -> {:.4f} nats/token; {} saved in {}\n", r.heldout_before, after,
-             o.full ? "model" : "adapter", saved);
-  fmt::print("sample: {}{}\n", o.prompt, text);
+  finish(*model, tok, corpus, o, r, total, numel(params), t0);
   return 0;
 }
 

@@ -36,6 +36,24 @@ tg::Tensor lm_loss(tg::nn::hf::PreTrainedModel& model, const tg::Tensor& x, cons
   return tg::cross_entropy(tg::reshape(logits, {BT, V}), tg::reshape(y, {BT}));
 }
 
+// --resume: the checkpoint in <out>/last (of the same run: identity) into model, opt, sched and
+// r (its step, held-out loss before and losses).
+void resume(tg::nn::hf::PreTrainedModel& model, tg::nn::AdamW& opt,
+            tg::nn::CosineWithWarmupLR& sched, const Json& identity, const FinetuneOptions& o,
+            RunResult& r, Progress& prog) {
+  const std::string last = last_dir(o.out);
+  if (!file_exists(tg::nn::checkpoint_model_path(last)))
+    throw UserError(fmt::format("--resume: {} holds no checkpoint to resume", last));
+  const auto saved = tg::nn::load_safetensors(tg::nn::checkpoint_model_path(last));
+  check_same_run(meta_json(saved.metadata, "finetune.run", last, "finetune"), identity, last);
+  const tg::nn::CheckpointInfo info = resume_checkpoint(last, model, opt, sched);
+  r.step = info.step;
+  r.heldout_before =
+      meta_json(info.extra, "finetune.heldout_before", last, "finetune").get<double>();
+  r.losses = meta_json(info.extra, "finetune.losses", last, "finetune").get<std::vector<double>>();
+  prog.line(fmt::format("resumed from {} at step {}", last, r.step));
+}
+
 }  // namespace
 
 Json FinetuneOptions::identity() const {
@@ -82,20 +100,9 @@ RunResult train(tg::nn::hf::PreTrainedModel& model, const std::vector<tg::Tensor
   tg::nn::AdamW opt(params, ao);
   tg::nn::CosineWithWarmupLR sched(opt, o.warmup, o.steps, 0.1);
   const Json identity = o.identity();
-  const std::string last = last_dir(o.out);
   RunResult r;
   if (o.resume) {
-    if (!file_exists(tg::nn::checkpoint_model_path(last)))
-      throw UserError(fmt::format("--resume: {} holds no checkpoint to resume", last));
-    const auto saved = tg::nn::load_safetensors(tg::nn::checkpoint_model_path(last));
-    check_same_run(meta_json(saved.metadata, "finetune.run", last, "finetune"), identity, last);
-    const tg::nn::CheckpointInfo info = resume_checkpoint(last, model, opt, sched);
-    r.step = info.step;
-    r.heldout_before =
-        meta_json(info.extra, "finetune.heldout_before", last, "finetune").get<double>();
-    r.losses =
-        meta_json(info.extra, "finetune.losses", last, "finetune").get<std::vector<double>>();
-    prog.line(fmt::format("resumed from {} at step {}", last, r.step));
+    resume(model, opt, sched, identity, o, r, prog);
   } else {
     r.heldout_before = heldout_loss(
         model, fixed_batches(corpus.heldout, o.eval_windows, o.batch_size, o.block), o.precision);
