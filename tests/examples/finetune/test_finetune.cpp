@@ -27,17 +27,15 @@ namespace {
 const std::string kFix = std::string(TG_FIXTURES) + "/examples/gpt/fortunes";
 const std::string kRoot = std::string(TG_BINARY_DIR) + "/test-finetune";
 
-// A seeded folder of the family (d 32, 2 layers), written once per test binary.
-std::string seeded(const std::string& family) {
-  const std::string dir = kRoot + "/seeded-" + family;
-  static bool made[2] = {false, false};
-  bool& m = made[family == "gpt2" ? 0 : 1];
-  if (!m) {
+// A seeded folder of the family (d 32, 2 layers) for one test case (`tag`): ctest runs the cases
+// in parallel processes, so each writes its own.
+std::string seeded(const std::string& family, const std::string& tag) {
+  const std::string dir = kRoot + "/seeded-" + family + "-" + tag;
+  if (!fs::exists(dir + "/config.json")) {
     fs::remove_all(dir);
     REQUIRE(
         tgx::finetune::run({"--make-seeded", dir, "--family", family, "--d-model", "32", "--layers",
                             "2", "--heads", family == "gpt2" ? "2" : "4", "--kv-heads", "2"}) == 0);
-    m = true;
   }
   return dir;
 }
@@ -77,7 +75,7 @@ TEST_CASE("finetune: LoRA on seeded GPT-2 and Llama folders writes metrics and a
           "[finetune]") {
   for (const std::string family : {"gpt2", "llama"}) {
     const std::string out = fresh("lora-" + family);
-    REQUIRE(tgx::finetune::run(args(seeded(family), out)) == 0);
+    REQUIRE(tgx::finetune::run(args(seeded(family, "lora"), out)) == 0);
     const auto m = metrics(out);
     INFO(family << ": " << m.dump());
     REQUIRE(m["mode"] == "lora");
@@ -95,7 +93,7 @@ TEST_CASE("finetune: LoRA on seeded GPT-2 and Llama folders writes metrics and a
                                        ? std::vector<std::string>{"c_attn"}
                                        : std::vector<std::string>{"q_proj", "v_proj"}));
     // The adapter applies to the folder's model as PEFT's would: PEFT's keys, the right shapes.
-    auto model = tg::nn::hf::from_pretrained(seeded(family));
+    auto model = tg::nn::hf::from_pretrained(seeded(family, "lora"));
     tg::nn::load_adapter(out + "/adapter", *model);
     REQUIRE(tg::nn::lora_layers(*model).size() == (family == "gpt2" ? 2u : 4u));  // 2 layers
     REQUIRE(fs::is_regular_file(out + "/last/model.safetensors"));
@@ -106,14 +104,14 @@ TEST_CASE("finetune: --resume continues exactly where the run stopped", "[finetu
   // GPT-2's config has dropout 0.1: the masks come from the generator the checkpoint restores.
   const std::string whole = fresh("resume-whole"), part = fresh("resume-part");
   const auto extra = std::vector<std::string>{"--lora-dropout", "0.1"};
-  REQUIRE(tgx::finetune::run(args(seeded("gpt2"), whole, extra)) == 0);
+  REQUIRE(tgx::finetune::run(args(seeded("gpt2", "resume"), whole, extra)) == 0);
   auto stopped = extra;
   stopped.insert(stopped.end(), {"--max-steps", "2"});
-  REQUIRE(tgx::finetune::run(args(seeded("gpt2"), part, stopped)) == 0);
+  REQUIRE(tgx::finetune::run(args(seeded("gpt2", "resume"), part, stopped)) == 0);
   REQUIRE_FALSE(fs::exists(part + "/metrics.json"));
   auto resumed = extra;
   resumed.push_back("--resume");
-  REQUIRE(tgx::finetune::run(args(seeded("gpt2"), part, resumed)) == 0);
+  REQUIRE(tgx::finetune::run(args(seeded("gpt2", "resume"), part, resumed)) == 0);
   REQUIRE(metrics(part)["losses"] == metrics(whole)["losses"]);
   REQUIRE(metrics(part)["heldout_loss_after"] == metrics(whole)["heldout_loss_after"]);
   REQUIRE(metrics(part)["sample"] == metrics(whole)["sample"]);
@@ -121,19 +119,19 @@ TEST_CASE("finetune: --resume continues exactly where the run stopped", "[finetu
           bytes(whole + "/adapter/adapter_model.safetensors"));
   // A changed option is another run.
   REQUIRE_THROWS_WITH(
-      tgx::finetune::run(args(seeded("gpt2"), part, {"--resume", "--lr", "0.01"})),
+      tgx::finetune::run(args(seeded("gpt2", "resume"), part, {"--resume", "--lr", "0.01"})),
       Contains("is from another run") && Contains("lr: checkpoint 0.001, now 0.01"));
   // A finished run is not replaced by accident.
-  REQUIRE_THROWS_WITH(tgx::finetune::run(args(seeded("gpt2"), whole, extra)),
+  REQUIRE_THROWS_WITH(tgx::finetune::run(args(seeded("gpt2", "resume"), whole, extra)),
                       Contains("holds a run") && Contains("--overwrite"));
-  REQUIRE(tgx::finetune::run(args(seeded("gpt2"), whole, {"--overwrite"})) == 0);
+  REQUIRE(tgx::finetune::run(args(seeded("gpt2", "resume"), whole, {"--overwrite"})) == 0);
 }
 
 TEST_CASE("finetune: full fine-tuning under bf16 autocast saves a model folder that trains again",
           "[finetune]") {
   const std::string out = fresh("full-llama");
-  REQUIRE(tgx::finetune::run(
-              args(seeded("llama"), out, {"--full", "--precision", "bf16", "--lr", "0.003"})) == 0);
+  REQUIRE(tgx::finetune::run(args(seeded("llama", "full"), out,
+                                  {"--full", "--precision", "bf16", "--lr", "0.003"})) == 0);
   const auto m = metrics(out);
   REQUIRE(m["mode"] == "full");
   REQUIRE(m["trained_parameters"] == m["parameters"]);
@@ -149,7 +147,7 @@ TEST_CASE("finetune: full fine-tuning under bf16 autocast saves a model folder t
 }
 
 TEST_CASE("finetune: bad options and folders are refused, naming them", "[finetune]") {
-  const std::string g = seeded("gpt2"), out = fresh("refusals");
+  const std::string g = seeded("gpt2", "refusals"), out = fresh("refusals");
   auto refuses = [&](std::vector<std::string> extra, const std::string& msg) {
     INFO(msg);
     REQUIRE_THROWS_WITH(tgx::finetune::run(args(g, out, extra)), Contains(msg));
