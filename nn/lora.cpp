@@ -5,6 +5,7 @@
 #include "autograd/io.hpp"
 #include "autograd/tape.hpp"
 #include "nn/checkpoint.hpp"
+#include "nn/hf/gpt2.hpp"
 #include "ops/ops.hpp"
 
 #include <fmt/format.h>
@@ -67,10 +68,26 @@ std::string LoraConfig::targets_str() const {
 
 LoRALinear::LoRALinear(std::shared_ptr<Linear> base, int64_t rank, double alpha, double dropout_p,
                        bool rslora)
-    : TensorModule("LoRALinear"), r(rank), lora_alpha(alpha), use_rslora(rslora) {
+    : LoRALinear(base, base ? base->in_features : 0, base ? base->out_features : 0, false, rank,
+                 alpha, dropout_p, rslora) {}
+
+LoRALinear::LoRALinear(std::shared_ptr<hf::Conv1D> base, int64_t rank, double alpha,
+                       double dropout_p, bool rslora)
+    : LoRALinear(base, base ? base->in_features : 0, base ? base->out_features : 0, true, rank,
+                 alpha, dropout_p, rslora) {}
+
+LoRALinear::LoRALinear(std::shared_ptr<TensorModule> base, int64_t in, int64_t out, bool fifo,
+                       int64_t rank, double alpha, double dropout_p, bool rslora)
+    : TensorModule("LoRALinear"),
+      r(rank),
+      in_features(in),
+      out_features(out),
+      lora_alpha(alpha),
+      use_rslora(rslora),
+      fan_in_fan_out(fifo) {
   if (!base) throw Error("LoRALinear: base_layer is null");
   const std::string label =
-      fmt::format("LoRALinear({}, {}, r={})", base->in_features, base->out_features, rank);
+      fmt::format("LoRALinear({}({}, {}), r={})", base->type_name(), in, out, rank);
   if (rank <= 0) throw Error(fmt::format("{}: r must be positive", label));
   if (!(alpha > 0)) throw Error(fmt::format("{}: lora_alpha {} must be positive", label, alpha));
   if (!(dropout_p >= 0 && dropout_p < 1))
@@ -79,13 +96,13 @@ LoRALinear::LoRALinear(std::shared_ptr<Linear> base, int64_t rank, double alpha,
   for (Tensor& p : base->parameters()) p.requires_grad_(false);
   base_layer = register_module("base_layer", std::move(base));
   lora_dropout = register_module("lora_dropout", std::make_shared<Dropout>(dropout_p));
-  auto make = [&](int64_t in, int64_t out) {
-    auto lin = std::make_shared<Linear>(in, out, /*bias=*/false);  // kaiming_uniform(a = √5)
-    lin->to(base_layer->weight.dtype()).to(base_layer->weight.device());
+  auto make = [&](int64_t i, int64_t o) {
+    auto lin = std::make_shared<Linear>(i, o, /*bias=*/false);  // kaiming_uniform(a = √5)
+    lin->to(base_weight().dtype()).to(base_weight().device());
     return lin;
   };
-  lora_A = register_module("lora_A", make(base_layer->in_features, rank));
-  lora_B = register_module("lora_B", make(rank, base_layer->out_features));
+  lora_A = register_module("lora_A", make(in_features, rank));
+  lora_B = register_module("lora_B", make(rank, out_features));
   {
     NoGradGuard ng;
     zero_(lora_B->weight);
@@ -96,6 +113,16 @@ LoRALinear::LoRALinear(std::shared_ptr<Linear> base, int64_t rank, double alpha,
       [this](Module&, const std::vector<Tensor>& inputs, const Tensor& out) {
         return merged_ ? out : add(out, lora_delta(inputs.at(0)));
       });
+}
+
+Tensor& LoRALinear::base_weight() const {
+  if (fan_in_fan_out) return static_cast<hf::Conv1D&>(*base_layer).weight;
+  return static_cast<Linear&>(*base_layer).weight;
+}
+
+Tensor& LoRALinear::base_bias() const {
+  if (fan_in_fan_out) return static_cast<hf::Conv1D&>(*base_layer).bias;
+  return static_cast<Linear&>(*base_layer).bias;
 }
 
 LoRALinear::~LoRALinear() {
@@ -113,36 +140,42 @@ Tensor LoRALinear::lora_delta(const Tensor& x) {
 
 Tensor LoRALinear::get_delta_weight() const {
   NoGradGuard ng;
-  return mul(matmul(lora_B->weight.detach(), lora_A->weight.detach()), scaling);
+  Tensor d = mul(matmul(lora_B->weight.detach(), lora_A->weight.detach()), scaling);  // (out, in)
+  return fan_in_fan_out ? transpose(d, 0, 1).contiguous() : d;
 }
 
 void LoRALinear::merge() {
   if (merged_) return;
   NoGradGuard ng;
-  add_(base_layer->weight, get_delta_weight());
+  add_(base_weight(), get_delta_weight());
   merged_ = true;
 }
 
 void LoRALinear::unmerge() {
   if (!merged_) return;
   NoGradGuard ng;
-  sub_(base_layer->weight, get_delta_weight());
+  sub_(base_weight(), get_delta_weight());
   merged_ = false;
 }
 
 std::string LoRALinear::extra_repr() const {
-  return fmt::format("in_features={}, out_features={}, r={}, lora_alpha={}, scaling={}, merged={}",
-                     base_layer->in_features, base_layer->out_features, r, lora_alpha, scaling,
-                     merged_ ? "True" : "False");
+  return fmt::format(
+      "in_features={}, out_features={}, r={}, lora_alpha={}, scaling={}, {}merged={}", in_features,
+      out_features, r, lora_alpha, scaling, fan_in_fan_out ? "fan_in_fan_out=True, " : "",
+      merged_ ? "True" : "False");
 }
 
 // ---- applying to a model ------------------------------------------------------------------------
 
 namespace {
 
+// A targeted layer: a Linear, or a Conv1D (fan_in_fan_out) when `conv1d` is set.
 struct Target {
   std::string path;
   std::shared_ptr<Linear> linear;
+  std::shared_ptr<hf::Conv1D> conv1d;
+  int64_t in_features() const { return conv1d ? conv1d->in_features : linear->in_features; }
+  int64_t out_features() const { return conv1d ? conv1d->out_features : linear->out_features; }
 };
 
 // The Linear layers the config targets, outside existing LoRA layers; throws when one is not a
@@ -162,11 +195,12 @@ std::vector<Target> find_targets(Module& model, const LoraConfig& config, const 
       throw Error(fmt::format("{}: \"{}\" already has a LoRA adapter (one adapter per layer)",
                               where, path));
     auto lin = std::dynamic_pointer_cast<Linear>(m);
-    if (!lin)
-      throw Error(
-          fmt::format("{}: target {} matches \"{}\", a {}; only Linear layers are supported",
-                      where, config.targets_str(), path, m->type_name()));
-    out.push_back({path, lin});
+    auto conv = std::dynamic_pointer_cast<hf::Conv1D>(m);
+    if (!lin && !conv)
+      throw Error(fmt::format(
+          "{}: target {} matches \"{}\", a {}; only Linear layers and Conv1D are supported", where,
+          config.targets_str(), path, m->type_name()));
+    out.push_back({path, lin, conv});
   }
   if (out.empty())
     throw Error(
@@ -187,9 +221,11 @@ std::vector<std::string> wrap_targets(Module& model, const LoraConfig& config,
     if (!keep.count(p.impl())) p.requires_grad_(false);
   std::vector<std::string> paths;
   for (const Target& t : targets) {
-    model.set_submodule(t.path,
-                        std::make_shared<LoRALinear>(t.linear, config.r, config.lora_alpha,
-                                                     config.lora_dropout, config.use_rslora));
+    auto wrapped = t.conv1d ? std::make_shared<LoRALinear>(t.conv1d, config.r, config.lora_alpha,
+                                                           config.lora_dropout, config.use_rslora)
+                            : std::make_shared<LoRALinear>(t.linear, config.r, config.lora_alpha,
+                                                           config.lora_dropout, config.use_rslora);
+    model.set_submodule(t.path, wrapped);
     paths.push_back(t.path);
   }
   return paths;
@@ -404,8 +440,8 @@ std::vector<Expected> expected_keys(Module& model, const LoraConfig& c, const st
   }
   if (!layers.empty()) return out;
   for (const Target& t : find_targets(model, c, where.c_str())) {
-    out.push_back({kKeyPrefix + t.path + ".lora_A.weight", {c.r, t.linear->in_features}, {}});
-    out.push_back({kKeyPrefix + t.path + ".lora_B.weight", {t.linear->out_features, c.r}, {}});
+    out.push_back({kKeyPrefix + t.path + ".lora_A.weight", {c.r, t.in_features()}, {}});
+    out.push_back({kKeyPrefix + t.path + ".lora_B.weight", {t.out_features(), c.r}, {}});
   }
   return out;
 }

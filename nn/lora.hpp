@@ -1,6 +1,7 @@
 // nn/lora.hpp — LoRA (Hu et al. 2021) with Hugging Face PEFT's semantics and names: LoRALinear
-// wraps a frozen nn::Linear, apply_lora puts it in place of the Linear layers a LoraConfig
-// targets, and save_adapter / load_adapter read and write PEFT's adapter folders.
+// wraps a frozen nn::Linear or Hugging Face Conv1D (GPT-2's projections), apply_lora puts it in
+// place of the Linear layers a LoraConfig targets, and save_adapter / load_adapter read and write
+// PEFT's adapter folders.
 //
 //   y = base_layer(x) + lora_B(lora_A(lora_dropout(x))) · scaling        x (..., in) -> (..., out)
 //   lora_A.weight (r, in) ~ kaiming_uniform(a = √5) (nn.Linear's weight init), lora_B.weight
@@ -27,17 +28,19 @@
 // Targets (PEFT's check_target_module_exists): a list entry matches a module whose dotted path
 // equals it or ends with "." + it ("q_proj" matches "layers.0.self_attn.q_proj"); a regex
 // (target_modules_regex) must match the whole path (std::regex ECMAScript, which agrees with
-// Python's re on the usual patterns). A matching module that is not a Linear is refused, as PEFT
+// Python's re on the usual patterns). A matching module that is not a Linear or Conv1D is
+// refused, as PEFT
 // refuses unsupported layers.
 //
-// GPT-2: Hugging Face stores c_attn / c_proj / c_fc as Conv1D with weights (in, out), and PEFT
-// wants fan_in_fan_out = True there. That flag only transposes the merged delta to the Conv1D
-// layout (PEFT's get_delta_weight: transpose(B @ A, fan_in_fan_out)); lora_A stays (r, in) and
-// lora_B (out, r) in the adapter file either way. tapegrad's GPT-2 loads Conv1D weights
-// transposed into nn::Linear, so the adapter's tensors apply as they are; fan_in_fan_out is
-// carried in the config (written and read back) and changes nothing here.
+// GPT-2: Hugging Face stores c_attn / c_proj / c_fc as Conv1D (nn::hf::Conv1D) with weights
+// (in, out), and PEFT wraps them with fan_in_fan_out = True. That flag only transposes the merged
+// delta to the Conv1D layout (PEFT's get_delta_weight: transpose(B @ A, fan_in_fan_out)):
+// lora_A stays (r, in) and lora_B (out, r), in the model and in the adapter file. A LoRALinear
+// over a Conv1D has fan_in_fan_out true and merges (B·A)ᵀ·scaling into the (in, out) weight;
+// apply_lora sets it from the layer's type (PEFT warns and sets it too); the config's flag is
+// written and read back for PEFT.
 //
-// Deliberately not here: several adapters per layer, DoRA, LoRA on Embedding or Conv layers,
+// Deliberately not here: several adapters per layer, DoRA, LoRA on Embedding or Conv2d layers,
 // bias "all" / "lora_only", rank_pattern / alpha_pattern / layers_to_transform /
 // modules_to_save (refused by name when an adapter_config.json asks for them).
 #pragma once
@@ -48,6 +51,10 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+namespace tg::nn::hf {
+class Conv1D;
+}
 
 namespace tg::nn {
 
@@ -77,30 +84,41 @@ class LoRALinear : public TensorModule {
   // weight's dtype and device.
   LoRALinear(std::shared_ptr<Linear> base_layer, int64_t r, double lora_alpha = 8,
              double lora_dropout = 0, bool use_rslora = false);
+  // The same over a Hugging Face Conv1D (weight (in, out)): fan_in_fan_out true.
+  LoRALinear(std::shared_ptr<hf::Conv1D> base_layer, int64_t r, double lora_alpha = 8,
+             double lora_dropout = 0, bool use_rslora = false);
   ~LoRALinear() override;
   Tensor forward(const Tensor& x) override;  // base_layer(x), which the hook extends
   std::string extra_repr() const override;
 
   // (dropout(x) · Aᵀ · Bᵀ) · scaling, x (..., in) -> (..., out): the branch alone.
   Tensor lora_delta(const Tensor& x);
-  // scaling · B · A (out, in): what merge() adds to the base weight (PEFT's get_delta_weight).
+  // scaling · B · A (out, in), transposed to (in, out) when fan_in_fan_out: what merge() adds
+  // to the base weight (PEFT's get_delta_weight).
   Tensor get_delta_weight() const;
+  // The base layer's weight ((out, in) for a Linear, (in, out) for a Conv1D) and bias.
+  Tensor& base_weight() const;
+  Tensor& base_bias() const;
   void merge();    // no-op when merged (PEFT warns and does nothing)
   void unmerge();  // no-op when not merged
   bool merged() const { return merged_; }
 
-  int64_t r;
+  int64_t r, in_features, out_features;
   double lora_alpha, scaling;
   bool use_rslora;
-  std::shared_ptr<Linear> base_layer, lora_A, lora_B;
+  bool fan_in_fan_out;                       // the base is a Conv1D
+  std::shared_ptr<TensorModule> base_layer;  // a Linear or an hf::Conv1D
+  std::shared_ptr<Linear> lora_A, lora_B;
   std::shared_ptr<Dropout> lora_dropout;
 
  private:
+  LoRALinear(std::shared_ptr<TensorModule> base, int64_t in, int64_t out, bool fan_in_fan_out,
+             int64_t r, double lora_alpha, double lora_dropout, bool use_rslora);
   bool merged_ = false;
   int hook_id_ = -1;
 };
 
-// Wraps every Linear whose path the config targets in a LoRALinear (set in the parent's
+// Wraps every Linear (or Conv1D) whose path the config targets in a LoRALinear (set in the parent's
 // registry), freezes every parameter of the model that is not a lora_A / lora_B weight, and
 // returns the wrapped paths in traversal order. Throws naming the patterns when nothing matches,
 // and naming the path and type when a match is not a Linear or is already wrapped; on a throw

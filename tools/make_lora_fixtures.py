@@ -11,6 +11,9 @@ Files under tests/fixtures/lora/ (tensors in brackets; metadata in braces):
                        with bias  [x (2,4,6), W, b, A, B, out, dout, dx, dA, dB, merged_W,
                        A_sgd, B_sgd (after one SGD step, lr 0.1, on sum(out * dout))]
   rslora.safetensors   the same for 7 -> 4, r 4, use_rslora, no bias
+  conv1d.safetensors   the same over Hugging Face's Conv1D (GPT-2's c_attn layout: W (in, out),
+                       y = x @ W + b), 6 -> 9, r 2, with bias: PEFT's fan_in_fan_out = True,
+                       merged_W = W + scaling * (B @ A).T, (in, out)
   llama.safetensors    a Llama decoder layer (E 8, 4 query / 2 key-value heads, SwiGLU 12,
                        RMSNorm eps 1e-6, rotary half-split base 10000, causal) with LoRA r 2,
                        lora_alpha 4 on q_proj and v_proj  [x, wq, wk, wv, wo, wg, wu, wd, n1, n2,
@@ -95,6 +98,47 @@ def linear_case(name, in_f, out_f, r, alpha, use_rslora, bias, seed):
     fixture_io.write(fixture_io.case_path(OUT, "lora", name), t, meta)
 
 
+class LoraConv1D(torch.nn.Module):
+    """PEFT's lora.Linear over transformers' Conv1D (fan_in_fan_out = True): the base computes
+    x @ W + b with W (in, out); lora_A (r, in) and lora_B (out, r) as for a Linear; the merge
+    adds transpose(B @ A) * scaling."""
+
+    def __init__(self, W, b, A, B, lora_alpha):
+        super().__init__()
+        self.W, self.b = W, b
+        self.lora_A = torch.nn.Parameter(A.clone())
+        self.lora_B = torch.nn.Parameter(B.clone())
+        self.scaling = lora_alpha / A.shape[0]
+
+    def forward(self, x):
+        result = torch.addmm(self.b, x.reshape(-1, x.shape[-1]), self.W).view(
+            *x.shape[:-1], self.W.shape[1])
+        return result + F.linear(F.linear(x, self.lora_A), self.lora_B) * self.scaling
+
+    def merged_weight(self):
+        return self.W + (self.lora_B @ self.lora_A).T * self.scaling
+
+
+def conv1d_case(name, in_f, out_f, r, alpha, seed):
+    x = randn(2, 4, in_f, seed=seed).requires_grad_()
+    W = randn(in_f, out_f, seed=seed + 1) * 0.5
+    b = randn(out_f, seed=seed + 2) * 0.1
+    A = randn(r, in_f, seed=seed + 3) * 0.4
+    B = randn(out_f, r, seed=seed + 4) * 0.4
+    m = LoraConv1D(W, b, A, B, alpha)
+    out = m(x)
+    dout = randn(*out.shape, seed=seed + 5)
+    (out * dout).sum().backward()
+    t = {"x": x, "W": W, "b": b, "A": A, "B": B, "out": out, "dout": dout, "dx": x.grad,
+         "dA": m.lora_A.grad.clone(), "dB": m.lora_B.grad.clone(), "merged_W": m.merged_weight()}
+    opt = torch.optim.SGD([m.lora_A, m.lora_B], lr=0.1)
+    opt.step()
+    t["A_sgd"], t["B_sgd"] = m.lora_A, m.lora_B
+    meta = {"in": in_f, "out": out_f, "r": r, "lora_alpha": alpha, "use_rslora": 0, "bias": 1,
+            "fan_in_fan_out": 1}
+    fixture_io.write(fixture_io.case_path(OUT, "lora", name), t, meta)
+
+
 def llama_case(seed):
     """Llama decoder layer (the block of nn::LlamaDecoderLayer) with LoRA on q_proj and v_proj."""
     E, NH, NKV, hs, eps, r, alpha = 8, 4, 2, 2, 1e-6, 2, 4.0
@@ -171,7 +215,8 @@ def main():
     linear_case("linear", 6, 5, 3, 6.0, False, True, 300)
     linear_case("rslora", 7, 4, 4, 8.0, True, False, 310)
     llama_case(320)
-    print(f"wrote 3 cases and peft_adapter/ under {os.path.join(OUT, 'lora')}")
+    conv1d_case("conv1d", 6, 9, 2, 4.0, 340)
+    print(f"wrote 4 cases and peft_adapter/ under {os.path.join(OUT, 'lora')}")
 
 
 if __name__ == "__main__":

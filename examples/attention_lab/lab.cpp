@@ -3,6 +3,8 @@
 // walk-through, heatmaps + NPY files, and gradient reaching each key.
 #include "attention_lab/lab.hpp"
 
+#include "attention_lab/model_lab.hpp"
+
 #include "autograd/io.hpp"
 #include "autograd/tape.hpp"
 #include "common/cli.hpp"
@@ -580,6 +582,7 @@ int report_checks(const Config& c, const Weights& w, const Tensor& x, const Run&
 }  // namespace
 
 int run(const std::vector<std::string>& args) {
+  if (wants_model_lab(args)) return run_model_lab(args);  // a Hugging Face model folder
   ArgParser p(
       "attention_lab",
       "Runs one multi-head self-attention layer step by step, forward and backward, and shows\n"

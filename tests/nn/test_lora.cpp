@@ -56,30 +56,30 @@ TEST_CASE("LoRALinear matches PEFT's forward, gradients, merge and an SGD step",
     tgt::require_close(x.grad(), f.tensor("dx"), 1e-12, 1e-12, name + ": dx");
     tgt::require_close(l->lora_A->weight.grad(), f.tensor("dA"), 1e-12, 1e-12, name + ": dA");
     tgt::require_close(l->lora_B->weight.grad(), f.tensor("dB"), 1e-12, 1e-12, name + ": dB");
-    REQUIRE_FALSE(l->base_layer->weight.requires_grad());
-    REQUIRE_FALSE(l->base_layer->weight.grad().defined());  // the frozen base gets no gradient
-    if (l->base_layer->bias.defined()) REQUIRE_FALSE(l->base_layer->bias.grad().defined());
+    REQUIRE_FALSE(l->base_weight().requires_grad());
+    REQUIRE_FALSE(l->base_weight().grad().defined());  // the frozen base gets no gradient
+    if (l->base_bias().defined()) REQUIRE_FALSE(l->base_bias().grad().defined());
 
-    const Tensor W0 = l->base_layer->weight.clone();
+    const Tensor W0 = l->base_weight().clone();
     l->merge();
     REQUIRE(l->merged());
-    tgt::require_close(l->base_layer->weight, f.tensor("merged_W"), 1e-12, 1e-12,
+    tgt::require_close(l->base_weight(), f.tensor("merged_W"), 1e-12, 1e-12,
                        name + ": merged W");
     tgt::require_close(l->forward(f.tensor("x")), f.tensor("out"), 1e-12, 1e-12,
                        name + ": merged out");
     l->merge();  // a second merge does nothing (PEFT's warning)
-    tgt::require_close(l->base_layer->weight, f.tensor("merged_W"), 1e-12, 1e-12, name + ": twice");
+    tgt::require_close(l->base_weight(), f.tensor("merged_W"), 1e-12, 1e-12, name + ": twice");
     l->unmerge();
     REQUIRE_FALSE(l->merged());
-    tgt::require_close(l->base_layer->weight, W0, 1e-14, 1e-14, name + ": unmerged W");
+    tgt::require_close(l->base_weight(), W0, 1e-14, 1e-14, name + ": unmerged W");
 
-    const Tensor W1 = l->base_layer->weight.clone();
+    const Tensor W1 = l->base_weight().clone();
     nn::SGD opt(nn::trainable_parameters(*l), nn::SGDOptions{0.1});
     REQUIRE(opt.param_groups()[0].params.size() == 2);
     opt.step();
     tgt::require_close(l->lora_A->weight, f.tensor("A_sgd"), 1e-12, 1e-12, name + ": A after SGD");
     tgt::require_close(l->lora_B->weight, f.tensor("B_sgd"), 1e-12, 1e-12, name + ": B after SGD");
-    tgt::require_close(l->base_layer->weight, W1, 0, 0, name + ": W untouched by the step");
+    tgt::require_close(l->base_weight(), W1, 0, 0, name + ": W untouched by the step");
   }
 }
 
@@ -185,7 +185,7 @@ TEST_CASE("LoRA merge / unmerge on a float32 Llama layer: the outputs agree to f
   std::vector<Tensor> bases;
   for (auto& [p, l] : nn::lora_layers(*layer)) {
     l->lora_B->weight.copy_(mul(randn(l->lora_B->weight.shape()), 0.05));
-    bases.push_back(l->base_layer->weight.clone());
+    bases.push_back(l->base_weight().clone());
   }
   const auto unmerged = layer->forward(x).to_vector<float>();
   for (auto& [p, l] : nn::lora_layers(*layer)) l->merge();
@@ -216,7 +216,7 @@ TEST_CASE("LoRA merge / unmerge on a float32 Llama layer: the outputs agree to f
   // W + d - d is W to one rounding of the sum (|W + d| · 2^-24 each element).
   size_t i = 0;
   for (auto& [p, l] : nn::lora_layers(*layer))
-    tgt::require_close(l->base_layer->weight, bases[i++], 1e-7, 1e-6, p + ": unmerged weight");
+    tgt::require_close(l->base_weight(), bases[i++], 1e-7, 1e-6, p + ": unmerged weight");
 }
 
 TEST_CASE("apply_lora: PEFT's target matching, freezing, and errors that name the patterns",
