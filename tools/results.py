@@ -10,6 +10,9 @@ mean training time (train_seconds) with the thread count, process count and Open
 runs used (a time says as much about the machine as about the recipe), and the command. With
 --write FILE the table replaces the text between FILE's lines `<!-- results: begin -->` and
 `<!-- results: end -->`. Standard library only. A row with no finished run is left out.
+Each task but the 2-process one has a bf16 row beside it (folder <row>_bf16, the same command
+with `--precision bf16`); a run counts for a row only when its metrics.json names the row's
+precision (runs from before the option are f32).
 """
 import argparse
 import glob
@@ -37,6 +40,19 @@ ROWS = [
      "heldout_nats_per_char", "baseline_heldout_nats_per_char", "held-out nats/char", 1.0, 4,
      "Kneser-Ney 5-gram", "bash tools/train_gpt.sh --arch llama --kv-heads 2"),
 ]
+BF16 = ("spam", "fortunes", "translation", "gpt", "gpt_llama")  # the rows with a bf16 twin
+
+
+def rows():
+    """ROWS with each bf16 twin after its f32 row, as (precision, row)."""
+    out = []
+    for row in ROWS:
+        out.append(("f32", row))
+        if row[0] in BF16:
+            folder, task, *mid, command = row
+            out.append(("bf16", (f"{folder}_bf16", f"{task}, bf16 autocast", *mid,
+                                 f"{command} --precision bf16")))
+    return out
 
 
 def load(runs, folder):
@@ -66,8 +82,10 @@ def table(runs, kept=None):
     lines = ["| task | baseline, same split | result: mean [min, max] over seeds | training time |"
              " command |",
              "|---|---|---|---|---|"]
-    for folder, task, key, base_key, unit, scale, dec, base_name, command in ROWS:
-        ms = [m for m in load(runs, folder) if isinstance(m.get(key), (int, float))]
+    for precision, row in rows():
+        folder, task, key, base_key, unit, scale, dec, base_name, command = row
+        ms = [m for m in load(runs, folder) if isinstance(m.get(key), (int, float))
+              and m.get("precision", "f32") == precision]
         if not ms:
             if task in kept:  # measured by an earlier run of this script on another machine
                 lines.append(kept[task])

@@ -5,13 +5,14 @@
 # exists is kept, and one that was killed resumes (--resume), so the script can be run again.
 #   bash tools/results.sh                         the default rows, SEEDS="0 1 2"
 #   ROWS="spam translation" bash tools/results.sh  some rows (spam spam_np2 fortunes translation gpt
-#                                                 gpt_llama)
+#                                                 gpt_llama, and <row>_bf16 for each but
+#                                                 spam_np2: the same run with --precision bf16)
 #   SEEDS=0 ROWS=gpt bash tools/results.sh
 # It runs as the tools/train_*.sh scripts do (tools/build_example.sh: packages, data, build/,
 # the CPU environment); README="" leaves README.md alone and only prints the table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rows=${ROWS:-spam spam_np2 fortunes translation gpt}
+rows=${ROWS:-spam spam_bf16 spam_np2 fortunes fortunes_bf16 translation translation_bf16 gpt gpt_bf16}
 seeds=${SEEDS:-0 1 2}
 readme=${README-README.md}
 bash tools/setup.sh --data  # Open MPI too (build_example.sh installs the examples' needs only)
@@ -27,10 +28,14 @@ for row in $rows; do
       echo "results: $out has finished, kept"
       continue
     fi
-    resume=()
+    resume=()  # the options after the row's own: --resume, --precision
     [[ -d $out/last ]] && resume=(--resume)
+    case $row in  # <row>_bf16: <row>'s run in bf16 autocast
+      spam_np2_bf16) echo "results: no bf16 row for spam_np2" >&2; exit 2 ;;
+      *_bf16) resume+=(--precision bf16) ;;
+    esac
     echo "results: $row, seed $k -> $out ${resume[*]}"
-    case $row in
+    case ${row%_bf16} in
       spam) ./build/examples/text_classification --seed "$k" --out "$out" --quiet "${resume[@]}" ;;
       spam_np2)
         "${mpi[@]}" -np 2 ./build/examples/text_classification --seed "$k" --batch-size 16 \
@@ -43,7 +48,8 @@ for row in $rows; do
       gpt_llama)
         ./build/examples/gpt --arch llama --kv-heads 2 --seed "$k" --out "$out" --quiet \
           "${resume[@]}" ;;
-      *) echo "results: unknown row $row (spam spam_np2 fortunes translation gpt gpt_llama)" >&2
+      *) echo "results: unknown row $row (spam spam_np2 fortunes translation gpt gpt_llama;" \
+           "<row>_bf16)" >&2
          exit 2 ;;
     esac
   done

@@ -74,6 +74,7 @@ ArgParser make_parser() {
       .flag("resume", "continue training from --out/last")
       .flag("overwrite", "start a new run in an --out that holds one (replaces its outputs)")
       .flag("quiet", "no progress output");
+  precision_option(p);
   return p;
 }
 
@@ -117,6 +118,7 @@ TrainOptions train_options(const ArgParser& a) {
   if (o.out.empty()) throw UserError("--out: must not be empty");
   o.resume = a.flag("resume");
   o.device = device_option(a.str("device"));
+  o.precision = precision_of(a);
   return o;
 }
 
@@ -241,7 +243,10 @@ Json metrics_json(const GptConfig& cfg, const TrainOptions& to, int threads, con
   training["eval_every"] = to.eval_every;
   training["device"] = to.device.str();
   training["threads"] = threads;
+  training["precision"] = precision_name(to.precision);  // not in the identity: see train.hpp
   return {{"config", cfg.to_json()},
+          {"precision", precision_name(to.precision)},
+          {"skipped_steps", r.skipped_steps},
           {"training", training},
           {"split", split_json},
           {"steps_done", r.step},
@@ -322,7 +327,11 @@ int train_mode(const ArgParser& a) {
   SavedModel best = load_best(to.out);
   const auto t_eval = Clock::now();
   best.model->to(to.device);
-  const double heldout = evaluate_text(*best.model, held_ids, to.batch_size, to.device);
+  double heldout = 0;
+  {
+    PrecisionScope autocast(to.precision);  // measured in the precision it was trained in
+    heldout = evaluate_text(*best.model, held_ids, to.batch_size, to.device);
+  }
   best.model->to(tg::kCPU);
   const double eval_s = seconds_since(t_eval);
   tg::manual_seed(to.seed);

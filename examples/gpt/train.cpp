@@ -100,18 +100,21 @@ struct LoopState {
   int64_t bad_evals = 0;
   tg::Generator sampler;
 
-  tg::nn::Metadata meta(const Json& identity, const CharVocab& v, const GptConfig& cfg) const {
+  tg::nn::Metadata meta(const Json& identity, const CharVocab& v, const GptConfig& cfg,
+                        const MixedPrecision& mp) const {
     Json s = {{"step", r.step},
               {"best_step", r.best_step},
               {"best_heldout", r.best_heldout},
               {"bad_evals", bad_evals},
               {"seconds", r.seconds}};
-    return {{"gpt.run", identity.dump()},
-            {"gpt.state", s.dump()},
-            {"gpt.history", r.history.to_json().dump()},
-            {"gpt.sampler", sampler.get_state()},
-            {"gpt.config", cfg.to_json().dump()},
-            {"gpt.vocab", v.to_json()}};
+    tg::nn::Metadata m = {{"gpt.run", identity.dump()},
+                          {"gpt.state", s.dump()},
+                          {"gpt.history", r.history.to_json().dump()},
+                          {"gpt.sampler", sampler.get_state()},
+                          {"gpt.config", cfg.to_json().dump()},
+                          {"gpt.vocab", v.to_json()}};
+    m.merge(mp.metadata());
+    return m;
   }
   void restore(const tg::nn::Metadata& m, const std::string& what) {
     Json s = meta_json(m, "gpt.state", what);
@@ -218,13 +221,16 @@ double evaluate_text(Gpt& model, const std::vector<int64_t>& ids, int64_t batch,
 namespace {
 
 // --resume: the checkpoint in `last` (of the same run: identity) into model, opt, sched and st.
-void resume(const std::string& last, const Json& identity, Gpt& model, tg::nn::AdamW& opt,
-            tg::nn::CosineWithWarmupLR& sched, LoopState& st) {
+// Returns the line to print when it was saved in another precision ("" otherwise).
+std::string resume(const std::string& last, const Json& identity, Gpt& model, tg::nn::AdamW& opt,
+                   tg::nn::CosineWithWarmupLR& sched, LoopState& st, MixedPrecision& mp) {
   if (!file_exists(tg::nn::checkpoint_model_path(last)))
     throw UserError(fmt::format("--resume: {} holds no checkpoint to resume", last));
   auto saved = tg::nn::load_safetensors(tg::nn::checkpoint_model_path(last));
   check_same_run(meta_json(saved.metadata, "gpt.run", last), identity, last);
-  st.restore(resume_checkpoint(last, model, opt, sched).extra, last);
+  const tg::nn::CheckpointInfo info = resume_checkpoint(last, model, opt, sched);
+  st.restore(info.extra, last);
+  return mp.resume(info.extra, "--resume: " + last);
 }
 
 // This rank's training loss (recorded) on its block of the step's world x B random windows
@@ -254,9 +260,11 @@ std::pair<double, double> rank0_evaluation(Gpt& model, const std::vector<int64_t
                                            const TrainOptions& o) {
   const int64_t B = o.batch_size;
   tg::Tensor ev = tg::zeros({2}, tg::kFloat64);
-  if (tg::dist::rank() == 0)
+  if (tg::dist::rank() == 0) {
+    PrecisionScope autocast(o.precision);  // measured in the precision the run trains in
     ev = tg::tensor(std::vector<double>{evaluate(model, train_ids, train_eval, B, o.device),
                                         evaluate(model, heldout_ids, held_eval, B, o.device)});
+  }
   if (tg::dist::world_size() > 1) tg::dist::broadcast(ev, 0);
   const std::vector<double> trhe = ev.to_vector<double>();
   return {trhe[0], trhe[1]};
@@ -272,6 +280,7 @@ struct Run {
   const Json& identity;
   const TrainOptions& o;
   Progress& prog;
+  MixedPrecision& mp;
   std::string last;  // <out>/last
 
   // What a stopped run leaves to resume from.
@@ -284,17 +293,21 @@ struct Run {
   // One optimizer step on this rank's block of a fresh batch; returns the global batch's loss. A
   // diverged run stops here, before the step, with the last good checkpoint on disk.
   double train_step(const std::vector<int64_t>& ids, const std::vector<tg::Tensor>& params) {
-    tg::Tensor loss = batch_loss(model, ids, st.sampler, o);
+    tg::Tensor loss;
+    {
+      PrecisionScope autocast(o.precision);  // the forward and the loss; backward runs outside
+      loss = batch_loss(model, ids, st.sampler, o);
+    }
     const double lv = global_mean(loss);
     if (!std::isfinite(lv))
       throw tg::Error(fmt::format(
           "training diverged: the loss is {} at step {}; {}. Lower --lr (now {}) or clip "
           "(--clip, now {})",
           lv, st.r.step + 1, kept(), o.lr, o.clip));
-    opt.zero_grad();
-    loss.backward();
-    if (o.clip > 0) tg::nn::clip_grad_norm_(params, o.clip);  // --clip 0: off
-    opt.step();
+    if (!mp.backward_and_step(loss, opt, params, o.clip))  // --clip 0: off
+      prog.line(fmt::format(
+          "step {}: skipped by the f16 loss scaler (inf/NaN gradient); loss scale now {}",
+          st.r.step + 1, mp.loss_scale()));
     sched.step();
     return lv;
   }
@@ -316,7 +329,7 @@ struct Run {
     }
     save_last(o.out, [&](const std::string& dir) {
       tg::nn::save_checkpoint_distributed(dir, model, opt, &sched, st.r.step,
-                                          st.meta(identity, vocab, model.cfg));
+                                          st.meta(identity, vocab, model.cfg, mp));
     });
     prog.line(fmt::format("step {}/{}: train {:.4f}, held-out {:.4f} nats/char{}  [lr {:.2e}]",
                           st.r.step, o.steps, tr, he, better ? " (best)" : "",
@@ -359,13 +372,16 @@ TrainResult train(Gpt& model, const std::vector<int64_t>& train_ids,
   std::vector<tg::Tensor> params = model.parameters();
 
   LoopState st;
-  Run run{model, opt, sched, st, vocab, identity, o, prog, last_dir(o.out)};
+  MixedPrecision mp(o.precision);
+  if (!mp.describe().empty()) prog.line(mp.describe());
+  Run run{model, opt, sched, st, vocab, identity, o, prog, mp, last_dir(o.out)};
   st.sampler.set_seed(o.seed * 1000003ULL + 0x5a3ULL);
   std::filesystem::create_directories(o.out);
   if (rank == 0) recover_run_folder(o.out);
   if (world > 1) tg::dist::barrier();  // the others read what rank 0 restored
   if (o.resume) {
-    resume(run.last, identity, model, opt, sched, st);
+    const std::string note = resume(run.last, identity, model, opt, sched, st, mp);
+    if (!note.empty()) prog.line(note);
     prog.line(fmt::format("resumed {} at step {} of {}", run.last, st.r.step, o.steps));
   }
   const int64_t end = o.max_steps > 0 ? std::min(o.steps, o.max_steps) : o.steps;
@@ -393,6 +409,7 @@ TrainResult train(Gpt& model, const std::vector<int64_t>& train_ids,
     if (run.evaluated(tr, he, end)) break;
   }
   st.r.seconds = seconds_before + seconds_since(t0);
+  st.r.skipped_steps = mp.skipped_steps();
   prog.end_epoch(
       fmt::format("trained to step {} in {:.1f}s; best held-out {:.4f} nats/char at "
                   "step {}",

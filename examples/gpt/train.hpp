@@ -25,6 +25,7 @@
 // Deliberately not here: options (app.hpp), the report (report.hpp), sampling (sample.hpp).
 #pragma once
 
+#include "common/precision.hpp"
 #include "common/progress.hpp"
 #include "gpt/data.hpp"
 #include "gpt/model.hpp"
@@ -50,6 +51,9 @@ struct TrainOptions {
   std::string out = "runs/gpt";
   bool resume = false;
   tg::Device device = tg::kCPU;
+  // Forward and loss of training and evaluation (common/precision.hpp); not part of the run's
+  // identity: a run resumed in another precision continues.
+  Precision precision = Precision::kFloat32;
 };
 
 struct History {
@@ -66,6 +70,7 @@ struct TrainResult {
   double best_heldout = 0;  // the lowest held-out loss (that of best/)
   double seconds = 0;       // training time, this run and the runs it resumed
   bool early_stopped = false;
+  int64_t skipped_steps = 0;  // f16: steps the loss scaler skipped (inf/NaN gradients), all runs
 };
 
 // The windows the model is measured on: n starts in [0, size - T - 1], seeded (the same for

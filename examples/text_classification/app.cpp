@@ -6,6 +6,7 @@
 
 #include "autograd/tensor.hpp"
 #include "common/cli.hpp"
+#include "common/precision.hpp"
 #include "common/text.hpp"
 #include "text_classification/data.hpp"
 #include "text_classification/train.hpp"
@@ -66,6 +67,7 @@ ArgParser make_parser() {
       .flag("resume", "continue the run saved in --out/last")
       .flag("overwrite", "start a new run in an --out that holds one (replaces its outputs)")
       .flag("quiet", "no progress output");
+  precision_option(p);
   return p;
 }
 
@@ -108,6 +110,7 @@ RunOptions options_from(const ArgParser& p) {
   o.overwrite = p.flag("overwrite");
   o.quiet = p.flag("quiet");
   o.device = device_option(p.str("device"));
+  o.precision = precision_of(p);
   if (o.out.empty()) throw UserError("--out: must not be empty");
   // Unknown data sets fail before anything is written.
   bool known = false;

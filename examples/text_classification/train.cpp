@@ -119,8 +119,10 @@ struct Eval {
   ConfusionMatrix cm;
 };
 
-Eval evaluate(TextClassifier& m, const Data& d, const std::vector<int64_t>& idx, tg::Device dev) {
+Eval evaluate(TextClassifier& m, const Data& d, const std::vector<int64_t>& idx, tg::Device dev,
+              Precision precision) {
   tg::NoGradGuard ng;
+  PrecisionScope autocast(precision);
   m.eval();
   Eval ev{0, ConfusionMatrix(d.ds.class_names)};
   tg::CrossEntropyOptions sum;
@@ -204,6 +206,7 @@ struct TrainState {
   int64_t epoch = 0, step_in_epoch = 0, global_step = 0, best_epoch = -1, bad_epochs = 0;
   double best_acc = -1, best_loss = std::numeric_limits<double>::infinity(), seconds = 0;
   History hist;
+  const MixedPrecision* mp = nullptr;  // its precision, skipped steps and loss scale are saved
 
   tg::nn::Metadata to_meta(const Json& identity) const {
     Json s = {{"epoch", epoch},
@@ -214,9 +217,11 @@ struct TrainState {
               {"best_acc", best_acc},
               {"best_loss", std::isfinite(best_loss) ? best_loss : 1e300},
               {"seconds", seconds}};
-    return {{"cls.run", identity.dump()},
-            {"cls.state", s.dump()},
-            {"cls.history", hist.to_json().dump()}};
+    tg::nn::Metadata m = {{"cls.run", identity.dump()},
+                          {"cls.state", s.dump()},
+                          {"cls.history", hist.to_json().dump()}};
+    if (mp) m.merge(mp->metadata());
+    return m;
   }
   void from_meta(const tg::nn::Metadata& m, const std::string& what) {
     Json s = meta_json(m, "cls.state", what);
@@ -270,6 +275,7 @@ struct Loop {
   TrainState& st;
   const Json& identity;
   Progress& prog;
+  MixedPrecision& mp;
   std::vector<tg::Tensor> params;
   int64_t spe;              // steps per epoch
   int world = 1, rank = 0;  // data parallel (mpirun): the model is wrapped in a DDP
@@ -288,7 +294,11 @@ struct Loop {
   }
 
   void step(const Batch& b) {
-    tg::Tensor loss = tg::cross_entropy(model.forward(b.ids, b.pad), b.labels);
+    tg::Tensor loss;
+    {
+      PrecisionScope autocast(o.precision);
+      loss = tg::cross_entropy(model.forward(b.ids, b.pad), b.labels);
+    }
     tg::Tensor lt = loss.detach().to(tg::kCPU).to(tg::kFloat64).clone();
     if (world > 1) tg::dist::all_reduce(lt, tg::dist::ReduceOp::Avg);  // the global batch's loss
     const double lv = lt.item<double>();
@@ -298,10 +308,12 @@ struct Loop {
           "training diverged: the loss is {} at step {} (epoch {}); {}. Lower --lr (now {}) or "
           "clip harder (--clip, now {})",
           lv, st.global_step + 1, st.epoch + 1, checkpoint_left(o.out), o.lr, o.clip));
-    opt.zero_grad();
-    loss.backward();  // under DDP: gradients averaged across ranks as they are produced
-    if (o.clip > 0) tg::nn::clip_grad_norm_(params, o.clip);  // --clip 0: off
-    opt.step();
+    // Under DDP the gradients are averaged across ranks as they are produced; --clip 0: off.
+    if (!mp.backward_and_step(loss, opt, params, o.clip))
+      prog.line(
+          fmt::format("step {}: skipped by the f16 loss scaler (inf/NaN gradient); loss "
+                      "scale now {}",
+                      st.global_step + 1, mp.loss_scale()));
     sched.step();
     st.hist.train_loss.push_back(lv);
     ++st.global_step;
@@ -368,7 +380,7 @@ struct Loop {
   }
 
   bool validate_here(bool write_last = true) {
-    Eval ev = evaluate(model, d, d.split.val, o.device);
+    Eval ev = evaluate(model, d, d.split.val, o.device, o.precision);
     const double acc = ev.cm.accuracy();
     st.hist.val_step.push_back(st.global_step);
     st.hist.val_loss.push_back(ev.loss);
@@ -399,9 +411,10 @@ struct Loop {
 
 // Test evaluation of the best model beside the baseline, pictures and metrics JSON.
 Json final_report(const RunOptions& o, const Data& d, TextClassifier& model,
-                  const ConfusionMatrix& nb, const TrainState& st, double seconds) {
+                  const ConfusionMatrix& nb, const TrainState& st, double seconds,
+                  const MixedPrecision& mp) {
   tg::nn::load_model(o.out + "/best/model.safetensors", model);
-  Eval test = evaluate(model, d, d.split.test, o.device);
+  Eval test = evaluate(model, d, d.split.test, o.device, o.precision);
   const std::string what = o.dataset == "spam" ? "emails" : "fortunes";
   fmt::print("\n{}\n", comparison(test.cm, nb, what));
 
@@ -413,6 +426,8 @@ Json final_report(const RunOptions& o, const Data& d, TextClassifier& model,
   Json m = {{"dataset", o.dataset},
             {"seed", o.seed},
             {"split_seed", o.data_seed()},
+            {"precision", precision_name(o.precision)},
+            {"skipped_steps", mp.skipped_steps()},
             {"test_accuracy", test.cm.accuracy()},
             {"baseline_accuracy", nb.accuracy()},
             {"test_loss", test.loss},
@@ -478,14 +493,17 @@ ModelConfig model_config(const RunOptions& o, const Data& d) {
 }
 
 // --resume: the checkpoint in `last` (of the same run: identity) into model, opt, sched and st.
-void resume(const std::string& last, const Json& identity, TextClassifier& model,
-            tg::nn::AdamW& opt, tg::nn::CosineWithWarmupLR& sched, TrainState& st) {
+// Returns the line to print when it was saved in another precision ("" otherwise).
+std::string resume(const std::string& last, const Json& identity, TextClassifier& model,
+                   tg::nn::AdamW& opt, tg::nn::CosineWithWarmupLR& sched, TrainState& st,
+                   MixedPrecision& mp) {
   auto saved = tg::nn::load_safetensors(tg::nn::checkpoint_model_path(last));
   check_same_run(meta_json(saved.metadata, "cls.run", last), identity, last);
   tg::nn::CheckpointInfo info = tg::nn::load_checkpoint_distributed(last, model, opt, &sched);
   require_finite_weights(model, "--resume: " + last,
                          "refusing to resume from it (start a new run with --overwrite)");
   st.from_meta(info.extra, last);
+  return mp.resume(info.extra, "--resume: " + last);
 }
 
 }  // namespace
@@ -524,31 +542,35 @@ Json train_and_evaluate(const RunOptions& o) {
   const int64_t warmup = std::max<int64_t>(1, std::llround(o.warmup_frac * total));
   tg::nn::CosineWithWarmupLR sched(opt, warmup, total, 0.05);
 
+  MixedPrecision mp(o.precision);
   TrainState st;
+  st.mp = &mp;
   if (o.resume) {
     const std::string last = o.out + "/last";
-    resume(last, identity, model, opt, sched, st);
+    const std::string note = resume(last, identity, model, opt, sched, st, mp);
+    if (!note.empty()) prog.line(note);
     prog.line(fmt::format("resumed {} at step {} (epoch {}, step {} of {})", last, st.global_step,
                           st.epoch + 1, st.step_in_epoch, spe));
   }
   prog.line(fmt::format("model: {} parameters; {} steps per epoch, {} epochs, warmup {} steps",
                         model.num_parameters(), spe, o.epochs, warmup));
+  if (!mp.describe().empty()) prog.line(mp.describe());
   if (world > 1)
     prog.line(
         fmt::format("data parallel: {} ranks x batch {} = global batch {} ({} gradient "
                     "buckets)",
                     world, o.batch_size, global_batch, ddp->num_buckets()));
 
-  Loop loop{o, d, model, opt, sched, st, identity, prog, params, spe, world, rank};
+  Loop loop{o, d, model, opt, sched, st, identity, prog, mp, params, spe, world, rank};
   loop.guarded = st.hist.train_loss.size();  // a resumed run is judged on its own steps
   while (st.epoch < o.epochs && loop.epoch()) {
   }
   if (rank != 0) return Json();  // rank 0 reports
   if (st.best_epoch < 0) {       // stopped before any validation: the current model is the best one
-    Eval ev = evaluate(model, d, d.split.val, o.device);
+    Eval ev = evaluate(model, d, d.split.val, o.device, o.precision);
     save_best(o, model, identity, ev.cm.accuracy());
   }
-  return final_report(o, d, model, nb, st, seconds_since(t_start));
+  return final_report(o, d, model, nb, st, seconds_since(t_start), mp);
 }
 
 Sharpness sharpness(const std::string& out, int64_t examples, int64_t iters,

@@ -17,6 +17,7 @@
 // Deliberately not here: option parsing (app.hpp), the model (model.hpp).
 #pragma once
 
+#include "common/precision.hpp"
 #include "text_classification/bpe.hpp"
 #include "text_classification/model.hpp"
 
@@ -46,6 +47,9 @@ struct RunOptions {
   std::string metrics_out;  // "" = <out>/metrics.json only
   std::vector<std::string> headers;  // spam: email headers prepended to subject + body
   tg::Device device = tg::kCPU;      // where the model trains (--device cpu | cuda | cuda:N)
+  // Forward and loss in training and evaluation (common/precision.hpp); not part of the run's
+  // identity: a run resumed in another precision continues.
+  Precision precision = Precision::kFloat32;
 };
 
 // Trains, evaluates and writes the report; returns the metrics (also written as JSON).

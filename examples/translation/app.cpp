@@ -10,6 +10,7 @@
 #include "common/environment.hpp"
 #include "common/guard.hpp"
 #include "common/metrics.hpp"
+#include "common/precision.hpp"
 #include "common/progress.hpp"
 #include "common/run_folder.hpp"
 #include "common/text.hpp"
@@ -64,6 +65,7 @@ ArgParser make_parser() {
       .flag("resume", "continue training from --out/last")
       .flag("overwrite", "start a new run in an --out that holds one (replaces its outputs)")
       .flag("quiet", "no progress output");
+  precision_option(p);
   return p;
 }
 
@@ -125,6 +127,7 @@ TrainOptions train_options(const ArgParser& a) {
   o.resume = a.flag("resume");
   o.overwrite = a.flag("overwrite");
   o.device = device_option(a.str("device"));
+  o.precision = precision_of(a);
   if (o.out_dir.empty()) throw UserError("--out: must not be empty");
   return o;
 }
@@ -139,6 +142,8 @@ nlohmann::json metrics_json(const ArgParser& a, const TrainOptions& to, const Mo
                             int64_t beam, const EvalResult& greedy, const EvalResult& bs) {
   return {{"dataset", d.name},
           {"seed", a.integer("seed")},
+          {"precision", precision_name(to.precision)},
+          {"skipped_steps", log.skipped_steps},
           {"steps", to.steps},
           {"steps_done", log.final_step},
           {"train_seconds", log.seconds},
@@ -208,8 +213,12 @@ int train_mode(const ArgParser& a) {
   std::string best = best_dir(to.out_dir) + "/model.safetensors";
   check_saved_model(best, cfg, v);
   tg::nn::load_model(best, model);
-  EvalResult greedy = evaluate(model, d.heldout, v, 1);
-  EvalResult bs = beam > 1 ? evaluate(model, d.heldout, v, beam, lp) : greedy;
+  EvalResult greedy, bs;
+  {
+    PrecisionScope autocast(to.precision);  // held-out decoding in the run's precision
+    greedy = evaluate(model, d.heldout, v, 1);
+    bs = beam > 1 ? evaluate(model, d.heldout, v, beam, lp) : greedy;
+  }
   print(false, fmt::format("held-out ({} pairs): exact match greedy {:.2f}% ({:.1f}s), beam {} "
                            "{:.2f}% ({:.1f}s); chrF greedy {:.2f}, beam {:.2f}",
                            d.heldout.size(), greedy.exact_match, greedy.seconds, beam,

@@ -23,10 +23,12 @@ Tensor pad_batch(const std::vector<std::vector<int64_t>>& seqs) {
 
 namespace {
 
-// log-softmax of the last position of each row: logits (B, T, V) -> B rows of V.
+// log-softmax of the last position of each row: logits (B, T, V) -> B rows of V. Logits of a
+// bf16 / f16 decode (under --precision's autocast) are read in float32.
 std::vector<std::vector<double>> last_logprobs(const Tensor& logits) {
   int64_t B = logits.size(0), T = logits.size(1), V = logits.size(2);
-  const float* p = logits.data<float>();
+  const Tensor f32 = logits.to(tg::kFloat32);  // the same tensor when float32 already
+  const float* p = f32.data<float>();
   std::vector<std::vector<double>> out(static_cast<size_t>(B), std::vector<double>(V));
   for (int64_t b = 0; b < B; ++b) {
     const float* row = p + (b * T + T - 1) * V;

@@ -229,7 +229,7 @@ class Batcher {
 
 // One teacher-forced step; returns the loss.
 double train_step(Seq2Seq& model, const Encoded& tr, const std::vector<size_t>& idx,
-                  tg::nn::Optimizer& opt, const TrainOptions& o, int64_t step) {
+                  tg::nn::Optimizer& opt, const TrainOptions& o, int64_t step, MixedPrecision& mp) {
   std::vector<std::vector<int64_t>> src, tin, tout;
   for (size_t i : idx) {
     src.push_back(tr.src[i]);
@@ -239,13 +239,17 @@ double train_step(Seq2Seq& model, const Encoded& tr, const std::vector<size_t>& 
     tout.back().push_back(Vocab::kEos);
   }
   const tg::Device dev = o.device;
-  Tensor logits = model.forward(pad_batch(src).to(dev), pad_batch(tin).to(dev));  // (B, T, V)
-  Tensor target = pad_batch(tout).to(dev);                                        // (B, T)
+  Tensor target = pad_batch(tout).to(dev);  // (B, T)
   tg::CrossEntropyOptions ce;
   ce.ignore_index = Vocab::kPad;
   ce.label_smoothing = o.label_smoothing;
-  int64_t BT = logits.size(0) * logits.size(1);
-  Tensor loss = tg::cross_entropy(logits.reshape({BT, logits.size(2)}), target.reshape({BT}), ce);
+  Tensor loss;
+  {
+    PrecisionScope autocast(o.precision);  // the forward and the loss; backward runs outside
+    Tensor logits = model.forward(pad_batch(src).to(dev), pad_batch(tin).to(dev));  // (B, T, V)
+    int64_t BT = logits.size(0) * logits.size(1);
+    loss = tg::cross_entropy(logits.reshape({BT, logits.size(2)}), target.reshape({BT}), ce);
+  }
   Tensor lt = loss.detach().to(tg::kCPU).to(tg::kFloat64).clone();
   if (tg::dist::world_size() > 1) tg::dist::all_reduce(lt, tg::dist::ReduceOp::Avg);
   const double lv = lt.item<double>();  // the global batch's loss under data parallelism
@@ -255,10 +259,7 @@ double train_step(Seq2Seq& model, const Encoded& tr, const std::vector<size_t>& 
         fmt::format("training diverged: the loss is {} at step {}; {}. Lower --lr (now {}) or clip "
                     "(--clip, now {})",
                     lv, step + 1, tgx::checkpoint_left(o.out_dir), o.lr, o.clip));
-  opt.zero_grad();
-  loss.backward();
-  if (o.clip > 0) tg::nn::clip_grad_norm_(model.parameters(), o.clip);
-  opt.step();
+  mp.backward_and_step(loss, opt, model.parameters(), o.clip);
   return lv;
 }
 
@@ -268,8 +269,10 @@ void save_model_files(const std::string& dir, const Vocabs& v) {
 
 // --resume: the checkpoint in ckpt into model, opt and sched, its best validation and history
 // into log; returns its step.
+// A checkpoint saved in another precision continues, with a line on progress saying so.
 int64_t resume(const std::string& ckpt, Seq2Seq& model, const Vocabs& v, tg::nn::AdamW& opt,
-               tg::nn::CosineWithWarmupLR& sched, TrainLog& log) {
+               tg::nn::CosineWithWarmupLR& sched, TrainLog& log, MixedPrecision& mp,
+               Progress& progress) {
   if (!file_exists(tg::nn::checkpoint_model_path(ckpt)))
     throw UserError(fmt::format("--resume: no checkpoint in {}", ckpt));
   check_saved_model(tg::nn::checkpoint_model_path(ckpt), model.cfg, v);
@@ -287,6 +290,8 @@ int64_t resume(const std::string& ckpt, Seq2Seq& model, const Vocabs& v, tg::nn:
   log.best_valid = *best_valid;
   log.best_step = *best_step;
   read_history(ckpt + "/history.json", log);
+  const std::string note = mp.resume(info.extra, "--resume: " + ckpt);
+  if (!note.empty()) progress.line(note);
   return info.step;
 }
 
@@ -294,7 +299,7 @@ int64_t resume(const std::string& ckpt, Seq2Seq& model, const Vocabs& v, tg::nn:
 EvalResult validate(Seq2Seq& model, const std::vector<Example>& valid, const Vocabs& v,
                     tg::Device device, int64_t step, TrainLog& log) {
   model.to(tg::kCPU);
-  EvalResult r = evaluate(model, valid, v, 1);
+  EvalResult r = evaluate(model, valid, v, 1);  // in the caller's precision
   model.to(device);
   log.valid_steps.push_back(static_cast<double>(step));
   log.valid_exact.push_back(r.exact_match);
@@ -327,6 +332,7 @@ struct Run {
   const tg::nn::Metadata& meta;
   TrainLog& log;
   Progress& progress;
+  MixedPrecision& mp;
   int world = tg::dist::world_size(), rank = tg::dist::rank();
 
   // rank 0's decision (time limit, early stop) for every rank of a data-parallel run.
@@ -348,9 +354,11 @@ struct Run {
   // progress lines; true when training stops (early stop or out of time).
   bool evaluate(int64_t step, int64_t end, double loss, bool out_of_time, double elapsed) {
     tg::nn::Metadata m = meta;
+    m.merge(mp.metadata());
     EvalResult r;
     bool better = false;
     if (rank == 0) {
+      PrecisionScope autocast(o.precision);
       r = validate(model, valid, v, o.device, step, log);
       better = r.exact_match > log.best_valid;
       if (better) {
@@ -411,11 +419,13 @@ TrainLog train(Seq2Seq& model, const Dataset& d, const Vocabs& v, const TrainOpt
   const tg::nn::Metadata meta = {{"translation.config", model.cfg.to_json()},
                                  {"translation.vocab", v.to_json()}};
   TrainLog log;
-  Run run{model, v, o, opt, sched, valid, meta, log, progress};
+  MixedPrecision mp(o.precision);
+  if (!mp.describe().empty()) progress.line(mp.describe());
+  Run run{model, v, o, opt, sched, valid, meta, log, progress, mp};
   int64_t step = 0;
   if (rank == 0) tgx::recover_run_folder(o.out_dir);
   if (world > 1) tg::dist::barrier();  // the others read what rank 0 restored
-  if (o.resume) step = resume(checkpoint_dir(o.out_dir), model, v, opt, sched, log);
+  if (o.resume) step = resume(checkpoint_dir(o.out_dir), model, v, opt, sched, log, mp, progress);
   log.start_step = step;
   size_t guarded = log.losses.size();  // losses[:guarded] passed the blown-up check
   int64_t end = o.max_steps > 0 ? std::min(o.steps, step + o.max_steps) : o.steps;
@@ -426,7 +436,12 @@ TrainLog train(Seq2Seq& model, const Dataset& d, const Vocabs& v, const TrainOpt
     std::vector<size_t> global = batcher.indices(step);  // rank r takes block r of the step
     std::vector<size_t> mine(global.begin() + rank * o.batch_size,
                              global.begin() + (rank + 1) * o.batch_size);
-    double loss = train_step(model, tr, mine, opt, o, step);
+    const int64_t skipped = mp.skipped_steps();
+    double loss = train_step(model, tr, mine, opt, o, step, mp);
+    if (mp.skipped_steps() > skipped)
+      progress.line(fmt::format(
+          "step {}: skipped by the f16 loss scaler (inf/NaN gradient); loss scale now {}", step + 1,
+          mp.loss_scale()));
     sched.step();
     ++step;
     log.steps.push_back(static_cast<double>(step));
@@ -452,6 +467,7 @@ TrainLog train(Seq2Seq& model, const Dataset& d, const Vocabs& v, const TrainOpt
                   "{:.1f}% at step {}",
                   step, log.seconds, log.best_valid, log.best_step));
   log.final_step = step;
+  log.skipped_steps = mp.skipped_steps();
   model.to(tg::kCPU);  // evaluation and decoding run on the CPU
   return log;
 }

@@ -14,6 +14,7 @@
 // Not here: argument parsing, plots and reports (app.hpp).
 #pragma once
 
+#include "common/precision.hpp"
 #include "common/progress.hpp"
 #include "nn/checkpoint.hpp"
 #include "translation/data.hpp"
@@ -72,6 +73,9 @@ struct TrainOptions {
   bool resume = false;
   bool overwrite = false;  // a fresh run may replace the run in out_dir (common/run_folder.hpp)
   tg::Device device = tg::kCPU;  // where training steps run; decoding runs on the CPU
+  // Forward and loss of training and validation (common/precision.hpp); a run resumed in another
+  // precision continues.
+  Precision precision = Precision::kFloat32;
 };
 
 struct TrainLog {
@@ -80,7 +84,8 @@ struct TrainLog {
   int64_t start_step = 0, final_step = 0, best_step = 0;
   double best_valid = -1;
   bool early_stopped = false;
-  double seconds = 0;  // this run's wall time in the training loop (validation included)
+  double seconds = 0;         // this run's wall time in the training loop (validation included)
+  int64_t skipped_steps = 0;  // f16: steps the loss scaler skipped (inf/NaN gradients), all runs
 };
 
 std::string checkpoint_dir(const std::string& out_dir);  // out_dir/checkpoint
