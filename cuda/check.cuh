@@ -3,6 +3,7 @@
 // failure throws tg::cuda::Error naming the op (OpScope), the call, the file and the line.
 #pragma once
 
+#include "cuda/half.cuh"
 #include "cuda/kernels.cuh"
 #include "cuda/runtime.cuh"
 
@@ -104,29 +105,39 @@ inline void check_launch(const char* kernel, const char* file, int line) {
         throw ::tg::cuda::Error(std::string(name) + ": unsupported dtype on cuda"); \
     }                                                                               \
   } while (0)
-// Any dtype: float, double, int64_t, bool.
-#define TG_DISPATCH_ALL(dt, name, ...) \
-  do {                                 \
-    switch (dt) {                      \
-      case ::tg::cuda::DT::F32: {      \
-        using scalar_t = float;        \
-        __VA_ARGS__();                 \
-        break;                         \
-      }                                \
-      case ::tg::cuda::DT::F64: {      \
-        using scalar_t = double;       \
-        __VA_ARGS__();                 \
-        break;                         \
-      }                                \
-      case ::tg::cuda::DT::I64: {      \
-        using scalar_t = int64_t;      \
-        __VA_ARGS__();                 \
-        break;                         \
-      }                                \
-      default: {                       \
-        using scalar_t = bool;         \
-        __VA_ARGS__();                 \
-        break;                         \
-      }                                \
-    }                                  \
+// Any dtype: float, double, int64_t, bool, bf16, f16 (cuda/half.cuh).
+#define TG_DISPATCH_ALL(dt, name, ...)     \
+  do {                                     \
+    switch (dt) {                          \
+      case ::tg::cuda::DT::BF16: {         \
+        using scalar_t = ::tg::cuda::bf16; \
+        __VA_ARGS__();                     \
+        break;                             \
+      }                                    \
+      case ::tg::cuda::DT::F16: {          \
+        using scalar_t = ::tg::cuda::f16;  \
+        __VA_ARGS__();                     \
+        break;                             \
+      }                                    \
+      case ::tg::cuda::DT::F32: {          \
+        using scalar_t = float;            \
+        __VA_ARGS__();                     \
+        break;                             \
+      }                                    \
+      case ::tg::cuda::DT::F64: {          \
+        using scalar_t = double;           \
+        __VA_ARGS__();                     \
+        break;                             \
+      }                                    \
+      case ::tg::cuda::DT::I64: {          \
+        using scalar_t = int64_t;          \
+        __VA_ARGS__();                     \
+        break;                             \
+      }                                    \
+      default: {                           \
+        using scalar_t = bool;             \
+        __VA_ARGS__();                     \
+        break;                             \
+      }                                    \
+    }                                      \
   } while (0)
