@@ -97,7 +97,7 @@ SdpaForward fused(const SdpaCall& c, const Tensor& q, const Tensor& k, const Ten
   const double pairs = static_cast<double>(d.B) * d.NH * d.T * d.S;
   f.info.flops(pairs * (2.0 * d.hs + 2.0 * d.hsv + 5), pairs * (4.0 * d.hs + 4.0 * d.hsv + 3));
   // What the backward reads besides q, k, v (sdpa() saves those): the output and the row sums.
-  const Saved so = f.info.save_output(f.res.output);
+  const Saved so = c.widened ? f.info.save(f.res.output) : f.info.save_output(f.res.output);
   f.info.save(lse);
   // The mask's tensors stay alive with the node: the lowering points into them.
   std::shared_ptr<const FusedMask> md = fm;

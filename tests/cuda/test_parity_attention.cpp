@@ -126,6 +126,37 @@ TEST_CASE("cuda parity: scaled_dot_product_attention, every mask kind") {
   }
 }
 
+// The same masks in bfloat16 and float16: q, k, v rounded to dt on both sides; the output, the
+// weights and every gradient within 1 ulp of the CPU's (both run their float32 kernels on float32
+// copies and round once). Values below 2^-8 are compared in ulps at 2^-8 (ParityCase::half_floor):
+// a gradient that is 0 in exact arithmetic (dq of a query row with one key) or tiny is the float32
+// kernels' cancellation error on each side, about 1e-7, which is many ulps of a tiny value.
+TEST_CASE("cuda parity: scaled_dot_product_attention in bfloat16 and float16, every mask kind") {
+  for (const AttnCase& a : attn_cases()) {
+    for (DType dt : {kBFloat16, kFloat16}) {
+      SECTION(a.name + " " + dtype_name(dt)) {
+        ParityCase c;
+        c.name = a.name;
+        c.tol32 = 1e-4;
+        c.half_floor = 1.0 / 256;
+        c.inputs = [&a] {
+          return Inputs{randn({a.B, a.NH, a.T, a.hs}, kFloat64),
+                        randn({a.B, a.NH, a.S, a.hs}, kFloat64),
+                        randn({a.B, a.NH, a.S, a.hsv}, kFloat64)};
+        };
+        c.fn = [&a](const Inputs& x) {
+          SDPAOptions o;
+          o.need_weights = a.need_weights;
+          AttentionResult r =
+              scaled_dot_product_attention(x[0], x[1], x[2], a.mask(a.B, a.T, a.S), o);
+          return std::vector<Tensor>{r.output, r.weights};
+        };
+        tgt::run_parity_reduced(c, dt);
+      }
+    }
+  }
+}
+
 TEST_CASE("cuda parity: heads-last and packed (B, T, 3, NH, hs) layouts") {
   // The fused kernels read and write every layout in place (kern::AttentionLayout); need_weights
   // takes the composed path on (B, NH, T, hs) views of the same inputs.
