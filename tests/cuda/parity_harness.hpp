@@ -238,4 +238,12 @@ inline void run_parity_reduced(const ParityCase& c, tg::DType dt, int64_t max_ul
   }
 }
 
+// run_parity for float32 / float64, run_parity_reduced for bfloat16 / float16.
+inline void run_parity_any(const ParityCase& c, tg::DType dt) {
+  if (tg::is_reduced(dt))
+    run_parity_reduced(c, dt);
+  else
+    run_parity(c, dt);
+}
+
 }  // namespace tgt

@@ -229,10 +229,11 @@ TEST_CASE("cuda: the fused attention reads heads-last and packed inputs in place
 }
 
 TEST_CASE("cuda parity: additive float mask with -inf entries") {
-  for (DType dt : {kFloat64, kFloat32}) {
+  for (DType dt : {kFloat64, kFloat32, kBFloat16, kFloat16}) {
     ParityCase c;
     c.name = "additive (1, 1, T, S)";
     c.tol32 = 1e-4;
+    c.half_floor = 1.0 / 256;  // as in the mask-kind table above
     c.inputs = [] {
       return Inputs{randn({2, 2, 24, 16}, kFloat64), randn({2, 2, 24, 16}, kFloat64),
                     randn({2, 2, 24, 16}, kFloat64)};
@@ -241,18 +242,19 @@ TEST_CASE("cuda parity: additive float mask with -inf entries") {
       AttentionMask m = AttentionMask::additive(additive(24, 24, x[0].dtype()));
       return std::vector<Tensor>{scaled_dot_product_attention(x[0], x[1], x[2], m).output};
     };
-    tgt::run_parity(c, dt);
+    tgt::run_parity_any(c, dt);
   }
 }
 
 TEST_CASE("cuda parity: a differentiable additive mask gets dScores summed to its shape") {
   // The mask is an input of the case: its gradient on the GPU (the composed path) is checked
   // against the CPU's fused one, for a (T, S) mask summed over B and NH and a (B, 1, T, S) one.
-  for (DType dt : {kFloat64, kFloat32}) {
+  for (DType dt : {kFloat64, kFloat32, kBFloat16, kFloat16}) {
     for (const Shape& ms : {Shape{24, 24}, Shape{2, 1, 24, 24}}) {
       ParityCase c;
       c.name = "differentiable additive " + shape_str(ms) + " & causal";
       c.tol32 = 1e-4;
+      c.half_floor = 1.0 / 256;  // as in the mask-kind table above
       c.inputs = [ms] {
         return Inputs{randn({2, 2, 24, 16}, kFloat64), randn({2, 2, 24, 16}, kFloat64),
                       randn({2, 2, 24, 16}, kFloat64), randn(ms, kFloat64)};
@@ -261,7 +263,7 @@ TEST_CASE("cuda parity: a differentiable additive mask gets dScores summed to it
         AttentionMask m = AttentionMask::additive(x[3]) & AttentionMask::causal();
         return std::vector<Tensor>{scaled_dot_product_attention(x[0], x[1], x[2], m).output};
       };
-      tgt::run_parity(c, dt);
+      tgt::run_parity_any(c, dt);
     }
   }
 }
@@ -449,11 +451,12 @@ TEST_CASE("cuda parity: a learned relative-position bias and ALiBi, fused on the
        [](int64_t, int64_t, int64_t) { return M::causal(); }},
   };
   for (const BiasCase& a : cases)
-    for (DType dt : {kFloat64, kFloat32}) {
+    for (DType dt : {kFloat64, kFloat32, kBFloat16, kFloat16}) {
       SECTION(a.name + " " + dtype_name(dt)) {
         ParityCase c;
         c.name = a.name;
         c.tol32 = 1e-4;
+        c.half_floor = 1.0 / 256;  // as in the mask-kind table above
         c.inputs = [&a] {
           const Shape q = a.heads_last ? Shape{a.B, a.T, a.NH, a.hs} : Shape{a.B, a.NH, a.T, a.hs};
           const Shape k =
@@ -479,7 +482,7 @@ TEST_CASE("cuda parity: a learned relative-position bias and ALiBi, fused on the
           return a.need_weights ? std::vector<Tensor>{r.output, r.weights}
                                 : std::vector<Tensor>{r.output};
         };
-        tgt::run_parity(c, dt);
+        tgt::run_parity_any(c, dt);
       }
     }
 }
