@@ -3,8 +3,8 @@
 // (or in double where its float32 twin does) and rounds once on store (round_to, to nearest even:
 // __float2bfloat16_rn / __float2half_rn on the device, tools/cuda_emu's own rounding on the host
 // emulator). A double result goes through float32 first, as the CPU's casts do
-// (autograd/convert.hpp: c10::BFloat16(float(x))). TG_DISPATCH_FLOATING adds the two reduced types
-// to TG_DISPATCH_FLOAT's float and double. Deliberately not here: 16-bit arithmetic (every
+// (autograd/convert.hpp: c10::BFloat16(float(x))). cuda/check.cuh's TG_DISPATCH_FLOATING and
+// TG_DISPATCH_ALL give kernels these types. Deliberately not here: 16-bit arithmetic (every
 // formula stays written once, in float or double) and the float32-scratch wrapper of the row
 // kernels (reduced.cuh).
 #pragma once
@@ -52,32 +52,3 @@ __host__ __device__ __forceinline__ T round_to(V v) {
 }
 
 }  // namespace tg::cuda
-
-// Calls body with `scalar_t` = float, double, bf16 or f16 for dt (F32/F64/BF16/F16); others throw.
-#define TG_DISPATCH_FLOATING(dt, name, ...)                                         \
-  do {                                                                              \
-    switch (dt) {                                                                   \
-      case ::tg::cuda::DT::F32: {                                                   \
-        using scalar_t = float;                                                     \
-        __VA_ARGS__();                                                              \
-        break;                                                                      \
-      }                                                                             \
-      case ::tg::cuda::DT::F64: {                                                   \
-        using scalar_t = double;                                                    \
-        __VA_ARGS__();                                                              \
-        break;                                                                      \
-      }                                                                             \
-      case ::tg::cuda::DT::BF16: {                                                  \
-        using scalar_t = ::tg::cuda::bf16;                                          \
-        __VA_ARGS__();                                                              \
-        break;                                                                      \
-      }                                                                             \
-      case ::tg::cuda::DT::F16: {                                                   \
-        using scalar_t = ::tg::cuda::f16;                                           \
-        __VA_ARGS__();                                                              \
-        break;                                                                      \
-      }                                                                             \
-      default:                                                                      \
-        throw ::tg::cuda::Error(std::string(name) + ": unsupported dtype on cuda"); \
-    }                                                                               \
-  } while (0)

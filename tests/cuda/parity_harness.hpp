@@ -78,15 +78,16 @@ inline void check_close(const std::string& what, const tg::Tensor& got, const tg
   CHECK(bad == 0);
 }
 
-inline void run_parity(const ParityCase& c, tg::DType dt) {
-  const double tol = dt == tg::kFloat32 ? c.tol32 : c.tol64;
-  const std::string tag = fmt::format("{} [{}]", c.name, tg::dtype_name(dt));
+// The case's inputs (seeded) for the CPU (ref) and the device (dev): floating ones rounded to dt,
+// the CPU's then held as ref_dt (float64 for the float64 reference; dt itself for reduced runs),
+// both requiring grad when the case has a backward.
+inline void make_inputs(const ParityCase& c, tg::DType dt, tg::DType ref_dt, Inputs& ref,
+                        Inputs& dev) {
   tg::manual_seed(1234);
   Inputs xs = c.inputs();
-  Inputs ref, dev;
   for (const tg::Tensor& x : xs) {
     if (tg::is_floating(x.dtype())) {
-      tg::Tensor r = x.detach().to(dt).to(tg::kFloat64).detach();
+      tg::Tensor r = x.detach().to(dt).to(ref_dt).detach();
       tg::Tensor d = x.detach().to(dt).to(gpu()).detach();
       if (c.backward) {
         r.requires_grad_();
@@ -99,6 +100,13 @@ inline void run_parity(const ParityCase& c, tg::DType dt) {
       dev.push_back(x.defined() ? x.to(gpu()) : x);
     }
   }
+}
+
+inline void run_parity(const ParityCase& c, tg::DType dt) {
+  const double tol = dt == tg::kFloat32 ? c.tol32 : c.tol64;
+  const std::string tag = fmt::format("{} [{}]", c.name, tg::dtype_name(dt));
+  Inputs ref, dev;
+  make_inputs(c, dt, tg::kFloat64, ref, dev);
   std::vector<tg::Tensor> want = c.fn(ref), got = c.fn(dev);
   REQUIRE(want.size() == got.size());
   for (size_t i = 0; i < want.size(); ++i)
@@ -193,24 +201,8 @@ inline void check_reduced(const std::string& what, const tg::Tensor& got, const 
 // float16); outputs and the gradients of the same random weighting compared by check_reduced.
 inline void run_parity_reduced(const ParityCase& c, tg::DType dt, int64_t max_ulps = 1) {
   const std::string tag = fmt::format("{} [{}]", c.name, tg::dtype_name(dt));
-  tg::manual_seed(1234);
-  Inputs xs = c.inputs();
   Inputs ref, dev;
-  for (const tg::Tensor& x : xs) {
-    if (tg::is_floating(x.dtype())) {
-      tg::Tensor r = x.detach().to(dt).detach();
-      tg::Tensor d = r.to(gpu()).detach();
-      if (c.backward) {
-        r.requires_grad_();
-        d.requires_grad_();
-      }
-      ref.push_back(r);
-      dev.push_back(d);
-    } else {
-      ref.push_back(x);
-      dev.push_back(x.defined() ? x.to(gpu()) : x);
-    }
-  }
+  make_inputs(c, dt, dt, ref, dev);
   std::vector<tg::Tensor> want = c.fn(ref), got = c.fn(dev);
   REQUIRE(want.size() == got.size());
   for (size_t i = 0; i < want.size(); ++i)

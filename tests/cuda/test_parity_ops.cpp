@@ -1,7 +1,8 @@
 // tests/cuda/test_parity_ops.cpp — every op family on the GPU against the float64 CPU
 // reference, forward and backward, float32 and float64, on random shapes with broadcasting,
 // size-1 and empty dims, odd sizes and the edge values the CPU defines (NaN, -inf rows).
-// One table; each row is one case (see parity_harness.hpp).
+// One table; each row is one case (see parity_harness.hpp). The same table runs in bfloat16 and
+// float16 against the CPU in that dtype.
 #include "tests/cuda/parity_harness.hpp"
 #include "tools/unary_samples.hpp"
 
