@@ -3,6 +3,7 @@
 // failure throws tg::cuda::Error naming the op (OpScope), the call, the file and the line.
 #pragma once
 
+#include "cuda/half.cuh"
 #include "cuda/kernels.cuh"
 #include "cuda/runtime.cuh"
 
@@ -86,47 +87,46 @@ inline void check_launch(const char* kernel, const char* file, int line) {
 }
 }  // namespace tg::cuda::detail
 
-// Calls body with `scalar_t` = float or double for dt (F32/F64); other dtypes throw.
-#define TG_DISPATCH_FLOAT(dt, name, ...)                                            \
-  do {                                                                              \
-    switch (dt) {                                                                   \
-      case ::tg::cuda::DT::F32: {                                                   \
-        using scalar_t = float;                                                     \
-        __VA_ARGS__();                                                              \
-        break;                                                                      \
-      }                                                                             \
-      case ::tg::cuda::DT::F64: {                                                   \
-        using scalar_t = double;                                                    \
-        __VA_ARGS__();                                                              \
-        break;                                                                      \
-      }                                                                             \
-      default:                                                                      \
-        throw ::tg::cuda::Error(std::string(name) + ": unsupported dtype on cuda"); \
-    }                                                                               \
+// The dtype switches: body() with `scalar_t` the element type of dt. One case of them:
+#define TG_DISPATCH_CASE(code, type, ...) \
+  case ::tg::cuda::DT::code: {            \
+    using scalar_t = type;                \
+    __VA_ARGS__();                        \
+    break;                                \
+  }
+#define TG_DISPATCH_UNSUPPORTED(name) \
+  default:                            \
+    throw ::tg::cuda::Error(std::string(name) + ": unsupported dtype on cuda")
+// float or double (F32/F64); other dtypes throw.
+#define TG_DISPATCH_FLOAT(dt, name, ...)         \
+  do {                                           \
+    switch (dt) {                                \
+      TG_DISPATCH_CASE(F32, float, __VA_ARGS__)  \
+      TG_DISPATCH_CASE(F64, double, __VA_ARGS__) \
+      TG_DISPATCH_UNSUPPORTED(name);             \
+    }                                            \
   } while (0)
-// Any dtype: float, double, int64_t, bool.
-#define TG_DISPATCH_ALL(dt, name, ...) \
-  do {                                 \
-    switch (dt) {                      \
-      case ::tg::cuda::DT::F32: {      \
-        using scalar_t = float;        \
-        __VA_ARGS__();                 \
-        break;                         \
-      }                                \
-      case ::tg::cuda::DT::F64: {      \
-        using scalar_t = double;       \
-        __VA_ARGS__();                 \
-        break;                         \
-      }                                \
-      case ::tg::cuda::DT::I64: {      \
-        using scalar_t = int64_t;      \
-        __VA_ARGS__();                 \
-        break;                         \
-      }                                \
-      default: {                       \
-        using scalar_t = bool;         \
-        __VA_ARGS__();                 \
-        break;                         \
-      }                                \
-    }                                  \
+// float, double, bf16 or f16 (cuda/half.cuh: F32/F64/BF16/F16); other dtypes throw.
+#define TG_DISPATCH_FLOATING(dt, name, ...)                 \
+  do {                                                      \
+    switch (dt) {                                           \
+      TG_DISPATCH_CASE(F32, float, __VA_ARGS__)             \
+      TG_DISPATCH_CASE(F64, double, __VA_ARGS__)            \
+      TG_DISPATCH_CASE(BF16, ::tg::cuda::bf16, __VA_ARGS__) \
+      TG_DISPATCH_CASE(F16, ::tg::cuda::f16, __VA_ARGS__)   \
+      TG_DISPATCH_UNSUPPORTED(name);                        \
+    }                                                       \
+  } while (0)
+// Any dtype: float, double, int64_t, bool, bf16, f16.
+#define TG_DISPATCH_ALL(dt, name, ...)                      \
+  do {                                                      \
+    switch (dt) {                                           \
+      TG_DISPATCH_CASE(F32, float, __VA_ARGS__)             \
+      TG_DISPATCH_CASE(F64, double, __VA_ARGS__)            \
+      TG_DISPATCH_CASE(I64, int64_t, __VA_ARGS__)           \
+      TG_DISPATCH_CASE(BF16, ::tg::cuda::bf16, __VA_ARGS__) \
+      TG_DISPATCH_CASE(F16, ::tg::cuda::f16, __VA_ARGS__)   \
+      TG_DISPATCH_CASE(Bool, bool, __VA_ARGS__)             \
+      TG_DISPATCH_UNSUPPORTED(name);                        \
+    }                                                       \
   } while (0)

@@ -11,6 +11,7 @@
 // NaN and -0.0 (true, false) and F64 -> I64 truncation; (4) first_out_of_range with the bad
 // index at position 0, at n-1, and none.
 #include "cuda/check.cuh"
+#include "cuda/reduced.cuh"
 
 #include <cub/device/device_radix_sort.cuh>
 
@@ -26,10 +27,11 @@ using detail::DeviceBuffer;
 constexpr int kThreads = detail::kBlockThreads;
 
 // ---- fill, cast ----
+// A reduced type rounds through float32 (cuda/half.cuh), as the CPU's fill does.
 template <typename T>
 T from_double(double v) {
   if constexpr (std::is_same_v<T, bool>) return v != 0;
-  return static_cast<T>(v);
+  return round_to<T>(v);
 }
 
 template <typename T>
@@ -39,11 +41,18 @@ __global__ void fill_kernel(T* out, int64_t n, T v) {
     out[i] = v;
 }
 
-// static_cast, except that to bool means != 0 (NaN -> true), as in convert_tensor.
+// static_cast, except that to bool means != 0 (NaN -> true), as in convert_tensor; a reduced type
+// is read as float (exact) and written rounded once (through float32 from float64 or int64, as
+// autograd/convert.hpp does).
 template <typename To, typename From>
-__device__ __forceinline__ To convert(From v) {
-  if constexpr (std::is_same_v<To, bool>) return v != From(0);
-  return static_cast<To>(v);
+__device__ __forceinline__ To convert(From x) {
+  const compute_t<From> v = widen(x);
+  if constexpr (std::is_same_v<To, bool>)
+    return v != compute_t<From>(0);
+  else if constexpr (kReduced<To> && std::is_same_v<From, bool>)
+    return round_to<To>(v ? 1.0f : 0.0f);
+  else
+    return round_to<To>(v);
 }
 
 template <typename To, typename From>
@@ -53,7 +62,9 @@ __global__ void cast_kernel(To* out, const From* x, int64_t n) {
     out[i] = convert<To>(x[i]);
 }
 
-size_t dt_size(DT dt) { return dt == DT::F32 ? 4 : dt == DT::Bool ? 1 : 8; }
+size_t dt_size(DT dt) {
+  return dt == DT::F32 ? 4 : dt == DT::Bool ? 1 : (dt == DT::BF16 || dt == DT::F16) ? 2 : 8;
+}
 
 // ---- strided copy ----
 // out and x over one index space, with size-1 dims dropped and dims merged where both are
@@ -279,6 +290,8 @@ void strided_copy(DT dt, void* out, const void* x, const Strided& st) {
   switch (dt_size(dt)) {
     case 1:
       return launch_strided_copy<uint8_t>(out, x, st);
+    case 2:
+      return launch_strided_copy<uint16_t>(out, x, st);
     case 4:
       return launch_strided_copy<uint32_t>(out, x, st);
     default:
@@ -304,6 +317,9 @@ void index_select(DT dt, void* out, const void* x, const int64_t* idx, int64_t o
     case 1:
       launch(uint8_t{});
       break;
+    case 2:
+      launch(uint16_t{});
+      break;
     case 4:
       launch(uint32_t{});
       break;
@@ -317,6 +333,11 @@ void index_select(DT dt, void* out, const void* x, const int64_t* idx, int64_t o
 // dx (outer, n_src, inner) += g (outer, n_idx, inner) at idx (n_idx); dx zeroed by the caller.
 void index_add(DT dt, void* dx, const void* g, const int64_t* idx, int64_t outer, int64_t n_src,
                int64_t n_idx, int64_t inner, bool deterministic) {
+  if (detail::is_reduced(dt)) {  // summed in float32 into dx's widened values, rounded once
+    detail::F32Scratch d(dt, dx, outer * n_src * inner), gf(dt, g, outer * n_idx * inner);
+    index_add(DT::F32, d.get(), gf.get(), idx, outer, n_src, n_idx, inner, deterministic);
+    return d.store(dt, dx);
+  }
   const int64_t total = outer * n_idx * inner;
   if (total == 0) return;
   TG_DISPATCH_FLOAT(dt, "index_add", [&] {

@@ -1,8 +1,8 @@
 // cuda/elementwise.cu — the elementwise kernels of kernels.cuh: binary ops with broadcasting
 // (arithmetic, maximum/minimum, comparisons), the unary ops and their derivatives, where
 // (masked_fill is where with a one-element a) and logical_not. The CPU twins are
-// ops/binary/elementwise.cpp and ops/binary/where.cpp. Deliberately not here: copies and casts (copy.cu),
-// reductions such as sum_to (reduce.cu).
+// ops/binary/elementwise.cpp and ops/binary/where.cpp. Deliberately not here: copies and casts
+// (copy.cu), reductions such as sum_to (reduce.cu).
 //
 // Numerics, mirroring the CPU: binary ops compute in the element type (float32 stays float32,
 // powf for float); unary ops and their derivatives are their formulas (ops/kern/unary_formulas.hpp,
@@ -129,15 +129,15 @@ template <typename T, typename O, typename F>
 __global__ void binary_contig(O* out, const T* a, const T* b, int64_t n, F f) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(blockDim.x) * gridDim.x)
-    out[i] = static_cast<O>(f(a[i], b[i]));
+    out[i] = round_to<O>(f(widen(a[i]), widen(b[i])));
 }
 // out, a contiguous over n; b one element.
 template <typename T, typename O, typename F>
 __global__ void binary_scalar_b(O* out, const T* a, const T* b, int64_t n, F f) {
-  const T vb = *b;
+  const compute_t<T> vb = widen(*b);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(blockDim.x) * gridDim.x)
-    out[i] = static_cast<O>(f(a[i], vb));
+    out[i] = round_to<O>(f(widen(a[i]), vb));
 }
 // The general broadcast / strided walk: operand 0 out, 1 a, 2 b.
 template <typename T, typename O, typename F, typename I>
@@ -145,7 +145,7 @@ __global__ void binary_strided(O* out, const T* a, const T* b, Geo<3> g, I n, F 
   for (I i = blockIdx.x * I(blockDim.x) + threadIdx.x; i < n; i += I(blockDim.x) * gridDim.x) {
     int64_t off[3];
     offsets(g, i, off);
-    out[off[0]] = static_cast<O>(f(a[off[1]], b[off[2]]));
+    out[off[0]] = round_to<O>(f(widen(a[off[1]]), widen(b[off[2]])));
   }
 }
 
@@ -178,7 +178,7 @@ const char* binop_name(BinOp op) {
   return names[static_cast<int>(op)];
 }
 const char* dt_name(DT dt) {
-  static const char* names[] = {"float32", "float64", "int64", "bool"};
+  static const char* names[] = {"float32", "float64", "int64", "bool", "bfloat16", "float16"};
   return names[static_cast<int>(dt)];
 }
 
@@ -187,6 +187,8 @@ constexpr DT dt_of() {
   if constexpr (std::is_same_v<T, float>) return DT::F32;
   if constexpr (std::is_same_v<T, double>) return DT::F64;
   if constexpr (std::is_same_v<T, int64_t>) return DT::I64;
+  if constexpr (std::is_same_v<T, bf16>) return DT::BF16;
+  if constexpr (std::is_same_v<T, f16>) return DT::F16;
   return DT::Bool;
 }
 
@@ -194,8 +196,8 @@ constexpr DT dt_of() {
 // bool, div/pow on int64, an output dtype other than T for arithmetic or Bool for comparisons).
 template <typename T>
 bool binary_typed(BinOp op, DT out_dt, void* out, const void* a, const void* b, const Strided& st) {
-  constexpr bool kArith = !std::is_same_v<T, bool>;     // add, sub, mul, maximum, minimum
-  constexpr bool kFloat = std::is_floating_point_v<T>;  // div, pow
+  constexpr bool kArith = !std::is_same_v<T, bool>;  // add, sub, mul, maximum, minimum
+  constexpr bool kFloat = std::is_floating_point_v<T> || kReduced<T>;  // div, pow
   auto run = [&](auto f, auto out_tag) {
     launch_binary<T, decltype(out_tag)>(f, out, a, b, st);
     return true;
@@ -262,7 +264,7 @@ template <typename T, UnOp OP>
 __global__ void unary_kernel(T* out, const T* x, int64_t n, double p0, double p1) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(blockDim.x) * gridDim.x)
-    out[i] = static_cast<T>(Formula<OP>::fwd(static_cast<double>(x[i]), p0, p1));
+    out[i] = round_to<T>(Formula<OP>::fwd(static_cast<double>(widen(x[i])), p0, p1));
 }
 
 // dx[i] = g[i] · f'(x[i]) in double, reading x and/or y as the list says. RDivS reads y when
@@ -275,21 +277,21 @@ __global__ void unary_backward_kernel(T* dx, const T* g, const T* x, const T* y,
        i += int64_t(blockDim.x) * gridDim.x) {
     double xv = 0, yv = 0;
     if constexpr (OP == UnOp::Relu) {
-      xv = static_cast<double>(x ? x[i] : y[i]);
+      xv = static_cast<double>(widen(x ? x[i] : y[i]));
     } else if constexpr (OP == UnOp::RDivS) {
-      xv = static_cast<double>(x[i]);
-      yv = y ? static_cast<double>(y[i]) : p0 / xv;
+      xv = static_cast<double>(widen(x[i]));
+      yv = y ? static_cast<double>(widen(y[i])) : p0 / xv;
     } else {
-      if constexpr (kReadsX<OP>) xv = static_cast<double>(x[i]);
-      if constexpr (kReadsY<OP>) yv = static_cast<double>(y[i]);
+      if constexpr (kReadsX<OP>) xv = static_cast<double>(widen(x[i]));
+      if constexpr (kReadsY<OP>) yv = static_cast<double>(widen(y[i]));
     }
-    dx[i] = static_cast<T>(Formula<OP>::bwd(static_cast<double>(g[i]), xv, yv, p0, p1));
+    dx[i] = round_to<T>(Formula<OP>::bwd(static_cast<double>(widen(g[i])), xv, yv, p0, p1));
   }
 }
 
 template <UnOp OP>
 void launch_unary(DT dt, void* out, const void* x, int64_t n, double p0, double p1) {
-  TG_DISPATCH_FLOAT(dt, "unary", [&] {
+  TG_DISPATCH_FLOATING(dt, "unary", [&] {
     unary_kernel<scalar_t, OP><<<blocks_for(n), kThreads, 0, detail::cur_stream()>>>(
         static_cast<scalar_t*>(out), static_cast<const scalar_t*>(x), n, p0, p1);
     TG_CUDA_LAUNCH_CHECK("unary");
@@ -304,7 +306,7 @@ void launch_unary_backward(DT dt, void* dx, const void* g, const void* x, const 
   if (need_x || need_y)
     throw Error(std::string("unary_backward: op ") + kern::unary_info(OP).name +
                 " needs the saved " + (need_x ? "input x" : "output y") + ", got null");
-  TG_DISPATCH_FLOAT(dt, "unary_backward", [&] {
+  TG_DISPATCH_FLOATING(dt, "unary_backward", [&] {
     using P = const scalar_t*;
     unary_backward_kernel<scalar_t, OP><<<blocks_for(n), kThreads, 0, detail::cur_stream()>>>(
         static_cast<scalar_t*>(dx), static_cast<P>(g), static_cast<P>(x), static_cast<P>(y), n, p0,

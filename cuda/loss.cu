@@ -1,7 +1,7 @@
 // cuda/loss.cu — cross entropy fused with log_softmax, forward and backward side by side
-// (ops/loss/cross_entropy.cpp is the spec: ce_forward, ce_backward). logits (N, C, inner), target (N, inner);
-// row r = n·inner + i holds the C logits at n·C·inner + c·inner + i. Per row, with ε the label
-// smoothing, t the target and lse = logsumexp_c(x):
+// (ops/loss/cross_entropy.cpp is the spec: ce_forward, ce_backward). logits (N, C, inner), target
+// (N, inner); row r = n·inner + i holds the C logits at n·C·inner + c·inner + i. Per row, with ε
+// the label smoothing, t the target and lse = logsumexp_c(x):
 //   loss = (1-ε)·(lse - x_t) + ε/C·(C·lse - Σ_c x_c)   (exactly nll when ε == 0)
 //   dx_c = grow·(exp(x_c - lse) - (1-ε)·[c == t] - ε/C)
 // and rows whose target is ignore_index get loss 0, lse 0 and dx 0.
@@ -15,6 +15,7 @@
 // The count of non-ignored rows: per-warp sums, one atomicAdd per warp into a device uint64.
 // Deliberately not here: the reduction over rows (ops/), class weights, probability targets.
 #include "cuda/check.cuh"
+#include "cuda/reduced.cuh"
 #include "cuda/rowwise.cuh"
 
 namespace tg::cuda {
@@ -173,9 +174,17 @@ __global__ void ce_backward_thread_kernel(scalar_t* dx, const double* grow, doub
 
 }  // namespace
 
+using detail::F32Scratch;
+using detail::is_reduced;
+
 void cross_entropy_forward(DT dt, double* loss, double* lse, const void* logits,
                            const int64_t* target, int64_t N, int64_t C, int64_t inner,
                            int64_t ignore_index, double label_smoothing, int64_t* count_host) {
+  if (is_reduced(dt)) {  // cuda/reduced.cuh: the float32 kernel on widened logits
+    F32Scratch xf(dt, logits, N * C * inner);
+    return cross_entropy_forward(DT::F32, loss, lse, xf.get(), target, N, C, inner, ignore_index,
+                                 label_smoothing, count_host);
+  }
   const CeShape sh{N * inner, C, inner, ignore_index, label_smoothing};
   if (sh.rows <= 0) {
     if (count_host) *count_host = 0;
@@ -216,6 +225,12 @@ void cross_entropy_backward(DT dt, void* dlogits, const double* grow, double gro
                             const void* logits, const int64_t* target, const double* lse, int64_t N,
                             int64_t C, int64_t inner, int64_t ignore_index,
                             double label_smoothing) {
+  if (is_reduced(dt)) {
+    F32Scratch xf(dt, logits, N * C * inner), d(N * C * inner);
+    cross_entropy_backward(DT::F32, d.get(), grow, grow_scalar, xf.get(), target, lse, N, C, inner,
+                           ignore_index, label_smoothing);
+    return d.store(dt, dlogits);
+  }
   const CeShape sh{N * inner, C, inner, ignore_index, label_smoothing};
   if (sh.rows <= 0 || C <= 0) return;
   TG_DISPATCH_FLOAT(dt, "cross_entropy_backward", [&] {

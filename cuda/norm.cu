@@ -1,6 +1,6 @@
 // cuda/norm.cu — layer norm over the last D elements of x (N, D), forward and backward side by
-// side (ops/norm/norm.cpp is the spec, llm.c's layernorm kernels the model). Everything is computed in
-// double, whatever the storage type, with the CPU's formulas:
+// side (ops/norm/norm.cpp is the spec, llm.c's layernorm kernels the model). Everything is computed
+// in double, whatever the storage type, with the CPU's formulas:
 //   mean = Σx/D, var = Σ(x-mean)²/D (two passes), rstd = 1/sqrt(var + eps)
 //   y = ((x - mean)·rstd)·w + b                      (w, b optional)
 //   dnorm = dy·w,  dx = rstd·(dnorm - mean_D(dnorm) - norm·mean_D(dnorm·norm))
@@ -12,6 +12,7 @@
 // with mean null: the statistics about 0 (rstd = 1/sqrt(mean(x²) + eps)), no bias, no mean term in
 // dx. Deliberately not here: batch/group norm, statistics in float32.
 #include "cuda/check.cuh"
+#include "cuda/reduced.cuh"
 #include "cuda/rowwise.cuh"
 
 #include <algorithm>
@@ -193,8 +194,16 @@ void launch_dwdb(scalar_t* dw, scalar_t* db, const scalar_t* dy, const scalar_t*
 
 }  // namespace
 
+using detail::F32Scratch;
+using detail::is_reduced;
+
 void layer_norm_forward(DT dt, void* y, double* mean, double* rstd, const void* x, const void* w,
                         const void* b, int64_t N, int64_t D, double eps) {
+  if (is_reduced(dt)) {  // reduced x and y, float32 w and b (as on the CPU): cuda/reduced.cuh
+    F32Scratch xf(dt, x, N * D), yf(N * D);
+    layer_norm_forward(DT::F32, yf.get(), mean, rstd, xf.get(), w, b, N, D, eps);
+    return yf.store(dt, y);
+  }
   if (N <= 0) return;
   TG_DISPATCH_FLOAT(dt, "layer_norm_forward", [&] {
     auto* yp = static_cast<scalar_t*>(y);
@@ -218,6 +227,11 @@ void layer_norm_forward(DT dt, void* y, double* mean, double* rstd, const void* 
 void layer_norm_backward(DT dt, void* dx, void* dw, void* db, const void* dy, const void* x,
                          const void* w, const double* mean, const double* rstd, int64_t N,
                          int64_t D) {
+  if (is_reduced(dt)) {  // reduced dx, dy and x; float32 w, dw and db
+    F32Scratch dyf(dt, dy, N * D), xf(dt, x, N * D), d(N * D, dx != nullptr);
+    layer_norm_backward(DT::F32, d.get(), dw, db, dyf.get(), xf.get(), w, mean, rstd, N, D);
+    return d.store(dt, dx);
+  }
   if (D <= 0) return;
   TG_DISPATCH_FLOAT(dt, "layer_norm_backward", [&] {
     auto* dxp = static_cast<scalar_t*>(dx);

@@ -1,6 +1,6 @@
 // cuda/optim.cu — the fused Adam / AdamW step, one thread per element, in place
-// (ops/optim/cpu/optim.cpp's adam_step is the spec, itself PyTorch 1.13's _single_tensor_adam order of
-// operations):
+// (ops/optim/cpu/optim.cpp's adam_step is the spec, itself PyTorch 1.13's _single_tensor_adam order
+// of operations):
 //   maximize: g = -g
 //   AdamW (decoupled):  p = p·(1 - lr·wd)        Adam (wd != 0):  g = g + wd·p
 //   m = m·b1 + (1-b1)·g;   v = v·b2 + (1-b2)·g·g;   amsgrad: vmax = max(vmax, v), read instead of v
@@ -9,8 +9,11 @@
 // m and v, all of p's dtype as on the CPU). The CPU computes in scalar_t itself, so F32 agrees to
 // float32 rounding, F64 to an ulp or so (nvcc may fuse multiply-adds). Deliberately not here: SGD.
 #include "cuda/check.cuh"
+#include "cuda/reduced.cuh"
 
 #include <cmath>
+#include <initializer_list>
+#include <utility>
 
 namespace tg::cuda {
 
@@ -59,6 +62,16 @@ void adam_step(DT dt, void* p, const void* g, void* m, void* v, void* vmax, int6
                double b1, double b2, double eps, double weight_decay, bool decoupled, bool maximize,
                double bc1, double bc2) {
   if (n <= 0) return;
+  if (detail::is_reduced(dt)) {  // all reduced: the float32 step on widened copies, each state
+    using detail::F32Scratch;  // stored rounded once (cuda/reduced.cuh), as the CPU's adam_reduced
+    F32Scratch pf(dt, p, n), gf(dt, g, n), mf(dt, m, n), vf(dt, v, n), xf(dt, vmax, n);
+    adam_step(DT::F32, pf.get(), gf.get(), mf.get(), vf.get(), xf.get(), n, lr, b1, b2, eps,
+              weight_decay, decoupled, maximize, bc1, bc2);
+    for (auto [f, q] :
+         {std::pair<const F32Scratch*, void*>{&pf, p}, {&mf, m}, {&vf, v}, {&xf, vmax}})
+      f->store(dt, q);
+    return;
+  }
   AdamScalars s{};
   s.b1 = b1;
   s.b2 = b2;
@@ -68,7 +81,8 @@ void adam_step(DT dt, void* p, const void* g, void* m, void* v, void* vmax, int6
   s.wd = weight_decay;
   s.decay = 1 - lr * weight_decay;
   s.step =
-      -(lr / bc1);  // ops/optim/cpu/optim.cpp: step_size = lr / bc1, applied as p + (-step_size)·m/denom
+      -(lr /
+        bc1);  // ops/optim/cpu/optim.cpp: step_size = lr / bc1, applied as p + (-step_size)·m/denom
   s.bc2_sqrt = std::sqrt(bc2);
   s.decoupled = decoupled;
   s.maximize = maximize;

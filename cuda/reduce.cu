@@ -1,9 +1,9 @@
 // cuda/reduce.cu — the reductions of kernels.cuh over the middle dim of (outer, r, inner) and
 // their backward spreads: sum and mean, max and min (NaN propagates; ties share the gradient),
 // var (the means saved in double), argmax (first maximum; the first NaN wins), and the sum of
-// squares behind gradient-norm clipping. CPU twins: ops/reduce/cpu/reduce.cpp (ops/reduce/reduce.cpp views a
-// reduction as (outer, r, inner), permuting first when the reduced dims are apart). Deliberately
-// not here: softmax (softmax.cu), layer norm statistics (norm.cu).
+// squares behind gradient-norm clipping. CPU twins: ops/reduce/cpu/reduce.cpp
+// (ops/reduce/reduce.cpp views a reduction as (outer, r, inner), permuting first when the reduced
+// dims are apart). Deliberately not here: softmax (softmax.cu), layer norm statistics (norm.cu).
 //
 // Layouts: inner == 1 and r >= 32 -> one warp per (row, split), lanes striding the row
 // (coalesced), then a warp-shuffle tree; otherwise one thread per (outer, split, inner) walking
@@ -23,6 +23,7 @@
 // (3) argmax with ties across lanes, with NaN at two places, and rows of all -inf (index 0);
 // (4) reduce with r == 0 (sum writes 0) and inner == 1 with r < 32 (the column path).
 #include "cuda/check.cuh"
+#include "cuda/reduced.cuh"
 
 #include <algorithm>
 #include <cmath>
@@ -378,8 +379,16 @@ void dispatch_numeric(DT dt, const char* name, F&& f) {
 }
 }  // namespace
 
+using detail::F32Scratch;
+using detail::is_reduced;
+
 void reduce_sum(DT dt, void* out, const void* x, int64_t outer, int64_t r, int64_t inner,
                 double divisor) {
+  if (is_reduced(dt)) {  // cuda/reduced.cuh: the float32 kernel, rounded once
+    F32Scratch xf(dt, x, outer * r * inner), o(outer * inner);
+    reduce_sum(DT::F32, o.get(), xf.get(), outer, r, inner, divisor);
+    return o.store(dt, out);
+  }
   dispatch_numeric(dt, "reduce_sum", [&](auto tag) {
     using T = decltype(tag);
     if (outer * inner == 0) return;
@@ -389,6 +398,11 @@ void reduce_sum(DT dt, void* out, const void* x, int64_t outer, int64_t r, int64
 
 void reduce_sum_backward(DT dt, void* dx, const void* dout, int64_t outer, int64_t r, int64_t inner,
                          double scale) {
+  if (is_reduced(dt)) {
+    F32Scratch g(dt, dout, outer * inner), d(outer * r * inner);
+    reduce_sum_backward(DT::F32, d.get(), g.get(), outer, r, inner, scale);
+    return d.store(dt, dx);
+  }
   const int64_t total = outer * r * inner;
   if (total == 0) return;
   TG_DISPATCH_FLOAT(dt, "reduce_sum_backward", [&] {
@@ -400,6 +414,11 @@ void reduce_sum_backward(DT dt, void* dx, const void* dout, int64_t outer, int64
 
 void reduce_extreme(RedOp op, DT dt, void* out, const void* x, int64_t outer, int64_t r,
                     int64_t inner) {
+  if (is_reduced(dt)) {
+    F32Scratch xf(dt, x, outer * r * inner), o(outer * inner);
+    reduce_extreme(op, DT::F32, o.get(), xf.get(), outer, r, inner);
+    return o.store(dt, out);
+  }
   dispatch_numeric(dt, "reduce_extreme", [&](auto tag) {
     using T = decltype(tag);
     if (outer * inner == 0) return;
@@ -412,6 +431,12 @@ void reduce_extreme(RedOp op, DT dt, void* out, const void* x, int64_t outer, in
 
 void reduce_extreme_backward(DT dt, void* dx, const void* dout, const void* x, const void* m,
                              int64_t outer, int64_t r, int64_t inner) {
+  if (is_reduced(dt)) {
+    F32Scratch g(dt, dout, outer * inner), xf(dt, x, outer * r * inner), mf(dt, m, outer * inner),
+        d(outer * r * inner);
+    reduce_extreme_backward(DT::F32, d.get(), g.get(), xf.get(), mf.get(), outer, r, inner);
+    return d.store(dt, dx);
+  }
   if (outer * r * inner == 0) return;
   TG_DISPATCH_FLOAT(dt, "reduce_extreme_backward", [&] {
     extreme_backward_kernel<scalar_t>
@@ -424,6 +449,11 @@ void reduce_extreme_backward(DT dt, void* dx, const void* dout, const void* x, c
 
 void reduce_var(DT dt, void* out, double* mean, const void* x, int64_t outer, int64_t r,
                 int64_t inner, double denom) {
+  if (is_reduced(dt)) {
+    F32Scratch xf(dt, x, outer * r * inner), o(outer * inner);
+    reduce_var(DT::F32, o.get(), mean, xf.get(), outer, r, inner, denom);
+    return o.store(dt, out);
+  }
   if (outer * inner == 0) return;
   TG_DISPATCH_FLOAT(dt, "reduce_var", [&] {
     var_kernel<scalar_t><<<line_blocks(outer, r, inner), kThreads, 0, detail::cur_stream()>>>(
@@ -434,6 +464,11 @@ void reduce_var(DT dt, void* out, double* mean, const void* x, int64_t outer, in
 
 void reduce_var_backward(DT dt, void* dx, const void* dout, const void* x, const double* mean,
                          int64_t outer, int64_t r, int64_t inner, double denom) {
+  if (is_reduced(dt)) {
+    F32Scratch g(dt, dout, outer * inner), xf(dt, x, outer * r * inner), d(outer * r * inner);
+    reduce_var_backward(DT::F32, d.get(), g.get(), xf.get(), mean, outer, r, inner, denom);
+    return d.store(dt, dx);
+  }
   const int64_t total = outer * r * inner;
   if (total == 0) return;
   TG_DISPATCH_FLOAT(dt, "reduce_var_backward", [&] {
@@ -446,6 +481,10 @@ void reduce_var_backward(DT dt, void* dx, const void* dout, const void* x, const
 
 // out (outer, inner) int64 = first index of the maximum of x (outer, r, inner) along r.
 void argmax(DT dt, int64_t* out, const void* x, int64_t outer, int64_t r, int64_t inner) {
+  if (is_reduced(dt)) {  // float32 holds every reduced value: the same order
+    F32Scratch xf(dt, x, outer * r * inner);
+    return argmax(DT::F32, out, xf.get(), outer, r, inner);
+  }
   dispatch_numeric(dt, "argmax", [&](auto tag) {
     using T = decltype(tag);
     const int64_t total = outer * inner;
@@ -466,6 +505,10 @@ void argmax(DT dt, int64_t* out, const void* x, int64_t outer, int64_t r, int64_
 
 // *acc += Σ x[i]² over x (n), in double.
 void sum_squares(DT dt, double* acc, const void* x, int64_t n) {
+  if (is_reduced(dt)) {
+    F32Scratch xf(dt, x, n);
+    return sum_squares(DT::F32, acc, xf.get(), n);
+  }
   if (n == 0) return;
   const unsigned grid = std::min<unsigned>(blocks(n), 1024);  // at most 1024 atomics
   TG_DISPATCH_FLOAT(dt, "sum_squares", [&] {

@@ -1,10 +1,12 @@
-// cuda/rotary.cu — rotary position embeddings on the GPU (ops/rotary/rotary.cpp is the spec, the CPU's
-// ops/rotary/cpu/rotary.cpp the twin): each row of x (outer, T, inner, D) at position t has its first R
-// dims rotated in pairs by the angles whose cosines and sines are cos, sin (T, R/2); dims past R
-// pass through. Pairs (i, i + R/2) in the half-split layout, (2i, 2i+1) interleaved; inverse
-// rotates by −θ (the backward). One thread per pair or passed-through element, in T's precision
-// like the CPU. Deliberately not here: the tables (nn::RotaryEmbedding), gradients of cos and sin.
+// cuda/rotary.cu — rotary position embeddings on the GPU (ops/rotary/rotary.cpp is the spec, the
+// CPU's ops/rotary/cpu/rotary.cpp the twin): each row of x (outer, T, inner, D) at position t has
+// its first R dims rotated in pairs by the angles whose cosines and sines are cos, sin (T, R/2);
+// dims past R pass through. Pairs (i, i + R/2) in the half-split layout, (2i, 2i+1) interleaved;
+// inverse rotates by −θ (the backward). One thread per pair or passed-through element, in T's
+// precision like the CPU. Deliberately not here: the tables (nn::RotaryEmbedding), gradients of cos
+// and sin.
 #include "cuda/check.cuh"
+#include "cuda/reduced.cuh"
 
 namespace tg::cuda {
 
@@ -40,8 +42,17 @@ __global__ void rotary_kernel(scalar_t* out, const scalar_t* x, const scalar_t* 
 
 }  // namespace
 
+using detail::F32Scratch;
+using detail::is_reduced;
+
 void rotary(DT dt, void* out, const void* x, const void* cos, const void* sin, int64_t outer,
             int64_t T, int64_t inner, int64_t D, int64_t R, bool interleaved, bool inverse) {
+  if (is_reduced(dt)) {  // reduced x and out, float32 cos and sin (as on the CPU)
+    const int64_t m = outer * T * inner * D;
+    F32Scratch xf(dt, x, m), o(m);
+    rotary(DT::F32, o.get(), xf.get(), cos, sin, outer, T, inner, D, R, interleaved, inverse);
+    return o.store(dt, out);
+  }
   const int64_t rows = outer * T * inner, n = rows * (R / 2 + D - R);
   if (n <= 0) return;
   TG_DISPATCH_FLOAT(dt, "rotary", [&] {

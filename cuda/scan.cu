@@ -1,10 +1,11 @@
-// cuda/scan.cu — the running scans and the product along one dim on the GPU (ops/reduce/scan.cpp is the
-// spec, the CPU's ops/reduce/cpu/scan.cpp the twin, the same arithmetic in double): one thread per
-// (outer, inner) line walks its n elements, as the CPU does. cumprod's backward is exact with
+// cuda/scan.cu — the running scans and the product along one dim on the GPU (ops/reduce/scan.cpp is
+// the spec, the CPU's ops/reduce/cpu/scan.cpp the twin, the same arithmetic in double): one thread
+// per (outer, inner) line walks its n elements, as the CPU does. cumprod's backward is exact with
 // zeros (each element's sum directly on a line holding one), prod's by prefix and suffix
 // products; cummax / cummin keep a NaN once seen and give ties the later index; logcumsumexp is
 // the stable recursion whose exponents are all <= 0.
 #include "cuda/check.cuh"
+#include "cuda/reduced.cuh"
 
 namespace tg::cuda {
 
@@ -124,8 +125,17 @@ __global__ void scan_backward_kernel(ScanOp op, scalar_t* dx, const scalar_t* g,
 
 }  // namespace
 
+using detail::F32Scratch;
+using detail::is_reduced;
+
 void scan_forward(ScanOp op, DT dt, void* y, int64_t* idx, const void* x, int64_t outer, int64_t n,
                   int64_t inner) {
+  if (is_reduced(dt)) {  // cuda/reduced.cuh: the float32 kernel, rounded once
+    const int64_t m = outer * n * inner, my = op == ScanOp::Prod ? outer * inner : m;
+    F32Scratch xf(dt, x, m), yf(my);
+    scan_forward(op, DT::F32, yf.get(), idx, xf.get(), outer, n, inner);
+    return yf.store(dt, y);
+  }
   const int64_t lines = outer * inner;
   if (lines <= 0) return;
   TG_DISPATCH_FLOAT(dt, "scan_forward", [&] {
@@ -139,6 +149,17 @@ void scan_forward(ScanOp op, DT dt, void* y, int64_t* idx, const void* x, int64_
 
 void scan_backward(ScanOp op, DT dt, void* dx, const void* g, const void* x, const void* y,
                    const int64_t* idx, int64_t outer, int64_t n, int64_t inner) {
+  if (is_reduced(dt)) {
+    const int64_t m = outer * n * inner, my = op == ScanOp::Prod ? outer * inner : m;
+    // cumprod and logcumsumexp read the float32 output again, not the stored (rounded) one, as
+    // the CPU does (ops/reduce/cpu/scan.cpp)
+    const bool again = y && x && (op == ScanOp::Cumprod || op == ScanOp::Logcumsumexp);
+    F32Scratch gf(dt, g, my), xf(dt, x, m), yf(dt, again ? nullptr : y, my), y32(my, again), d(m);
+    if (again) scan_forward(op, DT::F32, y32.get(), nullptr, xf.get(), outer, n, inner);
+    scan_backward(op, DT::F32, d.get(), gf.get(), xf.get(), again ? y32.get() : yf.get(), idx,
+                  outer, n, inner);
+    return d.store(dt, dx);
+  }
   const int64_t lines = outer * inner;
   if (lines <= 0) return;
   TG_DISPATCH_FLOAT(dt, "scan_backward", [&] {

@@ -1,10 +1,11 @@
-// cuda/scatter.cu — scatter and scatter_reduce on the GPU (ops/index/scatter.cpp is the spec, the CPU's
-// cpu::scatter_reduce_lines its twin). A target of out is reached only from index positions that
-// share every coordinate but dim's, so one thread per such line walks the index along dim in
+// cuda/scatter.cu — scatter and scatter_reduce on the GPU (ops/index/scatter.cpp is the spec, the
+// CPU's cpu::scatter_reduce_lines its twin). A target of out is reached only from index positions
+// that share every coordinate but dim's, so one thread per such line walks the index along dim in
 // order: the last write wins for scatter, as on the CPU, every reduction is deterministic and no
 // atomics are needed. Without include_self the thread first resets its line's targets to the
 // reduction's identity; mean counts per target in `count` (out-sized, zeroed by the caller).
 #include "cuda/check.cuh"
+#include "cuda/reduced.cuh"
 
 namespace tg::cuda {
 
@@ -81,9 +82,22 @@ __global__ void scatter_kernel(ScatterOp op, scalar_t* out, const scalar_t* src,
 
 }  // namespace
 
+using detail::F32Scratch;
+using detail::is_reduced;
+
 void scatter_reduce(ScatterOp op, DT dt, void* out, const void* src, const int64_t* index,
                     const Strided& st, int dim, bool include_self, int64_t* count,
                     int64_t out_numel) {
+  if (is_reduced(dt)) {      // out and src widened, out rounded once (cuda/reduced.cuh)
+    int64_t src_extent = 1;  // src's elements reached through st (non-negative strides)
+    for (int k = 0; k < st.ndim; ++k) {
+      if (st.shape[k] == 0) return;
+      src_extent += (st.shape[k] - 1) * st.stride[1][k];
+    }
+    F32Scratch o(dt, out, out_numel), s(dt, src, src_extent);
+    scatter_reduce(op, DT::F32, o.get(), s.get(), index, st, dim, include_self, count, out_numel);
+    return o.store(dt, out);
+  }
   (void)out_numel;
   int64_t lines = 1;
   for (int k = 0; k < st.ndim; ++k)

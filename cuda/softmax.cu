@@ -15,6 +15,7 @@
 // masked log_softmax row). Deliberately not here: masking, cross entropy's fused log_softmax
 // (loss.cu).
 #include "cuda/check.cuh"
+#include "cuda/reduced.cuh"
 #include "cuda/rowwise.cuh"
 
 namespace tg::cuda {
@@ -156,8 +157,17 @@ constexpr int kColumnThreads = 256;
 
 }  // namespace
 
+using detail::F32Scratch;
+using detail::is_reduced;
+
 void softmax_forward(DT dt, void* y, const void* x, int64_t outer, int64_t r, int64_t inner,
                      bool is_log) {
+  if (is_reduced(dt)) {  // cuda/reduced.cuh: the float32 kernel, rounded once
+    const int64_t n = outer * r * inner;
+    F32Scratch xf(dt, x, n), yf(n);
+    softmax_forward(DT::F32, yf.get(), xf.get(), outer, r, inner, is_log);
+    return yf.store(dt, y);
+  }
   if (outer <= 0 || r <= 0 || inner <= 0) return;
   TG_DISPATCH_FLOAT(dt, "softmax_forward", [&] {
     auto* yp = static_cast<scalar_t*>(y);
@@ -181,6 +191,12 @@ void softmax_forward(DT dt, void* y, const void* x, int64_t outer, int64_t r, in
 
 void softmax_backward(DT dt, void* dx, const void* g, const void* y, int64_t outer, int64_t r,
                       int64_t inner, bool is_log) {
+  if (is_reduced(dt)) {
+    const int64_t n = outer * r * inner;
+    F32Scratch gf(dt, g, n), yf(dt, y, n), d(n);
+    softmax_backward(DT::F32, d.get(), gf.get(), yf.get(), outer, r, inner, is_log);
+    return d.store(dt, dx);
+  }
   if (outer <= 0 || r <= 0 || inner <= 0) return;
   TG_DISPATCH_FLOAT(dt, "softmax_backward", [&] {
     auto* dxp = static_cast<scalar_t*>(dx);

@@ -82,6 +82,11 @@ SdpaForward fused(const SdpaCall& c, const Tensor& q, const Tensor& k, const Ten
   // The mask's tensors on q's device; at most kMaxBlocked blocked parts.
   auto fm = std::make_shared<FusedMask>();
   fm->mask = c.mask.on(dev);
+  // the kernels read the additive part in q's dtype: a bfloat16 / float16 one beside float32
+  // copies of reduced operands (sdpa.cpp's reduced_sdpa) is widened, exactly
+  const Tensor& add = fm->mask.additive_part();
+  if (add.defined() && add.dtype() != q.dtype())
+    fm->mask = fm->mask.with_additive(add.detach().to(q.dtype()));
   fm->low = mask_desc(fm->mask, d.B, d.NH, d.T, d.S);
   fm->bias = bias_tables(fm->mask, d, dev, fm->low.desc);
   SdpaForward f;
@@ -97,7 +102,7 @@ SdpaForward fused(const SdpaCall& c, const Tensor& q, const Tensor& k, const Ten
   const double pairs = static_cast<double>(d.B) * d.NH * d.T * d.S;
   f.info.flops(pairs * (2.0 * d.hs + 2.0 * d.hsv + 5), pairs * (4.0 * d.hs + 4.0 * d.hsv + 3));
   // What the backward reads besides q, k, v (sdpa() saves those): the output and the row sums.
-  const Saved so = f.info.save_output(f.res.output);
+  const Saved so = c.widened ? f.info.save(f.res.output) : f.info.save_output(f.res.output);
   f.info.save(lse);
   // The mask's tensors stay alive with the node: the lowering points into them.
   std::shared_ptr<const FusedMask> md = fm;
@@ -117,6 +122,20 @@ void check_rows_composed(const Dims& d, const AttentionMask& host) {
     if (cnt[r] == 0) lse_like.data<double>()[r] = -kInf;
   check_fully_masked(lse_like, d.NH, d.T);
 }
+
+// The mask's bfloat16 / float16 tensors (additive part, relative table, slopes) in float32 when q
+// is float32 (sdpa.cpp's reduced_sdpa runs on float32 copies): recorded casts, so the composed
+// ops' gradients reach them, rounded once, and the dense bias is summed in float32. Other masks as
+// they are.
+AttentionMask widened_mask(AttentionMask m, DType dt) {
+  auto wide = [dt](const Tensor& t) {
+    return t.defined() && is_reduced(t.dtype()) && dt == kFloat32;
+  };
+  if (wide(m.additive_part())) m = m.with_additive(m.additive_part().to(dt));
+  if (wide(m.rel_table())) m = m.with_rel_table(m.rel_table().to(dt));
+  if (wide(m.slopes())) m = m.with_slopes(m.slopes().to(dt));
+  return m;
+}
 }  // namespace
 
 SdpaForward cuda_sdpa(const SdpaCall& c, const Tensor& q, const Tensor& k, const Tensor& v) {
@@ -128,13 +147,14 @@ SdpaForward cuda_sdpa(const SdpaCall& c, const Tensor& q, const Tensor& k, const
                     d.hs <= kern::kAttentionMaxHeadSize && d.hsv <= kern::kAttentionMaxHeadSize &&
                     c.mask.blocked_parts().size() <= static_cast<size_t>(kern::kMaxBlocked);
   if (fuse) return fused(c, q, k, v);
-  const AttentionMask host = c.mask.on(kCPU);
+  const AttentionMask mask = widened_mask(c.mask, q.dtype());
+  const AttentionMask host = mask.on(kCPU);
   std::vector<Tensor> h = heads_first(d, q, k, v);
   if (d.group() > 1)  // grouped-query: the composed path repeats k and v (the fused one never does)
     for (int i : {1, 2}) h[i] = repeat_interleave(h[i], d.group(), 1);
   // The additive part not detached when it requires grad (the host copy serves dense_allowed).
   const Tensor add = composed_additive(
-      d, c.mask, c.mask_grad ? c.mask.additive_part() : host.additive_part(), q.device());
+      d, mask, c.mask_grad ? mask.additive_part() : host.additive_part(), q.device());
   SdpaForward f;
   f.res = composed_sdpa(h[0], h[1], h[2], host, add, c.opts, c.scale);
   if (d.heads_last) f.res.output = transpose(f.res.output, 1, 2).contiguous();

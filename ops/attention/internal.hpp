@@ -104,6 +104,10 @@ struct SdpaCall {
   // after q, k, v (or qkv, or q and kv): the additive part, the table, the slopes.
   bool mask_grad = false, rel_grad = false, alibi_grad = false;
   bool record = false;  // a tape node is wanted: an input or one of those requires grad
+  // The operands are float32 copies of bfloat16 / float16 ones (sdpa.cpp's reduced_sdpa): the
+  // backend's output is rounded before it becomes the node's, so a backward that reads it saves it
+  // as an intermediate, not as the node's output.
+  bool widened = false;
 };
 
 // A backend's forward: the result and, for the tape node sdpa() records, its cost and saved

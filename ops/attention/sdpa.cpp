@@ -122,14 +122,19 @@ namespace {
 // bfloat16 / float16 operands: the float32 kernels on float32 copies of q, k and v (the softmax
 // and every product accumulate in float32), the output and each operand's gradient rounded once
 // to the operands' dtype. The mask's gradients keep their own dtypes. Packed operands stay one
-// tensor.
+// tensor. On a GPU the casts are recorded: its composed path (need_weights, dropout, head sizes
+// above the fused kernels') records its own ops on the float32 copies, which the casts join to q,
+// k and v (each gradient still rounded once, by the cast's backward).
 SdpaForward reduced_sdpa(const SdpaCall& s, const Tensor& q, const Tensor& k, const Tensor& v) {
   const DType rt = q.dtype();
-  auto up = [](const Tensor& t) { return t.detach().to(kFloat32); };
+  const bool gpu = q.device().is_cuda();
+  auto up = [gpu](const Tensor& t) { return gpu ? t.to(kFloat32) : t.detach().to(kFloat32); };
   const Tensor qf = up(q);
   const Tensor kf = k.same(q) ? qf : up(k);
   const Tensor vf = v.same(q) ? qf : v.same(k) ? kf : up(v);
-  SdpaForward f = detail::cpu_sdpa(s, qf, kf, vf);
+  SdpaCall w = s;
+  w.widened = true;
+  SdpaForward f = gpu ? detail::cuda_sdpa(w, qf, kf, vf) : detail::cpu_sdpa(w, qf, kf, vf);
   f.res.output = f.res.output.to(rt);
   if (f.res.weights.defined()) f.res.weights = f.res.weights.to(rt);
   if (f.backward) {
@@ -219,7 +224,9 @@ AttentionResult sdpa(const SdpaChecked& ch, const Tensor& q, const Tensor& k, co
                      const SDPAOptions& opts) {
   auto c = std::make_shared<const SdpaCall>(resolve(ch, mask_in, opts, q, k, v));
   check_options(c->d, q, k, v, c->mask, opts, ch.shapes);
-  SdpaForward f = q.device().is_cuda() ? cuda_sdpa(*c, q, k, v) : cpu_sdpa(*c, q, k, v);
+  SdpaForward f = is_reduced(q.dtype())  ? reduced_sdpa(*c, q, k, v)
+                  : q.device().is_cuda() ? cuda_sdpa(*c, q, k, v)
+                                         : cpu_sdpa(*c, q, k, v);
   if (!f.backward) return f.res;
   std::vector<Tensor> node_inputs = inputs;  // then the mask's differentiable tensors
   if (c->mask_grad) node_inputs.push_back(c->mask.additive_part());

@@ -4,7 +4,8 @@
 // windows (blocks not dividing T, look-back, causal inside), key padding, key lengths, bool and
 // additive masks (constant, and differentiable: dMask), position biases (relative and ALiBi,
 // with their gradients), T != S, T = 1, windows >= T, and fully masked rows (output 0, gradient
-// 0).
+// 0). The mask kinds, additive masks and position biases also in bfloat16 and float16, against
+// the CPU in the same dtype (parity_harness.hpp, run_parity_reduced).
 #include "tests/cuda/parity_harness.hpp"
 
 #include <limits>
@@ -101,13 +102,19 @@ std::vector<AttnCase> attn_cases() {
 }
 }  // namespace
 
+// In bfloat16 and float16 (q, k, v rounded to dt on both sides) the output, the weights and every
+// gradient are within 1 ulp of the CPU's (both run their float32 kernels on float32 copies and
+// round once). Values below 2^-8 are compared in ulps at 2^-8 (ParityCase::half_floor):
+// a gradient that is 0 in exact arithmetic (dq of a query row with one key) or tiny is the float32
+// kernels' cancellation error on each side, about 1e-7, which is many ulps of a tiny value.
 TEST_CASE("cuda parity: scaled_dot_product_attention, every mask kind") {
   for (const AttnCase& a : attn_cases()) {
-    for (DType dt : {kFloat64, kFloat32}) {
+    for (DType dt : {kFloat64, kFloat32, kBFloat16, kFloat16}) {
       SECTION(a.name + " " + dtype_name(dt)) {
         ParityCase c;
         c.name = a.name;
         c.tol32 = 1e-4;
+        c.half_floor = 1.0 / 256;
         c.inputs = [&a] {
           return Inputs{randn({a.B, a.NH, a.T, a.hs}, kFloat64),
                         randn({a.B, a.NH, a.S, a.hs}, kFloat64),
@@ -120,7 +127,7 @@ TEST_CASE("cuda parity: scaled_dot_product_attention, every mask kind") {
               scaled_dot_product_attention(x[0], x[1], x[2], a.mask(a.B, a.T, a.S), o);
           return std::vector<Tensor>{r.output, r.weights};
         };
-        tgt::run_parity(c, dt);
+        tgt::run_parity_any(c, dt);
       }
     }
   }
@@ -198,10 +205,11 @@ TEST_CASE("cuda: the fused attention reads heads-last and packed inputs in place
 }
 
 TEST_CASE("cuda parity: additive float mask with -inf entries") {
-  for (DType dt : {kFloat64, kFloat32}) {
+  for (DType dt : {kFloat64, kFloat32, kBFloat16, kFloat16}) {
     ParityCase c;
     c.name = "additive (1, 1, T, S)";
     c.tol32 = 1e-4;
+    c.half_floor = 1.0 / 256;  // as in the mask-kind table above
     c.inputs = [] {
       return Inputs{randn({2, 2, 24, 16}, kFloat64), randn({2, 2, 24, 16}, kFloat64),
                     randn({2, 2, 24, 16}, kFloat64)};
@@ -210,18 +218,19 @@ TEST_CASE("cuda parity: additive float mask with -inf entries") {
       AttentionMask m = AttentionMask::additive(additive(24, 24, x[0].dtype()));
       return std::vector<Tensor>{scaled_dot_product_attention(x[0], x[1], x[2], m).output};
     };
-    tgt::run_parity(c, dt);
+    tgt::run_parity_any(c, dt);
   }
 }
 
 TEST_CASE("cuda parity: a differentiable additive mask gets dScores summed to its shape") {
   // The mask is an input of the case: its gradient on the GPU (the composed path) is checked
   // against the CPU's fused one, for a (T, S) mask summed over B and NH and a (B, 1, T, S) one.
-  for (DType dt : {kFloat64, kFloat32}) {
+  for (DType dt : {kFloat64, kFloat32, kBFloat16, kFloat16}) {
     for (const Shape& ms : {Shape{24, 24}, Shape{2, 1, 24, 24}}) {
       ParityCase c;
       c.name = "differentiable additive " + shape_str(ms) + " & causal";
       c.tol32 = 1e-4;
+      c.half_floor = 1.0 / 256;  // as in the mask-kind table above
       c.inputs = [ms] {
         return Inputs{randn({2, 2, 24, 16}, kFloat64), randn({2, 2, 24, 16}, kFloat64),
                       randn({2, 2, 24, 16}, kFloat64), randn(ms, kFloat64)};
@@ -230,7 +239,7 @@ TEST_CASE("cuda parity: a differentiable additive mask gets dScores summed to it
         AttentionMask m = AttentionMask::additive(x[3]) & AttentionMask::causal();
         return std::vector<Tensor>{scaled_dot_product_attention(x[0], x[1], x[2], m).output};
       };
-      tgt::run_parity(c, dt);
+      tgt::run_parity_any(c, dt);
     }
   }
 }
@@ -418,11 +427,12 @@ TEST_CASE("cuda parity: a learned relative-position bias and ALiBi, fused on the
        [](int64_t, int64_t, int64_t) { return M::causal(); }},
   };
   for (const BiasCase& a : cases)
-    for (DType dt : {kFloat64, kFloat32}) {
+    for (DType dt : {kFloat64, kFloat32, kBFloat16, kFloat16}) {
       SECTION(a.name + " " + dtype_name(dt)) {
         ParityCase c;
         c.name = a.name;
         c.tol32 = 1e-4;
+        c.half_floor = 1.0 / 256;  // as in the mask-kind table above
         c.inputs = [&a] {
           const Shape q = a.heads_last ? Shape{a.B, a.T, a.NH, a.hs} : Shape{a.B, a.NH, a.T, a.hs};
           const Shape k =
@@ -448,7 +458,7 @@ TEST_CASE("cuda parity: a learned relative-position bias and ALiBi, fused on the
           return a.need_weights ? std::vector<Tensor>{r.output, r.weights}
                                 : std::vector<Tensor>{r.output};
         };
-        tgt::run_parity(c, dt);
+        tgt::run_parity_any(c, dt);
       }
     }
 }
