@@ -4,6 +4,7 @@
 
 #include "autograd/tape.hpp"
 #include "nn/init.hpp"
+#include "ops/autocast/autocast.hpp"
 #include "ops/ops.hpp"
 
 #include <fmt/format.h>
@@ -52,7 +53,7 @@ Tensor Linear::forward(const Tensor& x) {
     throw Error(fmt::format("Linear({}, {}): input {} must have last dim {}", in_features,
                             out_features, x.defined() ? shape_str(x.shape()) : "undefined",
                             in_features));
-  if (x.dtype() != weight.dtype())
+  if (x.dtype() != weight.dtype() && !is_autocast_enabled())  // autocast casts both (linear)
     throw Error(fmt::format("Linear({}, {}): input {} is {} but weight is {}", in_features,
                             out_features, shape_str(x.shape()), dtype_name(x.dtype()),
                             dtype_name(weight.dtype())));
