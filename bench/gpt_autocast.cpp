@@ -6,8 +6,8 @@
 // (`--one f32|bf16`) so that the process's peak RSS is that configuration's: bench/gpt_autocast.sh
 // runs it interleaved with its PyTorch twin (bench/gpt_autocast_torch.py), round by round.
 // Prints `# cpu:` (model, avx512_bf16 / amx_bf16), `# train GPT:` (parameters, first loss) and
-// `metric gpt_amp.tg.<mode>[.mib|.base] <value> <unit>`: the median step, the peak RSS
-// (ru_maxrss) and the RSS before the model was made.
+// `metric gpt_amp.tg.<mode>[.cpu|.mib|.base] <value> <unit>`: the median step (wall and
+// process CPU time), the peak RSS (ru_maxrss) and the RSS before the model was made.
 // `--steps N` instead times N steps after one warm-up step and prints the mean (for perf);
 // `--profile` prints tg::Profiler's per-op table of one step's forward and backward.
 // Deliberately not here: the interleaving across processes and the table (bench/gpt_autocast.sh).
@@ -24,6 +24,15 @@
 
 namespace {
 using namespace tgbench;
+
+// This process's CPU seconds (user + system): less sensitive than wall time to other jobs
+// sharing the cores.
+double cpu_seconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
 
 double maxrss_mib() {
   rusage ru{};
@@ -95,19 +104,25 @@ int run(const std::string& mode, double budget, int64_t steps, bool profile) {
   }
   if (steps > 0) {
     step();  // warm-up
+    const double c0 = cpu_seconds();
     auto t0 = Clock::now();
     for (int64_t i = 0; i < steps; ++i) step();
     const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
-    fmt::print("{} steps of gpt {}: {:.2f} ms per step\n", steps, mode, dt / double(steps) * 1e3);
+    fmt::print("{} steps of gpt {}: {:.2f} ms per step, {:.2f} ms CPU\n", steps, mode,
+               dt / double(steps) * 1e3, (cpu_seconds() - c0) / double(steps) * 1e3);
     return 0;
   }
   step();  // warm-up (primitives created, caches warm)
-  std::vector<double> t;
+  std::vector<double> t, cpu;
   auto t0 = Clock::now();
   while (t.size() < 3 ||
-         (std::chrono::duration<double>(Clock::now() - t0).count() < budget && t.size() < 15))
+         (std::chrono::duration<double>(Clock::now() - t0).count() < budget && t.size() < 15)) {
+    const double c0 = cpu_seconds();
     t.push_back(time_batch([&] { step(); }, 1));
+    cpu.push_back(cpu_seconds() - c0);
+  }
   emit("gpt_amp.tg." + mode, median(t) * 1e3, "ms");
+  emit("gpt_amp.tg." + mode + ".cpu", median(cpu) * 1e3, "ms");
   emit("gpt_amp.tg." + mode + ".mib", maxrss_mib(), "MiB");
   emit("gpt_amp.tg." + mode + ".base", base, "MiB");
   return 0;

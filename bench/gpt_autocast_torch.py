@@ -5,8 +5,8 @@ torch.autocast("cpu", dtype=torch.bfloat16), one configuration per process so th
 (ru_maxrss) is that configuration's. One thread (torch.set_num_threads(1); run with
 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 as bench/gpt_autocast.sh does):
     /usr/bin/python3 bench/gpt_autocast_torch.py --one f32|bf16 [--budget s]
-Prints `metric gpt_amp.torch.<mode>[.mib|.base] <value> <unit>`: the median step, the peak RSS and
-the RSS after `import torch`, before the model was made.
+Prints `metric gpt_amp.torch.<mode>[.cpu|.mib|.base] <value> <unit>`: the median step (wall and
+process CPU time), the peak RSS and the RSS after `import torch`, before the model was made.
 """
 import argparse
 import contextlib
@@ -55,12 +55,14 @@ def main():
     n = sum(q.numel() for q in m.parameters())
     print(f"# train GPT: {n} parameters, first loss {loss().item():.4f}")
     step()  # warm-up
-    t, t0 = [], time.perf_counter()
+    t, cpu, t0 = [], [], time.perf_counter()
     while len(t) < 3 or (time.perf_counter() - t0 < opts.budget and len(t) < 15):
-        s = time.perf_counter()
+        s, c = time.perf_counter(), time.process_time()
         step()
         t.append(time.perf_counter() - s)
+        cpu.append(time.process_time() - c)
     emit(f"gpt_amp.torch.{opts.one}", statistics.median(t) * 1e3, "ms")
+    emit(f"gpt_amp.torch.{opts.one}.cpu", statistics.median(cpu) * 1e3, "ms")
     emit(f"gpt_amp.torch.{opts.one}.mib", maxrss_mib(), "MiB")
     emit(f"gpt_amp.torch.{opts.one}.base", base, "MiB")
 
