@@ -6,25 +6,25 @@
 //   u64 little endian N | N bytes of JSON header, padded with spaces to a multiple of 8 | data
 // The header is an object {"__metadata__": {str: str}, "name": {"dtype": "F32", "shape": [2, 3],
 // "data_offsets": [begin, end]}, ...}; offsets count from the start of the data section. We read
-// and write F32, F64, BF16, F16, I64 and BOOL (kBFloat16 and kFloat16 tensors read and write bit for
-// bit; other dtypes, e.g. I8 or F8_E4M3, are rejected as unsupported).
-// Writing: compact JSON, "__metadata__" first (left out when the map is empty, like the
-// reference's None), then the tensors in StateDict order, each entry's keys in the order dtype,
-// shape, data_offsets, and the data packed back to back in that same order. (The reference sorts
-// tensors by dtype alignment then name; any order with contiguous coverage is valid and every
-// reader accepts it.) Files are written through tg::write_file_atomic (tmp + fsync + rename).
-// Reading validates everything before allocating a tensor, and every problem is a tg::Error
-// naming the file and, where one is involved, the tensor. Like the Rust crate: a header longer
-// than 100,000,000 bytes is refused; the tensors sorted by offsets must cover the data section
-// exactly (each begin equals the previous end, the last end is the end of the file) — a gap,
-// an overlap or trailing bytes is an error. Stricter than the crate: duplicate JSON keys (at any
-// level) are refused instead of last-one-wins, and the header must be an object. Like the crate,
-// unknown fields inside a tensor entry are ignored. BOOL bytes must be 0 or 1.
-// Integrity: our writer adds to __metadata__ one key per tensor, "tapegrad.crc32.<name>" = the
-// CRC-32 (zlib's) of its data bytes as 8 hex digits, replacing any such key the caller passed.
-// Reading verifies every checksum present and names the file and the tensor on a mismatch; a file
-// without them (written by another tool) is read unchecked. The checksum keys are not returned in
-// SafetensorsFile::metadata; every other metadata entry round-trips unchanged.
+// and write F32, F64, BF16, F16, I64 and BOOL (kBFloat16 and kFloat16 tensors read and write bit
+// for bit; other dtypes, e.g. I8 or F8_E4M3, are rejected as unsupported). Writing: compact JSON,
+// "__metadata__" first (left out when the map is empty, like the reference's None), then the
+// tensors in StateDict order, each entry's keys in the order dtype, shape, data_offsets, and the
+// data packed back to back in that same order. (The reference sorts tensors by dtype alignment then
+// name; any order with contiguous coverage is valid and every reader accepts it.) Files are written
+// through tg::write_file_atomic (tmp + fsync + rename). Reading validates everything before
+// allocating a tensor, and every problem is a tg::Error naming the file and, where one is involved,
+// the tensor. Like the Rust crate: a header longer than 100,000,000 bytes is refused; the tensors
+// sorted by offsets must cover the data section exactly (each begin equals the previous end, the
+// last end is the end of the file) — a gap, an overlap or trailing bytes is an error. Stricter than
+// the crate: duplicate JSON keys (at any level) are refused instead of last-one-wins, and the
+// header must be an object. Like the crate, unknown fields inside a tensor entry are ignored. BOOL
+// bytes must be 0 or 1. Integrity: our writer adds to __metadata__ one key per tensor,
+// "tapegrad.crc32.<name>" = the CRC-32 (zlib's) of its data bytes as 8 hex digits, replacing any
+// such key the caller passed. Reading verifies every checksum present and names the file and the
+// tensor on a mismatch; a file without them (written by another tool) is read unchecked. The
+// checksum keys are not returned in SafetensorsFile::metadata; every other metadata entry
+// round-trips unchanged.
 //
 // ---- training checkpoints ---------------------------------------------------------------------
 // save_checkpoint(dir, ...) creates dir (and its parents) and writes two safetensors files:
@@ -84,6 +84,11 @@ SafetensorsFile load_safetensors(const std::string& path);
 // target in error messages.
 std::string safetensors_bytes(const StateDict& tensors, const Metadata& metadata,
                               const std::string& what);
+// A dtype's safetensors name ("F32", "BF16", ...) and back (an error for a name tapegrad has no
+// dtype for).
+const char* safetensors_dtype(DType t);
+DType dtype_from_safetensors(const std::string& code);
+
 // Parses a whole file held in memory; `what` names it in error messages.
 SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& what);
 

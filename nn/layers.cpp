@@ -2,9 +2,10 @@
 // checks naming the module and shapes, forward through the ops.
 #include "nn/layers.hpp"
 
+#include "ops/autocast/autocast.hpp"
+
 #include "autograd/tape.hpp"
 #include "nn/init.hpp"
-#include "ops/autocast/autocast.hpp"
 #include "ops/ops.hpp"
 
 #include <fmt/format.h>
@@ -53,7 +54,8 @@ Tensor Linear::forward(const Tensor& x) {
     throw Error(fmt::format("Linear({}, {}): input {} must have last dim {}", in_features,
                             out_features, x.defined() ? shape_str(x.shape()) : "undefined",
                             in_features));
-  if (x.dtype() != weight.dtype() && !is_autocast_enabled())  // autocast casts both (linear)
+  // Under autocast linear casts its operands (ops/autocast), as PyTorch's nn.Linear does.
+  if (x.dtype() != weight.dtype() && !(is_autocast_enabled() && is_floating(x.dtype())))
     throw Error(fmt::format("Linear({}, {}): input {} is {} but weight is {}", in_features,
                             out_features, shape_str(x.shape()), dtype_name(x.dtype()),
                             dtype_name(weight.dtype())));

@@ -25,13 +25,7 @@
 
 namespace tg::nn {
 
-namespace {
-
-static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors data is little endian");
-
-constexpr uint64_t kMaxHeader = 100'000'000;  // the Rust crate's MAX_HEADER_SIZE
-
-const char* st_dtype(DType t) {
+const char* safetensors_dtype(DType t) {
   switch (t) {
     case kFloat32:
       return "F32";
@@ -48,6 +42,17 @@ const char* st_dtype(DType t) {
   }
   return "?";
 }
+DType dtype_from_safetensors(const std::string& code) {
+  for (DType t : {kFloat32, kFloat64, kBFloat16, kFloat16, kInt64, kBool})
+    if (code == safetensors_dtype(t)) return t;
+  throw Error(fmt::format("safetensors: dtype {} has no tapegrad dtype", code));
+}
+
+namespace {
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors data is little endian");
+
+constexpr uint64_t kMaxHeader = 100'000'000;  // the Rust crate's MAX_HEADER_SIZE
 
 // ---- writing ----------------------------------------------------------------------------------
 
@@ -110,7 +115,7 @@ std::string safetensors_bytes(const StateDict& tensors, const Metadata& metadata
   for (const auto& [name, t] : tensors) {
     uint64_t n = static_cast<uint64_t>(t.numel()) * dtype_size(t.dtype());
     nlohmann::ordered_json e = nlohmann::ordered_json::object();
-    e["dtype"] = st_dtype(t.dtype());
+    e["dtype"] = safetensors_dtype(t.dtype());
     e["shape"] = t.shape();
     e["data_offsets"] = {offset, offset + n};
     header[name] = std::move(e);
@@ -309,12 +314,7 @@ struct Reader {
   }
 
   Tensor read_tensor(const Entry& e, const char* data) const {
-    const DType dt = e.st == "F32"    ? kFloat32
-                     : e.st == "F64"  ? kFloat64
-                     : e.st == "BF16" ? kBFloat16
-                     : e.st == "F16"  ? kFloat16
-                     : e.st == "I64"  ? kInt64
-                                      : kBool;
+    const DType dt = dtype_from_safetensors(e.st);
     Tensor t = Tensor::empty(e.shape, dt);
     size_t n = static_cast<size_t>(e.end - e.begin);
     if (n) std::memcpy(t.data_ptr(), data + e.begin, n);

@@ -107,7 +107,7 @@ void PreTrainedModel::save_pretrained(const std::string& folder, bool overwrite)
   fs::create_directories(folder, ec);
   if (ec) throw Error(fmt::format("save_pretrained: cannot create {}: {}", folder, ec.message()));
   save_safetensors(weights, sd, {{"format", "pt"}});
-  write_file_atomic(config, config_json(dtype == kFloat64 ? "float64" : "float32"));
+  write_file_atomic(config, config_json(dtype_name(dtype)));  // torch_dtype: "bfloat16", ...
   if (fs::exists(index)) fs::remove(index);  // the shards it names are no longer the model
 }
 

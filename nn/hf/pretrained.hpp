@@ -62,15 +62,16 @@ class PreTrainedModel : public Module {
   // Runs under NoGradGuard in the current train/eval mode (call eval() first for dropout off).
   Tensor generate(const Tensor& input_ids, int64_t max_new_tokens,
                   const GenerationOptions& options = {});
-  // folder/config.json and folder/model.safetensors (float32 or float64: the parameters'
-  // dtype), each written atomically; the folder is created. Existing files are refused unless
+  // folder/config.json and folder/model.safetensors (in the parameters' dtype), each written
+  // atomically; the folder is created. Existing files are refused unless
   // overwrite.
   void save_pretrained(const std::string& folder, bool overwrite = false) const;
 };
 
 // Builds the model config.json describes and loads the folder's weights into it (see
 // weights.hpp: memory-mapped, strict, all-or-nothing). dtype: the parameters' (float32 or
-// float64).
+// float64 to train, the file's BF16 / F16 to run it mapped in place: a file of that dtype is not
+// copied).
 std::shared_ptr<PreTrainedModel> from_pretrained(const std::string& folder, DType dtype = kFloat32);
 
 }  // namespace tg::nn::hf

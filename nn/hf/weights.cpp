@@ -63,31 +63,6 @@ std::shared_ptr<void> map_file(const std::string& path, size_t& size) {
 
 }  // namespace
 
-const char* dtype_code(DType t) {
-  switch (t) {
-    case kFloat32:
-      return "F32";
-    case kFloat64:
-      return "F64";
-    case kBFloat16:
-      return "BF16";
-    case kFloat16:
-      return "F16";
-    case kInt64:
-      return "I64";
-    case kBool:
-      return "BOOL";
-  }
-  return "?";
-}
-namespace {
-DType dtype_of_code(const std::string& code) {
-  for (DType t : {kFloat32, kFloat64, kBFloat16, kFloat16, kInt64, kBool})
-    if (code == dtype_code(t)) return t;
-  throw Error(fmt::format("from_pretrained: unknown safetensors dtype {}", code));
-}
-}  // namespace
-
 SafetensorsFolder::SafetensorsFolder(const std::string& folder) : folder_(folder) {
   namespace fs = std::filesystem;
   const std::string index = folder + "/" + kIndex, single = folder + "/" + kSingle;
@@ -181,10 +156,10 @@ void SafetensorsFolder::read_into(const std::string& name, Tensor& dst) const {
   const File& f = *files_[where_.at(name).first];
   const char* p = static_cast<const char*>(f.map.get()) + f.header.data_offset + e.begin;
   const size_t n = static_cast<size_t>(e.end - e.begin);
-  const DType file_dtype = dtype_of_code(e.dtype);
+  const DType file_dtype = dtype_from_safetensors(e.dtype);
   if (is_reduced(file_dtype) && dst.dtype() == kFloat32 && dst.is_contiguous()) {
-    convert::to_float(file_dtype, dst.data<float>(), p, dst.numel());      // widened in place
-  } else if (e.dtype == dtype_code(dst.dtype()) && dst.is_contiguous()) {  // no temporary
+    convert::to_float(file_dtype, dst.data<float>(), p, dst.numel());  // widened in place
+  } else if (e.dtype == safetensors_dtype(dst.dtype()) && dst.is_contiguous()) {  // no temporary
     if (n) std::memcpy(dst.data_ptr(), p, n);
   } else {
     NoGradGuard ng;
@@ -208,7 +183,7 @@ Tensor SafetensorsFolder::tensor(const std::string& name, DType dtype) const {
   const SafetensorsEntry& e = entry(name);
   const File& f = *files_[where_.at(name).first];
   char* p = static_cast<char*>(f.map.get()) + f.header.data_offset + e.begin;
-  const DType file_dtype = dtype_of_code(e.dtype);
+  const DType file_dtype = dtype_from_safetensors(e.dtype);
   Tensor t;
   if (reinterpret_cast<uintptr_t>(p) % dtype_size(file_dtype) == 0) {
     t = from_blob(p, e.shape, file_dtype, f.map);
@@ -275,7 +250,7 @@ void WeightLoader::load(Module& m, const std::string& prefix, bool swap, bool co
   std::vector<std::pair<Tensor, Tensor>> swaps;
   for (auto& [h, fname] : todo) {
     const bool own = h.is_contiguous() && h.impl()->storage->owner == nullptr;
-    const bool convert = folder_.entry(fname).dtype != dtype_code(h.dtype());
+    const bool convert = folder_.entry(fname).dtype != safetensors_dtype(h.dtype());
     if (own && (copy || convert))
       folder_.read_into(fname, h);
     else

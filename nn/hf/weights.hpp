@@ -52,9 +52,6 @@ class SafetensorsFolder {
   std::map<std::string, std::pair<size_t, size_t>> where_;  // name -> (file, entry)
 };
 
-// The safetensors name of a dtype ("F32", ...).
-const char* dtype_code(DType t);
-
 // How a family's file names meet its module's state_dict names.
 struct NameMap {
   // The file's name as the module calls it ("" to skip the tensor: buffers a file may carry,

@@ -4,7 +4,7 @@
 // only, so tools/make_autocast_fixtures.py runs its algorithm with torch ops on the CPU); the
 // once-per-step rules, state_dict round trips, and the disabled pass-through. float32 gradients
 // throughout (the master weights autocast trains). A float16 autocast run with the scaler against
-// the float32 run needs the matmul and loss families in float16: hidden, tagged [needs-families].
+// the float32 run (the matmul and loss families in float16; tagged [families]).
 #include "fixtures.hpp"
 #include "helpers.hpp"
 
@@ -185,7 +185,7 @@ TEST_CASE("GradScaler: state_dict round trip, option checks, the disabled pass-t
 }
 
 TEST_CASE("GradScaler: float16 autocast training with a scaler follows the float32 run",
-          "[.][needs-families]") {
+          "[autocast][families]") {
   // y = x·Wᵀ + b fitted by SGD, once in float32 and once under float16 autocast with a scaler whose
   // scale keeps the float16 weight gradients finite: every step runs, and the losses agree to
   // float16 rounding.

@@ -4,9 +4,8 @@
 // (tests/fixtures/autocast/decisions.safetensors, tools/make_autocast_fixtures.py); the
 // parameter cast cache. Ops whose families have no bf16/f16 kernels yet are judged by the dtype
 // they ran in (ran_in: an "unsupported dtype" error names it), so the decisions are tested before
-// the kernels land. The small model end to end is tagged [needs-families] (hidden until the op
-// families run bf16/f16). Not here: the GPT-style steps (test_autocast_gpt.cpp), GradScaler
-// (tests/nn/test_amp.cpp).
+// the kernels land. Not here: the small model end to end and the GPT-style steps
+// (test_autocast_model.cpp), GradScaler (tests/nn/test_amp.cpp).
 #include "fixtures.hpp"
 #include "helpers.hpp"
 

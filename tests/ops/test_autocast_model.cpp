@@ -2,9 +2,8 @@
 // (tests/fixtures/autocast/, tools/make_autocast_fixtures.py): a small model (Linear → GELU →
 // LayerNorm → Linear → cross_entropy, then bmm, softmax, sum and a MultiheadAttention) op by op,
 // its loss and its parameters' gradient dtypes, in bfloat16 and float16; and a GPT-style model's
-// first 20 AdamW steps under bf16 autocast from PyTorch's initialisation. Both need every op
-// family in bf16/f16, so they are hidden ([.]) and tagged [needs-families] until the families land:
-// run them with `test_ops "[needs-families]"`.
+// first 20 AdamW steps under bf16 autocast from PyTorch's initialisation (every op family in
+// bf16/f16; tagged [families]).
 // Where PyTorch 1.13 raises (a LayerNorm with float32 weights after a Linear: "expected scalar type
 // BFloat16 but found Float") tapegrad runs the LayerNorm on the bfloat16 input with its float32
 // weights and gives bfloat16 (layer_norm is on no list); the fixture's loss comes from PyTorch with
@@ -160,13 +159,13 @@ std::vector<double> gpt_losses(const tgt::Fixture& f, std::optional<DType> fast)
 }  // namespace
 
 TEST_CASE("autocast: a small model's op dtypes, loss and gradient dtypes match PyTorch 1.13",
-          "[.][needs-families]") {
+          "[autocast][families]") {
   small_model(kBFloat16);
   small_model(kFloat16);
 }
 
 TEST_CASE("autocast: bmm, softmax, sum, mixed arithmetic and MultiheadAttention dtypes",
-          "[.][needs-families]") {
+          "[autocast][families]") {
   attention_ops(kBFloat16);
   attention_ops(kFloat16);
 }
@@ -181,7 +180,7 @@ TEST_CASE("autocast: the GPT-style fixture model without autocast follows PyTorc
 }
 
 TEST_CASE("autocast: a GPT-style model's first 20 bf16 autocast steps follow PyTorch's losses",
-          "[.][needs-families]") {
+          "[autocast][families]") {
   tgt::Fixture f("autocast/gpt_steps");
   const std::vector<double> got = gpt_losses(f, kBFloat16);
   // bf16 rounding: PyTorch's own bf16 and float32 runs of this model differ by less than this
