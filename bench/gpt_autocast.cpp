@@ -97,7 +97,8 @@ int run_attention(int rounds) {
   };
   std::vector<double> f32, bf16;
   call(tg::kFloat32), call(tg::kBFloat16);
-  for (int i = 0; i < rounds; ++i) f32.push_back(call(tg::kFloat32)), bf16.push_back(call(tg::kBFloat16));
+  for (int i = 0; i < rounds; ++i)
+    f32.push_back(call(tg::kFloat32)), bf16.push_back(call(tg::kBFloat16));
   fmt::print("attention fwd+bwd CPU ms: float32 {:.2f}, bfloat16 {:.2f}\n", median(f32) * 1e3,
              median(bf16) * 1e3);
   return 0;
@@ -133,9 +134,9 @@ int run(const std::string& mode, double budget, int64_t steps, bool profile) {
       step.opt->step();
       ph[3].push_back(cpu_seconds() - c1);
     }
-    fmt::print("CPU ms: forward {:.1f}, backward {:.1f}, clip_grad_norm_ {:.1f}, AdamW.step {:.1f}\n",
-               median(ph[0]) * 1e3, median(ph[1]) * 1e3, median(ph[2]) * 1e3,
-               median(ph[3]) * 1e3);
+    fmt::print(
+        "CPU ms: forward {:.1f}, backward {:.1f}, clip_grad_norm_ {:.1f}, AdamW.step {:.1f}\n",
+        median(ph[0]) * 1e3, median(ph[1]) * 1e3, median(ph[2]) * 1e3, median(ph[3]) * 1e3);
     return 0;
   }
   if (steps > 0) {
@@ -184,7 +185,8 @@ int main(int argc, char** argv) {
   if (mode == "attention") return run_attention(static_cast<int>(steps > 0 ? steps : 9));
   if (mode != "f32" && mode != "bf16") {
     fmt::print(stderr,
-               "usage: bench_gpt_autocast --one f32|bf16 [--budget s] [--steps N] [--profile]\n");
+               "usage: bench_gpt_autocast --one f32|bf16|attention [--budget s] [--steps N] "
+               "[--profile]\n");
     return 2;
   }
   const auto [model, flags] = cpu_info();
