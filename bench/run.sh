@@ -85,6 +85,13 @@ if want half_gemm; then
   done
 fi
 
+# The GPT-style step in float32 and under bf16 autocast beside PyTorch's, one process per
+# configuration (peak RSS); bench/gpt_autocast.sh prints its own table ("autocast": FILTER=gpt
+# selects the in-process GPT rows only).
+if want autocast; then
+  BUILD="$build" JOBS="${JOBS:-1}" ROUNDS="$rounds" bash bench/gpt_autocast.sh
+fi
+
 # The training steps and MHA again at 2 threads on both sides (metrics prefixed "t2."), interleaved
 # round by round like the 1-thread rounds; "gpt" selects the GPT and the nanoGPT steps. Both sides
 # run with OMP_WAIT_POLICY=passive (unless the caller set a policy), as tapegrad's programs do
