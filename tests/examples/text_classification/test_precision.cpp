@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/text.hpp"
+#include "tiny_run.hpp"
 #include "nn/checkpoint.hpp"
 #include "text_classification/app.hpp"
 
@@ -16,46 +17,14 @@
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
-namespace {
-
-const std::string kFix = std::string(TG_FIXTURES) + "/examples/text_classification";
-
-std::string fresh_dir(const std::string& name) {
-  std::string d = std::string(TG_BINARY_DIR) + "/tmp_cls_precision_" + name;
-  fs::remove_all(d);
-  return d;
-}
-
-// The smoke configuration of test_training.cpp.
-std::vector<std::string> tiny(const std::string& out, std::vector<std::string> more = {}) {
-  std::vector<std::string> a = {"--data-dir", kFix + "/spam", "--out", out,
-                                "--quiet",    "--epochs",     "6",     "--batch-size",
-                                "8",          "--lr",         "3e-3",  "--d-model",
-                                "16",         "--layers",     "1",     "--heads",
-                                "2",          "--ff",         "32",    "--max-len",
-                                "48",         "--vocab-size", "400",   "--seed",
-                                "3",          "--patience",   "0",     "--save-every",
-                                "2",          "--dropout",    "0.1"};
-  a.insert(a.end(), more.begin(), more.end());
-  return a;
-}
-
-nlohmann::json metrics(const std::string& out) {
-  return nlohmann::json::parse(tgx::read_file(out + "/metrics.json"));
-}
-
-double mean(const std::vector<double>& v, size_t from, size_t n) {
-  return std::accumulate(v.begin() + from, v.begin() + from + n, 0.0) / static_cast<double>(n);
-}
-
-}  // namespace
+using namespace tgt::cls;
 
 // Bound: every training loss of bf16/f16 within 0.02 nats of f32's at the same step, and the test
 // loss within 0.02 (the losses fall from about 0.75 to 0.17 here; bf16 keeps 8 significant bits,
 // f16 11; the runs measured apart by less than a tenth of the bound).
 TEST_CASE("training: bf16 and f16 smoke runs complete, record their precision, match f32",
           "[text_classification]") {
-  const std::string base = fresh_dir("f32");
+  const std::string base = fresh_dir("precision_f32");
   REQUIRE(tgx::cls::run(tiny(base)) == 0);
   const nlohmann::json m32 = metrics(base);
   CHECK(m32["precision"] == "f32");
@@ -80,13 +49,13 @@ TEST_CASE("training: bf16 and f16 smoke runs complete, record their precision, m
     fs::remove_all(out);
   }
   // Resumed in another precision: it continues to the end and reports the new one.
-  const std::string part = fresh_dir("resume");
+  const std::string part = fresh_dir("precision_resume");
   REQUIRE(tgx::cls::run(tiny(part, {"--epochs", "3", "--max-steps", "4", "--precision", "f16"})) ==
           0);
   REQUIRE(tgx::cls::run(tiny(part, {"--epochs", "3", "--resume", "--precision", "bf16"})) == 0);
   CHECK(metrics(part)["precision"] == "bf16");
   CHECK(metrics(part)["history"]["train_loss"].size() == 9);
-  REQUIRE_THROWS_WITH(tgx::cls::run(tiny(fresh_dir("bad"), {"--precision", "half"})),
+  REQUIRE_THROWS_WITH(tgx::cls::run(tiny(fresh_dir("precision_bad"), {"--precision", "half"})),
                       Contains("allowed: f32, bf16, f16"));
   fs::remove_all(base);
   fs::remove_all(part);

@@ -7,6 +7,7 @@
 
 #include "common/cli.hpp"
 #include "common/text.hpp"
+#include "tiny_run.hpp"
 #include "text_classification/app.hpp"
 #include "text_classification/train.hpp"
 
@@ -19,39 +20,7 @@ using namespace tgx::cls;
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
-namespace {
-
-const std::string kFix = std::string(TG_FIXTURES) + "/examples/text_classification";
-
-std::string fresh_dir(const std::string& name) {
-  std::string d = std::string(TG_BINARY_DIR) + "/tmp_cls_" + name;
-  fs::remove_all(d);
-  return d;
-}
-
-// A tiny, fast configuration on the spam sample.
-std::vector<std::string> tiny(const std::string& out, std::vector<std::string> more = {}) {
-  std::vector<std::string> a = {"--data-dir", kFix + "/spam", "--out", out,
-                                "--quiet",    "--epochs",     "6",     "--batch-size",
-                                "8",          "--lr",         "3e-3",  "--d-model",
-                                "16",         "--layers",     "1",     "--heads",
-                                "2",          "--ff",         "32",    "--max-len",
-                                "48",         "--vocab-size", "400",   "--seed",
-                                "3",          "--patience",   "0",     "--save-every",
-                                "2",          "--dropout",    "0.1"};
-  a.insert(a.end(), more.begin(), more.end());
-  return a;
-}
-
-nlohmann::json metrics(const std::string& out) {
-  return nlohmann::json::parse(tgx::read_file(out + "/metrics.json"));
-}
-
-double mean(const std::vector<double>& v, size_t from, size_t n) {
-  return std::accumulate(v.begin() + from, v.begin() + from + n, 0.0) / static_cast<double>(n);
-}
-
-}  // namespace
+using namespace tgt::cls;
 
 TEST_CASE("training: a seeded smoke run learns and writes its outputs", "[text_classification]") {
   std::string out = fresh_dir("smoke");
