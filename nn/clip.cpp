@@ -98,19 +98,29 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
   const std::vector<Tensor> dev_grads = cuda_grads(params);
   double acc = dev_grads.empty() ? 0.0 : cuda_norm_part(dev_grads, norm_type);
   bool any = !dev_grads.empty();
-  each_grad(host_params(params), "clip_grad_norm_", false, [&](auto* g, int64_t n) {
-    any = true;
-    double part = 0;  // each tensor's norm first, then the norm of the norms (PyTorch's order)
-    for (int64_t i = 0; i < n; ++i) {
-      double a = std::fabs(static_cast<double>(g[i]));
-      part = inf ? std::max(part, a) : part + (norm_type == 2 ? a * a : std::pow(a, norm_type));
-      if (std::isnan(a)) part = a;
+  if (norm_type == 2) {  // the kernel table's sum of squares, as on a device
+    const std::vector<Tensor> ps = host_params(params);
+    for (size_t i = 0; i < ps.size(); ++i) {
+      if (!ps[i].defined())
+        throw Error(fmt::format("clip_grad_norm_: parameter {} is undefined", i));
+      if (!ps[i].grad().defined()) continue;
+      any = true;
+      acc += tg::detail::sum_squares("clip_grad_norm_", ps[i].grad()).item<double>();
     }
-    if (inf)
-      acc = std::isnan(part) ? part : std::max(acc, part);
-    else
-      acc += part;  // sum of norm^p == (norm of norms)^p
-  });
+  } else
+    each_grad(host_params(params), "clip_grad_norm_", false, [&](auto* g, int64_t n) {
+      any = true;
+      double part = 0;  // each tensor's norm first, then the norm of the norms (PyTorch's order)
+      for (int64_t i = 0; i < n; ++i) {
+        double a = std::fabs(static_cast<double>(g[i]));
+        part = inf ? std::max(part, a) : part + (norm_type == 2 ? a * a : std::pow(a, norm_type));
+        if (std::isnan(a)) part = a;
+      }
+      if (inf)
+        acc = std::isnan(part) ? part : std::max(acc, part);
+      else
+        acc += part;  // sum of norm^p == (norm of norms)^p
+    });
   if (!any) return 0.0;
   double total = inf ? acc : (norm_type == 2 ? std::sqrt(acc) : std::pow(acc, 1.0 / norm_type));
   if (error_if_nonfinite && !std::isfinite(total))
