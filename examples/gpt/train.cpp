@@ -5,6 +5,7 @@
 #include "autograd/tape.hpp"
 #include "common/cli.hpp"
 #include "common/run_folder.hpp"
+#include "common/same_run.hpp"
 #include "common/text.hpp"
 #include "common/guard.hpp"
 #include "nn/checkpoint.hpp"
@@ -70,28 +71,9 @@ std::vector<tg::nn::ParamGroup> param_groups(Gpt& m) {
   return {tg::nn::ParamGroup(decay), tg::nn::ParamGroup(no_decay, {{"weight_decay", 0.0}})};
 }
 
+// The JSON under `key` of a gpt checkpoint's metadata (common/same_run.hpp).
 Json meta_json(const tg::nn::Metadata& m, const std::string& key, const std::string& what) {
-  auto it = m.find(key);
-  Json j = it == m.end() ? Json() : Json::parse(it->second, nullptr, false);
-  if (it == m.end() || j.is_discarded())
-    throw UserError(
-        fmt::format("{}: not a checkpoint of the gpt program (no valid '{}' metadata)", what, key));
-  return j;
-}
-
-// UserError listing every difference between the saved run's identity and this one's.
-void check_same_run(const Json& saved, const Json& now, const std::string& what) {
-  std::vector<std::string> diffs;
-  for (auto it = now.begin(); it != now.end(); ++it)
-    if (!saved.contains(it.key()) || saved[it.key()] != it.value())
-      diffs.push_back(fmt::format("{}: checkpoint {}, now {}", it.key(),
-                                  saved.contains(it.key()) ? saved[it.key()].dump() : "none",
-                                  it.value().dump()));
-  if (!diffs.empty())
-    throw UserError(fmt::format(
-        "--resume: {} is from another run ({}); resume with the same options or use another "
-        "--out",
-        what, fmt::join(diffs, "; ")));
+  return tgx::meta_json(m, key, what, "gpt");
 }
 
 // Everything of the loop that a checkpoint carries besides model, optimizer and scheduler.
