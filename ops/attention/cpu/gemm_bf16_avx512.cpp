@@ -1,8 +1,9 @@
 // ops/attention/cpu/gemm_bf16_avx512.cpp — the fused CPU attention's products in bfloat16 on
 // AVX512-BF16: the contract of gemm_avx512.cpp's float32 kernel (attention_gemm_f32: float32
 // operands, float32 C, the key-mask select), but every operand is rounded to bfloat16 (round to
-// nearest even, NaN kept a NaN: autograd/half.hpp's float_to_bf16, bit for bit) while it is packed,
-// and the products run on vdpbf16ps (pairs along K, float32 accumulation). B is packed per panel
+// nearest even, NaN kept a NaN: autograd/half.hpp's float_to_bf16, except that subnormal floats
+// read as 0, as vdpbf16ps reads subnormal operands) while it is packed, and the products run on
+// vdpbf16ps (pairs along K, float32 accumulation). B is packed per panel
 // of 64 columns into K-pair-interleaved bfloat16 (lane n of pair p holds B(2p, n) and
 // B(2p + 1, n)); A into bfloat16 pairs (A(m, 2p), A(m, 2p + 1)) broadcast as one 32-bit word:
 // rows as they are, or, read down its columns, in blocks of kPackRows rows interleaved. An odd K
@@ -27,20 +28,13 @@ constexpr int kPackRows = 6;       // rows per block of A read down its columns
 
 __mmask16 tail_mask(int64_t n) { return static_cast<__mmask16>(n >= L ? 0xFFFF : (1u << n) - 1u); }
 
-// bfloat16 bits of x in the low half of each 32-bit lane: round to nearest even, a NaN quiet.
-__m512i round_bf16(__m512 x) {
-  const __m512i u = _mm512_castps_si512(x);
-  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-  const __m512i r =
-      _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
-  const __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
-                                                _mm512_set1_epi32(0x7f800000));
-  return _mm512_mask_mov_epi32(r, nan,
-                               _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40)));
-}
-// The 32-bit pair words of two rounded vectors: lo in the low half, hi in the high half.
+// The 32-bit pair words of two vectors rounded to bfloat16 (vcvtne2ps2bf16: round to nearest
+// even, a NaN quiet; it reads subnormal floats as 0, as vdpbf16ps reads subnormal bfloat16
+// operands anyway), lo in the low half: the 16-bit halves interleaved.
 __m512i pair(__m512 lo, __m512 hi) {
-  return _mm512_or_si512(round_bf16(lo), _mm512_slli_epi32(round_bf16(hi), 16));
+  const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,
+                                       23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  return _mm512_permutexvar_epi16(idx, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
 }
 uint32_t pair1(float lo, float hi) {
   return static_cast<uint32_t>(
@@ -148,10 +142,10 @@ void pack_a_rows(int64_t M, int64_t K, const float* A, int64_t am, uint32_t* out
   for (int64_t m = 0; m < M; ++m)
     for (int64_t k0 = 0; k0 < K; k0 += L) {
       const int64_t n = K - k0 < L ? K - k0 : L;
-      const __m512i r = round_bf16(_mm512_maskz_loadu_ps(tail_mask(n), A + m * am + k0));
+      const __m256i r =
+          (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(tail_mask(n), A + m * am + k0));
       _mm256_mask_storeu_epi32(out + m * K2 + k0 / 2,
-                               static_cast<__mmask8>((1u << ((n + 1) / 2)) - 1u),
-                               _mm512_cvtepi32_epi16(r));
+                               static_cast<__mmask8>((1u << ((n + 1) / 2)) - 1u), r);
     }
 }
 // A (M, K) read down its columns (ak > 1) as pair words in blocks of kPackRows rows: A2(m0 + r, p)
