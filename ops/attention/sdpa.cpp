@@ -102,7 +102,9 @@ std::shared_ptr<Ctx> cpu_ctx(const SdpaCall& s, DType dt) {
   call.dropout = s.dropout;
   call.p = s.dropout ? s.opts.dropout_p : 0.0;
   call.errors_on_fully_masked = s.mask.errors_on_fully_masked();
-  call.bf16_products = s.bf16 && cpu::attention_bf16_dot();
+  int64_t keys = 0;  // the widest row tile's keys: the dot products pay from a width on
+  for (const cpu::AttentionTile& t : c->plan.tiles) keys = std::max(keys, t.width());
+  call.bf16_products = s.bf16 && cpu::attention_bf16_dot(keys);
   call.mask_name = s.mask.name();
   c->mask = s.mask;
   if (s.opts.probe) c->probe = std::make_shared<AttentionProbe>(*s.opts.probe);

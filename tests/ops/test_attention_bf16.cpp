@@ -115,9 +115,12 @@ TEST_CASE("attention bf16: TG_ATTENTION_BF16's choices and errors") {
     REQUIRE_FALSE(cpu::attention_bf16_dot());
   }
   if (cpu::attention_bf16_dot_available()) {
-    REQUIRE(cpu::attention_bf16_dot());  // the default where the CPU has it
+    REQUIRE(cpu::attention_bf16_dot());  // the default where the CPU has it, from 64 keys on
+    REQUIRE(cpu::attention_bf16_dot(cpu::kAttentionBf16MinKeys));
+    REQUIRE_FALSE(cpu::attention_bf16_dot(cpu::kAttentionBf16MinKeys - 1));
     Mode d(cpu::AttentionBf16::Dot);
     REQUIRE(cpu::attention_bf16_dot());
+    REQUIRE(cpu::attention_bf16_dot(1));  // forced: at any width
     // without the AVX-512 attention kernels the products run in float32 (OpenBLAS)
     REQUIRE(cpu::set_kernel_variant(cpu::KernelFamily::Attention, false));
     REQUIRE_FALSE(cpu::attention_bf16_dot());
@@ -367,12 +370,6 @@ Run plain(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionMask
                q.size(2), k.size(2), q.size(3), v.size(3)};
   manual_seed(23);
   return run(c, {q, k, v}, randn({c.B, c.NH, c.T, c.hsv}).to(kBFloat16), dot);
-}
-bool same(const std::vector<double>& a, const std::vector<double>& b) {  // NaN equal to NaN
-  if (a.size() != b.size()) return false;
-  for (size_t e = 0; e < a.size(); ++e)
-    if (!(a[e] == b[e] || (std::isnan(a[e]) && std::isnan(b[e])))) return false;
-  return true;
 }
 }  // namespace
 

@@ -45,11 +45,12 @@ int from_env() {
 
 bool attention_bf16_dot_available() { return isa::table().attention_gemm_bf16 != nullptr; }
 
-bool attention_bf16_dot() {
+bool attention_bf16_dot(int64_t keys) {
   int m = forced().load(std::memory_order_relaxed);
   if (m == kUnset) m = from_env();
   if (m == static_cast<int>(AttentionBf16::Float32)) return false;
-  return attention_bf16_dot_available();
+  return attention_bf16_dot_available() &&
+         (m == static_cast<int>(AttentionBf16::Dot) || keys >= kAttentionBf16MinKeys);
 }
 
 void set_attention_bf16(AttentionBf16 mode) {

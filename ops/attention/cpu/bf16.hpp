@@ -16,11 +16,16 @@ enum class AttentionBf16 { Dot, Float32 };
 // Whether this CPU and build have the dot products (AVX512-BF16, and the AVX-512 attention
 // kernels chosen: set_kernel_variant(KernelFamily::Attention, false) turns them off too).
 bool attention_bf16_dot_available();
-// Whether a bfloat16 attention started now multiplies on the dot products: the forced choice
-// (setter, else the environment), else the dot products where available. Throws tg::Error naming
-// TG_ATTENTION_BF16 and its values for any other value, and for `dot` on a CPU or build without
-// AVX512-BF16. Forced `dot` with the AVX-512 attention kernels switched off runs float32.
-bool attention_bf16_dot();
+// Tiles narrower than this many keys keep float32 products by default: measured on AMD EPYC Zen 4
+// (docs/mixed-precision.md, "Attention"), the dot products lose below it (per-call packing and
+// scratch against a few hundred products) and win from it on.
+constexpr int64_t kAttentionBf16MinKeys = 64;
+// Whether a bfloat16 attention started now, whose widest row tile spans `keys` keys, multiplies on
+// the dot products: the forced choice (setter, else the environment; forced `dot` at any width),
+// else the dot products where available and keys >= kAttentionBf16MinKeys. Throws tg::Error
+// naming TG_ATTENTION_BF16 and its values for any other value, and for `dot` on a CPU or build
+// without AVX512-BF16. Forced `dot` with the AVX-512 attention kernels switched off runs float32.
+bool attention_bf16_dot(int64_t keys = kAttentionBf16MinKeys);
 // Forces a choice for later calls (throws as above for Dot without AVX512-BF16);
 // reset_attention_bf16: the environment's choice, or the default, again.
 void set_attention_bf16(AttentionBf16 mode);

@@ -70,7 +70,7 @@ struct AttentionCall {
   // The operands are bfloat16 values (widened): the packed products round their operands, P and
   // dS too, to bfloat16 and run on AVX512-BF16 dot products (ops/attention/cpu/bf16.hpp); the
   // softmax, the row sums and dS = P ⊙ (dP − rowsum) stay float32. Set by sdpa.cpp's
-  // reduced_sdpa for bfloat16 only, where cpu::attention_bf16_dot() says so.
+  // reduced_sdpa for bfloat16 only, where cpu::attention_bf16_dot(widest tile) says so.
   bool bf16_products = false;
   std::string mask_name;  // for that error
   // The P tiles (B·NH·per_bh elements, tile blocks) and dropout's keep mask: kept for the
