@@ -361,6 +361,7 @@ TEST_CASE("attention bf16: tails, odd head sizes, grouped-query and packed forms
   p.packed = true;
   check_case(p);
   check_case({"single key", AttentionMask(), 1, 1, 1, 5, 1, 16, 16});
+  check_case({"odd hs 13 hsv 7", AttentionMask::local(40, 9), 1, 2, 2, 150, 150, 13, 7});
 }
 
 namespace {
