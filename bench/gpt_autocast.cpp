@@ -40,21 +40,6 @@ double maxrss_mib() {
   return static_cast<double>(ru.ru_maxrss) / 1024.0;  // KiB on Linux
 }
 
-// The CPU's model name and which of avx512_bf16 / amx_bf16 it reports (/proc/cpuinfo).
-std::pair<std::string, std::set<std::string>> cpu_info() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line, model = "unknown CPU";
-  std::set<std::string> flags;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0 && model == "unknown CPU")
-      model = line.substr(line.find(':') + 2);
-    if (line.rfind("flags", 0) == 0 && flags.empty())
-      for (const char* f : {"avx512_bf16", "amx_bf16"})
-        if ((line + " ").find(std::string(" ") + f + " ") != std::string::npos) flags.insert(f);
-  }
-  return {model, flags};
-}
-
 struct Step {
   static constexpr int64_t B = 16, T = 256;
   std::shared_ptr<GptLm> m = std::make_shared<GptLm>(T, tg::AttentionMask::causal());
@@ -189,9 +174,6 @@ int main(int argc, char** argv) {
                "[--profile]\n");
     return 2;
   }
-  const auto [model, flags] = cpu_info();
-  fmt::print("# cpu: {} | avx512_bf16 {} | amx_bf16 {} | {} thread(s)\n", model,
-             flags.count("avx512_bf16") ? "yes" : "no", flags.count("amx_bf16") ? "yes" : "no",
-             tg::get_num_threads());
+  fmt::print("{}\n", cpu_line());
   return run(mode, budget, steps, profile);
 }

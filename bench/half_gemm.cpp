@@ -13,27 +13,10 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
-#include <fstream>
-#include <set>
 #include <string>
 
 namespace {
 using namespace tgbench;
-
-// The CPU's model name and which of avx512_bf16 / amx_bf16 it reports (/proc/cpuinfo).
-std::pair<std::string, std::set<std::string>> cpu_info() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line, model = "unknown CPU";
-  std::set<std::string> flags;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0 && model == "unknown CPU")
-      model = line.substr(line.find(':') + 2);
-    if (line.rfind("flags", 0) == 0 && flags.empty())
-      for (const char* f : {"avx512_bf16", "amx_bf16", "amx_tile"})
-        if (line.find(std::string(" ") + f) != std::string::npos) flags.insert(f);
-  }
-  return {model, flags};
-}
 
 double gflops(int64_t n, double s) { return 2.0 * n * n * n / s * 1e-9; }
 
@@ -71,14 +54,12 @@ int main(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i)
     if (std::string(argv[i]) == "--budget" && i + 1 < argc) o.budget = std::atof(argv[++i]);
-  const auto [model, flags] = cpu_info();
+  const auto flags = cpu_info().second;
   std::string impl;
   const bool onednn = tg::gemm::onednn_runs(tg::kBFloat16, &impl);
   std::string f16impl;
   tg::gemm::onednn_runs(tg::kFloat16, &f16impl);
-  fmt::print("# cpu: {} | avx512_bf16 {} | amx_bf16 {} | {} thread(s)\n", model,
-             flags.count("avx512_bf16") ? "yes" : "no", flags.count("amx_bf16") ? "yes" : "no",
-             tg::get_num_threads());
+  fmt::print("{}\n", cpu_line());
   fmt::print("# bf16 path: {} ({})\n# f16 path: {} ({})\n",
              tg::gemm::path_name(tg::gemm::path(tg::kBFloat16)), impl,
              tg::gemm::path_name(tg::gemm::path(tg::kFloat16)), f16impl);

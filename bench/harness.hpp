@@ -1,7 +1,8 @@
 // bench/harness.hpp — what bench_tapegrad's groups share: the options, emit() (one
 // `metric <name> <value> <unit>` line), interleaved() (candidates timed in alternating batches,
-// median per candidate) and TrainRig (one model's training step). Used by bench.cpp and
-// nanogpt.cpp. Deliberately not here: the groups themselves.
+// median per candidate), TrainRig (one model's training step) and cpu_info() / cpu_line() (the
+// CPU's model and bf16 / AMX support, for the reduced-precision rows). Used by bench.cpp,
+// nanogpt.cpp and the reduced-precision benches. Deliberately not here: the groups themselves.
 #pragma once
 
 #include "tapegrad.hpp"
@@ -11,8 +12,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,6 +27,28 @@ struct Options {
   double budget = 0.8;  // seconds per group of interleaved candidates (one size, one op)
   std::string filter;   // run only groups whose name contains this
 };
+
+// The CPU's model name and which of avx512_bf16 / amx_bf16 / amx_tile it reports (/proc/cpuinfo).
+inline std::pair<std::string, std::set<std::string>> cpu_info() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, model = "unknown CPU";
+  std::set<std::string> flags;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0 && model == "unknown CPU")
+      model = line.substr(line.find(':') + 2);
+    if (line.rfind("flags", 0) == 0 && flags.empty())
+      for (const char* f : {"avx512_bf16", "amx_bf16", "amx_tile"})
+        if ((line + " ").find(std::string(" ") + f + " ") != std::string::npos) flags.insert(f);
+  }
+  return {model, flags};
+}
+// `# cpu: <model> | avx512_bf16 yes|no | amx_bf16 yes|no | <n> thread(s)`, as the benches print it.
+inline std::string cpu_line() {
+  const auto [model, flags] = cpu_info();
+  return fmt::format("# cpu: {} | avx512_bf16 {} | amx_bf16 {} | {} thread(s)", model,
+                     flags.count("avx512_bf16") ? "yes" : "no",
+                     flags.count("amx_bf16") ? "yes" : "no", tg::get_num_threads());
+}
 
 inline void emit(const std::string& name, double value, const char* unit) {
   fmt::print("metric {} {:.6g} {}\n", name, value, unit);

@@ -108,6 +108,9 @@ struct SdpaCall {
   // backend's output is rounded before it becomes the node's, so a backward that reads it saves it
   // as an intermediate, not as the node's output.
   bool widened = false;
+  // Those copies hold bfloat16 values: the CPU's products may run in bfloat16
+  // (cpu::AttentionCall::bf16_products).
+  bool bf16 = false;
 };
 
 // A backend's forward: the result and, for the tape node sdpa() records, its cost and saved

@@ -13,6 +13,7 @@
 // composed forms (composed.cpp), the mask (mask.cpp), modules.
 #include "ops/autocast/autocast.hpp"
 #include "ops/attention/attention.hpp"
+#include "ops/attention/cpu/bf16.hpp"
 #include "ops/attention/cpu/fused.hpp"
 #include "ops/attention/internal.hpp"
 #include "ops/core/detail.hpp"
@@ -101,6 +102,9 @@ std::shared_ptr<Ctx> cpu_ctx(const SdpaCall& s, DType dt) {
   call.dropout = s.dropout;
   call.p = s.dropout ? s.opts.dropout_p : 0.0;
   call.errors_on_fully_masked = s.mask.errors_on_fully_masked();
+  int64_t keys = 0;  // the widest row tile's keys: the dot products pay from a width on
+  for (const cpu::AttentionTile& t : c->plan.tiles) keys = std::max(keys, t.width());
+  call.bf16_products = s.bf16 && cpu::attention_bf16_dot(keys);
   call.mask_name = s.mask.name();
   c->mask = s.mask;
   if (s.opts.probe) c->probe = std::make_shared<AttentionProbe>(*s.opts.probe);
@@ -134,6 +138,7 @@ SdpaForward reduced_sdpa(const SdpaCall& s, const Tensor& q, const Tensor& k, co
   const Tensor vf = v.same(q) ? qf : v.same(k) ? kf : up(v);
   SdpaCall w = s;
   w.widened = true;
+  w.bf16 = rt == kBFloat16;
   SdpaForward f = gpu ? detail::cuda_sdpa(w, qf, kf, vf) : detail::cpu_sdpa(w, qf, kf, vf);
   f.res.output = f.res.output.to(rt);
   if (f.res.weights.defined()) f.res.weights = f.res.weights.to(rt);

@@ -3,14 +3,21 @@
 // each equals the float32 attention on the same (representable) values rounded once, bit for bit;
 // every mask kind, the packed forms, grouped-query heads, need_weights. PyTorch 1.13 has no SDPA
 // and its bf16 matmul/softmax round at every step: the float32 result rounded once is the better
-// reference (docs/mixed-precision.md).
+// reference (docs/mixed-precision.md). These force the float32 products
+// (TG_ATTENTION_BF16=float32); the bfloat16 dot products are tested in test_attention_bf16.cpp.
 #include "helpers.hpp"
 
 #include "ops/attention/attention.hpp"
+#include "ops/attention/cpu/bf16.hpp"
 
 using namespace tg;
 
 namespace {
+struct Float32Products {  // bfloat16 attention multiplies in float32 while one lives
+  Float32Products() { cpu::set_attention_bf16(cpu::AttentionBf16::Float32); }
+  ~Float32Products() { cpu::reset_attention_bf16(); }
+};
+
 std::vector<float> values(const Tensor& t) {
   return t.to(kFloat32).contiguous().to_vector<float>();
 }
@@ -19,6 +26,7 @@ std::vector<float> values(const Tensor& t) {
 // float32 ones rounded once, must be equal.
 void check_rounded_once(DType rt, const std::vector<Shape>& shapes,
                         const std::function<Tensor(const std::vector<Tensor>&)>& f) {
+  const Float32Products forced;
   manual_seed(11);
   std::vector<Tensor> red, ref;
   for (const Shape& s : shapes) {
@@ -77,6 +85,7 @@ TEST_CASE("half attention: packed, kv-packed, grouped-query and need_weights in 
       kBFloat16, {{1, 4, 5, 8}, {1, 2, 5, 8}, {1, 2, 5, 8}}, [gqa](const std::vector<Tensor>& x) {
         return scaled_dot_product_attention(x[0], x[1], x[2], AttentionMask::causal(), gqa).output;
       });
+  const Float32Products forced;
   manual_seed(3);
   const Tensor q = randn({1, 2, 4, 8}).to(kBFloat16);
   SDPAOptions w;

@@ -2,9 +2,9 @@
 // cpu::attention_backward (fused.hpp): per (b, h) and per tile of query rows [r0, r1) with the
 // tile's key range [klo, khi] (the plan), St = scale·Q[r0:r1]·K[klo:khi]ᵀ, each row masked (its
 // structural span; the data parts: padding, lengths, bool, additive) and softmaxed by the row
-// softmax of ops/softmax/cpu/softmax.cpp (a row with no allowed key gives P = 0), optional dropout on P,
-// then O[r0:r1] = Pdrop·V[klo:khi]; the backward walks the same tiles (dV, dP, dS, dQ, dK). One
-// tile loop, forward_tile beside backward_tile, over a products strategy: OpenBLAS reading each
+// softmax of ops/softmax/cpu/softmax.cpp (a row with no allowed key gives P = 0), optional dropout
+// on P, then O[r0:r1] = Pdrop·V[klo:khi]; the backward walks the same tiles (dV, dP, dS, dQ, dK).
+// One tile loop, forward_tile beside backward_tile, over a products strategy: OpenBLAS reading each
 // head's rows in place (any dtype), or, in float32 where the instruction-set table has them
 // (ops/core/cpu/isa.hpp), the register-blocked kernels of gemm_avx512.cpp from operands packed once
 // per head (K and V transposed), without OpenBLAS's per-call packing and zeroing of C
@@ -16,6 +16,7 @@
 // two files (STYLE habit 1), as they did in ggml.
 // Deliberately not here: the checks, the plan and the mask's lowering, the tape (ops/attention/).
 #include "ops/attention/cpu/fused.hpp"
+#include "ops/attention/cpu/bf16.hpp"
 #include "ops/attention/cpu/rows.hpp"
 
 #include "ops/attention/attention.hpp"
@@ -183,8 +184,43 @@ struct BlasForward {
   }
   bool keys_masked() const { return false; }
 };
-// The same on the packed kernel (float32): kt is the head's K transposed (hs, S), packed once per
-// head, vc its V rows (copied when strided far apart, see far_apart); Q rows are read in place.
+// The packed products: attention_gemm_f32, or with c.bf16_products attention_gemm_bf16 (its
+// operands, P and dS among them, rounded to bfloat16) on its own scratch bb, ba (bf16_scratch).
+struct PackedGemm {
+  const Ctx& c;
+  float *bb, *ba;
+  void operator()(int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t am,
+                  int64_t ak, const float* B, int64_t ldb, bool acc, float* C, int64_t ldc,
+                  float* bpack = nullptr, float* apack = nullptr,
+                  const float* keys = nullptr) const {
+    if (c.bf16_products)
+      return attention_gemm_bf16(M, N, K, alpha, A, am, ak, B, ldb, acc, C, ldc, bb, ba, keys);
+    attention_gemm_f32(M, N, K, alpha, A, am, ak, B, ldb, acc, C, ldc, bpack, apack, keys);
+  }
+};
+// The bfloat16 products' scratch (floats): B pair panels and A pairs for the largest operands of
+// any tile's products (rows r, width w: (r, hs|hs_v), (r, w), (w, r), (hs|hs_v, r)); 0 without.
+struct Bf16Scratch {
+  int64_t b = 0, a = 0;
+};
+Bf16Scratch bf16_scratch(const Ctx& c) {
+  if (!c.bf16_products) return {};
+  const int64_t h = std::max(c.d.hs, c.d.hsv);
+  auto a = [](int64_t M, int64_t K) { return (M + 5) / 6 * 6 * ((K + 1) / 2); };
+  Bf16Scratch s;
+  int64_t kmax = h;
+  for (const Tile& t : c.plan->tiles) {
+    const int64_t r = t.rows(), w = t.width();
+    kmax = std::max({kmax, r, w});
+    s.a = std::max({s.a, a(r, h), a(r, w), a(w, r), a(h, r)});
+  }
+  s.b = 64 * ((kmax + 1) / 2);
+  return s;
+}
+
+// The same on the packed kernel (float32, or bfloat16 operands: PackedGemm): kt is the head's K
+// transposed (hs, S), packed once per head, vc its V rows (copied when strided far apart, see
+// far_apart); Q rows are read in place.
 struct PackedForward {
   const Ctx& c;
   Rows<const float> q;
@@ -192,15 +228,15 @@ struct PackedForward {
   Rows<const float> vc;
   float* pack;      // B panels (attention_gemm_f32's scratch)
   const float* kb;  // padding / lengths only: this batch's key_block row (0 or -inf), selected here
+  PackedGemm mm;
   void scores(const Tile& t, float* Pt) const {
-    attention_gemm_f32(t.rows(), t.width(), c.d.hs, static_cast<float>(c.scale), q.row(t.r0), q.ld,
-                       1, kt + t.klo, c.d.S, false, Pt, t.width(), pack, nullptr,
-                       kb ? kb + t.klo : nullptr);
+    mm(t.rows(), t.width(), c.d.hs, static_cast<float>(c.scale), q.row(t.r0), q.ld, 1, kt + t.klo,
+       c.d.S, false, Pt, t.width(), pack, nullptr, kb ? kb + t.klo : nullptr);
   }
   bool keys_masked() const { return kb != nullptr; }
   void values(const Tile& t, const float* Pv, Rows<float> o) const {
-    attention_gemm_f32(t.rows(), c.d.hsv, t.width(), 1.f, Pv, t.width(), 1, vc.row(t.klo), vc.ld,
-                       false, o.row(t.r0), o.ld);
+    mm(t.rows(), c.d.hsv, t.width(), 1.f, Pv, t.width(), 1, vc.row(t.klo), vc.ld, false,
+       o.row(t.r0), o.ld);
   }
 };
 
@@ -229,8 +265,9 @@ struct BlasBackward {
             q.row(t.r0), q.ld, acc ? T(1) : T(0), dk.row(t.klo), dk.ld);
   }
 };
-// The same on the packed kernel (float32). Q and dO rows are read in place; kc holds K's rows
-// (copied when strided far apart, see far_apart), vt V transposed (hs_v, S). With long key rows
+// The same on the packed kernel (float32, or bfloat16 operands: PackedGemm). Q and dO rows are
+// read in place; kc holds K's rows (copied when strided far apart, see far_apart), vt V
+// transposed (hs_v, S). With long key rows
 // (S > kDirectKeys) dV and dK come out transposed, dVᵀ (hs_v, S) = dOᵀ·Pv and dKᵀ (hs, S) =
 // scale·Qᵀ·dS accumulated over the tiles in dvt and dkt (the kernel then reads P and dS rows
 // contiguously, not their columns 4 KiB apart) and transposed into the gradients once per head;
@@ -242,28 +279,29 @@ struct PackedBackward {
   Rows<float> dq, dk, dv;
   float *dvt, *dkt;     // null: direct
   float *pack, *apack;  // attention_gemm_f32's scratch: B panels, A (dOᵀ, Qᵀ) blocks
+  PackedGemm mm;
   void dvalues(const Tile& t, const float* Pv, bool acc) const {
     if (!dvt)
-      return attention_gemm_f32(t.width(), c.d.hsv, t.rows(), 1.f, Pv, 1, t.width(), g.row(t.r0),
-                                g.ld, acc, dv.row(t.klo), dv.ld, pack, apack);
-    attention_gemm_f32(c.d.hsv, t.width(), t.rows(), 1.f, g.row(t.r0), 1, g.ld, Pv, t.width(), acc,
-                       dvt + t.klo, c.d.S, pack, apack);
+      return mm(t.width(), c.d.hsv, t.rows(), 1.f, Pv, 1, t.width(), g.row(t.r0), g.ld, acc,
+                dv.row(t.klo), dv.ld, pack, apack);
+    mm(c.d.hsv, t.width(), t.rows(), 1.f, g.row(t.r0), 1, g.ld, Pv, t.width(), acc, dvt + t.klo,
+       c.d.S, pack, apack);
   }
   void dprobs(const Tile& t, float* dP) const {
-    attention_gemm_f32(t.rows(), t.width(), c.d.hsv, 1.f, g.row(t.r0), g.ld, 1, vt + t.klo, c.d.S,
-                       false, dP, t.width(), pack);
+    mm(t.rows(), t.width(), c.d.hsv, 1.f, g.row(t.r0), g.ld, 1, vt + t.klo, c.d.S, false, dP,
+       t.width(), pack);
   }
   void dqueries(const Tile& t, const float* dS) const {
-    attention_gemm_f32(t.rows(), c.d.hs, t.width(), static_cast<float>(c.scale), dS, t.width(), 1,
-                       kc.row(t.klo), kc.ld, false, dq.row(t.r0), dq.ld);
+    mm(t.rows(), c.d.hs, t.width(), static_cast<float>(c.scale), dS, t.width(), 1, kc.row(t.klo),
+       kc.ld, false, dq.row(t.r0), dq.ld);
   }
   void dkeys(const Tile& t, const float* dS, bool acc) const {
     const float sc = static_cast<float>(c.scale);
     if (!dkt)
-      return attention_gemm_f32(t.width(), c.d.hs, t.rows(), sc, dS, 1, t.width(), q.row(t.r0),
-                                q.ld, acc, dk.row(t.klo), dk.ld, pack, apack);
-    attention_gemm_f32(c.d.hs, t.width(), t.rows(), sc, q.row(t.r0), 1, q.ld, dS, t.width(), acc,
-                       dkt + t.klo, c.d.S, pack, apack);
+      return mm(t.width(), c.d.hs, t.rows(), sc, dS, 1, t.width(), q.row(t.r0), q.ld, acc,
+                dk.row(t.klo), dk.ld, pack, apack);
+    mm(c.d.hs, t.width(), t.rows(), sc, q.row(t.r0), 1, q.ld, dS, t.width(), acc, dkt + t.klo,
+       c.d.S, pack, apack);
   }
 };
 
@@ -459,7 +497,8 @@ struct PackedForwardScratch {
   std::vector<float> kt;
   HeadRows<float> vc;
   std::vector<float> pack, p;
-  int64_t kv_of = -1;  // the (b, key/value head) kt and vr hold
+  std::vector<float> bb, ba;  // the bfloat16 products' scratch (bf16_scratch)
+  int64_t kv_of = -1;         // the (b, key/value head) kt and vr hold
   const float* ktp = nullptr;
   Rows<const float> vr{nullptr, 0};
 };
@@ -472,6 +511,7 @@ void forward_packed(const Ctx& c, const RowMask& rm, float* o, const float* q, c
   const Dims& d = c.d;
   const bool keep_all = c.P != nullptr;
   const float* kb = static_cast<const float*>(rm.key_block);
+  const Bf16Scratch bf = bf16_scratch(c);
   for_heads(
       d, !c.dropout, false,
       [&] {
@@ -479,7 +519,9 @@ void forward_packed(const Ctx& c, const RowMask& rm, float* o, const float* q, c
             {},
             HeadRows<float>(d, Dims::kV, d.S, d.hsv, far_apart(d, Dims::kV, d.S, d.hsv)),
             std::vector<float>(pack_floats(d)),
-            std::vector<float>(keep_all ? 0 : c.plan->max_tile)};
+            std::vector<float>(keep_all ? 0 : c.plan->max_tile),
+            std::vector<float>(bf.b),
+            std::vector<float>(bf.a)};
       },
       [&](PackedForwardScratch& s, int64_t b, int64_t h, bool, bool) {
         // a group's query heads read one key/value head: packed once
@@ -494,7 +536,8 @@ void forward_packed(const Ctx& c, const RowMask& rm, float* o, const float* q, c
                                  s.ktp,
                                  s.vr,
                                  s.pack.data(),
-                                 kb ? kb + b * d.S : nullptr};
+                                 kb ? kb + b * d.S : nullptr,
+                                 {c, s.bb.data(), s.ba.data()}};
         const Rows<float> oh = head_rows(d, Dims::kO, o, b, h, d.T, d.hsv);
         for (const Tile& t : c.plan->tiles) {
           const int64_t base = (b * d.NH + h) * c.plan->per_bh + t.off;
@@ -556,7 +599,8 @@ void zero_kv_rows(const Dims& d, T* pdk, T* pdv, int64_t b, int64_t h) {
 struct PackedBackwardScratch {
   HeadRows<float> kc;
   std::vector<float> vt, dvt, dkt, pack, apack, Pd, dP;
-  int64_t kv_of = -1;  // the (b, key/value head) kr and vtp hold
+  std::vector<float> bb, ba;  // the bfloat16 products' scratch (bf16_scratch)
+  int64_t kv_of = -1;         // the (b, key/value head) kr and vtp hold
   Rows<const float> kr{nullptr, 0};
   const float* vtp = nullptr;
 };
@@ -568,6 +612,7 @@ void backward_packed(const Ctx& c, const RowMask& rm, float* pdq, float* pdk, fl
                      const float* pg, const float* pq, const float* pk, const float* pv,
                      const AttentionDense<float>& dense, bool zero_kv, bool direct) {
   const Dims& d = c.d;
+  const Bf16Scratch bf = bf16_scratch(c);
   for_heads(
       d, true, true,
       [&] {
@@ -579,7 +624,9 @@ void backward_packed(const Ctx& c, const RowMask& rm, float* pdq, float* pdk, fl
             std::vector<float>(pack_floats(d)),
             std::vector<float>(apack_floats(d)),
             std::vector<float>(c.dropout ? c.plan->max_tile : 0),
-            std::vector<float>(c.plan->max_tile)};
+            std::vector<float>(c.plan->max_tile),
+            std::vector<float>(bf.b),
+            std::vector<float>(bf.a)};
       },
       [&](PackedBackwardScratch& s, int64_t b, int64_t h, bool first, bool last) {
         const int64_t kvu = b * d.kv_heads() + d.head_of(Dims::kK, h);
@@ -602,7 +649,8 @@ void backward_packed(const Ctx& c, const RowMask& rm, float* pdq, float* pdk, fl
                                   direct ? nullptr : s.dvt.data(),
                                   direct ? nullptr : s.dkt.data(),
                                   s.pack.data(),
-                                  s.apack.data()};
+                                  s.apack.data(),
+                                  {c, s.bb.data(), s.ba.data()}};
         if (zero_kv && direct && first) zero_kv_rows(d, pdk, pdv, b, h);
         if (zero_kv && !direct && first) {
           std::fill(s.dvt.begin(), s.dvt.end(), 0.f);

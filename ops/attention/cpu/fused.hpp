@@ -67,7 +67,12 @@ struct AttentionCall {
   double scale = 1, p = 0;  // p: the dropout probability, when dropout
   bool dropout = false;
   bool errors_on_fully_masked = false;  // else such a row gives output 0
-  std::string mask_name;                // for that error
+  // The operands are bfloat16 values (widened): the packed products round their operands, P and
+  // dS too, to bfloat16 and run on AVX512-BF16 dot products (ops/attention/cpu/bf16.hpp); the
+  // softmax, the row sums and dS = P ⊙ (dP − rowsum) stay float32. Set by sdpa.cpp's
+  // reduced_sdpa for bfloat16 only, where cpu::attention_bf16_dot(widest tile) says so.
+  bool bf16_products = false;
+  std::string mask_name;  // for that error
   // The P tiles (B·NH·per_bh elements, tile blocks) and dropout's keep mask: kept for the
   // backward when set, scratch otherwise (forward), read by the backward.
   void* P = nullptr;

@@ -7,6 +7,7 @@
 // kernels.
 #include "ops/core/cpu/isa.hpp"
 
+#include "autograd/convert.hpp"
 #include "ops/core/cpu/kernels.hpp"
 #include "ops/core/detail.hpp"
 
@@ -97,6 +98,9 @@ Table make(unsigned avx512) {
   if (avx512 & bit(KernelFamily::Softmax)) avx512::fill_softmax(t);
   if (avx512 & bit(KernelFamily::Unary)) avx512::fill_unary(t);
   if (avx512 & bit(KernelFamily::Attention)) avx512::fill_attention(t);
+  // the bfloat16 products: AVX512-BF16 as autograd/convert.cpp's check finds it
+  if ((avx512 & bit(KernelFamily::Attention)) && convert::path_supported(convert::Path::Avx512Bf16))
+    avx512::fill_attention_bf16(t);
   if (avx512 & bit(KernelFamily::Reduce)) avx512::fill_reduce(t);
 #else
   (void)avx512;

@@ -45,6 +45,12 @@ struct Table {
                              bool acc, float* C, int64_t ldc, float* bpack, float* apack) = nullptr;
   void (*attention_transpose_f32)(int64_t rows, int64_t cols, const float* src, int64_t lds,
                                   float* dst, int64_t ldd) = nullptr;
+  // The same products with bfloat16 operands (rounded while packed) on AVX512-BF16 dot products
+  // (ops/attention/cpu/gemm_bf16_avx512.cpp); empty where the CPU or build lacks them.
+  void (*attention_gemm_bf16)(int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                              int64_t am, int64_t ak, const float* B, int64_t ldb,
+                              const float* keys, bool acc, float* C, int64_t ldc, float* bpack,
+                              float* apack) = nullptr;
 };
 
 // The table in use: per family, AVX-512's where the build compiled it, the CPU has AVX-512
@@ -62,6 +68,8 @@ void fill_softmax(Table& t);    // softmax_avx512.cpp
 void fill_unary(Table& t);      // unary_avx512.cpp
 void fill_attention(Table& t);  // attention_avx512.cpp
 void fill_reduce(Table& t);     // reduce_avx512.cpp
+// gemm_bf16_avx512.cpp; isa.cpp calls it only where the CPU has AVX512-BF16.
+void fill_attention_bf16(Table& t);
 }  // namespace avx512
 
 }  // namespace tg::cpu::isa
