@@ -24,6 +24,13 @@ for n in SIZES:
 for n in (512, 1024, 2048):
     ROWS.append((f"bf16 GEMM {n}^3 GFLOP/s", f"half_gemm.tg.bf16.{n}", f"half_gemm.tg.f32.{n}", "tg f32",
                  ("ratio", ">=", 1.7), f"half_gemm.torch.bf16.{n}"))
+# The bf16 fused attention (AVX512-BF16 dot products) against the float32 one, fwd+bwd, B 1, 8
+# heads, hs 64 (bench/attention_bf16.cpp). The goal, >= 2x faster, is for AMX CPUs; no
+# goal is checked here, the ratio is shown.
+for mask in ("causal", "local128"):
+    for t in (1024, 2048, 4096, 8192):
+        ROWS.append((f"bf16 attention fwd+bwd {mask} T{t} ms", f"attention_bf16.{mask}.{t}.bf16_dot",
+                     f"attention_bf16.{mask}.{t}.f32", "tg f32", None, None))
 MHA_SIZES = ("32x64x128x4", "8x256x256x8", "2x1024x512x8")  # B x T x E x NH
 for tag in MHA_SIZES:
     for m in ("none", "causal", "pad", "cross"):

@@ -85,6 +85,15 @@ if want half_gemm; then
   done
 fi
 
+# The fused attention fwd+bwd on bf16 (dot / float32 products) against float32
+# (bench/attention_bf16.cpp); rows only where the CPU has bf16 instructions.
+if want attention_bf16; then
+  cmake --build "$build" -j "${JOBS:-1}" --target bench_attention_bf16 >/dev/null
+  for ((r = 0; r <= rounds; r++)); do
+    "$build/bench/bench_attention_bf16" --budget "$budget" | sed "s/^/$r /" >>"$raw"
+  done
+fi
+
 # The GPT-style step in float32 and under bf16 autocast beside PyTorch's, one process per
 # configuration (peak RSS); bench/gpt_autocast.sh prints its own table ("autocast": FILTER=gpt
 # selects the in-process GPT rows only).
