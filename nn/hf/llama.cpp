@@ -61,6 +61,7 @@ Tensor LlamaModel::forward(const Tensor& ids, std::vector<KVCache>* caches) {
     throw Error(fmt::format("LlamaModel: {} caches for {} layers", caches->size(),
                             config.num_hidden_layers));
   Tensor x = embed_tokens->forward(ids);
+  if (compute_dtype && x.dtype() != *compute_dtype) x = x.to(*compute_dtype);
   for (size_t i = 0; i < layers->size(); ++i)
     x = layers->at<LlamaDecoderLayer>(i)->forward(x, caches ? &(*caches)[i] : nullptr);
   return norm->forward(x);
@@ -95,6 +96,12 @@ std::vector<std::string> LlamaForCausalLM::tied_names() const {
 
 std::shared_ptr<LlamaForCausalLM> LlamaForCausalLM::from_pretrained(const std::string& folder,
                                                                     DType dtype) {
+  return from_pretrained(folder, PretrainedOptions{dtype, std::nullopt});
+}
+
+std::shared_ptr<LlamaForCausalLM> LlamaForCausalLM::from_pretrained(const std::string& folder,
+                                                                    const PretrainedOptions& o) {
+  const std::optional<DType> compute = weight_only_compute(o, "LlamaForCausalLM::from_pretrained");
   const std::string what = folder + "/config.json";
   const std::string text = read_config_text(folder);
   const std::string type = config_model_type(text, what);
@@ -109,9 +116,12 @@ std::shared_ptr<LlamaForCausalLM> LlamaForCausalLM::from_pretrained(const std::s
     if (n.size() >= inv.size() && n.compare(n.size() - inv.size(), inv.size(), inv) == 0) return "";
     return n;
   };
-  return build_and_load<LlamaForCausalLM>(files, map, dtype, [&](const BuildHook& hook) {
-    return std::make_shared<LlamaForCausalLM>(config, hook);
-  });
+  auto m = build_and_load<LlamaForCausalLM>(
+      files, map, o.dtype,
+      [&](const BuildHook& hook) { return std::make_shared<LlamaForCausalLM>(config, hook); },
+      compute.has_value());
+  m->model->compute_dtype = compute;
+  return m;
 }
 
 }  // namespace tg::nn::hf
