@@ -26,6 +26,14 @@ LlamaDecoderLayerOptions layer_options(const LlamaConfig& c) {
         AttentionMask::causal() & AttentionMask::hf_sliding_window(c.sliding_window);
   return o;
 }
+// Every layer's rotary tables are the same (one base, one length): `to` uses `from`'s module,
+// member and registry alike (Hugging Face's one LlamaModel.rotary_emb), and its own tables, in
+// float32 and float64 for every position, are freed.
+void share_rotary(LlamaDecoderLayer& from, LlamaDecoderLayer& to) {
+  to.self_attn->rotary_emb = from.self_attn->rotary_emb;
+  to.set_submodule("self_attn.rotary_emb", from.self_attn->rotary_emb);
+}
+
 }  // namespace
 
 LlamaModel::LlamaModel(const LlamaConfig& c, const BuildHook& hook)
@@ -40,10 +48,11 @@ LlamaModel::LlamaModel(const LlamaConfig& c, const BuildHook& hook)
   built(embed_tokens, "embed_tokens.");
   layers = register_module("layers", std::make_shared<ModuleList>());
   const LlamaDecoderLayerOptions o = layer_options(c);
-  for (int64_t i = 0; i < c.num_hidden_layers; ++i)
-    layers->push_back(
-        built(std::make_shared<LlamaDecoderLayer>(c.hidden_size, c.num_attention_heads, o),
-              fmt::format("layers.{}.", i), true));
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    auto layer = std::make_shared<LlamaDecoderLayer>(c.hidden_size, c.num_attention_heads, o);
+    if (i > 0) share_rotary(*layers->at<LlamaDecoderLayer>(0), *layer);
+    layers->push_back(built(layer, fmt::format("layers.{}.", i), true));
+  }
   norm = register_module("norm", std::make_shared<RMSNorm>(c.hidden_size, c.rms_norm_eps));
   built(norm, "norm.");
 }
