@@ -2,14 +2,15 @@
 // (weight-only reduced precision, ops/matmul/mixed.hpp), and layer_norm / rms_norm with a float32
 // input and reduced parameters: forward and backward against the same op in float32 on the
 // converted operand (bf16 -> f32 is exact, so the reference is the float32 math itself).
-// Every product is float32 arithmetic over the same K-long sums as one float32 GEMM on the
-// converted operand (the panels split the other dimension), but OpenBLAS sums a panel's edge
-// columns with other kernels than the same columns inside a wider matrix, so a few elements
-// differ by float32 rounding: products and float32 gradients are required within kRel of the
-// largest value, a reduced gradient (the float32 one rounded once) within one ulp of its dtype
-// there. The norms (no panels) are required bit for bit. Shapes cross panel boundaries
-// (cpu::kMixedPanelElems / K columns, at least 16) with tails, batches, broadcasts and
-// transposed views of the reduced operand.
+// Every product is float32 arithmetic: K-long float32 sums of the same products as one float32
+// GEMM on the converted operand, in another order (OpenBLAS on the converted panels, whose edge
+// columns take other kernels than inside a wider matrix; or, for a few rows, direct dot products
+// in 8 lanes). So elements differ by float32 rounding: products and float32 gradients are
+// required within kRel of the largest value (sums of up to 2000 terms here), a reduced gradient
+// (the float32 one rounded once) within one ulp of its dtype there. The norms are required bit
+// for bit. Shapes cross panel boundaries (cpu::kMixedPanelElems / K columns, at least 16) and
+// the direct path's column blocks (M <= 4 rows: blocks of 256 outputs), with tails of both and
+// of the 8 lanes, batches, broadcasts and transposed views of the reduced operand.
 #include "helpers.hpp"
 #include "ops/matmul/cpu/mixed_gemm.hpp"
 #include "ops/ops.hpp"
@@ -22,7 +23,7 @@ using namespace tg;
 
 namespace {
 
-constexpr double kRel = 1e-6;
+constexpr double kRel = 5e-6;
 
 // One ulp of dt at 1 (relative to the largest value): a gradient rounded once from float32
 // sums that differ by float32 rounding may round the other way.
@@ -84,9 +85,15 @@ const Op2 kMatmul = [](const Tensor& a, const Tensor& b) { return matmul(a, b); 
 TEST_CASE("matmul_mixed: linear with bf16 / f16 weight and float32 x, across panels and tails") {
   for (DType dt : {kBFloat16, kFloat16}) {
     // K 2000: panels of 32 weight rows (Cout 70: 32, 32, 6); K 300: 218 (Cout 500: 218, 218, 64);
-    // K 5000: the 16-row minimum (Cout 40: 16, 16, 8).
-    for (auto [N, K, Cout] : std::vector<std::array<int64_t, 3>>{
-             {1, 2000, 70}, {5, 2000, 70}, {37, 300, 500}, {3, 5000, 40}, {2, 7, 3}}) {
+    // K 5000: the 16-row minimum (Cout 40: 16, 16, 8). N <= 4: the direct path (Cout 600: column
+    // blocks 256, 256, 88).
+    for (auto [N, K, Cout] : std::vector<std::array<int64_t, 3>>{{1, 2000, 70},
+                                                                 {5, 2000, 70},
+                                                                 {37, 300, 500},
+                                                                 {3, 5000, 40},
+                                                                 {2, 7, 3},
+                                                                 {2, 300, 600},
+                                                                 {4, 301, 600}}) {
       const std::string what =
           fmt::format("linear {} N {} Cin {} Cout {}", dtype_name(dt), N, K, Cout);
       INFO(what);
@@ -136,6 +143,9 @@ TEST_CASE("matmul_mixed: matmul with the reduced operand on either side, both dt
                rnd({1200, 90}, dt, 8));
     check_pair(d + " (90, 1200) x f32 (1200)", kMatmul, rnd({90, 1200}, dt, 9),
                rnd({1200}, kFloat32, 10));
+    // A few rows by B (K, N) (Conv1D's layout), across the direct path's column blocks.
+    check_pair("f32 (3, 301) x " + d + " (301, 600)", kMatmul, rnd({3, 301}, kFloat32, 11),
+               rnd({301, 600}, dt, 12));
   }
 }
 

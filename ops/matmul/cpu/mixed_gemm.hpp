@@ -2,8 +2,11 @@
 // (weight-only reduced precision: float32 activations, mapped bf16 weights), computed in float32
 // without a float32 copy of the whole reduced operand: it is converted one panel at a time
 // (rows of op(A), or columns of op(B), each with its whole K) into a bounded per-thread float32
-// scratch, and each panel runs the float32 GEMM (cpu::gemm, OpenBLAS). Every output element is
-// the same K-long sum as in one float32 GEMM over the converted operand. Internal to ops/matmul/.
+// scratch, and each panel runs the float32 GEMM (cpu::gemm, OpenBLAS). A product of a few float32
+// rows (generation: one token at a time) by a reduced op(B) skips both: dot products (or axpys)
+// on the reduced rows widened on the fly, column blocks in parallel, float32 sums in 8 lanes.
+// Either way each output element is a K-long float32 sum, in another order than one float32 GEMM
+// over the converted operand (float32 rounding apart). Internal to ops/matmul/.
 // Deliberately not here: bf16 × bf16 (reduced_gemm.hpp), float32 × float32 (cpu::gemm), CUDA.
 #pragma once
 
