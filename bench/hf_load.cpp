@@ -12,7 +12,10 @@
 // Each uncached step reruns the whole sequence, so later steps cost more: the uncached speed
 // over N < --new tokens bounds its speed over --new from above, and the cached / uncached ratio
 // is then a lower bound of the speedup at --new tokens.
+// OpenMP's idle threads sleep (passive_openmp_wait), as in the examples: its loops and OpenBLAS's
+// pool take turns on the same cores.
 // Deliberately not here: tokenizers (the prompt is the reference's ids), sampling options.
+#include "autograd/openmp_wait.hpp"
 #include "nn/checkpoint.hpp"
 #include "nn/hf/pretrained.hpp"
 #include "tapegrad.hpp"
@@ -74,6 +77,7 @@ void emit(const std::string& name, double v, const char* unit) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  tg::passive_openmp_wait(argv);  // idle OpenMP threads sleep (openmp_wait.hpp says why)
   if (argc < 2) {
     fmt::print(stderr,
                "usage: bench_hf_load DIR [--new N] [--uncached-new N] [--threads N] "
