@@ -148,7 +148,7 @@ TEST_CASE("hf weight-only: other dtype pairs are refused, naming both") {
       tgt::ErrorContains("LlamaForCausalLM::from_pretrained: dtype float32 with compute_dtype "
                          "bfloat16 is not supported"));
   CHECK_THROWS_MATCHES(
-      hf::from_pretrained(folder("gpt2"), hf::PretrainedOptions{kBFloat16, kFloat64}), Error,
+      hf::from_pretrained(folder("gpt2"), {kBFloat16, kFloat64}), Error,
       tgt::ErrorContains("GPT2LMHeadModel::from_pretrained: dtype bfloat16 with compute_dtype "
                          "float64"));
   // compute_dtype equal to dtype is the plain load.

@@ -229,3 +229,19 @@ TEST_CASE("matmul_mixed: layer_norm and rms_norm of float32 x with bf16 paramete
     require_same(bl.grad(), b32.grad().to(dt), 0, "layer_norm db");
   }
 }
+
+TEST_CASE("matmul_mixed: on a CUDA device the reduced operand is cast to float32 first") {
+  if (!cuda_is_available()) return;  // a CPU-only build or machine: the CPU cases above cover it
+  const Device dev = cuda_device(0);
+  const Tensor x = rnd({3, 40}, kFloat32, 1), w = rnd({6, 40}, kBFloat16, 2),
+               b = rnd({6}, kBFloat16, 3);
+  Tensor xd = x.to(dev).requires_grad_(), wd = w.to(dev).requires_grad_();
+  const Tensor y = linear(xd, wd, b.to(dev)), m = matmul(xd, wd.t());
+  REQUIRE(y.dtype() == kFloat32);
+  REQUIRE(y.device() == dev);
+  require_same(y.cpu(), linear(x, w, b), 1e-5, "cuda linear");
+  require_same(m.cpu(), matmul(x, w.t()), 1e-5, "cuda matmul");
+  sum(y).backward();
+  REQUIRE(wd.grad().dtype() == kBFloat16);
+  REQUIRE(xd.grad().dtype() == kFloat32);
+}
