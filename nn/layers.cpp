@@ -54,8 +54,10 @@ Tensor Linear::forward(const Tensor& x) {
                             out_features, x.defined() ? shape_str(x.shape()) : "undefined",
                             in_features));
   // Under autocast the linear op casts both to the region's dtype (PyTorch's nn.Linear takes a
-  // bfloat16 input with float32 weights there too).
-  if (x.dtype() != weight.dtype() &&
+  // bfloat16 input with float32 weights there too). A float32 input with bfloat16 / float16
+  // weights is weight-only reduced precision: the op computes it in float32.
+  const bool weight_only = x.dtype() == kFloat32 && is_reduced(weight.dtype());
+  if (x.dtype() != weight.dtype() && !weight_only &&
       !(is_autocast_enabled() && is_floating(x.dtype()) && is_floating(weight.dtype())))
     throw Error(fmt::format("Linear({}, {}): input {} is {} but weight is {}", in_features,
                             out_features, shape_str(x.shape()), dtype_name(x.dtype()),

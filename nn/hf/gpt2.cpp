@@ -120,7 +120,12 @@ Tensor GPT2Model::forward(const Tensor& ids, std::vector<KVCache>* caches) {
   if (caches && static_cast<int64_t>(caches->size()) != config.n_layer)
     throw Error(fmt::format("GPT2Model: {} caches for {} layers", caches->size(), config.n_layer));
   const int64_t T = ids.size(1);
-  Tensor x = drop->forward(add(wte->forward(ids), narrow(wpe->weight, 0, start, T)));
+  Tensor tok = wte->forward(ids), pos = narrow(wpe->weight, 0, start, T);
+  if (compute_dtype) {
+    if (tok.dtype() != *compute_dtype) tok = tok.to(*compute_dtype);
+    if (pos.dtype() != *compute_dtype) pos = pos.to(*compute_dtype);
+  }
+  Tensor x = drop->forward(add(tok, pos));
   for (size_t i = 0; i < h->size(); ++i)
     x = h->at<GPT2Block>(i)->forward(x, caches ? &(*caches)[i] : nullptr);
   return ln_f->forward(x);
@@ -156,6 +161,12 @@ std::vector<std::string> GPT2LMHeadModel::tied_names() const {
 
 std::shared_ptr<GPT2LMHeadModel> GPT2LMHeadModel::from_pretrained(const std::string& folder,
                                                                   DType dtype) {
+  return from_pretrained(folder, PretrainedOptions{dtype, std::nullopt});
+}
+
+std::shared_ptr<GPT2LMHeadModel> GPT2LMHeadModel::from_pretrained(const std::string& folder,
+                                                                  const PretrainedOptions& o) {
+  const std::optional<DType> compute = weight_only_compute(o, "GPT2LMHeadModel::from_pretrained");
   const std::string what = folder + "/config.json";
   const std::string text = read_config_text(folder);
   const std::string type = config_model_type(text, what);
@@ -175,9 +186,12 @@ std::shared_ptr<GPT2LMHeadModel> GPT2LMHeadModel::from_pretrained(const std::str
     if (n.rfind("transformer.", 0) == 0 || n.rfind("lm_head.", 0) == 0) return n;
     return "transformer." + n;  // a GPT2Model file
   };
-  return build_and_load<GPT2LMHeadModel>(files, map, dtype, [&](const BuildHook& hook) {
-    return std::make_shared<GPT2LMHeadModel>(config, hook);
-  });
+  auto m = build_and_load<GPT2LMHeadModel>(
+      files, map, o.dtype,
+      [&](const BuildHook& hook) { return std::make_shared<GPT2LMHeadModel>(config, hook); },
+      compute.has_value());
+  m->transformer->compute_dtype = compute;
+  return m;
 }
 
 }  // namespace tg::nn::hf

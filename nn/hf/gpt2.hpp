@@ -67,6 +67,9 @@ class GPT2Model : public Module {
   std::shared_ptr<Dropout> drop;
   std::shared_ptr<ModuleList> h;
   std::shared_ptr<LayerNorm> ln_f;
+  // Set: the embeddings' rows are cast to it before they are added (weight-only reduced
+  // precision: bf16 parameters, float32 activations); unset: the parameters' dtype.
+  std::optional<DType> compute_dtype;
 };
 
 class GPT2LMHeadModel : public PreTrainedModel {
@@ -74,6 +77,8 @@ class GPT2LMHeadModel : public PreTrainedModel {
   explicit GPT2LMHeadModel(GPT2Config config, const BuildHook& hook = {});
   static std::shared_ptr<GPT2LMHeadModel> from_pretrained(const std::string& folder,
                                                           DType dtype = kFloat32);
+  static std::shared_ptr<GPT2LMHeadModel> from_pretrained(const std::string& folder,
+                                                          const PretrainedOptions& options);
   Tensor forward(const Tensor& input_ids, std::vector<KVCache>* caches = nullptr) override;
   int64_t num_layers() const override { return config.n_layer; }
   int64_t max_positions() const override { return config.n_positions; }

@@ -26,6 +26,14 @@ LlamaDecoderLayerOptions layer_options(const LlamaConfig& c) {
         AttentionMask::causal() & AttentionMask::hf_sliding_window(c.sliding_window);
   return o;
 }
+// Every layer's rotary tables are the same (one base, one length): `to` uses `from`'s module,
+// member and registry alike (Hugging Face's one LlamaModel.rotary_emb), and its own tables, in
+// float32 and float64 for every position, are freed.
+void share_rotary(LlamaDecoderLayer& from, LlamaDecoderLayer& to) {
+  to.self_attn->rotary_emb = from.self_attn->rotary_emb;
+  to.set_submodule("self_attn.rotary_emb", from.self_attn->rotary_emb);
+}
+
 }  // namespace
 
 LlamaModel::LlamaModel(const LlamaConfig& c, const BuildHook& hook)
@@ -40,10 +48,11 @@ LlamaModel::LlamaModel(const LlamaConfig& c, const BuildHook& hook)
   built(embed_tokens, "embed_tokens.");
   layers = register_module("layers", std::make_shared<ModuleList>());
   const LlamaDecoderLayerOptions o = layer_options(c);
-  for (int64_t i = 0; i < c.num_hidden_layers; ++i)
-    layers->push_back(
-        built(std::make_shared<LlamaDecoderLayer>(c.hidden_size, c.num_attention_heads, o),
-              fmt::format("layers.{}.", i), true));
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    auto layer = std::make_shared<LlamaDecoderLayer>(c.hidden_size, c.num_attention_heads, o);
+    if (i > 0) share_rotary(*layers->at<LlamaDecoderLayer>(0), *layer);
+    layers->push_back(built(layer, fmt::format("layers.{}.", i), true));
+  }
   norm = register_module("norm", std::make_shared<RMSNorm>(c.hidden_size, c.rms_norm_eps));
   built(norm, "norm.");
 }
@@ -61,6 +70,7 @@ Tensor LlamaModel::forward(const Tensor& ids, std::vector<KVCache>* caches) {
     throw Error(fmt::format("LlamaModel: {} caches for {} layers", caches->size(),
                             config.num_hidden_layers));
   Tensor x = embed_tokens->forward(ids);
+  if (compute_dtype && x.dtype() != *compute_dtype) x = x.to(*compute_dtype);
   for (size_t i = 0; i < layers->size(); ++i)
     x = layers->at<LlamaDecoderLayer>(i)->forward(x, caches ? &(*caches)[i] : nullptr);
   return norm->forward(x);
@@ -95,6 +105,12 @@ std::vector<std::string> LlamaForCausalLM::tied_names() const {
 
 std::shared_ptr<LlamaForCausalLM> LlamaForCausalLM::from_pretrained(const std::string& folder,
                                                                     DType dtype) {
+  return from_pretrained(folder, PretrainedOptions{dtype, std::nullopt});
+}
+
+std::shared_ptr<LlamaForCausalLM> LlamaForCausalLM::from_pretrained(const std::string& folder,
+                                                                    const PretrainedOptions& o) {
+  const std::optional<DType> compute = weight_only_compute(o, "LlamaForCausalLM::from_pretrained");
   const std::string what = folder + "/config.json";
   const std::string text = read_config_text(folder);
   const std::string type = config_model_type(text, what);
@@ -109,9 +125,12 @@ std::shared_ptr<LlamaForCausalLM> LlamaForCausalLM::from_pretrained(const std::s
     if (n.size() >= inv.size() && n.compare(n.size() - inv.size(), inv.size(), inv) == 0) return "";
     return n;
   };
-  return build_and_load<LlamaForCausalLM>(files, map, dtype, [&](const BuildHook& hook) {
-    return std::make_shared<LlamaForCausalLM>(config, hook);
-  });
+  auto m = build_and_load<LlamaForCausalLM>(
+      files, map, o.dtype,
+      [&](const BuildHook& hook) { return std::make_shared<LlamaForCausalLM>(config, hook); },
+      compute.has_value());
+  m->model->compute_dtype = compute;
+  return m;
 }
 
 }  // namespace tg::nn::hf

@@ -26,6 +26,9 @@ class LlamaModel : public Module {
   std::shared_ptr<Embedding> embed_tokens;
   std::shared_ptr<ModuleList> layers;  // of nn::LlamaDecoderLayer
   std::shared_ptr<RMSNorm> norm;
+  // Set: the embedding's rows are cast to it (weight-only reduced precision: bf16 parameters,
+  // float32 activations); unset: the activations keep the parameters' dtype.
+  std::optional<DType> compute_dtype;
 };
 
 class LlamaForCausalLM : public PreTrainedModel {
@@ -33,6 +36,8 @@ class LlamaForCausalLM : public PreTrainedModel {
   explicit LlamaForCausalLM(LlamaConfig config, const BuildHook& hook = {});
   static std::shared_ptr<LlamaForCausalLM> from_pretrained(const std::string& folder,
                                                            DType dtype = kFloat32);
+  static std::shared_ptr<LlamaForCausalLM> from_pretrained(const std::string& folder,
+                                                           const PretrainedOptions& options);
   Tensor forward(const Tensor& input_ids, std::vector<KVCache>* caches = nullptr) override;
   int64_t num_layers() const override { return config.num_hidden_layers; }
   int64_t max_positions() const override { return config.max_position_embeddings; }

@@ -112,9 +112,23 @@ void PreTrainedModel::save_pretrained(const std::string& folder, bool overwrite)
 }
 
 std::shared_ptr<PreTrainedModel> from_pretrained(const std::string& folder, DType dtype) {
+  return from_pretrained(folder, PretrainedOptions{dtype, std::nullopt});
+}
+
+std::shared_ptr<PreTrainedModel> from_pretrained(const std::string& folder,
+                                                 const PretrainedOptions& options) {
   const std::string type = config_model_type(read_config_text(folder), folder + "/config.json");
-  if (type == "gpt2") return GPT2LMHeadModel::from_pretrained(folder, dtype);
-  return LlamaForCausalLM::from_pretrained(folder, dtype);
+  if (type == "gpt2") return GPT2LMHeadModel::from_pretrained(folder, options);
+  return LlamaForCausalLM::from_pretrained(folder, options);
+}
+
+std::optional<DType> weight_only_compute(const PretrainedOptions& o, const char* who) {
+  if (!o.compute_dtype || *o.compute_dtype == o.dtype) return std::nullopt;
+  if (*o.compute_dtype == kFloat32 && is_reduced(o.dtype)) return kFloat32;
+  throw Error(fmt::format(
+      "{}: dtype {} with compute_dtype {} is not supported (a compute_dtype other than dtype is "
+      "float32 with bfloat16 or float16 parameters: weight-only reduced precision)",
+      who, dtype_name(o.dtype), dtype_name(*o.compute_dtype)));
 }
 
 }  // namespace tg::nn::hf

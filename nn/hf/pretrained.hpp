@@ -68,10 +68,26 @@ class PreTrainedModel : public Module {
   void save_pretrained(const std::string& folder, bool overwrite = false) const;
 };
 
+// from_pretrained's dtypes (Hugging Face's torch_dtype, and the dtype the model computes in):
+//   {kFloat32} / {kFloat64}       parameters and activations in that dtype (to train);
+//   {kBFloat16} / {kFloat16}      the file's dtype mapped in place, every op in that dtype;
+//   {kBFloat16, kFloat32}         weight-only reduced precision: parameters bfloat16 (a BF16 file
+//   ({kFloat16, kFloat32})        mapped in place, no copy), activations, KV cache and logits
+//                                 float32, each product float32 arithmetic on the weights
+//                                 (ops/matmul/mixed.hpp): float32 logits at the file's size.
+struct PretrainedOptions {
+  DType dtype = kFloat32;              // the parameters'
+  std::optional<DType> compute_dtype;  // the activations'; unset: dtype
+};
+
 // Builds the model config.json describes and loads the folder's weights into it (see
 // weights.hpp: memory-mapped, strict, all-or-nothing). dtype: the parameters' (float32 or
 // float64 to train, the file's BF16 / F16 to run it mapped in place: a file of that dtype is not
 // copied).
 std::shared_ptr<PreTrainedModel> from_pretrained(const std::string& folder, DType dtype = kFloat32);
+std::shared_ptr<PreTrainedModel> from_pretrained(const std::string& folder,
+                                                 const PretrainedOptions& options);
+// The options' compute dtype, or a tg::Error naming both dtypes and the supported pairs.
+std::optional<DType> weight_only_compute(const PretrainedOptions& options, const char* who);
 
 }  // namespace tg::nn::hf

@@ -61,6 +61,19 @@ std::shared_ptr<void> map_file(const std::string& path, size_t& size) {
   return std::shared_ptr<void>(p, [size](void* q) { ::munmap(q, size); });
 }
 
+// Hands the whole pages of an allocator block nothing else uses (a placeholder about to be
+// replaced) back to the system: the block then goes to the allocator's cache without being
+// resident (its pages read as zeros when next touched).
+void release_pages(const std::shared_ptr<Storage>& sp) {
+  if (!sp || sp.use_count() != 1) return;
+  const Storage& s = *sp;
+  if (s.owner || s.device.type != DeviceType::CPU || s.nbytes <= Storage::kSmallBytes) return;
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto p = reinterpret_cast<uintptr_t>(s.data);
+  const uintptr_t lo = (p + page - 1) / page * page, hi = (p + s.nbytes) / page * page;
+  if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+}
+
 }  // namespace
 
 SafetensorsFolder::SafetensorsFolder(const std::string& folder) : folder_(folder) {
@@ -214,7 +227,8 @@ WeightLoader::WeightLoader(const SafetensorsFolder& folder, NameMap map)
   }
 }
 
-void WeightLoader::load(Module& m, const std::string& prefix, bool swap, bool copy) {
+void WeightLoader::load(Module& m, const std::string& prefix, bool swap, bool copy,
+                        std::optional<DType> as) {
   std::map<std::string, Tensor> live;  // state_dict's handles are detached: the real ones
   for (auto& [n, t] : m.named_parameters()) live[n] = t;
   for (auto& [n, t] : m.named_buffers()) live[n] = t;
@@ -249,6 +263,10 @@ void WeightLoader::load(Module& m, const std::string& prefix, bool swap, bool co
   // storage is replaced.
   std::vector<std::pair<Tensor, Tensor>> swaps;
   for (auto& [h, fname] : todo) {
+    if (as) {
+      swaps.emplace_back(h, folder_.tensor(fname, *as));
+      continue;
+    }
     const bool own = h.is_contiguous() && h.impl()->storage->owner == nullptr;
     const bool convert = folder_.entry(fname).dtype != safetensors_dtype(h.dtype());
     if (own && (copy || convert))
@@ -258,6 +276,10 @@ void WeightLoader::load(Module& m, const std::string& prefix, bool swap, bool co
   }
   for (auto& [h, s] : swaps) {
     TensorImpl* d = h.impl();
+    if (d->dtype != s.dtype()) {
+      release_pages(d->storage);
+      d->dtype = s.dtype();
+    }
     d->storage = s.impl()->storage;
     d->offset = s.impl()->offset;
     d->strides = s.impl()->strides;

@@ -20,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -70,11 +71,15 @@ struct NameMap {
 // parameters is reused by the next block's); load_into checks the whole model first.
 // Loading writes a parameter's values into its own memory when they must be converted anyway
 // (BF16 into float32) or with copy; else (the file holds the parameter's dtype) the mapped tensor
-// becomes the parameter's storage, with no copy.
+// becomes the parameter's storage, with no copy. With `as` (weight-only reduced precision) every
+// loaded parameter becomes the folder's tensor in dtype `as` instead, its handle's dtype changed
+// (PyTorch's param.data = t.to(as)): mapped when the file holds `as`, and its float32
+// placeholder's pages handed back to the system.
 class WeightLoader {
  public:
   WeightLoader(const SafetensorsFolder& folder, NameMap map);
-  void load(Module& m, const std::string& prefix, bool swap = true, bool copy = false);
+  void load(Module& m, const std::string& prefix, bool swap = true, bool copy = false,
+            std::optional<DType> as = std::nullopt);
   void finish() const;
 
  private:
@@ -90,19 +95,24 @@ class WeightLoader {
 void load_into(Module& model, const SafetensorsFolder& folder, const NameMap& map);
 
 // from_pretrained's build and load: make(hook) builds the model, calling hook with each block.
-// Parameters are placeholders (init skipped: each is replaced). In float32 each block is loaded
-// as soon as it is built; in another dtype the model is converted, then loaded whole.
+// Parameters are placeholders (init skipped: each is replaced). In float32, and in weight-only
+// reduced precision (parameters of the reduced dtype, float32 everything else), each block is
+// loaded as soon as it is built; in another dtype the model is converted, then loaded whole.
 template <typename M, typename Make>
 std::shared_ptr<M> build_and_load(const SafetensorsFolder& files, const NameMap& map, DType dtype,
-                                  Make make) {
+                                  Make make, bool weight_only = false) {
   init::SkipInitGuard skip;
-  if (dtype == kFloat32) {
+  if (dtype == kFloat32 || weight_only) {
     WeightLoader w(files, map);
     // A block built once is copied into its placeholders (their memory would stay in the
     // allocator's cache); the repeated ones are mapped (the next block's placeholders reuse
-    // the memory of the one before).
+    // the memory of the one before). Weight-only: every block's parameters become the file's
+    // reduced tensors, mapped.
     std::shared_ptr<M> m = make([&](Module& block, const std::string& p, bool repeated) {
-      w.load(block, p, true, !repeated);
+      if (weight_only)
+        w.load(block, p, true, false, dtype);
+      else
+        w.load(block, p, true, !repeated);
     });
     w.finish();
     return m;

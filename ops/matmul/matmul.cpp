@@ -1,25 +1,28 @@
 // ops/matmul/matmul.cpp — matmul (PyTorch's rank rules and batch broadcasting), mm, bmm and linear,
 // forward and backward side by side, all on one GEMM over raw pointers (cpu::gemm, cuBLAS on CUDA).
 //
-// Every product is a batch of row-major gemms C[i] (M, N) = A[i] (M, K) · B[i] (K, N), where
-// operand batches are addressed by element offsets (the same offset repeated where a batch dim
-// is broadcast). Transposes are never materialised: backward passes transpose flags with the
-// original leading dimensions (dA = dC·Bᵀ, dB = Aᵀ·dC), and linear multiplies by Wᵀ the same way.
-// An operand that is a transposed view of row-major matrices (x.t(), k.transpose(-2, -1):
+// Every product is a batch of row-major gemms C[i] (M, N) = A[i] (M, K) · B[i] (K, N): the plan
+// (ops/matmul/plan.hpp). Transposes are never materialised: backward passes transpose flags with
+// the original leading dimensions (dA = dC·Bᵀ, dB = Aᵀ·dC), and linear multiplies by Wᵀ the same
+// way. An operand that is a transposed view of row-major matrices (x.t(), k.transpose(-2, -1):
 // strides (..., 1, R)) goes to BLAS as it lies, with the transpose flag set; any other strided
 // operand is made contiguous first.
 // Broadcast operands accumulate their gradient with beta = 1 into one zeroed buffer.
 // bfloat16 / float16 operands run the reduced GEMM (ops/matmul/cpu/reduced_gemm.hpp: oneDNN or
 // the float32 fallback), every product rounded once: a broadcast operand's gradient sums its
 // batches in float32 first, and linear's bias is added before the rounding. Under autocast the
-// listed entries cast their operands first (ops/autocast/autocast.hpp).
-// Deliberately not here: the GEMM kernels (ops/matmul/cpu/, cuda/blas.cu), integer dtypes.
+// listed entries cast their operands first (ops/autocast/autocast.hpp). A float32 operand with a
+// bfloat16 / float16 one (weight-only reduced precision) computes in float32
+// (ops/matmul/mixed.hpp). Deliberately not here: the GEMM kernels (ops/matmul/cpu/, cuda/blas.cu),
+// integer dtypes.
 #include "autograd/convert.hpp"
 #include "ops/autocast/autocast.hpp"
 #include "ops/core/cpu/kernels.hpp"
 #include "ops/core/cuda_dispatch.hpp"
 #include "ops/core/detail.hpp"
 #include "ops/matmul/cpu/reduced_gemm.hpp"
+#include "ops/matmul/mixed.hpp"
+#include "ops/matmul/plan.hpp"
 #include "ops/ops.hpp"
 
 #include <algorithm>
@@ -29,6 +32,7 @@
 
 namespace tg {
 using namespace detail;
+using namespace matmul_plan;
 
 namespace {
 
@@ -60,11 +64,6 @@ void gemm_reduced(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A,
   cpu::gemm_reduced(g, "matmul");
 }
 
-// BLAS takes 32-bit sizes; larger ones are refused rather than silently truncated.
-void check_blas_int(int64_t v) {
-  if (v > INT_MAX)
-    throw Error(fmt::format("matmul: dimension {} exceeds the BLAS limit {}", v, INT_MAX));
-}
 // C (M, N) = op(A) · op(B) (+ C when acc), row-major; lda/ldb/ldc are the row lengths of A, B
 // and C as stored (op = transpose when ta/tb). On the CPU: cpu::gemm (xt::blas::gemm over the
 // buffers), or the reduced GEMM; on a CUDA device: one cuBLAS call (cuda/blas.cu), same arguments.
@@ -85,21 +84,6 @@ void gemm(Device dev, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T
   }
 }
 
-// ---- the plan: how a product maps onto a batch of gemms ----
-struct Plan {
-  int64_t M = 0, K = 0, N = 0;        // per-batch gemm sizes (after folding)
-  int64_t batch = 1;                  // number of gemms
-  std::vector<int64_t> off_a, off_b;  // element offset of each gemm's A and B (empty: i·M·K, i·K·N)
-  bool bcast_a = false, bcast_b = false;  // some A (B) matrix is used by several gemms
-  bool ta = false, tb = false;            // A (B) is stored transposed: (K, M) ((N, K)) row-major
-  Shape out_shape;
-  Device dev;                                 // where the operands live
-  int64_t lda() const { return ta ? M : K; }  // stored row lengths
-  int64_t ldb() const { return tb ? K : N; }
-  int64_t a_offset(int64_t i) const { return off_a.empty() ? i * M * K : off_a[i]; }
-  int64_t b_offset(int64_t i) const { return off_b.empty() ? i * K * N : off_b[i]; }
-};
-
 // Typed data pointer on any device (dtype checked by the caller's dispatch).
 template <typename T>
 T* dptr(const Tensor& t) {
@@ -110,79 +94,7 @@ void check_operands(const char* op, const Tensor& a, const Tensor& b) {
   check_float(a, op, "lhs", true);
   check_float(b, op, "rhs", true);
   check_same_device(a, b, op, "lhs", "rhs");
-  check_same_dtype(a, b, op, "lhs", "rhs");
-}
-
-// Element offsets of an operand's matrices over the broadcast batch shape `out` (row-major).
-std::vector<int64_t> batch_offsets(const Shape& in, const Shape& out, int64_t mat) {
-  Shape st = broadcast_strides(in, out);
-  std::vector<int64_t> offs(static_cast<size_t>(shape_numel(out)));
-  std::vector<int64_t> idx(out.size(), 0);
-  int64_t o = 0;
-  for (size_t i = 0; i < offs.size(); ++i) {
-    offs[i] = o * mat;
-    for (size_t d = out.size(); d-- > 0;) {
-      if (++idx[d] < out[d]) {
-        o += st[d];
-        break;
-      }
-      o -= st[d] * (out[d] - 1);
-      idx[d] = 0;
-    }
-  }
-  return offs;
-}
-
-// PyTorch's matmul rules. 1-D lhs is (1, K) and 1-D rhs is (K, 1), with those dims dropped from
-// the output.
-Plan make_plan(const char* op, const Tensor& a, const Tensor& b, bool ta, bool tb) {
-  const Shape &sa = a.shape(), &sb = b.shape();
-  if (sa.empty() || sb.empty())
-    throw Error(
-        fmt::format("{}: lhs {} and rhs {}: both operands need at least 1 dim, got a 0-dim "
-                    "tensor (use mul for scalars)",
-                    op, shape_str(sa), shape_str(sb)));
-  const size_t na = sa.size(), nb = sb.size();
-  const int64_t Ka = sa[na - 1], Kb = nb == 1 ? sb[0] : sb[nb - 2];
-  if (Ka != Kb)
-    throw Error(fmt::format("{}: lhs {} and rhs {}: inner dims {} != {}", op, shape_str(sa),
-                            shape_str(sb), Ka, Kb));
-  Plan p;
-  p.dev = a.device();
-  p.ta = ta;
-  p.tb = tb;
-  p.K = Ka;
-  p.M = na == 1 ? 1 : sa[na - 2];
-  p.N = nb == 1 ? 1 : sb[nb - 1];
-  Shape ba(sa.begin(), sa.end() - std::min<size_t>(na, 2));
-  Shape bb(sb.begin(), sb.end() - std::min<size_t>(nb, 2));
-  Shape batch;
-  try {
-    batch = broadcast_shapes(ba, bb, op);
-  } catch (const Error&) {
-    throw Error(fmt::format("{}: lhs {} and rhs {}: batch dims {} and {} cannot be broadcast", op,
-                            shape_str(sa), shape_str(sb), shape_str(ba), shape_str(bb)));
-  }
-  p.out_shape.reserve(batch.size() + 2);  // one allocation: this runs on every call
-  p.out_shape = batch;
-  if (na > 1) p.out_shape.push_back(p.M);
-  if (nb > 1) p.out_shape.push_back(p.N);
-  if (bb.empty() && !(ta && !ba.empty())) {
-    // Fast path: rhs is one matrix, so lhs's batch dims fold into rows — one gemm (not when
-    // lhs's matrices are stored transposed: their rows do not follow each other).
-    p.M *= shape_numel(ba);
-    return p;
-  }
-  p.batch = shape_numel(batch);
-  if (ba != batch) {
-    p.off_a = batch_offsets(ba, batch, p.M * p.K);
-    p.bcast_a = shape_numel(ba) < p.batch;
-  }
-  if (bb != batch) {
-    p.off_b = batch_offsets(bb, batch, p.K * p.N);
-    p.bcast_b = shape_numel(bb) < p.batch;
-  }
-  return p;
+  if (!matmul_mixed::is_mixed(a.dtype(), b.dtype())) check_same_dtype(a, b, op, "lhs", "rhs");
 }
 
 // On CUDA, a plan whose matrices all sit at regular strides (no broadcast batch dims) runs as
@@ -259,50 +171,11 @@ void matmul_backward_b(const Plan& p, const T* A, const T* dC, T* dB, int64_t n_
          dB + p.b_offset(i), p.N);
 }
 
-// Zero-sized gemms are skipped (BLAS rejects a leading dimension of 0); K == 0 gives zeros.
-bool empty_gemm(const Plan& p) { return p.M == 0 || p.N == 0 || p.K == 0 || p.batch == 0; }
-
-// Is x (..., R, C) the transpose of row-major (..., C, R) matrices (strides (..., 1, R))?
-bool stored_transposed(const Tensor& x) {
-  const int64_t n = x.dim();
-  if (n < 2 || x.is_contiguous()) return false;
-  const Shape& s = x.shape();
-  const Shape st = x.strides();
-  if (st[n - 2] != 1 || st[n - 1] != s[n - 2]) return false;
-  int64_t acc = s[n - 2] * s[n - 1];
-  for (int64_t d = n - 3; d >= 0; --d) {
-    if (s[d] != 1 && st[d] != acc) return false;
-    acc *= s[d];
-  }
-  return true;
-}
-
-// dA = dC·Bᵀ, dB = Aᵀ·dC in recorded ops (create_graph), 1-D operands as matrices and batch
-// dims broadcast back by sum_to.
-std::vector<Tensor> matmul_grads(const Tensor& dC, const Tensor& A, const Tensor& B,
-                                 const Shape& shape_a, const Shape& shape_b, bool ga, bool gb) {
-  const bool va = shape_a.size() == 1, vb = shape_b.size() == 1;
-  Tensor g = dC;
-  if (va) g = unsqueeze(g, vb ? 0 : -2);
-  if (vb) g = unsqueeze(g, -1);
-  Tensor dA, dB;
-  if (ga) {
-    const Tensor b2 = vb ? unsqueeze(B, -1) : B;
-    const Shape a2 = va ? Shape{1, shape_a[0]} : shape_a;
-    dA = reshape(sum_to(matmul(g, transpose(b2, -1, -2)), a2), shape_a);
-  }
-  if (gb) {
-    const Tensor a2 = va ? unsqueeze(A, 0) : A;
-    const Shape b2 = vb ? Shape{shape_b[0], 1} : shape_b;
-    dB = reshape(sum_to(matmul(transpose(a2, -1, -2), g), b2), shape_b);
-  }
-  return {dA, dB};
-}
-
 Tensor matmul_impl(const char* op, const Tensor& a_in, const Tensor& b_in) {
   const bool ta = stored_transposed(a_in), tb = stored_transposed(b_in);
   const Tensor a = ta ? a_in : contig(a_in);
   const Tensor b = tb ? b_in : contig(b_in);
+  if (a.dtype() != b.dtype()) return matmul_mixed::matmul(op, a, b, ta, tb);  // checked: mixed
   Plan p = make_plan(op, a, b, ta, tb);
   Tensor out = empty_gemm(p) ? zeros(p.out_shape, a.dtype(), p.dev)
                              : Tensor::empty(p.out_shape, a.dtype(), p.dev);
@@ -351,7 +224,8 @@ void check_linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   check_float(w, "linear", "weight", true);
   check_same_device(x, w, "linear", "x", "weight");
   check_same_device(bias, w, "linear", "bias", "weight");
-  check_same_dtype(x, w, "linear", "x", "weight");
+  const bool mixed = matmul_mixed::is_mixed(x.dtype(), w.dtype());
+  if (!mixed) check_same_dtype(x, w, "linear", "x", "weight");
   std::string bias_str = bias.defined() ? shape_str(bias.shape()) : "undefined";
   auto shapes = [&] {
     return fmt::format("x {}, weight {}, bias {}", shape_str(x.shape()), shape_str(w.shape()),
@@ -366,7 +240,8 @@ void check_linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
                             x.size(-1), w.size(1), shapes()));
   if (bias.defined()) {
     check_float(bias, "linear", "bias", true);
-    check_same_dtype(bias, w, "linear", "bias", "weight");
+    if (!mixed || (bias.dtype() != x.dtype() && bias.dtype() != w.dtype()))
+      check_same_dtype(bias, w, "linear", "bias", "weight");
     if (bias.shape() != Shape{w.size(0)})
       throw Error(fmt::format("linear: bias must be (Cout) = ({}) ({})", w.size(0), shapes()));
   }
@@ -479,6 +354,7 @@ Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in
   const Tensor weight = contig(weight_in);
   const Tensor bias = contig(bias_in);
   check_linear(x, weight, bias);
+  if (x.dtype() != weight.dtype()) return matmul_mixed::linear(x, weight, bias);  // checked: mixed
   const int64_t Cin = weight.size(1), Cout = weight.size(0);
   const int64_t N =
       Cin ? x.numel() / Cin : shape_numel(Shape(x.shape().begin(), x.shape().end() - 1));

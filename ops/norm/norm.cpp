@@ -13,7 +13,9 @@
 // bfloat16 / float16 x: out and dx in x's dtype, statistics float64 as always, and the weight and
 // bias either of x's dtype or float32 (PyTorch 1.13 refuses the mixed pair; we take it, as
 // autocast's float32 master weights need): the kernels read them, and write dweight / dbias, in
-// float32, each gradient rounded once to its parameter's dtype.
+// float32, each gradient rounded once to its parameter's dtype. A float32 x with a bfloat16 /
+// float16 weight and bias (mapped reduced weights, float32 activations) is the same the other way
+// round: float32 out and dx, the parameters read as float32, their gradients rounded once.
 // Deliberately not here: the kernels themselves, batch/group norm.
 #include "ops/core/cpu/kernels.hpp"
 #include "ops/core/cuda_dispatch.hpp"
@@ -48,7 +50,9 @@ int64_t check_layer_norm(const Tensor& x, const Shape& ns, const Tensor& w, cons
     if (!p.defined()) continue;
     check_float(p, kOp, names[i], true);
     check_same_device(x, p, kOp, "input", names[i]);
-    if (!(is_reduced(x.dtype()) && p.dtype() == kFloat32))  // mixed: bf16/f16 x, float32 p
+    // mixed: bf16/f16 x with float32 p, or float32 x with bf16/f16 p (weight-only reduced)
+    if (!(is_reduced(x.dtype()) && p.dtype() == kFloat32) &&
+        !(x.dtype() == kFloat32 && is_reduced(p.dtype())))
       check_same_dtype(x, p, kOp, "input", names[i]);
     if (p.shape() != ns)
       throw Error(fmt::format("{}: {} {} must have normalized_shape {} (input {})", kOp, names[i],
@@ -59,12 +63,13 @@ int64_t check_layer_norm(const Tensor& x, const Shape& ns, const Tensor& w, cons
   return shape_numel(ns);
 }
 
-// A parameter as the kernels read it: float32 for a bfloat16 / float16 input (converted, not
-// recorded: D elements), else p itself.
+// A parameter as the kernels read it: float32 for a bfloat16 / float16 input, x's dtype else
+// (converted, not recorded: D elements), or p itself when it has that dtype already.
 Tensor kernel_param(const Tensor& x, const Tensor& p) {
-  if (!p.defined() || !is_reduced(x.dtype()) || p.dtype() == kFloat32) return p;
+  const DType want = is_reduced(x.dtype()) ? kFloat32 : x.dtype();
+  if (!p.defined() || p.dtype() == want) return p;
   NoGradGuard no_grad;
-  return p.detach().to(kFloat32);
+  return p.detach().to(want);
 }
 // A zeroed gradient buffer of a parameter of x, in the dtype the kernels write (kernel_param's).
 Tensor param_grad_buffer(const Tensor& x, const Shape& ns) {
@@ -75,6 +80,12 @@ Tensor as_param_dtype(const Tensor& d, DType pd) {
   if (!d.defined() || d.dtype() == pd) return d;
   NoGradGuard no_grad;
   return d.to(pd);
+}
+
+// The same in a recorded op (create_graph): a mixed pair's parameter gradient comes out of the
+// recorded formulas promoted, and goes back in its parameter's dtype.
+Tensor recorded_as(const Tensor& d, DType pd) {
+  return d.defined() && d.dtype() != pd ? d.to(pd) : d;
 }
 
 // out (N, D), mean and rstd (N) float64, all allocated, from x (N, D) and w, b (D) or undefined:
@@ -157,7 +168,7 @@ Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tenso
              if (creating_graph()) {
                std::vector<Tensor> d = norm_grads(g, sx, sw, N, D, eps, false, gx, gw, gb);
                if (d[2].defined()) d[2] = reshape(d[2], ns);
-               return d;
+               return {d[0], recorded_as(d[1], wdt), recorded_as(d[2], bdt)};
              }
              const Device dev = sx.device();
              Tensor dx = gx ? Tensor::empty(sx.shape(), sx.dtype(), dev) : Tensor();
@@ -205,7 +216,7 @@ Tensor rms_norm(const Tensor& x_in, const Shape& normalized_shape, const Tensor&
           const Tensor sx = hx.get(), sw = hw.get(), rstd = hr.get();
           if (creating_graph()) {
             const std::vector<Tensor> d = norm_grads(g_in, sx, sw, N, D, eps, true, gx, gw, false);
-            return {d[0], d[1]};
+            return {d[0], recorded_as(d[1], sw.defined() ? sw.dtype() : sx.dtype())};
           }
           const Tensor g = contig(g_in);
           const Device dev = sx.device();

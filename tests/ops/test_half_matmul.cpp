@@ -166,13 +166,21 @@ TEST_CASE("half matmul: the path is forced by TG_GEMM_BF16 or set_path, with cle
   }
 }
 
-TEST_CASE("half matmul: mixed dtypes are refused, naming both (PyTorch: expected scalar type)") {
+TEST_CASE(
+    "half matmul: float32 with one reduced operand is float32 (weight-only), the rest is refused "
+    "naming both") {
   const Tensor a = ones({2, 3}, kBFloat16), b = ones({3, 4}, kFloat32);
-  CHECK_THROWS_WITH(matmul(a, b), Catch::Contains("matmul") && Catch::Contains("bfloat16") &&
-                                      Catch::Contains("float32"));
-  CHECK_THROWS_WITH(linear(b.t(), ones({5, 3}, kFloat16)), Catch::Contains("linear") &&
-                                                               Catch::Contains("float16") &&
-                                                               Catch::Contains("float32"));
+  // PyTorch refuses these pairs ("expected scalar type"); tapegrad promotes them to float32, as
+  // its binary ops do: float32 arithmetic on the reduced operand (tests/ops/test_matmul_mixed.cpp).
+  const Tensor ab = matmul(a, b);
+  CHECK(ab.dtype() == kFloat32);
+  CHECK(ab.to_vector<float>() == std::vector<float>(8, 3.0f));
+  const Tensor l = linear(b.t(), ones({5, 3}, kFloat16));
+  CHECK(l.dtype() == kFloat32);
+  CHECK(l.to_vector<float>() == std::vector<float>(20, 3.0f));
+  CHECK_THROWS_WITH(
+      matmul(ones({2, 3}, kFloat64), ones({3, 4}, kBFloat16)),
+      Catch::Contains("matmul") && Catch::Contains("float64") && Catch::Contains("bfloat16"));
   CHECK_THROWS_WITH(
       bmm(ones({1, 2, 3}, kFloat16), ones({1, 3, 2}, kBFloat16)),
       Catch::Contains("bmm") && Catch::Contains("float16") && Catch::Contains("bfloat16"));
