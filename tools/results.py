@@ -2,6 +2,7 @@
 """tools/results.py — the README's results table, made from the runs' metrics.json files.
 
     /usr/bin/python3 tools/results.py [--runs runs/results] [--write README.md]
+    /usr/bin/python3 tools/results.py --pairs    each bf16 run beside the float32 run of its seed
 
 Reads <runs>/<row>/seed<k>/metrics.json for the rows below (tools/results.sh trains them) and
 prints one Markdown table, task | baseline | result | time | command: per row the baseline the
@@ -110,6 +111,26 @@ def table(runs, kept=None):
     return "\n".join(lines) + "\n"
 
 
+def pairs(runs):
+    """Per seed, each bf16 row beside its float32 row: seed | float32 | bf16 | bf16 - float32."""
+    lines = ["| task | seed | float32 | bf16 | bf16 − float32 |", "|---|---|---|---|---|"]
+    for row in ROWS:
+        folder, task, key, _, unit, scale, dec, _, _ = row
+        if folder not in BF16:
+            continue
+        got = {}
+        for precision, f in (("f32", folder), ("bf16", f"{folder}_bf16")):
+            for m in load(runs, f):
+                if isinstance(m.get(key), (int, float)) and m.get("precision", "f32") == precision:
+                    got.setdefault(m.get("seed", m.get("training", {}).get("seed")), {})[precision] = m[key] * scale
+        for seed in sorted(k for k in got if k is not None):
+            a, b = got[seed].get("f32"), got[seed].get("bf16")
+            cell = lambda v: "—" if v is None else f"{v:.{dec}f}"
+            diff = "—" if a is None or b is None else f"{b - a:+.{dec}f}"
+            lines.append(f"| {task} ({unit}) | {seed} | {cell(a)} | {cell(b)} | {diff} |")
+    return "\n".join(lines) + "\n"
+
+
 def old_rows(path):
     """task -> line of the table between the markers of `path` (empty when absent)."""
     begin, end = "<!-- results: begin -->", "<!-- results: end -->"
@@ -144,7 +165,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", default="runs/results")
     ap.add_argument("--write", metavar="FILE")
+    ap.add_argument("--pairs", action="store_true",
+                    help="print each bf16 run beside the float32 run of its seed instead")
     a = ap.parse_args()
+    if a.pairs:
+        sys.stdout.write(pairs(a.runs))
+        return
     text = table(a.runs, old_rows(a.write) if a.write else None)
     if text.count("\n") <= 2:
         sys.exit(f"results.py: no finished run under {a.runs} (run bash tools/results.sh)")
